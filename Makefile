@@ -1,0 +1,35 @@
+# The project's front door: `make test` runs every suite, `make demo` the demo,
+# `make bench` the benchmarks. Each host adds its own targets in mk/<host>.mk by
+# appending to TEST_TARGETS, DEMO_TARGETS and BENCH_TARGETS.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := test
+
+export CARGO_TARGET_DIR := $(CURDIR)/target
+BUILD := $(CURDIR)/build
+
+TEST_TARGETS :=
+DEMO_TARGETS :=
+BENCH_TARGETS :=
+
+include mk/rust.mk
+-include mk/c.mk
+-include mk/python.mk
+-include mk/node.mk
+
+.PHONY: test demo bench conformance-summary clean
+test: $(TEST_TARGETS)
+	@$(MAKE) --no-print-directory conformance-summary
+
+demo: $(DEMO_TARGETS)
+
+bench: $(BENCH_TARGETS)
+
+# Each host's conformance runner writes build/conformance/<host>.txt as
+# "<host> <passed> <failed>"; this prints them together and fails on any failure
+# or on a host whose runner never reported.
+conformance-summary:
+	@scripts/conformance-summary $(BUILD)/conformance
+
+clean:
+	rm -rf target build .venv bindings-node/node_modules

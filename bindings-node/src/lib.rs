@@ -1,0 +1,1 @@
+//! Node binding of retryrs (being written).

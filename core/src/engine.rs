@@ -1,0 +1,418 @@
+//! The sans-IO decision engine: the whole contract of one call, as a small state object.
+//!
+//! A host drives it: it runs an attempt, classifies the outcome into a [`Verdict`], and
+//! asks [`Call::record`] what to do. The answer is "retry after D" or "stop". After
+//! waiting, the host calls [`Call::after_wait`]. The engine never sleeps, never reads a
+//! clock (every method takes `now`), never calls user code, and never allocates.
+
+use std::ops::Deref;
+use std::time::Duration;
+
+use crate::backoff::Backoff;
+use crate::event::{Event, EventKind, ExhaustReason};
+use crate::policy::Policy;
+
+/// How an attempt ended, as the host's predicate classified it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The attempt returned a value.
+    Success,
+    /// A failure worth another try; `hint` is the minimum wait the server asked for.
+    Transient {
+        /// A Retry-After style minimum wait, if the failure carried one.
+        hint: Option<Duration>,
+    },
+    /// A failure that will not go away: the call ends, the original error surfaces.
+    Permanent,
+}
+
+impl Verdict {
+    /// A transient failure without a hint.
+    pub const TRANSIENT: Verdict = Verdict::Transient { hint: None };
+
+    /// A transient failure with a hint given in (possibly fractional) milliseconds, as hosts
+    /// hold it. NaN and negative hints mean no hint; infinite or huge ones saturate.
+    pub fn transient_ms(hint_ms: Option<f64>) -> Verdict {
+        Verdict::Transient { hint: hint_ms.and_then(duration_from_ms) }
+    }
+}
+
+/// A host's millisecond count as a [`Duration`]: `None` for NaN or negative values,
+/// saturating at `Duration::MAX` for infinite or huge ones.
+pub fn duration_from_ms(ms: f64) -> Option<Duration> {
+    if ms.is_nan() || ms < 0.0 {
+        return None;
+    }
+    Some(Duration::try_from_secs_f64(ms / 1000.0).unwrap_or(Duration::MAX))
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// An attempt succeeded: the host returns its value.
+    Success,
+    /// A permanent failure: the host surfaces the original error, unchanged.
+    Rejected,
+    /// Transient failures ran out of room: the host raises its RetryExhausted error.
+    Exhausted(ExhaustReason),
+    /// The call was cancelled: the host uses its cancellation idiom.
+    Cancelled,
+}
+
+/// The engine's answer to an attempt's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Wait this long (zero: do not sleep at all), then call [`Call::after_wait`].
+    Retry(Duration),
+    /// The call is over.
+    Stop(Stop),
+}
+
+/// The engine's answer after a wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resume {
+    /// Run this attempt (1-based) now.
+    Attempt(u32),
+    /// The deadline passed during the wait: the call is over.
+    Stop(Stop),
+}
+
+/// A method was called in a state where it means nothing (a host bug, reported instead of
+/// guessed at, so a C program driving the engine by hand learns of it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum StateError {
+    /// `record` while waiting, or after the call ended.
+    #[error("record() needs an attempt in progress; the call is {0}")]
+    NotAttempting(&'static str),
+    /// `after_wait` without a Retry decision before it.
+    #[error("after_wait() needs a retry wait in progress; the call is {0}")]
+    NotWaiting(&'static str),
+    /// `cancel` after the call ended.
+    #[error("cancel() on a call that has ended")]
+    Ended,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Attempting,
+    Waiting,
+    Done(Stop),
+}
+
+impl State {
+    fn describe(&self) -> &'static str {
+        match self {
+            State::Attempting => "attempting",
+            State::Waiting => "waiting",
+            State::Done(_) => "ended",
+        }
+    }
+}
+
+/// The state of one call: the attempt number, when it began, its jitter stream. `P` is any
+/// handle on a [`Policy`] (`&Policy` in Rust code, `Arc<Policy>` in a binding that keeps
+/// the call in a host object).
+#[derive(Debug, Clone)]
+pub struct Call<P: Deref<Target = Policy>> {
+    policy: P,
+    start: Duration,
+    attempt: u32,
+    state: State,
+    backoff: Backoff,
+}
+
+impl<P: Deref<Target = Policy>> Call<P> {
+    /// Begins a call whose first attempt starts at `now` (any monotonic time base; the
+    /// engine only subtracts). Emits nothing: attempt 1 runs next.
+    pub fn start(policy: P, now: Duration) -> Self {
+        Call { policy, start: now, attempt: 1, state: State::Attempting, backoff: Backoff::new() }
+    }
+
+    /// The policy this call runs under.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The current attempt (1-based): the one running, or the one whose failure is being
+    /// waited out. When the call has ended, the number of attempts made.
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// When the call began, on the time base the host passes in.
+    pub fn started_at(&self) -> Duration {
+        self.start
+    }
+
+    /// How the call ended, once it has.
+    pub fn outcome(&self) -> Option<Stop> {
+        match self.state {
+            State::Done(stop) => Some(stop),
+            _ => None,
+        }
+    }
+
+    /// Steps 1 to 8 of the contract: the verdict on the current attempt, at time `now`.
+    /// Emits AttemptFailed and then one of Retrying, Rejected, Exhausted; or Success.
+    pub fn record(
+        &mut self,
+        verdict: Verdict,
+        now: Duration,
+        sink: &mut impl FnMut(&Event<'_>),
+    ) -> Result<Decision, StateError> {
+        if self.state != State::Attempting {
+            return Err(StateError::NotAttempting(self.state.describe()));
+        }
+        let elapsed = now.saturating_sub(self.start);
+        let hint = match verdict {
+            Verdict::Success => {
+                if let Some(budget) = &self.policy.budget {
+                    budget.record_success();
+                }
+                return Ok(Decision::Stop(self.finish(Stop::Success, EventKind::Success, elapsed, None, sink)));
+            }
+            Verdict::Permanent => {
+                self.emit(EventKind::AttemptFailed, elapsed, None, None, sink);
+                return Ok(Decision::Stop(self.finish(Stop::Rejected, EventKind::Rejected, elapsed, None, sink)));
+            }
+            Verdict::Transient { hint } => hint,
+        };
+        self.emit(EventKind::AttemptFailed, elapsed, None, None, sink);
+        if let Some(budget) = &self.policy.budget {
+            budget.record_failure();
+        }
+        if self.attempt >= self.policy.max_attempts {
+            return Ok(Decision::Stop(self.exhaust(ExhaustReason::Attempts, elapsed, sink)));
+        }
+        let backoff_ms = self.backoff.next_delay_ms(&self.policy, self.attempt);
+        let delay = Duration::from_millis(backoff_ms.max(hint.map_or(0, ceil_ms)));
+        if let Some(deadline) = self.policy.deadline {
+            if elapsed.saturating_add(delay) > deadline {
+                return Ok(Decision::Stop(self.exhaust(ExhaustReason::Deadline, elapsed, sink)));
+            }
+        }
+        if let Some(budget) = &self.policy.budget {
+            if !budget.allows_retry() {
+                return Ok(Decision::Stop(self.exhaust(ExhaustReason::Budget, elapsed, sink)));
+            }
+        }
+        self.state = State::Waiting;
+        self.emit(EventKind::Retrying, elapsed, Some(delay), None, sink);
+        Ok(Decision::Retry(delay))
+    }
+
+    /// Step 9: the wait is over at `now`. Past the deadline the call ends as Exhausted
+    /// (reason deadline) without another attempt; otherwise the next attempt runs.
+    pub fn after_wait(&mut self, now: Duration, sink: &mut impl FnMut(&Event<'_>)) -> Result<Resume, StateError> {
+        if self.state != State::Waiting {
+            return Err(StateError::NotWaiting(self.state.describe()));
+        }
+        let elapsed = now.saturating_sub(self.start);
+        if let Some(deadline) = self.policy.deadline {
+            if elapsed > deadline {
+                return Ok(Resume::Stop(self.exhaust(ExhaustReason::Deadline, elapsed, sink)));
+            }
+        }
+        self.attempt += 1;
+        self.state = State::Attempting;
+        Ok(Resume::Attempt(self.attempt))
+    }
+
+    /// The call was cancelled at `now`, during a wait or an attempt. Emits Cancelled.
+    pub fn cancel(&mut self, now: Duration, sink: &mut impl FnMut(&Event<'_>)) -> Result<Stop, StateError> {
+        if let State::Done(_) = self.state {
+            return Err(StateError::Ended);
+        }
+        let elapsed = now.saturating_sub(self.start);
+        Ok(self.finish(Stop::Cancelled, EventKind::Cancelled, elapsed, None, sink))
+    }
+
+    fn exhaust(&mut self, reason: ExhaustReason, elapsed: Duration, sink: &mut impl FnMut(&Event<'_>)) -> Stop {
+        self.finish(Stop::Exhausted(reason), EventKind::Exhausted, elapsed, Some(reason), sink)
+    }
+
+    fn finish(
+        &mut self,
+        stop: Stop,
+        kind: EventKind,
+        elapsed: Duration,
+        reason: Option<ExhaustReason>,
+        sink: &mut impl FnMut(&Event<'_>),
+    ) -> Stop {
+        self.state = State::Done(stop);
+        self.emit(kind, elapsed, None, reason, sink);
+        stop
+    }
+
+    fn emit(
+        &self,
+        kind: EventKind,
+        elapsed: Duration,
+        delay: Option<Duration>,
+        reason: Option<ExhaustReason>,
+        sink: &mut impl FnMut(&Event<'_>),
+    ) {
+        sink(&Event { kind, name: &self.policy.name, attempt: self.attempt, elapsed, delay, reason });
+    }
+}
+
+/// A call cancelled before its first attempt (an already-aborted signal): emits the one
+/// Cancelled event, attempt 0, and returns [`Stop::Cancelled`].
+pub fn cancelled_before_start(policy: &Policy, sink: &mut impl FnMut(&Event<'_>)) -> Stop {
+    sink(&Event {
+        kind: EventKind::Cancelled,
+        name: &policy.name,
+        attempt: 0,
+        elapsed: Duration::ZERO,
+        delay: None,
+        reason: None,
+    });
+    Stop::Cancelled
+}
+
+/// A hint rounded up to whole milliseconds: never sooner than the server asked.
+fn ceil_ms(hint: Duration) -> u64 {
+    u64::try_from(hint.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::budget::RetryBudget;
+    use crate::policy::Jitter;
+    use std::sync::Arc;
+
+    fn no_jitter(attempts: u64) -> Policy {
+        Policy::builder()
+            .max_attempts(attempts)
+            .initial_delay_ms(100.0)
+            .max_delay_ms(1000.0)
+            .jitter(Jitter::None)
+            .deadline_ms(Some(60_000.0))
+            .build()
+            .unwrap()
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn kinds(events: &[(EventKind, u32)]) -> Vec<String> {
+        events.iter().map(|(k, n)| format!("{k}:{n}")).collect()
+    }
+
+    #[test]
+    fn two_failures_then_success_wait_100_then_200() {
+        let p = no_jitter(6);
+        let mut log = vec![];
+        let mut sink = |e: &Event<'_>| log.push((e.kind, e.attempt));
+        let mut call = Call::start(&p, ms(0));
+        assert_eq!(call.record(Verdict::TRANSIENT, ms(0), &mut sink), Ok(Decision::Retry(ms(100))));
+        assert_eq!(call.after_wait(ms(100), &mut sink), Ok(Resume::Attempt(2)));
+        assert_eq!(call.record(Verdict::TRANSIENT, ms(100), &mut sink), Ok(Decision::Retry(ms(200))));
+        assert_eq!(call.after_wait(ms(300), &mut sink), Ok(Resume::Attempt(3)));
+        assert_eq!(call.record(Verdict::Success, ms(300), &mut sink), Ok(Decision::Stop(Stop::Success)));
+        assert_eq!(call.outcome(), Some(Stop::Success));
+        assert_eq!(
+            kinds(&log),
+            ["attempt_failed:1", "retrying:1", "attempt_failed:2", "retrying:2", "success:3"]
+        );
+    }
+
+    #[test]
+    fn permanent_is_rejected_even_on_the_last_attempt() {
+        let p = no_jitter(1);
+        let mut log = vec![];
+        let mut call = Call::start(&p, ms(0));
+        let d = call.record(Verdict::Permanent, ms(5), &mut |e: &Event<'_>| log.push((e.kind, e.attempt)));
+        assert_eq!(d, Ok(Decision::Stop(Stop::Rejected)));
+        assert_eq!(kinds(&log), ["attempt_failed:1", "rejected:1"]);
+    }
+
+    #[test]
+    fn hint_wins_when_longer_and_is_rounded_up() {
+        let p = no_jitter(5);
+        let mut call = Call::start(&p, ms(0));
+        let hint = Some(Duration::from_micros(5_000_001));
+        assert_eq!(call.record(Verdict::Transient { hint }, ms(0), &mut |_: &Event<'_>| {}), Ok(Decision::Retry(ms(5001))));
+        let mut call = Call::start(&p, ms(0));
+        let short = Some(ms(10));
+        assert_eq!(call.record(Verdict::Transient { hint: short }, ms(0), &mut |_: &Event<'_>| {}), Ok(Decision::Retry(ms(100))));
+    }
+
+    #[test]
+    fn deadline_refuses_a_wait_that_cannot_finish_and_rechecks_after() {
+        let p = Policy::builder()
+            .max_attempts(10)
+            .initial_delay_ms(1000.0)
+            .max_delay_ms(8000.0)
+            .jitter(Jitter::None)
+            .deadline_ms(Some(5000.0))
+            .build()
+            .unwrap();
+        let mut reasons = vec![];
+        let mut sink = |e: &Event<'_>| reasons.push(e.reason);
+        let mut call = Call::start(&p, ms(0));
+        assert_eq!(call.record(Verdict::TRANSIENT, ms(0), &mut sink), Ok(Decision::Retry(ms(1000))));
+        call.after_wait(ms(1000), &mut sink).unwrap();
+        assert_eq!(call.record(Verdict::TRANSIENT, ms(1000), &mut sink), Ok(Decision::Retry(ms(2000))));
+        call.after_wait(ms(3000), &mut sink).unwrap();
+        let d = call.record(Verdict::TRANSIENT, ms(3000), &mut sink);
+        assert_eq!(d, Ok(Decision::Stop(Stop::Exhausted(ExhaustReason::Deadline))));
+        assert_eq!(call.attempt(), 3);
+        assert_eq!(reasons.last(), Some(&Some(ExhaustReason::Deadline)));
+
+        // A wait that overran the deadline ends the call without another attempt.
+        let mut call = Call::start(&p, ms(0));
+        call.record(Verdict::TRANSIENT, ms(3000), &mut |_: &Event<'_>| {}).unwrap();
+        let r = call.after_wait(ms(5001), &mut |_: &Event<'_>| {});
+        assert_eq!(r, Ok(Resume::Stop(Stop::Exhausted(ExhaustReason::Deadline))));
+    }
+
+    #[test]
+    fn budget_stops_retries_once_half_spent() {
+        let budget = Arc::new(RetryBudget::new(4.0, 1.0).unwrap());
+        let p = Policy::builder().jitter(Jitter::None).budget(Some(budget.clone())).build().unwrap();
+        let mut call = Call::start(&p, ms(0));
+        let none = &mut |_: &Event<'_>| {};
+        assert!(matches!(call.record(Verdict::TRANSIENT, ms(0), none), Ok(Decision::Retry(_))));
+        call.after_wait(ms(200), none).unwrap();
+        let d = call.record(Verdict::TRANSIENT, ms(200), none);
+        assert_eq!(d, Ok(Decision::Stop(Stop::Exhausted(ExhaustReason::Budget))));
+        assert_eq!(budget.tokens(), 2.0);
+    }
+
+    #[test]
+    fn misuse_is_reported_not_guessed() {
+        let p = no_jitter(3);
+        let none = &mut |_: &Event<'_>| {};
+        let mut call = Call::start(&p, ms(0));
+        assert!(call.after_wait(ms(0), none).is_err());
+        call.record(Verdict::TRANSIENT, ms(0), none).unwrap();
+        assert!(matches!(call.record(Verdict::Success, ms(0), none), Err(StateError::NotAttempting("waiting"))));
+        assert_eq!(call.cancel(ms(1), none), Ok(Stop::Cancelled));
+        assert_eq!(call.cancel(ms(1), none), Err(StateError::Ended));
+        assert!(call.after_wait(ms(0), none).is_err());
+    }
+
+    #[test]
+    fn host_hints_in_ms() {
+        assert_eq!(Verdict::transient_ms(None), Verdict::TRANSIENT);
+        assert_eq!(Verdict::transient_ms(Some(f64::NAN)), Verdict::TRANSIENT);
+        assert_eq!(Verdict::transient_ms(Some(-1.0)), Verdict::TRANSIENT);
+        assert_eq!(Verdict::transient_ms(Some(1234.0)), Verdict::Transient { hint: Some(ms(1234)) });
+        assert_eq!(Verdict::transient_ms(Some(f64::INFINITY)), Verdict::Transient { hint: Some(Duration::MAX) });
+        // A saturated hint is a wait no deadline allows, and no overflow either.
+        let p = no_jitter(3);
+        let mut call = Call::start(&p, ms(0));
+        let d = call.record(Verdict::transient_ms(Some(1e300)), ms(0), &mut |_: &Event<'_>| {});
+        assert_eq!(d, Ok(Decision::Stop(Stop::Exhausted(ExhaustReason::Deadline))));
+    }
+
+    #[test]
+    fn zero_delay_decision_is_zero() {
+        let p = Policy::builder().initial_delay_ms(0.0).max_delay_ms(0.0).build().unwrap();
+        let mut call = Call::start(&p, ms(0));
+        assert_eq!(call.record(Verdict::TRANSIENT, ms(0), &mut |_: &Event<'_>| {}), Ok(Decision::Retry(Duration::ZERO)));
+    }
+}

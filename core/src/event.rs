@@ -1,0 +1,106 @@
+//! Events: what a call reports as it goes, one payload with everything a log line needs.
+//!
+//! The engine knows nothing of host errors, so an [`Event`] carries no error: each host
+//! attaches the failure it is holding to the events that have one (AttemptFailed, Rejected,
+//! Exhausted, Cancelled).
+
+use std::fmt;
+use std::time::Duration;
+
+/// Which event this is. The order within a call is fixed by the contract: AttemptFailed for
+/// each failure, then exactly one of Retrying (followed by the next attempt), Rejected,
+/// Exhausted or Cancelled; or Success.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// An attempt returned a value.
+    Success,
+    /// An attempt failed (transient or permanent).
+    AttemptFailed,
+    /// A wait of `delay` is about to start; the next attempt follows it.
+    Retrying,
+    /// The predicate called the failure permanent: the original error surfaces.
+    Rejected,
+    /// No more attempts: `reason` says which limit ended the call.
+    Exhausted,
+    /// The call was cancelled.
+    Cancelled,
+}
+
+impl EventKind {
+    /// The snake_case name every host and the conformance vectors use.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            EventKind::Success => "success",
+            EventKind::AttemptFailed => "attempt_failed",
+            EventKind::Retrying => "retrying",
+            EventKind::Rejected => "rejected",
+            EventKind::Exhausted => "exhausted",
+            EventKind::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a call stopped retrying transient failures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExhaustReason {
+    /// max_attempts calls were made.
+    Attempts,
+    /// The next wait would pass the deadline, or the deadline passed during a wait.
+    Deadline,
+    /// The shared retry budget had no token to spare.
+    Budget,
+}
+
+impl ExhaustReason {
+    /// `attempts`, `deadline` or `budget`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ExhaustReason::Attempts => "attempts",
+            ExhaustReason::Deadline => "deadline",
+            ExhaustReason::Budget => "budget",
+        }
+    }
+}
+
+impl fmt::Display for ExhaustReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One event of one call.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Event<'a> {
+    /// What happened.
+    pub kind: EventKind,
+    /// The retrier's name.
+    pub name: &'a str,
+    /// The attempt the event is about (1-based; 0 for a call cancelled before it began).
+    pub attempt: u32,
+    /// Time since the call began (monotonic, or virtual under the testing switch).
+    pub elapsed: Duration,
+    /// The wait about to start (Retrying only).
+    pub delay: Option<Duration>,
+    /// Why the call was exhausted (Exhausted only).
+    pub reason: Option<ExhaustReason>,
+}
+
+impl fmt::Display for Event<'_> {
+    /// A log line: `[name] 451 ms attempt 2 retrying in 87 ms`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}] {} ms attempt {} {}", self.name, self.elapsed.as_millis(), self.attempt, self.kind)?;
+        if let Some(d) = self.delay {
+            write!(f, " in {} ms", d.as_millis())?;
+        }
+        if let Some(r) = self.reason {
+            write!(f, " ({r})")?;
+        }
+        Ok(())
+    }
+}

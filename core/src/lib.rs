@@ -1,0 +1,45 @@
+//! # retryrs
+//!
+//! One retry engine for every language. The heart is a sans-IO decision engine
+//! ([`engine::Call`]): given a [`Policy`], the verdict on each attempt and the time, it
+//! answers "retry after D" or "stop", and emits [`Event`]s. Around it: backoff and jitter
+//! ([`backoff`]), Retry-After parsing ([`retry_after`]), the shared [`RetryBudget`], a
+//! [`CancelToken`], a blocking [`Retrier`] and virtual time for tests ([`clock::testing`]).
+//!
+//! The contract every host obeys is `docs/contract.md` in the repository.
+//!
+//! ```
+//! use retryrs::{Policy, Retrier, Verdict, Jitter};
+//! use std::time::Duration;
+//!
+//! let retrier = Retrier::new(Policy::builder().jitter(Jitter::None).initial_delay(Duration::ZERO).build().unwrap());
+//! let mut calls = 0;
+//! let value = retrier.run(
+//!     |_attempt| { calls += 1; if calls < 3 { Err("503") } else { Ok("rate: 1.0842") } },
+//!     |_err| Verdict::TRANSIENT,
+//! );
+//! assert_eq!(value.unwrap(), "rate: 1.0842");
+//! ```
+#![deny(missing_docs)]
+
+pub mod backoff;
+pub mod budget;
+pub mod cancel;
+pub mod clock;
+pub mod engine;
+pub mod event;
+pub mod executor;
+pub mod policy;
+pub mod retry_after;
+
+pub use budget::{BudgetError, RetryBudget};
+pub use cancel::CancelToken;
+pub use clock::{testing, Clock, SystemClock, VirtualClock};
+pub use engine::{cancelled_before_start, duration_from_ms, Call, Decision, Resume, StateError, Stop, Verdict};
+pub use event::{Event, EventKind, ExhaustReason};
+pub use executor::{Retrier, RetryError, Run};
+pub use policy::{Jitter, Policy, PolicyBuilder, PolicyError};
+pub use retry_after::{is_retryable_status, parse_retry_after, parse_retry_after_ms, RETRYABLE_STATUSES};
+
+/// The crate version, as in Cargo.toml.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

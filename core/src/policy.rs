@@ -1,0 +1,385 @@
+//! The policy: every knob of a retrier, validated once when it is built.
+//!
+//! A [`Policy`] is immutable and cheap to share (`Arc<Policy>`); every call made with it
+//! keeps its own state in an [`crate::engine::Call`].
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::budget::RetryBudget;
+
+/// How randomness is mixed into each backoff delay. See `docs/contract.md`, "Delays".
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Jitter {
+    /// Exactly the ceiling: every client that failed together retries together.
+    None,
+    /// Uniform in `[0, ceiling]` (the AWS "full jitter").
+    Full,
+    /// `ceiling/2` plus uniform in `[0, ceiling/2]`.
+    Equal,
+    /// Uniform in `[ceiling*(1-f), ceiling*(1+f)]`, then capped at `max_delay`; `f` in `[0, 1]`.
+    Proportional(f64),
+    /// `min(max_delay, uniform in [initial_delay, 3 * previous delay])` (the AWS formula).
+    Decorrelated,
+}
+
+impl Jitter {
+    /// The canonical spelling, the one [`Jitter::from_str`] reads back.
+    pub fn spelling(&self) -> String {
+        match self {
+            Jitter::None => "none".into(),
+            Jitter::Full => "full".into(),
+            Jitter::Equal => "equal".into(),
+            Jitter::Proportional(f) => format!("proportional({f})"),
+            Jitter::Decorrelated => "decorrelated".into(),
+        }
+    }
+}
+
+impl fmt::Display for Jitter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.spelling())
+    }
+}
+
+impl FromStr for Jitter {
+    type Err = PolicyError;
+
+    /// Reads `none`, `full`, `equal`, `decorrelated`, and `proportional(F)` or
+    /// `proportional:F` with F in `[0, 1]`. Case and surrounding spaces do not matter.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let text = s.trim().to_ascii_lowercase();
+        let bad = || PolicyError::new("jitter", s, "one of none, full, equal, decorrelated, proportional(F)");
+        match text.as_str() {
+            "none" => return Ok(Jitter::None),
+            "full" => return Ok(Jitter::Full),
+            "equal" => return Ok(Jitter::Equal),
+            "decorrelated" => return Ok(Jitter::Decorrelated),
+            _ => {}
+        }
+        let factor = text
+            .strip_prefix("proportional(")
+            .and_then(|rest| rest.strip_suffix(')'))
+            .or_else(|| text.strip_prefix("proportional:"))
+            .ok_or_else(bad)?;
+        let f: f64 = factor.trim().parse().map_err(|_| bad())?;
+        check_factor(f)?;
+        Ok(Jitter::Proportional(f))
+    }
+}
+
+fn check_factor(f: f64) -> Result<(), PolicyError> {
+    if f.is_finite() && (0.0..=1.0).contains(&f) {
+        Ok(())
+    } else {
+        Err(PolicyError::new("jitter", format!("proportional({f})"), "a factor in [0, 1]"))
+    }
+}
+
+/// A knob that was out of range. Carries the knob's contract name, the value as given and
+/// the rule it broke, so each host can phrase the message in its own names and units.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{knob} must be {requirement}, got {value}")]
+pub struct PolicyError {
+    /// The knob's name as the contract spells it (`max_attempts`, `initial_delay`, ...).
+    pub knob: &'static str,
+    /// The offending value, rendered for a message (delays in milliseconds).
+    pub value: String,
+    /// What the knob must be.
+    pub requirement: &'static str,
+}
+
+impl PolicyError {
+    /// Builds the error for `knob` holding `value`, which is not `requirement`.
+    pub fn new(knob: &'static str, value: impl fmt::Display, requirement: &'static str) -> Self {
+        PolicyError { knob, value: value.to_string(), requirement }
+    }
+}
+
+/// Everything one retrier needs to decide: built by [`PolicyBuilder`], immutable afterwards.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    pub(crate) max_attempts: u32,
+    pub(crate) initial_delay_ms: f64,
+    pub(crate) multiplier: f64,
+    pub(crate) max_delay_ms: u64,
+    pub(crate) jitter: Jitter,
+    pub(crate) deadline: Option<Duration>,
+    pub(crate) budget: Option<Arc<RetryBudget>>,
+    pub(crate) name: Arc<str>,
+    pub(crate) seed: Option<u64>,
+}
+
+impl Default for Policy {
+    /// The contract's defaults: 5 attempts, 200 ms, x2, 5 s cap, full jitter, 15 s deadline.
+    fn default() -> Self {
+        PolicyBuilder::new().build().expect("the defaults are valid")
+    }
+}
+
+impl Policy {
+    /// A builder holding the contract's defaults.
+    pub fn builder() -> PolicyBuilder {
+        PolicyBuilder::new()
+    }
+    /// Total calls, the first one included.
+    pub fn max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+    /// Ceiling of the wait after the first failure.
+    pub fn initial_delay(&self) -> Duration {
+        Duration::from_secs_f64(self.initial_delay_ms / 1000.0)
+    }
+    /// Growth of the ceiling per failed attempt.
+    pub fn multiplier(&self) -> f64 {
+        self.multiplier
+    }
+    /// Cap on every backoff delay (hints are not capped).
+    pub fn max_delay(&self) -> Duration {
+        Duration::from_millis(self.max_delay_ms)
+    }
+    /// The jitter kind.
+    pub fn jitter(&self) -> Jitter {
+        self.jitter
+    }
+    /// Budget for the whole call, or `None` when off.
+    pub fn deadline(&self) -> Option<Duration> {
+        self.deadline
+    }
+    /// The shared retry budget, if one is set.
+    pub fn budget(&self) -> Option<&Arc<RetryBudget>> {
+        self.budget.as_ref()
+    }
+    /// The retrier's name, used in events and errors.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The jitter seed, if the delays are to be reproducible.
+    pub fn seed(&self) -> Option<u64> {
+        self.seed
+    }
+}
+
+/// Collects the knobs of a [`Policy`]; [`PolicyBuilder::build`] validates them all at once.
+///
+/// Delays can be given as [`Duration`]s or as floating-point milliseconds (what most hosts
+/// hold); the float forms accept negative, NaN or infinite values so that `build` can
+/// reject them with a message naming the knob.
+#[derive(Debug, Clone)]
+pub struct PolicyBuilder {
+    max_attempts: u64,
+    initial_delay_ms: f64,
+    multiplier: f64,
+    max_delay_ms: f64,
+    jitter: Jitter,
+    deadline_ms: Option<f64>,
+    budget: Option<Arc<RetryBudget>>,
+    name: Arc<str>,
+    seed: Option<u64>,
+}
+
+impl Default for PolicyBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PolicyBuilder {
+    /// The contract's defaults.
+    pub fn new() -> Self {
+        PolicyBuilder {
+            max_attempts: 5,
+            initial_delay_ms: 200.0,
+            multiplier: 2.0,
+            max_delay_ms: 5_000.0,
+            jitter: Jitter::Full,
+            deadline_ms: Some(15_000.0),
+            budget: None,
+            name: Arc::from("retry"),
+            seed: None,
+        }
+    }
+    /// Total calls, the first one included (>= 1; 1 disables retrying). Wider than `u32`
+    /// so an out-of-range host value reaches validation instead of wrapping.
+    pub fn max_attempts(mut self, n: u64) -> Self {
+        self.max_attempts = n;
+        self
+    }
+    /// Ceiling of the wait after the first failure.
+    pub fn initial_delay(self, d: Duration) -> Self {
+        self.initial_delay_ms(d.as_secs_f64() * 1000.0)
+    }
+    /// [`PolicyBuilder::initial_delay`] in milliseconds.
+    pub fn initial_delay_ms(mut self, ms: f64) -> Self {
+        self.initial_delay_ms = ms;
+        self
+    }
+    /// Growth of the ceiling per failed attempt (finite, >= 1).
+    pub fn multiplier(mut self, m: f64) -> Self {
+        self.multiplier = m;
+        self
+    }
+    /// Cap on every backoff delay (>= initial_delay).
+    pub fn max_delay(self, d: Duration) -> Self {
+        self.max_delay_ms(d.as_secs_f64() * 1000.0)
+    }
+    /// [`PolicyBuilder::max_delay`] in milliseconds.
+    pub fn max_delay_ms(mut self, ms: f64) -> Self {
+        self.max_delay_ms = ms;
+        self
+    }
+    /// The jitter kind.
+    pub fn jitter(mut self, j: Jitter) -> Self {
+        self.jitter = j;
+        self
+    }
+    /// Budget for the whole call; `None` turns the deadline off.
+    pub fn deadline(self, d: Option<Duration>) -> Self {
+        self.deadline_ms(d.map(|d| d.as_secs_f64() * 1000.0))
+    }
+    /// [`PolicyBuilder::deadline`] in milliseconds.
+    pub fn deadline_ms(mut self, ms: Option<f64>) -> Self {
+        self.deadline_ms = ms;
+        self
+    }
+    /// A retry budget shared with other retriers, or `None`.
+    pub fn budget(mut self, b: Option<Arc<RetryBudget>>) -> Self {
+        self.budget = b;
+        self
+    }
+    /// The name used in events and errors.
+    pub fn name(mut self, name: impl AsRef<str>) -> Self {
+        self.name = Arc::from(name.as_ref());
+        self
+    }
+    /// A seed for reproducible jitter, or `None` for fresh randomness per call.
+    pub fn seed(mut self, seed: Option<u64>) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Validates every knob and freezes the policy. The first broken rule is reported.
+    pub fn build(self) -> Result<Policy, PolicyError> {
+        let max_attempts = u32::try_from(self.max_attempts)
+            .ok()
+            .filter(|n| *n >= 1)
+            .ok_or_else(|| PolicyError::new("max_attempts", self.max_attempts, ">= 1 and <= 4294967295"))?;
+        let delay = |knob: &'static str, ms: f64| -> Result<f64, PolicyError> {
+            if (0.0..=MAX_MS).contains(&ms) {
+                Ok(ms)
+            } else {
+                Err(PolicyError::new(knob, format_ms(ms), "finite and >= 0"))
+            }
+        };
+        let initial = delay("initial_delay", self.initial_delay_ms)?;
+        let max = delay("max_delay", self.max_delay_ms)?;
+        if max < initial {
+            return Err(PolicyError::new(
+                "max_delay",
+                format!("{} (initial_delay is {})", format_ms(max), format_ms(initial)),
+                ">= initial_delay",
+            ));
+        }
+        if !(self.multiplier.is_finite() && self.multiplier >= 1.0) {
+            return Err(PolicyError::new("multiplier", self.multiplier, "finite and >= 1"));
+        }
+        if let Jitter::Proportional(f) = self.jitter {
+            check_factor(f)?;
+        }
+        let deadline = match self.deadline_ms {
+            None => None,
+            Some(ms) => Some(Duration::from_secs_f64(delay("deadline", ms)? / 1000.0)),
+        };
+        Ok(Policy {
+            max_attempts,
+            initial_delay_ms: initial,
+            multiplier: self.multiplier,
+            // Delays have millisecond resolution (see the contract): the cap rounds down.
+            max_delay_ms: max.floor() as u64,
+            jitter: self.jitter,
+            deadline,
+            budget: self.budget,
+            name: self.name,
+            seed: self.seed,
+        })
+    }
+}
+
+/// The largest delay a knob may hold: about 285,000 years, far past anything sane, and
+/// small enough that every later conversion to `u64` milliseconds or `Duration` is exact.
+const MAX_MS: f64 = 9.0e15;
+
+fn format_ms(ms: f64) -> String {
+    format!("{ms} ms")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_contracts() {
+        let p = Policy::default();
+        assert_eq!(p.max_attempts(), 5);
+        assert_eq!(p.initial_delay(), Duration::from_millis(200));
+        assert_eq!(p.multiplier(), 2.0);
+        assert_eq!(p.max_delay(), Duration::from_secs(5));
+        assert_eq!(p.jitter(), Jitter::Full);
+        assert_eq!(p.deadline(), Some(Duration::from_secs(15)));
+        assert!(p.budget().is_none());
+        assert_eq!(p.name(), "retry");
+        assert_eq!(p.seed(), None);
+    }
+
+    #[test]
+    fn every_bad_knob_is_named_with_its_value() {
+        let cases: Vec<(PolicyBuilder, &str, &str)> = vec![
+            (Policy::builder().max_attempts(0), "max_attempts", "got 0"),
+            (Policy::builder().max_attempts(1 << 40), "max_attempts", "got 1099511627776"),
+            (Policy::builder().initial_delay_ms(-1.0), "initial_delay", "got -1 ms"),
+            (Policy::builder().initial_delay_ms(f64::NAN), "initial_delay", "got NaN ms"),
+            (Policy::builder().max_delay_ms(f64::INFINITY), "max_delay", "got inf ms"),
+            (Policy::builder().initial_delay_ms(2000.0).max_delay_ms(1000.0), "max_delay", "initial_delay is 2000 ms"),
+            (Policy::builder().multiplier(0.5), "multiplier", "got 0.5"),
+            (Policy::builder().multiplier(f64::NAN), "multiplier", "got NaN"),
+            (Policy::builder().jitter(Jitter::Proportional(1.5)), "jitter", "proportional(1.5)"),
+            (Policy::builder().deadline_ms(Some(-5.0)), "deadline", "got -5 ms"),
+        ];
+        for (builder, knob, fragment) in cases {
+            let err = builder.build().unwrap_err();
+            assert_eq!(err.knob, knob);
+            let msg = err.to_string();
+            assert!(msg.starts_with(knob), "{msg}");
+            assert!(msg.contains(fragment), "{msg} lacks {fragment}");
+        }
+    }
+
+    #[test]
+    fn edge_values_are_accepted() {
+        let p = Policy::builder()
+            .max_attempts(1)
+            .initial_delay_ms(0.0)
+            .max_delay_ms(0.0)
+            .multiplier(1.0)
+            .jitter(Jitter::Proportional(1.0))
+            .deadline(None)
+            .build()
+            .unwrap();
+        assert_eq!(p.max_attempts(), 1);
+        assert_eq!(p.deadline(), None);
+    }
+
+    #[test]
+    fn jitter_spellings_round_trip() {
+        for j in [Jitter::None, Jitter::Full, Jitter::Equal, Jitter::Decorrelated, Jitter::Proportional(0.25)] {
+            assert_eq!(j.spelling().parse::<Jitter>().unwrap(), j);
+        }
+        assert_eq!(" Proportional:0.5 ".parse::<Jitter>().unwrap(), Jitter::Proportional(0.5));
+        for bad in ["", "fulll", "proportional(2)", "proportional(x)", "proportional(-0.1)"] {
+            let err = bad.parse::<Jitter>().unwrap_err();
+            assert_eq!(err.knob, "jitter", "{bad}");
+        }
+    }
+}
