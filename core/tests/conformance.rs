@@ -1,0 +1,235 @@
+//! The Rust runner of the cross-language conformance vectors (tests/conformance/*.json,
+//! format in tests/conformance/README.md). Every vector runs through the public API: the
+//! blocking executor on a virtual clock, a listener, a cancel token.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use retryrs::{
+    is_retryable_status, parse_retry_after_ms, CancelToken, Clock, EventKind, Jitter, Policy, PolicyError, Retrier,
+    RetryBudget, RetryError, Run, Verdict, VirtualClock,
+};
+use serde_json::{json, Value};
+
+fn vector_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/conformance")
+}
+
+fn load_vectors() -> Vec<(String, Value)> {
+    let mut files: Vec<_> = std::fs::read_dir(vector_dir())
+        .expect("tests/conformance exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let mut out = vec![];
+    for file in files {
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap())
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        for v in doc["vectors"].as_array().unwrap_or_else(|| panic!("{name}: no vectors")) {
+            out.push((name.clone(), v.clone()));
+        }
+    }
+    out
+}
+
+fn build_policy(p: &Value) -> Result<Policy, PolicyError> {
+    let mut b = Policy::builder();
+    if let Some(n) = p.get("max_attempts") {
+        b = b.max_attempts(n.as_u64().unwrap_or(0));
+    }
+    if let Some(ms) = p.get("initial_delay_ms") {
+        b = b.initial_delay_ms(ms.as_f64().unwrap());
+    }
+    if let Some(m) = p.get("multiplier") {
+        b = b.multiplier(m.as_f64().unwrap());
+    }
+    if let Some(ms) = p.get("max_delay_ms") {
+        b = b.max_delay_ms(ms.as_f64().unwrap());
+    }
+    if let Some(j) = p.get("jitter") {
+        b = b.jitter(j.as_str().unwrap().parse::<Jitter>()?);
+    }
+    if let Some(d) = p.get("deadline_ms") {
+        b = b.deadline_ms(d.as_f64());
+    }
+    if let Some(s) = p.get("seed") {
+        b = b.seed(s.as_u64());
+    }
+    if let Some(n) = p.get("name") {
+        b = b.name(n.as_str().unwrap());
+    }
+    if let Some(budget) = p.get("budget") {
+        let budget = RetryBudget::new(budget["max_tokens"].as_f64().unwrap(), budget["token_ratio"].as_f64().unwrap())
+            .expect("vector budgets are valid");
+        b = b.budget(Some(Arc::new(budget)));
+    }
+    b.build()
+}
+
+/// The error a scripted attempt fails with: its attempt number, so order can be checked.
+#[derive(Debug, PartialEq)]
+struct Scripted(u32);
+
+/// Runs one call of a call vector; returns the observed expectation object.
+fn run_call(retrier: &Retrier, script: &[Value]) -> Result<Value, String> {
+    let clock = VirtualClock::new();
+    let token = CancelToken::new();
+    let events = RefCell::new(Vec::<Value>::new());
+    let mut delays = vec![];
+    let mut calls = 0u32;
+    let step = |n: u32| -> Option<&Value> { script.get(n as usize - 1) };
+    let listener = |e: &retryrs::Event<'_>, err: Option<&Scripted>| {
+        let mut ev = json!({"kind": e.kind.as_str(), "attempt": e.attempt, "elapsed_ms": e.elapsed.as_millis() as u64});
+        if let Some(d) = e.delay {
+            ev["delay_ms"] = json!(d.as_millis() as u64);
+        }
+        if let Some(r) = e.reason {
+            ev["reason"] = json!(r.as_str());
+        }
+        // Failure events carry the failure they are about: the latest attempt's.
+        let wants_error = !matches!(e.kind, EventKind::Success);
+        if wants_error && e.attempt > 0 && err != Some(&Scripted(e.attempt)) {
+            ev["error_mismatch"] = json!(format!("{err:?}"));
+        }
+        if e.kind == EventKind::Retrying {
+            let s = step(e.attempt).cloned().unwrap_or_default();
+            if let Some(overrun) = s.get("wait_overrun_ms").and_then(Value::as_u64) {
+                clock.advance(Duration::from_millis(overrun));
+            }
+            if s.get("cancel_during_wait").and_then(Value::as_bool) == Some(true) {
+                token.cancel();
+            }
+        }
+        events.borrow_mut().push(ev);
+    };
+    let result = retrier.execute(
+        Run::default().clock(&clock).cancel(&token).listener(listener),
+        |n| {
+            calls += 1;
+            let s = step(n).ok_or_else(|| Scripted(u32::MAX))?;
+            clock.advance(Duration::from_millis(s.get("takes_ms").and_then(Value::as_u64).unwrap_or(0)));
+            match s["result"].as_str() {
+                Some("success") => Ok(()),
+                _ => Err(Scripted(n)),
+            }
+        },
+        |e: &Scripted| {
+            let s = step(e.0).expect("the script ran out: the function was called too often");
+            match s["result"].as_str() {
+                Some("permanent") => Verdict::Permanent,
+                _ => Verdict::transient_ms(s.get("hint_ms").and_then(Value::as_f64)),
+            }
+        },
+    );
+    let events = events.into_inner();
+    for e in &events {
+        if let Some(d) = e.get("delay_ms") {
+            delays.push(d.clone());
+        }
+    }
+    if events.iter().any(|e| e.get("error_mismatch").is_some()) {
+        return Err(format!("an event carried the wrong error: {events:?}"));
+    }
+    let mut got = json!({"attempts": calls, "delays_ms": delays, "events": events});
+    match result {
+        Ok(()) => got["outcome"] = json!("success"),
+        Err(RetryError::Rejected(e)) => {
+            got["outcome"] = json!("rejected");
+            if e != Scripted(calls) {
+                return Err(format!("rejected with {e:?}, not the failure of attempt {calls}"));
+            }
+        }
+        Err(RetryError::Exhausted { attempts, reason, errors }) => {
+            got["outcome"] = json!("exhausted");
+            got["reason"] = json!(reason.as_str());
+            let expected: Vec<_> = (1..=attempts).map(Scripted).collect();
+            if attempts != calls || errors != expected {
+                return Err(format!("exhausted after {attempts} with errors {errors:?}, {calls} calls"));
+            }
+        }
+        Err(RetryError::Cancelled { attempts, errors }) => {
+            got["outcome"] = json!("cancelled");
+            if attempts != calls || errors.last() != Some(&Scripted(calls)) {
+                return Err(format!("cancelled after {attempts} with errors {errors:?}, {calls} calls"));
+            }
+        }
+    }
+    if let Some(budget) = retrier.policy().budget() {
+        got["budget_tokens"] = json!(budget.tokens());
+    }
+    let _ = clock.now();
+    Ok(got)
+}
+
+fn check_call_vector(v: &Value) -> Result<(), String> {
+    let policy = build_policy(&v["policy"]).map_err(|e| format!("policy did not build: {e}"))?;
+    let retrier = Retrier::new(policy);
+    for (i, call) in v["calls"].as_array().unwrap().iter().enumerate() {
+        let got = run_call(&retrier, call["attempts"].as_array().unwrap())?;
+        let want = &call["expect"];
+        for key in ["outcome", "reason", "attempts", "delays_ms", "events"] {
+            if want.get(key) != got.get(key) {
+                return Err(format!("call {i}: {key}: want {}, got {}", want[key], got[key]));
+            }
+        }
+        if let Some(tokens) = want.get("budget_tokens").and_then(Value::as_f64) {
+            let have = got["budget_tokens"].as_f64().unwrap_or(f64::NAN);
+            if (tokens - have).abs() > 1e-9 {
+                return Err(format!("call {i}: budget_tokens: want {tokens}, got {have}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_vector(v: &Value) -> Result<(), String> {
+    if v.get("calls").is_some() {
+        check_call_vector(v)
+    } else if let Some(expect) = v.get("expect_error") {
+        let knob = expect["knob"].as_str().unwrap();
+        match build_policy(&v["policy"]) {
+            Ok(_) => Err(format!("policy built; expected an error naming {knob}")),
+            Err(e) if e.knob == knob && e.to_string().contains(knob) => Ok(()),
+            Err(e) => Err(format!("error names {} ({e}); expected {knob}", e.knob)),
+        }
+    } else if let Some(ra) = v.get("retry_after") {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(ra["now_unix_s"].as_u64().unwrap());
+        let got = parse_retry_after_ms(ra["value"].as_str().unwrap(), now);
+        let ok = match &ra["expect_ms"] {
+            Value::Null => got.is_none(),
+            Value::String(s) if s == "saturated" => got.is_some_and(|ms| ms >= 1_000_000_000_000_000),
+            want => got == want.as_u64(),
+        };
+        ok.then_some(()).ok_or_else(|| format!("parsed {:?} as {got:?}, want {}", ra["value"], ra["expect_ms"]))
+    } else if let Some(st) = v.get("status") {
+        let code = st["code"].as_u64().unwrap() as u16;
+        let want = st["retryable"].as_bool().unwrap();
+        (is_retryable_status(code) == want).then_some(()).ok_or_else(|| format!("status {code}: want {want}"))
+    } else {
+        Err("a vector with none of calls, expect_error, retry_after, status".into())
+    }
+}
+
+#[test]
+fn every_vector_passes() {
+    let vectors = load_vectors();
+    assert!(vectors.len() >= 40, "only {} vectors", vectors.len());
+    let mut ids = std::collections::HashSet::new();
+    let mut failed = vec![];
+    for (file, v) in &vectors {
+        let id = v["id"].as_str().expect("every vector has an id");
+        assert!(ids.insert(id.to_owned()), "duplicate id {id}");
+        if let Err(why) = check_vector(v) {
+            failed.push(format!("{file} {id}: {why}"));
+        }
+    }
+    for f in &failed {
+        println!("FAIL {f}");
+    }
+    println!("conformance: {} passed, {} failed", vectors.len() - failed.len(), failed.len());
+    assert!(failed.is_empty(), "{} vectors failed", failed.len());
+}
