@@ -183,7 +183,13 @@ mod tests {
         let p = policy(Jitter::Full);
         let run = |p: &Policy| (1..=5).map(|n| Backoff::new().next_delay_ms(p, n)).collect::<Vec<_>>();
         assert_eq!(run(&p), run(&p));
-        let other = Policy::builder().max_attempts(6).initial_delay_ms(100.0).max_delay_ms(1000.0).seed(Some(4)).build().unwrap();
+        let other = Policy::builder()
+            .max_attempts(6)
+            .initial_delay_ms(100.0)
+            .max_delay_ms(1000.0)
+            .seed(Some(4))
+            .build()
+            .unwrap();
         assert_ne!(run(&p), run(&other));
     }
 

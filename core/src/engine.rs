@@ -313,10 +313,7 @@ mod tests {
         assert_eq!(call.after_wait(ms(300), &mut sink), Ok(Resume::Attempt(3)));
         assert_eq!(call.record(Verdict::Success, ms(300), &mut sink), Ok(Decision::Stop(Stop::Success)));
         assert_eq!(call.outcome(), Some(Stop::Success));
-        assert_eq!(
-            kinds(&log),
-            ["attempt_failed:1", "retrying:1", "attempt_failed:2", "retrying:2", "success:3"]
-        );
+        assert_eq!(kinds(&log), ["attempt_failed:1", "retrying:1", "attempt_failed:2", "retrying:2", "success:3"]);
     }
 
     #[test]
@@ -334,10 +331,16 @@ mod tests {
         let p = no_jitter(5);
         let mut call = Call::start(&p, ms(0));
         let hint = Some(Duration::from_micros(5_000_001));
-        assert_eq!(call.record(Verdict::Transient { hint }, ms(0), &mut |_: &Event<'_>| {}), Ok(Decision::Retry(ms(5001))));
+        assert_eq!(
+            call.record(Verdict::Transient { hint }, ms(0), &mut |_: &Event<'_>| {}),
+            Ok(Decision::Retry(ms(5001)))
+        );
         let mut call = Call::start(&p, ms(0));
         let short = Some(ms(10));
-        assert_eq!(call.record(Verdict::Transient { hint: short }, ms(0), &mut |_: &Event<'_>| {}), Ok(Decision::Retry(ms(100))));
+        assert_eq!(
+            call.record(Verdict::Transient { hint: short }, ms(0), &mut |_: &Event<'_>| {}),
+            Ok(Decision::Retry(ms(100)))
+        );
     }
 
     #[test]
@@ -413,6 +416,9 @@ mod tests {
     fn zero_delay_decision_is_zero() {
         let p = Policy::builder().initial_delay_ms(0.0).max_delay_ms(0.0).build().unwrap();
         let mut call = Call::start(&p, ms(0));
-        assert_eq!(call.record(Verdict::TRANSIENT, ms(0), &mut |_: &Event<'_>| {}), Ok(Decision::Retry(Duration::ZERO)));
+        assert_eq!(
+            call.record(Verdict::TRANSIENT, ms(0), &mut |_: &Event<'_>| {}),
+            Ok(Decision::Retry(Duration::ZERO))
+        );
     }
 }

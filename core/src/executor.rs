@@ -308,7 +308,13 @@ mod tests {
 
     #[test]
     fn a_cancel_from_another_thread_ends_a_long_wait_at_once() {
-        let p = Policy::builder().initial_delay_ms(30_000.0).max_delay_ms(30_000.0).jitter(Jitter::None).deadline(None).build().unwrap();
+        let p = Policy::builder()
+            .initial_delay_ms(30_000.0)
+            .max_delay_ms(30_000.0)
+            .jitter(Jitter::None)
+            .deadline(None)
+            .build()
+            .unwrap();
         let r = Retrier::new(p);
         let token = CancelToken::new();
         let other = token.clone();
@@ -317,7 +323,11 @@ mod tests {
             other.cancel();
         });
         let started = Instant::now();
-        let res: Result<(), _> = r.execute(Run::default().cancel(&token).clock(&crate::clock::SystemClock), |n| Err(Failure("503", n)), |_| Verdict::TRANSIENT);
+        let res: Result<(), _> = r.execute(
+            Run::default().cancel(&token).clock(&crate::clock::SystemClock),
+            |n| Err(Failure("503", n)),
+            |_| Verdict::TRANSIENT,
+        );
         let took = started.elapsed();
         canceller.join().unwrap();
         match res {
@@ -351,7 +361,15 @@ mod tests {
     fn the_testing_switch_makes_waits_virtual() {
         let scope = testing::scoped();
         let started = Instant::now();
-        let r = Retrier::new(Policy::builder().initial_delay_ms(10_000.0).max_delay_ms(10_000.0).jitter(Jitter::None).deadline(None).build().unwrap());
+        let r = Retrier::new(
+            Policy::builder()
+                .initial_delay_ms(10_000.0)
+                .max_delay_ms(10_000.0)
+                .jitter(Jitter::None)
+                .deadline(None)
+                .build()
+                .unwrap(),
+        );
         let res: Result<(), _> = r.run(|n| Err(Failure("503", n)), |_| Verdict::TRANSIENT);
         assert!(matches!(res, Err(RetryError::Exhausted { attempts: 5, .. })));
         assert_eq!(scope.clock().now(), Duration::from_secs(40));

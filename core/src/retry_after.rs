@@ -51,10 +51,7 @@ mod tests {
         assert_eq!(parse_retry_after("120", now()), Some(Duration::from_secs(120)));
         assert_eq!(parse_retry_after("  7 \t", now()), Some(Duration::from_secs(7)));
         assert_eq!(parse_retry_after("0", now()), Some(Duration::ZERO));
-        assert_eq!(
-            parse_retry_after("99999999999999999999999999", now()),
-            Some(Duration::from_secs(u64::MAX))
-        );
+        assert_eq!(parse_retry_after("99999999999999999999999999", now()), Some(Duration::from_secs(u64::MAX)));
     }
 
     #[test]

@@ -118,11 +118,9 @@ fn run_call(retrier: &Retrier, script: &[Value]) -> Result<Value, String> {
                 _ => Err(Scripted(n)),
             }
         },
-        |e: &Scripted| {
-            match step(e.0) {
-                Some(s) if s["result"] == "transient" => Verdict::transient_ms(s.get("hint_ms").and_then(Value::as_f64)),
-                _ => Verdict::Permanent,
-            }
+        |e: &Scripted| match step(e.0) {
+            Some(s) if s["result"] == "transient" => Verdict::transient_ms(s.get("hint_ms").and_then(Value::as_f64)),
+            _ => Verdict::Permanent,
         },
     );
     let events = events.into_inner();
