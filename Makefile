@@ -24,6 +24,7 @@ test: $(TEST_TARGETS)
 demo: $(DEMO_TARGETS)
 
 bench: $(BENCH_TARGETS)
+	@scripts/bench-report $(BUILD)/bench bench/RESULTS.md
 
 # Each host's conformance runner writes build/conformance/<host>.txt as
 # "<host> <passed> <failed>"; this prints them together and fails on any failure
