@@ -6,6 +6,7 @@ DEMO_TARGETS += demo-herd
 
 lint-rust:
 	cargo clippy --workspace --all-targets --locked -- -D warnings
+	RUSTDOCFLAGS="-D warnings" cargo doc --locked -p retryrs --no-deps --quiet
 
 test-rust:
 	cargo test --workspace --locked
