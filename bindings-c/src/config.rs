@@ -1,0 +1,152 @@
+//! The plain config struct C fills in, its defaults initializer, and its translation into
+//! the core's `PolicyBuilder` (which does every validation).
+
+use std::ffi::c_char;
+use std::sync::Arc;
+
+use retryrs::{Jitter, Policy, PolicyBuilder, PolicyError};
+
+use crate::budget::retryrs_budget;
+use crate::ffi::{arg, arg_mut, c_str, guard_status, Failure};
+use crate::types::*;
+
+/// Every knob of a retrier. Start from retryrs_config_default() and change what you
+/// need; retryrs_retrier_new() validates the whole struct and copies what it keeps.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct retryrs_config {
+    /// Total calls, the first one included; >= 1 (1 disables retrying).
+    pub max_attempts: u64,
+    /// Ceiling of the wait after the first failure, in ms; finite and >= 0.
+    pub initial_delay_ms: f64,
+    /// Growth of the ceiling per failed attempt; finite and >= 1.
+    pub multiplier: f64,
+    /// Cap on every backoff delay, in ms; >= initial_delay_ms.
+    pub max_delay_ms: f64,
+    /// One of RETRYRS_JITTER_*.
+    pub jitter: retryrs_jitter,
+    /// The factor f of RETRYRS_JITTER_PROPORTIONAL, in [0, 1]; ignored otherwise.
+    pub jitter_factor: f64,
+    /// false: no deadline (deadline_ms is ignored).
+    pub has_deadline: bool,
+    /// Budget for the whole call, attempts and waits included, in ms; finite and >= 0.
+    pub deadline_ms: f64,
+    /// false: fresh random jitter per call; true: reproducible jitter from `seed`.
+    pub has_seed: bool,
+    /// The jitter seed (used when has_seed).
+    pub seed: u64,
+    /// The retrier's name in events (UTF-8, copied); NULL: the default name ("retry").
+    pub name: *const c_char,
+    /// A retry budget shared with other retriers (the retrier keeps its own reference,
+    /// so the budget handle may be freed first); NULL: no budget.
+    pub budget: *const retryrs_budget,
+}
+
+/// Fills `*config` with the contract's defaults: 5 attempts, 200 ms, x2, 5000 ms cap,
+/// full jitter, a 15000 ms deadline, no seed, the default name, no budget.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_config_default(config: *mut retryrs_config) -> retryrs_status {
+    guard_status(|| {
+        let out = arg_mut(config, "config")?;
+        *out = defaults();
+        Ok(())
+    })
+}
+
+/// Reads a jitter spelling ("none", "full", "equal", "decorrelated",
+/// "proportional(F)") into a kind and a factor (0 unless proportional), e.g. from a
+/// configuration file. Fails with RETRYRS_INVALID_ARGUMENT naming the jitter.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_jitter_parse(
+    text: *const c_char,
+    jitter: *mut retryrs_jitter,
+    jitter_factor: *mut f64,
+) -> retryrs_status {
+    guard_status(|| {
+        let text = c_str(text, "text")?;
+        let kind = arg_mut(jitter, "jitter")?;
+        let factor = arg_mut(jitter_factor, "jitter_factor")?;
+        let parsed: Jitter = text.parse().map_err(|e: PolicyError| policy_failure(&e))?;
+        (*kind, *factor) = from_jitter(parsed);
+        Ok(())
+    })
+}
+
+/// The C config of the core's default policy: the numbers come from the core.
+pub fn defaults() -> retryrs_config {
+    let p = Policy::default();
+    let (jitter, jitter_factor) = from_jitter(p.jitter());
+    retryrs_config {
+        max_attempts: u64::from(p.max_attempts()),
+        initial_delay_ms: p.initial_delay().as_secs_f64() * 1000.0,
+        multiplier: p.multiplier(),
+        max_delay_ms: p.max_delay().as_secs_f64() * 1000.0,
+        jitter,
+        jitter_factor,
+        has_deadline: p.deadline().is_some(),
+        deadline_ms: p.deadline().map_or(0.0, |d| d.as_secs_f64() * 1000.0),
+        has_seed: p.seed().is_some(),
+        seed: p.seed().unwrap_or(0),
+        name: std::ptr::null(),
+        budget: std::ptr::null(),
+    }
+}
+
+fn from_jitter(j: Jitter) -> (retryrs_jitter, f64) {
+    match j {
+        Jitter::None => (RETRYRS_JITTER_NONE, 0.0),
+        Jitter::Full => (RETRYRS_JITTER_FULL, 0.0),
+        Jitter::Equal => (RETRYRS_JITTER_EQUAL, 0.0),
+        Jitter::Proportional(f) => (RETRYRS_JITTER_PROPORTIONAL, f),
+        Jitter::Decorrelated => (RETRYRS_JITTER_DECORRELATED, 0.0),
+    }
+}
+
+fn to_jitter(kind: retryrs_jitter, factor: f64) -> Result<Jitter, Failure> {
+    Ok(match kind {
+        RETRYRS_JITTER_NONE => Jitter::None,
+        RETRYRS_JITTER_FULL => Jitter::Full,
+        RETRYRS_JITTER_EQUAL => Jitter::Equal,
+        RETRYRS_JITTER_PROPORTIONAL => Jitter::Proportional(factor),
+        RETRYRS_JITTER_DECORRELATED => Jitter::Decorrelated,
+        other => {
+            return Err(Failure::invalid(format!(
+                "jitter must be one of RETRYRS_JITTER_NONE, _FULL, _EQUAL, _PROPORTIONAL, _DECORRELATED, got {other}"
+            )))
+        }
+    })
+}
+
+/// The core's validation error in the C API's names: delays are `*_ms` fields here.
+pub fn policy_failure(e: &PolicyError) -> Failure {
+    let knob = match e.knob {
+        "initial_delay" | "max_delay" | "deadline" => format!("{}_ms", e.knob),
+        other => other.to_string(),
+    };
+    let value = e.value.replace("initial_delay is", "initial_delay_ms is");
+    Failure::invalid(format!("{knob} must be {}, got {value}", e.requirement))
+}
+
+/// Validates `config` through the core's builder. `name` is returned too so the retrier
+/// can hand events a NUL-terminated copy.
+///
+/// # Safety
+/// `config` is NULL or a valid config whose `name` and `budget` are NULL or valid.
+pub unsafe fn build(config: *const retryrs_config) -> Result<Policy, Failure> {
+    let c = arg(config, "config")?;
+    let mut builder = PolicyBuilder::new()
+        .max_attempts(c.max_attempts)
+        .initial_delay_ms(c.initial_delay_ms)
+        .multiplier(c.multiplier)
+        .max_delay_ms(c.max_delay_ms)
+        .jitter(to_jitter(c.jitter, c.jitter_factor)?)
+        .deadline_ms(c.has_deadline.then_some(c.deadline_ms))
+        .seed(c.has_seed.then_some(c.seed));
+    if !c.name.is_null() {
+        builder = builder.name(c_str(c.name, "config->name")?);
+    }
+    if let Some(budget) = c.budget.as_ref() {
+        builder = builder.budget(Some(Arc::clone(&budget.inner)));
+    }
+    builder.build().map_err(|e| policy_failure(&e))
+}

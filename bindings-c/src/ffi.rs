@@ -1,0 +1,184 @@
+//! The boundary: the panic guard every export runs under, the thread-local last error,
+//! and checked pointer access.
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::ffi::{c_char, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::types::*;
+
+/// Why an export did not return RETRYRS_OK: the status, and the message that
+/// `retryrs_last_error` will show.
+#[derive(Debug)]
+pub struct Failure {
+    /// A RETRYRS_* status other than OK.
+    pub status: retryrs_status,
+    /// What was wrong, for a human.
+    pub message: String,
+}
+
+impl Failure {
+    /// A bad argument.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Failure { status: RETRYRS_INVALID_ARGUMENT, message: message.into() }
+    }
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// Records `message` as this thread's last error.
+pub fn set_last_error(message: &str) {
+    // An interior NUL would truncate the C string; a visible escape keeps the rest.
+    let text = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
+    LAST_ERROR.with(|slot| *slot.borrow_mut() = text);
+}
+
+/// The pointer handed to C: valid until this thread's next failing call.
+pub fn last_error_ptr() -> *const c_char {
+    LAST_ERROR.with(|slot| slot.borrow().as_ptr())
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    format!("internal error: a panic was caught at the C boundary: {what}")
+}
+
+/// Runs the body of a status-returning export: `Ok` becomes RETRYRS_OK, a [`Failure`]
+/// its status (message stored), a panic RETRYRS_INTERNAL_ERROR. The only way an export
+/// may return a status (see tests/guarded.rs).
+pub fn guard_status(body: impl FnOnce() -> Result<(), Failure>) -> retryrs_status {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => RETRYRS_OK,
+        Ok(Err(failure)) => {
+            set_last_error(&failure.message);
+            failure.status
+        }
+        Err(payload) => {
+            set_last_error(&panic_message(&*payload));
+            RETRYRS_INTERNAL_ERROR
+        }
+    }
+}
+
+/// Runs the body of an export that returns a plain value (free functions, queries that
+/// cannot fail): a panic yields `on_panic` and sets the last error.
+pub fn guard_value<R>(on_panic: R, body: impl FnOnce() -> R) -> R {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(value) => value,
+        Err(payload) => {
+            set_last_error(&panic_message(&*payload));
+            on_panic
+        }
+    }
+}
+
+/// `*p`, or an invalid-argument failure naming the parameter.
+///
+/// # Safety
+/// `p` is NULL or points to a live `T` for `'a`.
+pub unsafe fn arg<'a, T>(p: *const T, name: &str) -> Result<&'a T, Failure> {
+    p.as_ref().ok_or_else(|| Failure::invalid(format!("{name} must not be NULL")))
+}
+
+/// `&mut *p`, or an invalid-argument failure naming the parameter.
+///
+/// # Safety
+/// `p` is NULL or points to a live, unaliased `T` for `'a`.
+pub unsafe fn arg_mut<'a, T>(p: *mut T, name: &str) -> Result<&'a mut T, Failure> {
+    p.as_mut().ok_or_else(|| Failure::invalid(format!("{name} must not be NULL")))
+}
+
+/// Writes through an out-pointer, if the caller gave one (out-params that are optional).
+///
+/// # Safety
+/// `p` is NULL or valid for a write of `T`.
+pub unsafe fn write_opt<T>(p: *mut T, value: T) {
+    if let Some(slot) = p.as_mut() {
+        *slot = value;
+    }
+}
+
+/// A C string as UTF-8, or an invalid-argument failure naming the parameter.
+///
+/// # Safety
+/// `p` is NULL or a NUL-terminated string live for `'a`.
+pub unsafe fn c_str<'a>(p: *const c_char, name: &str) -> Result<&'a str, Failure> {
+    if p.is_null() {
+        return Err(Failure::invalid(format!("{name} must not be NULL")));
+    }
+    CStr::from_ptr(p).to_str().map_err(|_| Failure::invalid(format!("{name} is not valid UTF-8")))
+}
+
+/// Moves `value` to the heap and hands its pointer out through `out`.
+///
+/// # Safety
+/// `out` is valid for a write (checked for NULL before anything is allocated).
+pub unsafe fn hand_out<T>(out: *mut *mut T, value: T) {
+    *out = Box::into_raw(Box::new(value));
+}
+
+/// Frees what [`hand_out`] gave; NULL is a no-op.
+///
+/// # Safety
+/// `p` is NULL or came from [`hand_out`] and was not freed yet.
+pub unsafe fn free_handle<T>(p: *mut T) {
+    if !p.is_null() {
+        drop(Box::from_raw(p));
+    }
+}
+
+/// Returns this thread's last error message: what the most recent call that returned a
+/// status other than RETRYRS_OK on this thread had to say. Never NULL ("" before any
+/// failure). The string stays valid until the next failing call on the same thread; a
+/// successful call leaves it unchanged, so read it right after the failure.
+#[no_mangle]
+pub extern "C" fn retryrs_last_error() -> *const c_char {
+    guard_value(c"".as_ptr(), last_error_ptr)
+}
+
+/// The name of a status ("ok", "rejected", "exhausted", "cancelled",
+/// "invalid_argument", "internal_error"; "unknown" for any other value). Static string.
+#[no_mangle]
+pub extern "C" fn retryrs_status_name(status: retryrs_status) -> *const c_char {
+    guard_value(c"unknown".as_ptr(), || {
+        let name = match status {
+            RETRYRS_OK => c"ok",
+            RETRYRS_REJECTED => c"rejected",
+            RETRYRS_EXHAUSTED => c"exhausted",
+            RETRYRS_CANCELLED => c"cancelled",
+            RETRYRS_INVALID_ARGUMENT => c"invalid_argument",
+            RETRYRS_INTERNAL_ERROR => c"internal_error",
+            _ => c"unknown",
+        };
+        name.as_ptr()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_internal_error_with_a_message() {
+        let status = guard_status(|| panic!("boom"));
+        assert_eq!(status, RETRYRS_INTERNAL_ERROR);
+        let msg = unsafe { CStr::from_ptr(last_error_ptr()) }.to_str().unwrap().to_string();
+        assert!(msg.contains("boom"), "{msg}");
+        assert_eq!(guard_value(7, || -> i32 { panic!("x") }), 7);
+    }
+
+    #[test]
+    fn a_failure_sets_the_message_and_ok_keeps_it() {
+        assert_eq!(guard_status(|| Err(Failure::invalid("max_attempts must be >= 1, got 0"))), RETRYRS_INVALID_ARGUMENT);
+        assert_eq!(guard_status(|| Ok(())), RETRYRS_OK);
+        let msg = unsafe { CStr::from_ptr(last_error_ptr()) }.to_str().unwrap();
+        assert_eq!(msg, "max_attempts must be >= 1, got 0");
+    }
+}

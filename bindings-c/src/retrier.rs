@@ -1,0 +1,46 @@
+//! The retrier handle: a validated, immutable policy shared by every call made with it.
+
+use std::ffi::CString;
+use std::sync::Arc;
+
+use retryrs::Retrier;
+
+use crate::config::{build, retryrs_config};
+use crate::ffi::{arg_mut, free_handle, guard_status, guard_value, hand_out, Failure};
+use crate::types::*;
+
+/// A retrier (opaque): immutable, so any number of threads may run calls with it at
+/// once; each call keeps its own state.
+pub struct retryrs_retrier {
+    pub(crate) inner: Arc<Shared>,
+}
+
+/// What a retrier and the engine calls started from it share.
+pub struct Shared {
+    /// The core's retrier over the policy.
+    pub retrier: Retrier,
+    /// The name, NUL-terminated, for events.
+    pub name: CString,
+}
+
+/// Validates `config` and creates a retrier. On RETRYRS_INVALID_ARGUMENT nothing is
+/// created and retryrs_last_error() names the knob and value ("max_attempts must be
+/// >= 1 and <= 4294967295, got 0"). Free with retryrs_retrier_free().
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_retrier_new(config: *const retryrs_config, out: *mut *mut retryrs_retrier) -> retryrs_status {
+    guard_status(|| {
+        arg_mut(out, "out")?;
+        let policy = build(config)?;
+        // The name came from a C string (or is the core's default), so it has no NUL.
+        let name = CString::new(policy.name()).map_err(|_| Failure::invalid("config->name contains NUL"))?;
+        hand_out(out, retryrs_retrier { inner: Arc::new(Shared { retrier: Retrier::new(policy), name }) });
+        Ok(())
+    })
+}
+
+/// Releases the retrier. Engine calls started from it stay valid (they share the
+/// policy). It must not be in use by a running blocking call. NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_retrier_free(retrier: *mut retryrs_retrier) {
+    guard_value((), || free_handle(retrier))
+}

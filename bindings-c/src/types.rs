@@ -1,0 +1,106 @@
+//! The small value types of the ABI: statuses, verdicts, jitter kinds, event kinds and
+//! exhaust reasons. All are plain integers with named constants (not Rust enums), so a
+//! C value outside the list is a validation error instead of undefined behaviour.
+
+use retryrs::{EventKind, ExhaustReason, Stop};
+
+/// What every fallible function returns. RETRYRS_OK is 0; read retryrs_last_error()
+/// for the message of any other value.
+pub type retryrs_status = i32;
+/// Success.
+pub const RETRYRS_OK: retryrs_status = 0;
+/// A call ended on a permanent failure (the callback's verdict was PERMANENT).
+pub const RETRYRS_REJECTED: retryrs_status = 1;
+/// A call ran out of attempts, deadline or budget; the reason says which.
+pub const RETRYRS_EXHAUSTED: retryrs_status = 2;
+/// A call was cancelled.
+pub const RETRYRS_CANCELLED: retryrs_status = 3;
+/// An argument was NULL, out of range, or a call was driven out of order; nothing ran.
+pub const RETRYRS_INVALID_ARGUMENT: retryrs_status = 4;
+/// A bug in retryrs (a panic caught at the boundary). The message says where.
+pub const RETRYRS_INTERNAL_ERROR: retryrs_status = 5;
+
+/// How an attempt ended, as the attempt callback classifies it.
+pub type retryrs_verdict = i32;
+/// The attempt succeeded.
+pub const RETRYRS_SUCCESS: retryrs_verdict = 0;
+/// A failure worth retrying (optionally with a Retry-After style hint).
+pub const RETRYRS_TRANSIENT: retryrs_verdict = 1;
+/// A failure that will not go away: the call ends as RETRYRS_REJECTED.
+pub const RETRYRS_PERMANENT: retryrs_verdict = 2;
+
+/// The jitter kind of a config.
+pub type retryrs_jitter = i32;
+/// The ceiling itself.
+pub const RETRYRS_JITTER_NONE: retryrs_jitter = 0;
+/// Uniform in [0, ceiling].
+pub const RETRYRS_JITTER_FULL: retryrs_jitter = 1;
+/// ceiling/2 + uniform in [0, ceiling/2].
+pub const RETRYRS_JITTER_EQUAL: retryrs_jitter = 2;
+/// Uniform in [c(1-f), c(1+f)] with f = jitter_factor, capped at max_delay.
+pub const RETRYRS_JITTER_PROPORTIONAL: retryrs_jitter = 3;
+/// min(max_delay, uniform in [initial_delay, 3 * previous delay]).
+pub const RETRYRS_JITTER_DECORRELATED: retryrs_jitter = 4;
+
+/// What an event reports.
+pub type retryrs_event_kind = i32;
+/// An attempt succeeded (the last event of the call).
+pub const RETRYRS_EVENT_SUCCESS: retryrs_event_kind = 0;
+/// An attempt failed (transient or permanent).
+pub const RETRYRS_EVENT_ATTEMPT_FAILED: retryrs_event_kind = 1;
+/// A wait of delay_ms starts; the next attempt follows it.
+pub const RETRYRS_EVENT_RETRYING: retryrs_event_kind = 2;
+/// A permanent failure ended the call.
+pub const RETRYRS_EVENT_REJECTED: retryrs_event_kind = 3;
+/// The call gave up; reason says why.
+pub const RETRYRS_EVENT_EXHAUSTED: retryrs_event_kind = 4;
+/// The call was cancelled.
+pub const RETRYRS_EVENT_CANCELLED: retryrs_event_kind = 5;
+
+/// Why a call was exhausted.
+pub type retryrs_reason = i32;
+/// Not exhausted (any other outcome).
+pub const RETRYRS_REASON_NONE: retryrs_reason = 0;
+/// max_attempts calls were made.
+pub const RETRYRS_REASON_ATTEMPTS: retryrs_reason = 1;
+/// The next wait would pass the deadline, or the deadline passed during a wait.
+pub const RETRYRS_REASON_DEADLINE: retryrs_reason = 2;
+/// The shared retry budget had no token to spare.
+pub const RETRYRS_REASON_BUDGET: retryrs_reason = 3;
+
+/// The C value of an event kind.
+pub fn event_kind(kind: EventKind) -> retryrs_event_kind {
+    match kind {
+        EventKind::Success => RETRYRS_EVENT_SUCCESS,
+        EventKind::AttemptFailed => RETRYRS_EVENT_ATTEMPT_FAILED,
+        EventKind::Retrying => RETRYRS_EVENT_RETRYING,
+        EventKind::Rejected => RETRYRS_EVENT_REJECTED,
+        EventKind::Exhausted => RETRYRS_EVENT_EXHAUSTED,
+        EventKind::Cancelled => RETRYRS_EVENT_CANCELLED,
+    }
+}
+
+/// The C value of an exhaust reason.
+pub fn reason(reason: Option<ExhaustReason>) -> retryrs_reason {
+    match reason {
+        None => RETRYRS_REASON_NONE,
+        Some(ExhaustReason::Attempts) => RETRYRS_REASON_ATTEMPTS,
+        Some(ExhaustReason::Deadline) => RETRYRS_REASON_DEADLINE,
+        Some(ExhaustReason::Budget) => RETRYRS_REASON_BUDGET,
+    }
+}
+
+/// The status and reason a call's end maps to.
+pub fn stop(stop: Stop) -> (retryrs_status, retryrs_reason) {
+    match stop {
+        Stop::Success => (RETRYRS_OK, RETRYRS_REASON_NONE),
+        Stop::Rejected => (RETRYRS_REJECTED, RETRYRS_REASON_NONE),
+        Stop::Exhausted(r) => (RETRYRS_EXHAUSTED, reason(Some(r))),
+        Stop::Cancelled => (RETRYRS_CANCELLED, RETRYRS_REASON_NONE),
+    }
+}
+
+/// A duration as whole milliseconds, saturating (engine delays are whole already).
+pub fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
