@@ -1,1 +1,20 @@
-//! Node binding of retryrs (being written).
+//! Node binding of retryrs: the native half of the `retryrs` npm package.
+//!
+//! The JavaScript layer (`../index.js`) owns awaiting, timers, AbortSignals and the user's
+//! callbacks; this addon owns every decision. It exposes the engine in small pieces:
+//! a validated policy, the per-call state machine (created only after a first failure,
+//! so a call that succeeds at once never crosses into native code), the shared budget,
+//! Retry-After parsing, the retryable-status helper and the virtual-time switch.
+//!
+//! Every export is wrapped in [`guard::guarded`]: a Rust panic becomes a JS exception
+//! instead of crossing the FFI boundary.
+
+// Under `cfg(test)` napi-derive skips registering exports, so they look unused.
+#![cfg_attr(test, allow(dead_code))]
+
+mod budget;
+mod call;
+mod guard;
+mod http;
+mod policy;
+mod time;

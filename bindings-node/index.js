@@ -1,0 +1,21 @@
+'use strict';
+// retryrs for Node.js: the CommonJS entry point (index.mjs re-exports it for ESM).
+const { Retrier, AttemptContext } = require('./lib/retrier');
+const { RetryExhaustedError } = require('./lib/errors');
+const { RetryBudget } = require('./lib/budget');
+const { parseRetryAfter, isRetryableStatus, RETRYABLE_STATUSES } = require('./lib/http');
+const { isTransientError, retryAfterFromError } = require('./lib/predicate');
+const { testing } = require('./lib/clock');
+
+module.exports = {
+  Retrier,
+  AttemptContext,
+  RetryExhaustedError,
+  RetryBudget,
+  parseRetryAfter,
+  isRetryableStatus,
+  RETRYABLE_STATUSES,
+  isTransientError,
+  retryAfterFromError,
+  testing,
+};

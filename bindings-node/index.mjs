@@ -1,0 +1,17 @@
+// retryrs for Node.js: the ES module entry point. It re-exports the CommonJS build so
+// both entry points share one addon, one class identity and one virtual clock.
+import cjs from './index.js';
+
+export const {
+  Retrier,
+  AttemptContext,
+  RetryExhaustedError,
+  RetryBudget,
+  parseRetryAfter,
+  isRetryableStatus,
+  RETRYABLE_STATUSES,
+  isTransientError,
+  retryAfterFromError,
+  testing,
+} = cjs;
+export default cjs;

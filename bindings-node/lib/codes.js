@@ -1,0 +1,13 @@
+'use strict';
+// The numeric protocol between the JS layer and NativeCall (src/call.rs): a verdict goes
+// in as a small integer; a decision comes back as a wait in ms (>= 0), the next attempt's
+// number (>= 1, after a wait), or one of the negative stop codes.
+module.exports = Object.freeze({
+  V_SUCCESS: 0,
+  V_TRANSIENT: 1,
+  V_PERMANENT: 2,
+  SUCCESS: -1,
+  REJECTED: -2,
+  EXHAUSTED: -3,
+  CANCELLED: -4,
+});

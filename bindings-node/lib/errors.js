@@ -1,0 +1,38 @@
+'use strict';
+// The error a call rejects with when transient failures run out of room.
+
+function describe(value) {
+  if (value instanceof Error) return `${value.name}: ${value.message}`;
+  try {
+    return typeof value === 'string' ? value : String(value);
+  } catch {
+    return Object.prototype.toString.call(value);
+  }
+}
+
+class RetryExhaustedError extends Error {
+  /**
+   * @param {string} retrier the retrier's name
+   * @param {number} attempts how many times fn ran
+   * @param {'attempts'|'deadline'|'budget'} reason which limit ended the call
+   * @param {unknown[]} errors every failure, in order (the last one is also `cause`)
+   */
+  constructor(retrier, attempts, reason, errors) {
+    const last = errors[errors.length - 1];
+    const why = reason === 'attempts' ? 'no attempts left' : reason === 'deadline' ? 'the deadline would pass' : 'the retry budget is spent';
+    super(`${retrier}: gave up after ${attempts} attempt${attempts === 1 ? '' : 's'} (${why}); last error: ${describe(last)}`, {
+      cause: last,
+    });
+    this.retrier = retrier;
+    this.attempts = attempts;
+    this.reason = reason;
+    this.errors = errors;
+  }
+}
+Object.defineProperty(RetryExhaustedError.prototype, 'name', {
+  value: 'RetryExhaustedError',
+  writable: true,
+  configurable: true,
+});
+
+module.exports = { RetryExhaustedError, describe };

@@ -1,0 +1,100 @@
+'use strict';
+// Retrier options: type-checked here (the JS layer's job), range-checked by the engine's
+// PolicyBuilder, and normalised once into a fixed shape that calls only read.
+const native = require('./native');
+const { budgetHandle } = require('./budget');
+const { rethrowProblem } = require('./problem');
+const { isTransientError, retryAfterFromError } = require('./predicate');
+
+const KNOWN = new Set([
+  'maxAttempts', 'initialDelayMs', 'multiplier', 'maxDelayMs', 'jitter', 'deadlineMs',
+  'shouldRetry', 'retryAfterMs', 'onEvent', 'budget', 'name', 'seed', 'attemptTimeoutMs',
+]);
+const NUMBERS = ['maxAttempts', 'initialDelayMs', 'multiplier', 'maxDelayMs'];
+const FUNCTIONS = ['shouldRetry', 'retryAfterMs', 'onEvent'];
+// setTimeout cannot arm a longer timer (it would fire at once).
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+function typeName(v) {
+  return v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v;
+}
+
+function normalise(options) {
+  if (options === undefined || options === null) options = {};
+  if (typeof options !== 'object') throw new TypeError(`Retrier options must be an object, got ${typeName(options)}`);
+  for (const key of Object.keys(options)) {
+    if (!KNOWN.has(key)) throw new TypeError(`Retrier: unknown option '${key}'`);
+  }
+  const given = (key) => options[key] !== undefined;
+
+  const policy = {};
+  for (const key of NUMBERS) {
+    if (!given(key)) continue;
+    if (typeof options[key] !== 'number') throw new TypeError(`${key} must be a number, got ${typeName(options[key])}`);
+    policy[key] = options[key];
+  }
+  if (given('jitter')) {
+    if (typeof options.jitter !== 'string') throw new TypeError(`jitter must be a string such as 'full' or 'proportional(0.2)', got ${typeName(options.jitter)}`);
+    policy.jitter = options.jitter;
+  }
+  if (options.deadlineMs === null) policy.deadlineOff = true;
+  else if (given('deadlineMs')) {
+    if (typeof options.deadlineMs !== 'number') throw new TypeError(`deadlineMs must be a number or null (no deadline), got ${typeName(options.deadlineMs)}`);
+    policy.deadlineMs = options.deadlineMs;
+  }
+  if (given('name')) {
+    if (typeof options.name !== 'string') throw new TypeError(`name must be a string, got ${typeName(options.name)}`);
+    policy.name = options.name;
+  }
+  if (given('seed') && options.seed !== null) policy.seed = seedOf(options.seed);
+
+  let budget;
+  if (given('budget') && options.budget !== null) {
+    budget = budgetHandle(options.budget);
+    if (!budget) throw new TypeError(`budget must be a RetryBudget, got ${typeName(options.budget)}`);
+  }
+  for (const key of FUNCTIONS) {
+    if (given(key) && typeof options[key] !== 'function') throw new TypeError(`${key} must be a function, got ${typeName(options[key])}`);
+  }
+  let attemptTimeoutMs = 0;
+  if (given('attemptTimeoutMs') && options.attemptTimeoutMs !== null) {
+    const t = options.attemptTimeoutMs;
+    if (typeof t !== 'number') throw new TypeError(`attemptTimeoutMs must be a number, got ${typeName(t)}`);
+    if (!(t > 0 && t <= MAX_TIMEOUT_MS)) throw new RangeError(`attemptTimeoutMs must be > 0 and <= ${MAX_TIMEOUT_MS}, got ${t}`);
+    attemptTimeoutMs = t;
+  }
+
+  let handle;
+  try {
+    handle = native.NativePolicy.create(policy, budget);
+  } catch (err) {
+    rethrowProblem(err);
+  }
+  const onEvent = options.onEvent;
+  return Object.freeze({
+    policy: handle,
+    name: handle.name,
+    shouldRetry: options.shouldRetry ?? isTransientError,
+    retryAfterMs: options.retryAfterMs ?? retryAfterFromError,
+    onEvent,
+    attemptTimeoutMs,
+    hasBudget: budget !== undefined,
+    // Whether even a first-attempt success needs the engine (a budget to credit, or an
+    // event to emit) or the full loop (a per-attempt timer).
+    needsFullLoop: onEvent !== undefined || budget !== undefined || attemptTimeoutMs > 0,
+  });
+}
+
+function seedOf(seed) {
+  if (typeof seed === 'bigint') {
+    if (seed < 0n || seed >= 2n ** 64n) throw new RangeError(`seed must be an integer in [0, 2^64-1], got ${seed}`);
+    return seed;
+  }
+  if (typeof seed === 'number') {
+    if (!Number.isSafeInteger(seed) || seed < 0) throw new RangeError(`seed must be an integer in [0, 2^53-1] (or a bigint up to 2^64-1), got ${seed}`);
+    return BigInt(seed);
+  }
+  throw new TypeError(`seed must be a number or a bigint, got ${typeName(seed)}`);
+}
+
+module.exports = { normalise, typeName };

@@ -1,0 +1,166 @@
+//! The policy: the JS options (already type-checked by the JS layer) handed to the
+//! engine's `PolicyBuilder`, which does every range check.
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::BigInt;
+use napi_derive::napi;
+use retryrs::{Jitter, Policy, PolicyError};
+
+use crate::budget::NativeBudget;
+use crate::guard::guarded;
+
+/// A broken option, phrased in Node's names and units (milliseconds). Thrown with the
+/// `InvalidArg` code so the JS layer can rethrow it as a RangeError.
+pub struct Problem {
+    knob: &'static str,
+    value: String,
+    requirement: String,
+}
+
+impl Problem {
+    pub fn new(knob: &'static str, value: String, requirement: &str) -> Self {
+        Problem { knob, value: in_node_names(&value), requirement: in_node_names(requirement) }
+    }
+
+    pub fn into_error(self) -> napi::Error {
+        napi::Error::new(
+            napi::Status::InvalidArg,
+            format!("{} must be {}, got {}", self.knob, self.requirement, self.value),
+        )
+    }
+}
+
+impl From<PolicyError> for Problem {
+    fn from(e: PolicyError) -> Self {
+        Problem::new(option_name(e.knob), e.value, e.requirement)
+    }
+}
+
+/// A core message fragment with the contract's knob names (`initial_delay is 5 ms`) in
+/// Node's spelling (`initialDelayMs is 5 ms`).
+fn in_node_names(text: &str) -> String {
+    const KNOBS: [&str; 6] = ["max_attempts", "initial_delay", "max_delay", "deadline", "max_tokens", "token_ratio"];
+    let mut out = text.to_string();
+    for knob in KNOBS {
+        if out.contains(knob) {
+            out = out.replace(knob, option_name(knob));
+        }
+    }
+    out
+}
+
+/// The contract's knob names as Node options spell them.
+pub fn option_name(knob: &str) -> &'static str {
+    match knob {
+        "max_attempts" => "maxAttempts",
+        "initial_delay" => "initialDelayMs",
+        "multiplier" => "multiplier",
+        "max_delay" => "maxDelayMs",
+        "jitter" => "jitter",
+        "deadline" => "deadlineMs",
+        "budget" => "budget",
+        "name" => "name",
+        "seed" => "seed",
+        "max_tokens" => "maxTokens",
+        "token_ratio" => "tokenRatio",
+        _ => "options",
+    }
+}
+
+/// The options the engine validates, in the shape the JS layer normalised them to.
+#[napi(object)]
+pub struct PolicyOptions {
+    pub max_attempts: Option<f64>,
+    pub initial_delay_ms: Option<f64>,
+    pub multiplier: Option<f64>,
+    pub max_delay_ms: Option<f64>,
+    pub jitter: Option<String>,
+    /// `null` turns the deadline off; absent keeps the default.
+    pub deadline_ms: Option<f64>,
+    pub deadline_off: Option<bool>,
+    pub name: Option<String>,
+    pub seed: Option<BigInt>,
+}
+
+/// A validated, immutable policy shared by every call of one JS `Retrier`.
+#[napi]
+pub struct NativePolicy {
+    pub(crate) inner: Arc<Policy>,
+}
+
+#[napi]
+impl NativePolicy {
+    /// Validates the options with the engine; a bad one throws (code `InvalidArg`) naming
+    /// the option in its Node spelling.
+    #[napi(factory)]
+    pub fn create(options: PolicyOptions, budget: Option<&NativeBudget>) -> napi::Result<Self> {
+        let budget = budget.map(|b| b.inner.clone());
+        guarded(|| build(options, budget).map_err(Problem::into_error))
+    }
+
+    /// Whether the policy has a budget (a first-attempt success must then be recorded).
+    #[napi(getter)]
+    pub fn has_budget(&self) -> bool {
+        self.inner.budget().is_some()
+    }
+
+    /// The retrier's name, as events and errors carry it.
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.inner.name().to_string()
+    }
+
+    /// The jitter in its canonical spelling.
+    #[napi(getter)]
+    pub fn jitter(&self) -> String {
+        self.inner.jitter().spelling()
+    }
+}
+
+fn build(o: PolicyOptions, budget: Option<Arc<retryrs::RetryBudget>>) -> Result<NativePolicy, Problem> {
+    let mut b = Policy::builder().budget(budget);
+    if let Some(n) = o.max_attempts {
+        b = b.max_attempts(attempts(n)?);
+    }
+    if let Some(ms) = o.initial_delay_ms {
+        b = b.initial_delay_ms(ms);
+    }
+    if let Some(m) = o.multiplier {
+        b = b.multiplier(m);
+    }
+    if let Some(ms) = o.max_delay_ms {
+        b = b.max_delay_ms(ms);
+    }
+    if let Some(j) = o.jitter {
+        b = b.jitter(j.parse::<Jitter>()?);
+    }
+    if o.deadline_off == Some(true) {
+        b = b.deadline_ms(None);
+    } else if let Some(ms) = o.deadline_ms {
+        b = b.deadline_ms(Some(ms));
+    }
+    if let Some(name) = o.name {
+        b = b.name(name);
+    }
+    if let Some(seed) = o.seed {
+        let (negative, value, lossless) = seed.get_u64();
+        if negative || !lossless {
+            return Err(Problem::new("seed", "a value outside 0..2^64-1".into(), "an integer in [0, 2^64-1]"));
+        }
+        b = b.seed(Some(value));
+    }
+    Ok(NativePolicy { inner: Arc::new(b.build()?) })
+}
+
+/// A JS number as the builder's attempt count. The builder owns the range rule (>= 1);
+/// only what a u64 cannot hold (fractions, negatives, NaN) is refused here, with the
+/// value the user gave rather than a converted one.
+fn attempts(n: f64) -> Result<u64, Problem> {
+    if n.is_finite() && n >= 0.0 && n.fract() == 0.0 {
+        // Saturating: anything past u64 is past u32 too, and the builder names it.
+        Ok(n as u64)
+    } else {
+        Err(Problem::new("maxAttempts", format!("{n}"), ">= 1 and <= 4294967295 (an integer)"))
+    }
+}

@@ -1,0 +1,44 @@
+//! The core's global virtual-time switch, for tests: while on, the JS layer reads `now`
+//! from the core's virtual clock and advances it instead of arming timers.
+
+use std::time::Duration;
+
+use napi_derive::napi;
+use retryrs::{testing, Clock};
+
+/// Turns virtual time on with a fresh clock at zero.
+#[napi]
+pub fn virtual_time_enable() {
+    testing::enable();
+}
+
+/// Turns virtual time off.
+#[napi]
+pub fn virtual_time_disable() {
+    testing::disable();
+}
+
+/// Whether virtual time is on.
+#[napi]
+pub fn virtual_time_is_on() -> bool {
+    testing::is_on()
+}
+
+/// The virtual clock's time in milliseconds (NaN when virtual time is off).
+#[napi]
+pub fn virtual_now_ms() -> f64 {
+    testing::clock().map_or(f64::NAN, |c| c.now().as_nanos() as f64 / 1e6)
+}
+
+/// Moves the virtual clock forward by `ms` (a test simulating time passing). Returns false
+/// when virtual time is off.
+#[napi]
+pub fn virtual_advance(ms: f64) -> bool {
+    let Some(clock) = testing::clock() else { return false };
+    if ms.is_finite() && ms > 0.0 {
+        clock.advance(Duration::from_nanos((ms * 1e6).round().min(u64::MAX as f64) as u64));
+    } else if ms == f64::INFINITY {
+        clock.advance(Duration::MAX);
+    }
+    true
+}

@@ -1,0 +1,221 @@
+'use strict';
+// The conformance vectors (tests/conformance/*.json at the repo root) through the public
+// JS API only: a Retrier with the vector's policy, onEvent to watch, an AbortController
+// fired from the listener for cancel_during_wait, and the virtual-time switch (advance)
+// for takes_ms and wait_overrun_ms. Prints `conformance: N passed, M failed` and writes
+// build/conformance/node.txt (or $RETRYRS_CONFORMANCE_DIR) for the summary of `make test`.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { Retrier, RetryBudget, RetryExhaustedError, parseRetryAfter, isRetryableStatus, testing } = require('..');
+
+const repo = path.resolve(__dirname, '..', '..');
+const vectorDir = process.env.RETRYRS_VECTORS || path.join(repo, 'tests', 'conformance');
+const outDir = process.env.RETRYRS_CONFORMANCE_DIR || path.join(repo, 'build', 'conformance');
+
+const OPTION = {
+  max_attempts: 'maxAttempts',
+  initial_delay_ms: 'initialDelayMs',
+  multiplier: 'multiplier',
+  max_delay_ms: 'maxDelayMs',
+  jitter: 'jitter',
+  deadline_ms: 'deadlineMs',
+  seed: 'seed',
+  name: 'name',
+};
+const KNOB = {
+  max_attempts: 'maxAttempts',
+  initial_delay: 'initialDelayMs',
+  max_delay: 'maxDelayMs',
+  multiplier: 'multiplier',
+  jitter: 'jitter',
+  deadline: 'deadlineMs',
+};
+
+function optionsOf(policy, budget) {
+  const options = {};
+  for (const [key, value] of Object.entries(policy)) {
+    if (key === 'budget') continue;
+    if (!(key in OPTION)) throw new Error(`vector policy has an unknown key ${key}`);
+    options[OPTION[key]] = value;
+  }
+  if (budget) options.budget = budget;
+  return options;
+}
+
+function loadVectors() {
+  const files = fs.readdirSync(vectorDir).filter((f) => f.endsWith('.json')).sort();
+  const vectors = [];
+  for (const file of files) {
+    const doc = JSON.parse(fs.readFileSync(path.join(vectorDir, file), 'utf8'));
+    for (const v of doc.vectors) vectors.push({ file, ...v });
+  }
+  return { files, vectors };
+}
+
+/** Runs one scripted call; resolves with what happened, never rejects. */
+async function runCall(retrier, script) {
+  testing.enable(); // each call's elapsed time starts at 0
+  const controller = new AbortController();
+  const cancelReason = new Error('cancelled by the vector');
+  const thrown = [];
+  const events = [];
+  let calls = 0;
+  let overcalled = false;
+  retrier.listener = (ev) => {
+    events.push(ev);
+    if (ev.kind !== 'retrying') return;
+    const step = script[ev.attempt - 1] || {};
+    if (step.wait_overrun_ms) testing.advance(step.wait_overrun_ms);
+    if (step.cancel_during_wait) controller.abort(cancelReason);
+  };
+  const fn = (ctx) => {
+    const step = script[calls];
+    calls += 1;
+    assert.equal(ctx.attempt, calls, 'ctx.attempt counts the calls of fn');
+    if (!step) {
+      overcalled = true;
+      throw new TypeError('fn called more often than the script has entries');
+    }
+    if (step.takes_ms) testing.advance(step.takes_ms);
+    if (step.result === 'success') return 'value';
+    let err;
+    if (step.result === 'transient') {
+      err = Object.assign(new Error(`transient failure ${calls}`), { code: 'ECONNRESET' });
+      if (step.hint_ms !== undefined) err.retryAfterMs = step.hint_ms;
+    } else if (step.result === 'permanent') {
+      err = new TypeError(`permanent failure ${calls}`);
+    } else {
+      throw new Error(`unknown result ${step.result}`);
+    }
+    thrown.push(err);
+    throw err;
+  };
+  let value;
+  let error;
+  let outcome;
+  try {
+    value = await retrier.retrier.call(fn, { signal: controller.signal });
+    outcome = 'success';
+  } catch (e) {
+    error = e;
+    if (e === cancelReason) outcome = 'cancelled';
+    else if (e instanceof RetryExhaustedError) outcome = 'exhausted';
+    else outcome = 'rejected';
+  } finally {
+    testing.disable();
+  }
+  return { value, error, outcome, events, thrown, calls, overcalled };
+}
+
+async function checkCallVector(v) {
+  const budget = v.policy.budget ? new RetryBudget(v.policy.budget.max_tokens, v.policy.budget.token_ratio) : undefined;
+  // One retrier per vector; its listener is routed to the current call's watcher.
+  const holder = { listener: () => {} };
+  holder.retrier = new Retrier({ ...optionsOf(v.policy, budget), onEvent: (ev) => holder.listener(ev) });
+  for (const [i, call] of v.calls.entries()) {
+    const where = `call ${i + 1}`;
+    const got = await runCall(holder, call.attempts);
+    const want = call.expect;
+    assert.ok(!got.overcalled, `${where}: fn was called more often than scripted`);
+    assert.equal(got.outcome, want.outcome, `${where}: outcome (error: ${got.error})`);
+    assert.equal(got.calls, want.attempts, `${where}: attempts`);
+    if (want.outcome === 'success') assert.equal(got.value, 'value', `${where}: the value comes back as it is`);
+    if (want.outcome === 'rejected') {
+      assert.equal(got.error, got.thrown[got.thrown.length - 1], `${where}: the original error surfaces`);
+    }
+    if (want.outcome === 'exhausted') {
+      assert.equal(got.error.reason, want.reason, `${where}: reason`);
+      assert.equal(got.error.attempts, want.attempts, `${where}: error.attempts`);
+      assert.equal(got.error.errors.length, got.thrown.length, `${where}: every failure is carried`);
+      got.thrown.forEach((e, k) => assert.equal(got.error.errors[k], e, `${where}: failure ${k + 1} in order`));
+      assert.equal(got.error.cause, got.thrown[got.thrown.length - 1], `${where}: cause is the last failure`);
+    }
+    if (want.delays_ms) {
+      const delays = got.events.filter((e) => e.kind === 'retrying').map((e) => e.delayMs);
+      assert.deepEqual(delays, want.delays_ms, `${where}: delays`);
+    }
+    if (want.events) {
+      const seen = got.events.map((e, k) => {
+        const w = want.events[k] || {};
+        const out = {};
+        if ('kind' in w) out.kind = e.kind;
+        if ('attempt' in w) out.attempt = e.attempt;
+        if ('elapsed_ms' in w) out.elapsed_ms = e.elapsedMs;
+        if ('delay_ms' in w) out.delay_ms = e.delayMs;
+        if ('reason' in w) out.reason = e.reason;
+        return out;
+      });
+      assert.deepEqual(seen, want.events, `${where}: events`);
+      for (const e of got.events) assert.equal(e.name, holder.retrier.name, `${where}: events carry the name`);
+    }
+    if (want.budget_tokens !== undefined) {
+      assert.ok(budget, `${where}: budget_tokens without a budget`);
+      assert.ok(Math.abs(budget.tokens - want.budget_tokens) < 1e-9, `${where}: budget tokens ${budget.tokens}, want ${want.budget_tokens}`);
+    }
+  }
+}
+
+function checkValidationVector(v) {
+  const knob = KNOB[v.expect_error.knob];
+  assert.ok(knob, `no Node spelling known for knob ${v.expect_error.knob}`);
+  let caught;
+  try {
+    new Retrier(optionsOf(v.policy));
+  } catch (e) {
+    caught = e;
+  }
+  assert.ok(caught, 'building the retrier must fail');
+  assert.ok(caught instanceof RangeError || caught instanceof TypeError, `a RangeError or TypeError, got ${caught}`);
+  assert.ok(caught.message.startsWith(knob), `the message names ${knob}: ${caught.message}`);
+}
+
+function checkRetryAfterVector(v) {
+  const { value, now_unix_s: nowS, expect_ms: want } = v.retry_after;
+  const got = parseRetryAfter(value, nowS * 1000);
+  if (want === null) assert.equal(got, undefined, 'no hint');
+  else if (want === 'saturated') assert.ok(got >= 1e15, `saturated, got ${got}`);
+  else assert.equal(got, want);
+}
+
+function checkStatusVector(v) {
+  assert.equal(isRetryableStatus(v.status.code), v.status.retryable);
+}
+
+function check(v) {
+  if (v.calls) return checkCallVector(v);
+  if (v.expect_error) return checkValidationVector(v);
+  if (v.retry_after) return checkRetryAfterVector(v);
+  if (v.status) return checkStatusVector(v);
+  throw new Error('a vector needs one of calls, expect_error, retry_after, status');
+}
+
+const { files, vectors } = loadVectors();
+let passed = 0;
+let failed = 0;
+
+test('the conformance vectors exist', () => {
+  assert.ok(files.length > 0 && vectors.length > 0, `no vectors in ${vectorDir}`);
+  const ids = new Set(vectors.map((v) => v.id));
+  assert.equal(ids.size, vectors.length, 'vector ids are unique');
+});
+
+for (const v of vectors) {
+  test(`${v.file} ${v.id}`, async () => {
+    try {
+      await check(v);
+      passed += 1;
+    } catch (err) {
+      failed += 1;
+      throw err;
+    }
+  });
+}
+
+test.after(() => {
+  const line = `conformance: ${passed} passed, ${failed} failed`;
+  console.log(line);
+  fs.mkdirSync(outDir, { recursive: true });
+  fs.writeFileSync(path.join(outDir, 'node.txt'), `node ${passed} ${failed}\n`);
+});

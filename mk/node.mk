@@ -1,0 +1,36 @@
+# Node: the napi-rs addon (bindings-node), its node:test suite with the conformance
+# runner, the demo client and the benchmark against p-retry, cockatiel and async-retry.
+.PHONY: node-addon test-node demo-node bench-node
+TEST_TARGETS += test-node
+# DEMO_TARGETS += demo-node  (enabled with the demo)
+# BENCH_TARGETS += bench-node  (enabled with the bench)
+
+NODE_PKG := bindings-node
+# npm install runs the package's install script (cargo build --release + copy); the stamp
+# makes it run once per package.json change. The package has no npm dependencies.
+NODE_STAMP := $(NODE_PKG)/node_modules/.retryrs-installed
+
+$(NODE_STAMP): $(NODE_PKG)/package.json $(NODE_PKG)/package-lock.json
+	cd $(NODE_PKG) && npm install --no-audit --no-fund --loglevel=error
+	mkdir -p $(dir $@) && touch $@
+
+# Cargo is incremental: rebuilding after Rust changes costs seconds, nothing otherwise.
+node-addon: $(NODE_STAMP)
+	cd $(NODE_PKG) && node scripts/build.js
+
+test-node: node-addon
+	mkdir -p $(BUILD)/conformance
+	cd $(NODE_PKG) && RETRYRS_CONFORMANCE_DIR=$(BUILD)/conformance \
+		node --test --unhandled-rejections=strict --test-reporter=spec test/
+	@awk '{print "conformance: " $$2 " passed, " $$3 " failed"}' $(BUILD)/conformance/node.txt
+
+demo-node: node-addon
+	scripts/flaky_server.py --until-stdin-closes | { \
+		read -r _ url; \
+		node examples/node/rates.mjs "$$url/demo-node/rates/EURUSD"; \
+	}
+
+bench-node: node-addon
+	cd bench/node && npm install --no-audit --no-fund --loglevel=error
+	mkdir -p $(BUILD)/bench
+	node bench/node/bench.mjs --out $(BUILD)/bench/node.md
