@@ -1,1 +1,42 @@
-//! Python binding of retryrs (being written).
+//! Python binding of retryrs: the native module `retryrs._native`.
+//!
+//! It holds the policy, the engine and the blocking executor; the Python package around it
+//! (`python/retryrs`) holds the asyncio driver, the decorator sugar, the exception classes
+//! and the logging adapter. Every decision, delay, validation and parse is the engine's.
+
+use pyo3::prelude::*;
+
+mod aio;
+mod budget;
+mod convert;
+mod errors;
+mod event;
+mod hooks;
+mod host;
+mod options;
+mod retrier;
+mod state;
+mod token;
+mod wait;
+mod wrapped;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<retrier::Retrier>()?;
+    m.add_class::<aio::AsyncCall>()?;
+    m.add_class::<event::PyEvent>()?;
+    m.add_class::<token::PyCancelToken>()?;
+    m.add_class::<budget::PyRetryBudget>()?;
+    m.add_class::<wrapped::RetryingFunction>()?;
+    m.add_class::<host::VirtualTime>()?;
+    m.add_function(wrap_pyfunction!(host::parse_retry_after, m)?)?;
+    m.add_function(wrap_pyfunction!(host::is_retryable_status, m)?)?;
+    m.add_function(wrap_pyfunction!(host::_testing_enable, m)?)?;
+    m.add_function(wrap_pyfunction!(host::_testing_disable, m)?)?;
+    m.add_function(wrap_pyfunction!(host::_testing_is_on, m)?)?;
+    m.add_function(wrap_pyfunction!(host::_testing_advance, m)?)?;
+    m.add_function(wrap_pyfunction!(host::_testing_now, m)?)?;
+    m.add("RETRYABLE_STATUSES", retryrs::RETRYABLE_STATUSES.to_vec())?;
+    m.add("__version__", retryrs::VERSION)?;
+    Ok(())
+}

@@ -1,0 +1,47 @@
+"""retryrs: retries with backoff, jitter, Retry-After, deadlines, budgets and
+cancellation, decided by one Rust engine shared with the Rust, Node and C hosts.
+
+    from retryrs import Retrier
+
+    r = Retrier(retry_on=OSError, max_attempts=5, initial_delay=0.2, deadline=15)
+    value = r.call(fetch, url)          # sync
+    value = await r.call_async(afetch)  # asyncio
+
+    @r
+    def fetch(url): ...
+"""
+
+from __future__ import annotations
+
+from . import testing
+from ._errors import AttemptTimeout, RetryCancelled, RetryError, RetryExhausted
+from ._logging import log_events
+from ._native import (
+    RETRYABLE_STATUSES,
+    CancelToken,
+    Event,
+    Retrier,
+    RetryBudget,
+    RetryingFunction,
+    __version__,
+    is_retryable_status,
+    parse_retry_after,
+)
+
+__all__ = [
+    "Retrier",
+    "RetryingFunction",
+    "CancelToken",
+    "RetryBudget",
+    "Event",
+    "RetryError",
+    "RetryExhausted",
+    "RetryCancelled",
+    "AttemptTimeout",
+    "parse_retry_after",
+    "is_retryable_status",
+    "RETRYABLE_STATUSES",
+    "log_events",
+    "testing",
+    "__version__",
+]

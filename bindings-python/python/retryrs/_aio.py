@@ -1,0 +1,117 @@
+"""The asyncio driver and the decorator.
+
+The native call object decides everything (verdicts, delays, deadline, budget, events);
+this module only awaits: the attempt, then ``asyncio.sleep(delay)`` (woken early by a
+CancelToken). Under ``retryrs.testing`` virtual time the native side has already "waited",
+and nothing here sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+from typing import Any, Awaitable, Callable, Dict, Optional, Tuple
+
+from . import _native
+from ._errors import AttemptTimeout
+
+
+async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kwargs: Optional[Dict[str, Any]]) -> Any:
+    start = r._start()
+    timeout = r.attempt_timeout
+    kw = kwargs or {}
+    try:
+        if timeout is None:
+            value = await fn(*args, **kw)
+        else:
+            value = await _bounded(fn(*args, **kw), timeout)
+    except BaseException as e:
+        exc: Optional[BaseException] = e
+    else:
+        # The happy path: no engine state unless someone listens or a budget refills.
+        if r._wants_success:
+            r._succeeded(start)
+        return value
+    return await _retry(r._begin(start), fn, args, kw, timeout, exc)
+
+
+async def _retry(call: _native.AsyncCall, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kw: Dict[str, Any], timeout: Optional[float], exc: Optional[BaseException]) -> Any:
+    while True:
+        assert exc is not None
+        delay = call.failed(exc, type(exc) is AttemptTimeout)  # raises when the call ends
+        exc = None  # no frame -> traceback -> frame cycle
+        if delay:
+            await _sleep(call, delay)
+        call.resume()
+        try:
+            if timeout is None:
+                value = await fn(*args, **kw)
+            else:
+                value = await _bounded(fn(*args, **kw), timeout)
+        except BaseException as e:
+            exc = e
+        else:
+            call.succeeded()
+            return value
+
+
+async def _bounded(coro: Awaitable[Any], timeout: float) -> Any:
+    """Runs one attempt for at most ``timeout`` seconds. Unlike ``asyncio.wait_for``, the
+    timeout is told apart from a TimeoutError the attempt raises itself."""
+    task = asyncio.ensure_future(coro)
+    try:
+        done, _ = await asyncio.wait((task,), timeout=timeout)
+    except BaseException:
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()
+        await asyncio.wait((task,))
+        raise AttemptTimeout(timeout)
+    return task.result()
+
+
+def _settle(fut: "asyncio.Future[bool]", cancelled: bool) -> None:
+    if not fut.done():
+        fut.set_result(cancelled)
+
+
+async def _sleep(call: _native.AsyncCall, delay: float) -> None:
+    token = call.token
+    try:
+        if token is None:
+            await asyncio.sleep(delay)
+            return
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[bool] = loop.create_future()
+        timer = loop.call_later(delay, _settle, fut, False)
+        sub = token._subscribe(lambda: loop.call_soon_threadsafe(_settle, fut, True))
+        try:
+            cancelled = await fut
+        finally:
+            timer.cancel()
+            token._unsubscribe(sub)
+    except BaseException:
+        # task.cancel() (or Ctrl-C) during the wait: the engine records the cancel and the
+        # CancelledError goes on at once.
+        call.interrupted()
+        raise
+    if cancelled:
+        call.cancelled()  # raises RetryCancelled
+
+
+def decorate(r: _native.Retrier, fn: Any) -> Any:
+    if not callable(fn):
+        raise TypeError(f"a Retrier decorates a function, got {fn!r}")
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def retrying(*args: Any, **kwargs: Any) -> Any:
+            return await drive(r, fn, args, kwargs)
+
+        retrying.retrier = r  # type: ignore[attr-defined]
+        return retrying
+    wrapper = _native.RetryingFunction(r, fn)
+    functools.update_wrapper(wrapper, fn)
+    return wrapper

@@ -1,0 +1,60 @@
+"""The exceptions a retried call can raise (besides the function's own)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+
+class RetryError(Exception):
+    """Base of every error retryrs raises itself."""
+
+
+class RetryExhausted(RetryError):
+    """Transient failures ran out of room.
+
+    ``attempts``: calls made; ``reason``: ``"attempts"``, ``"deadline"`` or ``"budget"``;
+    ``errors``: every failure, in order. ``__cause__`` is the last one.
+    """
+
+    def __init__(self, message: str, *, attempts: int, reason: str, errors: Tuple[BaseException, ...], name: str = "retry") -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.reason = reason
+        self.errors = tuple(errors)
+        self.name = name
+
+    @property
+    def last_error(self) -> Optional[BaseException]:
+        return self.errors[-1] if self.errors else None
+
+    def __reduce__(self) -> Any:
+        return (_rebuild, (type(self), self.args, self.__dict__))
+
+
+class RetryCancelled(RetryError):
+    """The call's ``CancelToken`` fired. ``attempts`` made and ``errors`` so far;
+    ``__cause__`` is the last failure, if there was one."""
+
+    def __init__(self, message: str, *, attempts: int, errors: Tuple[BaseException, ...] = (), name: str = "retry") -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.errors = tuple(errors)
+        self.name = name
+
+    def __reduce__(self) -> Any:
+        return (_rebuild, (type(self), self.args, self.__dict__))
+
+
+class AttemptTimeout(RetryError, TimeoutError):
+    """An async attempt ran past the Retrier's ``attempt_timeout`` (always transient)."""
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__(f"attempt took longer than {timeout} s")
+        self.timeout = timeout
+
+
+def _rebuild(cls: Any, args: Any, state: Any) -> Any:
+    obj = cls.__new__(cls)
+    Exception.__init__(obj, *args)
+    obj.__dict__.update(state)
+    return obj

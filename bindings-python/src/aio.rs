@@ -1,0 +1,70 @@
+//! The native half of the asyncio driver: one call's engine state, asked for each
+//! decision by `retryrs/_aio.py`, which does the awaiting.
+
+use pyo3::prelude::*;
+
+use crate::state::CallState;
+use crate::token::PyCancelToken;
+
+#[pyclass(module = "retryrs._native", name = "AsyncCall")]
+pub struct AsyncCall {
+    state: CallState,
+    token: Option<Py<PyCancelToken>>,
+}
+
+impl AsyncCall {
+    pub fn new(state: CallState, token: Option<Py<PyCancelToken>>) -> Self {
+        AsyncCall { state, token }
+    }
+}
+
+#[pymethods]
+impl AsyncCall {
+    /// An attempt raised `exc`. Returns the seconds to await before the next attempt, 0.0
+    /// when there is nothing to await (a zero delay, or virtual time, where the wait has
+    /// already happened); raises whatever ends the call.
+    #[pyo3(signature = (exc, timed_out=false))]
+    fn failed(&mut self, py: Python<'_>, exc: Bound<'_, PyAny>, timed_out: bool) -> PyResult<f64> {
+        let err = PyErr::from_value(exc);
+        let delay = self.state.failed(py, err, timed_out)?;
+        if self.state.clock.is_some() || delay.is_zero() {
+            self.state.wait_blocking(py, delay)?;
+            return Ok(0.0);
+        }
+        Ok(delay.as_secs_f64())
+    }
+
+    /// The wait is over: raises RetryExhausted if the deadline passed during it.
+    fn resume(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.state.resume(py)
+    }
+
+    fn succeeded(&mut self, py: Python<'_>) {
+        self.state.succeeded(py)
+    }
+
+    /// The token fired during the wait: raises RetryCancelled.
+    fn cancelled(&mut self, py: Python<'_>) -> PyResult<()> {
+        Err(self.state.cancelled(py))
+    }
+
+    /// The wait was interrupted (task cancelled): records the cancel; the caller re-raises.
+    fn interrupted(&mut self, py: Python<'_>) {
+        self.state.interrupted(py)
+    }
+
+    #[getter]
+    fn attempt(&self) -> u32 {
+        self.state.attempt()
+    }
+
+    #[getter]
+    fn token(&self, py: Python<'_>) -> Option<Py<PyCancelToken>> {
+        self.token.as_ref().map(|t| t.clone_ref(py))
+    }
+
+    #[getter]
+    fn attempt_timeout(&self) -> Option<f64> {
+        self.state.hooks.attempt_timeout
+    }
+}

@@ -1,0 +1,55 @@
+//! Host units in and out: Python speaks seconds (float, int or timedelta), the engine
+//! milliseconds and `Duration`s. Only conversion lives here; every rule is the engine's.
+
+use std::time::Duration;
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyFloat, PyInt};
+
+/// Seconds from a float, an int or a `timedelta` (anything with `total_seconds()`).
+/// Out-of-range values pass through so the engine's validation can name them.
+pub fn seconds(obj: &Bound<'_, PyAny>, knob: &str) -> PyResult<f64> {
+    if obj.is_instance_of::<PyBool>() {
+        return Err(type_error(obj, knob));
+    }
+    if let Ok(f) = obj.cast::<PyFloat>() {
+        return Ok(f.value());
+    }
+    if obj.is_instance_of::<PyInt>() {
+        // A huge int is still "a very long time": let validation reject or saturate it.
+        return Ok(obj.extract::<f64>().unwrap_or(f64::INFINITY));
+    }
+    if obj.hasattr(pyo3::intern!(obj.py(), "total_seconds"))? {
+        return obj.call_method0(pyo3::intern!(obj.py(), "total_seconds"))?.extract::<f64>();
+    }
+    Err(type_error(obj, knob))
+}
+
+fn type_error(obj: &Bound<'_, PyAny>, knob: &str) -> PyErr {
+    let ty = obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
+    PyTypeError::new_err(format!("{knob} must be seconds as a float, an int or a timedelta, got {ty}"))
+}
+
+/// Seconds to the engine's float milliseconds. `0.3 * 1000` is not always an integer in
+/// binary floating point; noise far below a microsecond is snapped away so that a value
+/// written in whole milliseconds reaches the engine as exactly that.
+pub fn ms(secs: f64) -> f64 {
+    let ms = secs * 1000.0;
+    let whole = ms.round();
+    if (ms - whole).abs() < 1e-6 {
+        whole
+    } else {
+        ms
+    }
+}
+
+/// A duration as Python seconds.
+pub fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+/// Python `repr()` of a value, for error messages.
+pub fn repr(obj: &Bound<'_, PyAny>) -> String {
+    obj.repr().map(|r| r.to_string()).unwrap_or_else(|_| "<unprintable>".into())
+}

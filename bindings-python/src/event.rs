@@ -1,0 +1,90 @@
+//! The frozen event object a listener receives.
+
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+use retryrs::Event;
+
+use crate::convert::secs;
+use crate::hooks::Hooks;
+
+/// One event of one call: what happened, to which retrier, at which attempt, when (seconds
+/// since the call began), and what applies: the error, the delay (retrying), the reason
+/// (exhausted).
+#[pyclass(frozen, module = "retryrs", name = "Event")]
+pub struct PyEvent {
+    kind: &'static str,
+    name: Py<PyString>,
+    attempt: u32,
+    elapsed: f64,
+    error: Option<Py<PyAny>>,
+    delay: Option<f64>,
+    reason: Option<&'static str>,
+}
+
+impl PyEvent {
+    pub fn new(py: Python<'_>, hooks: &Hooks, e: &Event<'_>, error: Option<&Bound<'_, PyAny>>) -> Self {
+        PyEvent {
+            kind: e.kind.as_str(),
+            name: hooks.name.clone_ref(py),
+            attempt: e.attempt,
+            elapsed: secs(e.elapsed),
+            error: error.map(|e| e.clone().unbind()),
+            delay: e.delay.map(secs),
+            reason: e.reason.map(|r| r.as_str()),
+        }
+    }
+}
+
+#[pymethods]
+impl PyEvent {
+    /// "attempt_failed", "retrying", "success", "rejected", "exhausted" or "cancelled".
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.kind
+    }
+    /// The retrier's name.
+    #[getter]
+    fn name(&self, py: Python<'_>) -> Py<PyString> {
+        self.name.clone_ref(py)
+    }
+    /// The attempt the event is about (1-based; 0 for a call cancelled before it began).
+    #[getter]
+    fn attempt(&self) -> u32 {
+        self.attempt
+    }
+    /// Seconds since the call began.
+    #[getter]
+    fn elapsed(&self) -> f64 {
+        self.elapsed
+    }
+    /// The failure this event is about, if any.
+    #[getter]
+    fn error(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.error.as_ref().map(|e| e.clone_ref(py))
+    }
+    /// The wait about to start, in seconds (retrying only).
+    #[getter]
+    fn delay(&self) -> Option<f64> {
+        self.delay
+    }
+    /// "attempts", "deadline" or "budget" (exhausted only).
+    #[getter]
+    fn reason(&self) -> Option<&'static str> {
+        self.reason
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let mut s = format!("Event(kind='{}', name={}, attempt={}, elapsed={}", self.kind, self.name.bind(py).repr().map(|r| r.to_string()).unwrap_or_default(), self.attempt, self.elapsed);
+        if let Some(d) = self.delay {
+            s.push_str(&format!(", delay={d}"));
+        }
+        if let Some(r) = self.reason {
+            s.push_str(&format!(", reason='{r}'"));
+        }
+        if let Some(e) = &self.error {
+            s.push_str(&format!(", error={}", crate::convert::repr(e.bind(py))));
+        }
+        s.push(')');
+        s
+    }
+}

@@ -1,0 +1,209 @@
+//! `Retrier`: an immutable policy plus hooks, and the blocking executor. The happy path of
+//! `call` reads the clock once, calls the function, and returns: no engine state, no
+//! Python object beyond what the function itself makes. Engine state starts at the first
+//! failure.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple};
+use retryrs::{cancelled_before_start, testing, Call, Verdict, VirtualClock};
+
+use crate::aio::AsyncCall;
+use crate::budget::PyRetryBudget;
+use crate::convert::secs;
+use crate::errors;
+use crate::hooks::{Hooks, RetryOn};
+use crate::state::{now, CallState};
+use crate::token::PyCancelToken;
+
+/// Retries a function on transient failures, under one immutable policy. Share it freely
+/// between threads and tasks: every call keeps its own state.
+#[pyclass(frozen, module = "retryrs", name = "Retrier")]
+pub struct Retrier {
+    pub hooks: Arc<Hooks>,
+    pub cancel: Option<Py<PyCancelToken>>,
+}
+
+static AIO: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+
+fn aio(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
+    AIO.get_or_try_init(py, || py.import("retryrs._aio").map(Bound::unbind)).map(|m| m.bind(py))
+}
+
+impl Retrier {
+    /// The blocking executor (also behind decorated functions).
+    pub fn run(&self, py: Python<'_>, f: &Bound<'_, PyAny>, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
+        let token = self.cancel.as_ref().map(|t| &t.get().inner);
+        if token.is_some_and(|t| t.is_cancelled()) {
+            return Err(self.cancelled_before_start(py));
+        }
+        let clock = testing::clock();
+        let start = now(&clock);
+        let mut err = match f.call(args, kwargs) {
+            Ok(value) => {
+                if self.hooks.wants_success {
+                    self.report_success(py, start, &clock);
+                }
+                return Ok(value.unbind());
+            }
+            Err(e) => e,
+        };
+        let mut state = CallState::begin(self.hooks.clone(), start, clock, token.cloned());
+        loop {
+            let delay = state.failed(py, err, false)?;
+            state.wait_blocking(py, delay)?;
+            state.resume(py)?;
+            match f.call(args, kwargs) {
+                Ok(value) => {
+                    state.succeeded(py);
+                    return Ok(value.unbind());
+                }
+                Err(e) => err = e,
+            }
+        }
+    }
+
+    /// A first-attempt success still reaches the engine when someone listens or a budget
+    /// refills: a short-lived `Call` on the stack, nothing allocated.
+    fn report_success(&self, py: Python<'_>, start: Duration, clock: &Option<VirtualClock>) {
+        let hooks = &*self.hooks;
+        let mut call = Call::start(&*hooks.policy, start);
+        let _ = call.record(Verdict::Success, now(clock), &mut |e| hooks.emit(py, e, None));
+    }
+
+    fn cancelled_before_start(&self, py: Python<'_>) -> PyErr {
+        let hooks = &*self.hooks;
+        cancelled_before_start(&hooks.policy, &mut |e| hooks.emit(py, e, None));
+        errors::cancelled(py, hooks.policy.name(), 0, &[])
+    }
+}
+
+#[pymethods]
+impl Retrier {
+    /// `Retrier(*, retry_on=OSError, max_attempts=5, initial_delay=0.2, multiplier=2.0,
+    /// max_delay=5.0, jitter="full", deadline=15.0, retry_after=None, on_event=None,
+    /// budget=None, name="retry", seed=None, attempt_timeout=None)`
+    #[new]
+    #[pyo3(signature = (**options))]
+    fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        Ok(Retrier { hooks: Arc::new(crate::options::parse(py, options)?), cancel: None })
+    }
+
+    /// Calls `func(*args, **kwargs)`, retrying transient failures; returns its value.
+    #[pyo3(signature = (func, /, *args, **kwargs))]
+    fn call(&self, py: Python<'_>, func: &Bound<'_, PyAny>, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
+        self.run(py, func, args, kwargs)
+    }
+
+    /// `await r.call_async(func, *args, **kwargs)` for coroutine functions.
+    #[pyo3(signature = (func, /, *args, **kwargs))]
+    fn call_async<'py>(slf: &Bound<'py, Self>, func: &Bound<'py, PyAny>, args: &Bound<'py, PyTuple>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Bound<'py, PyAny>> {
+        aio(slf.py())?.call_method1("drive", (slf, func, args, kwargs))
+    }
+
+    /// `@retrier` on a sync or async function (or method): keeps its name, docstring and
+    /// signature.
+    fn __call__<'py>(slf: &Bound<'py, Self>, func: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        aio(slf.py())?.call_method1("decorate", (slf, func))
+    }
+
+    /// The same retrier whose calls end with `RetryCancelled` as soon as `token` fires.
+    fn with_cancel(&self, token: Py<PyCancelToken>) -> Self {
+        Retrier { hooks: self.hooks.clone(), cancel: Some(token) }
+    }
+
+    #[getter]
+    fn cancel_token(&self, py: Python<'_>) -> Option<Py<PyCancelToken>> {
+        self.cancel.as_ref().map(|t| t.clone_ref(py))
+    }
+    #[getter]
+    fn max_attempts(&self) -> u32 {
+        self.hooks.policy.max_attempts()
+    }
+    #[getter]
+    fn initial_delay(&self) -> f64 {
+        secs(self.hooks.policy.initial_delay())
+    }
+    #[getter]
+    fn multiplier(&self) -> f64 {
+        self.hooks.policy.multiplier()
+    }
+    #[getter]
+    fn max_delay(&self) -> f64 {
+        secs(self.hooks.policy.max_delay())
+    }
+    #[getter]
+    fn jitter(&self) -> String {
+        self.hooks.policy.jitter().spelling()
+    }
+    #[getter]
+    fn deadline(&self) -> Option<f64> {
+        self.hooks.policy.deadline().map(secs)
+    }
+    #[getter]
+    fn name(&self) -> &str {
+        self.hooks.policy.name()
+    }
+    #[getter]
+    fn seed(&self) -> Option<u64> {
+        self.hooks.policy.seed()
+    }
+    #[getter]
+    fn budget(&self, py: Python<'_>) -> Option<Py<PyRetryBudget>> {
+        self.hooks.budget.as_ref().map(|b| b.clone_ref(py))
+    }
+    #[getter]
+    fn attempt_timeout(&self) -> Option<f64> {
+        self.hooks.attempt_timeout
+    }
+    #[getter]
+    fn retry_on(&self, py: Python<'_>) -> Py<PyAny> {
+        match &self.hooks.retry_on {
+            RetryOn::Classes(c) | RetryOn::Predicate(c) => c.clone_ref(py),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        let p = &self.hooks.policy;
+        let deadline = p.deadline().map_or("None".to_string(), |d| secs(d).to_string());
+        format!(
+            "Retrier(name={:?}, max_attempts={}, initial_delay={}, multiplier={}, max_delay={}, jitter={:?}, deadline={})",
+            p.name(),
+            p.max_attempts(),
+            secs(p.initial_delay()),
+            p.multiplier(),
+            secs(p.max_delay()),
+            p.jitter().spelling(),
+            deadline
+        )
+    }
+
+    // The asyncio driver's hooks into the engine (see retryrs/_aio.py).
+
+    /// Starts an async call: raises RetryCancelled if the token already fired; returns the
+    /// start time (nanoseconds, exact, so virtual-time boundaries stay exact).
+    fn _start(&self, py: Python<'_>) -> PyResult<u64> {
+        if self.cancel.as_ref().is_some_and(|t| t.get().inner.is_cancelled()) {
+            return Err(self.cancelled_before_start(py));
+        }
+        Ok(u64::try_from(now(&testing::clock()).as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    #[getter]
+    fn _wants_success(&self) -> bool {
+        self.hooks.wants_success
+    }
+
+    fn _succeeded(&self, py: Python<'_>, start: u64) {
+        self.report_success(py, Duration::from_nanos(start), &testing::clock());
+    }
+
+    /// The first attempt of an async call failed: engine state starts here.
+    fn _begin(&self, py: Python<'_>, start: u64) -> AsyncCall {
+        let token = self.cancel.as_ref().map(|t| t.get().inner.clone());
+        AsyncCall::new(CallState::begin(self.hooks.clone(), Duration::from_nanos(start), testing::clock(), token), self.cancel.as_ref().map(|t| t.clone_ref(py)))
+    }
+}

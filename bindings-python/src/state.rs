@@ -1,0 +1,146 @@
+//! The state of one call past its first failure, shared by the sync executor and the
+//! asyncio driver: the engine's [`Call`], every failure so far, the clock and the token.
+//! Every decision is the engine's; this only turns Python outcomes into verdicts and the
+//! engine's stops into Python exceptions.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pyo3::exceptions::{PyBaseException, PyException, PyRuntimeError};
+use pyo3::prelude::*;
+use retryrs::{Call, CancelToken, Clock, Decision, Policy, Resume, Stop, SystemClock, Verdict, VirtualClock};
+
+use crate::errors;
+use crate::hooks::Hooks;
+use crate::wait::{self, WaitEnd};
+
+/// Now, on the virtual clock under `retryrs.testing`, else on the monotonic one.
+pub fn now(clock: &Option<VirtualClock>) -> Duration {
+    match clock {
+        Some(v) => v.now(),
+        None => SystemClock.now(),
+    }
+}
+
+pub struct CallState {
+    pub hooks: Arc<Hooks>,
+    call: Call<Arc<Policy>>,
+    /// Every failure so far, in order (the cause of Exhausted and Cancelled is the last).
+    errors: Vec<Py<PyBaseException>>,
+    pub clock: Option<VirtualClock>,
+    pub token: Option<CancelToken>,
+}
+
+fn state_error(e: retryrs::StateError) -> PyErr {
+    PyRuntimeError::new_err(format!("retryrs: {e}"))
+}
+
+impl CallState {
+    /// Created at the first failure only: the happy path never gets here.
+    pub fn begin(hooks: Arc<Hooks>, start: Duration, clock: Option<VirtualClock>, token: Option<CancelToken>) -> Self {
+        let call = Call::start(hooks.policy.clone(), start);
+        CallState { hooks, call, errors: Vec::new(), clock, token }
+    }
+
+    pub fn attempt(&self) -> u32 {
+        self.call.attempt()
+    }
+
+    /// An attempt raised `err`. Returns the wait before the next attempt, or the exception
+    /// that ends the call: the original (rejected, or a control-flow signal), a
+    /// `RetryExhausted`, or an error raised by the predicate / hint hook (original
+    /// attached as its cause).
+    pub fn failed(&mut self, py: Python<'_>, err: PyErr, forced_transient: bool) -> Result<Duration, PyErr> {
+        let value = err.value(py).clone().into_any();
+        let hooks = &*self.hooks;
+        // KeyboardInterrupt, SystemExit, GeneratorExit, CancelledError: never offered to
+        // the predicate, never retried. The call is cancelled; the signal goes on as is.
+        if !value.is_instance_of::<PyException>() {
+            let at = now(&self.clock);
+            let _ = self.call.cancel(at, &mut |e| hooks.emit(py, e, Some(&value)));
+            return Err(err);
+        }
+        let verdict = hooks.classify(&value, forced_transient);
+        let at = now(&self.clock);
+        let verdict = match verdict {
+            Ok(v) => v,
+            Err(hook_error) => {
+                // The hook's own failure ends the call; the events still close it (as a
+                // rejection: no retry happened), and nothing is lost.
+                let _ = self.call.record(Verdict::Permanent, at, &mut |e| hooks.emit(py, e, Some(&value)));
+                hook_error.set_cause(py, Some(err));
+                return Err(hook_error);
+            }
+        };
+        let decision = self.call.record(verdict, at, &mut |e| hooks.emit(py, e, Some(&value))).map_err(state_error)?;
+        match decision {
+            Decision::Retry(delay) => {
+                self.errors.push(err.into_value(py));
+                Ok(delay)
+            }
+            Decision::Stop(Stop::Exhausted(reason)) => {
+                self.errors.push(err.into_value(py));
+                Err(errors::exhausted(py, self.hooks.policy.name(), self.call.attempt(), reason.as_str(), &self.errors))
+            }
+            // Rejected: the original error, unchanged (same object, same traceback).
+            Decision::Stop(_) => Err(err),
+        }
+    }
+
+    /// The wait is over: the next attempt may run, or the deadline passed during it.
+    pub fn resume(&mut self, py: Python<'_>) -> PyResult<()> {
+        let at = now(&self.clock);
+        let hooks = &*self.hooks;
+        let last = self.errors.last().map(|e| e.bind(py).clone().into_any());
+        match self.call.after_wait(at, &mut |e| hooks.emit(py, e, last.as_ref())).map_err(state_error)? {
+            Resume::Attempt(_) => Ok(()),
+            Resume::Stop(Stop::Exhausted(reason)) => {
+                Err(errors::exhausted(py, hooks.policy.name(), self.call.attempt(), reason.as_str(), &self.errors))
+            }
+            Resume::Stop(_) => Err(PyRuntimeError::new_err("retryrs: unexpected stop after a wait")),
+        }
+    }
+
+    /// The next attempt succeeded: the engine reports it and refills the budget.
+    pub fn succeeded(&mut self, py: Python<'_>) {
+        let at = now(&self.clock);
+        let hooks = &*self.hooks;
+        let _ = self.call.record(Verdict::Success, at, &mut |e| hooks.emit(py, e, None));
+    }
+
+    /// The call's cancel token fired during the wait: `RetryCancelled`.
+    pub fn cancelled(&mut self, py: Python<'_>) -> PyErr {
+        self.emit_cancel(py);
+        errors::cancelled(py, self.hooks.policy.name(), self.call.attempt(), &self.errors)
+    }
+
+    /// Something else ended the wait (KeyboardInterrupt, task cancellation): the engine
+    /// records the cancel, and the host's own signal goes on.
+    pub fn interrupted(&mut self, py: Python<'_>) {
+        self.emit_cancel(py);
+    }
+
+    fn emit_cancel(&mut self, py: Python<'_>) {
+        let at = now(&self.clock);
+        let hooks = &*self.hooks;
+        let last = self.errors.last().map(|e| e.bind(py).clone().into_any());
+        let _ = self.call.cancel(at, &mut |e| hooks.emit(py, e, last.as_ref()));
+    }
+
+    /// Waits `delay` in a blocking call: virtual time advances at once; real time passes
+    /// with the GIL released, waking at once on the token and promptly on Ctrl-C.
+    pub fn wait_blocking(&mut self, py: Python<'_>, delay: Duration) -> PyResult<()> {
+        let end = match &self.clock {
+            Some(v) => v.sleep(delay, self.token.as_ref()).map_err(|_| WaitEnd::Cancelled),
+            None => wait::blocking(py, delay, self.token.as_ref()),
+        };
+        match end {
+            Ok(()) => Ok(()),
+            Err(WaitEnd::Cancelled) => Err(self.cancelled(py)),
+            Err(WaitEnd::Signal(e)) => {
+                self.interrupted(py);
+                Err(e)
+            }
+        }
+    }
+}

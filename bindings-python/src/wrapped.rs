@@ -1,0 +1,46 @@
+//! What `@retrier` turns a sync function into: a native callable, so a decorated call costs
+//! what `retrier.call(func, ...)` costs, with no Python frame in between.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use crate::retrier::Retrier;
+
+/// A function whose calls go through a Retrier. Carries the wrapped function's name,
+/// docstring and signature (`functools.update_wrapper`), and binds as a method.
+#[pyclass(frozen, dict, weakref, module = "retryrs", name = "RetryingFunction")]
+pub struct RetryingFunction {
+    retrier: Py<Retrier>,
+    func: Py<PyAny>,
+}
+
+#[pymethods]
+impl RetryingFunction {
+    #[new]
+    fn new(retrier: Py<Retrier>, func: Py<PyAny>) -> Self {
+        RetryingFunction { retrier, func }
+    }
+
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__(&self, py: Python<'_>, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
+        self.retrier.get().run(py, self.func.bind(py), args, kwargs)
+    }
+
+    /// Binds like a function does, so `@retrier` works on methods.
+    fn __get__<'py>(slf: &Bound<'py, Self>, obj: Option<&Bound<'py, PyAny>>, _owner: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+        match obj {
+            None => Ok(slf.clone().into_any()),
+            Some(obj) if obj.is_none() => Ok(slf.clone().into_any()),
+            Some(obj) => slf.py().import("types")?.getattr("MethodType")?.call1((slf, obj)),
+        }
+    }
+
+    #[getter]
+    fn retrier(&self, py: Python<'_>) -> Py<Retrier> {
+        self.retrier.clone_ref(py)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!("<retrying {}>", crate::convert::repr(self.func.bind(py)))
+    }
+}
