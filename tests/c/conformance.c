@@ -1,0 +1,321 @@
+/* The C conformance runner: every vector of tests/conformance/ (every .json file, compiled in as a
+ * table) against the real C API. Call vectors run twice, through the blocking call under
+ * virtual time and through the sans-IO engine with the runner's own clock; a vector
+ * passes only if both agree with it. */
+#include "conformance.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define MAX_EVENTS 256
+
+typedef struct {
+  retryrs_event_kind kind;
+  uint32_t attempt;
+  uint64_t elapsed_ms, delay_ms;
+  retryrs_reason reason;
+} seen_event;
+
+typedef struct {
+  const cv_call *call;
+  int blocking; /* the blocking runner applies overruns and cancels from the events */
+  retryrs_cancel *cancel;
+  size_t made;
+  int overran;
+  seen_event events[MAX_EVENTS];
+  size_t n_events;
+} run_state;
+
+static char why[512];
+
+static void failf(const char *fmt, ...) {
+  va_list ap;
+  if (why[0]) return; /* keep the first mismatch */
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof why, fmt, ap);
+  va_end(ap);
+}
+
+static const char *kind_name(retryrs_event_kind k) {
+  switch (k) {
+    case RETRYRS_EVENT_SUCCESS: return "success";
+    case RETRYRS_EVENT_ATTEMPT_FAILED: return "attempt_failed";
+    case RETRYRS_EVENT_RETRYING: return "retrying";
+    case RETRYRS_EVENT_REJECTED: return "rejected";
+    case RETRYRS_EVENT_EXHAUSTED: return "exhausted";
+    case RETRYRS_EVENT_CANCELLED: return "cancelled";
+    default: return "?";
+  }
+}
+
+static const char *reason_name(retryrs_reason r) {
+  switch (r) {
+    case RETRYRS_REASON_ATTEMPTS: return "attempts";
+    case RETRYRS_REASON_DEADLINE: return "deadline";
+    case RETRYRS_REASON_BUDGET: return "budget";
+    default: return NULL;
+  }
+}
+
+static const char *outcome_name(retryrs_status s) {
+  switch (s) {
+    case RETRYRS_OK: return "success";
+    case RETRYRS_REJECTED: return "rejected";
+    case RETRYRS_EXHAUSTED: return "exhausted";
+    case RETRYRS_CANCELLED: return "cancelled";
+    default: return retryrs_status_name(s);
+  }
+}
+
+static void on_event(void *user_data, const retryrs_event *e) {
+  run_state *st = (run_state *)user_data;
+  if (st->n_events < MAX_EVENTS) {
+    seen_event *s = &st->events[st->n_events++];
+    s->kind = e->kind;
+    s->attempt = e->attempt;
+    s->elapsed_ms = e->elapsed_ms;
+    s->delay_ms = e->delay_ms;
+    s->reason = e->reason;
+  }
+  if (st->blocking && e->kind == RETRYRS_EVENT_RETRYING && e->attempt >= 1 &&
+      e->attempt <= st->call->n_attempts) {
+    const cv_attempt *a = &st->call->attempts[e->attempt - 1];
+    if (a->wait_overrun_ms) retryrs_testing_advance(a->wait_overrun_ms);
+    if (a->cancel_during_wait) retryrs_cancel_fire(st->cancel);
+  }
+}
+
+/* The script entry for attempt n, or NULL (and the vector fails) past its end. */
+static const cv_attempt *script(run_state *st, uint32_t n) {
+  st->made++;
+  if (n < 1 || n > st->call->n_attempts) {
+    st->overran = 1;
+    return NULL;
+  }
+  return &st->call->attempts[n - 1];
+}
+
+static retryrs_verdict attempt_fn(void *user_data, uint32_t attempt, double *hint_ms) {
+  run_state *st = (run_state *)user_data;
+  const cv_attempt *a = script(st, attempt);
+  if (!a) return RETRYRS_PERMANENT;
+  if (a->takes_ms) retryrs_testing_advance(a->takes_ms);
+  if (a->has_hint) *hint_ms = a->hint_ms;
+  return a->result;
+}
+
+static retryrs_status make_retrier(const cv_policy *p, retryrs_budget **budget, retryrs_retrier **out) {
+  retryrs_config c;
+  retryrs_status s = retryrs_config_default(&c);
+  if (s != RETRYRS_OK) return s;
+  if (p->has_max_attempts) c.max_attempts = (uint64_t)p->max_attempts;
+  if (p->has_initial_delay_ms) c.initial_delay_ms = p->initial_delay_ms;
+  if (p->has_multiplier) c.multiplier = p->multiplier;
+  if (p->has_max_delay_ms) c.max_delay_ms = p->max_delay_ms;
+  if (p->jitter && (s = retryrs_jitter_parse(p->jitter, &c.jitter, &c.jitter_factor)) != RETRYRS_OK) return s;
+  if (p->deadline_off) c.has_deadline = false;
+  if (p->has_deadline_ms) {
+    c.has_deadline = true;
+    c.deadline_ms = p->deadline_ms;
+  }
+  if (p->has_seed) {
+    c.has_seed = true;
+    c.seed = p->seed;
+  }
+  if (p->name) c.name = p->name;
+  if (p->has_budget) {
+    if ((s = retryrs_budget_new(p->max_tokens, p->token_ratio, budget)) != RETRYRS_OK) return s;
+    c.budget = *budget;
+  }
+  return retryrs_retrier_new(&c, out);
+}
+
+/* Drives one call through the sans-IO engine on the runner's own millisecond clock. */
+static void run_engine(const retryrs_retrier *r, run_state *st, retryrs_status *status, uint32_t *attempts,
+                       retryrs_reason *reason) {
+  retryrs_listener l = {on_event, st};
+  retryrs_call *call = NULL;
+  retryrs_step step = {RETRYRS_ACTION_ATTEMPT, 0, 1, RETRYRS_OK, RETRYRS_REASON_NONE};
+  uint64_t now = 1000; /* any time base: the engine only subtracts */
+  *status = RETRYRS_INTERNAL_ERROR;
+  if (retryrs_call_start(r, now, &l, &call) != RETRYRS_OK) {
+    failf("retryrs_call_start: %s", retryrs_last_error());
+    return;
+  }
+  while (step.action != RETRYRS_ACTION_STOP) {
+    const cv_attempt *a = script(st, step.attempt);
+    retryrs_status s;
+    if (!a) break;
+    now += a->takes_ms;
+    s = retryrs_call_report(call, a->result, a->has_hint ? a->hint_ms : -1.0, now, &step);
+    if (s == RETRYRS_OK && step.action == RETRYRS_ACTION_RETRY) {
+      if (a->cancel_during_wait) {
+        s = retryrs_call_cancel(call, now, &step);
+      } else {
+        now += step.delay_ms + a->wait_overrun_ms;
+        s = retryrs_call_after_wait(call, now, &step);
+      }
+    }
+    if (s != RETRYRS_OK) {
+      failf("engine step: %s", retryrs_last_error());
+      break;
+    }
+  }
+  if (step.action == RETRYRS_ACTION_STOP) {
+    *status = step.outcome;
+    *attempts = step.attempt;
+    *reason = step.reason;
+  }
+  retryrs_call_free(call);
+}
+
+static void check_call(const cv_call *c, run_state *st, retryrs_status status, uint32_t attempts,
+                       retryrs_reason reason, const retryrs_budget *budget) {
+  size_t i, n_delays = 0;
+  if (st->overran) failf("the function was called more often than the script has entries");
+  if (strcmp(outcome_name(status), c->outcome) != 0)
+    failf("outcome %s, expected %s (%s)", outcome_name(status), c->outcome, retryrs_last_error());
+  if (c->reason && (!reason_name(reason) || strcmp(reason_name(reason), c->reason) != 0))
+    failf("reason %s, expected %s", reason_name(reason) ? reason_name(reason) : "none", c->reason);
+  if (c->expect_attempts >= 0 && ((long long)st->made != c->expect_attempts || (long long)attempts != c->expect_attempts))
+    failf("attempts: called %zu, reported %u, expected %lld", st->made, attempts, c->expect_attempts);
+  for (i = 0; i < st->n_events; i++) {
+    if (st->events[i].kind != RETRYRS_EVENT_RETRYING) continue;
+    if (c->has_delays && (n_delays >= c->n_delays || (long long)st->events[i].delay_ms != c->delays[n_delays]))
+      failf("delay #%zu is %llu ms, expected %lld", n_delays + 1, (unsigned long long)st->events[i].delay_ms,
+            n_delays < c->n_delays ? c->delays[n_delays] : -1LL);
+    n_delays++;
+  }
+  if (c->has_delays && n_delays != c->n_delays) failf("%zu delays, expected %zu", n_delays, c->n_delays);
+  if (c->has_events) {
+    if (st->n_events != c->n_events) failf("%zu events, expected %zu", st->n_events, c->n_events);
+    for (i = 0; i < st->n_events && i < c->n_events; i++) {
+      const seen_event *s = &st->events[i];
+      const cv_event *e = &c->events[i];
+      const char *r = reason_name(s->reason);
+      if (strcmp(kind_name(s->kind), e->kind) != 0 || (e->attempt >= 0 && (long long)s->attempt != e->attempt) ||
+          (e->elapsed_ms >= 0 && (long long)s->elapsed_ms != e->elapsed_ms) ||
+          (e->delay_ms >= 0 && (long long)s->delay_ms != e->delay_ms) ||
+          (e->reason && (!r || strcmp(r, e->reason) != 0)))
+        failf("event #%zu is %s attempt %u at %llu ms (delay %llu, reason %s), expected %s attempt %lld at %lld ms",
+              i + 1, kind_name(s->kind), s->attempt, (unsigned long long)s->elapsed_ms,
+              (unsigned long long)s->delay_ms, r ? r : "none", e->kind, e->attempt, e->elapsed_ms);
+    }
+  }
+  if (c->has_budget_tokens) {
+    double tokens = -1;
+    if (!budget || retryrs_budget_tokens(budget, &tokens) != RETRYRS_OK || fabs(tokens - c->budget_tokens) > 1e-9)
+      failf("budget has %.12g tokens, expected %.12g", tokens, c->budget_tokens);
+  }
+}
+
+static void run_calls(const cv_vector *v, int blocking) {
+  retryrs_budget *budget = NULL;
+  retryrs_retrier *r = NULL;
+  static run_state st; /* large: kept off the stack */
+  size_t i;
+  if (make_retrier(&v->policy, &budget, &r) != RETRYRS_OK) {
+    failf("building the retrier: %s", retryrs_last_error());
+    retryrs_budget_free(budget);
+    return;
+  }
+  for (i = 0; i < v->n_calls && !why[0]; i++) {
+    retryrs_status status = RETRYRS_INTERNAL_ERROR;
+    uint32_t attempts = 0;
+    retryrs_reason reason = RETRYRS_REASON_NONE;
+    memset(&st, 0, sizeof st);
+    st.call = &v->calls[i];
+    st.blocking = blocking;
+    if (blocking) {
+      retryrs_listener l = {on_event, &st};
+      retryrs_outcome out = {0, 0};
+      retryrs_cancel_new(&st.cancel);
+      retryrs_testing_enable(); /* a fresh virtual clock at 0 for each call */
+      status = retryrs_retrier_call(r, attempt_fn, &st, &l, st.cancel, &out);
+      retryrs_testing_disable();
+      retryrs_cancel_free(st.cancel);
+      attempts = out.attempts;
+      reason = out.reason;
+    } else {
+      run_engine(r, &st, &status, &attempts, &reason);
+    }
+    check_call(st.call, &st, status, attempts, reason, budget);
+    if (why[0]) {
+      char prefix[600];
+      snprintf(prefix, sizeof prefix, "call %zu via %s: %s", i + 1, blocking ? "retryrs_retrier_call" : "the engine", why);
+      memcpy(why, prefix, sizeof why - 1);
+      why[sizeof why - 1] = 0;
+    }
+  }
+  retryrs_retrier_free(r);
+  retryrs_budget_free(budget);
+}
+
+static void run_error(const cv_vector *v) {
+  retryrs_budget *budget = NULL;
+  retryrs_retrier *r = NULL;
+  retryrs_status s = make_retrier(&v->policy, &budget, &r);
+  const char *msg = retryrs_last_error();
+  if (s != RETRYRS_INVALID_ARGUMENT)
+    failf("building the retrier returned %s, expected invalid_argument", retryrs_status_name(s));
+  else if (strncmp(msg, v->knob, strlen(v->knob)) != 0)
+    failf("message \"%s\" does not start with the knob %s", msg, v->knob);
+  retryrs_retrier_free(r);
+  retryrs_budget_free(budget);
+}
+
+static void run_retry_after(const cv_vector *v) {
+  bool has = false;
+  uint64_t ms = 0;
+  retryrs_status s = retryrs_parse_retry_after_at(v->ra_value, v->ra_now_unix_s * 1000, &has, &ms);
+  if (s != RETRYRS_OK) failf("retryrs_parse_retry_after_at: %s", retryrs_last_error());
+  else if (v->ra_expect == CV_RA_NONE && has) failf("got %llu ms, expected no hint", (unsigned long long)ms);
+  else if (v->ra_expect != CV_RA_NONE && !has) failf("got no hint");
+  else if (v->ra_expect == CV_RA_MS && ms != v->ra_expect_ms)
+    failf("got %llu ms, expected %llu", (unsigned long long)ms, v->ra_expect_ms);
+  else if (v->ra_expect == CV_RA_SATURATED && ms < 1000000000000000ULL)
+    failf("got %llu ms, expected a saturated value", (unsigned long long)ms);
+}
+
+int run_conformance(const char *report_path) {
+  size_t i;
+  int passed = 0, failed = 0;
+  for (i = 0; i < cv_vector_count; i++) {
+    const cv_vector *v = &cv_vectors[i];
+    char name[300];
+    why[0] = 0;
+    switch (v->kind) {
+      case CV_CALLS:
+        run_calls(v, 1);
+        run_calls(v, 0);
+        break;
+      case CV_ERROR: run_error(v); break;
+      case CV_RETRY_AFTER: run_retry_after(v); break;
+      case CV_STATUS:
+        if (retryrs_is_retryable_status(v->status_code) != (v->status_retryable != 0))
+          failf("retryable is %d, expected %d", !v->status_retryable, v->status_retryable);
+        break;
+      default: failf("unknown vector kind %d", v->kind);
+    }
+    snprintf(name, sizeof name, "conformance %s (%s)", v->id, v->file);
+    if (why[0]) fprintf(stderr, "  %s: %s\n", v->id, why);
+    h_record(name, !why[0]);
+    if (why[0]) failed++; else passed++;
+  }
+  printf("conformance: %d passed, %d failed\n", passed, failed);
+  if (report_path) {
+    FILE *f = fopen(report_path, "w");
+    if (f) {
+      fprintf(f, "c %d %d\n", passed, failed);
+      fclose(f);
+    } else {
+      fprintf(stderr, "cannot write %s\n", report_path);
+      failed++;
+    }
+  }
+  return failed;
+}

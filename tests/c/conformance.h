@@ -1,0 +1,79 @@
+/* The conformance vectors as C data (generated into build/c/vectors.c by gen_vectors.py)
+ * and the runner that checks them against the C API. */
+#ifndef RETRYRS_TESTS_CONFORMANCE_H
+#define RETRYRS_TESTS_CONFORMANCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "retryrs.h"
+
+/* Policy keys as the vector gives them; has_* = present (absent keys keep the defaults). */
+typedef struct {
+  int has_max_attempts, has_initial_delay_ms, has_multiplier, has_max_delay_ms, has_deadline_ms;
+  double max_attempts, initial_delay_ms, multiplier, max_delay_ms, deadline_ms;
+  int deadline_off;
+  const char *jitter; /* NULL: default */
+  int has_seed;
+  unsigned long long seed;
+  const char *name;
+  int has_budget;
+  double max_tokens, token_ratio;
+} cv_policy;
+
+typedef struct {
+  retryrs_verdict result;
+  int has_hint;
+  double hint_ms;
+  unsigned long long takes_ms, wait_overrun_ms;
+  int cancel_during_wait;
+} cv_attempt;
+
+/* -1 / NULL: field absent, not compared. */
+typedef struct {
+  const char *kind;
+  long long attempt, elapsed_ms, delay_ms;
+  const char *reason;
+} cv_event;
+
+typedef struct {
+  const cv_attempt *attempts;
+  size_t n_attempts;
+  const char *outcome, *reason;
+  long long expect_attempts;
+  int has_delays;
+  const long long *delays;
+  size_t n_delays;
+  int has_events;
+  const cv_event *events;
+  size_t n_events;
+  int has_budget_tokens;
+  double budget_tokens;
+} cv_call;
+
+enum { CV_CALLS, CV_ERROR, CV_RETRY_AFTER, CV_STATUS };
+enum { CV_RA_NONE, CV_RA_MS, CV_RA_SATURATED };
+
+typedef struct {
+  const char *id, *file;
+  int kind;
+  cv_policy policy;
+  const cv_call *calls;
+  size_t n_calls;
+  const char *knob;
+  const char *ra_value;
+  long long ra_now_unix_s;
+  int ra_expect;
+  unsigned long long ra_expect_ms;
+  int status_code, status_retryable;
+} cv_vector;
+
+extern const cv_vector cv_vectors[];
+extern const size_t cv_vector_count;
+
+/* Runs every vector through the blocking call and the sans-IO engine; prints failures
+ * and "conformance: N passed, M failed"; writes "c N M" to report_path if not NULL.
+ * Returns the number of failed vectors. */
+int run_conformance(const char *report_path);
+
+#endif

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Turns tests/conformance/*.json into a C table (vectors.c) for the C conformance runner.
+
+No JSON library is assumed on the C side: the vectors become static data at build time.
+Unknown keys are an error, so a vector feature the C runner does not know about fails
+the build instead of being silently ignored.
+
+Usage: gen_vectors.py OUT.c FILE.json...
+"""
+import json
+import sys
+
+POLICY_KEYS = {"max_attempts", "initial_delay_ms", "multiplier", "max_delay_ms", "jitter",
+               "deadline_ms", "seed", "name", "budget"}
+ATTEMPT_KEYS = {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait"}
+EXPECT_KEYS = {"outcome", "reason", "attempts", "delays_ms", "events", "budget_tokens"}
+EVENT_KEYS = {"kind", "attempt", "elapsed_ms", "delay_ms", "reason"}
+RESULTS = {"success": "RETRYRS_SUCCESS", "transient": "RETRYRS_TRANSIENT", "permanent": "RETRYRS_PERMANENT"}
+
+
+def fail(where, msg):
+    sys.exit(f"gen_vectors: {where}: {msg}")
+
+
+def check_keys(where, obj, allowed):
+    extra = set(obj) - allowed
+    if extra:
+        fail(where, f"unknown keys {sorted(extra)}: teach tests/c/conformance.c about them")
+
+
+def c_str(s):
+    if s is None:
+        return "NULL"
+    out = []
+    for b in s.encode("utf-8"):
+        ch = chr(b)
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif 32 <= b < 127 and ch != "?":
+            out.append(ch)
+        else:
+            out.append(f"\\{b:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def num(x):
+    return repr(float(x))
+
+
+class Out:
+    def __init__(self):
+        self.defs = []
+        self.n = 0
+
+    def array(self, ctype, items):
+        if not items:
+            return "NULL"
+        self.n += 1
+        name = f"cv_arr_{self.n}"
+        self.defs.append(f"static const {ctype} {name}[] = {{\n  " + ",\n  ".join(items) + "\n};")
+        return name
+
+
+def policy_init(where, p):
+    check_keys(where, p, POLICY_KEYS)
+    f = []
+    for key in ("max_attempts", "initial_delay_ms", "multiplier", "max_delay_ms"):
+        if key in p:
+            f.append(f".has_{key} = 1, .{key} = {num(p[key])}")
+    if "jitter" in p:
+        f.append(f".jitter = {c_str(p['jitter'])}")
+    if "deadline_ms" in p:
+        if p["deadline_ms"] is None:
+            f.append(".deadline_off = 1")
+        else:
+            f.append(f".has_deadline_ms = 1, .deadline_ms = {num(p['deadline_ms'])}")
+    if "seed" in p:
+        f.append(f".has_seed = 1, .seed = {int(p['seed'])}ULL")
+    if "name" in p:
+        f.append(f".name = {c_str(p['name'])}")
+    if "budget" in p:
+        b = p["budget"]
+        check_keys(where + ".budget", b, {"max_tokens", "token_ratio"})
+        f.append(f".has_budget = 1, .max_tokens = {num(b['max_tokens'])}, .token_ratio = {num(b['token_ratio'])}")
+    return "{" + ", ".join(f) + "}"
+
+
+def call_init(out, where, c):
+    check_keys(where, c, {"attempts", "expect"})
+    attempts = []
+    for i, a in enumerate(c["attempts"]):
+        check_keys(f"{where}.attempts[{i}]", a, ATTEMPT_KEYS)
+        if a["result"] not in RESULTS:
+            fail(where, f"unknown result {a['result']!r}")
+        fields = [f".result = {RESULTS[a['result']]}"]
+        if "hint_ms" in a:
+            fields.append(f".has_hint = 1, .hint_ms = {num(a['hint_ms'])}")
+        fields.append(f".takes_ms = {int(a.get('takes_ms', 0))}ULL")
+        fields.append(f".wait_overrun_ms = {int(a.get('wait_overrun_ms', 0))}ULL")
+        fields.append(f".cancel_during_wait = {1 if a.get('cancel_during_wait') else 0}")
+        attempts.append("{" + ", ".join(fields) + "}")
+    e = c["expect"]
+    check_keys(where + ".expect", e, EXPECT_KEYS)
+    events = []
+    for i, ev in enumerate(e.get("events", [])):
+        check_keys(f"{where}.events[{i}]", ev, EVENT_KEYS)
+        events.append("{" + ", ".join([
+            f".kind = {c_str(ev['kind'])}",
+            f".attempt = {int(ev.get('attempt', -1))}",
+            f".elapsed_ms = {int(ev.get('elapsed_ms', -1))}",
+            f".delay_ms = {int(ev.get('delay_ms', -1))}",
+            f".reason = {c_str(ev.get('reason'))}",
+        ]) + "}")
+    delays = [f"{int(d)}LL" for d in e.get("delays_ms", [])]
+    fields = [
+        f".attempts = {out.array('cv_attempt', attempts)}, .n_attempts = {len(attempts)}",
+        f".outcome = {c_str(e['outcome'])}",
+        f".reason = {c_str(e.get('reason'))}",
+        f".expect_attempts = {int(e.get('attempts', -1))}",
+        f".has_delays = {1 if 'delays_ms' in e else 0}, .delays = {out.array('long long', delays)}, .n_delays = {len(delays)}",
+        f".has_events = {1 if 'events' in e else 0}, .events = {out.array('cv_event', events)}, .n_events = {len(events)}",
+    ]
+    if "budget_tokens" in e:
+        fields.append(f".has_budget_tokens = 1, .budget_tokens = {num(e['budget_tokens'])}")
+    return "{" + ", ".join(fields) + "}"
+
+
+def vector_init(out, path, v):
+    where = f"{path}:{v.get('id')}"
+    bodies = [k for k in ("calls", "expect_error", "retry_after", "status") if k in v]
+    if len(bodies) != 1:
+        fail(where, f"needs exactly one of calls/expect_error/retry_after/status, has {bodies}")
+    check_keys(where, v, {"id", "rule", "policy", bodies[0]})
+    fields = [f".id = {c_str(v['id'])}", f".file = {c_str(path)}"]
+    body = bodies[0]
+    if body in ("calls", "expect_error"):
+        fields.append(f".policy = {policy_init(where + '.policy', v.get('policy', {}))}")
+    if body == "calls":
+        calls = [call_init(out, f"{where}.calls[{i}]", c) for i, c in enumerate(v["calls"])]
+        fields += [".kind = CV_CALLS", f".calls = {out.array('cv_call', calls)}, .n_calls = {len(calls)}"]
+    elif body == "expect_error":
+        check_keys(where, v["expect_error"], {"knob"})
+        fields += [".kind = CV_ERROR", f".knob = {c_str(v['expect_error']['knob'])}"]
+    elif body == "retry_after":
+        ra = v["retry_after"]
+        check_keys(where, ra, {"value", "now_unix_s", "expect_ms"})
+        exp = ra["expect_ms"]
+        kind = "CV_RA_NONE" if exp is None else "CV_RA_SATURATED" if exp == "saturated" else "CV_RA_MS"
+        ms = exp if isinstance(exp, int) else 0
+        fields += [".kind = CV_RETRY_AFTER", f".ra_value = {c_str(ra['value'])}",
+                   f".ra_now_unix_s = {int(ra['now_unix_s'])}LL", f".ra_expect = {kind}", f".ra_expect_ms = {ms}ULL"]
+    else:
+        st = v["status"]
+        check_keys(where, st, {"code", "retryable"})
+        fields += [".kind = CV_STATUS", f".status_code = {int(st['code'])}", f".status_retryable = {1 if st['retryable'] else 0}"]
+    return "{" + ", ".join(fields) + "}"
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    out = Out()
+    vectors = []
+    for path in sorted(sys.argv[2:]):
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        name = path.rsplit("/", 1)[-1]
+        for v in doc["vectors"]:
+            vectors.append(vector_init(out, name, v))
+    text = ["/* Generated by tests/c/gen_vectors.py from tests/conformance/ (every .json): do not edit. */",
+            '#include "conformance.h"', ""]
+    text += out.defs
+    text.append("const cv_vector cv_vectors[] = {\n  " + ",\n  ".join(vectors) + "\n};")
+    text.append(f"const size_t cv_vector_count = {len(vectors)};")
+    with open(sys.argv[1], "w", encoding="utf-8") as f:
+        f.write("\n".join(text) + "\n")
+
+
+if __name__ == "__main__":
+    main()

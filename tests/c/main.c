@@ -1,0 +1,16 @@
+/* The C test suite: API tests, thread tests, the C++17 unit and the conformance
+ * vectors. argv[1], if given, is where the conformance report ("c N M") goes.
+ * The last line printed is "N passed, N failed". */
+#include <stdio.h>
+
+#include "conformance.h"
+#include "harness.h"
+#include "suites.h"
+
+int main(int argc, char **argv) {
+  api_tests();
+  thread_tests();
+  cpp17_tests();
+  run_conformance(argc > 1 ? argv[1] : NULL);
+  return h_summary() == 0 ? 0 : 1;
+}

@@ -1,0 +1,17 @@
+/* The test groups main.c runs. */
+#ifndef RETRYRS_TESTS_SUITES_H
+#define RETRYRS_TESTS_SUITES_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void api_tests(void);
+void thread_tests(void);
+void cpp17_tests(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
