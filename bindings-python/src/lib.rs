@@ -36,7 +36,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(host::_testing_is_on, m)?)?;
     m.add_function(wrap_pyfunction!(host::_testing_advance, m)?)?;
     m.add_function(wrap_pyfunction!(host::_testing_now, m)?)?;
-    m.add("RETRYABLE_STATUSES", retryrs::RETRYABLE_STATUSES.to_vec())?;
+    m.add("RETRYABLE_STATUSES", pyo3::types::PyTuple::new(m.py(), retryrs::RETRYABLE_STATUSES)?)?;
     m.add("__version__", retryrs::VERSION)?;
     Ok(())
 }

@@ -170,8 +170,8 @@ impl Retrier {
         let p = &self.hooks.policy;
         let deadline = p.deadline().map_or("None".to_string(), |d| secs(d).to_string());
         format!(
-            "Retrier(name={:?}, max_attempts={}, initial_delay={}, multiplier={}, max_delay={}, jitter={:?}, deadline={})",
-            p.name(),
+            "Retrier(name='{}', max_attempts={}, initial_delay={}, multiplier={}, max_delay={}, jitter='{}', deadline={})",
+            p.name().replace('\\', "\\\\").replace('\'', "\\'"),
             p.max_attempts(),
             secs(p.initial_delay()),
             p.multiplier(),

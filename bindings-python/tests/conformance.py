@@ -1,0 +1,221 @@
+"""The conformance vectors (tests/conformance/*.json), run through the public Python API
+only: a Retrier built from the vector's policy, a listener, a CancelToken fired from the
+listener, and retryrs.testing virtual time (advance for takes_ms and wait_overrun_ms).
+
+Vectors count milliseconds; the Python API speaks seconds. Delays and elapsed times come
+back in seconds and are compared as round(x * 1000).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import glob
+import json
+import math
+import os
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import retryrs
+from retryrs import CancelToken, Retrier, RetryBudget, RetryCancelled, RetryExhausted, testing
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+VECTOR_DIR = os.path.join(ROOT, "tests", "conformance")
+
+
+class Transient(Exception):
+    def __init__(self, attempt: int, hint_ms: Optional[float]) -> None:
+        super().__init__(f"transient failure of attempt {attempt}")
+        self.attempt = attempt
+        # The default hint hook reads the error's `retry_after` attribute (seconds).
+        self.retry_after = None if hint_ms is None else hint_ms / 1000
+
+
+class Permanent(Exception):
+    pass
+
+
+class ScriptOverrun(Exception):
+    pass
+
+
+def load() -> List[Tuple[str, Dict[str, Any]]]:
+    out = []
+    for path in sorted(glob.glob(os.path.join(VECTOR_DIR, "*.json"))):
+        with open(path) as f:
+            doc = json.load(f)
+        for v in doc["vectors"]:
+            out.append((os.path.basename(path), v))
+    return out
+
+
+def secs(ms: Optional[float]) -> Optional[float]:
+    return None if ms is None else ms / 1000
+
+
+def build(policy: Dict[str, Any], on_event: Optional[Callable[..., None]] = None) -> Retrier:
+    kw: Dict[str, Any] = {"retry_on": Transient}
+    if "max_attempts" in policy:
+        kw["max_attempts"] = policy["max_attempts"]
+    for key in ("initial_delay", "max_delay"):
+        if key + "_ms" in policy:
+            kw[key] = secs(policy[key + "_ms"])
+    if "deadline_ms" in policy:
+        kw["deadline"] = secs(policy["deadline_ms"])  # null -> None: off
+    for key in ("multiplier", "jitter", "name", "seed"):
+        if key in policy:
+            kw[key] = policy[key]
+    if policy.get("budget") is not None:
+        b = policy["budget"]
+        kw["budget"] = RetryBudget(max_tokens=b["max_tokens"], token_ratio=b["token_ratio"])
+    if on_event is not None:
+        kw["on_event"] = on_event
+    return Retrier(**kw)
+
+
+def ms(x: Optional[float]) -> Optional[int]:
+    return None if x is None else round(x * 1000)
+
+
+def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async: bool) -> List[str]:
+    script = call["attempts"]
+    expect = call["expect"]
+    problems: List[str] = []
+    events: List[Any] = []
+    raised: List[BaseException] = []
+    token = CancelToken()
+    count = 0
+
+    def listener(e: Any) -> None:
+        events.append(e)
+        if e.kind == "retrying" and 1 <= e.attempt <= len(script):
+            step = script[e.attempt - 1]
+            if step.get("wait_overrun_ms"):
+                testing.advance(step["wait_overrun_ms"] / 1000)
+            if step.get("cancel_during_wait"):
+                token.cancel()
+
+    holder["listener"] = listener
+
+    def attempt() -> str:
+        nonlocal count
+        count += 1
+        if count > len(script):
+            err: BaseException = ScriptOverrun(f"called {count} times, script has {len(script)}")
+            raised.append(err)
+            raise err
+        step = script[count - 1]
+        if step.get("takes_ms"):
+            testing.advance(step["takes_ms"] / 1000)
+        if step["result"] == "success":
+            return f"value {count}"
+        err = Transient(count, step.get("hint_ms")) if step["result"] == "transient" else Permanent(f"attempt {count}")
+        raised.append(err)
+        raise err
+
+    async def attempt_async() -> str:
+        return attempt()
+
+    bound = r.with_cancel(token)
+    outcome, reason, error = None, None, None
+    with testing.virtual_time():
+        try:
+            if use_async:
+                value = asyncio.run(bound.call_async(attempt_async))
+            else:
+                value = bound.call(attempt)
+            outcome = "success"
+            if value != f"value {count}":
+                problems.append(f"returned {value!r}, expected the value of attempt {count}")
+        except RetryExhausted as e:
+            outcome, reason, error = "exhausted", e.reason, e
+        except RetryCancelled as e:
+            outcome, error = "cancelled", e
+        except Permanent as e:
+            outcome, error = "rejected", e
+        except ScriptOverrun as e:
+            problems.append(str(e))
+            return problems
+
+    if outcome != expect["outcome"]:
+        problems.append(f"outcome {outcome} ({error!r}), expected {expect['outcome']}")
+    if "reason" in expect and reason != expect["reason"]:
+        problems.append(f"reason {reason}, expected {expect['reason']}")
+    if "attempts" in expect and count != expect["attempts"]:
+        problems.append(f"{count} attempts, expected {expect['attempts']}")
+    if outcome == "rejected" and raised and error is not raised[-1]:
+        problems.append("the rejected error is not the original object")
+    if outcome == "exhausted" and isinstance(error, RetryExhausted):
+        if list(error.errors) != raised or len(raised) != count:
+            problems.append(f"errors {error.errors!r} are not every failure in order {raised!r}")
+        if error.__cause__ is not raised[-1]:
+            problems.append("__cause__ is not the last failure")
+        if error.attempts != count:
+            problems.append(f"RetryExhausted.attempts {error.attempts} != {count}")
+    if outcome == "cancelled" and isinstance(error, RetryCancelled):
+        if raised and error.__cause__ is not raised[-1]:
+            problems.append("RetryCancelled.__cause__ is not the last failure")
+    delays = [ms(e.delay) for e in events if e.kind == "retrying"]
+    if "delays_ms" in expect and delays != expect["delays_ms"]:
+        problems.append(f"delays {delays}, expected {expect['delays_ms']}")
+    if "events" in expect:
+        got = [
+            {"kind": e.kind, "attempt": e.attempt, "elapsed_ms": ms(e.elapsed), "delay_ms": ms(e.delay), "reason": e.reason}
+            for e in events
+        ]
+        want = expect["events"]
+        if len(got) != len(want):
+            problems.append(f"{len(got)} events {[g['kind'] for g in got]}, expected {len(want)} {[w['kind'] for w in want]}")
+        for i, (g, w) in enumerate(zip(got, want)):
+            for k, v in w.items():
+                if g.get(k) != v:
+                    problems.append(f"event {i} ({w['kind']}): {k} = {g.get(k)}, expected {v}")
+    if "budget_tokens" in expect:
+        tokens = r.budget.tokens if r.budget is not None else None
+        if tokens is None or abs(tokens - expect["budget_tokens"]) > 1e-9:
+            problems.append(f"budget tokens {tokens}, expected {expect['budget_tokens']}")
+    return problems
+
+
+def run_vector(v: Dict[str, Any], use_async: bool = False) -> List[str]:
+    if "calls" in v:
+        holder: Dict[str, Any] = {}
+        r = build(v.get("policy", {}), on_event=lambda e: holder["listener"](e))
+        problems: List[str] = []
+        for i, call in enumerate(v["calls"]):
+            problems += [f"call {i + 1}: {p}" for p in run_call(r, call, holder, use_async)]
+        return problems
+    if "expect_error" in v:
+        knob = v["expect_error"]["knob"]
+        try:
+            build(v.get("policy", {}))
+        except (ValueError, TypeError) as e:
+            return [] if knob in str(e) else [f"error {e!r} does not name {knob}"]
+        return [f"built without error, expected one naming {knob}"]
+    if "retry_after" in v:
+        ra = v["retry_after"]
+        got = retryrs.parse_retry_after(ra["value"], now=ra["now_unix_s"])
+        want = ra["expect_ms"]
+        if want is None:
+            return [] if got is None else [f"got {got} s, expected no hint"]
+        if want == "saturated":
+            return [] if got is not None and got * 1000 >= 1e15 else [f"got {got} s, expected saturated"]
+        return [] if got is not None and math.isfinite(got) and round(got * 1000) == want else [f"got {got} s, expected {want} ms"]
+    if "status" in v:
+        st = v["status"]
+        got = retryrs.is_retryable_status(st["code"])
+        return [] if got == st["retryable"] else [f"is_retryable_status({st['code']}) = {got}"]
+    return ["vector has none of calls, expect_error, retry_after, status"]
+
+
+def run_all(use_async: bool = False) -> Tuple[int, List[Tuple[str, List[str]]]]:
+    passed, failures = 0, []
+    for fname, v in load():
+        try:
+            problems = run_vector(v, use_async)
+        except Exception as e:  # a crash is a failed vector, reported, not a dead runner
+            problems = [f"runner raised {e!r}"]
+        if problems:
+            failures.append((f"{fname}:{v['id']}", problems))
+        else:
+            passed += 1
+    return passed, failures

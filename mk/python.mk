@@ -1,0 +1,49 @@
+# Python: the retryrs package (bindings-python, a pyo3 module built by maturin) in a
+# project venv at .venv, its pytest suite, conformance runner, benchmark and demo.
+.PHONY: test-python python-dev bench-python demo-python
+TEST_TARGETS += test-python
+DEMO_TARGETS += demo-python
+BENCH_TARGETS += bench-python
+
+VENV := $(CURDIR)/.venv
+PY := $(VENV)/bin/python
+PY_BUILD := $(BUILD)/python
+# Installing tools is a one-off per venv; the stamps make every later run cheap.
+PY_DEPS_STAMP := $(VENV)/.retryrs-test-deps
+PY_BENCH_STAMP := $(VENV)/.retryrs-bench-deps
+# The native module is rebuilt only when Rust sources, manifests or the lock change.
+# maturin develop installs the package editable, so Python-only edits need no rebuild.
+PY_NATIVE_STAMP := $(PY_BUILD)/native.stamp
+PY_NATIVE_SRC := $(wildcard bindings-python/src/*.rs core/src/*.rs) bindings-python/Cargo.toml \
+	bindings-python/pyproject.toml core/Cargo.toml Cargo.toml Cargo.lock
+
+$(PY):
+	python3 -m venv $(VENV)
+
+$(PY_DEPS_STAMP): | $(PY)
+	$(PY) -m pip install --quiet --disable-pip-version-check "maturin>=1.5,<2" "pytest>=7" "mypy>=1.8"
+	touch $@
+
+$(PY_NATIVE_STAMP): $(PY_NATIVE_SRC) $(PY_DEPS_STAMP)
+	mkdir -p $(PY_BUILD)
+	cd bindings-python && VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin develop --release --locked --quiet
+	touch $@
+
+# Builds and installs the package into .venv (editable).
+python-dev: $(PY_NATIVE_STAMP)
+
+test-python: $(PY_NATIVE_STAMP)
+	mkdir -p $(BUILD)/conformance
+	cd bindings-python && $(PY) -m pytest -q -p no:cacheprovider tests
+	cd bindings-python && $(PY) -m mypy --strict --no-incremental tests/typed_usage.py
+
+$(PY_BENCH_STAMP): | $(PY)
+	$(PY) -m pip install --quiet --disable-pip-version-check tenacity stamina backoff
+	touch $@
+
+bench-python: $(PY_NATIVE_STAMP) $(PY_BENCH_STAMP)
+	mkdir -p $(BUILD)/bench
+	$(PY) bench/python/bench.py --markdown $(BUILD)/bench/python.md
+
+demo-python: $(PY_NATIVE_STAMP)
+	$(PY) examples/python/demo.py
