@@ -1,5 +1,5 @@
 'use strict';
-// The numeric protocol between the JS layer and NativeCall (src/call.rs): a verdict goes
+// The numeric protocol between the JS layer and the engine's calls (src/call.rs): a verdict goes
 // in as a small integer; a decision comes back as a wait in ms (>= 0), the next attempt's
 // number (>= 1, after a wait), or one of the negative stop codes.
 module.exports = Object.freeze({

@@ -1,6 +1,6 @@
 'use strict';
 // The call loop. JS owns awaiting, timers and AbortSignals; every decision (wait, stop,
-// deadline, budget, events) comes from the engine's NativeCall, which is created only at
+// deadline, budget, events) comes from the engine's Call (a native handle), started only at
 // the first failure: a call whose first attempt succeeds never crosses into native code
 // (unless a budget must be credited or a listener told).
 const native = require('./native');
@@ -67,14 +67,16 @@ class CallRun {
     this.onAbort = null;
   }
 
+  /** The engine's handle for this call, started at t0 on first need. */
   engineCall() {
-    return (this.engine ??= new native.NativeCall(this.o.policy, this.t0, this.o.onEvent !== undefined));
+    if (this.engine === null) this.engine = native.callStart(this.o.policy, this.t0, this.o.onEvent !== undefined);
+    return this.engine;
   }
 
   emit(error) {
     const listener = this.o.onEvent;
     if (listener === undefined || this.engine === null) return;
-    for (const rec of this.engine.takeEvents()) {
+    for (const rec of native.callTakeEvents(this.engine)) {
       const event = { kind: rec.kind, name: this.o.name, attempt: rec.attempt, elapsedMs: rec.elapsedMs };
       if (rec.delayMs !== null && rec.delayMs !== undefined) event.delayMs = rec.delayMs;
       if (rec.reason !== null && rec.reason !== undefined) event.reason = rec.reason;
@@ -111,7 +113,7 @@ class CallRun {
         if (delay > 0 || signal !== undefined) {
           if (!(await this.wait(delay))) throw this.cancel();
         }
-        const next = this.engine.afterWait(now());
+        const next = native.callAfterWait(this.engine, now());
         this.emit(this.error);
         if (next < 0) throw this.exhausted();
         attempt = next;
@@ -119,6 +121,7 @@ class CallRun {
       }
     } finally {
       if (this.onAbort !== null) signal.removeEventListener('abort', this.onAbort);
+      if (this.engine !== null) native.callFree(this.engine);
     }
   }
 
@@ -194,10 +197,10 @@ class CallRun {
       failedHook = true;
       hookError = err;
       verdict = V_PERMANENT;
+      hint = undefined;
       attachCause(err, error);
     }
-    const engine = this.engineCall();
-    const decision = engine.record(verdict, hint, now());
+    const decision = native.callRecord(this.engineCall(), verdict, hint, now());
     this.emit(error);
     if (decision >= 0) return decision;
     if (failedHook) throw hookError;
@@ -207,13 +210,13 @@ class CallRun {
   }
 
   exhausted() {
-    const e = this.engine;
-    return new RetryExhaustedError(this.o.name, e.attempt, e.reason, this.errors);
+    const id = this.engine;
+    return new RetryExhaustedError(this.o.name, native.callAttempt(id), native.callReason(id), this.errors);
   }
 
   succeed() {
     if (this.engine !== null || this.o.needsFullLoop) {
-      this.engineCall().record(V_SUCCESS, undefined, now());
+      native.callRecord(this.engineCall(), V_SUCCESS, undefined, now());
       this.emit(undefined);
     }
     return this.value;
@@ -222,7 +225,7 @@ class CallRun {
   /** Ends the call as cancelled (the Cancelled event) and returns what to reject with. */
   cancel() {
     if (this.o.onEvent !== undefined) {
-      this.engineCall().cancel(now());
+      native.callCancel(this.engineCall(), now());
       this.emit(this.errors[this.errors.length - 1]);
     }
     return this.signal.reason;

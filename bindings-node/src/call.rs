@@ -2,9 +2,10 @@
 //!
 //! The JS layer passes the time in (float milliseconds, from `performance.now()` or the
 //! virtual clock) and gets back compact numeric decisions, so the hot retry path costs one
-//! native crossing per step. Events are buffered here only when the retrier has a
+//! native crossing per step. A call is an integer handle into a slab (see [`Slab`]). Events are buffered here only when the retrier has a
 //! listener, and handed over in one batch per step.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,94 +48,175 @@ impl From<&Event<'_>> for EventRecord {
     }
 }
 
-#[napi]
-pub struct NativeCall {
+/// One call in progress: the engine's state and, when someone listens, its events.
+struct Slot {
     call: Call<Arc<Policy>>,
     events: Option<Vec<EventRecord>>,
+    generation: u32,
 }
 
+/// The calls in progress on this JS thread, addressed by integer handles that the JS
+/// layer frees explicitly when the call settles (in a `finally`). A slab instead of one
+/// wrapped object per call: no GC finalizer per call (Node defers those to a later
+/// macrotask, so a tight loop of zero-delay retries piled them up), no allocation once
+/// warm, and a stale handle is detected by its generation instead of touching another
+/// call. Thread-local because each worker thread is its own JS thread.
+#[derive(Default)]
+struct Slab {
+    slots: Vec<Option<Slot>>,
+    free: Vec<u32>,
+    generations: Vec<u32>,
+}
+
+thread_local! {
+    static CALLS: RefCell<Slab> = RefCell::new(Slab::default());
+}
+
+/// A handle: the generation in the high 21 bits, the slot index in the low 32 (so it
+/// stays an exact JS number below 2^53).
+fn handle(index: u32, generation: u32) -> f64 {
+    ((u64::from(generation & 0x1F_FFFF) << 32) | u64::from(index)) as f64
+}
+
+fn with_slot<T>(id: f64, f: impl FnOnce(&mut Slot) -> napi::Result<T>) -> napi::Result<T> {
+    guarded(|| {
+        CALLS.with(|calls| {
+            let mut calls = calls.borrow_mut();
+            let raw = id as u64;
+            let (index, generation) = ((raw & 0xFFFF_FFFF) as usize, (raw >> 32) as u32);
+            match calls.slots.get_mut(index) {
+                Some(Some(slot)) if slot.generation & 0x1F_FFFF == generation && id >= 0.0 => f(slot),
+                _ => Err(napi::Error::from_reason(format!("retryrs: no call in progress with handle {id} (a bug)"))),
+            }
+        })
+    })
+}
+
+/// Starts a call whose first attempt began at `start_ms` and returns its handle.
+/// `want_events` buffers events for `callTakeEvents` (only worth it when someone listens).
 #[napi]
-impl NativeCall {
-    /// A call whose first attempt began at `start_ms`. `want_events` buffers the events
-    /// for `takeEvents` (only worth it when someone listens).
-    #[napi(constructor)]
-    pub fn new(policy: &NativePolicy, start_ms: f64, want_events: bool) -> napi::Result<Self> {
-        guarded(|| {
-            Ok(NativeCall {
-                call: Call::start(policy.inner.clone(), duration(start_ms)),
-                events: want_events.then(Vec::new),
-            })
-        })
-    }
-
-    /// The verdict on the current attempt (0 success, 1 transient, 2 permanent) with an
-    /// optional hint in milliseconds, at `now_ms`. Returns the wait (>= 0) or a stop code.
-    #[napi]
-    pub fn record(&mut self, verdict: u32, hint_ms: Option<f64>, now_ms: f64) -> napi::Result<f64> {
-        guarded(|| {
-            let verdict = match verdict {
-                V_SUCCESS => Verdict::Success,
-                V_TRANSIENT => Verdict::transient_ms(hint_ms),
-                _ => Verdict::Permanent,
+pub fn call_start(policy: &NativePolicy, start_ms: f64, want_events: bool) -> napi::Result<f64> {
+    guarded(|| {
+        CALLS.with(|calls| {
+            let mut calls = calls.borrow_mut();
+            let call = Call::start(policy.inner.clone(), duration(start_ms));
+            let events = want_events.then(Vec::new);
+            let index = match calls.free.pop() {
+                Some(i) => i,
+                None => {
+                    let i = u32::try_from(calls.slots.len())
+                        .map_err(|_| napi::Error::from_reason("retryrs: too many calls in progress"))?;
+                    calls.slots.push(None);
+                    calls.generations.push(0);
+                    i
+                }
             };
-            let events = &mut self.events;
-            let decision = self
-                .call
-                .record(verdict, duration(now_ms), &mut |e: &Event<'_>| push(events, e))
-                .map_err(|e| napi::Error::from_reason(e.to_string()))?;
-            Ok(match decision {
-                Decision::Retry(d) => ms(d),
-                Decision::Stop(stop) => stop_code(stop),
-            })
+            let i = index as usize;
+            let generation = calls.generations[i].wrapping_add(1);
+            calls.generations[i] = generation;
+            calls.slots[i] = Some(Slot { call, events, generation });
+            Ok(handle(index, generation))
         })
-    }
+    })
+}
 
-    /// The wait ended at `now_ms`: the next attempt's number, or a stop code (the
-    /// deadline passed during the wait).
-    #[napi]
-    pub fn after_wait(&mut self, now_ms: f64) -> napi::Result<f64> {
-        guarded(|| {
-            let events = &mut self.events;
-            let resume = self
-                .call
-                .after_wait(duration(now_ms), &mut |e: &Event<'_>| push(events, e))
-                .map_err(|e| napi::Error::from_reason(e.to_string()))?;
-            Ok(match resume {
-                Resume::Attempt(n) => f64::from(n),
-                Resume::Stop(stop) => stop_code(stop),
-            })
+/// Frees a call's state (the JS layer does so when the call settles, whatever the
+/// outcome). Returns false for a handle that is not in progress.
+#[napi]
+pub fn call_free(id: f64) -> napi::Result<bool> {
+    guarded(|| {
+        CALLS.with(|calls| {
+            let mut calls = calls.borrow_mut();
+            let raw = id as u64;
+            let (index, generation) = ((raw & 0xFFFF_FFFF) as usize, (raw >> 32) as u32);
+            let live = matches!(calls.slots.get(index), Some(Some(s)) if s.generation & 0x1F_FFFF == generation);
+            if live && id >= 0.0 {
+                calls.slots[index] = None;
+                calls.free.push(index as u32);
+            }
+            Ok(live)
         })
-    }
+    })
+}
 
-    /// The call was aborted at `now_ms`. Returns false if it had already ended.
-    #[napi]
-    pub fn cancel(&mut self, now_ms: f64) -> napi::Result<bool> {
-        guarded(|| {
-            let events = &mut self.events;
-            Ok(self.call.cancel(duration(now_ms), &mut |e: &Event<'_>| push(events, e)).is_ok())
+/// How many calls are in progress on this thread (for leak tests).
+#[napi]
+pub fn calls_in_progress() -> u32 {
+    CALLS.with(|calls| {
+        let calls = calls.borrow();
+        (calls.slots.len() - calls.free.len()) as u32
+    })
+}
+
+/// The verdict on the current attempt (0 success, 1 transient, 2 permanent) with an
+/// optional hint in milliseconds, at `now_ms`. Returns the wait (>= 0) or a stop code.
+#[napi]
+pub fn call_record(id: f64, verdict: u32, hint_ms: Option<f64>, now_ms: f64) -> napi::Result<f64> {
+    with_slot(id, |slot| {
+        let verdict = match verdict {
+            V_SUCCESS => Verdict::Success,
+            V_TRANSIENT => Verdict::transient_ms(hint_ms),
+            _ => Verdict::Permanent,
+        };
+        let events = &mut slot.events;
+        let decision = slot
+            .call
+            .record(verdict, duration(now_ms), &mut |e: &Event<'_>| push(events, e))
+            .map_err(|e| napi::Error::from_reason(e.to_string()))?;
+        Ok(match decision {
+            Decision::Retry(d) => ms(d),
+            Decision::Stop(stop) => stop_code(stop),
         })
-    }
+    })
+}
 
-    /// Why the call was exhausted (`attempts`, `deadline`, `budget`), once it was.
-    #[napi(getter)]
-    pub fn reason(&self) -> Option<String> {
-        match self.call.outcome() {
+/// The wait ended at `now_ms`: the next attempt's number, or a stop code (the deadline
+/// passed during the wait).
+#[napi]
+pub fn call_after_wait(id: f64, now_ms: f64) -> napi::Result<f64> {
+    with_slot(id, |slot| {
+        let events = &mut slot.events;
+        let resume = slot
+            .call
+            .after_wait(duration(now_ms), &mut |e: &Event<'_>| push(events, e))
+            .map_err(|e| napi::Error::from_reason(e.to_string()))?;
+        Ok(match resume {
+            Resume::Attempt(n) => f64::from(n),
+            Resume::Stop(stop) => stop_code(stop),
+        })
+    })
+}
+
+/// The call was aborted at `now_ms`. Returns false if it had already ended.
+#[napi]
+pub fn call_cancel(id: f64, now_ms: f64) -> napi::Result<bool> {
+    with_slot(id, |slot| {
+        let events = &mut slot.events;
+        Ok(slot.call.cancel(duration(now_ms), &mut |e: &Event<'_>| push(events, e)).is_ok())
+    })
+}
+
+/// Why the call was exhausted (`attempts`, `deadline`, `budget`), once it was.
+#[napi]
+pub fn call_reason(id: f64) -> napi::Result<Option<String>> {
+    with_slot(id, |slot| {
+        Ok(match slot.call.outcome() {
             Some(Stop::Exhausted(r)) => Some(r.as_str().to_string()),
             _ => None,
-        }
-    }
+        })
+    })
+}
 
-    /// The current attempt; once ended, the number of attempts made.
-    #[napi(getter)]
-    pub fn attempt(&self) -> u32 {
-        self.call.attempt()
-    }
+/// The current attempt; once ended, the number of attempts made.
+#[napi]
+pub fn call_attempt(id: f64) -> napi::Result<u32> {
+    with_slot(id, |slot| Ok(slot.call.attempt()))
+}
 
-    /// The events buffered since the last take, oldest first.
-    #[napi]
-    pub fn take_events(&mut self) -> Vec<EventRecord> {
-        self.events.as_mut().map(std::mem::take).unwrap_or_default()
-    }
+/// The events buffered since the last take, oldest first.
+#[napi]
+pub fn call_take_events(id: f64) -> napi::Result<Vec<EventRecord>> {
+    with_slot(id, |slot| Ok(slot.events.as_mut().map(std::mem::take).unwrap_or_default()))
 }
 
 /// The events of a call aborted before its first attempt (one Cancelled, attempt 0).

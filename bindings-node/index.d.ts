@@ -1,0 +1,121 @@
+// Types for retryrs (Node). Times are milliseconds throughout.
+
+/** How jitter mixes randomness into each backoff delay. */
+export type Jitter = 'none' | 'full' | 'equal' | 'decorrelated' | `proportional(${number})` | `proportional:${number}`;
+
+/** Why a call gave up on transient failures. */
+export type ExhaustReason = 'attempts' | 'deadline' | 'budget';
+
+/** What a call reports as it goes, in the contract's order. */
+export type RetryEvent =
+  | { kind: 'attempt_failed'; name: string; attempt: number; elapsedMs: number; error: unknown }
+  | { kind: 'retrying'; name: string; attempt: number; elapsedMs: number; delayMs: number }
+  | { kind: 'rejected'; name: string; attempt: number; elapsedMs: number; error: unknown }
+  | { kind: 'exhausted'; name: string; attempt: number; elapsedMs: number; reason: ExhaustReason; error: unknown }
+  | { kind: 'cancelled'; name: string; attempt: number; elapsedMs: number; error?: unknown }
+  | { kind: 'success'; name: string; attempt: number; elapsedMs: number };
+
+export type RetryEventKind = RetryEvent['kind'];
+
+export interface RetrierOptions {
+  /** Total calls, the first one included; 1 disables retrying. Default 5. */
+  maxAttempts?: number;
+  /** Ceiling of the wait after the first failure. Default 200. */
+  initialDelayMs?: number;
+  /** Growth of the ceiling per failed attempt (>= 1). Default 2. */
+  multiplier?: number;
+  /** Cap on every backoff delay (not on Retry-After hints). Default 5000. */
+  maxDelayMs?: number;
+  /** Default 'full'. */
+  jitter?: Jitter;
+  /** Budget for the whole call, attempts and waits included; null turns it off. Default 15000. */
+  deadlineMs?: number | null;
+  /** true: transient (retry); false: permanent (the error surfaces as it is). Default: isTransientError. */
+  shouldRetry?: (error: unknown) => boolean;
+  /** The minimum wait the server asked for, or undefined. Default: retryAfterFromError. */
+  retryAfterMs?: (error: unknown) => number | undefined;
+  /** Called for every event; a throw is reported as a process warning and changes nothing. */
+  onEvent?: (event: RetryEvent) => void;
+  /** A budget shared with other retriers. */
+  budget?: RetryBudget | null;
+  /** Names the retrier in events and errors. Default 'retry'. */
+  name?: string;
+  /** Makes jitter reproducible: same seed, same delays, in every host. */
+  seed?: number | bigint | null;
+  /** Aborts ctx.signal and fails the attempt with a TimeoutError (transient) after this long. */
+  attemptTimeoutMs?: number | null;
+}
+
+/** What fn receives for each attempt. */
+export declare class AttemptContext {
+  private constructor();
+  /** 1-based attempt number. */
+  readonly attempt: number;
+  /** Aborts when the call is aborted or this attempt's timeout fires. */
+  readonly signal: AbortSignal;
+}
+
+export interface CallOptions {
+  /** Aborting it ends the call at once, rejecting with signal.reason. */
+  signal?: AbortSignal | null;
+}
+
+export declare class Retrier {
+  /** Validates and normalises the options once; a bad one throws RangeError or TypeError naming it. */
+  constructor(options?: RetrierOptions);
+  /** The retrier's name. */
+  readonly name: string;
+  /**
+   * Runs fn until it succeeds, fails permanently, or the policy gives up. Resolves with
+   * fn's value; rejects with the original error (permanent), a RetryExhaustedError, or
+   * the signal's reason (aborted).
+   */
+  call<T>(fn: (ctx: AttemptContext) => T | PromiseLike<T>, options?: CallOptions): Promise<Awaited<T>>;
+}
+
+/** Transient failures ran out of room: attempts, deadline or budget. */
+export declare class RetryExhaustedError extends Error {
+  readonly name: 'RetryExhaustedError';
+  /** The retrier's name. */
+  readonly retrier: string;
+  /** How many times fn ran. */
+  readonly attempts: number;
+  readonly reason: ExhaustReason;
+  /** Every failure, in order. */
+  readonly errors: unknown[];
+  /** The last failure. */
+  readonly cause: unknown;
+}
+
+/** A token bucket shared between calls and retriers (gRPC retry throttling). */
+export declare class RetryBudget {
+  constructor(maxTokens: number, tokenRatio: number);
+  readonly tokens: number;
+  readonly maxTokens: number;
+  readonly tokenRatio: number;
+}
+
+/**
+ * The wait a Retry-After value asks for, in ms (delay-seconds or an HTTP-date relative to
+ * `now`); undefined for no hint. Huge values saturate (about 1.8e19).
+ */
+export declare function parseRetryAfter(value: string | null | undefined, now?: Date | number): number | undefined;
+
+/** Whether an HTTP status is worth retrying: 408, 425, 429, 500, 502, 503, 504. */
+export declare function isRetryableStatus(status: number): boolean;
+export declare const RETRYABLE_STATUSES: readonly number[];
+
+/** The default predicate: network/system errors, fetch's "fetch failed", TimeoutError. */
+export declare function isTransientError(error: unknown): boolean;
+/** The default hint reader: an error's numeric `retryAfterMs`. */
+export declare function retryAfterFromError(error: unknown): number | undefined;
+
+/** Virtual time for tests: waits advance a virtual clock instead of taking real time. */
+export declare const testing: {
+  enable(): void;
+  disable(): void;
+  isOn(): boolean;
+  now(): number;
+  advance(ms: number): void;
+  scoped<T>(fn: () => T | PromiseLike<T>): Promise<Awaited<T>>;
+};
