@@ -84,10 +84,7 @@ c-demo-client: $(C_BUILD)/rates
 
 demo-c: $(C_BUILD)/rates
 	@echo "== C: examples/c/rates.c against scripts/flaky_server.py =="
-	scripts/flaky_server.py --until-stdin-closes | { \
-		read -r _ _ url; \
-		$(C_BUILD)/rates "$$url/demo-c-$$$$/rates/EURUSD"; \
-	}
+	examples/c/demo.sh $(C_BUILD)/rates
 
 $(C_BUILD)/bench: c-lib bench/c/bench.c include/retryrs.h
 	mkdir -p $(C_BUILD)

@@ -1,14 +1,14 @@
-//! The blocking call: runs the user's attempt callback under the core's executor until
-//! the engine stops, sleeping between attempts (waking at once on a cancel).
+//! The blocking call: runs the user's attempt callback until the engine stops, sleeping
+//! between attempts on the core's clock (waking at once on a cancel).
 
 use std::ffi::c_void;
 
-use retryrs::{RetryError, Run, Verdict};
+use retryrs::{testing, Call, CancelToken, Clock, Decision, Event, Resume, StateError, Stop, SystemClock, Verdict};
 
 use crate::cancel::retryrs_cancel;
 use crate::event::retryrs_listener;
 use crate::ffi::{arg, guard_status, write_opt, Failure};
-use crate::retrier::retryrs_retrier;
+use crate::retrier::{retryrs_retrier, Shared};
 use crate::types::*;
 
 /// One attempt. Returns RETRYRS_SUCCESS, RETRYRS_TRANSIENT or RETRYRS_PERMANENT. For a
@@ -29,11 +29,72 @@ pub struct retryrs_outcome {
     pub reason: retryrs_reason,
 }
 
-/// A failed attempt as the executor holds it.
-enum Failed {
-    Transient(f64),
-    Permanent,
-    BadVerdict(retryrs_verdict),
+/// How a blocking call ended: the engine's stop, the attempts made, and a verdict the
+/// callback returned that is none of the three (counted as permanent).
+struct Ended {
+    stop: Stop,
+    attempts: u32,
+    bad_verdict: Option<retryrs_verdict>,
+}
+
+/// The loop of the core's `Retrier::execute`, specialised for C: a C failure carries no
+/// error object, so nothing is collected, and the clock is read only where a decision
+/// or an event needs it. Every decision is still the engine's (`Call`), every wait the
+/// core's clock (virtual under the testing switch, waking at once on a cancel).
+fn run(
+    shared: &Shared,
+    attempt: unsafe extern "C" fn(*mut c_void, u32, *mut f64) -> retryrs_verdict,
+    user_data: *mut c_void,
+    listener: Option<&retryrs_listener>,
+    cancel: Option<&CancelToken>,
+) -> Result<Ended, Failure> {
+    let virtual_clock = testing::clock();
+    let clock: &dyn Clock = match &virtual_clock {
+        Some(v) => v,
+        None => &SystemClock,
+    };
+    let policy = shared.retrier.policy();
+    let mut sink = |e: &Event<'_>| {
+        if let Some(l) = listener {
+            l.deliver(e, &shared.name);
+        }
+    };
+    if cancel.is_some_and(CancelToken::is_cancelled) {
+        let stop = retryrs::cancelled_before_start(policy, &mut sink);
+        return Ok(Ended { stop, attempts: 0, bad_verdict: None });
+    }
+    let internal = |e: StateError| Failure { status: RETRYRS_INTERNAL_ERROR, message: format!("internal error: {e}") };
+    let mut call = Call::start(&**policy, clock.now());
+    let mut bad_verdict = None;
+    loop {
+        let n = call.attempt();
+        let mut hint = -1.0;
+        // SAFETY: the caller promised a callable function and its user_data.
+        let verdict = match unsafe { attempt(user_data, n, &mut hint) } {
+            RETRYRS_SUCCESS => Verdict::Success,
+            RETRYRS_TRANSIENT => Verdict::transient_ms(Some(hint)),
+            RETRYRS_PERMANENT => Verdict::Permanent,
+            other => {
+                bad_verdict = Some(other);
+                Verdict::Permanent
+            }
+        };
+        // A success without a listener needs no time: only its event would show it.
+        let now = if verdict == Verdict::Success && listener.is_none() { call.started_at() } else { clock.now() };
+        let delay = match call.record(verdict, now, &mut sink).map_err(internal)? {
+            Decision::Stop(stop) => return Ok(Ended { stop, attempts: n, bad_verdict }),
+            Decision::Retry(delay) => delay,
+        };
+        if clock.sleep(delay, cancel).is_err() {
+            let stop = call.cancel(clock.now(), &mut sink).map_err(internal)?;
+            return Ok(Ended { stop, attempts: n, bad_verdict });
+        }
+        // A zero delay slept not at all: the time is still `now`.
+        let woke = if delay.is_zero() { now } else { clock.now() };
+        if let Resume::Stop(stop) = call.after_wait(woke, &mut sink).map_err(internal)? {
+            return Ok(Ended { stop, attempts: n, bad_verdict });
+        }
+    }
 }
 
 /// Runs `attempt(user_data, n, &hint)` until it succeeds or the engine stops it.
@@ -57,51 +118,24 @@ pub unsafe extern "C" fn retryrs_retrier_call(
         write_opt(outcome, retryrs_outcome::default());
         let shared = &arg(retrier, "retrier")?.inner;
         let attempt = attempt.ok_or_else(|| Failure::invalid("attempt must not be NULL"))?;
-        let mut run = Run::default();
-        if let Some(l) = listener.as_ref().filter(|l| l.on_event.is_some()) {
-            run = run.listener(move |e, _| l.deliver(e, &shared.name));
-        }
-        if let Some(c) = cancel.as_ref() {
-            run = run.cancel(&c.token);
-        }
-        let mut made = 0;
-        let op = |n: u32| {
-            made = n;
-            let mut hint = -1.0;
-            match attempt(user_data, n, &mut hint) {
-                RETRYRS_SUCCESS => Ok(()),
-                RETRYRS_TRANSIENT => Err(Failed::Transient(hint)),
-                RETRYRS_PERMANENT => Err(Failed::Permanent),
-                other => Err(Failed::BadVerdict(other)),
-            }
-        };
-        let classify = |f: &Failed| match f {
-            Failed::Transient(hint) => Verdict::transient_ms(Some(*hint)),
-            Failed::Permanent | Failed::BadVerdict(_) => Verdict::Permanent,
-        };
-        let result = shared.retrier.execute(run, op, classify);
+        let listener = listener.as_ref().filter(|l| l.on_event.is_some());
+        let cancel = cancel.as_ref().map(|c| &c.token);
+        let ended = run(shared, attempt, user_data, listener, cancel)?;
+        let (status, why) = stop(ended.stop);
+        write_opt(outcome, retryrs_outcome { attempts: ended.attempts, reason: why });
         let name = shared.retrier.policy().name();
-        let (status, why, message) = match result {
-            Ok(()) => {
-                write_opt(outcome, retryrs_outcome { attempts: made, reason: RETRYRS_REASON_NONE });
-                return Ok(());
+        let n = ended.attempts;
+        let message = match (ended.bad_verdict, ended.stop) {
+            (_, Stop::Success) => return Ok(()),
+            (Some(v), _) => {
+                return Err(Failure::invalid(format!(
+                    "{name}: the attempt callback returned {v}, not RETRYRS_SUCCESS, RETRYRS_TRANSIENT or RETRYRS_PERMANENT"
+                )))
             }
-            Err(RetryError::Rejected(Failed::BadVerdict(v))) => (
-                RETRYRS_INVALID_ARGUMENT,
-                RETRYRS_REASON_NONE,
-                format!("{name}: the attempt callback returned {v}, not RETRYRS_SUCCESS, RETRYRS_TRANSIENT or RETRYRS_PERMANENT"),
-            ),
-            Err(RetryError::Rejected(_)) => {
-                (RETRYRS_REJECTED, RETRYRS_REASON_NONE, format!("{name}: attempt {made} failed permanently"))
-            }
-            Err(RetryError::Exhausted { attempts, reason: r, .. }) => {
-                (RETRYRS_EXHAUSTED, reason(Some(r)), format!("{name}: gave up after {attempts} attempts ({r})"))
-            }
-            Err(RetryError::Cancelled { attempts, .. }) => {
-                (RETRYRS_CANCELLED, RETRYRS_REASON_NONE, format!("{name}: cancelled after {attempts} attempts"))
-            }
+            (None, Stop::Rejected) => format!("{name}: attempt {n} failed permanently"),
+            (None, Stop::Exhausted(r)) => format!("{name}: gave up after {n} attempts ({r})"),
+            (None, Stop::Cancelled) => format!("{name}: cancelled after {n} attempts"),
         };
-        write_opt(outcome, retryrs_outcome { attempts: made, reason: why });
         Err(Failure { status, message })
     })
 }

@@ -1,0 +1,205 @@
+/* The rates client of the cross-language demo, in C: fetches a rate over HTTP/1.0 (a
+ * plain socket, no libcurl) through retryrs with the default policy, name "rates" and
+ * seed 42. Retryable statuses are transient (with the Retry-After header as the hint),
+ * any other non-200 status permanent; connection errors are transient. One line per
+ * retry and a success line, from the events:
+ *
+ *   [   3 ms] attempt 1 failed: HTTP 503 -> waiting 51 ms
+ *   [1210 ms] success: EUR/USD 1.0842 (attempt 4)
+ *
+ * Usage: rates http://127.0.0.1:PORT/<session>/rates/EURUSD   (exit 0 on success, 1 otherwise)
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "retryrs.h"
+
+typedef struct {
+  char host[256], port[16], path[1024];
+} url;
+
+/* What the last attempt got: a body on success, a failure description otherwise. */
+typedef struct {
+  url target;
+  char body[256];
+  char failure[512];
+} fetch_state;
+
+static int parse_url(const char *text, url *u) {
+  const char *rest, *slash, *colon;
+  size_t host_len;
+  if (strncmp(text, "http://", 7) != 0) return -1;
+  rest = text + 7;
+  slash = strchr(rest, '/');
+  if (!slash) slash = rest + strlen(rest);
+  colon = memchr(rest, ':', (size_t)(slash - rest));
+  host_len = (size_t)((colon ? colon : slash) - rest);
+  if (host_len == 0 || host_len >= sizeof u->host) return -1;
+  memcpy(u->host, rest, host_len);
+  u->host[host_len] = 0;
+  if (colon) {
+    size_t n = (size_t)(slash - colon - 1);
+    if (n == 0 || n >= sizeof u->port) return -1;
+    memcpy(u->port, colon + 1, n);
+    u->port[n] = 0;
+  } else {
+    strcpy(u->port, "80");
+  }
+  snprintf(u->path, sizeof u->path, "%s", *slash ? slash : "/");
+  return 0;
+}
+
+/* GET over HTTP/1.0: the whole response (the server closes the connection) into buf.
+ * Returns its length, or -1 with `why` set. */
+static long http_get(const url *u, char *buf, size_t cap, char *why, size_t why_len) {
+  struct addrinfo hints, *res = NULL, *ai;
+  char request[1400];
+  int fd = -1, rc;
+  size_t got = 0;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  if ((rc = getaddrinfo(u->host, u->port, &hints, &res)) != 0) {
+    snprintf(why, why_len, "cannot resolve %s: %s", u->host, gai_strerror(rc));
+    return -1;
+  }
+  for (ai = res; ai; ai = ai->ai_next) {
+    fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+    if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) break;
+    if (fd >= 0) close(fd);
+    fd = -1;
+  }
+  freeaddrinfo(res);
+  if (fd < 0) {
+    snprintf(why, why_len, "cannot connect to %s:%s", u->host, u->port);
+    return -1;
+  }
+  snprintf(request, sizeof request, "GET %s HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n\r\n", u->path, u->host);
+  if (send(fd, request, strlen(request), 0) < 0) {
+    snprintf(why, why_len, "send failed");
+    close(fd);
+    return -1;
+  }
+  for (;;) {
+    ssize_t n = recv(fd, buf + got, cap - 1 - got, 0);
+    if (n < 0) {
+      snprintf(why, why_len, "recv failed");
+      close(fd);
+      return -1;
+    }
+    if (n == 0 || (got += (size_t)n) >= cap - 1) break;
+  }
+  close(fd);
+  buf[got] = 0;
+  return (long)got;
+}
+
+/* The value of header `name` (case-insensitive) in the head of `response`, or NULL;
+ * written into out. */
+static const char *header(const char *response, const char *name, char *out, size_t cap) {
+  const char *line = strstr(response, "\r\n");
+  size_t len = strlen(name);
+  while (line && strncmp(line, "\r\n\r\n", 4) != 0) {
+    line += 2;
+    if (strncasecmp(line, name, len) == 0 && line[len] == ':') {
+      const char *v = line + len + 1, *end = strstr(v, "\r\n");
+      size_t n = end ? (size_t)(end - v) : strlen(v);
+      if (n >= cap) n = cap - 1;
+      memcpy(out, v, n);
+      out[n] = 0;
+      return out;
+    }
+    line = strstr(line, "\r\n");
+  }
+  return NULL;
+}
+
+static retryrs_verdict fetch(void *user_data, uint32_t attempt, double *hint_ms) {
+  fetch_state *st = (fetch_state *)user_data;
+  static char response[65536];
+  char retry_after[64];
+  const char *body;
+  int status;
+  (void)attempt;
+  if (http_get(&st->target, response, sizeof response, st->failure, sizeof st->failure) < 0)
+    return RETRYRS_TRANSIENT; /* connection trouble: worth another try */
+  if (sscanf(response, "HTTP/%*d.%*d %d", &status) != 1) {
+    snprintf(st->failure, sizeof st->failure, "malformed response");
+    return RETRYRS_PERMANENT;
+  }
+  body = strstr(response, "\r\n\r\n");
+  body = body ? body + 4 : "";
+  if (status == 200) {
+    snprintf(st->body, sizeof st->body, "%s", body);
+    return RETRYRS_SUCCESS;
+  }
+  snprintf(st->failure, sizeof st->failure, "HTTP %d", status);
+  if (!retryrs_is_retryable_status(status)) return RETRYRS_PERMANENT;
+  if (header(response, "Retry-After", retry_after, sizeof retry_after)) {
+    bool has = false;
+    uint64_t ms = 0;
+    if (retryrs_parse_retry_after(retry_after, &has, &ms) == RETRYRS_OK && has) *hint_ms = (double)ms;
+  }
+  return RETRYRS_TRANSIENT;
+}
+
+static const char *reason_name(retryrs_reason r) {
+  return r == RETRYRS_REASON_ATTEMPTS ? "attempts" : r == RETRYRS_REASON_DEADLINE ? "deadline" : "budget";
+}
+
+static void on_event(void *user_data, const retryrs_event *e) {
+  const fetch_state *st = (const fetch_state *)user_data;
+  unsigned long long at = (unsigned long long)e->elapsed_ms;
+  switch (e->kind) {
+    case RETRYRS_EVENT_RETRYING:
+      printf("[%4llu ms] attempt %u failed: %s -> waiting %llu ms\n", at, e->attempt, st->failure,
+             (unsigned long long)e->delay_ms);
+      break;
+    case RETRYRS_EVENT_SUCCESS:
+      printf("[%4llu ms] success: %s (attempt %u)\n", at, st->body, e->attempt);
+      break;
+    case RETRYRS_EVENT_REJECTED:
+      printf("[%4llu ms] attempt %u failed: %s -> giving up (not retryable)\n", at, e->attempt, st->failure);
+      break;
+    case RETRYRS_EVENT_EXHAUSTED:
+      printf("[%4llu ms] attempt %u failed: %s -> giving up (%s)\n", at, e->attempt, st->failure,
+             reason_name(e->reason));
+      break;
+    case RETRYRS_EVENT_CANCELLED:
+      printf("[%4llu ms] cancelled after attempt %u\n", at, e->attempt);
+      break;
+    default: break;
+  }
+  fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+  static fetch_state st;
+  retryrs_config config;
+  retryrs_retrier *retrier = NULL;
+  retryrs_listener listener = {on_event, &st};
+  retryrs_status status;
+  if (argc != 2 || parse_url(argv[1], &st.target) != 0) {
+    fprintf(stderr, "usage: %s http://HOST:PORT/<session>/rates/EURUSD\n", argv[0]);
+    return 1;
+  }
+  retryrs_config_default(&config);
+  config.name = "rates";
+  config.has_seed = true;
+  config.seed = 42;
+  if (retryrs_retrier_new(&config, &retrier) != RETRYRS_OK) {
+    fprintf(stderr, "rates: %s\n", retryrs_last_error());
+    return 1;
+  }
+  status = retryrs_retrier_call(retrier, fetch, &st, &listener, NULL, NULL);
+  if (status != RETRYRS_OK) fprintf(stderr, "rates: %s\n", retryrs_last_error());
+  retryrs_retrier_free(retrier);
+  return status == RETRYRS_OK ? 0 : 1;
+}
