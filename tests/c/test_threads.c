@@ -120,7 +120,32 @@ static void test_one_retrier_and_budget_shared_by_threads(void) {
   retryrs_budget_free(b);
 }
 
+static void *fail_in_thread(void *p) {
+  retryrs_config c;
+  retryrs_retrier *r = NULL;
+  (void)p;
+  retryrs_config_default(&c);
+  c.multiplier = 0.25;
+  CHECK_STATUS(retryrs_retrier_new(&c, &r), RETRYRS_INVALID_ARGUMENT);
+  CHECK(strstr(retryrs_last_error(), "multiplier") != NULL);
+  return NULL;
+}
+
+static void test_the_last_error_is_per_thread(void) {
+  retryrs_config c;
+  retryrs_retrier *r = NULL;
+  pthread_t t;
+  retryrs_config_default(&c);
+  c.max_attempts = 0;
+  CHECK_STATUS(retryrs_retrier_new(&c, &r), RETRYRS_INVALID_ARGUMENT);
+  CHECK(pthread_create(&t, NULL, fail_in_thread, NULL) == 0);
+  pthread_join(t, NULL);
+  /* the other thread's failure did not overwrite this thread's message */
+  CHECK(strstr(retryrs_last_error(), "max_attempts must be >= 1") != NULL);
+}
+
 void thread_tests(void) {
+  h_run("the last error is per thread", test_the_last_error_is_per_thread);
   h_run("a cancel from another thread wakes a 30 s wait at once", test_cancel_from_another_thread_wakes_a_long_wait);
   h_run("one retrier and budget shared by threads", test_one_retrier_and_budget_shared_by_threads);
 }
