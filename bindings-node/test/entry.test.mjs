@@ -1,0 +1,30 @@
+// The ES module entry point: named and default exports, the same classes (and so the same
+// addon and virtual clock) as the CommonJS entry point, resolved through package "exports".
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import retryrs, { Retrier, RetryExhaustedError, RetryBudget, parseRetryAfter, isRetryableStatus, testing } from 'retryrs';
+
+const require = createRequire(import.meta.url);
+
+test('ESM and CommonJS entry points export the same objects', () => {
+  const cjs = require('retryrs');
+  assert.equal(Retrier, cjs.Retrier);
+  assert.equal(RetryExhaustedError, cjs.RetryExhaustedError);
+  assert.equal(RetryBudget, cjs.RetryBudget);
+  assert.equal(testing, cjs.testing);
+  assert.equal(retryrs, cjs);
+  assert.deepEqual(Object.keys(retryrs).sort(), Object.keys(cjs).sort());
+});
+
+test('a call works through the ESM entry point', async () => {
+  let n = 0;
+  const r = new Retrier({ initialDelayMs: 0, maxDelayMs: 0 });
+  const v = await r.call(() => {
+    if (++n < 2) throw Object.assign(new Error('reset'), { code: 'ECONNRESET' });
+    return 'from esm';
+  });
+  assert.equal(v, 'from esm');
+  assert.equal(parseRetryAfter('2'), 2000);
+  assert.equal(isRetryableStatus(503), true);
+});

@@ -1,0 +1,60 @@
+// Compiled with `tsc --noEmit` by types.test.js: the declarations must accept real use and
+// reject misuse (each @ts-expect-error fails the build if the line compiles).
+import { Retrier, RetryBudget, RetryExhaustedError, parseRetryAfter, isRetryableStatus, testing, type RetryEvent, type AttemptContext } from 'retryrs';
+
+const budget = new RetryBudget(10, 0.1);
+const r = new Retrier({
+  maxAttempts: 3,
+  initialDelayMs: 100,
+  jitter: 'proportional(0.2)',
+  deadlineMs: null,
+  seed: 42n,
+  budget,
+  shouldRetry: (err) => err instanceof Error,
+  retryAfterMs: () => undefined,
+  onEvent: (e: RetryEvent) => {
+    if (e.kind === 'retrying') {
+      const d: number = e.delayMs;
+      void d;
+    } else if (e.kind === 'exhausted') {
+      const reason: 'attempts' | 'deadline' | 'budget' = e.reason;
+      void reason;
+    }
+  },
+  attemptTimeoutMs: 1000,
+});
+
+async function main(): Promise<void> {
+  // The result type flows from fn, sync or async.
+  const n: number = await r.call(() => 1);
+  const s: string = await r.call(async (ctx: AttemptContext) => `attempt ${ctx.attempt} ${ctx.signal.aborted}`);
+  const c = new AbortController();
+  const o: { rate: number } = await r.call(async () => ({ rate: 1.08 }), { signal: c.signal });
+  // @ts-expect-error the result is a number, not a string
+  const wrong: string = await r.call(() => 1);
+  try {
+    await r.call(() => 1);
+  } catch (err) {
+    if (err instanceof RetryExhaustedError) {
+      const attempts: number = err.attempts;
+      const errors: unknown[] = err.errors;
+      void attempts, errors;
+    }
+  }
+  const ms: number | undefined = parseRetryAfter('120');
+  const retry: boolean = isRetryableStatus(503);
+  testing.enable();
+  testing.advance(10);
+  const t: number = testing.now();
+  testing.disable();
+  void n, s, o, wrong, ms, retry, t;
+}
+
+// @ts-expect-error maxAttempts is a number
+new Retrier({ maxAttempts: '3' });
+// @ts-expect-error no such jitter
+new Retrier({ jitter: 'gaussian' });
+// @ts-expect-error unknown option
+new Retrier({ maxAttempt: 3 });
+
+void main;
