@@ -7,11 +7,15 @@
  *   [   3 ms] attempt 1 failed: HTTP 503 -> waiting 51 ms
  *   [1210 ms] success: EUR/USD 1.0842 (attempt 4)
  *
- * Usage: rates http://127.0.0.1:PORT/<session>/rates/EURUSD   (exit 0 on success, 1 otherwise)
+ * Usage: rates [--event-loop] http://127.0.0.1:PORT/<session>/rates/EURUSD
+ * Exit 0 on success, 1 otherwise. With --event-loop the same call is driven through the
+ * sans-IO engine (retryrs_call_*) by a poll()-based loop instead of the blocking
+ * retryrs_retrier_call: the output is the same, which is the point.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,14 +184,37 @@ static void on_event(void *user_data, const retryrs_event *e) {
   fflush(stdout);
 }
 
+/* The same call for a program that owns its event loop: the engine says what to do,
+ * the loop does it (here poll() stands in for the loop's timer; a libuv or epoll
+ * program would arm a timer and return to its loop instead). */
+static retryrs_status run_event_loop(const retryrs_retrier *retrier, fetch_state *st, const retryrs_listener *l) {
+  retryrs_call *call = NULL;
+  retryrs_step step = {RETRYRS_ACTION_ATTEMPT, 0, 1, RETRYRS_OK, RETRYRS_REASON_NONE};
+  retryrs_status status = retryrs_call_start(retrier, retryrs_now_ms(), l, &call);
+  while (status == RETRYRS_OK && step.action != RETRYRS_ACTION_STOP) {
+    if (step.action == RETRYRS_ACTION_ATTEMPT) {
+      double hint_ms = -1;
+      retryrs_verdict verdict = fetch(st, step.attempt, &hint_ms);
+      status = retryrs_call_report(call, verdict, hint_ms, retryrs_now_ms(), &step);
+    } else {
+      uint64_t until = retryrs_now_ms() + step.delay_ms, now;
+      while ((now = retryrs_now_ms()) < until) poll(NULL, 0, until - now > 60000 ? 60000 : (int)(until - now));
+      status = retryrs_call_after_wait(call, retryrs_now_ms(), &step);
+    }
+  }
+  retryrs_call_free(call);
+  return status != RETRYRS_OK ? status : step.outcome;
+}
+
 int main(int argc, char **argv) {
   static fetch_state st;
   retryrs_config config;
   retryrs_retrier *retrier = NULL;
   retryrs_listener listener = {on_event, &st};
   retryrs_status status;
-  if (argc != 2 || parse_url(argv[1], &st.target) != 0) {
-    fprintf(stderr, "usage: %s http://HOST:PORT/<session>/rates/EURUSD\n", argv[0]);
+  int event_loop = argc == 3 && strcmp(argv[1], "--event-loop") == 0;
+  if (argc != 2 + event_loop || parse_url(argv[argc - 1], &st.target) != 0) {
+    fprintf(stderr, "usage: %s [--event-loop] http://HOST:PORT/<session>/rates/EURUSD\n", argv[0]);
     return 1;
   }
   retryrs_config_default(&config);
@@ -198,8 +225,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "rates: %s\n", retryrs_last_error());
     return 1;
   }
-  status = retryrs_retrier_call(retrier, fetch, &st, &listener, NULL, NULL);
-  if (status != RETRYRS_OK) fprintf(stderr, "rates: %s\n", retryrs_last_error());
+  status = event_loop ? run_event_loop(retrier, &st, &listener)
+                      : retryrs_retrier_call(retrier, fetch, &st, &listener, NULL, NULL);
+  if (status != RETRYRS_OK) fprintf(stderr, "rates: %s\n", event_loop ? retryrs_status_name(status) : retryrs_last_error());
   retryrs_retrier_free(retrier);
   return status == RETRYRS_OK ? 0 : 1;
 }
