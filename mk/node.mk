@@ -2,7 +2,7 @@
 # runner, the demo client and the benchmark against p-retry, cockatiel and async-retry.
 .PHONY: node-addon test-node demo-node bench-node
 TEST_TARGETS += test-node
-# DEMO_TARGETS += demo-node  (enabled with the demo)
+DEMO_TARGETS += demo-node
 # BENCH_TARGETS += bench-node  (enabled with the bench)
 
 NODE_PKG := bindings-node
@@ -25,10 +25,7 @@ test-node: node-addon
 	@awk '{print "conformance: " $$2 " passed, " $$3 " failed"}' $(BUILD)/conformance/node.txt
 
 demo-node: node-addon
-	scripts/flaky_server.py --until-stdin-closes | { \
-		read -r _ url; \
-		node examples/node/rates.mjs "$$url/demo-node/rates/EURUSD"; \
-	}
+	examples/node/demo.sh
 
 bench-node: node-addon
 	cd bench/node && npm install --no-audit --no-fund --loglevel=error
