@@ -35,7 +35,7 @@ python-dev: $(PY_NATIVE_STAMP)
 test-python: $(PY_NATIVE_STAMP)
 	mkdir -p $(BUILD)/conformance
 	cd bindings-python && $(PY) -m pytest -q -p no:cacheprovider tests
-	cd bindings-python && $(PY) -m mypy --strict --no-incremental tests/typed_usage.py
+	cd bindings-python && $(PY) -m mypy --strict --no-incremental python/retryrs tests/typed_usage.py
 
 $(PY_BENCH_STAMP): | $(PY)
 	$(PY) -m pip install --quiet --disable-pip-version-check tenacity stamina backoff

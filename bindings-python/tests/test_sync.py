@@ -358,3 +358,38 @@ def test_log_events_adapter(virtual, caplog):
     assert "waiting 200 ms" in msgs[1][1]
     assert msgs[-1][0] == logging.INFO and "success" in msgs[-1][1]
     assert caplog.records[-1].retry_event.kind == "success"
+
+
+def test_retry_after_attribute_found_however_it_is_defined(virtual):
+    class OnInstance(OSError):
+        pass
+
+    class AsProperty(OSError):
+        @property
+        def retry_after(self):
+            return 2.0
+
+    class ViaGetattr(OSError):
+        def __getattr__(self, name):
+            if name == "retry_after":
+                return 3.0
+            raise AttributeError(name)
+
+    class WithSlots(OSError):
+        __slots__ = ("retry_after",)
+
+    def instance(n):
+        e = OnInstance()
+        e.retry_after = 1.0
+        return e
+
+    def slotted(n):
+        e = WithSlots()
+        e.retry_after = 4.0
+        return e
+
+    for factory, want in [(instance, 1.0), (lambda n: AsProperty(), 2.0), (lambda n: ViaGetattr(), 3.0), (slotted, 4.0), (lambda n: OSError(), 0.001)]:
+        for _ in range(2):  # the second time through the per-class cache
+            events = []
+            Retrier(jitter="none", initial_delay=0.001, on_event=events.append).call(Flaky(1, factory))
+            assert [e.delay for e in events if e.kind == "retrying"] == [want], factory

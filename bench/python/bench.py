@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""retryrs (Python) against a hand-written try/except loop, tenacity, stamina and backoff,
+all measured in this run: ns per call, and ratios.
+
+(a) the happy path (the first attempt succeeds)
+(b) two failures, then success, with zero delay
+(c) the asyncio happy path (vs tenacity's AsyncRetrying and friends)
+
+Every contender retries OSError, up to 5 attempts; (b) waits zero between attempts.
+Usage: bench.py [--quick] [--markdown PATH]
+"""
+
+import argparse
+import asyncio
+import gc
+import platform
+import sys
+import time
+
+import retryrs
+
+try:
+    import backoff
+    import stamina
+    import tenacity
+except ImportError as e:  # pragma: no cover
+    sys.exit(f"bench needs the peers: pip install tenacity stamina backoff ({e})")
+
+ATTEMPTS = 5
+
+
+def hand_loop(fn):
+    # What people write by hand: try, catch the transient error, try again.
+    for attempt in range(ATTEMPTS):
+        try:
+            return fn()
+        except OSError:
+            if attempt == ATTEMPTS - 1:
+                raise
+
+
+async def hand_loop_async(fn):
+    for attempt in range(ATTEMPTS):
+        try:
+            return await fn()
+        except OSError:
+            if attempt == ATTEMPTS - 1:
+                raise
+
+
+def make_ok():
+    def ok():
+        return 42
+
+    return ok
+
+
+def make_flaky():
+    state = [0]
+
+    def flaky():
+        state[0] += 1
+        if state[0] % 3:
+            raise OSError("503")
+        return 42
+
+    return flaky
+
+
+def contenders(fn, zero_delay):
+    """name -> zero-argument callable that runs fn once through that library."""
+    delay = 0 if zero_delay else 0.2
+    r = retryrs.Retrier(max_attempts=ATTEMPTS, initial_delay=delay, max_delay=delay if zero_delay else 5)
+    decorated = r(fn)
+    ten = tenacity.retry(
+        stop=tenacity.stop_after_attempt(ATTEMPTS),
+        wait=tenacity.wait_none() if zero_delay else tenacity.wait_random_exponential(multiplier=0.2, max=5),
+        retry=tenacity.retry_if_exception_type(OSError),
+        reraise=True,
+    )(fn)
+    sta = stamina.retry(on=OSError, attempts=ATTEMPTS, wait_initial=delay, wait_max=delay if zero_delay else 5, wait_jitter=0, timeout=None)(fn)
+    if zero_delay:
+        bo = backoff.on_exception(backoff.constant, OSError, max_tries=ATTEMPTS, interval=0, jitter=None)(fn)
+    else:
+        bo = backoff.on_exception(backoff.expo, OSError, max_tries=ATTEMPTS, factor=0.2)(fn)
+    return {
+        "hand loop": lambda: hand_loop(fn),
+        "retryrs r.call": lambda: r.call(fn),
+        "retryrs @r": decorated,
+        "tenacity": ten,
+        "stamina": sta,
+        "backoff": bo,
+    }
+
+
+def async_contenders(afn):
+    r = retryrs.Retrier(max_attempts=ATTEMPTS)
+    decorated = r(afn)
+    ten = tenacity.retry(
+        stop=tenacity.stop_after_attempt(ATTEMPTS),
+        wait=tenacity.wait_random_exponential(multiplier=0.2, max=5),
+        retry=tenacity.retry_if_exception_type(OSError),
+        reraise=True,
+    )(afn)
+    sta = stamina.retry(on=OSError, attempts=ATTEMPTS, timeout=None)(afn)
+    bo = backoff.on_exception(backoff.expo, OSError, max_tries=ATTEMPTS, factor=0.2)(afn)
+    return {
+        "hand loop": lambda: hand_loop_async(afn),
+        "retryrs r.call_async": lambda: r.call_async(afn),
+        "retryrs @r": decorated,
+        "tenacity": ten,
+        "stamina": sta,
+        "backoff": bo,
+    }
+
+
+def time_sync(run, n, repeats):
+    best = float("inf")
+    for _ in range(repeats):
+        gc.collect()
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            run()
+        best = min(best, (time.perf_counter_ns() - t0) / n)
+    return best
+
+
+def time_async(run, n, repeats):
+    async def loop():
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            await run()
+        return (time.perf_counter_ns() - t0) / n
+
+    best = float("inf")
+    for _ in range(repeats):
+        gc.collect()
+        best = min(best, asyncio.run(loop()))
+    return best
+
+
+def scenario(title, runs, timer, n_fast, n_slow, repeats):
+    rows = {}
+    for name, run in runs.items():
+        if timer is time_sync:
+            run()  # warm up (time_async warms up in its own first repeat)
+        n = n_fast if name.startswith(("hand", "retryrs")) else n_slow
+        rows[name] = timer(run, n, repeats)
+    return title, rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--markdown")
+    args = ap.parse_args()
+    n_fast, n_slow, repeats = (20_000, 2_000, 3) if args.quick else (200_000, 20_000, 5)
+
+    async def aok():
+        return 42
+
+    results = [
+        scenario("(a) happy path", contenders(make_ok(), zero_delay=False), time_sync, n_fast, n_slow, repeats),
+        scenario("(b) two failures then success, zero delay", contenders(make_flaky(), zero_delay=True), time_sync, n_fast // 4, n_slow // 4, repeats),
+        scenario("(c) asyncio happy path", async_contenders(aok), time_async, n_fast // 2, n_slow // 2, repeats),
+    ]
+
+    lines = [
+        "# Python: retryrs vs hand loop, tenacity, stamina, backoff",
+        "",
+        f"Python {platform.python_version()} on {platform.machine()}; tenacity {_version('tenacity')}, "
+        f"stamina {_version('stamina')}, backoff {_version('backoff')}, retryrs {retryrs.__version__}. "
+        "Best of several runs, ns per call; ratio = ns / hand loop ns; 'retryrs is Nx faster' compares with retryrs' own row.",
+        "",
+    ]
+    targets = []
+    for title, rows in results:
+        hand = rows["hand loop"]
+        ours_name = next(k for k in rows if k.startswith("retryrs r.call"))
+        ours = rows[ours_name]
+        lines += [f"## {title}", "", "| contender | ns/call | x hand loop | retryrs is N x faster |", "|---|---:|---:|---:|"]
+        for name, ns in rows.items():
+            faster = "" if name.startswith(("retryrs", "hand")) else f"{ns / ours:.1f}x"
+            lines.append(f"| {name} | {ns:,.0f} | {ns / hand:.2f} | {faster} |")
+        lines.append("")
+        targets.append((title, ours / hand, rows["tenacity"] / ours))
+    a, b, c = targets
+    lines += [
+        "## Targets",
+        "",
+        f"- (a) within 1.5x of the hand loop: {a[1]:.2f}x {'met' if a[1] <= 1.5 else 'NOT met'}; "
+        f">= 50x faster than tenacity: {a[2]:.0f}x {'met' if a[2] >= 50 else 'NOT met'}",
+        f"- (b) within 2x of the hand loop: {b[1]:.2f}x {'met' if b[1] <= 2 else 'NOT met'}",
+        f"- (c) >= 20x faster than tenacity AsyncRetrying: {c[2]:.0f}x {'met' if c[2] >= 20 else 'NOT met'}",
+        "",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(text)
+
+
+def _version(dist):
+    try:
+        from importlib.metadata import version
+
+        return version(dist)
+    except Exception:  # noqa: BLE001
+        return "?"
+
+
+if __name__ == "__main__":
+    main()

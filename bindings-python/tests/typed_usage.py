@@ -1,0 +1,97 @@
+"""A typed usage example: `mypy --strict` must accept it (checked by `make test`), and
+pytest runs it too (test_typed_usage.py), so the types describe code that works."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import timedelta
+from typing import Optional
+
+import retryrs
+from retryrs import CancelToken, Event, Retrier, RetryBudget, RetryExhausted
+
+
+class Throttled(OSError):
+    def __init__(self, retry_after: float) -> None:
+        super().__init__("429")
+        self.retry_after = retry_after
+
+
+def hint(exc: BaseException) -> Optional[float]:
+    return exc.retry_after if isinstance(exc, Throttled) else None
+
+
+def on_event(event: Event) -> None:
+    delay: Optional[float] = event.delay
+    assert event.kind and event.attempt >= 0 and event.elapsed >= 0 and (delay is None or delay >= 0)
+
+
+retrier = Retrier(
+    retry_on=(OSError, TimeoutError),
+    max_attempts=4,
+    initial_delay=timedelta(milliseconds=1),
+    max_delay=0.01,
+    jitter="equal",
+    deadline=None,
+    retry_after=hint,
+    on_event=on_event,
+    budget=RetryBudget(max_tokens=100, token_ratio=1),
+    name="typed",
+    seed=1,
+)
+
+calls = 0
+
+
+def fetch(symbol: str, *, scale: int = 1) -> float:
+    global calls
+    calls += 1
+    if calls < 2:
+        raise OSError("503")
+    return 1.0842 * scale
+
+
+@retrier
+def decorated(symbol: str) -> str:
+    return symbol.lower()
+
+
+@retrier
+async def decorated_async(n: int) -> int:
+    return n + 1
+
+
+async def afetch(n: int) -> int:
+    await asyncio.sleep(0)
+    return n * 2
+
+
+def main() -> None:
+    rate: float = retrier.call(fetch, "EURUSD", scale=2)
+    lower: str = decorated("EURUSD")
+    doubled: int = asyncio.run(retrier.call_async(afetch, 21))
+    incremented: int = asyncio.run(decorated_async(41))
+    token = CancelToken()
+    cancellable: Retrier = retrier.with_cancel(token)
+    value: int = cancellable.call(len, "abc")
+    seconds: Optional[float] = retryrs.parse_retry_after("120")
+    retryable: bool = retryrs.is_retryable_status(503)
+    logged = Retrier(on_event=retryrs.log_events(logging.getLogger("typed")))
+    with retryrs.testing.virtual_time() as clock:
+        clock.advance(0.5)
+        try:
+            logged.call(fetch_fail)
+        except RetryExhausted as e:
+            attempts: int = e.attempts
+            reason: str = e.reason
+            assert attempts == 5 and reason == "attempts" and len(e.errors) == 5
+    assert (rate, lower, doubled, incremented, value, seconds, retryable) == (2.1684, "eurusd", 42, 42, 3, 120.0, True)
+
+
+def fetch_fail() -> None:
+    raise ConnectionError("down")
+
+
+if __name__ == "__main__":
+    main()
