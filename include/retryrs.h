@@ -199,7 +199,8 @@ typedef struct retryrs_step {
 // A call was cancelled.
 #define RETRYRS_CANCELLED 3
 
-// An argument was NULL, out of range, or a call was driven out of order; nothing ran.
+// An argument was NULL or out of range (an attempt callback's unknown verdict
+// included), or an engine call was driven out of order. The message says which.
 #define RETRYRS_INVALID_ARGUMENT 4
 
 // A bug in retryrs (a panic caught at the boundary). The message says where.

@@ -17,7 +17,11 @@ pub struct retryrs_budget {
 /// Each transient failure costs one token, each success adds token_ratio, and a retry
 /// is allowed only while tokens > max_tokens / 2. Free with retryrs_budget_free().
 #[no_mangle]
-pub unsafe extern "C" fn retryrs_budget_new(max_tokens: f64, token_ratio: f64, out: *mut *mut retryrs_budget) -> retryrs_status {
+pub unsafe extern "C" fn retryrs_budget_new(
+    max_tokens: f64,
+    token_ratio: f64,
+    out: *mut *mut retryrs_budget,
+) -> retryrs_status {
     guard_status(|| {
         arg_mut(out, "out")?;
         let budget = RetryBudget::new(max_tokens, token_ratio).map_err(|e| Failure::invalid(e.to_string()))?;

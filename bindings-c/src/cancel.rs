@@ -33,7 +33,10 @@ pub unsafe extern "C" fn retryrs_cancel_fire(cancel: *const retryrs_cancel) -> r
 
 /// Whether retryrs_cancel_fire() was called on this token.
 #[no_mangle]
-pub unsafe extern "C" fn retryrs_cancel_is_cancelled(cancel: *const retryrs_cancel, cancelled: *mut bool) -> retryrs_status {
+pub unsafe extern "C" fn retryrs_cancel_is_cancelled(
+    cancel: *const retryrs_cancel,
+    cancelled: *mut bool,
+) -> retryrs_status {
     guard_status(|| {
         let c = arg(cancel, "cancel")?;
         *arg_mut(cancelled, "cancelled")? = c.token.is_cancelled();

@@ -45,7 +45,10 @@ pub struct retryrs_step {
 }
 
 impl retryrs_call {
-    fn step(&mut self, f: impl FnOnce(&mut Call<Arc<Policy>>, &mut dyn FnMut(&retryrs::Event<'_>)) -> Result<Answer, StateError>) -> Result<retryrs_step, Failure> {
+    fn step(
+        &mut self,
+        f: impl FnOnce(&mut Call<Arc<Policy>>, &mut dyn FnMut(&retryrs::Event<'_>)) -> Result<Answer, StateError>,
+    ) -> Result<retryrs_step, Failure> {
         let (listener, name) = (self.listener, &self.shared.name);
         let mut sink = |e: &retryrs::Event<'_>| {
             if let Some(l) = &listener {
@@ -56,7 +59,9 @@ impl retryrs_call {
         let attempt = self.call.attempt();
         Ok(match answer {
             Answer::Attempt(n) => retryrs_step { action: RETRYRS_ACTION_ATTEMPT, attempt: n, ..Default::default() },
-            Answer::Retry(d) => retryrs_step { action: RETRYRS_ACTION_RETRY, delay_ms: millis(d), attempt, ..Default::default() },
+            Answer::Retry(d) => {
+                retryrs_step { action: RETRYRS_ACTION_RETRY, delay_ms: millis(d), attempt, ..Default::default() }
+            }
             Answer::Stop(s) => {
                 let (outcome, reason) = stop(s);
                 retryrs_step { action: RETRYRS_ACTION_STOP, attempt, outcome, reason, ..Default::default() }
@@ -133,7 +138,11 @@ pub unsafe extern "C" fn retryrs_call_report(
 /// The wait ended at `now_ms`. `*step` gets ATTEMPT (run it now) or STOP (the deadline
 /// passed during the wait). RETRYRS_INVALID_ARGUMENT when the call was not waiting.
 #[no_mangle]
-pub unsafe extern "C" fn retryrs_call_after_wait(call: *mut retryrs_call, now_ms: u64, step: *mut retryrs_step) -> retryrs_status {
+pub unsafe extern "C" fn retryrs_call_after_wait(
+    call: *mut retryrs_call,
+    now_ms: u64,
+    step: *mut retryrs_step,
+) -> retryrs_status {
     guard_status(|| {
         let c = arg_mut(call, "call")?;
         let out = arg_mut(step, "step")?;
@@ -151,7 +160,11 @@ pub unsafe extern "C" fn retryrs_call_after_wait(call: *mut retryrs_call, now_ms
 /// event and sets `*step` to STOP with RETRYRS_CANCELLED. RETRYRS_INVALID_ARGUMENT when
 /// the call has already ended.
 #[no_mangle]
-pub unsafe extern "C" fn retryrs_call_cancel(call: *mut retryrs_call, now_ms: u64, step: *mut retryrs_step) -> retryrs_status {
+pub unsafe extern "C" fn retryrs_call_cancel(
+    call: *mut retryrs_call,
+    now_ms: u64,
+    step: *mut retryrs_step,
+) -> retryrs_status {
     guard_status(|| {
         let c = arg_mut(call, "call")?;
         let out = arg_mut(step, "step")?;
@@ -176,7 +189,10 @@ pub unsafe extern "C" fn retryrs_call_cancelled_before_start(
                 l.deliver(e, &shared.name);
             }
         });
-        Err(Failure { status: RETRYRS_CANCELLED, message: format!("{}: cancelled before the first attempt", policy.name()) })
+        Err(Failure {
+            status: RETRYRS_CANCELLED,
+            message: format!("{}: cancelled before the first attempt", policy.name()),
+        })
     })
 }
 

@@ -176,7 +176,10 @@ mod tests {
 
     #[test]
     fn a_failure_sets_the_message_and_ok_keeps_it() {
-        assert_eq!(guard_status(|| Err(Failure::invalid("max_attempts must be >= 1, got 0"))), RETRYRS_INVALID_ARGUMENT);
+        assert_eq!(
+            guard_status(|| Err(Failure::invalid("max_attempts must be >= 1, got 0"))),
+            RETRYRS_INVALID_ARGUMENT
+        );
         assert_eq!(guard_status(|| Ok(())), RETRYRS_OK);
         let msg = unsafe { CStr::from_ptr(last_error_ptr()) }.to_str().unwrap();
         assert_eq!(msg, "max_attempts must be >= 1, got 0");

@@ -12,7 +12,11 @@ use crate::types::*;
 /// value too large to count); garbage, negatives and fractions give *has_hint = false.
 /// Pass *hint_ms as the attempt callback's hint (as a double).
 #[no_mangle]
-pub unsafe extern "C" fn retryrs_parse_retry_after(value: *const c_char, has_hint: *mut bool, hint_ms: *mut u64) -> retryrs_status {
+pub unsafe extern "C" fn retryrs_parse_retry_after(
+    value: *const c_char,
+    has_hint: *mut bool,
+    hint_ms: *mut u64,
+) -> retryrs_status {
     guard_status(|| parse(value, SystemTime::now(), has_hint, hint_ms))
 }
 

@@ -27,7 +27,10 @@ pub struct Shared {
 /// created and retryrs_last_error() names the knob and value ("max_attempts must be
 /// >= 1 and <= 4294967295, got 0"). Free with retryrs_retrier_free().
 #[no_mangle]
-pub unsafe extern "C" fn retryrs_retrier_new(config: *const retryrs_config, out: *mut *mut retryrs_retrier) -> retryrs_status {
+pub unsafe extern "C" fn retryrs_retrier_new(
+    config: *const retryrs_config,
+    out: *mut *mut retryrs_retrier,
+) -> retryrs_status {
     guard_status(|| {
         arg_mut(out, "out")?;
         let policy = build(config)?;

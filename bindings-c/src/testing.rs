@@ -31,7 +31,8 @@ pub extern "C" fn retryrs_testing_disable() -> retryrs_status {
 #[no_mangle]
 pub extern "C" fn retryrs_testing_advance(ms: u64) -> retryrs_status {
     guard_status(|| {
-        let clock = testing::clock().ok_or_else(|| Failure::invalid("virtual time is off: call retryrs_testing_enable() first"))?;
+        let clock = testing::clock()
+            .ok_or_else(|| Failure::invalid("virtual time is off: call retryrs_testing_enable() first"))?;
         clock.advance(Duration::from_millis(ms));
         Ok(())
     })

@@ -15,7 +15,8 @@ pub const RETRYRS_REJECTED: retryrs_status = 1;
 pub const RETRYRS_EXHAUSTED: retryrs_status = 2;
 /// A call was cancelled.
 pub const RETRYRS_CANCELLED: retryrs_status = 3;
-/// An argument was NULL, out of range, or a call was driven out of order; nothing ran.
+/// An argument was NULL or out of range (an attempt callback's unknown verdict
+/// included), or an engine call was driven out of order. The message says which.
 pub const RETRYRS_INVALID_ARGUMENT: retryrs_status = 4;
 /// A bug in retryrs (a panic caught at the boundary). The message says where.
 pub const RETRYRS_INTERNAL_ERROR: retryrs_status = 5;

@@ -22,7 +22,8 @@ fn exports(items: &[Item], file: &str, found: &mut Vec<String>, bad: &mut Vec<St
         match item {
             Item::Fn(f) => {
                 let no_mangle = f.attrs.iter().any(|a| a.path().is_ident("no_mangle"));
-                let extern_c = f.sig.abi.as_ref().is_some_and(|abi| abi.name.as_ref().is_some_and(|n| n.value() == "C"));
+                let extern_c =
+                    f.sig.abi.as_ref().is_some_and(|abi| abi.name.as_ref().is_some_and(|n| n.value() == "C"));
                 if !no_mangle && !extern_c {
                     continue;
                 }

@@ -22,8 +22,5 @@ fn committed_header_matches_cbindgen_output() {
         std::fs::write(&header_path, &generated).unwrap();
     }
     let committed = std::fs::read_to_string(&header_path).unwrap_or_default();
-    assert!(
-        committed == generated,
-        "include/retryrs.h is stale: run `make header-c` and commit it"
-    );
+    assert!(committed == generated, "include/retryrs.h is stale: run `make header-c` and commit it");
 }

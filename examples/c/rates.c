@@ -197,7 +197,8 @@ static retryrs_status run_event_loop(const retryrs_retrier *retrier, fetch_state
       retryrs_verdict verdict = fetch(st, step.attempt, &hint_ms);
       status = retryrs_call_report(call, verdict, hint_ms, retryrs_now_ms(), &step);
     } else {
-      uint64_t until = retryrs_now_ms() + step.delay_ms, now;
+      uint64_t now = retryrs_now_ms();
+      uint64_t until = step.delay_ms > UINT64_MAX - now ? UINT64_MAX : now + step.delay_ms;
       while ((now = retryrs_now_ms()) < until) poll(NULL, 0, until - now > 60000 ? 60000 : (int)(until - now));
       status = retryrs_call_after_wait(call, retryrs_now_ms(), &step);
     }
