@@ -119,6 +119,21 @@ static double bench_hand_deadline(long n, uint32_t fail_first, uint32_t max_atte
   return median(t);
 }
 
+/* One monotonic clock read: the floor of any call that honours a deadline. */
+static double bench_clock(long n) {
+  double t[ROUNDS];
+  int r;
+  for (r = 0; r < ROUNDS; r++) {
+    volatile double sink = 0;
+    double start = now_ns();
+    long i;
+    for (i = 0; i < n; i++) sink += now_ns();
+    t[r] = (now_ns() - start) / (double)n;
+    (void)sink;
+  }
+  return median(t);
+}
+
 static double bench_retryrs(const retryrs_retrier *retrier, long n, uint32_t fail_first) {
   double t[ROUNDS];
   int r;
@@ -138,7 +153,7 @@ static double bench_retryrs(const retryrs_retrier *retrier, long n, uint32_t fai
 int main(int argc, char **argv) {
   retryrs_config config;
   retryrs_retrier *defaults = NULL, *zero = NULL;
-  double direct, happy, hand, failing, direct_deadline, hand_deadline;
+  double direct, happy, hand, failing, direct_deadline, hand_deadline, clock_read;
   char table[4096];
   const long n_happy = 2000000, n_fail = 1000000;
 
@@ -154,15 +169,21 @@ int main(int argc, char **argv) {
   failing = bench_retryrs(zero, n_fail, 2);
   direct_deadline = bench_hand_deadline(n_happy, 0, 1);
   hand_deadline = bench_hand_deadline(n_fail, 2, (uint32_t)config.max_attempts);
+  clock_read = bench_clock(n_happy);
 
   snprintf(table, sizeof table,
-           "| C (libretryrs %s) | retryrs ns/call | baseline ns/call | overhead | ratio | target |\n"
+           "## C: libretryrs vs a direct call and a hand-written loop\n\n"
+           "bench/c/bench.c, gcc -O2, static libretryrs %s; median of %d rounds, ns per call. retryrs runs the\n"
+           "default policy (15 s deadline), so every call reads the monotonic clock when it starts (and\n"
+           "after each failure): one read costs %.1f ns here. The context rows give the baselines that\n"
+           "same clock read, as any loop honouring a deadline must.\n\n"
+           "| scenario | retryrs ns/call | baseline ns/call | overhead | ratio | target |\n"
            "|---|---:|---:|---:|---:|---|\n"
            "| happy path vs direct callback call | %.1f | %.1f | %.1f ns | %.2fx | overhead < 20 ns |\n"
            "| 2 failures then success, zero delays, vs hand loop | %.1f | %.1f | %.1f ns | %.2fx | ratio < 2x |\n"
            "| (context) happy path vs direct call + deadline clock read | %.1f | %.1f | %.1f ns | %.2fx | |\n"
            "| (context) 2 failures then success vs hand loop with deadline | %.1f | %.1f | %.1f ns | %.2fx | |\n",
-           retryrs_version(), happy, direct, happy - direct, happy / direct, failing, hand, failing - hand,
+           retryrs_version(), ROUNDS, clock_read, happy, direct, happy - direct, happy / direct, failing, hand, failing - hand,
            failing / hand, happy, direct_deadline, happy - direct_deadline, happy / direct_deadline, failing,
            hand_deadline, failing - hand_deadline, failing / hand_deadline);
   fputs(table, stdout);
