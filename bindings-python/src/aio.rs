@@ -34,6 +34,13 @@ impl AsyncCall {
         Ok(delay.as_secs_f64())
     }
 
+    /// A blocking wait (the `for attempt in retrier:` form): GIL released, woken by the
+    /// token, Ctrl-C honoured.
+    fn wait(&mut self, py: Python<'_>, seconds: f64) -> PyResult<()> {
+        let delay = std::time::Duration::try_from_secs_f64(seconds).unwrap_or(std::time::Duration::ZERO);
+        self.state.wait_blocking(py, delay)
+    }
+
     /// The wait is over: raises RetryExhausted if the deadline passed during it.
     fn resume(&mut self, py: Python<'_>) -> PyResult<()> {
         self.state.resume(py)

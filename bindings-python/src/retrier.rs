@@ -81,6 +81,11 @@ impl Retrier {
     }
 }
 
+/// A non-callable would fail every attempt with a TypeError: say so before the first.
+fn not_callable(func: &Bound<'_, PyAny>) -> PyErr {
+    pyo3::exceptions::PyTypeError::new_err(format!("Retrier.call needs a callable, got {}", crate::convert::repr(func)))
+}
+
 #[pymethods]
 impl Retrier {
     /// `Retrier(*, retry_on=OSError, max_attempts=5, initial_delay=0.2, multiplier=2.0,
@@ -95,12 +100,18 @@ impl Retrier {
     /// Calls `func(*args, **kwargs)`, retrying transient failures; returns its value.
     #[pyo3(signature = (func, /, *args, **kwargs))]
     fn call(&self, py: Python<'_>, func: &Bound<'_, PyAny>, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
+        if !func.is_callable() {
+            return Err(not_callable(func));
+        }
         self.run(py, func, args, kwargs)
     }
 
     /// `await r.call_async(func, *args, **kwargs)` for coroutine functions.
     #[pyo3(signature = (func, /, *args, **kwargs))]
     fn call_async<'py>(slf: &Bound<'py, Self>, func: &Bound<'py, PyAny>, args: &Bound<'py, PyTuple>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Bound<'py, PyAny>> {
+        if !func.is_callable() {
+            return Err(not_callable(func));
+        }
         aio(slf.py())?.call_method1("drive", (slf, func, args, kwargs))
     }
 
@@ -108,6 +119,16 @@ impl Retrier {
     /// signature.
     fn __call__<'py>(slf: &Bound<'py, Self>, func: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         aio(slf.py())?.call_method1("decorate", (slf, func))
+    }
+
+    /// `for attempt in retrier: with attempt: ...` -- the loop form.
+    fn __iter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        slf.py().import("retryrs._loop")?.call_method1("Attempts", (slf,))
+    }
+
+    /// `async for attempt in retrier: with attempt: ...`
+    fn __aiter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        slf.py().import("retryrs._loop")?.call_method1("AsyncAttempts", (slf,))
     }
 
     /// The same retrier whose calls end with `RetryCancelled` as soon as `token` fires.

@@ -77,6 +77,10 @@ def main() -> None:
     value: int = cancellable.call(len, "abc")
     seconds: Optional[float] = retryrs.parse_retry_after("120")
     retryable: bool = retryrs.is_retryable_status(503)
+    number = 0
+    for attempt in retrier:
+        with attempt:
+            number = attempt.number
     logged = Retrier(on_event=retryrs.log_events(logging.getLogger("typed")))
     with retryrs.testing.virtual_time() as clock:
         clock.advance(0.5)
@@ -86,6 +90,7 @@ def main() -> None:
             attempts: int = e.attempts
             reason: str = e.reason
             assert attempts == 5 and reason == "attempts" and len(e.errors) == 5
+    assert number == 1
     assert (rate, lower, doubled, incremented, value, seconds, retryable) == (2.1684, "eurusd", 42, 42, 3, 120.0, True)
 
 

@@ -1,0 +1,108 @@
+"""The loop form, for code that is not one function call:
+
+    for attempt in retrier:
+        with attempt:
+            rate = fetch()
+
+    async for attempt in retrier:
+        with attempt:
+            rate = await afetch()
+
+The ``with`` block is one attempt: leaving it normally ends the loop; an exception goes to
+the engine, which says retry (the exception is swallowed and the loop waits, then runs the
+block again) or stop (the original exception, or RetryExhausted, is raised from the
+``with``). The decisions are the engine's, exactly as for ``retrier.call``.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import TYPE_CHECKING, Optional, Type
+
+from ._aio import _sleep
+
+if TYPE_CHECKING:
+    from ._native import AsyncCall, Retrier
+
+
+class Attempt:
+    """One attempt of the loop form: a context manager; ``number`` is 1-based."""
+
+    __slots__ = ("number", "_owner")
+
+    def __init__(self, owner: "_Base", number: int) -> None:
+        self.number = number
+        self._owner = owner
+
+    def __enter__(self) -> "Attempt":
+        return self
+
+    def __exit__(self, et: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]) -> bool:
+        return self._owner._exit(exc)
+
+    def __repr__(self) -> str:
+        return f"<Attempt {self.number}>"
+
+
+class _Base:
+    def __init__(self, r: "Retrier") -> None:
+        self._r = r
+        self._start = r._start()
+        self._call: Optional[AsyncCall] = None
+        self._number = 0
+        self._open = False
+        self._done = False
+        self._delay = 0.0
+
+    def _next(self) -> Attempt:
+        if self._open:
+            raise RuntimeError("each attempt of `for attempt in retrier` must run inside `with attempt:`")
+        self._number += 1
+        self._open = True
+        return Attempt(self, self._number)
+
+    def _exit(self, exc: Optional[BaseException]) -> bool:
+        self._open = False
+        if exc is None:
+            self._done = True
+            if self._call is not None:
+                self._call.succeeded()
+            elif self._r._wants_success:
+                self._r._succeeded(self._start)
+            return False
+        if self._call is None:
+            self._call = self._r._begin(self._start)
+        self._delay = self._call.failed(exc)  # raises when the call ends
+        return True
+
+
+class Attempts(_Base):
+    """``for attempt in retrier:`` (waits block, GIL released)."""
+
+    def __iter__(self) -> "Attempts":
+        return self
+
+    def __next__(self) -> Attempt:
+        if self._done:
+            raise StopIteration
+        if self._call is not None and not self._open:
+            if self._delay:
+                self._call.wait(self._delay)
+            self._call.resume()
+        return self._next()
+
+
+class AsyncAttempts(_Base):
+    """``async for attempt in retrier:`` (waits are awaited)."""
+
+    def __aiter__(self) -> "AsyncAttempts":
+        return self
+
+    async def __anext__(self) -> Attempt:
+        if self._done:
+            raise StopAsyncIteration
+        if self._call is not None and not self._open:
+            if self._delay:
+                await _sleep(self._call, self._delay)
+            self._call.resume()
+        return self._next()
