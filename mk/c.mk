@@ -50,9 +50,12 @@ $(C_BUILD)/retryrs-tests: c-lib $(C_BUILD)/vectors.c $(C_TEST_SRC) tests/c/cpp17
 	$(C_CC) $(C_CFLAGS) $(C_TEST_SRC) $(C_BUILD)/vectors.o $(C_BUILD)/cpp17.o -o $@ \
 		-L$(C_LIBDIR) -Wl,-rpath,$(C_LIBDIR) -lretryrs -lstdc++ -lpthread -lm
 
-# The whole suite runs under valgrind: any leak or invalid access fails it. The test
+# First the crate's own checks (the header equals cbindgen's output, every export is
+# panic-guarded, versions agree; test-rust runs them too, but test-c must stand alone).
+# Then the whole C suite under valgrind: any leak or invalid access fails it. The test
 # binary writes build/conformance/c.txt and ends with "N passed, N failed".
 test-c: c-tools $(C_BUILD)/retryrs-tests
+	cargo test --locked -p retryrs-c
 	mkdir -p $(BUILD)/conformance
 	valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,possible \
 		--error-exitcode=99 $(C_BUILD)/retryrs-tests $(BUILD)/conformance/c.txt
