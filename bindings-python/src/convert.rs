@@ -53,3 +53,16 @@ pub fn secs(d: Duration) -> f64 {
 pub fn repr(obj: &Bound<'_, PyAny>) -> String {
     obj.repr().map(|r| r.to_string()).unwrap_or_else(|_| "<unprintable>".into())
 }
+
+/// A float as Python prints it (`2.0`, not Rust's `2`), for reprs.
+pub fn pyfloat(x: f64) -> String {
+    if x.is_finite() && x.fract() == 0.0 && x.abs() < 1e16 {
+        format!("{x:.1}")
+    } else if x.is_nan() {
+        "nan".into()
+    } else if x.is_infinite() {
+        if x > 0.0 { "inf".into() } else { "-inf".into() }
+    } else {
+        format!("{x}")
+    }
+}

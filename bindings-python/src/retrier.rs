@@ -13,7 +13,7 @@ use retryrs::{cancelled_before_start, testing, Call, Verdict, VirtualClock};
 
 use crate::aio::AsyncCall;
 use crate::budget::PyRetryBudget;
-use crate::convert::secs;
+use crate::convert::{pyfloat, secs};
 use crate::errors;
 use crate::hooks::{Hooks, RetryOn};
 use crate::state::{now, CallState};
@@ -189,14 +189,14 @@ impl Retrier {
 
     fn __repr__(&self) -> String {
         let p = &self.hooks.policy;
-        let deadline = p.deadline().map_or("None".to_string(), |d| secs(d).to_string());
+        let deadline = p.deadline().map_or("None".to_string(), |d| pyfloat(secs(d)));
         format!(
             "Retrier(name='{}', max_attempts={}, initial_delay={}, multiplier={}, max_delay={}, jitter='{}', deadline={})",
             p.name().replace('\\', "\\\\").replace('\'', "\\'"),
             p.max_attempts(),
-            secs(p.initial_delay()),
-            p.multiplier(),
-            secs(p.max_delay()),
+            pyfloat(secs(p.initial_delay())),
+            pyfloat(p.multiplier()),
+            pyfloat(secs(p.max_delay())),
             p.jitter().spelling(),
             deadline
         )
