@@ -2,6 +2,7 @@
 //! decision by `retryrs/_aio.py`, which does the awaiting.
 
 use pyo3::prelude::*;
+use pyo3::{PyTraverseError, PyVisit};
 
 use crate::state::CallState;
 use crate::token::PyCancelToken;
@@ -58,6 +59,24 @@ impl AsyncCall {
     /// The wait was interrupted (task cancelled): records the cancel; the caller re-raises.
     fn interrupted(&mut self, py: Python<'_>) {
         self.state.interrupted(py)
+    }
+
+    // The errors' tracebacks reference the driver's frames, which reference this object:
+    // the cycle collector must see these edges. (The hooks are shared through an Arc with
+    // the Retrier that owns them, so they are not this object's to report.)
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for e in &self.state.errors {
+            visit.call(e)?;
+        }
+        if let Some(t) = &self.token {
+            visit.call(t)?;
+        }
+        Ok(())
+    }
+
+    fn __clear__(&mut self) {
+        self.state.errors.clear();
+        self.token = None;
     }
 
     #[getter]

@@ -27,10 +27,12 @@ pub struct Retrier {
     pub cancel: Option<Py<PyCancelToken>>,
 }
 
-static AIO: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+static DRIVE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static DECORATE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-fn aio(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
-    AIO.get_or_try_init(py, || py.import("retryrs._aio").map(Bound::unbind)).map(|m| m.bind(py))
+/// A function of `retryrs._aio`, looked up once.
+fn aio<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyAny>>, name: &str) -> PyResult<&'py Bound<'py, PyAny>> {
+    cell.get_or_try_init(py, || py.import("retryrs._aio")?.getattr(name).map(Bound::unbind)).map(|f| f.bind(py))
 }
 
 impl Retrier {
@@ -112,13 +114,13 @@ impl Retrier {
         if !func.is_callable() {
             return Err(not_callable(func));
         }
-        aio(slf.py())?.call_method1("drive", (slf, func, args, kwargs))
+        aio(slf.py(), &DRIVE, "drive")?.call1((slf, func, args, kwargs))
     }
 
     /// `@retrier` on a sync or async function (or method): keeps its name, docstring and
     /// signature.
     fn __call__<'py>(slf: &Bound<'py, Self>, func: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        aio(slf.py())?.call_method1("decorate", (slf, func))
+        aio(slf.py(), &DECORATE, "decorate")?.call1((slf, func))
     }
 
     /// `for attempt in retrier: with attempt: ...` -- the loop form.

@@ -22,11 +22,14 @@ pub fn now(clock: &Option<VirtualClock>) -> Duration {
     }
 }
 
+/// Once the call has ended its failures are dropped: they live on in the exception that
+/// carries them, and a finished call must not keep tracebacks (hence frames, hence often
+/// itself) alive.
 pub struct CallState {
     pub hooks: Arc<Hooks>,
     call: Call<Arc<Policy>>,
     /// Every failure so far, in order (the cause of Exhausted and Cancelled is the last).
-    errors: Vec<Py<PyBaseException>>,
+    pub errors: Vec<Py<PyBaseException>>,
     pub clock: Option<VirtualClock>,
     pub token: Option<CancelToken>,
 }
@@ -58,6 +61,7 @@ impl CallState {
         if !value.is_instance_of::<PyException>() {
             let at = now(&self.clock);
             let _ = self.call.cancel(at, &mut |e| hooks.emit(py, e, Some(&value)));
+            self.errors.clear();
             return Err(err);
         }
         let verdict = hooks.classify(&value, forced_transient);
@@ -69,6 +73,7 @@ impl CallState {
                 // rejection: no retry happened), and nothing is lost.
                 let _ = self.call.record(Verdict::Permanent, at, &mut |e| hooks.emit(py, e, Some(&value)));
                 hook_error.set_cause(py, Some(err));
+                self.errors.clear();
                 return Err(hook_error);
             }
         };
@@ -80,10 +85,15 @@ impl CallState {
             }
             Decision::Stop(Stop::Exhausted(reason)) => {
                 self.errors.push(err.into_value(py));
-                Err(errors::exhausted(py, self.hooks.policy.name(), self.call.attempt(), reason.as_str(), &self.errors))
+                let exhausted = errors::exhausted(py, self.hooks.policy.name(), self.call.attempt(), reason.as_str(), &self.errors);
+                self.errors.clear();
+                Err(exhausted)
             }
             // Rejected: the original error, unchanged (same object, same traceback).
-            Decision::Stop(_) => Err(err),
+            Decision::Stop(_) => {
+                self.errors.clear();
+                Err(err)
+            }
         }
     }
 
@@ -95,7 +105,9 @@ impl CallState {
         match self.call.after_wait(at, &mut |e| hooks.emit(py, e, last.as_ref())).map_err(state_error)? {
             Resume::Attempt(_) => Ok(()),
             Resume::Stop(Stop::Exhausted(reason)) => {
-                Err(errors::exhausted(py, hooks.policy.name(), self.call.attempt(), reason.as_str(), &self.errors))
+                let exhausted = errors::exhausted(py, hooks.policy.name(), self.call.attempt(), reason.as_str(), &self.errors);
+                self.errors.clear();
+                Err(exhausted)
             }
             Resume::Stop(_) => Err(PyRuntimeError::new_err("retryrs: unexpected stop after a wait")),
         }
@@ -106,18 +118,22 @@ impl CallState {
         let at = now(&self.clock);
         let hooks = &*self.hooks;
         let _ = self.call.record(Verdict::Success, at, &mut |e| hooks.emit(py, e, None));
+        self.errors.clear();
     }
 
     /// The call's cancel token fired during the wait: `RetryCancelled`.
     pub fn cancelled(&mut self, py: Python<'_>) -> PyErr {
         self.emit_cancel(py);
-        errors::cancelled(py, self.hooks.policy.name(), self.call.attempt(), &self.errors)
+        let cancelled = errors::cancelled(py, self.hooks.policy.name(), self.call.attempt(), &self.errors);
+        self.errors.clear();
+        cancelled
     }
 
     /// Something else ended the wait (KeyboardInterrupt, task cancellation): the engine
     /// records the cancel, and the host's own signal goes on.
     pub fn interrupted(&mut self, py: Python<'_>) {
         self.emit_cancel(py);
+        self.errors.clear();
     }
 
     fn emit_cancel(&mut self, py: Python<'_>) {

@@ -6,6 +6,8 @@ use pyo3::types::{PyDict, PyTuple};
 
 use crate::retrier::Retrier;
 
+static METHOD_TYPE: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> = pyo3::sync::PyOnceLock::new();
+
 /// A function whose calls go through a Retrier. Carries the wrapped function's name,
 /// docstring and signature (`functools.update_wrapper`), and binds as a method.
 #[pyclass(frozen, dict, weakref, module = "retryrs", name = "RetryingFunction")]
@@ -31,8 +33,17 @@ impl RetryingFunction {
         match obj {
             None => Ok(slf.clone().into_any()),
             Some(obj) if obj.is_none() => Ok(slf.clone().into_any()),
-            Some(obj) => slf.py().import("types")?.getattr("MethodType")?.call1((slf, obj)),
+            Some(obj) => METHOD_TYPE.import(slf.py(), "types", "MethodType")?.call1((slf, obj)),
         }
+    }
+
+    // `functools.update_wrapper` gives this object a `__dict__` holding the function, whose
+    // closure or globals may hold this object: the cycle collector must see it (pyo3 visits
+    // the `__dict__` itself once `__traverse__` exists). The function's own tp_clear
+    // breaks such cycles.
+    fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
+        visit.call(&self.retrier)?;
+        visit.call(&self.func)
     }
 
     #[getter]

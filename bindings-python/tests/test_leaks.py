@@ -78,3 +78,76 @@ def test_rss_flat_over_100k_native_calls():
         gc.collect()
         after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     assert after - before < 4 * 1024, f"max RSS grew {after - before} KiB"  # ru_maxrss is KiB on Linux
+
+
+def test_async_calls_leave_memory_and_refcounts_flat():
+    import asyncio
+
+    r = Retrier(max_attempts=3, initial_delay=0, jitter="none", on_event=lambda e: None)
+
+    async def ok():
+        return 1
+
+    async def transient():
+        raise OSError("503")
+
+    async def rejected():
+        raise KeyError("gone")
+
+    async def round_(n):
+        for _ in range(n):
+            await r.call_async(ok)
+            try:
+                await r.call_async(transient)
+            except RetryExhausted:
+                pass
+            try:
+                await r.call_async(rejected)
+            except KeyError:
+                pass
+
+    with testing.virtual_time():
+        asyncio.run(round_(1000))
+        gc.collect()
+        refs = [sys.getrefcount(o) for o in (ok, transient, rejected, r, OSError, KeyError)]
+        objects = len(gc.get_objects())
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        asyncio.run(round_(34_000))  # 102,000 async calls
+        gc.collect()
+        after = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+    assert [sys.getrefcount(o) for o in (ok, transient, rejected, r, OSError, KeyError)] == refs
+    assert len(gc.get_objects()) - objects < 100
+    assert after - before < 64 * 1024, f"grew {after - before} bytes"
+
+
+def test_cycles_through_native_objects_are_collected():
+    import weakref
+
+    r = Retrier(initial_delay=0)
+
+    def make_decorated():
+        @r
+        def f(n):
+            return f if n == 0 else n  # the closure holds the wrapper: a cycle
+
+        return weakref.ref(f)
+
+    class Marker(OSError):
+        pass
+
+    def abandon_a_loop():
+        # A failure's traceback holds this frame, which holds the loop, which holds the
+        # native call, which holds the failure: a cycle only the collector can break.
+        for attempt in r:
+            with attempt:
+                err = Marker()
+                raise err
+            break
+        return weakref.ref(err)
+
+    with testing.virtual_time():
+        refs = [make_decorated() for _ in range(50)] + [abandon_a_loop() for _ in range(50)]
+    gc.collect()
+    assert [w for w in refs if w() is not None] == []
