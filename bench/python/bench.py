@@ -166,7 +166,7 @@ def main():
     ]
 
     lines = [
-        "# Python: retryrs vs hand loop, tenacity, stamina, backoff",
+        "## Python: retryrs vs hand loop, tenacity, stamina, backoff",
         "",
         f"Python {platform.python_version()} on {platform.machine()}; tenacity {_version('tenacity')}, "
         f"stamina {_version('stamina')}, backoff {_version('backoff')}, retryrs {retryrs.__version__}. "
@@ -178,7 +178,7 @@ def main():
         hand = rows["hand loop"]
         ours_name = next(k for k in rows if k.startswith("retryrs r.call"))
         ours = rows[ours_name]
-        lines += [f"## {title}", "", "| contender | ns/call | x hand loop | retryrs is N x faster |", "|---|---:|---:|---:|"]
+        lines += [f"### {title}", "", "| contender | ns/call | x hand loop | retryrs is N x faster |", "|---|---:|---:|---:|"]
         for name, ns in rows.items():
             faster = "" if name.startswith(("retryrs", "hand")) else f"{ns / ours:.1f}x"
             lines.append(f"| {name} | {ns:,.0f} | {ns / hand:.2f} | {faster} |")
@@ -186,7 +186,7 @@ def main():
         targets.append((title, ours / hand, rows["tenacity"] / ours))
     a, b, c = targets
     lines += [
-        "## Targets",
+        "### Targets (Python)",
         "",
         f"- (a) within 1.5x of the hand loop: {a[1]:.2f}x {'met' if a[1] <= 1.5 else 'NOT met'}; "
         f">= 50x faster than tenacity: {a[2]:.0f}x {'met' if a[2] >= 50 else 'NOT met'}",

@@ -90,11 +90,11 @@ fn not_callable(func: &Bound<'_, PyAny>) -> PyErr {
 
 #[pymethods]
 impl Retrier {
-    /// `Retrier(*, retry_on=OSError, max_attempts=5, initial_delay=0.2, multiplier=2.0,
+    /// `Retrier(*, retry_on=OSError (None means the default), max_attempts=5, initial_delay=0.2, multiplier=2.0,
     /// max_delay=5.0, jitter="full", deadline=15.0, retry_after=None, on_event=None,
     /// budget=None, name="retry", seed=None, attempt_timeout=None)`
     #[new]
-    #[pyo3(signature = (**options))]
+    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, retry_after=None, on_event=None, budget=None, name='retry', seed=None, attempt_timeout=None)")]
     fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         Ok(Retrier { hooks: Arc::new(crate::options::parse(py, options)?), cancel: None })
     }

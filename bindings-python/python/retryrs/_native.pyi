@@ -65,7 +65,7 @@ class Retrier:
     def __init__(
         self,
         *,
-        retry_on: RetryOn = ...,
+        retry_on: Optional[RetryOn] = ...,
         max_attempts: int = 5,
         initial_delay: Seconds = 0.2,
         multiplier: float = 2.0,
