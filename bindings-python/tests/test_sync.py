@@ -393,3 +393,19 @@ def test_retry_after_attribute_found_however_it_is_defined(virtual):
             events = []
             Retrier(jitter="none", initial_delay=0.001, on_event=events.append).call(Flaky(1, factory))
             assert [e.delay for e in events if e.kind == "retrying"] == [want], factory
+
+
+def test_exceptions_pickle_with_their_details(virtual):
+    import pickle
+
+    with pytest.raises(RetryExhausted) as info:
+        Retrier(max_attempts=2, name="p").call(Flaky(5))
+    e = pickle.loads(pickle.dumps(info.value))
+    assert type(e) is RetryExhausted and str(e) == str(info.value)
+    assert (e.attempts, e.reason, e.name) == (2, "attempts", "p")
+    assert [str(x) for x in e.errors] == ["fail 1", "fail 2"]
+
+
+def test_calling_something_not_callable_is_a_clear_type_error():
+    with pytest.raises(TypeError, match="needs a callable"):
+        Retrier().call(42)
