@@ -3,7 +3,6 @@ build/conformance/python.txt for `make test`'s summary."""
 
 import os
 
-import pytest
 
 import conformance
 

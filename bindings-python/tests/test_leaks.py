@@ -26,7 +26,7 @@ def test_100k_calls_leave_memory_and_refcounts_flat():
         raise KeyError("gone")
 
     def round_(n):
-        for i in range(n):
+        for _ in range(n):
             for retrier in (r, plain):
                 assert retrier.call(ok) is value
                 try:
