@@ -152,8 +152,8 @@ static double bench_retryrs(const retryrs_retrier *retrier, long n, uint32_t fai
 
 int main(int argc, char **argv) {
   retryrs_config config;
-  retryrs_retrier *defaults = NULL, *zero = NULL;
-  double direct, happy, hand, failing, direct_deadline, hand_deadline, clock_read;
+  retryrs_retrier *defaults = NULL, *zero = NULL, *untimed = NULL, *untimed_zero = NULL;
+  double direct, happy, hand, failing, direct_deadline, hand_deadline, clock_read, happy_untimed, failing_untimed;
   char table[4096];
   const long n_happy = 2000000, n_fail = 1000000;
 
@@ -162,6 +162,13 @@ int main(int argc, char **argv) {
   config.initial_delay_ms = 0;
   config.max_delay_ms = 0;
   if (retryrs_retrier_new(&config, &zero) != RETRYRS_OK) return 1;
+  /* The same two policies with the deadline off: no event listener and no deadline
+   * means time decides nothing, and the call never reads the clock. */
+  config.has_deadline = false;
+  if (retryrs_retrier_new(&config, &untimed_zero) != RETRYRS_OK) return 1;
+  retryrs_config_default(&config);
+  config.has_deadline = false;
+  if (retryrs_retrier_new(&config, &untimed) != RETRYRS_OK) return 1;
 
   direct = bench_direct(n_happy, 0);
   happy = bench_retryrs(defaults, n_happy, 0);
@@ -170,22 +177,28 @@ int main(int argc, char **argv) {
   direct_deadline = bench_hand_deadline(n_happy, 0, 1);
   hand_deadline = bench_hand_deadline(n_fail, 2, (uint32_t)config.max_attempts);
   clock_read = bench_clock(n_happy);
+  happy_untimed = bench_retryrs(untimed, n_happy, 0);
+  failing_untimed = bench_retryrs(untimed_zero, n_fail, 2);
 
   snprintf(table, sizeof table,
            "## C: libretryrs vs a direct call and a hand-written loop\n\n"
            "bench/c/bench.c, gcc -O2, static libretryrs %s; median of %d rounds, ns per call. retryrs runs the\n"
            "default policy (15 s deadline), so every call reads the monotonic clock when it starts (and\n"
            "after each failure): one read costs %.1f ns here. The context rows give the baselines that\n"
-           "same clock read, as any loop honouring a deadline must.\n\n"
+           "same clock read, as any loop honouring a deadline must. The last two rows turn the deadline\n"
+           "off: with no deadline and no listener, time decides nothing and the call never reads the clock.\n\n"
            "| scenario | retryrs ns/call | baseline ns/call | overhead | ratio | target |\n"
            "|---|---:|---:|---:|---:|---|\n"
            "| happy path vs direct callback call | %.1f | %.1f | %.1f ns | %.2fx | overhead < 20 ns |\n"
            "| 2 failures then success, zero delays, vs hand loop | %.1f | %.1f | %.1f ns | %.2fx | ratio < 2x |\n"
            "| (context) happy path vs direct call + deadline clock read | %.1f | %.1f | %.1f ns | %.2fx | |\n"
-           "| (context) 2 failures then success vs hand loop with deadline | %.1f | %.1f | %.1f ns | %.2fx | |\n",
+           "| (context) 2 failures then success vs hand loop with deadline | %.1f | %.1f | %.1f ns | %.2fx | |\n"
+           "| deadline off: happy path vs direct callback call | %.1f | %.1f | %.1f ns | %.2fx | overhead < 20 ns |\n"
+           "| deadline off: 2 failures then success vs hand loop | %.1f | %.1f | %.1f ns | %.2fx | ratio < 2x |\n",
            retryrs_version(), ROUNDS, clock_read, happy, direct, happy - direct, happy / direct, failing, hand, failing - hand,
            failing / hand, happy, direct_deadline, happy - direct_deadline, happy / direct_deadline, failing,
-           hand_deadline, failing - hand_deadline, failing / hand_deadline);
+           hand_deadline, failing - hand_deadline, failing / hand_deadline, happy_untimed, direct, happy_untimed - direct,
+           happy_untimed / direct, failing_untimed, hand, failing_untimed - hand, failing_untimed / hand);
   fputs(table, stdout);
   if (argc > 1) {
     FILE *f = fopen(argv[1], "w");
@@ -196,5 +209,7 @@ int main(int argc, char **argv) {
   }
   retryrs_retrier_free(defaults);
   retryrs_retrier_free(zero);
+  retryrs_retrier_free(untimed);
+  retryrs_retrier_free(untimed_zero);
   return 0;
 }
