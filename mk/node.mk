@@ -3,7 +3,7 @@
 .PHONY: node-addon test-node demo-node bench-node
 TEST_TARGETS += test-node
 DEMO_TARGETS += demo-node
-# BENCH_TARGETS += bench-node  (enabled with the bench)
+BENCH_TARGETS += bench-node
 
 NODE_PKG := bindings-node
 # npm install runs the package's install script (cargo build --release + copy); the stamp
@@ -27,7 +27,13 @@ test-node: node-addon
 demo-node: node-addon
 	examples/node/demo.sh
 
-bench-node: node-addon
-	cd bench/node && npm install --no-audit --no-fund --loglevel=error
+# The peers (p-retry, cockatiel, async-retry) live in bench/node's own package, so
+# make test never installs them.
+BENCH_NODE_STAMP := bench/node/node_modules/.retryrs-installed
+$(BENCH_NODE_STAMP): bench/node/package.json bench/node/package-lock.json
+	cd bench/node && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+bench-node: node-addon $(BENCH_NODE_STAMP)
 	mkdir -p $(BUILD)/bench
 	node bench/node/bench.mjs --out $(BUILD)/bench/node.md

@@ -73,6 +73,7 @@ function normalise(options) {
   const onEvent = options.onEvent;
   return Object.freeze({
     policy: handle,
+    policyId: handle.id,
     name: handle.name,
     shouldRetry: options.shouldRetry ?? isTransientError,
     retryAfterMs: options.retryAfterMs ?? retryAfterFromError,
@@ -82,6 +83,11 @@ function normalise(options) {
     // Whether even a first-attempt success needs the engine (a budget to credit, or an
     // event to emit) or the full loop (a per-attempt timer).
     needsFullLoop: onEvent !== undefined || budget !== undefined || attemptTimeoutMs > 0,
+    // Whether the engine must hear of a success: to credit a budget or emit an event.
+    recordsSuccess: onEvent !== undefined || budget !== undefined,
+    // Whether a call must read the clock at its start: for the deadline or for events.
+    // Without either, elapsed time changes no decision and the happy path skips the read.
+    needsClock: handle.hasDeadline || onEvent !== undefined,
   });
 }
 

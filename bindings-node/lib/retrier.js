@@ -35,6 +35,9 @@ class AttemptContext {
   }
 }
 
+// The context of a first attempt without a signal: always the same, so shared.
+const FIRST_ATTEMPT = Object.freeze(new AttemptContext(1, undefined));
+
 function isAbortSignal(s) {
   return typeof s === 'object' && s !== null && typeof s.aborted === 'boolean' && typeof s.addEventListener === 'function';
 }
@@ -61,6 +64,7 @@ class CallRun {
     this.errors = [];
     this.value = undefined;
     this.error = undefined;
+    this.recordedAt = 0;
     // Set by the phase in progress (attempt or wait) so an abort can end it at once.
     this.interrupt = null;
     this.attemptController = null;
@@ -69,7 +73,7 @@ class CallRun {
 
   /** The engine's handle for this call, started at t0 on first need. */
   engineCall() {
-    if (this.engine === null) this.engine = native.callStart(this.o.policy, this.t0, this.o.onEvent !== undefined);
+    if (this.engine === null) this.engine = native.callStart(this.o.policyId, this.t0, this.o.onEvent !== undefined);
     return this.engine;
   }
 
@@ -100,6 +104,7 @@ class CallRun {
       };
       signal.addEventListener('abort', this.onAbort, { once: true });
     }
+    const plain = signal === undefined && this.o.attemptTimeoutMs === 0;
     try {
       let attempt = 1;
       let outcome = FAILED;
@@ -113,11 +118,26 @@ class CallRun {
         if (delay > 0 || signal !== undefined) {
           if (!(await this.wait(delay))) throw this.cancel();
         }
-        const next = native.callAfterWait(this.engine, now());
+        // After a zero wait with nobody listening no time has passed since the verdict
+        // (a listener may advance the virtual clock, so then the clock is read again).
+        const resumedAt = delay === 0 && this.o.onEvent === undefined ? this.recordedAt : now();
+        const next = native.callAfterWait(this.engine, resumedAt);
         this.emit(this.error);
         if (next < 0) throw this.exhausted();
         attempt = next;
-        outcome = await this.attempt(attempt);
+        if (plain) {
+          // Without a signal or a timer nothing can interrupt the attempt: await it
+          // directly, as a hand-written loop would.
+          try {
+            this.value = await this.fn(new AttemptContext(attempt, undefined));
+            outcome = OK;
+          } catch (err) {
+            this.error = err;
+            outcome = FAILED;
+          }
+        } else {
+          outcome = await this.attempt(attempt);
+        }
       }
     } finally {
       if (this.onAbort !== null) signal.removeEventListener('abort', this.onAbort);
@@ -200,7 +220,9 @@ class CallRun {
       hint = undefined;
       attachCause(err, error);
     }
-    const decision = native.callRecord(this.engineCall(), verdict, hint, now());
+    const id = this.engineCall();
+    this.recordedAt = now();
+    const decision = native.callRecord(id, verdict, hint, this.recordedAt);
     this.emit(error);
     if (decision >= 0) return decision;
     if (failedHook) throw hookError;
@@ -215,7 +237,8 @@ class CallRun {
   }
 
   succeed() {
-    if (this.engine !== null || this.o.needsFullLoop) {
+    // The engine needs to hear of a success only to credit a budget or emit an event.
+    if (this.o.recordsSuccess) {
       native.callRecord(this.engineCall(), V_SUCCESS, undefined, now());
       this.emit(undefined);
     }
@@ -301,15 +324,19 @@ class Retrier {
       }
     }
     if (signal !== undefined && signal.aborted) return this.#abortedBeforeStart(signal);
-    const t0 = now();
+    const t0 = o.needsClock ? now() : 0;
     if (signal !== undefined || o.needsFullLoop) return new CallRun(o, fn, signal, t0).run(undefined, false);
 
-    // The fast path: no signal, no timer, no listener, no budget.
+    // The fast path: no signal, no timer, no listener, no budget; no allocation but the
+    // promise returned, and no native crossing unless the attempt fails.
     let result;
     try {
-      result = fn(new AttemptContext(1, undefined));
+      result = fn(FIRST_ATTEMPT);
     } catch (err) {
       return new CallRun(o, fn, undefined, t0).run(err, true);
+    }
+    if (result instanceof Promise) {
+      return result.then(undefined, (err) => new CallRun(o, fn, undefined, t0).run(err, true));
     }
     if (isThenable(result)) {
       return Promise.resolve(result).then(undefined, (err) => new CallRun(o, fn, undefined, t0).run(err, true));

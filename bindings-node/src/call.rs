@@ -13,7 +13,7 @@ use napi_derive::napi;
 use retryrs::{cancelled_before_start, Call, Decision, Event, Policy, Resume, Stop, Verdict};
 
 use crate::guard::guarded;
-use crate::policy::NativePolicy;
+use crate::policy::{policy_by_id, NativePolicy};
 
 /// Decision codes shared with `lib/codes.js`: a value >= 0 is a wait in milliseconds
 /// (record) or the next attempt's number (afterWait).
@@ -92,14 +92,16 @@ fn with_slot<T>(id: f64, f: impl FnOnce(&mut Slot) -> napi::Result<T>) -> napi::
     })
 }
 
-/// Starts a call whose first attempt began at `start_ms` and returns its handle.
+/// Starts a call under the policy `policy_id` (`NativePolicy.id`) whose first attempt
+/// began at `start_ms`, and returns its handle.
 /// `want_events` buffers events for `callTakeEvents` (only worth it when someone listens).
 #[napi]
-pub fn call_start(policy: &NativePolicy, start_ms: f64, want_events: bool) -> napi::Result<f64> {
+pub fn call_start(policy_id: u32, start_ms: f64, want_events: bool) -> napi::Result<f64> {
     guarded(|| {
+        let policy = policy_by_id(policy_id)?;
         CALLS.with(|calls| {
             let mut calls = calls.borrow_mut();
-            let call = Call::start(policy.inner.clone(), duration(start_ms));
+            let call = Call::start(policy, duration(start_ms));
             let events = want_events.then(Vec::new);
             let index = match calls.free.pop() {
                 Some(i) => i,

@@ -1,6 +1,7 @@
 //! The policy: the JS options (already type-checked by the JS layer) handed to the
 //! engine's `PolicyBuilder`, which does every range check.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::BigInt;
@@ -87,6 +88,51 @@ pub struct PolicyOptions {
 #[napi]
 pub struct NativePolicy {
     pub(crate) inner: Arc<Policy>,
+    id: u32,
+}
+
+/// Live policies (by id) and the ids free for reuse.
+type Registry = (Vec<Option<Arc<Policy>>>, Vec<u32>);
+
+thread_local! {
+    /// Live policies by id, so a call can name its policy with a plain number: unwrapping
+    /// a class instance on every call start costs more than the rest of the start.
+    static POLICIES: RefCell<Registry> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+fn register(policy: &Arc<Policy>) -> napi::Result<u32> {
+    POLICIES.with(|cell| {
+        let (slots, free) = &mut *cell.borrow_mut();
+        if let Some(id) = free.pop() {
+            slots[id as usize] = Some(policy.clone());
+            return Ok(id);
+        }
+        let id = u32::try_from(slots.len()).map_err(|_| napi::Error::from_reason("retryrs: too many retriers"))?;
+        slots.push(Some(policy.clone()));
+        Ok(id)
+    })
+}
+
+/// The policy registered under `id` (by a live NativePolicy).
+pub fn policy_by_id(id: u32) -> napi::Result<Arc<Policy>> {
+    POLICIES.with(|cell| cell.borrow().0.get(id as usize).cloned().flatten())
+        .ok_or_else(|| napi::Error::from_reason(format!("retryrs: no policy with id {id} (a bug)")))
+}
+
+impl Drop for NativePolicy {
+    fn drop(&mut self) {
+        // Finalizers run on the JS thread; at thread teardown the registry may be gone
+        // already, and then there is nothing left to free.
+        let _ = POLICIES.try_with(|cell| {
+            if let Ok(mut guard) = cell.try_borrow_mut() {
+                let (slots, free) = &mut *guard;
+                if let Some(slot) = slots.get_mut(self.id as usize) {
+                    *slot = None;
+                    free.push(self.id);
+                }
+            }
+        });
+    }
 }
 
 #[napi]
@@ -97,6 +143,18 @@ impl NativePolicy {
     pub fn create(options: PolicyOptions, budget: Option<&NativeBudget>) -> napi::Result<Self> {
         let budget = budget.map(|b| b.inner.clone());
         guarded(|| build(options, budget).map_err(Problem::into_error))
+    }
+
+    /// The id calls use to name this policy (see `callStart`).
+    #[napi(getter)]
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// Whether a deadline is set (if not, and nobody listens, a call needs no clock).
+    #[napi(getter)]
+    pub fn has_deadline(&self) -> bool {
+        self.inner.deadline().is_some()
     }
 
     /// Whether the policy has a budget (a first-attempt success must then be recorded).
@@ -150,7 +208,9 @@ fn build(o: PolicyOptions, budget: Option<Arc<retryrs::RetryBudget>>) -> Result<
         }
         b = b.seed(Some(value));
     }
-    Ok(NativePolicy { inner: Arc::new(b.build()?) })
+    let inner = Arc::new(b.build()?);
+    let id = register(&inner).map_err(|e| Problem::new("options", e.reason.clone(), "registrable"))?;
+    Ok(NativePolicy { inner, id })
 }
 
 /// A JS number as the builder's attempt count. The builder owns the range rule (>= 1);
