@@ -5,6 +5,7 @@
 // (unless a budget must be credited or a listener told).
 const native = require('./native');
 const { now, isVirtual } = require('./clock');
+const { watch, unwatch } = require('./abort');
 const { normalise, typeName } = require('./options');
 const { RetryExhaustedError, describe } = require('./errors');
 const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, REJECTED, EXHAUSTED } = require('./codes');
@@ -68,7 +69,14 @@ class CallRun {
     // Set by the phase in progress (attempt or wait) so an abort can end it at once.
     this.interrupt = null;
     this.attemptController = null;
-    this.onAbort = null;
+  }
+
+  /** The call's signal aborted: end the phase in progress (attempt or wait) at once. */
+  onAbort() {
+    this.attemptController?.abort(this.signal.reason);
+    const interrupt = this.interrupt;
+    this.interrupt = null;
+    if (interrupt !== null) interrupt();
   }
 
   /** The engine's handle for this call, started at t0 on first need. */
@@ -95,15 +103,7 @@ class CallRun {
 
   async run(firstError, hasFirstError) {
     const signal = this.signal;
-    if (signal !== undefined) {
-      this.onAbort = () => {
-        this.attemptController?.abort(signal.reason);
-        const interrupt = this.interrupt;
-        this.interrupt = null;
-        if (interrupt !== null) interrupt();
-      };
-      signal.addEventListener('abort', this.onAbort, { once: true });
-    }
+    if (signal !== undefined) watch(signal, this);
     const plain = signal === undefined && this.o.attemptTimeoutMs === 0;
     try {
       let attempt = 1;
@@ -140,7 +140,7 @@ class CallRun {
         }
       }
     } finally {
-      if (this.onAbort !== null) signal.removeEventListener('abort', this.onAbort);
+      if (signal !== undefined) unwatch(signal, this);
       if (this.engine !== null) native.callFree(this.engine);
     }
   }

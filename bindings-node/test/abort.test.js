@@ -114,3 +114,22 @@ test('an abort from the listener during the Retrying event cancels before the wa
   await assert.rejects(r.call(() => { calls += 1; throw transient(); }, { signal: controller.signal }), { name: 'AbortError' });
   assert.equal(calls, 1, 'even a zero wait does not start a new attempt after a cancel');
 });
+
+test('calls sharing one signal add one abort listener to it, removed when the last settles', async () => {
+  const warnings = [];
+  const onWarning = (w) => warnings.push(w);
+  process.on('warning', onWarning);
+  try {
+    const { getEventListeners } = require('node:events');
+    const r = new Retrier({ initialDelayMs: 5, maxDelayMs: 5, jitter: 'none' });
+    const c = new AbortController();
+    const calls = Array.from({ length: 50 }, (_, i) => r.call((ctx) => { if (ctx.attempt === 1) throw transient(); return i; }, { signal: c.signal }));
+    assert.equal(getEventListeners(c.signal, 'abort').length, 1);
+    assert.deepEqual(await Promise.all(calls), Array.from({ length: 50 }, (_, i) => i));
+    assert.equal(getEventListeners(c.signal, 'abort').length, 0);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(warnings.filter((w) => w.name === 'MaxListenersExceededWarning'), []);
+  } finally {
+    process.off('warning', onWarning);
+  }
+});
