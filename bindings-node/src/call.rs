@@ -143,10 +143,12 @@ pub fn call_free(id: f64) -> napi::Result<bool> {
 
 /// How many calls are in progress on this thread (for leak tests).
 #[napi]
-pub fn calls_in_progress() -> u32 {
-    CALLS.with(|calls| {
-        let calls = calls.borrow();
-        (calls.slots.len() - calls.free.len()) as u32
+pub fn calls_in_progress() -> napi::Result<u32> {
+    guarded(|| {
+        CALLS.with(|calls| {
+            let calls = calls.borrow();
+            Ok((calls.slots.len() - calls.free.len()) as u32)
+        })
     })
 }
 

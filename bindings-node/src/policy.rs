@@ -115,7 +115,8 @@ fn register(policy: &Arc<Policy>) -> napi::Result<u32> {
 
 /// The policy registered under `id` (by a live NativePolicy).
 pub fn policy_by_id(id: u32) -> napi::Result<Arc<Policy>> {
-    POLICIES.with(|cell| cell.borrow().0.get(id as usize).cloned().flatten())
+    POLICIES
+        .with(|cell| cell.borrow().0.get(id as usize).cloned().flatten())
         .ok_or_else(|| napi::Error::from_reason(format!("retryrs: no policy with id {id} (a bug)")))
 }
 

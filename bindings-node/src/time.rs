@@ -6,16 +6,24 @@ use std::time::Duration;
 use napi_derive::napi;
 use retryrs::{testing, Clock};
 
+use crate::guard::guarded;
+
 /// Turns virtual time on with a fresh clock at zero.
 #[napi]
-pub fn virtual_time_enable() {
-    testing::enable();
+pub fn virtual_time_enable() -> napi::Result<()> {
+    guarded(|| {
+        testing::enable();
+        Ok(())
+    })
 }
 
 /// Turns virtual time off.
 #[napi]
-pub fn virtual_time_disable() {
-    testing::disable();
+pub fn virtual_time_disable() -> napi::Result<()> {
+    guarded(|| {
+        testing::disable();
+        Ok(())
+    })
 }
 
 /// Whether virtual time is on.
@@ -26,19 +34,21 @@ pub fn virtual_time_is_on() -> bool {
 
 /// The virtual clock's time in milliseconds (NaN when virtual time is off).
 #[napi]
-pub fn virtual_now_ms() -> f64 {
-    testing::clock().map_or(f64::NAN, |c| c.now().as_nanos() as f64 / 1e6)
+pub fn virtual_now_ms() -> napi::Result<f64> {
+    guarded(|| Ok(testing::clock().map_or(f64::NAN, |c| c.now().as_nanos() as f64 / 1e6)))
 }
 
 /// Moves the virtual clock forward by `ms` (a test simulating time passing). Returns false
 /// when virtual time is off.
 #[napi]
-pub fn virtual_advance(ms: f64) -> bool {
-    let Some(clock) = testing::clock() else { return false };
-    if ms.is_finite() && ms > 0.0 {
-        clock.advance(Duration::from_nanos((ms * 1e6).round().min(u64::MAX as f64) as u64));
-    } else if ms == f64::INFINITY {
-        clock.advance(Duration::MAX);
-    }
-    true
+pub fn virtual_advance(ms: f64) -> napi::Result<bool> {
+    guarded(|| {
+        let Some(clock) = testing::clock() else { return Ok(false) };
+        if ms.is_finite() && ms > 0.0 {
+            clock.advance(Duration::from_nanos((ms * 1e6).round().min(u64::MAX as f64) as u64));
+        } else if ms == f64::INFINITY {
+            clock.advance(Duration::MAX);
+        }
+        Ok(true)
+    })
 }
