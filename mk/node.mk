@@ -6,12 +6,13 @@ DEMO_TARGETS += demo-node
 BENCH_TARGETS += bench-node
 
 NODE_PKG := bindings-node
-# npm install runs the package's install script (cargo build --release + copy); the stamp
-# makes it run once per package.json change. The package has no npm dependencies.
+# npm ci (from the committed lock) runs the package's install script (cargo build --release
+# + copy) and installs its one dev dependency (typescript, for the types test); the stamp
+# makes it run once per lock change. The package has no runtime npm dependencies.
 NODE_STAMP := $(NODE_PKG)/node_modules/.retryrs-installed
 
 $(NODE_STAMP): $(NODE_PKG)/package.json $(NODE_PKG)/package-lock.json
-	cd $(NODE_PKG) && npm install --no-audit --no-fund --loglevel=error
+	cd $(NODE_PKG) && npm ci --no-audit --no-fund --loglevel=error
 	mkdir -p $(dir $@) && touch $@
 
 # Cargo is incremental: rebuilding after Rust changes costs seconds, nothing otherwise.
