@@ -1,6 +1,7 @@
 # The project's front door: `make test` runs every suite, `make demo` the demo,
 # `make bench` the benchmarks. Each host adds its own targets in mk/<host>.mk by
-# appending to TEST_TARGETS, DEMO_TARGETS and BENCH_TARGETS.
+# appending to TEST_TARGETS, BENCH_TARGETS and DEMO_CLIENTS (what builds its demo
+# client), and may add DEMO_TARGETS that run after the cross-language demo.
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := test
@@ -9,6 +10,7 @@ export CARGO_TARGET_DIR := $(CURDIR)/target
 BUILD := $(CURDIR)/build
 
 TEST_TARGETS :=
+DEMO_CLIENTS :=
 DEMO_TARGETS :=
 BENCH_TARGETS :=
 
@@ -21,7 +23,11 @@ include mk/rust.mk
 test: $(TEST_TARGETS)
 	@$(MAKE) --no-print-directory conformance-summary
 
-demo: $(DEMO_TARGETS)
+# One scripted flaky server, the three clients against it (scripts/demo), then the
+# rest (the herd table).
+demo: $(DEMO_CLIENTS)
+	@BUILD=$(BUILD) scripts/demo
+	@$(MAKE) --no-print-directory $(DEMO_TARGETS)
 
 bench: $(BENCH_TARGETS)
 	@scripts/bench-report $(BUILD)/bench bench/RESULTS.md

@@ -9,7 +9,7 @@
 #   make bench-c      bench/c -> build/bench/c.md
 .PHONY: c-lib test-c header-c install-c pkgconfig-c demo-c bench-c c-demo-client c-tools
 TEST_TARGETS += test-c
-DEMO_TARGETS += demo-c
+DEMO_CLIENTS += c-demo-client
 BENCH_TARGETS += bench-c
 
 C_BUILD := $(BUILD)/c

@@ -2,7 +2,7 @@
 # runner, the demo client and the benchmark against p-retry, cockatiel and async-retry.
 .PHONY: node-addon test-node demo-node bench-node
 TEST_TARGETS += test-node
-DEMO_TARGETS += demo-node
+DEMO_CLIENTS += node-addon
 BENCH_TARGETS += bench-node
 
 NODE_PKG := bindings-node

@@ -2,7 +2,7 @@
 # project venv at .venv, its pytest suite, conformance runner, benchmark and demo.
 .PHONY: test-python python-dev bench-python demo-python
 TEST_TARGETS += test-python
-DEMO_TARGETS += demo-python
+DEMO_CLIENTS += python-dev
 BENCH_TARGETS += bench-python
 
 VENV := $(CURDIR)/.venv
