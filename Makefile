@@ -9,7 +9,8 @@ SHELL := /bin/bash
 export CARGO_TARGET_DIR := $(CURDIR)/target
 BUILD := $(CURDIR)/build
 
-TEST_TARGETS :=
+# Reports of an earlier run must not stand in for a runner that did not run now.
+TEST_TARGETS := conformance-reset
 DEMO_CLIENTS :=
 DEMO_TARGETS :=
 BENCH_TARGETS :=
@@ -19,7 +20,7 @@ include mk/rust.mk
 -include mk/python.mk
 -include mk/node.mk
 
-.PHONY: test demo bench conformance-summary clean
+.PHONY: test demo bench conformance-reset conformance-summary clean
 test: $(TEST_TARGETS)
 	@$(MAKE) --no-print-directory conformance-summary
 
@@ -35,6 +36,9 @@ bench: $(BENCH_TARGETS)
 # Each host's conformance runner writes build/conformance/<host>.txt as
 # "<host> <passed> <failed>"; this prints them together and fails on any failure
 # or on a host whose runner never reported.
+conformance-reset:
+	rm -rf $(BUILD)/conformance
+
 conformance-summary:
 	@scripts/conformance-summary $(BUILD)/conformance
 
