@@ -28,19 +28,19 @@ impl NativeBudget {
 
     /// Tokens left now.
     #[napi(getter)]
-    pub fn tokens(&self) -> f64 {
-        self.inner.tokens()
+    pub fn tokens(&self) -> napi::Result<f64> {
+        guarded(|| Ok(self.inner.tokens()))
     }
 
     /// The bucket's size.
     #[napi(getter)]
-    pub fn max_tokens(&self) -> f64 {
-        self.inner.max_tokens()
+    pub fn max_tokens(&self) -> napi::Result<f64> {
+        guarded(|| Ok(self.inner.max_tokens()))
     }
 
     /// What each success adds back.
     #[napi(getter)]
-    pub fn token_ratio(&self) -> f64 {
-        self.inner.token_ratio()
+    pub fn token_ratio(&self) -> napi::Result<f64> {
+        guarded(|| Ok(self.inner.token_ratio()))
     }
 }

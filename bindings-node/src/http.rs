@@ -23,14 +23,16 @@ pub fn parse_retry_after_ms(value: String, now_ms: f64) -> napi::Result<Option<f
 
 /// Whether an HTTP status is worth retrying (408, 425, 429, 500, 502, 503, 504).
 #[napi]
-pub fn is_retryable_status(status: f64) -> bool {
-    status.fract() == 0.0
-        && (0.0..=f64::from(u16::MAX)).contains(&status)
-        && retryrs::is_retryable_status(status as u16)
+pub fn is_retryable_status(status: f64) -> napi::Result<bool> {
+    guarded(|| {
+        Ok(status.fract() == 0.0
+            && (0.0..=f64::from(u16::MAX)).contains(&status)
+            && retryrs::is_retryable_status(status as u16))
+    })
 }
 
 /// The statuses the helper retries, for documentation and tests.
 #[napi]
-pub fn retryable_statuses() -> Vec<u32> {
-    retryrs::RETRYABLE_STATUSES.iter().map(|&s| u32::from(s)).collect()
+pub fn retryable_statuses() -> napi::Result<Vec<u32>> {
+    guarded(|| Ok(retryrs::RETRYABLE_STATUSES.iter().map(|&s| u32::from(s)).collect()))
 }

@@ -6,9 +6,10 @@
 //! so a call that succeeds at once never crosses into native code), the shared budget,
 //! Retry-After parsing, the retryable-status helper and the virtual-time switch.
 //!
-//! Every export that does more than read a field or an atomic is wrapped in
-//! [`guard::guarded`]: a Rust panic becomes a JS exception instead of crossing the FFI
-//! boundary.
+//! Every export, down to the one-line getters, runs its body through [`guard::guarded`]
+//! (directly or via a helper that does, like `call::with_slot`): a Rust panic becomes a
+//! JS exception instead of crossing the FFI boundary. `test/ffi-guard.test.js` enforces
+//! this mechanically.
 
 // Under `cfg(test)` napi-derive skips registering exports, so they look unused.
 #![cfg_attr(test, allow(dead_code))]

@@ -142,38 +142,37 @@ impl NativePolicy {
     /// the option in its Node spelling.
     #[napi(factory)]
     pub fn create(options: PolicyOptions, budget: Option<&NativeBudget>) -> napi::Result<Self> {
-        let budget = budget.map(|b| b.inner.clone());
-        guarded(|| build(options, budget).map_err(Problem::into_error))
+        guarded(|| build(options, budget.map(|b| b.inner.clone())).map_err(Problem::into_error))
     }
 
     /// The id calls use to name this policy (see `callStart`).
     #[napi(getter)]
-    pub fn id(&self) -> u32 {
-        self.id
+    pub fn id(&self) -> napi::Result<u32> {
+        guarded(|| Ok(self.id))
     }
 
     /// Whether a deadline is set (if not, and nobody listens, a call needs no clock).
     #[napi(getter)]
-    pub fn has_deadline(&self) -> bool {
-        self.inner.deadline().is_some()
+    pub fn has_deadline(&self) -> napi::Result<bool> {
+        guarded(|| Ok(self.inner.deadline().is_some()))
     }
 
     /// Whether the policy has a budget (a first-attempt success must then be recorded).
     #[napi(getter)]
-    pub fn has_budget(&self) -> bool {
-        self.inner.budget().is_some()
+    pub fn has_budget(&self) -> napi::Result<bool> {
+        guarded(|| Ok(self.inner.budget().is_some()))
     }
 
     /// The retrier's name, as events and errors carry it.
     #[napi(getter)]
-    pub fn name(&self) -> String {
-        self.inner.name().to_string()
+    pub fn name(&self) -> napi::Result<String> {
+        guarded(|| Ok(self.inner.name().to_string()))
     }
 
     /// The jitter in its canonical spelling.
     #[napi(getter)]
-    pub fn jitter(&self) -> String {
-        self.inner.jitter().spelling()
+    pub fn jitter(&self) -> napi::Result<String> {
+        guarded(|| Ok(self.inner.jitter().spelling()))
     }
 }
 

@@ -28,8 +28,8 @@ pub fn virtual_time_disable() -> napi::Result<()> {
 
 /// Whether virtual time is on.
 #[napi]
-pub fn virtual_time_is_on() -> bool {
-    testing::is_on()
+pub fn virtual_time_is_on() -> napi::Result<bool> {
+    guarded(|| Ok(testing::is_on()))
 }
 
 /// The virtual clock's time in milliseconds (NaN when virtual time is off).
