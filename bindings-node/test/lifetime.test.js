@@ -87,7 +87,7 @@ test('10,000 concurrent calls under one aborted signal all reject with its reaso
   assert.ok(settled.every((s) => s.status === 'rejected' && s.reason === reason));
 });
 
-test('memory stays flat over 100,000 calls', async () => {
+test('memory stays flat over 300,000 calls', async () => {
   const script = `
     const { Retrier } = require('.');
     const reset = () => Object.assign(new Error('reset'), { code: 'ECONNRESET' });
@@ -113,20 +113,31 @@ test('memory stays flat over 100,000 calls', async () => {
       await batch(200000);
       await new Promise((r) => setTimeout(r, 50));
       const before = settle();
-      await batch(100000);
-      await new Promise((r) => setTimeout(r, 50));
-      const after = settle();
+      // Three measured rounds: a leak grows RSS in every round, while the allocator and
+      // V8 resize their pools now and then (one-off jumps of several MB on this machine).
+      const rss = [before.rss];
+      let after = before;
+      for (let round = 0; round < 3; round++) {
+        await batch(100000);
+        await new Promise((r) => setTimeout(r, 50));
+        after = settle();
+        rss.push(after.rss);
+      }
+      const steps = rss.slice(1).map((v, i) => v - rss[i]);
       const live = require('./lib/native').callsInProgress();
-      if (process.env.RETRYRS_MEM_DEBUG) console.error(before.rss, after.rss);
-      console.log(JSON.stringify({ heap: after.heapUsed - before.heapUsed, rss: after.rss - before.rss, live }));
+      if (process.env.RETRYRS_MEM_DEBUG) console.error(rss);
+      console.log(JSON.stringify({ heap: after.heapUsed - before.heapUsed, steps, live }));
     })();
   `;
-  const { code, out } = await runNode(['--expose-gc'], script, 120_000);
+  const { code, out } = await runNode(['--expose-gc'], script, 240_000);
   assert.equal(code, 0);
   const growth = JSON.parse(out);
   // A leaked call (its native state, its JS wrapper, its closure) is hundreds of bytes:
   // 100,000 of them would be tens of megabytes.
-  assert.ok(growth.heap < 2 * 1024 * 1024, `JS heap grew by ${growth.heap} bytes`);
-  assert.ok(growth.rss < 16 * 1024 * 1024, `RSS grew by ${growth.rss} bytes`);
+  assert.ok(growth.heap < 2 * 1024 * 1024, `JS heap grew by ${growth.heap} bytes over 300,000 calls`);
+  // The smallest of the three rounds' growth: a leak of even 100 bytes a call shows in
+  // every round (10 MB each); the pools' occasional resizing does not.
+  const least = Math.min(...growth.steps);
+  assert.ok(least < 8 * 1024 * 1024, `RSS grew in every round of 100,000 calls: ${growth.steps.join(', ')} bytes`);
   assert.equal(growth.live, 0, 'no engine call is left in progress');
 });
