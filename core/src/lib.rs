@@ -43,3 +43,8 @@ pub use retry_after::{is_retryable_status, parse_retry_after, parse_retry_after_
 
 /// The crate version, as in Cargo.toml.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The README's Rust example compiles and runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
