@@ -21,6 +21,9 @@ async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tup
     start = r._start()
     timeout = r.attempt_timeout
     kw = kwargs or {}
+    # The attempt is written out here and again in _retry on purpose: a shared helper
+    # costs the asyncio happy path ~35 ns a call (measured with bench/python, 1.70x ->
+    # 1.85x the hand loop).
     try:
         if timeout is None:
             value = await fn(*args, **kw)
