@@ -128,6 +128,7 @@ impl Retrier {
             },
         };
         let cancel = run.cancel;
+        let has_listener = run.listener.is_some();
         let listener = &mut run.listener;
         let mut notify = |event: &Event<'_>, error: Option<&E>| {
             if let Some(listen) = listener.as_mut() {
@@ -144,7 +145,9 @@ impl Retrier {
         loop {
             let error = match op(call.attempt()) {
                 Ok(value) => {
-                    let _ = call.record(Verdict::Success, clock.now(), &mut |e| notify(e, None));
+                    // Only the Success event shows this time: without a listener, skip the read.
+                    let now = if has_listener { clock.now() } else { call.started_at() };
+                    let _ = call.record(Verdict::Success, now, &mut |e| notify(e, None));
                     return Ok(value);
                 }
                 Err(error) => error,
