@@ -20,8 +20,10 @@ PY_NATIVE_SRC := $(wildcard bindings-python/src/*.rs core/src/*.rs) bindings-pyt
 $(PY):
 	python3 -m venv $(VENV)
 
-$(PY_DEPS_STAMP): | $(PY)
-	$(PY) -m pip install --quiet --disable-pip-version-check "maturin>=1.5,<2" "pytest>=7" "mypy>=1.8"
+# requirements-http.txt: the real HTTP clients retryrs.http is tested with (pinned).
+$(PY_DEPS_STAMP): bindings-python/requirements-http.txt | $(PY)
+	$(PY) -m pip install --quiet --disable-pip-version-check "maturin>=1.5,<2" "pytest>=7" "mypy>=1.8" \
+		-r bindings-python/requirements-http.txt
 	touch $@
 
 $(PY_NATIVE_STAMP): $(PY_NATIVE_SRC) $(PY_DEPS_STAMP)

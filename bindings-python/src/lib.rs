@@ -13,6 +13,7 @@ mod errors;
 mod event;
 mod hooks;
 mod host;
+mod http;
 mod options;
 mod retrier;
 mod state;
@@ -31,12 +32,15 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<host::VirtualTime>()?;
     m.add_function(wrap_pyfunction!(host::parse_retry_after, m)?)?;
     m.add_function(wrap_pyfunction!(host::is_retryable_status, m)?)?;
+    m.add_function(wrap_pyfunction!(http::_http_transient, m)?)?;
+    m.add_function(wrap_pyfunction!(http::redact_url, m)?)?;
     m.add_function(wrap_pyfunction!(host::_testing_enable, m)?)?;
     m.add_function(wrap_pyfunction!(host::_testing_disable, m)?)?;
     m.add_function(wrap_pyfunction!(host::_testing_is_on, m)?)?;
     m.add_function(wrap_pyfunction!(host::_testing_advance, m)?)?;
     m.add_function(wrap_pyfunction!(host::_testing_now, m)?)?;
     m.add("RETRYABLE_STATUSES", pyo3::types::PyTuple::new(m.py(), retryrs::RETRYABLE_STATUSES)?)?;
+    m.add("IDEMPOTENT_METHODS", pyo3::types::PyTuple::new(m.py(), retryrs::IDEMPOTENT_METHODS)?)?;
     m.add("__version__", retryrs::VERSION)?;
     Ok(())
 }

@@ -138,6 +138,25 @@ impl Retrier {
         Retrier { hooks: self.hooks.clone(), cancel: Some(token) }
     }
 
+    /// The same retrier (policy, listener, budget, attempt timeout, cancel token) with
+    /// another classification: `retry_on` a tuple of exception classes, `retry_after` the
+    /// hint hook (None: the exception's `retry_after` attribute). The HTTP helpers use it:
+    /// their verdicts come from the core's HTTP rules, not from the user's `retry_on`.
+    #[pyo3(signature = (retry_on, retry_after=None))]
+    fn _with_classifier(&self, py: Python<'_>, retry_on: Py<PyAny>, retry_after: Option<Py<PyAny>>) -> Self {
+        let h = &*self.hooks;
+        let hooks = Hooks::new(
+            py,
+            h.policy.clone(),
+            RetryOn::Classes(retry_on),
+            retry_after,
+            h.on_event.as_ref().map(|f| f.clone_ref(py)),
+            h.budget.as_ref().map(|b| b.clone_ref(py)),
+            h.attempt_timeout,
+        );
+        Retrier { hooks: Arc::new(hooks), cancel: self.cancel.as_ref().map(|t| t.clone_ref(py)) }
+    }
+
     #[getter]
     fn cancel_token(&self, py: Python<'_>) -> Option<Py<PyCancelToken>> {
         self.cancel.as_ref().map(|t| t.clone_ref(py))

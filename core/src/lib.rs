@@ -29,6 +29,7 @@ pub mod clock;
 pub mod engine;
 pub mod event;
 pub mod executor;
+pub mod http;
 pub mod policy;
 pub mod retry_after;
 
@@ -38,6 +39,7 @@ pub use clock::{testing, Clock, SystemClock, VirtualClock};
 pub use engine::{cancelled_before_start, duration_from_ms, Call, Decision, Resume, StateError, Stop, Verdict};
 pub use event::{Event, EventKind, ExhaustReason};
 pub use executor::{Retrier, RetryError, Run};
+pub use http::{http_transient, is_idempotent, redact_url, HttpOutcome, IDEMPOTENT_METHODS};
 pub use policy::{Jitter, Policy, PolicyBuilder, PolicyError};
 pub use retry_after::{is_retryable_status, parse_retry_after, parse_retry_after_ms, RETRYABLE_STATUSES};
 

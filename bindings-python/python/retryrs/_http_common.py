@@ -1,0 +1,139 @@
+"""What the HTTP helpers share: the failures a retried request raises inside the
+Retrier, the one call into the core's HTTP rules, and how an exhausted call ends.
+
+Every verdict comes from the core (``_native._http_transient``); this module only says
+which client outcome is a status, a connect failure or another network failure.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, Optional, Tuple
+
+from . import _native
+from ._errors import RetryExhausted
+
+IDEMPOTENT_METHODS: Tuple[str, ...] = _native.IDEMPOTENT_METHODS
+
+
+class HTTPRetryError(Exception):
+    """Base of the failures the HTTP helpers hand their Retrier. ``method`` and ``url``
+    (redacted: no credentials, no signing query values) name the request."""
+
+    def __init__(self, message: str, method: str, url: str) -> None:
+        super().__init__(message)
+        self.method = method
+        self.url = url
+
+
+class RetryableStatus(HTTPRetryError):
+    """A response with a retryable status, for a method that may be retried.
+
+    ``status``; ``retry_after``: its raw ``Retry-After`` header (the engine's hint), or
+    None. Its body was read and its connection released before the wait. When retries run
+    out on it, the helper returns the response itself, as the client would have.
+    """
+
+    def __init__(self, status: int, method: str, url: str, retry_after: Optional[str], response: Any) -> None:
+        super().__init__(f"HTTP {status} from {method} {url}", method, url)
+        self.status = status
+        self.retry_after = retry_after
+        # Not public, and dropped once a later attempt starts: headers stay out of events.
+        self._response = response
+
+
+class RequestFailed(HTTPRetryError):
+    """A network failure the core calls transient: ``connect`` is True when no connection
+    was made (the request was never sent). ``__cause__`` is the client's own exception,
+    kept out of the message because clients put the URL (and its query) in theirs."""
+
+    def __init__(self, method: str, url: str, connect: bool, cause: BaseException) -> None:
+        what = "could not connect" if connect else "failed"
+        super().__init__(f"{method} {url} {what}: {_describe(cause)}", method, url)
+        self.connect = connect
+        self.__cause__ = cause
+
+
+def _describe(exc: BaseException) -> str:
+    """The innermost OS error's text (e.g. "Connection refused"), else the class name."""
+    seen = set()
+    todo = [exc]
+    while todo:
+        e = todo.pop(0)
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, OSError) and (e.errno or e.strerror):
+            # The errno's own text: asyncio's strerror carries the address.
+            text = os.strerror(e.errno) if isinstance(e.errno, int) and e.errno > 0 else e.strerror
+            return f"{text} ({type(exc).__name__})"
+        todo.extend(x for x in (e.__cause__, e.__context__, getattr(e, "reason", None)) if isinstance(x, BaseException))
+        todo.extend(a for a in e.args if isinstance(a, BaseException))
+    return type(exc).__name__
+
+
+class Rules:
+    """A helper's ``methods`` and ``statuses``, checked once, and the one call site of the
+    core's HTTP classification."""
+
+    __slots__ = ("methods", "statuses")
+
+    def __init__(self, methods: Optional[Iterable[str]], statuses: Optional[Iterable[int]]) -> None:
+        self.methods = None if methods is None else _methods(methods)
+        self.statuses = None if statuses is None else _statuses(statuses)
+
+    def transient(self, method: str, outcome: Any) -> bool:
+        """``outcome``: a status, ``"connect"`` or ``"network"``."""
+        return _native._http_transient(method, outcome, self.methods, self.statuses)
+
+
+def _methods(methods: Iterable[str]) -> Tuple[str, ...]:
+    if isinstance(methods, (str, bytes)):
+        raise TypeError(f"methods must be a collection of method names such as ('GET', 'PUT'), got the string {methods!r}")
+    out = []
+    for m in methods:
+        if not isinstance(m, str) or not m:
+            raise TypeError(f"methods must hold non-empty str method names, got {m!r}")
+        out.append(m.upper())
+    return tuple(out)
+
+
+def _statuses(statuses: Iterable[int]) -> Tuple[int, ...]:
+    if isinstance(statuses, (str, bytes, int)):
+        raise TypeError(f"statuses must be a collection of ints such as (503, 429), got {statuses!r}")
+    out = []
+    for s in statuses:
+        if isinstance(s, bool) or not isinstance(s, int) or not 100 <= s <= 599:
+            raise ValueError(f"statuses must hold HTTP statuses (ints from 100 to 599), got {s!r}")
+        out.append(s)
+    return tuple(out)
+
+
+_CLASSES = (RetryableStatus, RequestFailed)
+
+
+def http_retrier(retrier: Optional[_native.Retrier]) -> _native.Retrier:
+    """The user's retrier (policy, listener, budget, deadline, cancel token) deciding by
+    the HTTP rules: only the helpers' own failures are transient, and their hint is the
+    ``retry_after`` they carry."""
+    if retrier is None:
+        retrier = _native.Retrier()
+    elif not isinstance(retrier, _native.Retrier):
+        raise TypeError(f"retrier must be a retryrs.Retrier or None, got {type(retrier).__name__}")
+    return retrier._with_classifier(_CLASSES)
+
+
+def final_response(exc: RetryExhausted) -> Any:
+    """Retries ran out: on a status, the last response (as the client would have returned
+    it); on a network failure, None (the caller re-raises ``exc``)."""
+    last = exc.last_error
+    if isinstance(last, RetryableStatus):
+        return last._response
+    return None
+
+
+def redact_url(url: str) -> str:
+    """The URL as events, errors and logs show it: ``user:password@`` becomes
+    ``REDACTED:REDACTED@`` and the values of ``AWSAccessKeyId``, ``Signature``, ``sig``
+    and ``X-Goog-Signature`` become ``REDACTED`` (OpenTelemetry's ``url.full`` rule)."""
+    return _native.redact_url(url)

@@ -1,0 +1,168 @@
+"""``RetryingTransport`` and ``AsyncRetryingTransport``: httpx transports that send
+each request through a retryrs Retrier around an inner transport. One attempt is one
+request; the core decides which outcomes are transient (``retryrs._http_common.Rules``)."""
+
+from __future__ import annotations
+
+from typing import Iterable, List, Optional
+
+try:
+    import httpx
+except ImportError as e:  # pragma: no cover - exercised by the missing-extra test
+    raise ImportError("retryrs.http.RetryingTransport needs httpx: pip install 'retryrs[httpx]'") from e
+
+from . import _native
+from ._errors import RetryExhausted
+from ._http_common import RequestFailed, RetryableStatus, Rules, final_response, http_retrier, redact_url
+
+# httpx's failures in the core's words: no connection was made, or it broke afterwards.
+_CONNECT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+_NETWORK = (httpx.ReadError, httpx.WriteError, httpx.CloseError, httpx.ReadTimeout, httpx.WriteTimeout, httpx.RemoteProtocolError)
+
+
+def _replayable(request: httpx.Request) -> bool:
+    # bytes/str bodies (and none) are a ByteStream. A generator would raise StreamConsumed
+    # on a second pass, and a file object would be re-read from where the first pass
+    # left it: an empty body under the old Content-Length. Those are sent once.
+    return isinstance(request.stream, httpx.ByteStream)
+
+
+class _Base:
+    def __init__(self, retrier: Optional[_native.Retrier], methods: Optional[Iterable[str]], statuses: Optional[Iterable[int]]) -> None:
+        self._rules = Rules(methods, statuses)
+        self._retrier = http_retrier(retrier)
+
+    @property
+    def retrier(self) -> _native.Retrier:
+        return self._retrier
+
+    def _failure(self, method: str, url: str, exc: BaseException) -> Optional[RequestFailed]:
+        outcome = "connect" if isinstance(exc, _CONNECT) else "network" if isinstance(exc, _NETWORK) else None
+        if outcome is not None and self._rules.transient(method, outcome):
+            return RequestFailed(method, url, outcome == "connect", exc)
+        return None
+
+
+class RetryingTransport(_Base, httpx.BaseTransport):
+    """``httpx.Client(transport=RetryingTransport(retrier))``: retries what the core's HTTP
+    rules call transient, with the Retrier's backoff, Retry-After, deadline, budget,
+    events and cancel token. ``transport`` is the one that sends (default
+    ``httpx.HTTPTransport()``). Out of retries on a status: the last response; on a
+    network failure: ``RetryExhausted``. A streamed or file body is sent once."""
+
+    def __init__(
+        self,
+        retrier: Optional[_native.Retrier] = None,
+        *,
+        transport: Optional[httpx.BaseTransport] = None,
+        methods: Optional[Iterable[str]] = None,
+        statuses: Optional[Iterable[int]] = None,
+    ) -> None:
+        if transport is not None and not isinstance(transport, httpx.BaseTransport):
+            raise TypeError(f"transport must be an httpx.BaseTransport, got {type(transport).__name__}")
+        super().__init__(retrier, methods, statuses)
+        self._transport = transport if transport is not None else httpx.HTTPTransport()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        inner = self._transport
+        if not _replayable(request):
+            return inner.handle_request(request)
+        method = request.method
+        url = redact_url(str(request.url))
+        held: List[Optional[RetryableStatus]] = [None]
+
+        def attempt() -> httpx.Response:
+            if held[0] is not None:
+                held[0]._response = None
+                held[0] = None
+            try:
+                resp = inner.handle_request(request)
+            except httpx.TransportError as e:
+                failed = self._failure(method, url, e)
+                if failed is None:
+                    raise
+                raise failed from e
+            if self._rules.transient(method, resp.status_code):
+                retry_after = resp.headers.get("Retry-After")
+                try:
+                    resp.read()  # kept on the response; frees the connection for reuse
+                finally:
+                    resp.close()
+                failure = RetryableStatus(resp.status_code, method, url, retry_after, resp)
+                held[0] = failure
+                raise failure
+            return resp
+
+        try:
+            return self._retrier.call(attempt)
+        except RetryExhausted as e:
+            resp = final_response(e)
+            if resp is None:
+                raise
+            return resp  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self._transport.close()
+
+
+class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
+    """``httpx.AsyncClient(transport=AsyncRetryingTransport(retrier))``: as
+    ``RetryingTransport``, waiting on the event loop; cancelling the task ends a wait at
+    once. ``transport`` defaults to ``httpx.AsyncHTTPTransport()``."""
+
+    def __init__(
+        self,
+        retrier: Optional[_native.Retrier] = None,
+        *,
+        transport: Optional[httpx.AsyncBaseTransport] = None,
+        methods: Optional[Iterable[str]] = None,
+        statuses: Optional[Iterable[int]] = None,
+    ) -> None:
+        if transport is not None and not isinstance(transport, httpx.AsyncBaseTransport):
+            raise TypeError(f"transport must be an httpx.AsyncBaseTransport, got {type(transport).__name__}")
+        super().__init__(retrier, methods, statuses)
+        self._transport = transport if transport is not None else httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        inner = self._transport
+        if not _replayable(request):
+            return await inner.handle_async_request(request)
+        method = request.method
+        url = redact_url(str(request.url))
+        held: List[Optional[RetryableStatus]] = [None]
+
+        async def attempt() -> httpx.Response:
+            if held[0] is not None:
+                held[0]._response = None
+                held[0] = None
+            try:
+                resp = await inner.handle_async_request(request)
+            except httpx.TransportError as e:
+                failed = self._failure(method, url, e)
+                if failed is None:
+                    raise
+                raise failed from e
+            if self._rules.transient(method, resp.status_code):
+                retry_after = resp.headers.get("Retry-After")
+                try:
+                    await resp.aread()
+                finally:
+                    await resp.aclose()
+                failure = RetryableStatus(resp.status_code, method, url, retry_after, resp)
+                held[0] = failure
+                raise failure
+            return resp
+
+        try:
+            return await self._retrier.call_async(attempt)
+        except RetryExhausted as e:
+            resp = final_response(e)
+            if resp is None:
+                raise
+            return resp  # type: ignore[no-any-return]
+
+    async def aclose(self) -> None:
+        await self._transport.aclose()
+
+
+__all__ = ["RetryingTransport", "AsyncRetryingTransport"]

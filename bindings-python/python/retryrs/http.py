@@ -1,0 +1,67 @@
+"""retryrs for the HTTP clients you already use: one line to gain retries.
+
+    import requests
+    from retryrs import Retrier
+    from retryrs.http import RetryingAdapter
+
+    session = requests.Session()
+    session.mount("https://", RetryingAdapter(Retrier(max_attempts=4, name="rates")))
+
+    import httpx
+    from retryrs.http import RetryingTransport, AsyncRetryingTransport
+    client = httpx.Client(transport=RetryingTransport(Retrier(name="rates")))
+    aclient = httpx.AsyncClient(transport=AsyncRetryingTransport(Retrier(name="rates")))
+
+Which outcomes are retried is decided by the core, the same in every host: a failed
+connection for every method; another network failure or a status in
+``RETRYABLE_STATUSES`` (408, 425, 429, 500, 502, 503, 504) for the idempotent methods
+(``IDEMPOTENT_METHODS``), or the ``methods``/``statuses`` you list. The Retrier brings its
+policy, Retry-After handling, deadline, budget, events and cancel token; its own
+``retry_on`` and ``retry_after`` hooks are not used here.
+
+``RetryingAdapter`` needs ``retryrs[requests]``; the transports need ``retryrs[httpx]``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._http_common import IDEMPOTENT_METHODS, HTTPRetryError, RequestFailed, RetryableStatus, redact_url
+from ._native import RETRYABLE_STATUSES
+
+if TYPE_CHECKING:
+    from ._http_httpx import AsyncRetryingTransport, RetryingTransport
+    from ._http_requests import RetryingAdapter
+
+__all__ = [
+    "RetryingAdapter",
+    "RetryingTransport",
+    "AsyncRetryingTransport",
+    "HTTPRetryError",
+    "RetryableStatus",
+    "RequestFailed",
+    "IDEMPOTENT_METHODS",
+    "RETRYABLE_STATUSES",
+    "redact_url",
+]
+
+# The client libraries are optional: each class is imported on first use, and a
+# missing one fails then, naming the extra to install.
+_LAZY = {
+    "RetryingAdapter": "._http_requests",
+    "RetryingTransport": "._http_httpx",
+    "AsyncRetryingTransport": "._http_httpx",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'retryrs.http' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module, __package__), name)
+
+
+def __dir__() -> list:  # type: ignore[type-arg]
+    return sorted(set(globals()) | set(_LAZY))

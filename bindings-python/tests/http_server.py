@@ -1,0 +1,121 @@
+"""A scripted HTTP/1.1 server on loopback for the retryrs.http tests, with keep-alive (so
+a leaked connection shows) and counts of what it saw.
+
+Each path has a script of steps, played in order, the last repeating: an int status, a
+(status, retry_after) pair, or "reset" (the connection is dropped with a TCP RST after
+the request is read: no response). Unscripted paths answer 200 "ok".
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+from collections import defaultdict
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Dict, List, Tuple
+
+
+class ScriptedServer:
+    def __init__(self) -> None:
+        self.scripts: Dict[str, List[Any]] = {}
+        self.requests: Dict[str, List[Tuple[str, bytes]]] = defaultdict(list)
+        self.accepted = 0
+        self.open = 0
+        self.lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server.daemon_threads = True
+        self.base = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def script(self, path: str, steps: List[Any]) -> str:
+        with self.lock:
+            self.scripts[path] = list(steps)
+        return self.base + path
+
+    def hits(self, path: str) -> int:
+        with self.lock:
+            return len(self.requests[path])
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> "ScriptedServer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _read_body(h: BaseHTTPRequestHandler) -> bytes:
+    if h.headers.get("Transfer-Encoding", "").lower() == "chunked":
+        out = b""
+        while True:
+            size = int(h.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                while h.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    pass
+                return out
+            out += h.rfile.read(size)
+            h.rfile.readline()
+    n = int(h.headers.get("Content-Length") or 0)
+    return h.rfile.read(n) if n else b""
+
+
+def _handler(server: ScriptedServer) -> type:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body go out as separate writes
+
+        def setup(self) -> None:
+            super().setup()
+            with server.lock:
+                server.accepted += 1
+                server.open += 1
+
+        def finish(self) -> None:
+            try:
+                super().finish()
+            finally:
+                with server.lock:
+                    server.open -= 1
+
+        def _handle(self) -> None:
+            body = _read_body(self)
+            path = self.path.split("?")[0]
+            with server.lock:
+                server.requests[path].append((self.command, body))
+                n = len(server.requests[path])
+                steps = server.scripts.get(path) or [200]
+                step = steps[min(n, len(steps)) - 1]
+            if step == "reset":
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.close_connection = True
+                return
+            status, retry_after = step if isinstance(step, tuple) else (step, None)
+            payload = b"ok" if status == 200 else f"HTTP {status} body".encode()
+            self.send_response(status)
+            if retry_after is not None:
+                self.send_header("Retry-After", retry_after)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(payload)
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _handle
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    return Handler
+
+
+def closed_port() -> int:
+    """A loopback port nobody listens on (bound, then released)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return int(port)
