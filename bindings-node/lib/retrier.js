@@ -294,12 +294,21 @@ function attachCause(err, original) {
   }
 }
 
+// Options already normalised, for a retrier derived from another (see withClassifier).
+const DERIVED = Symbol('retryrs.derived');
+let derive;
+
 class Retrier {
   #o;
 
   /** @param {object} [options] see index.d.ts */
   constructor(options) {
-    this.#o = normalise(options);
+    const derived = options !== null && typeof options === 'object' ? options[DERIVED] : undefined;
+    this.#o = derived !== undefined ? derived : normalise(options);
+  }
+
+  static {
+    derive = (retrier, hooks) => new Retrier({ [DERIVED]: Object.freeze({ ...retrier.#o, ...hooks }) });
   }
 
   /** The retrier's name, as events and errors carry it. */
@@ -359,4 +368,14 @@ class Retrier {
   }
 }
 
-module.exports = { Retrier, AttemptContext };
+/**
+ * The same retrier (policy, listener, budget, attempt timeout) deciding with other hooks:
+ * `shouldRetry` and `retryAfterMs`. The HTTP helper uses it: its verdicts are the core's
+ * HTTP rules, not the user's predicate. Not part of the public API.
+ */
+function withClassifier(retrier, shouldRetry, retryAfterMs) {
+  if (!(retrier instanceof Retrier)) throw new TypeError(`retrier must be a Retrier, got ${typeName(retrier)}`);
+  return derive(retrier, { shouldRetry, retryAfterMs });
+}
+
+module.exports = { Retrier, AttemptContext, withClassifier };

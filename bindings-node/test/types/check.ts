@@ -58,3 +58,32 @@ new Retrier({ jitter: 'gaussian' });
 new Retrier({ maxAttempt: 3 });
 
 void main;
+
+// retryrs/fetch: the wrapper keeps the wrapped fetch's type.
+import { retryingFetch, RetryableStatusError, RequestFailedError, redactUrl } from 'retryrs/fetch';
+
+const plain = retryingFetch({ retrier: r, methods: ['GET', 'PUT'], statuses: [503, 429] });
+void plain;
+type Tiny = (input: string, init?: { method?: string; signal?: unknown }) => Promise<{ status: number }>;
+const tiny: Tiny = async () => ({ status: 200 });
+const wrapped: Tiny = retryingFetch({ fetch: tiny });
+void wrapped;
+function onError(e: unknown): void {
+  if (e instanceof RetryableStatusError) {
+    const s: number = e.status;
+    const ra: number | undefined = e.retryAfterMs;
+    void s, ra;
+  } else if (e instanceof RequestFailedError) {
+    const c: boolean = e.connect;
+    void c;
+  }
+}
+void onError;
+const red: string = redactUrl('http://u:p@h/');
+void red;
+// @ts-expect-error statuses are numbers
+retryingFetch({ statuses: ['503'] });
+// @ts-expect-error no such option
+retryingFetch({ retries: 3 });
+// @ts-expect-error retrier must be a Retrier
+retryingFetch({ retrier: { maxAttempts: 3 } });

@@ -1,0 +1,6 @@
+// retryrs/fetch (ES module): re-exports the CommonJS build, so both share one addon and
+// one Retrier class.
+import cjs from './fetch.js';
+
+export const { retryingFetch, redactUrl, HttpRetryError, RetryableStatusError, RequestFailedError, IDEMPOTENT_METHODS } = cjs;
+export default cjs;

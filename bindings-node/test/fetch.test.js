@@ -1,0 +1,256 @@
+'use strict';
+// retryrs/fetch against a real loopback server, with Node's global fetch and with
+// undici's fetch passed in.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const undici = require('undici');
+const { Retrier, RetryBudget, RetryExhaustedError, testing } = require('retryrs');
+const { retryingFetch, RetryableStatusError, RequestFailedError, redactUrl, IDEMPOTENT_METHODS } = require('retryrs/fetch');
+const { startServer, closedPort } = require('./http-server');
+
+/** A retrier with no backoff wait (Retry-After still applies) that records events. */
+function fast(options = {}) {
+  const events = [];
+  const retrier = new Retrier({ initialDelayMs: 0, jitter: 'none', onEvent: (e) => events.push(e), ...options });
+  return { retrier, events };
+}
+
+const FETCHES = [
+  ['global fetch', undefined],
+  ['undici fetch', undici.fetch],
+];
+
+for (const [label, impl] of FETCHES) {
+  const make = (retrier, more = {}) => retryingFetch({ retrier, ...(impl ? { fetch: impl } : {}), ...more });
+
+  test(`${label}: 503, 503, 429 Retry-After: 1, 200 makes four requests and the third wait is the server's`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    const url = s.script([503, 503, [429, '1'], 200]);
+    const { retrier, events } = fast();
+    const t0 = performance.now();
+    const res = await make(retrier)(url);
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), 'ok');
+    assert.ok(performance.now() - t0 >= 990);
+    assert.equal(s.hits(url), 4);
+    const failed = events.filter((e) => e.kind === 'attempt_failed');
+    assert.deepEqual(failed.map((e) => e.error.status), [503, 503, 429]);
+    assert.ok(failed.every((e) => e.error instanceof RetryableStatusError && e.error.method === 'GET' && e.error.url === url));
+    const retrying = events.filter((e) => e.kind === 'retrying');
+    assert.ok(retrying[2].delayMs >= 1000 && retrying[0].delayMs < 1000);
+    assert.equal(events.at(-1).kind, 'success');
+    assert.equal(events.at(-1).attempt, 4);
+  });
+
+  test(`${label}: an HTTP-date Retry-After is the minimum wait (virtual time)`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    const url = s.script([[503, new Date(Date.now() + 3000).toUTCString()], 200]);
+    const { retrier, events } = fast();
+    await testing.scoped(async () => {
+      assert.equal((await make(retrier)(url)).status, 200);
+    });
+    const delays = events.filter((e) => e.kind === 'retrying').map((e) => e.delayMs);
+    assert.equal(delays.length, 1);
+    assert.ok(delays[0] >= 1500 && delays[0] <= 3000, String(delays[0]));
+  });
+
+  test(`${label}: a 404 is returned at once`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    const url = s.script([404, 200]);
+    const { retrier, events } = fast();
+    assert.equal((await make(retrier)(url)).status, 404);
+    assert.equal(s.hits(url), 1);
+    assert.deepEqual(events.map((e) => e.kind), ['success']);
+  });
+
+  test(`${label}: a POST answered 503 is not retried; a POST answered by a reset rejects with fetch's error`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    const { retrier } = fast();
+    const url = s.script([503, 200]);
+    assert.equal((await make(retrier)(url, { method: 'POST', body: 'x' })).status, 503);
+    assert.equal(s.hits(url), 1);
+    const reset = s.script(['reset', 200]);
+    await assert.rejects(make(retrier)(reset, { method: 'POST', body: 'x' }), (err) => err instanceof TypeError && !(err instanceof RequestFailedError));
+    assert.equal(s.hits(reset), 1);
+  });
+
+  test(`${label}: a POST to a closed port is retried (the connection was refused: never sent)`, async () => {
+    const { retrier, events } = fast({ maxAttempts: 3 });
+    const err = await make(retrier)(`http://127.0.0.1:${await closedPort()}/x`, { method: 'POST', body: 'x' }).then(
+      () => assert.fail('resolved'),
+      (e) => e,
+    );
+    assert.ok(err instanceof RetryExhaustedError);
+    assert.equal(err.attempts, 3);
+    assert.ok(err.cause instanceof RequestFailedError && err.cause.connect);
+    assert.match(err.cause.message, /could not connect: ECONNREFUSED/);
+    assert.equal(events.filter((e) => e.kind === 'retrying').length, 2);
+  });
+
+  test(`${label}: a PUT is retried, on a status and on a reset`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    const url = s.script([503, 'reset', 200]);
+    const { retrier } = fast();
+    const res = await make(retrier)(url, { method: 'PUT', body: 'payload' });
+    assert.equal(res.status, 200);
+    assert.deepEqual(s.requests.get(new URL(url).pathname).map((r) => r.body), ['payload', 'payload', 'payload']);
+  });
+
+  test(`${label}: out of retries on 503, the last 503 response is returned, body and all`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    const url = s.script([503]);
+    const { retrier, events } = fast({ maxAttempts: 3 });
+    const res = await make(retrier)(url);
+    assert.equal(res.status, 503);
+    assert.equal(res.url, url);
+    assert.equal(await res.text(), 'HTTP 503 body');
+    assert.equal(s.hits(url), 3);
+    assert.equal(events.at(-1).kind, 'exhausted');
+    assert.equal(events.at(-1).error.status, 503);
+  });
+
+  test(`${label}: out of retries on resets, RetryExhaustedError with the reset as cause`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    const url = s.script(['reset']);
+    const { retrier } = fast({ maxAttempts: 3 });
+    const err = await make(retrier)(url).then(() => assert.fail('resolved'), (e) => e);
+    assert.ok(err instanceof RetryExhaustedError);
+    assert.ok(err.cause instanceof RequestFailedError && !err.cause.connect);
+    assert.ok(err.cause.cause instanceof TypeError); // fetch's "fetch failed"
+    assert.equal(s.hits(url), 3);
+  });
+
+  test(`${label}: a Retry-After past the deadline ends at once and the caller gets the 503`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    const url = s.script([[503, '3600'], 200]);
+    const { retrier, events } = fast(); // the default 15 s deadline
+    const t0 = performance.now();
+    assert.equal((await make(retrier)(url)).status, 503);
+    assert.ok(performance.now() - t0 < 1000);
+    assert.equal(events.at(-1).reason, 'deadline');
+  });
+
+  test(`${label}: the budget applies`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    const url = s.script([503]);
+    const { retrier, events } = fast({ budget: new RetryBudget(1, 0.1) });
+    assert.equal((await make(retrier)(url)).status, 503);
+    assert.equal(events.at(-1).reason, 'budget');
+  });
+
+  test(`${label}: listed methods and statuses replace the defaults`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    const { retrier } = fast();
+    const post = s.script([503, 200]);
+    assert.equal((await make(retrier, { methods: ['post'] })(post, { method: 'POST', body: 'x' })).status, 200);
+    assert.equal(s.hits(post), 2);
+    const notFound = s.script([404, 200]);
+    assert.equal((await make(retrier, { statuses: [404] })(notFound)).status, 200);
+    assert.equal(s.hits(notFound), 2);
+  });
+
+  test(`${label}: no connection leaks: 100 retried calls reuse the keep-alive connections`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    const { retrier } = fast();
+    const f = make(retrier);
+    for (let i = 0; i < 100; i++) {
+      // A 1 MiB error body: more than the socket and stream buffers hold, so a response
+      // left unread would keep its connection busy and each retry would open another.
+      const res = await f(s.script([[503, undefined, 1 << 20], 200]));
+      assert.equal(await res.text(), 'ok');
+    }
+    assert.ok(s.stats.accepted <= 2, `${s.stats.accepted} connections`);
+  });
+
+  test(`${label}: aborting mid-wait rejects at once with the signal's reason`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    const url = s.script([[503, '30'], 200]);
+    const ac = new AbortController();
+    const events = [];
+    const retrier = new Retrier({ deadlineMs: null, onEvent: (e) => {
+      events.push(e);
+      if (e.kind === 'retrying') setTimeout(() => ac.abort(), 50);
+    } });
+    const t0 = performance.now();
+    await assert.rejects(make(retrier)(url, { signal: ac.signal }), (err) => err.name === 'AbortError');
+    assert.ok(performance.now() - t0 < 1000);
+    assert.equal(s.hits(url), 1);
+    assert.equal(events.at(-1).kind, 'cancelled');
+  });
+
+  test(`${label}: a streamed body, or a Request's own body, is sent once`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    const { retrier } = fast();
+    const url = s.script([503, 200]);
+    const stream = new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode('streamed')); c.close(); } });
+    assert.equal((await make(retrier)(url, { method: 'PUT', body: stream, duplex: 'half' })).status, 503);
+    assert.equal(s.hits(url), 1);
+    assert.equal(s.requests.get(new URL(url).pathname)[0].body, 'streamed');
+    const Req = impl ? undici.Request : Request;
+    const other = s.script([503, 200]);
+    assert.equal((await make(retrier)(new Req(other, { method: 'PUT', body: 'x' }))).status, 503);
+    assert.equal(s.hits(other), 1);
+    const bodiless = s.script([503, 200]);
+    assert.equal((await make(retrier)(new Req(bodiless))).status, 200);
+    assert.equal(s.hits(bodiless), 2);
+  });
+
+  test(`${label}: credentials and signatures never reach events, errors or log lines`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    const lines = [];
+    const events = [];
+    const retrier = new Retrier({ initialDelayMs: 0, maxAttempts: 2, onEvent: (e) => {
+      events.push(e);
+      lines.push(`${e.name}: ${e.kind} attempt ${e.attempt}${e.error ? `: ${e.error}` : ''}`);
+    } });
+    const f = make(retrier);
+    const signed = s.script([503], '') + '?sig=abc&x=1';
+    assert.equal((await f(signed)).status, 503);
+    const refused = `http://127.0.0.1:${await closedPort()}/x?X-Goog-Signature=abc`;
+    const errors = [];
+    await f(refused).catch((e) => errors.push(e));
+    await f(s.base.replace('http://', 'http://user:secret@') + '/y?sig=abc').catch((e) => errors.push(e));
+    assert.equal(errors.length, 2);
+    assert.ok(errors[0] instanceof RetryExhaustedError && errors[1] instanceof TypeError);
+    assert.match(lines.join('\n'), /sig=REDACTED/);
+    assert.match(errors[1].message, /REDACTED:REDACTED@/);
+    const texts = [...lines, ...errors.flatMap((e) => [String(e), e.message, String(e.cause?.message)]), ...events.map((e) => JSON.stringify(e))];
+    for (const text of texts) {
+      assert.ok(!text.includes('secret') && !text.includes('abc'), text);
+    }
+  });
+}
+
+test('bad options are refused with a clear error', () => {
+  assert.throws(() => retryingFetch({ retries: 3 }), /unknown option 'retries'/);
+  assert.throws(() => retryingFetch({ methods: 'GET' }), /methods must be an array/);
+  assert.throws(() => retryingFetch({ statuses: [99] }), /statuses must hold HTTP statuses/);
+  assert.throws(() => retryingFetch({ fetch: 3 }), /fetch must be a function/);
+  assert.throws(() => retryingFetch({ retrier: {} }), /retrier must be a Retrier/);
+  assert.throws(() => redactUrl(3), /url must be a string/);
+});
+
+test('redaction and the idempotent methods are the core\'s', () => {
+  assert.equal(redactUrl('https://u:p@h/a?Signature=s&AWSAccessKeyId=k&q=1'), 'https://REDACTED:REDACTED@h/a?Signature=REDACTED&AWSAccessKeyId=REDACTED&q=1');
+  assert.deepEqual([...IDEMPOTENT_METHODS], ['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
+});
+
+test('the ES module entry point is the same module', async () => {
+  const esm = await import('retryrs/fetch');
+  assert.equal(esm.retryingFetch, retryingFetch);
+  assert.equal(esm.RetryableStatusError, RetryableStatusError);
+});
