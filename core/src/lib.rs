@@ -29,6 +29,7 @@ pub mod clock;
 pub mod engine;
 pub mod event;
 pub mod executor;
+mod http_date;
 pub mod policy;
 pub mod retry_after;
 
