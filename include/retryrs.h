@@ -178,6 +178,9 @@ typedef struct retryrs_step {
   retryrs_reason reason;
 } retryrs_step;
 
+// How an HTTP request ended, for retryrs_http_classify().
+typedef int32_t retryrs_http_outcome;
+
 // Run attempt `step.attempt` now, then report it with retryrs_call_report().
 #define RETRYRS_ACTION_ATTEMPT 0
 
@@ -186,6 +189,17 @@ typedef struct retryrs_step {
 
 // The call is over: `step.outcome` and `step.reason` say how.
 #define RETRYRS_ACTION_STOP 2
+
+// A response arrived; `status` is its status.
+#define RETRYRS_HTTP_RESPONSE 0
+
+// The connection could not be established (refused, DNS, TLS handshake, connect
+// timeout): the request was never sent, so it is transient for every method.
+#define RETRYRS_HTTP_CONNECT_FAILED 1
+
+// Any other network failure (reset, read timeout): transient only for a method that
+// may be repeated.
+#define RETRYRS_HTTP_NETWORK_FAILED 2
 
 // Success.
 #define RETRYRS_OK 0
@@ -387,6 +401,28 @@ retryrs_status retryrs_parse_retry_after_at(const char *value,
 
 // Whether an HTTP status is worth retrying: 408, 425, 429, 500, 502, 503, 504.
 bool retryrs_is_retryable_status(int32_t status);
+
+// The core's HTTP rule, the same in every host (contract, "HTTP"). Writes to *verdict:
+// RETRYRS_TRANSIENT (retry; a Retry-After header on the response is the hint, and its
+// body should be released first), RETRYRS_SUCCESS (a response to hand back as it is:
+// the call is over) or RETRYRS_PERMANENT (a network failure that must not be repeated).
+// The verdict can be returned from an attempt callback as it is.
+//
+// `method` is the request method (compared ignoring ASCII case). `status` is read only
+// for RETRYRS_HTTP_RESPONSE. `retry_methods` (`retry_methods_len` strings) replaces the
+// idempotent methods (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) and `retry_statuses`
+// (`retry_statuses_len` values) replaces the retryable statuses (408, 425, 429, 500,
+// 502, 503, 504); NULL keeps the default list, and a non-NULL list of length 0 is empty.
+// RETRYRS_INVALID_ARGUMENT for a NULL method or verdict, an unknown outcome, a status
+// outside 0..65535, a NULL list with a nonzero length or a NULL string in the list.
+retryrs_status retryrs_http_classify(const char *method,
+                                     retryrs_http_outcome outcome,
+                                     int32_t status,
+                                     const char *const *retry_methods,
+                                     size_t retry_methods_len,
+                                     const int32_t *retry_statuses,
+                                     size_t retry_statuses_len,
+                                     retryrs_verdict *verdict);
 
 // Validates `config` and creates a retrier. On RETRYRS_INVALID_ARGUMENT nothing is
 // created and retryrs_last_error() names the knob and value ("max_attempts must be

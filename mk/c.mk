@@ -20,7 +20,7 @@ C_WARN := -Wall -Wextra -Werror -pedantic
 C_CFLAGS := -std=c11 $(C_WARN) -O1 -g -Iinclude -Itests/c -I$(C_BUILD)
 C_CXXFLAGS := -std=c++17 $(C_WARN) -O1 -g -Iinclude -Itests/c
 C_STATIC_LIBS := -lpthread -ldl -lm -lrt -lutil
-C_TEST_SRC := tests/c/main.c tests/c/harness.c tests/c/test_api.c tests/c/test_threads.c tests/c/conformance.c
+C_TEST_SRC := tests/c/main.c tests/c/harness.c tests/c/test_api.c tests/c/test_threads.c tests/c/test_contract_v2.c tests/c/conformance.c
 PREFIX ?= /usr/local
 
 # One release build of the crate serves the tests, the demo and the bench; C users get

@@ -127,8 +127,8 @@ fn stream(seed: Option<u64>) -> Pcg64Mcg {
 /// The check costs one `getpid` when an unseeded call first needs a random delay (after a
 /// failure, before a sleep); a call that succeeds never gets here.
 fn fresh_seed() -> u64 {
-    use std::cell::Cell;
     use rand::RngExt as _;
+    use std::cell::Cell;
     thread_local! {
         // The process this thread's generator was last seeded in (0: not yet checked).
         static SEEDED_IN: Cell<u32> = const { Cell::new(0) };

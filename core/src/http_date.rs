@@ -5,7 +5,8 @@
 //! RFC 850's two-digit years with a fixed 1970 pivot instead of RFC 9110's 50-year rule.
 //! The three forms have fixed layouts, so each is a few byte comparisons.
 
-const MONTHS: [&[u8; 3]; 12] = [b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec"];
+const MONTHS: [&[u8; 3]; 12] =
+    [b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec"];
 const DAYS: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
 
 /// Seconds since 1970-01-01T00:00:00Z (negative before it) of an HTTP-date in any of its
@@ -20,7 +21,14 @@ pub fn parse(value: &str, now_year: i64) -> Option<i64> {
 
 /// `Sun, 06 Nov 1994 08:49:37 GMT`
 fn imf_fixdate(s: &[u8]) -> Option<i64> {
-    if s.len() != 29 || s[3] != b',' || s[4] != b' ' || s[7] != b' ' || s[11] != b' ' || s[16] != b' ' || &s[25..] != b" GMT" {
+    if s.len() != 29
+        || s[3] != b','
+        || s[4] != b' '
+        || s[7] != b' '
+        || s[11] != b' '
+        || s[16] != b' '
+        || &s[25..] != b" GMT"
+    {
         return None;
     }
     short_weekday(&s[..3])?;

@@ -1,15 +1,6 @@
-//! Retry-After values (RFC 9110 §10.2.3) and the HTTP statuses worth retrying.
+//! Retry-After values (RFC 9110 §10.2.3).
 
 use std::time::{Duration, SystemTime};
-
-/// The statuses the helpers treat as transient: request timeout, too early, too many
-/// requests, and the server-side 500, 502, 503, 504.
-pub const RETRYABLE_STATUSES: [u16; 7] = [408, 425, 429, 500, 502, 503, 504];
-
-/// Whether an HTTP status is worth retrying.
-pub fn is_retryable_status(status: u16) -> bool {
-    RETRYABLE_STATUSES.contains(&status)
-}
 
 /// The wait a `Retry-After` value asks for, relative to `now`.
 ///
@@ -108,16 +99,6 @@ mod tests {
     fn garbage_negatives_and_fractions_mean_no_hint() {
         for bad in ["", "  ", "-5", "1.5", "+3", "1e3", "soon", "Sun, 06 Nov 1994", "12 s", "٣"] {
             assert_eq!(parse_retry_after(bad, now()), None, "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn retryable_statuses() {
-        for s in RETRYABLE_STATUSES {
-            assert!(is_retryable_status(s));
-        }
-        for s in [200, 400, 401, 404, 409, 501, 505] {
-            assert!(!is_retryable_status(s), "{s}");
         }
     }
 }

@@ -19,7 +19,8 @@ fn delays(policy: &Policy) -> Vec<u64> {
 #[test]
 fn forked_children_draw_their_own_delays_seeded_ones_do_not() {
     let unseeded = Policy::builder().initial_delay_ms(1e9).multiplier(1.0).max_delay_ms(1e9).build().unwrap();
-    let seeded = Policy::builder().initial_delay_ms(1e9).multiplier(1.0).max_delay_ms(1e9).seed(Some(9)).build().unwrap();
+    let seeded =
+        Policy::builder().initial_delay_ms(1e9).multiplier(1.0).max_delay_ms(1e9).seed(Some(9)).build().unwrap();
     // The parent has used its generator before forking, as a server would have.
     let parent = delays(&unseeded);
     let mut children = vec![];

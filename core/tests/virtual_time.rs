@@ -34,7 +34,6 @@ fn scopes_nest_by_count() {
     assert!(!testing::is_on(), "the last scope left: virtual time is off");
     assert_eq!(testing::open_scopes(), 0);
 
-
     // The inner scope leaving first hands the clock back to the outer one.
     let outer = testing::scoped();
     outer.clock().advance(Duration::from_secs(5));
