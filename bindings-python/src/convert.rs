@@ -61,11 +61,7 @@ pub fn pyfloat(x: f64) -> String {
     } else if x.is_nan() {
         "nan".into()
     } else if x.is_infinite() {
-        if x > 0.0 {
-            "inf".into()
-        } else {
-            "-inf".into()
-        }
+        if x > 0.0 { "inf".into() } else { "-inf".into() }
     } else {
         format!("{x}")
     }

@@ -74,13 +74,7 @@ impl PyEvent {
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
-        let mut s = format!(
-            "Event(kind='{}', name={}, attempt={}, elapsed={}",
-            self.kind,
-            self.name.bind(py).repr().map(|r| r.to_string()).unwrap_or_default(),
-            self.attempt,
-            crate::convert::pyfloat(self.elapsed)
-        );
+        let mut s = format!("Event(kind='{}', name={}, attempt={}, elapsed={}", self.kind, self.name.bind(py).repr().map(|r| r.to_string()).unwrap_or_default(), self.attempt, crate::convert::pyfloat(self.elapsed));
         if let Some(d) = self.delay {
             s.push_str(&format!(", delay={}", crate::convert::pyfloat(d)));
         }

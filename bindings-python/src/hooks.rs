@@ -52,17 +52,7 @@ impl Hooks {
     ) -> Self {
         let name = PyString::new(py, policy.name()).unbind();
         let wants_success = on_event.is_some() || budget.is_some();
-        Hooks {
-            policy,
-            retry_on,
-            retry_after,
-            on_event,
-            budget,
-            attempt_timeout,
-            name,
-            wants_success,
-            class_cache: Mutex::default(),
-        }
+        Hooks { policy, retry_on, retry_after, on_event, budget, attempt_timeout, name, wants_success, class_cache: Mutex::default() }
     }
 
     /// The verdict on a failure (an `Exception`; control-flow signals never get here).

@@ -63,10 +63,7 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Ho
     }
     if let Some(v) = some("jitter") {
         let text = v.cast::<PyString>().map_err(|_| {
-            PyTypeError::new_err(format!(
-                "jitter must be a str such as \"full\" or \"proportional(0.2)\", got {}",
-                repr(&v)
-            ))
+            PyTypeError::new_err(format!("jitter must be a str such as \"full\" or \"proportional(0.2)\", got {}", repr(&v)))
         })?;
         builder = builder.jitter(Jitter::from_str(&text.to_cow()?).map_err(|e| policy_error(&e, options))?);
     }
@@ -77,8 +74,7 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Ho
         Some(v) => builder = builder.deadline_ms(Some(ms(seconds(&v, "deadline")?))),
     }
     if let Some(v) = some("name") {
-        let name =
-            v.cast::<PyString>().map_err(|_| PyTypeError::new_err(format!("name must be a str, got {}", repr(&v))))?;
+        let name = v.cast::<PyString>().map_err(|_| PyTypeError::new_err(format!("name must be a str, got {}", repr(&v))))?;
         builder = builder.name(name.to_cow()?);
     }
     if let Some(v) = some("seed") {
@@ -86,12 +82,9 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Ho
     }
     let budget = match some("budget") {
         None => None,
-        Some(v) => Some(
-            v.cast::<PyRetryBudget>()
-                .map_err(|_| PyTypeError::new_err(format!("budget must be a retryrs.RetryBudget, got {}", repr(&v))))?
-                .clone()
-                .unbind(),
-        ),
+        Some(v) => Some(v.cast::<PyRetryBudget>().map_err(|_| {
+            PyTypeError::new_err(format!("budget must be a retryrs.RetryBudget, got {}", repr(&v)))
+        })?.clone().unbind()),
     };
     if let Some(b) = &budget {
         builder = builder.budget(Some(b.get().inner.clone()));
@@ -102,18 +95,14 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Ho
         None => RetryOn::Classes(py.get_type::<pyo3::exceptions::PyOSError>().into_any().unbind()),
         Some(v) => retry_on(&v)?,
     };
-    let retry_after =
-        callable_or_none(some("retry_after"), "retry_after", "a callable exc -> seconds | timedelta | None")?;
+    let retry_after = callable_or_none(some("retry_after"), "retry_after", "a callable exc -> seconds | timedelta | None")?;
     let on_event = callable_or_none(some("on_event"), "on_event", "a callable event -> None")?;
     let attempt_timeout = match some("attempt_timeout") {
         None => None,
         Some(v) => {
             let s = seconds(&v, "attempt_timeout")?;
             if !(s.is_finite() && s > 0.0) {
-                return Err(PyValueError::new_err(format!(
-                    "attempt_timeout must be finite and > 0 seconds, got {}",
-                    repr(&v)
-                )));
+                return Err(PyValueError::new_err(format!("attempt_timeout must be finite and > 0 seconds, got {}", repr(&v))));
             }
             Some(s)
         }

@@ -37,13 +37,7 @@ fn aio<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyAny>>, name: &str) -
 
 impl Retrier {
     /// The blocking executor (also behind decorated functions).
-    pub fn run(
-        &self,
-        py: Python<'_>,
-        f: &Bound<'_, PyAny>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
+    pub fn run(&self, py: Python<'_>, f: &Bound<'_, PyAny>, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
         let token = self.cancel.as_ref().map(|t| &t.get().inner);
         if token.is_some_and(|t| t.is_cancelled()) {
             return Err(self.cancelled_before_start(py));
@@ -107,13 +101,7 @@ impl Retrier {
 
     /// Calls `func(*args, **kwargs)`, retrying transient failures; returns its value.
     #[pyo3(signature = (func, /, *args, **kwargs))]
-    fn call(
-        &self,
-        py: Python<'_>,
-        func: &Bound<'_, PyAny>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
+    fn call(&self, py: Python<'_>, func: &Bound<'_, PyAny>, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
         if !func.is_callable() {
             return Err(not_callable(func));
         }
@@ -122,12 +110,7 @@ impl Retrier {
 
     /// `await r.call_async(func, *args, **kwargs)` for coroutine functions.
     #[pyo3(signature = (func, /, *args, **kwargs))]
-    fn call_async<'py>(
-        slf: &Bound<'py, Self>,
-        func: &Bound<'py, PyAny>,
-        args: &Bound<'py, PyTuple>,
-        kwargs: Option<&Bound<'py, PyDict>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    fn call_async<'py>(slf: &Bound<'py, Self>, func: &Bound<'py, PyAny>, args: &Bound<'py, PyTuple>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Bound<'py, PyAny>> {
         if !func.is_callable() {
             return Err(not_callable(func));
         }
@@ -244,9 +227,6 @@ impl Retrier {
     /// The first attempt of an async call failed: engine state starts here.
     fn _begin(&self, py: Python<'_>, start: u64) -> AsyncCall {
         let token = self.cancel.as_ref().map(|t| t.get().inner.clone());
-        AsyncCall::new(
-            CallState::begin(self.hooks.clone(), Duration::from_nanos(start), testing::clock(), token),
-            self.cancel.as_ref().map(|t| t.clone_ref(py)),
-        )
+        AsyncCall::new(CallState::begin(self.hooks.clone(), Duration::from_nanos(start), testing::clock(), token), self.cancel.as_ref().map(|t| t.clone_ref(py)))
     }
 }

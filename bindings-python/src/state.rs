@@ -85,8 +85,7 @@ impl CallState {
             }
             Decision::Stop(Stop::Exhausted(reason)) => {
                 self.errors.push(err.into_value(py));
-                let exhausted =
-                    errors::exhausted(py, self.hooks.policy.name(), self.call.attempt(), reason.as_str(), &self.errors);
+                let exhausted = errors::exhausted(py, self.hooks.policy.name(), self.call.attempt(), reason.as_str(), &self.errors);
                 self.errors.clear();
                 Err(exhausted)
             }
@@ -106,8 +105,7 @@ impl CallState {
         match self.call.after_wait(at, &mut |e| hooks.emit(py, e, last.as_ref())).map_err(state_error)? {
             Resume::Attempt(_) => Ok(()),
             Resume::Stop(Stop::Exhausted(reason)) => {
-                let exhausted =
-                    errors::exhausted(py, hooks.policy.name(), self.call.attempt(), reason.as_str(), &self.errors);
+                let exhausted = errors::exhausted(py, hooks.policy.name(), self.call.attempt(), reason.as_str(), &self.errors);
                 self.errors.clear();
                 Err(exhausted)
             }
