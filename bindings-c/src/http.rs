@@ -95,7 +95,7 @@ pub unsafe extern "C" fn retryrs_http_classify(
     retry_methods_len: usize,
     retry_statuses: *const i32,
     retry_statuses_len: usize,
-    verdict: *mut retryrs_verdict,
+    verdict: *mut retryrs_verdict_value,
 ) -> retryrs_status {
     guard_status(|| {
         if method.is_null() {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "retryrs_testing.h"
 
 #define MAX_EVENTS 256
 
