@@ -58,7 +58,7 @@ impl Backoff {
     /// Never above `max_delay`.
     pub fn next_delay_ms(&mut self, policy: &Policy, failed: u32) -> u64 {
         let cap = policy.max_delay_ms;
-        let delay = match policy.jitter {
+        match policy.jitter {
             Jitter::None => ceiling_ms(policy, failed),
             Jitter::Full => {
                 let c = ceiling_ms(policy, failed);
@@ -83,10 +83,9 @@ impl Backoff {
                 let hi = (previous * 3.0).max(initial);
                 let exact = (initial + self.unit(policy) * (hi - initial)).min(cap);
                 self.previous_ms = Some(exact);
-                return exact as u64; // floor: finite and >= 0
+                exact as u64 // floor: finite and >= 0
             }
-        };
-        delay
+        }
     }
 
     /// A uniform real in `[0, 1)` from the call's stream: the top 53 bits of one 64-bit
