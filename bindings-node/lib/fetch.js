@@ -1,6 +1,6 @@
 'use strict';
 // retryrs/fetch: a fetch with retries. One attempt is one fetch; the core decides which
-// outcomes are transient (native.httpTransient, called from `transient` only); this file
+// outcomes are transient (native.classifyHttp, called from `transient` only); this file
 // maps fetch's failures to "connect" or "network", releases retried bodies and unwraps
 // the result.
 const native = require('./native');
@@ -171,7 +171,8 @@ function retryingFetch(options) {
   const retrier = withClassifier(options.retrier ?? new Retrier(), isHttpFailure, retryAfterFromError);
   const methods = methodList(options.methods);
   const statuses = statusList(options.statuses);
-  const transient = (method, status, failure) => native.httpTransient(method, status, failure, methods, statuses);
+  // The one call into the core's HTTP rule: 'retry', 'response' or 'fail'.
+  const transient = (method, status, failure) => native.classifyHttp(method, status, failure, methods, statuses) === 'retry';
 
   return async function fetchWithRetries(input, init) {
     const request = isRequest(input) ? input : undefined;

@@ -1,166 +1,149 @@
-//! HTTP classification and URL redaction for the hosts' HTTP helpers (the contract's
-//! § HTTP): which failures of which requests are worth another attempt, decided here once
-//! so that the requests/httpx adapters, the fetch wrapper and the C example agree.
+//! HTTP classification, in one place for every host: which methods may be repeated, which
+//! statuses are worth retrying, and what a request's outcome means for the retry loop
+//! (contract, "HTTP"). The hosts' HTTP helpers ask here and decide nothing themselves.
 
-use crate::retry_after::is_retryable_status;
+/// The statuses the helpers treat as transient: request timeout, too early, too many
+/// requests, and the server-side 500, 502, 503, 504.
+pub const RETRYABLE_STATUSES: [u16; 7] = [408, 425, 429, 500, 502, 503, 504];
 
-/// The methods RFC 9110 § 9.2.2 calls idempotent (POST, PATCH and CONNECT are not):
-/// sending one twice has the effect of sending it once, so a failure after it was sent
-/// may be retried.
+/// The methods RFC 9110 defines as idempotent: repeating them is safe.
 pub const IDEMPOTENT_METHODS: [&str; 6] = ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"];
 
-/// Whether a request method is idempotent (ASCII case-insensitive: clients upper-case the
-/// standard methods, but a caller may hand over `"get"`).
+/// Whether an HTTP status is worth retrying.
+pub fn is_retryable_status(status: u16) -> bool {
+    RETRYABLE_STATUSES.contains(&status)
+}
+
+/// Whether a request method is idempotent (GET, HEAD, OPTIONS, TRACE, PUT, DELETE).
+/// Method names are compared ignoring ASCII case, since clients disagree on spelling.
 pub fn is_idempotent(method: &str) -> bool {
     IDEMPOTENT_METHODS.iter().any(|m| m.eq_ignore_ascii_case(method))
 }
 
-/// How one HTTP request ended, in the words the classification needs.
+/// How a request ended, as far as retrying cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HttpOutcome {
     /// A response arrived with this status.
     Status(u16),
-    /// No connection was made (refused, DNS, TLS handshake, connect timeout): the request
-    /// was never sent.
+    /// The connection could not be established (refused, DNS, TLS handshake, connect
+    /// timeout): the request was never sent.
     ConnectFailed,
-    /// Any other network failure (reset, read timeout, a broken response): the server
-    /// may have acted on the request.
+    /// Any other network failure (reset, read timeout): the server may have acted on it.
     NetworkFailed,
 }
 
-/// Whether an HTTP outcome is transient (worth another attempt).
-///
-/// `methods` replaces the idempotent set and `statuses` the retryable statuses
-/// ([`crate::RETRYABLE_STATUSES`]) when given. A connect failure is transient for every
-/// method; a network failure or a listed status only for a listed method; any other status
-/// is a response, returned as it is.
-pub fn http_transient(method: &str, outcome: HttpOutcome, methods: Option<&[&str]>, statuses: Option<&[u16]>) -> bool {
-    let listed = || match methods {
-        Some(list) => list.iter().any(|m| m.eq_ignore_ascii_case(method)),
-        None => is_idempotent(method),
-    };
-    match outcome {
-        HttpOutcome::ConnectFailed => true,
-        HttpOutcome::NetworkFailed => listed(),
-        HttpOutcome::Status(status) => {
-            let retryable = match statuses {
-                Some(list) => list.contains(&status),
-                None => is_retryable_status(status),
-            };
-            retryable && listed()
+/// What the retry loop does with an outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpVerdict {
+    /// Transient: retry (a Retry-After header on the response is the hint; release the
+    /// response's body first).
+    Retry,
+    /// A response to hand back as it is: the call is over, as it would be without retries.
+    Response,
+    /// A network failure that must not be repeated: the call ends with that error.
+    Fail,
+}
+
+impl HttpVerdict {
+    /// The spelling used in conformance vectors and host bindings.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            HttpVerdict::Retry => "retry",
+            HttpVerdict::Response => "response",
+            HttpVerdict::Fail => "fail",
         }
     }
 }
 
-/// The query parameters whose values OpenTelemetry's `url.full` rule redacts by default:
-/// request signatures and the access keys that go with them.
-pub const REDACTED_QUERY_KEYS: [&str; 4] = ["AWSAccessKeyId", "Signature", "sig", "X-Goog-Signature"];
+/// The user's overrides of the defaults: `None` keeps the contract's list.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HttpRules<'a> {
+    /// Methods that may be retried after a network failure or a retryable status
+    /// (replaces the idempotent set; compared ignoring ASCII case).
+    pub methods: Option<&'a [&'a str]>,
+    /// Statuses worth retrying (replaces [`RETRYABLE_STATUSES`]).
+    pub statuses: Option<&'a [u16]>,
+}
 
-/// A URL made safe for events, errors and logs, by OpenTelemetry's rule for `url.full`:
-/// credentials (`user:password@`) become `REDACTED:REDACTED@`, and the values of the
-/// signing query parameters ([`REDACTED_QUERY_KEYS`]) become `REDACTED`. Everything else
-/// is kept as given.
-pub fn redact_url(url: &str) -> String {
-    let (before_fragment, fragment) = match url.find('#') {
-        Some(i) => url.split_at(i),
-        None => (url, ""),
-    };
-    let (head, query) = match before_fragment.find('?') {
-        Some(i) => (&before_fragment[..i], Some(&before_fragment[i + 1..])),
-        None => (before_fragment, None),
-    };
-    let mut out = String::with_capacity(url.len() + 16);
-    match head.find("://") {
-        Some(i) => {
-            let authority_start = i + 3;
-            let rest = &head[authority_start..];
-            let authority_end = rest.find('/').unwrap_or(rest.len());
-            let authority = &rest[..authority_end];
-            out.push_str(&head[..authority_start]);
-            match authority.rfind('@') {
-                Some(at) => {
-                    out.push_str("REDACTED:REDACTED");
-                    out.push_str(&authority[at..]);
-                }
-                None => out.push_str(authority),
-            }
-            out.push_str(&rest[authority_end..]);
-        }
-        None => out.push_str(head),
-    }
-    if let Some(query) = query {
-        out.push('?');
-        for (i, pair) in query.split('&').enumerate() {
-            if i > 0 {
-                out.push('&');
-            }
-            let key = pair.split_once('=').map_or(pair, |(k, _)| k);
-            if pair.contains('=') && REDACTED_QUERY_KEYS.contains(&key) {
-                out.push_str(key);
-                out.push_str("=REDACTED");
-            } else {
-                out.push_str(pair);
-            }
+impl HttpRules<'_> {
+    fn retries_method(&self, method: &str) -> bool {
+        match self.methods {
+            Some(list) => list.iter().any(|m| m.eq_ignore_ascii_case(method)),
+            None => is_idempotent(method),
         }
     }
-    out.push_str(fragment);
-    out
+
+    fn retries_status(&self, status: u16) -> bool {
+        match self.statuses {
+            Some(list) => list.contains(&status),
+            None => is_retryable_status(status),
+        }
+    }
+}
+
+/// The contract's HTTP rule: a connection never established is transient for every
+/// method (nothing was sent); any other network failure, and a retryable status, are
+/// transient only for a method that may be repeated; any other status is a response.
+pub fn classify(method: &str, outcome: HttpOutcome, rules: &HttpRules<'_>) -> HttpVerdict {
+    match outcome {
+        HttpOutcome::ConnectFailed => HttpVerdict::Retry,
+        HttpOutcome::NetworkFailed if rules.retries_method(method) => HttpVerdict::Retry,
+        HttpOutcome::NetworkFailed => HttpVerdict::Fail,
+        HttpOutcome::Status(s) if rules.retries_status(s) && rules.retries_method(method) => HttpVerdict::Retry,
+        HttpOutcome::Status(_) => HttpVerdict::Response,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use HttpOutcome::*;
+
+    const DEFAULT: HttpRules<'static> = HttpRules { methods: None, statuses: None };
 
     #[test]
-    fn idempotent_methods_any_case() {
-        for m in ["GET", "get", "Head", "OPTIONS", "TRACE", "PUT", "DELETE"] {
+    fn retryable_statuses() {
+        for s in RETRYABLE_STATUSES {
+            assert!(is_retryable_status(s));
+        }
+        for s in [200, 400, 401, 404, 409, 501, 505] {
+            assert!(!is_retryable_status(s), "{s}");
+        }
+    }
+
+    #[test]
+    fn idempotent_methods() {
+        for m in ["GET", "head", "Options", "TRACE", "PUT", "DELETE"] {
             assert!(is_idempotent(m), "{m}");
         }
-        for m in ["POST", "PATCH", "CONNECT", "", "GETS"] {
+        for m in ["POST", "PATCH", "CONNECT", "", "GETX"] {
             assert!(!is_idempotent(m), "{m}");
         }
     }
 
     #[test]
     fn the_contract_table() {
-        assert!(http_transient("GET", Status(503), None, None));
-        assert!(http_transient("PUT", Status(429), None, None));
-        assert!(!http_transient("GET", Status(404), None, None));
-        assert!(!http_transient("GET", Status(200), None, None));
-        assert!(!http_transient("POST", Status(503), None, None));
-        assert!(http_transient("POST", ConnectFailed, None, None));
-        assert!(!http_transient("POST", NetworkFailed, None, None));
-        assert!(http_transient("DELETE", NetworkFailed, None, None));
-        for s in crate::RETRYABLE_STATUSES {
-            assert!(http_transient("GET", Status(s), None, None), "{s}");
-        }
+        use HttpOutcome::*;
+        use HttpVerdict::*;
+        assert_eq!(classify("POST", ConnectFailed, &DEFAULT), Retry);
+        assert_eq!(classify("POST", NetworkFailed, &DEFAULT), Fail);
+        assert_eq!(classify("GET", NetworkFailed, &DEFAULT), Retry);
+        assert_eq!(classify("GET", Status(503), &DEFAULT), Retry);
+        assert_eq!(classify("POST", Status(503), &DEFAULT), Response);
+        assert_eq!(classify("GET", Status(404), &DEFAULT), Response);
+        assert_eq!(classify("GET", Status(200), &DEFAULT), Response);
     }
 
     #[test]
-    fn listed_methods_and_statuses_replace_the_defaults() {
-        let methods: &[&str] = &["post"];
-        assert!(http_transient("POST", Status(503), Some(methods), None));
-        assert!(http_transient("POST", NetworkFailed, Some(methods), None));
-        assert!(!http_transient("GET", Status(503), Some(methods), None));
-        assert!(http_transient("GET", ConnectFailed, Some(&[]), None));
-        assert!(http_transient("GET", Status(404), None, Some(&[404])));
-        assert!(!http_transient("GET", Status(503), None, Some(&[404])));
-    }
-
-    #[test]
-    fn redaction_follows_the_otel_url_full_rule() {
-        assert_eq!(
-            redact_url("https://user:secret@example.com:8443/a/b?sig=abc&x=1&Signature=s2#frag"),
-            "https://REDACTED:REDACTED@example.com:8443/a/b?sig=REDACTED&x=1&Signature=REDACTED#frag"
-        );
-        assert_eq!(
-            redact_url("http://tok@h/p?AWSAccessKeyId=K&X-Goog-Signature=G"),
-            "http://REDACTED:REDACTED@h/p?AWSAccessKeyId=REDACTED&X-Goog-Signature=REDACTED"
-        );
-        assert_eq!(redact_url("http://h/p?signature=keep&sig&a=b"), "http://h/p?signature=keep&sig&a=b");
-        assert_eq!(redact_url("http://h/a@b"), "http://h/a@b");
-        assert_eq!(redact_url("/relative?sig=x"), "/relative?sig=REDACTED");
-        assert_eq!(redact_url(""), "");
+    fn user_lists_replace_the_defaults() {
+        use HttpOutcome::*;
+        use HttpVerdict::*;
+        let post = HttpRules { methods: Some(&["POST"]), statuses: None };
+        assert_eq!(classify("post", Status(503), &post), Retry);
+        assert_eq!(classify("GET", Status(503), &post), Response, "the list replaces, not extends");
+        assert_eq!(classify("POST", NetworkFailed, &post), Retry);
+        let only_409 = HttpRules { methods: None, statuses: Some(&[409]) };
+        assert_eq!(classify("PUT", Status(409), &only_409), Retry);
+        assert_eq!(classify("PUT", Status(503), &only_409), Response);
+        assert_eq!(classify("POST", ConnectFailed, &HttpRules { methods: Some(&[]), statuses: Some(&[]) }), Retry);
     }
 }

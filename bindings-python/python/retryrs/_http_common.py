@@ -1,7 +1,7 @@
 """What the HTTP helpers share: the failures a retried request raises inside the
 Retrier, the one call into the core's HTTP rules, and how an exhausted call ends.
 
-Every verdict comes from the core (``_native._http_transient``); this module only says
+Every verdict comes from the core (``_native.classify_http``); this module only says
 which client outcome is a status, a connect failure or another network failure.
 """
 
@@ -84,7 +84,11 @@ class Rules:
 
     def transient(self, method: str, outcome: Any) -> bool:
         """``outcome``: a status, ``"connect"`` or ``"network"``."""
-        return _native._http_transient(method, outcome, self.methods, self.statuses)
+        if isinstance(outcome, str):
+            verdict = _native.classify_http(method, None, outcome, self.methods, self.statuses)
+        else:
+            verdict = _native.classify_http(method, outcome, None, self.methods, self.statuses)
+        return verdict == "retry"
 
 
 def _methods(methods: Iterable[str]) -> Tuple[str, ...]:

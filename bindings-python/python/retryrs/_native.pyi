@@ -3,7 +3,7 @@ import sys
 from ._loop import Attempts, AsyncAttempts
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any, Awaitable, Callable, Coroutine, Generic, Optional, Tuple, Type, TypeVar, Union, overload
+from typing import Any, Awaitable, Callable, Coroutine, Generic, Optional, Sequence, Tuple, Type, TypeVar, Union, overload
 
 if sys.version_info >= (3, 10):
     from typing import ParamSpec
@@ -144,7 +144,13 @@ class VirtualTime:
 
 def parse_retry_after(value: Union[str, bytes], now: Union[float, datetime, None] = None) -> Optional[float]: ...
 def is_retryable_status(status: int) -> bool: ...
-def _http_transient(method: str, outcome: Union[int, str], methods: Optional[Tuple[str, ...]] = None, statuses: Optional[Tuple[int, ...]] = None) -> bool: ...
+def classify_http(
+    method: str,
+    status: Optional[int] = None,
+    failure: Optional[str] = None,
+    retry_methods: Optional[Sequence[str]] = None,
+    retry_statuses: Optional[Sequence[int]] = None,
+) -> str: ...
 def redact_url(url: str) -> str: ...
 def _testing_enable() -> None: ...
 def _testing_disable() -> None: ...
