@@ -472,6 +472,15 @@ retryrs_status retryrs_http_classify(const char *method,
                                      size_t retry_statuses_len,
                                      retryrs_verdict *verdict);
 
+// Writes `url` made safe to show in logs into `buf`, by OpenTelemetry's rule for
+// `url.full`: `user:password@` becomes `REDACTED:REDACTED@`, and the values of the
+// query parameters AWSAccessKeyId, Signature, sig and X-Goog-Signature become REDACTED.
+// `buf` has `cap` bytes and is always NUL-terminated when `cap` > 0 (it may be NULL when
+// `cap` is 0). *len (optional) gets the redacted URL's length without the NUL: when it is
+// >= `cap` the output was cut short (call again with *len + 1 bytes).
+// RETRYRS_INVALID_ARGUMENT for a NULL url, or a NULL buf with a nonzero cap.
+retryrs_status retryrs_redact_url(const char *url, char *buf, size_t cap, size_t *len);
+
 // Validates `config` and creates a retrier. On RETRYRS_INVALID_ARGUMENT nothing is
 // created and retryrs_last_error() names the knob and value ("max_attempts must be
 // >= 1 and <= 4294967295, got 0"). Free with retryrs_retrier_free().

@@ -7,8 +7,8 @@
 #   make install-c PREFIX=/usr/local   headers, libretryrs.{so,a}, retryrs.pc
 #   make demo-c       the rates client against scripts/flaky_server.py
 #   make bench-c      bench/c -> build/bench/c.md
-.PHONY: c-lib test-c header-c install-c pkgconfig-c demo-c bench-c c-demo-client c-tools
-TEST_TARGETS += test-c
+.PHONY: c-lib test-c header-c install-c pkgconfig-c demo-c bench-c c-demo-client c-tools c-curl test-curl-c
+TEST_TARGETS += test-c test-curl-c
 DEMO_CLIENTS += c-demo-client
 BENCH_TARGETS += bench-c
 
@@ -36,6 +36,11 @@ c-lib:
 c-tools:
 	@command -v valgrind >/dev/null && command -v pkg-config >/dev/null || \
 		{ apt-get update -qq && apt-get install -y -qq valgrind pkg-config >/dev/null; }
+
+# libcurl's headers for examples/c/curl_get.c: the distribution's package, like valgrind.
+c-curl:
+	@pkg-config --exists libcurl || \
+		{ apt-get update -qq && apt-get install -y -qq libcurl4-openssl-dev >/dev/null; }
 
 header-c:
 	RETRYRS_UPDATE_HEADER=1 cargo test --locked -p retryrs-c --test header
@@ -84,7 +89,19 @@ $(C_BUILD)/rates: c-lib examples/c/rates.c include/retryrs.h
 	mkdir -p $(C_BUILD)
 	$(C_CC) -std=c11 $(C_WARN) -O2 -Iinclude examples/c/rates.c -o $@ $(C_LIBDIR)/libretryrs.a $(C_STATIC_LIBS)
 
-c-demo-client: $(C_BUILD)/rates
+# The demo's C client: libcurl driven by retryrs (the C counterpart of retryrs.http and
+# retryrs/fetch). Linked against the shared library so valgrind sees one allocator.
+$(C_BUILD)/curl_get: c-lib c-curl examples/c/curl_get.c include/retryrs.h
+	mkdir -p $(C_BUILD)
+	$(C_CC) -std=c11 $(C_WARN) -O1 -g -Iinclude $$(pkg-config --cflags libcurl) examples/c/curl_get.c -o $@ \
+		-L$(C_LIBDIR) -Wl,-rpath,$(C_LIBDIR) -lretryrs $$(pkg-config --libs libcurl)
+
+c-demo-client: $(C_BUILD)/rates $(C_BUILD)/curl_get
+
+# curl_get against a scripted loopback server: the HTTP tests every host runs, here
+# through libcurl, each run under valgrind.
+test-curl-c: c-tools $(C_BUILD)/curl_get
+	python3 tests/c/curl_get_test.py $(C_BUILD)/curl_get
 
 demo-c: $(C_BUILD)/rates
 	@echo "== C: examples/c/rates.c against scripts/flaky_server.py =="

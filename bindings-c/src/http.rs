@@ -164,3 +164,38 @@ pub unsafe extern "C" fn retryrs_http_classify(
         Ok(())
     })
 }
+
+/// Writes `url` made safe to show in logs into `buf`, by OpenTelemetry's rule for
+/// `url.full`: `user:password@` becomes `REDACTED:REDACTED@`, and the values of the
+/// query parameters AWSAccessKeyId, Signature, sig and X-Goog-Signature become REDACTED.
+/// `buf` has `cap` bytes and is always NUL-terminated when `cap` > 0 (it may be NULL when
+/// `cap` is 0). *len (optional) gets the redacted URL's length without the NUL: when it is
+/// >= `cap` the output was cut short (call again with *len + 1 bytes).
+/// RETRYRS_INVALID_ARGUMENT for a NULL url, or a NULL buf with a nonzero cap.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_redact_url(
+    url: *const c_char,
+    buf: *mut c_char,
+    cap: usize,
+    len: *mut usize,
+) -> retryrs_status {
+    guard_status(|| {
+        if url.is_null() {
+            return Err(Failure::invalid("retryrs_redact_url: url must not be NULL"));
+        }
+        if buf.is_null() && cap > 0 {
+            return Err(Failure::invalid(format!("retryrs_redact_url: buf is NULL but cap is {cap}")));
+        }
+        let redacted = retryrs::redact_url(&CStr::from_ptr(url).to_string_lossy());
+        let bytes = redacted.as_bytes();
+        if cap > 0 {
+            let n = bytes.len().min(cap - 1);
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), n);
+            *buf.add(n) = 0;
+        }
+        if let Some(len) = len.as_mut() {
+            *len = bytes.len();
+        }
+        Ok(())
+    })
+}

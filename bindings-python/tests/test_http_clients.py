@@ -7,6 +7,7 @@ import asyncio
 import email.utils
 import io
 import logging
+import os
 import subprocess
 import sys
 import threading
@@ -20,7 +21,8 @@ import requests
 import retryrs
 from retryrs.http import AsyncRetryingTransport, RequestFailed, RetryableStatus, RetryingAdapter, RetryingTransport
 
-from http_server import ScriptedServer, closed_port
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
+from scripted_http_server import ScriptedServer, closed_port  # noqa: E402
 
 
 def fast(**kw):

@@ -1,29 +1,19 @@
 #!/usr/bin/env node
-// The rates demo client: fetches a rate through retryrs with the default policy (name
-// "rates", seed 42), treating the retryable HTTP statuses as transient, honouring
-// Retry-After, and printing one line per retry and a success line from the events.
+// The demo rates client: fetches a rate with fetch, retried by retryrs through
+// retryingFetch (the one line: wrapping fetch), and prints one line per retry and a
+// success line from the events. Default policy, name "rates", seed 42. What is retried
+// (the retryable statuses, connection failures) and the Retry-After wait are the core's
+// rules, the same as the Python and C clients'.
 //
 //   node examples/node/rates.mjs http://127.0.0.1:PORT/<session>/rates/EURUSD
 //
-// Exits 0 on success, 1 otherwise.
-// In your project: `npm install path/to/bindings-node`, then import from 'retryrs'.
-import { Retrier, RetryExhaustedError, parseRetryAfter, isRetryableStatus, isTransientError } from '../../bindings-node/index.mjs';
+// Exits 0 on a 200, 1 otherwise.
+// In your project: `npm install path/to/bindings-node`, then import from 'retryrs' and
+// 'retryrs/fetch'.
+import { Retrier, RetryExhaustedError } from '../../bindings-node/index.mjs';
+import { retryingFetch, RetryableStatusError } from '../../bindings-node/fetch.mjs';
 
-class HttpStatusError extends Error {
-  constructor(status, retryAfterMs) {
-    super(`HTTP ${status}`);
-    this.name = 'HttpStatusError';
-    this.status = status;
-    this.retryAfterMs = retryAfterMs;
-  }
-}
-
-function describe(err) {
-  if (err instanceof HttpStatusError) return err.message;
-  const code = err?.cause?.code ?? err?.code;
-  return code ? `${err.message} (${code})` : String(err?.message ?? err);
-}
-
+const describe = (err) => (err instanceof RetryableStatusError ? `HTTP ${err.status}` : String(err?.message ?? err));
 const stamp = (ms) => `[${String(ms).padStart(4)} ms]`;
 
 const url = process.argv[2];
@@ -34,43 +24,28 @@ if (!url) {
 
 let lastFailure;
 let success;
-const rates = new Retrier({
+const retrier = new Retrier({
   name: 'rates',
   seed: 42,
-  shouldRetry: (err) => (err instanceof HttpStatusError ? isRetryableStatus(err.status) : isTransientError(err)),
   onEvent: (e) => {
-    switch (e.kind) {
-      case 'attempt_failed':
-        lastFailure = e.error;
-        break;
-      case 'retrying':
-        console.log(`${stamp(e.elapsedMs)} attempt ${e.attempt} failed: ${describe(lastFailure)} -> waiting ${e.delayMs} ms`);
-        break;
-      case 'success':
-        success = e;
-        break;
-      case 'rejected':
-        console.log(`${stamp(e.elapsedMs)} attempt ${e.attempt} failed: ${describe(e.error)} -> giving up (not retryable)`);
-        break;
-      case 'exhausted':
-        console.log(`${stamp(e.elapsedMs)} attempt ${e.attempt} failed: ${describe(e.error)} -> giving up (${e.reason})`);
-        break;
-      default:
-        break;
-    }
+    if (e.kind === 'attempt_failed') lastFailure = e.error;
+    else if (e.kind === 'retrying') console.log(`${stamp(e.elapsedMs)} attempt ${e.attempt} failed: ${describe(lastFailure)} -> waiting ${e.delayMs} ms`);
+    else if (e.kind === 'exhausted') console.log(`${stamp(e.elapsedMs)} attempt ${e.attempt} failed: ${describe(e.error)} -> giving up (${e.reason})`);
+    else if (e.kind === 'success') success = e;
   },
 });
+const fetchWithRetries = retryingFetch({ retrier });
 
 try {
-  const rate = await rates.call(async (ctx) => {
-    const res = await fetch(url, { signal: ctx.signal });
-    const body = (await res.text()).trim();
-    if (res.status !== 200) throw new HttpStatusError(res.status, parseRetryAfter(res.headers.get('retry-after')));
-    return body;
-  });
-  console.log(`${stamp(success.elapsedMs)} success: ${rate} (attempt ${success.attempt})`);
+  const res = await fetchWithRetries(url, { signal: AbortSignal.timeout(30_000) });
+  const body = (await res.text()).trim();
+  if (res.status !== 200) {
+    console.log(`response: HTTP ${res.status}`);
+    process.exit(1);
+  }
+  console.log(`${stamp(success.elapsedMs)} success: ${body} (attempt ${success.attempt})`);
   process.exit(0);
 } catch (err) {
-  if (!(err instanceof RetryExhaustedError) && !(err instanceof HttpStatusError)) console.error(`rates: ${describe(err)}`);
+  console.error(`rates: ${err instanceof RetryExhaustedError ? err.message : describe(err)}`);
   process.exit(1);
 }

@@ -1,73 +1,60 @@
 #!/usr/bin/env python3
-"""The demo rates client: fetches a URL through retryrs (urllib only) and prints one line
+"""The demo rates client: fetches a URL with requests, retried by retryrs through
+``retryrs.http.RetryingAdapter`` (the one line: ``session.mount``), and prints one line
 per retry and a success line, from the events.
 
     python rates.py http://127.0.0.1:PORT/<session>/rates/EURUSD
 
 Default policy (5 attempts, 200 ms, x2, 5 s cap, full jitter, 15 s deadline), named
-"rates", seed 42. The retryable statuses are transient, any other non-200 status is
-permanent, and a Retry-After header is the minimum wait. Exits 0 on success, 1 otherwise.
+"rates", seed 42. What is retried (the retryable statuses, connection failures) and the
+Retry-After wait are the core's rules, the same as the Node and C clients'. Exits 0 on
+a 200, 1 otherwise.
 """
 
 import sys
-import urllib.error
-import urllib.request
+
+import requests
 
 import retryrs
+from retryrs.http import RequestFailed, RetryableStatus, RetryingAdapter
 
 
-class HttpStatus(Exception):
-    """A non-200 answer, with the wait its Retry-After header asked for."""
-
-    def __init__(self, status, retry_after=None):
-        super().__init__(f"HTTP {status}")
-        self.status = status
-        self.retry_after = retry_after
-
-
-def fetch(url):
-    try:
-        with urllib.request.urlopen(url, timeout=10) as resp:
-            body = resp.read().decode()
-            status = resp.status
-            headers = resp.headers
-    except urllib.error.HTTPError as e:
-        status, headers, body = e.code, e.headers, ""
-        e.close()
-    if status != 200:
-        header = headers.get("Retry-After") if headers else None
-        raise HttpStatus(status, retryrs.parse_retry_after(header) if header else None)
-    return body.strip()
-
-
-def transient(exc):
-    if isinstance(exc, HttpStatus):
-        return retryrs.is_retryable_status(exc.status)
-    return isinstance(exc, OSError)  # connection refused, reset, timeout
+def describe(error):
+    if isinstance(error, RetryableStatus):
+        return f"HTTP {error.status}"
+    if isinstance(error, RequestFailed):
+        return str(error)
+    return repr(error)
 
 
 def main(argv):
     if len(argv) != 2:
         print(f"usage: {argv[0]} URL", file=sys.stderr)
         return 2
-    events = []
+    done = []
 
     def on_event(e):
-        events.append(e)
         if e.kind == "retrying":
-            print(f"[{round(e.elapsed * 1000):4d} ms] attempt {e.attempt} failed: {e.error} -> waiting {round(e.delay * 1000)} ms", flush=True)
+            print(f"[{round(e.elapsed * 1000):4d} ms] attempt {e.attempt} failed: {describe(e.error)} -> waiting {round(e.delay * 1000)} ms", flush=True)
+        elif e.kind == "exhausted":
+            print(f"[{round(e.elapsed * 1000):4d} ms] attempt {e.attempt} failed: {describe(e.error)} -> giving up ({e.reason})", flush=True)
+        elif e.kind == "success":
+            done.append(e)
 
-    r = retryrs.Retrier(retry_on=transient, name="rates", seed=42, on_event=on_event)
+    session = requests.Session()
+    session.mount("http://", RetryingAdapter(retryrs.Retrier(name="rates", seed=42, on_event=on_event)))
     try:
-        rate = r.call(fetch, argv[1])
+        resp = session.get(argv[1], timeout=10)
     except retryrs.RetryExhausted as e:
         print(f"gave up after {e.attempts} attempts ({e.reason}): {e.__cause__}")
         return 1
-    except Exception as e:  # a permanent failure, as it was raised
-        print(f"failed: {e}")
+    except requests.RequestException as e:  # a failure the rules say not to repeat
+        print(f"failed: {type(e).__name__}")
         return 1
-    done = events[-1]
-    print(f"[{round(done.elapsed * 1000):4d} ms] success: {rate} (attempt {done.attempt})")
+    if resp.status_code != 200:
+        print(f"response: HTTP {resp.status_code}")
+        return 1
+    print(f"[{round(done[-1].elapsed * 1000):4d} ms] success: {resp.text.strip()} (attempt {done[-1].attempt})")
     return 0
 
 

@@ -453,6 +453,25 @@ static void test_retry_after_and_statuses(void) {
   CHECK(!retryrs_is_retryable_status(-503) && !retryrs_is_retryable_status(503 + 65536));
 }
 
+static void test_redact_url(void) {
+  char buf[128];
+  size_t len = 0;
+  const char *url = "http://user:secret@h:8080/p?sig=abc&x=1&X-Goog-Signature=g#f";
+  const char *want = "http://REDACTED:REDACTED@h:8080/p?sig=REDACTED&x=1&X-Goog-Signature=REDACTED#f";
+  CHECK_STATUS(retryrs_redact_url(url, buf, sizeof buf, &len), RETRYRS_OK);
+  CHECK(strcmp(buf, want) == 0 && len == strlen(want));
+  /* too small: cut short, NUL-terminated, and the length says how much is needed */
+  CHECK_STATUS(retryrs_redact_url(url, buf, 8, &len), RETRYRS_OK);
+  CHECK(strcmp(buf, "http://") == 0 && len == strlen(want));
+  CHECK_STATUS(retryrs_redact_url(url, NULL, 0, &len), RETRYRS_OK);
+  CHECK(len == strlen(want));
+  CHECK_STATUS(retryrs_redact_url(url, buf, sizeof buf, NULL), RETRYRS_OK);
+  CHECK_STATUS(retryrs_redact_url(NULL, buf, sizeof buf, &len), RETRYRS_INVALID_ARGUMENT);
+  CHECK(contains(retryrs_last_error(), "url"));
+  CHECK_STATUS(retryrs_redact_url(url, NULL, 4, &len), RETRYRS_INVALID_ARGUMENT);
+  CHECK(contains(retryrs_last_error(), "buf"));
+}
+
 void api_tests(void) {
   h_run("version macros and runtime version agree", test_version_agrees);
   h_run("config defaults are the contract's", test_defaults_are_the_contracts);
@@ -468,4 +487,5 @@ void api_tests(void) {
   h_run("the engine reports exhaustion and success", test_engine_reports_exhaustion_and_success);
   h_run("seeded jitter repeats", test_seeded_jitter_repeats);
   h_run("Retry-After and statuses", test_retry_after_and_statuses);
+  h_run("URLs are redacted by the url.full rule", test_redact_url);
 }

@@ -1,4 +1,5 @@
-"""A scripted HTTP/1.1 server on loopback for the retryrs.http tests, with keep-alive (so
+"""A scripted HTTP/1.1 server on loopback for the HTTP helpers' tests (Python's
+retryrs.http, the C curl_get example), with keep-alive (so
 a leaked connection shows) and counts of what it saw.
 
 Each path has a script of steps, played in order, the last repeating: an int status, a

@@ -1,0 +1,189 @@
+/* An HTTP request with libcurl's easy API, retried by retryrs: the rates client of the
+ * cross-language demo, and the C counterpart of Python's retryrs.http and Node's
+ * retryrs/fetch. The blocking retryrs_retrier_call drives it; every decision is the
+ * core's: which outcomes are transient (retryrs_http_classify), the waits, the deadline.
+ * This file only says what happened to each request.
+ *
+ *   curl_get [-X METHOD] [-d BODY] [--max-attempts N] URL
+ *
+ * Prints the request (URL redacted: no credentials, no signature values), one line per
+ * retry and how the call ended:
+ *
+ *   GET http://127.0.0.1:PORT/c/rates/EURUSD
+ *   [   3 ms] attempt 1 failed: HTTP 503 -> waiting 103 ms
+ *   [1117 ms] success: EUR/USD 1.0842 (attempt 4)
+ *
+ * Out of retries on a status, the last response is the answer (printed, as curl would
+ * show it); on a network failure, the call is exhausted. Exit 0 for a 2xx answer, 1
+ * otherwise. Default policy, name "rates", seed 42: the waits match the other hosts'.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "retryrs.h"
+
+/* The last attempt's answer: a response (status and body) or a network failure. */
+typedef struct {
+  CURL *curl;
+  const char *method;
+  char body[4096];
+  size_t body_len;
+  long status;          /* 0 when no response arrived */
+  char failure[256];    /* what the event lines say about a failed attempt */
+} request_state;
+
+static size_t on_body(char *data, size_t size, size_t n, void *user_data) {
+  request_state *st = (request_state *)user_data;
+  size_t len = size * n, room = sizeof st->body - 1 - st->body_len;
+  /* The whole body is read (and what does not fit dropped): a response read to the end
+   * leaves its connection reusable for the next attempt. */
+  memcpy(st->body + st->body_len, data, len < room ? len : room);
+  st->body_len += len < room ? len : room;
+  st->body[st->body_len] = 0;
+  return len;
+}
+
+/* libcurl's failures in the core's words: no connection was made, or it broke later. */
+static retryrs_http_outcome outcome_of(CURLcode rc) {
+  switch (rc) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_SSL_CONNECT_ERROR:
+      return RETRYRS_HTTP_CONNECT_FAILED;
+    default:
+      return RETRYRS_HTTP_NETWORK_FAILED;
+  }
+}
+
+static retryrs_verdict attempt(void *user_data, uint32_t n, double *hint_ms) {
+  request_state *st = (request_state *)user_data;
+  retryrs_verdict verdict = RETRYRS_PERMANENT;
+  retryrs_http_outcome outcome = RETRYRS_HTTP_RESPONSE;
+  CURLcode rc;
+  (void)n;
+  st->body_len = 0;
+  st->body[0] = 0;
+  st->status = 0;
+  rc = curl_easy_perform(st->curl);
+  if (rc == CURLE_OK) {
+    curl_easy_getinfo(st->curl, CURLINFO_RESPONSE_CODE, &st->status);
+    snprintf(st->failure, sizeof st->failure, "HTTP %ld", st->status);
+  } else {
+    outcome = outcome_of(rc);
+    /* curl_easy_strerror is generic text: it never carries the URL. */
+    snprintf(st->failure, sizeof st->failure, "%s", curl_easy_strerror(rc));
+  }
+  if (retryrs_http_classify(st->method, outcome, (int)st->status, NULL, 0, NULL, 0, &verdict) != RETRYRS_OK) {
+    snprintf(st->failure, sizeof st->failure, "classify: %s", retryrs_last_error());
+    return RETRYRS_PERMANENT;
+  }
+  if (verdict == RETRYRS_TRANSIENT && outcome == RETRYRS_HTTP_RESPONSE) {
+    /* libcurl parses Retry-After itself (seconds or HTTP-date) since 7.66.0. */
+    curl_off_t seconds = 0;
+    if (curl_easy_getinfo(st->curl, CURLINFO_RETRY_AFTER, &seconds) == CURLE_OK && seconds > 0)
+      *hint_ms = (double)seconds * 1000.0;
+  }
+  return verdict;
+}
+
+static const char *reason_name(retryrs_reason r) {
+  return r == RETRYRS_REASON_ATTEMPTS ? "attempts" : r == RETRYRS_REASON_DEADLINE ? "deadline" : "budget";
+}
+
+static void on_event(void *user_data, const retryrs_event *e) {
+  const request_state *st = (const request_state *)user_data;
+  unsigned long long at = (unsigned long long)e->elapsed_ms;
+  switch ((enum retryrs_event_kind)e->kind) {
+    case RETRYRS_EVENT_RETRYING:
+      printf("[%4llu ms] attempt %u failed: %s -> waiting %llu ms\n", at, e->attempt, st->failure,
+             (unsigned long long)e->delay_ms);
+      break;
+    case RETRYRS_EVENT_SUCCESS:
+      if (st->status >= 200 && st->status < 300) printf("[%4llu ms] success: %s (attempt %u)\n", at, st->body, e->attempt);
+      break;
+    case RETRYRS_EVENT_EXHAUSTED:
+      printf("[%4llu ms] attempt %u failed: %s -> giving up (%s)\n", at, e->attempt, st->failure,
+             reason_name(e->reason));
+      break;
+    case RETRYRS_EVENT_CANCELLED:
+      printf("[%4llu ms] cancelled after attempt %u\n", at, e->attempt);
+      break;
+    default: break;
+  }
+  fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+  static request_state st;
+  retryrs_config config;
+  retryrs_retrier *retrier = NULL;
+  retryrs_listener listener = {on_event, &st};
+  retryrs_outcome out;
+  retryrs_status status;
+  const char *url = NULL, *data = NULL;
+  char shown[2048];
+  int i, code = 1;
+  st.method = "GET";
+  retryrs_config_default(&config);
+  config.name = "rates";
+  config.has_seed = true;
+  config.seed = 42;
+  for (i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "-X") == 0 && i + 1 < argc) st.method = argv[++i];
+    else if (strcmp(argv[i], "-d") == 0 && i + 1 < argc) data = argv[++i];
+    else if (strcmp(argv[i], "--max-attempts") == 0 && i + 1 < argc) config.max_attempts = (uint64_t)atoi(argv[++i]);
+    else if (!url && argv[i][0] != '-') url = argv[i];
+    else url = NULL, i = argc;
+  }
+  if (!url) {
+    fprintf(stderr, "usage: %s [-X METHOD] [-d BODY] [--max-attempts N] URL\n", argv[0]);
+    return 2;
+  }
+  if (retryrs_redact_url(url, shown, sizeof shown, NULL) != RETRYRS_OK) {
+    fprintf(stderr, "curl_get: %s\n", retryrs_last_error());
+    return 2;
+  }
+  if (retryrs_retrier_new(&config, &retrier) != RETRYRS_OK) {
+    fprintf(stderr, "curl_get: %s\n", retryrs_last_error());
+    return 2;
+  }
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  st.curl = curl_easy_init();
+  if (!st.curl) {
+    fprintf(stderr, "curl_get: curl_easy_init failed\n");
+    retryrs_retrier_free(retrier);
+    return 2;
+  }
+  curl_easy_setopt(st.curl, CURLOPT_URL, url);
+  curl_easy_setopt(st.curl, CURLOPT_CUSTOMREQUEST, st.method);
+  if (strcmp(st.method, "HEAD") == 0) curl_easy_setopt(st.curl, CURLOPT_NOBODY, 1L);
+  if (data) curl_easy_setopt(st.curl, CURLOPT_POSTFIELDS, data); /* a buffer: replayable */
+  curl_easy_setopt(st.curl, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(st.curl, CURLOPT_WRITEDATA, &st);
+  curl_easy_setopt(st.curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(st.curl, CURLOPT_TIMEOUT, 10L);
+  printf("%s %s\n", st.method, shown);
+  fflush(stdout);
+
+  status = retryrs_retrier_call(retrier, attempt, &st, &listener, NULL, &out);
+  if (st.status != 0 && (status == RETRYRS_OK || status == RETRYRS_EXHAUSTED)) {
+    /* A response is the answer, whether it came first time or retries ran out on it. */
+    if (status != RETRYRS_OK || st.status < 200 || st.status >= 300)
+      printf("response: HTTP %ld after %u attempt%s: %s\n", st.status, out.attempts, out.attempts == 1 ? "" : "s",
+             st.body);
+    code = st.status >= 200 && st.status < 300 ? 0 : 1;
+  } else if (status == RETRYRS_EXHAUSTED) {
+    printf("gave up after %u attempts (%s): %s\n", out.attempts, reason_name(out.reason), st.failure);
+  } else {
+    printf("failed: %s\n", status == RETRYRS_REJECTED ? st.failure : retryrs_last_error());
+  }
+  curl_easy_cleanup(st.curl);
+  curl_global_cleanup();
+  retryrs_retrier_free(retrier);
+  return code;
+}
