@@ -14,6 +14,7 @@ fn main() -> ExitCode {
         .nth(1)
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."));
+    let bench = bench.canonicalize().unwrap_or(bench);
     let started = std::time::Instant::now();
     let results = sim::simulate(&sim::Config::full(SEED));
     let plots = bench.join("fleet");

@@ -143,7 +143,7 @@ fn outage_section(w: &mut String, r: &Results) {
          whole second in which it serves at least 95% of what it can (the steady rate, or its capacity when \
          lower) while the load is at most 1.1x the new requests (\"never\": not within the {} s simulated \
          after the recovery); *outage calls that succeeded*: requests started during the outage that \
-         eventually succeeded; *still retrying*: calls not finished when the run stopped.\n",
+         eventually succeeded; *unfinished at the end*: calls still retrying (or in flight) when the run stopped.\n",
         (world.end_ms - world.recovery_ms()) / 1000
     );
     if let Some(budget) = r.outage.iter().find(|run| run.peer == Peer::RetryrsBudget) {
@@ -169,7 +169,7 @@ fn outage_table(w: &mut String, title: &str, world: &World, runs: &[outage::Run]
     let _ = writeln!(w, "**{title}**\n");
     let _ = writeln!(
         w,
-        "| policy | sent / offered | extra requests | busiest second | recovery | outage calls that succeeded | still retrying |"
+        "| policy | sent / offered | extra requests | busiest second | recovery | outage calls that succeeded | unfinished at the end |"
     );
     let _ = writeln!(w, "|---|---:|---:|---:|---:|---:|---:|");
     for run in runs {
