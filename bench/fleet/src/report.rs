@@ -197,7 +197,7 @@ fn herd(w: &mut String, r: &Results) {
     let _ = writeln!(
         w,
         "core/examples/herd.rs over time: {} clients fail together at t = 0 and keep failing; each retries \
-         under 6 attempts, 100 ms x2, 10 s cap. Retries per {WINDOW_MS} ms window:\n",
+         under 6 attempts, 100 ms x2, 10 s cap, client i seeded with i as in the example (so the busiest windows are the ones `make demo` prints). Retries per {WINDOW_MS} ms window:\n",
         thousands(r.config.herd_clients)
     );
     let _ = writeln!(w, "| jitter | busiest {WINDOW_MS} ms window | retries in all |");

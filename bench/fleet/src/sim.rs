@@ -99,6 +99,6 @@ pub fn simulate(config: &Config) -> Results {
         .collect();
     let outage = Peer::ALL.iter().map(|&p| outage::run(&config.outage, p, seed)).collect();
     let outage_half = Peer::ALL.iter().map(|&p| outage::run(&config.outage_half, p, seed)).collect();
-    let herd = herd::KINDS.iter().map(|&j| (j, herd::windows(config.herd_clients, j, seed))).collect();
+    let herd = herd::KINDS.iter().map(|&j| (j, herd::windows(config.herd_clients, j))).collect();
     Results { config: config.clone(), contention, sweep, outage, outage_half, herd }
 }

@@ -66,3 +66,14 @@ fn the_published_call_counts_at_n_100_within_ten_percent() {
         assert!((calls / published - 1.0).abs() <= 0.10, "{}: {calls} calls, published ~{published}", strategy.label());
     }
 }
+
+#[test]
+fn the_herd_comes_back_together_without_jitter_and_spread_with_it() {
+    use retryrs::Jitter;
+    use retryrs_fleet::herd::windows;
+    let busiest = |j| windows(200, j).into_iter().max().unwrap_or(0);
+    assert_eq!(busiest(Jitter::None), 200, "without jitter every client retries in the same window");
+    for j in [Jitter::Full, Jitter::Equal, Jitter::Decorrelated] {
+        assert!(busiest(j) < 100, "{j}: {} in one window", busiest(j));
+    }
+}
