@@ -12,7 +12,8 @@ use retryrs::{Call, Decision, Jitter, Policy, Resume, Verdict};
 pub const WINDOW_MS: u64 = 10;
 
 /// The jitter kinds the example compares.
-pub const KINDS: [Jitter; 5] = [Jitter::None, Jitter::Full, Jitter::Equal, Jitter::Proportional(0.5), Jitter::Decorrelated];
+pub const KINDS: [Jitter; 5] =
+    [Jitter::None, Jitter::Full, Jitter::Equal, Jitter::Proportional(0.5), Jitter::Decorrelated];
 
 /// Retries landing in each 10 ms window, for `clients` clients under `jitter`.
 pub fn windows(clients: u64, jitter: Jitter) -> Vec<u64> {

@@ -10,10 +10,12 @@ use retryrs_fleet::{plot, report, sim};
 const SEED: u64 = 2015;
 
 fn main() -> ExitCode {
-    let bench = std::env::args_os()
-        .nth(1)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."));
+    let arg = std::env::args_os().nth(1);
+    if arg.as_ref().is_some_and(|a| a.to_string_lossy().starts_with('-')) {
+        eprintln!("usage: retryrs-fleet [OUT_DIR]  (writes OUT_DIR/FLEET.md and OUT_DIR/fleet/*.svg; default bench/)");
+        return ExitCode::from(2);
+    }
+    let bench = arg.map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."));
     let bench = bench.canonicalize().unwrap_or(bench);
     let started = std::time::Instant::now();
     let results = sim::simulate(&sim::Config::full(SEED));
@@ -24,7 +26,12 @@ fn main() -> ExitCode {
         .and_then(|()| std::fs::write(bench.join("FLEET.md"), report::fleet_md(&results)).map_err(|e| e.to_string()));
     match written {
         Ok(()) => {
-            println!("wrote {} and {}/*.svg in {:.1} s", bench.join("FLEET.md").display(), plots.display(), started.elapsed().as_secs_f64());
+            println!(
+                "wrote {} and {}/*.svg in {:.1} s",
+                bench.join("FLEET.md").display(),
+                plots.display(),
+                started.elapsed().as_secs_f64()
+            );
             ExitCode::SUCCESS
         }
         Err(e) => {

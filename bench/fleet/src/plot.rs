@@ -146,7 +146,10 @@ fn lines(
                 .axis_desc_style(("sans-serif", 17))
                 .draw()?;
             if let Some((from, to)) = shade {
-                chart.draw_series(std::iter::once(Rectangle::new([(from, $y_low), (to, y_max * 1.5)], SHADE.filled())))?;
+                chart.draw_series(std::iter::once(Rectangle::new(
+                    [(from, $y_low), (to, y_max * 1.5)],
+                    SHADE.filled(),
+                )))?;
             }
             for (i, (_, data)) in series.iter().enumerate() {
                 let colour = COLOURS[i % COLOURS.len()];

@@ -116,7 +116,10 @@ fn outage_section(w: &mut String, r: &Results) {
         world.outage_ms / 1000,
         world.rtt_ms
     );
-    let _ = writeln!(w, "The policies, each a peer's documented default (shared/REFERENCES.md section 5 has the versions checked):\n");
+    let _ = writeln!(
+        w,
+        "The policies, each a peer's documented default (shared/REFERENCES.md section 5 has the versions checked):\n"
+    );
     let _ = writeln!(w, "| policy | as simulated, and its source |");
     let _ = writeln!(w, "|---|---|");
     for p in Peer::ALL {
