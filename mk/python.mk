@@ -39,7 +39,7 @@ test-python: $(PY_NATIVE_STAMP)
 	cd bindings-python && $(PY) -m mypy --strict --no-incremental python/retryrs tests/typed_usage.py
 
 $(PY_BENCH_STAMP): | $(PY)
-	$(PY) -m pip install --quiet --disable-pip-version-check tenacity stamina backoff
+	$(PY) -m pip install --quiet --disable-pip-version-check tenacity stamina backoff prometheus-client==0.26.0
 	touch $@
 
 bench-python: $(PY_NATIVE_STAMP) $(PY_BENCH_STAMP)
