@@ -98,9 +98,13 @@ def test_prometheus_listeners_share_one_set_of_metrics_per_registry():
     assert "payments_calls" in families and "retryrs_calls" in families
 
 
-def test_prometheus_rejects_a_bad_namespace():
+def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="namespace must be a non-empty str, got ''"):
         retryrs.prometheus.listener(registry=CollectorRegistry(), namespace="")
+    with pytest.raises(TypeError, match="registry must be a prometheus_client.CollectorRegistry, got 'default'"):
+        retryrs.prometheus.listener(registry="default")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="meter_provider must be an OpenTelemetry MeterProvider, got 'global'"):
+        retryrs.otel.listener(meter_provider="global")  # type: ignore[arg-type]
 
 
 @pytest.fixture

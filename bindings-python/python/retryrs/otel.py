@@ -38,6 +38,8 @@ def listener(
     ``meter_provider`` (default: the global one), and, with ``span_events``, a
     ``retryrs.retry`` event on the current span (if it records) for each retry. No tracer
     is needed for that: the span is whichever the caller's code made current."""
+    if meter_provider is not None and not callable(getattr(meter_provider, "get_meter", None)):
+        raise TypeError(f"meter_provider must be an OpenTelemetry MeterProvider, got {meter_provider!r}")
     meter = metrics.get_meter("retryrs", __version__, meter_provider=meter_provider)
     calls = meter.create_counter(m.CALLS, unit=m.CALLS_UNIT, description=m.CALLS_HELP)
     retries = meter.create_counter(m.RETRIES, unit=m.RETRIES_UNIT, description=m.RETRIES_HELP)

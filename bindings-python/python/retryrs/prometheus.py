@@ -89,16 +89,19 @@ def listener(registry: Optional[CollectorRegistry] = None, namespace: str = "ret
         raise ValueError(f"namespace must be a non-empty str, got {namespace!r}")
     if registry is None:
         registry = prometheus_client.REGISTRY
+    elif not isinstance(registry, CollectorRegistry):
+        raise TypeError(f"registry must be a prometheus_client.CollectorRegistry, got {registry!r}")
     calls, retries, delay = _families_for(registry, namespace)
     call_child, retry_child, delay_child = _cached(calls), _cached(retries), _cached(delay)
+    outcomes, failed, error_type = m.OUTCOMES, m.FAILED_OUTCOMES, m.error_type  # closure reads, not module lookups
 
     def on_event(event: Event) -> None:
         kind = event.kind
         if kind == "retrying":
-            retry_child(event.name, m.error_type(event.error)).inc()
+            retry_child(event.name, error_type(event.error)).inc()
             delay_child(event.name).observe(event.delay or 0.0)
-        elif kind in m.OUTCOMES:
-            error_type = m.error_type(event.error) if kind in m.FAILED_OUTCOMES else ""
-            call_child(event.name, kind, event.reason or "", error_type).inc()
+        elif kind in outcomes:
+            failure = error_type(event.error) if kind in failed else ""
+            call_child(event.name, kind, event.reason or "", failure).inc()
 
     return on_event
