@@ -305,3 +305,19 @@ def test_integrations_load_on_first_attribute_use():
     assert out == "ok\n"
     with pytest.raises(AttributeError, match="module 'retryrs' has no attribute 'nope'"):
         retryrs.nope  # noqa: B018
+
+
+def test_listener_lists_hold_no_extra_references_once_dropped():
+    import gc
+
+    def first(event):
+        pass
+
+    def second(event):
+        pass
+
+    before = (sys.getrefcount(first), sys.getrefcount(second))
+    for _ in range(10_000):
+        Retrier(on_event=[first, second]).call(lambda: 1)
+    gc.collect()
+    assert (sys.getrefcount(first), sys.getrefcount(second)) == before
