@@ -13,6 +13,7 @@ mod errors;
 mod event;
 mod hooks;
 mod host;
+mod listeners;
 mod options;
 mod retrier;
 mod state;
