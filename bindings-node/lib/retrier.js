@@ -8,6 +8,7 @@ const { now, isVirtual } = require('./clock');
 const { watch, unwatch } = require('./abort');
 const { normalise, typeName } = require('./options');
 const { RetryExhaustedError, describe } = require('./errors');
+const { channel: eventChannel, observedOptions } = require('./diagnostics');
 const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, REJECTED, EXHAUSTED } = require('./codes');
 
 // The longest single setTimeout; longer waits are armed in chunks.
@@ -323,7 +324,8 @@ class Retrier {
    */
   call(fn, options) {
     if (typeof fn !== 'function') return Promise.reject(new TypeError(`call(fn): fn must be a function, got ${typeName(fn)}`));
-    const o = this.#o;
+    // Subscribers of `retryrs:event` (lib/diagnostics.js) are looked for once per call.
+    const o = eventChannel.hasSubscribers ? observedOptions(this.#o) : this.#o;
     let signal;
     if (options !== undefined && options !== null) {
       if (typeof options !== 'object') return Promise.reject(new TypeError(`call(fn, options): options must be an object, got ${typeName(options)}`));
@@ -332,7 +334,7 @@ class Retrier {
         return Promise.reject(new TypeError(`call(fn, { signal }): signal must be an AbortSignal, got ${typeName(signal)}`));
       }
     }
-    if (signal !== undefined && signal.aborted) return this.#abortedBeforeStart(signal);
+    if (signal !== undefined && signal.aborted) return this.#abortedBeforeStart(o, signal);
     const t0 = o.needsClock ? now() : 0;
     if (signal !== undefined || o.needsFullLoop) return new CallRun(o, fn, signal, t0).run(undefined, false);
 
@@ -353,8 +355,7 @@ class Retrier {
     return Promise.resolve(result);
   }
 
-  #abortedBeforeStart(signal) {
-    const o = this.#o;
+  #abortedBeforeStart(o, signal) {
     if (o.onEvent !== undefined) {
       for (const rec of native.cancelledBeforeStartEvents(o.policy)) {
         try {

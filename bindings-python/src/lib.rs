@@ -14,6 +14,7 @@ mod event;
 mod hooks;
 mod host;
 mod http;
+mod listeners;
 mod options;
 mod retrier;
 mod state;
