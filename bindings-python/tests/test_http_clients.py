@@ -358,11 +358,14 @@ def test_bad_options_are_refused_with_a_clear_error():
         RetryingTransport(transport=httpx.AsyncHTTPTransport())
 
 
-@pytest.mark.parametrize("module,name,extra", [("requests", "RetryingAdapter", "retryrs[requests]"), ("httpx", "RetryingTransport", "retryrs[httpx]")])
+@pytest.mark.parametrize(
+    "module,name,extra",
+    [("requests", "RetryingAdapter", "retryrs[requests]"), ("httpx", "RetryingTransport", "retryrs[httpx]"), ("httpx", "AsyncRetryingTransport", "retryrs[httpx]")],
+)
 def test_without_the_extra_the_module_imports_and_the_class_names_it(module, name, extra):
     code = f"import sys; sys.modules[{module!r}] = None\nimport retryrs.http as h\nprint(h.redact_url('http://a:b@h/'))\ntry:\n    h.{name}\nexcept ImportError as e:\n    print(e)\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert "REDACTED:REDACTED@h/" in out and extra in out
+    assert "REDACTED:REDACTED@h/" in out and f"retryrs.http.{name} needs" in out and extra in out
 
 
 def test_redact_url_is_the_cores():

@@ -48,19 +48,24 @@ __all__ = [
 # The client libraries are optional: each class is imported on first use, and a
 # missing one fails then, naming the extra to install.
 _LAZY = {
-    "RetryingAdapter": "._http_requests",
-    "RetryingTransport": "._http_httpx",
-    "AsyncRetryingTransport": "._http_httpx",
+    "RetryingAdapter": ("._http_requests", "requests"),
+    "RetryingTransport": ("._http_httpx", "httpx"),
+    "AsyncRetryingTransport": ("._http_httpx", "httpx"),
 }
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
+    where = _LAZY.get(name)
+    if where is None:
         raise AttributeError(f"module 'retryrs.http' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(module, __package__), name)
+    module, extra = where
+    try:
+        loaded = importlib.import_module(module, __package__)
+    except ImportError as e:
+        raise ImportError(f"retryrs.http.{name} needs {extra}: pip install 'retryrs[{extra}]'", name=extra) from e.__cause__ or e
+    return getattr(loaded, name)
 
 
 def __dir__() -> list:  # type: ignore[type-arg]
