@@ -477,7 +477,7 @@ retryrs_status retryrs_http_classify(const char *method,
 // query parameters AWSAccessKeyId, Signature, sig and X-Goog-Signature become REDACTED.
 // `buf` has `cap` bytes and is always NUL-terminated when `cap` > 0 (it may be NULL when
 // `cap` is 0). *len (optional) gets the redacted URL's length without the NUL: when it is
-// >= `cap` the output was cut short (call again with *len + 1 bytes).
+// not below `cap` the output was cut short (call again with *len + 1 bytes).
 // RETRYRS_INVALID_ARGUMENT for a NULL url, or a NULL buf with a nonzero cap.
 retryrs_status retryrs_redact_url(const char *url, char *buf, size_t cap, size_t *len);
 

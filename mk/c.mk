@@ -38,7 +38,7 @@ c-tools:
 		{ apt-get update -qq && apt-get install -y -qq valgrind pkg-config >/dev/null; }
 
 # libcurl's headers for examples/c/curl_get.c: the distribution's package, like valgrind.
-c-curl:
+c-curl: c-tools
 	@pkg-config --exists libcurl || \
 		{ apt-get update -qq && apt-get install -y -qq libcurl4-openssl-dev >/dev/null; }
 

@@ -170,7 +170,7 @@ pub unsafe extern "C" fn retryrs_http_classify(
 /// query parameters AWSAccessKeyId, Signature, sig and X-Goog-Signature become REDACTED.
 /// `buf` has `cap` bytes and is always NUL-terminated when `cap` > 0 (it may be NULL when
 /// `cap` is 0). *len (optional) gets the redacted URL's length without the NUL: when it is
-/// >= `cap` the output was cut short (call again with *len + 1 bytes).
+/// not below `cap` the output was cut short (call again with *len + 1 bytes).
 /// RETRYRS_INVALID_ARGUMENT for a NULL url, or a NULL buf with a nonzero cap.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_redact_url(

@@ -137,6 +137,8 @@ function isRequest(v) {
 
 /** Reads a retried response's body (freeing its connection) into a response to keep. */
 async function release(res) {
+  // Not a fetch Response (a custom fetch's own object): nothing to read or rebuild.
+  if (typeof res.arrayBuffer !== 'function' || typeof res.constructor !== 'function') return res;
   let body = null;
   try {
     body = await res.arrayBuffer();
