@@ -19,6 +19,8 @@ include mk/rust.mk
 -include mk/c.mk
 -include mk/python.mk
 -include mk/node.mk
+# Last: the release artefacts and their tests (after every host's own suite).
+-include mk/dist.mk
 
 .PHONY: test demo bench conformance-reset conformance-summary clean
 test: $(TEST_TARGETS)
@@ -43,4 +45,4 @@ conformance-summary:
 	@scripts/conformance-summary $(BUILD)/conformance
 
 clean:
-	rm -rf target build .venv bindings-node/node_modules
+	rm -rf target build dist .venv bindings-node/node_modules
