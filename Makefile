@@ -8,6 +8,9 @@ SHELL := /bin/bash
 
 export CARGO_TARGET_DIR := $(CURDIR)/target
 BUILD := $(CURDIR)/build
+# The one version written by hand (the workspace's in Cargo.toml); every artefact's is
+# derived from it.
+VERSION := $(shell sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)
 
 # Reports of an earlier run must not stand in for a runner that did not run now.
 TEST_TARGETS := conformance-reset

@@ -9,20 +9,35 @@
 # Python: one abi3 wheel (CPython 3.9+) tagged manylinux2014 (glibc 2.17), linked by
 # zig (PyPI's ziglang) so the glibc floor is 2.17 whatever the build machine has, and
 # checked by auditwheel; plus the sdist.
-.PHONY: dist dist-python test-dist test-dist-python
+#
+# C: retryrs-c-<version>-<target>.tar.gz, the `make install-c` layout (include/, lib/
+# with libretryrs.so.X.Y.Z and its SONAME and .so symlinks, libretryrs.a, pkgconfig/,
+# cmake/retryrs/) with the licences, the changelog and the C README at the top.
+.PHONY: dist dist-python dist-c test-dist test-dist-python test-dist-c
 TEST_TARGETS += test-dist
 
 DIST := $(CURDIR)/dist
 DIST_WORK := $(BUILD)/dist-test
-# The one version written by hand (the workspace's); every artefact derives from it.
-VERSION := $(shell sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)
 DIST_TOOLS_STAMP := $(VENV)/.retryrs-dist-deps
 
 $(DIST_TOOLS_STAMP): | $(PY)
-	$(PY) -m pip install --quiet --disable-pip-version-check "maturin>=1.5,<2" "ziglang>=0.13,<0.18" "auditwheel>=6.1,<7"
+	$(PY) -m pip install --quiet --disable-pip-version-check "maturin>=1.5,<2" "ziglang>=0.13,<0.18" "auditwheel>=6.1,<7" \
+		"cmake>=3.16,<5"
 	touch $@
 
-dist: dist-python
+dist: dist-python dist-c
+
+HOST_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+C_DIST_NAME := retryrs-c-$(VERSION)-$(HOST_TRIPLE)
+C_STAGE := $(BUILD)/dist-c
+
+dist-c:
+	rm -rf $(C_STAGE) $(DIST)/retryrs-c-*.tar.gz
+	$(MAKE) --no-print-directory install-c PREFIX=$(C_STAGE)/$(C_DIST_NAME)
+	cp LICENSE-MIT LICENSE-APACHE CHANGELOG.md $(C_STAGE)/$(C_DIST_NAME)/
+	cp bindings-c/README.md $(C_STAGE)/$(C_DIST_NAME)/README.md
+	mkdir -p $(DIST)
+	tar czf $(DIST)/$(C_DIST_NAME).tar.gz --owner=0 --group=0 --sort=name -C $(C_STAGE) $(C_DIST_NAME)
 
 dist-python: $(DIST_TOOLS_STAMP)
 	mkdir -p $(DIST)
@@ -34,8 +49,11 @@ dist-python: $(DIST_TOOLS_STAMP)
 
 # The dist tests take dist/ as `make dist` left it in this same run: one wheel serves
 # all five interpreters.
-test-dist: test-dist-python
+test-dist: test-dist-python test-dist-c
 
 test-dist-python: dist-python
 	scripts/dist/python-wheel $(DIST) $(DIST_WORK)/python-wheel
 	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/dist-sdist scripts/dist/python-sdist $(DIST) $(DIST_WORK)/python-sdist
+
+test-dist-c: dist-c $(DIST_TOOLS_STAMP)
+	scripts/dist/c-tarball $(DIST) $(DIST_WORK)/c $(VERSION) $(VENV)/bin/cmake
