@@ -13,7 +13,17 @@
 # C: retryrs-c-<version>-<target>.tar.gz, the `make install-c` layout (include/, lib/
 # with libretryrs.so.X.Y.Z and its SONAME and .so symlinks, libretryrs.a, pkgconfig/,
 # cmake/retryrs/) with the licences, the changelog and the C README at the top.
-.PHONY: dist dist-python dist-c test-dist test-dist-python test-dist-c
+#
+# Node: the napi-rs layout. retryrs-<version>.tgz (JavaScript, types, the loader, and the
+# Rust sources for platforms with no prebuilt addon) lists every @retryrs/<platform>
+# package of bindings-node/npm/ as an optionalDependency; this machine packs
+# retryrs-linux-x64-gnu-<version>.tgz, its addon linked by cargo-zigbuild (PyPI) against
+# glibc 2.17 like the wheel. The release workflow packs the other platforms.
+#
+# One version: scripts/dist/versions.js checks every stated version against Cargo.toml's
+# (`make version-sync` rewrites the npm ones after a bump).
+.PHONY: dist dist-python dist-c dist-node version-sync test-dist test-dist-versions \
+	test-dist-python test-dist-c test-dist-node
 TEST_TARGETS += test-dist
 
 DIST := $(CURDIR)/dist
@@ -22,10 +32,11 @@ DIST_TOOLS_STAMP := $(VENV)/.retryrs-dist-deps
 
 $(DIST_TOOLS_STAMP): | $(PY)
 	$(PY) -m pip install --quiet --disable-pip-version-check "maturin>=1.5,<2" "ziglang>=0.13,<0.18" "auditwheel>=6.1,<7" \
-		"cmake>=3.16,<5"
+		"cmake>=3.16,<5" "cargo-zigbuild>=0.19,<0.25"
 	touch $@
 
-dist: dist-python dist-c
+dist: dist-python dist-c dist-node
+	@cd $(DIST) && ls -l | awk 'NR > 1 {printf "  %10d  %s\n", $$5, $$9}'
 
 HOST_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 C_DIST_NAME := retryrs-c-$(VERSION)-$(HOST_TRIPLE)
@@ -49,7 +60,14 @@ dist-python: $(DIST_TOOLS_STAMP)
 
 # The dist tests take dist/ as `make dist` left it in this same run: one wheel serves
 # all five interpreters.
-test-dist: test-dist-python test-dist-c
+test-dist: test-dist-versions test-dist-python test-dist-c test-dist-node
+
+test-dist-versions:
+	node scripts/dist/versions.js
+
+version-sync:
+	node scripts/dist/versions.js --write
+	cd bindings-node && npm install --package-lock-only --offline --no-audit --no-fund --loglevel=error
 
 test-dist-python: dist-python
 	scripts/dist/python-wheel $(DIST) $(DIST_WORK)/python-wheel
@@ -57,3 +75,16 @@ test-dist-python: dist-python
 
 test-dist-c: dist-c $(DIST_TOOLS_STAMP)
 	scripts/dist/c-tarball $(DIST) $(DIST_WORK)/c $(VERSION) $(VENV)/bin/cmake
+
+NODE_DIST_TRIPLE := x86_64-unknown-linux-gnu
+NODE_DIST_ADDON := $(CARGO_TARGET_DIR)/$(NODE_DIST_TRIPLE)/release/libretryrs_node.so
+
+dist-node: $(DIST_TOOLS_STAMP)
+	cd bindings-node && PATH=$(VENV)/bin:$$PATH cargo zigbuild --release --locked --quiet \
+		-p retryrs-node --target $(NODE_DIST_TRIPLE).2.17
+	node scripts/dist/node-pack.js $(DIST) $(BUILD)/dist-node linux-x64-gnu=$(NODE_DIST_ADDON)
+
+# $(NODE_STAMP): bindings-node's typescript (for the types test) is found through
+# NODE_PATH, so the fresh projects install offline and so never ask the registry for @retryrs/* names.
+test-dist-node: dist-node $(NODE_STAMP)
+	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/dist-npm-source scripts/dist/node-tarballs $(DIST) $(DIST_WORK)/node $(VERSION)
