@@ -55,7 +55,7 @@ dist-c:
 
 dist-python: $(DIST_TOOLS_STAMP)
 	mkdir -p $(DIST)
-	rm -f $(DIST)/retryrs-*.whl $(DIST)/retryrs-*.tar.gz
+	rm -f $(DIST)/retryrs-*.whl $(DIST)/retryrs-[0-9]*.tar.gz
 	cd bindings-python && VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin build \
 		--release --locked --zig --compatibility manylinux2014 --quiet --out $(DIST)
 	cd bindings-python && VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin sdist --out $(DIST)
@@ -96,6 +96,7 @@ dist-node: $(DIST_TOOLS_STAMP)
 	node scripts/dist/node-pack.js $(DIST) $(BUILD)/dist-node linux-x64-gnu=$(NODE_DIST_ADDON)
 
 # $(NODE_STAMP): bindings-node's typescript (for the types test) is found through
-# NODE_PATH, so the fresh projects install offline and so never ask the registry for @retryrs/* names.
+# NODE_PATH, so the fresh projects install offline and never ask the registry for the
+# unpublished @retryrs/* names.
 test-dist-node: dist-node $(NODE_STAMP)
 	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/dist-npm-source scripts/dist/node-tarballs $(DIST) $(DIST_WORK)/node $(VERSION)
