@@ -81,8 +81,8 @@ version-sync:
 	cd bindings-node && npm install --package-lock-only --offline --no-audit --no-fund --loglevel=error
 
 test-dist-python: dist-python
-	scripts/dist/python-wheel $(DIST) $(DIST_WORK)/python-wheel
-	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/dist-sdist scripts/dist/python-sdist $(DIST) $(DIST_WORK)/python-sdist
+	scripts/dist/python-wheel $(DIST) $(DIST_WORK)/python-wheel $(VERSION)
+	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/dist-sdist scripts/dist/python-sdist $(DIST) $(DIST_WORK)/python-sdist $(VERSION)
 
 test-dist-c: dist-c $(DIST_TOOLS_STAMP)
 	scripts/dist/c-tarball $(DIST) $(DIST_WORK)/c $(VERSION) $(VENV)/bin/cmake
