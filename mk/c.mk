@@ -3,8 +3,8 @@
 #
 #   make test-c       C suite (C11 + a C++17 unit + conformance) under valgrind,
 #                     then the pkg-config install smoke test
-#   make header-c     regenerate include/retryrs.h with cbindgen
-#   make install-c PREFIX=/usr/local   header, libretryrs.so.X.Y.Z (+ SONAME and .so
+#   make header-c     regenerate include/retryrs.h and retryrs_testing.h with cbindgen
+#   make install-c PREFIX=/usr/local   both headers, libretryrs.so.X.Y.Z (+ SONAME and .so
 #                     symlinks), libretryrs.a, retryrs.pc, the CMake package, licences
 #   make demo-c       the rates client against scripts/flaky_server.py
 #   make bench-c      bench/c -> build/bench/c.md
@@ -23,7 +23,7 @@ C_CXXFLAGS := -std=c++17 $(C_WARN) -O1 -g -Iinclude -Itests/c
 # What a program linking libretryrs.a needs besides it: the .pc file's Libs.private, the
 # one place the list is written.
 C_STATIC_LIBS := $(shell sed -n 's/^Libs.private: //p' bindings-c/retryrs.pc.in)
-C_TEST_SRC := tests/c/main.c tests/c/harness.c tests/c/test_api.c tests/c/test_threads.c tests/c/conformance.c
+C_TEST_SRC := tests/c/main.c tests/c/harness.c tests/c/test_api.c tests/c/test_threads.c tests/c/test_contract_v2.c tests/c/conformance.c
 PREFIX ?= /usr/local
 
 # One release build of the crate serves the tests, the demo and the bench; C users get
@@ -57,7 +57,7 @@ $(C_BUILD)/vectors.c: tests/c/gen_vectors.py $(wildcard tests/conformance/*.json
 	mkdir -p $(C_BUILD)
 	python3 tests/c/gen_vectors.py $@ tests/conformance/*.json
 
-$(C_BUILD)/retryrs-tests: c-lib $(C_BUILD)/vectors.c $(C_TEST_SRC) tests/c/cpp17.cpp tests/c/*.h include/retryrs.h
+$(C_BUILD)/retryrs-tests: c-lib $(C_BUILD)/vectors.c $(C_TEST_SRC) tests/c/cpp17.cpp tests/c/*.h include/retryrs.h include/retryrs_testing.h
 	$(C_CXX) $(C_CXXFLAGS) -c tests/c/cpp17.cpp -o $(C_BUILD)/cpp17.o
 	$(C_CC) $(C_CFLAGS) -c $(C_BUILD)/vectors.c -o $(C_BUILD)/vectors.o
 	$(C_CC) $(C_CFLAGS) $(C_TEST_SRC) $(C_BUILD)/vectors.o $(C_BUILD)/cpp17.o -o $@ \
@@ -82,6 +82,7 @@ test-c: c-tools $(C_BUILD)/retryrs-tests
 install-c: c-lib
 	install -d $(PREFIX)/include $(PREFIX)/lib/pkgconfig $(PREFIX)/lib/cmake/retryrs $(PREFIX)/share/doc/retryrs
 	install -m 644 include/retryrs.h $(PREFIX)/include/retryrs.h
+	install -m 644 include/retryrs_testing.h $(PREFIX)/include/retryrs_testing.h
 	install -m 755 $(C_LIBDIR)/$(C_REAL_SO) $(PREFIX)/lib/$(C_REAL_SO)
 	soname=$$(cat $(C_LIBDIR)/soname); \
 	if [ "$$soname" != $(C_REAL_SO) ]; then ln -sfn $(C_REAL_SO) $(PREFIX)/lib/$$soname; fi; \

@@ -32,6 +32,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<host::VirtualTime>()?;
     m.add_function(wrap_pyfunction!(host::parse_retry_after, m)?)?;
     m.add_function(wrap_pyfunction!(host::is_retryable_status, m)?)?;
+    m.add_function(wrap_pyfunction!(host::classify_http, m)?)?;
     m.add_function(wrap_pyfunction!(host::_testing_enable, m)?)?;
     m.add_function(wrap_pyfunction!(host::_testing_disable, m)?)?;
     m.add_function(wrap_pyfunction!(host::_testing_is_on, m)?)?;

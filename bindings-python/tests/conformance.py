@@ -204,7 +204,14 @@ def run_vector(v: Dict[str, Any], use_async: bool = False) -> List[str]:
         st = v["status"]
         got = retryrs.is_retryable_status(st["code"])
         return [] if got == st["retryable"] else [f"is_retryable_status({st['code']}) = {got}"]
-    return ["vector has none of calls, expect_error, retry_after, status"]
+    if "http" in v:
+        h = v["http"]
+        got = retryrs.classify_http(
+            h["method"], status=h.get("status"), failure=h.get("failure"),
+            retry_methods=h.get("retry_methods"), retry_statuses=h.get("retry_statuses"),
+        )
+        return [] if got == h["expect"] else [f"classify_http = {got!r}, expected {h['expect']!r}"]
+    return ["vector has none of calls, expect_error, retry_after, status, http"]
 
 
 def run_all(use_async: bool = False) -> Tuple[int, List[Tuple[str, List[str]]]]:

@@ -3,7 +3,7 @@
 //! One retry engine for every language. The heart is a sans-IO decision engine
 //! ([`engine::Call`]): given a [`Policy`], the verdict on each attempt and the time, it
 //! answers "retry after D" or "stop", and emits [`Event`]s. Around it: backoff and jitter
-//! ([`backoff`]), Retry-After parsing ([`retry_after`]), the shared [`RetryBudget`], a
+//! ([`backoff`]), Retry-After parsing ([`retry_after`]), HTTP classification ([`http`]), the shared [`RetryBudget`], a
 //! [`CancelToken`], a blocking [`Retrier`] and virtual time for tests ([`clock::testing`]).
 //!
 //! The contract every host obeys is `docs/contract.md` in the repository.
@@ -29,6 +29,8 @@ pub mod clock;
 pub mod engine;
 pub mod event;
 pub mod executor;
+pub mod http;
+mod http_date;
 pub mod policy;
 pub mod retry_after;
 
@@ -38,8 +40,9 @@ pub use clock::{testing, Clock, SystemClock, VirtualClock};
 pub use engine::{cancelled_before_start, duration_from_ms, Call, Decision, Resume, StateError, Stop, Verdict};
 pub use event::{Event, EventKind, ExhaustReason};
 pub use executor::{Retrier, RetryError, Run};
+pub use http::{is_idempotent, is_retryable_status, HttpOutcome, HttpRules, HttpVerdict, RETRYABLE_STATUSES};
 pub use policy::{Jitter, Policy, PolicyBuilder, PolicyError};
-pub use retry_after::{is_retryable_status, parse_retry_after, parse_retry_after_ms, RETRYABLE_STATUSES};
+pub use retry_after::{parse_retry_after, parse_retry_after_ms};
 
 /// The crate version, as in Cargo.toml.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -3,7 +3,7 @@ import sys
 from ._loop import Attempts, AsyncAttempts
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any, Awaitable, Callable, Coroutine, Generic, Optional, Tuple, Type, TypeVar, Union, overload
+from typing import Any, Awaitable, Callable, Coroutine, Generic, Optional, Sequence, Tuple, Type, TypeVar, Union, overload
 
 if sys.version_info >= (3, 10):
     from typing import ParamSpec
@@ -143,6 +143,13 @@ class VirtualTime:
 
 def parse_retry_after(value: Union[str, bytes], now: Union[float, datetime, None] = None) -> Optional[float]: ...
 def is_retryable_status(status: int) -> bool: ...
+def classify_http(
+    method: str,
+    status: Optional[int] = None,
+    failure: Optional[str] = None,
+    retry_methods: Optional[Sequence[str]] = None,
+    retry_statuses: Optional[Sequence[int]] = None,
+) -> str: ...
 def _testing_enable() -> None: ...
 def _testing_disable() -> None: ...
 def _testing_is_on() -> bool: ...
