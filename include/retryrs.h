@@ -2,8 +2,10 @@
  * retryrs.h: the C API of retryrs, one retry engine shared by Rust, Python, Node and C.
  *
  * Link with -lretryrs (libretryrs.so or libretryrs.a; with the static library also
- * -lpthread -ldl -lm), or use `pkg-config --cflags --libs retryrs` after
- * `make install-c PREFIX=...`. C11 and C++ (extern "C") compatible.
+ * -lpthread -ldl -lm -lrt -lutil), or use `pkg-config --cflags --libs retryrs` (add
+ * --static for libretryrs.a) or CMake's find_package(retryrs CONFIG) with the target
+ * retryrs::retryrs, from the release tarball or `make install-c PREFIX=...`.
+ * C11 and C++ (extern "C") compatible.
  *
  * Conventions
  *

@@ -4,6 +4,7 @@
  * runs it on the scenario of tests/observability/scenario.json (two failures then
  * success, one exhaustion by attempts, one rejection), in virtual time. */
 #include <retryrs.h>
+#include <retryrs_testing.h> /* the scenario runs in virtual time */
 #include <stdatomic.h>
 #include <stdio.h>
 
