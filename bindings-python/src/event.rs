@@ -5,7 +5,6 @@ use pyo3::types::PyString;
 use retryrs::Event;
 
 use crate::convert::secs;
-use crate::hooks::Hooks;
 
 /// One event of one call: what happened, to which retrier, at which attempt, when (seconds
 /// since the call began), and what applies: the error, the delay (retrying), the reason
@@ -22,10 +21,10 @@ pub struct PyEvent {
 }
 
 impl PyEvent {
-    pub fn new(py: Python<'_>, hooks: &Hooks, e: &Event<'_>, error: Option<&Bound<'_, PyAny>>) -> Self {
+    pub fn new(py: Python<'_>, name: &Py<PyString>, e: &Event<'_>, error: Option<&Bound<'_, PyAny>>) -> Self {
         PyEvent {
             kind: e.kind.as_str(),
-            name: hooks.name.clone_ref(py),
+            name: name.clone_ref(py),
             attempt: e.attempt,
             elapsed: secs(e.elapsed),
             error: error.map(|e| e.clone().unbind()),

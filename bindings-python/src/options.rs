@@ -1,5 +1,5 @@
 //! The Retrier's keyword arguments: Python types and units in, a validated engine
-//! [`Policy`] plus the host hooks out. Validation itself is the engine's
+//! [`Policy`] plus the host host out. Validation itself is the engine's
 //! (`PolicyBuilder::build`); this module only phrases its verdicts in Python's names and
 //! units, quoting the value exactly as the caller wrote it.
 
@@ -13,7 +13,7 @@ use retryrs::{Jitter, Policy, PolicyBuilder, PolicyError};
 
 use crate::budget::PyRetryBudget;
 use crate::convert::{ms, repr, seconds};
-use crate::hooks::{Hooks, RetryOn};
+use crate::host_policy::{HostPolicy, RetryOn};
 
 const KNOWN: [&str; 13] = [
     "retry_on",
@@ -32,7 +32,7 @@ const KNOWN: [&str; 13] = [
 ];
 
 /// Everything a Retrier holds, built from its keyword arguments.
-pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Hooks> {
+pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<HostPolicy> {
     let get = |key: &str| -> Option<Bound<'_, PyAny>> { options.and_then(|o| o.get_item(key).ok().flatten()) };
     if let Some(options) = options {
         for key in options.keys() {
@@ -107,7 +107,7 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Ho
             Some(s)
         }
     };
-    Ok(Hooks::new(py, Arc::new(policy), retry_on, retry_after, on_event, budget, attempt_timeout))
+    Ok(HostPolicy::new(py, Arc::new(policy), retry_on, retry_after, on_event, budget, attempt_timeout))
 }
 
 fn build(builder: PolicyBuilder, options: Option<&Bound<'_, PyDict>>) -> PyResult<Policy> {
