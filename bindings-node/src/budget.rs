@@ -6,7 +6,7 @@ use napi_derive::napi;
 use retryrs::RetryBudget;
 
 use crate::guard::guarded;
-use crate::policy::{option_name, Problem};
+use crate::problem::{option_name, Problem};
 
 /// One token bucket, shared by every retrier (and call) that holds it.
 #[napi]

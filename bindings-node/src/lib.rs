@@ -19,4 +19,5 @@ mod call;
 mod guard;
 mod http;
 mod policy;
+mod problem;
 mod time;
