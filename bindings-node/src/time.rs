@@ -1,8 +1,6 @@
 //! The core's global virtual-time switch, for tests: while on, the JS layer reads `now`
 //! from the core's virtual clock and advances it instead of arming timers.
 
-use std::time::Duration;
-
 use napi_derive::napi;
 use retryrs::{testing, Clock};
 
@@ -44,11 +42,7 @@ pub fn virtual_now_ms() -> napi::Result<f64> {
 pub fn virtual_advance(ms: f64) -> napi::Result<bool> {
     guarded(|| {
         let Some(clock) = testing::clock() else { return Ok(false) };
-        if ms.is_finite() && ms > 0.0 {
-            clock.advance(Duration::from_nanos((ms * 1e6).round().min(u64::MAX as f64) as u64));
-        } else if ms == f64::INFINITY {
-            clock.advance(Duration::MAX);
-        }
+        clock.advance(retryrs::units::duration_from_ms_or_zero(ms));
         Ok(true)
     })
 }

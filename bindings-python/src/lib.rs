@@ -6,17 +6,17 @@
 
 use pyo3::prelude::*;
 
-mod stepped;
 mod budget;
 mod convert;
 mod errors;
 mod event;
 mod host_policy;
 mod http;
-mod testing;
 mod options;
 mod retrier;
 mod state;
+mod stepped;
+mod testing;
 mod token;
 mod wait;
 mod wrapped;
@@ -30,6 +30,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<budget::PyRetryBudget>()?;
     m.add_class::<wrapped::RetryingFunction>()?;
     m.add_class::<testing::VirtualTime>()?;
+    m.add_function(wrap_pyfunction!(options::_knobs, m)?)?;
     m.add_function(wrap_pyfunction!(http::parse_retry_after, m)?)?;
     m.add_function(wrap_pyfunction!(http::is_retryable_status, m)?)?;
     m.add_function(wrap_pyfunction!(testing::_testing_enable, m)?)?;

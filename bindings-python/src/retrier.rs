@@ -1,4 +1,4 @@
-//! `Retrier`: an immutable policy plus host, and the blocking executor. The happy path of
+//! `Retrier`: an immutable policy (engine and host parts), and the blocking executor. The happy path of
 //! `call` reads the clock once, calls the function, and returns: no engine state, no
 //! Python object beyond what the function itself makes. Engine state starts at the first
 //! failure.
@@ -189,22 +189,25 @@ impl Retrier {
         }
     }
 
+    /// `Retrier(name='rates', max_attempts=5, initial_delay=0.2, ...)`: the name, then
+    /// every numeric knob of the core's table (in Python's units), then the jitter.
     fn __repr__(&self) -> String {
         let p = &self.host.policy;
-        let deadline = p.deadline().map_or("None".to_string(), |d| pyfloat(secs(d)));
-        format!(
-            "Retrier(name='{}', max_attempts={}, initial_delay={}, multiplier={}, max_delay={}, jitter='{}', deadline={})",
-            p.name().replace('\\', "\\\\").replace('\'', "\\'"),
-            p.max_attempts(),
-            pyfloat(secs(p.initial_delay())),
-            pyfloat(p.multiplier()),
-            pyfloat(secs(p.max_delay())),
-            p.jitter().spelling(),
-            deadline
-        )
+        let mut parts = vec![format!("name='{}'", p.name().replace('\\', "\\\\").replace('\'', "\\'"))];
+        for k in retryrs::knob::numeric() {
+            let value = match (p.number(k.name), k.unit) {
+                (None, _) => "None".to_string(),
+                (Some(n), retryrs::Unit::Count) => format!("{n}"),
+                (Some(ms), retryrs::Unit::Duration) => pyfloat(ms / 1000.0),
+                (Some(n), _) => pyfloat(n),
+            };
+            parts.push(format!("{}={value}", k.name));
+        }
+        parts.push(format!("jitter='{}'", p.jitter().spelling()));
+        format!("Retrier({})", parts.join(", "))
     }
 
-    // The asyncio driver's host into the engine (see retryrs/_aio.py).
+    // The asyncio driver's hooks into the engine (see retryrs/_aio.py).
 
     /// Starts an async call: raises RetryCancelled if the token already fired; returns the
     /// start time (nanoseconds, exact, so virtual-time boundaries stay exact).

@@ -37,14 +37,7 @@ impl Verdict {
     }
 }
 
-/// A host's millisecond count as a [`Duration`]: `None` for NaN or negative values,
-/// saturating at `Duration::MAX` for infinite or huge ones.
-pub fn duration_from_ms(ms: f64) -> Option<Duration> {
-    if ms.is_nan() || ms < 0.0 {
-        return None;
-    }
-    Some(Duration::try_from_secs_f64(ms / 1000.0).unwrap_or(Duration::MAX))
-}
+pub use crate::units::duration_from_ms;
 
 /// How a call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
