@@ -62,7 +62,8 @@ class CallRun {
       const event = { kind: rec.kind, name: this.o.name, attempt: rec.attempt, elapsedMs: rec.elapsedMs };
       if (rec.delayMs !== null && rec.delayMs !== undefined) event.delayMs = rec.delayMs;
       if (rec.reason !== null && rec.reason !== undefined) event.reason = rec.reason;
-      if (rec.kind !== 'success' && rec.kind !== 'retrying' && this.errors.length > 0) event.error = error;
+      // The core says which kinds carry the failure (retrying does: see docs/contract.md).
+      if (rec.carriesError && this.errors.length > 0) event.error = error;
       try {
         listener(event);
       } catch (err) {

@@ -34,6 +34,8 @@ pub struct EventRecord {
     pub elapsed_ms: f64,
     pub delay_ms: Option<f64>,
     pub reason: Option<String>,
+    /// Whether the core says this kind of event carries the failure it is about.
+    pub carries_error: bool,
 }
 
 impl From<&Event<'_>> for EventRecord {
@@ -44,6 +46,7 @@ impl From<&Event<'_>> for EventRecord {
             elapsed_ms: e.elapsed.as_millis() as f64,
             delay_ms: e.delay.map(ms),
             reason: e.reason.map(|r| r.as_str().to_string()),
+            carries_error: e.kind.carries_error(),
         }
     }
 }
@@ -248,18 +251,10 @@ fn stop_code(stop: Stop) -> f64 {
     }
 }
 
-/// Float milliseconds (JS time) to a Duration, exact for whole milliseconds: going
-/// through nanoseconds avoids `from_secs_f64` turning 105 ms into 104.999999 ms.
+/// Float milliseconds (JS time) to a Duration: the core's conversion, zero for NaN or
+/// negative values.
 fn duration(ms: f64) -> Duration {
-    if ms.is_nan() || ms <= 0.0 {
-        return Duration::ZERO;
-    }
-    let nanos = (ms * 1e6).round();
-    if nanos >= u64::MAX as f64 {
-        Duration::from_nanos(u64::MAX)
-    } else {
-        Duration::from_nanos(nanos as u64)
-    }
+    retryrs::units::duration_from_ms_or_zero(ms)
 }
 
 /// A Duration as float milliseconds (whole, since the engine decides in milliseconds;

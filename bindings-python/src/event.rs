@@ -27,7 +27,8 @@ impl PyEvent {
             name: name.clone_ref(py),
             attempt: e.attempt,
             elapsed: secs(e.elapsed),
-            error: error.map(|e| e.clone().unbind()),
+            // Only the kinds the core says carry an error get one.
+            error: error.filter(|_| e.kind.carries_error()).map(|e| e.clone().unbind()),
             delay: e.delay.map(secs),
             reason: e.reason.map(|r| r.as_str()),
         }
@@ -73,7 +74,13 @@ impl PyEvent {
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
-        let mut s = format!("Event(kind='{}', name={}, attempt={}, elapsed={}", self.kind, self.name.bind(py).repr().map(|r| r.to_string()).unwrap_or_default(), self.attempt, crate::convert::pyfloat(self.elapsed));
+        let mut s = format!(
+            "Event(kind='{}', name={}, attempt={}, elapsed={}",
+            self.kind,
+            self.name.bind(py).repr().map(|r| r.to_string()).unwrap_or_default(),
+            self.attempt,
+            crate::convert::pyfloat(self.elapsed)
+        );
         if let Some(d) = self.delay {
             s.push_str(&format!(", delay={}", crate::convert::pyfloat(d)));
         }

@@ -85,7 +85,7 @@ impl CallState {
             }
             Decision::Stop(Stop::Exhausted(reason)) => {
                 self.errors.push(err.into_value(py));
-                let exhausted = errors::exhausted(py, self.host.policy.name(), self.call.attempt(), reason.as_str(), &self.errors);
+                let exhausted = errors::exhausted(py, self.host.policy.name(), self.call.attempt(), reason, &self.errors);
                 self.errors.clear();
                 Err(exhausted)
             }
@@ -105,7 +105,7 @@ impl CallState {
         match self.call.after_wait(at, &mut |e| host.emit(py, e, last.as_ref())).map_err(state_error)? {
             Resume::Attempt(_) => Ok(()),
             Resume::Stop(Stop::Exhausted(reason)) => {
-                let exhausted = errors::exhausted(py, host.policy.name(), self.call.attempt(), reason.as_str(), &self.errors);
+                let exhausted = errors::exhausted(py, host.policy.name(), self.call.attempt(), reason, &self.errors);
                 self.errors.clear();
                 Err(exhausted)
             }
