@@ -64,7 +64,7 @@ impl SteppedCall {
     }
 
     // The errors' tracebacks reference the driver's frames, which reference this object:
-    // the cycle collector must see these edges. (The host are shared through an Arc with
+    // the cycle collector must see these edges. (The host policy is shared through an Arc with
     // the Retrier that owns them, so they are not this object's to report.)
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         for e in &self.state.errors {
