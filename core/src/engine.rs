@@ -147,6 +147,9 @@ impl<P: Deref<Target = Policy>> Call<P> {
 
     /// Steps 1 to 8 of the contract: the verdict on the current attempt, at time `now`.
     /// Emits AttemptFailed and then one of Retrying, Rejected, Exhausted; or Success.
+    // Inline hints: the hosts' call loops are hot, and whether the engine's two steps got
+    // inlined into them used to depend on how codegen units happened to be split.
+    #[inline]
     pub fn record(
         &mut self,
         verdict: Verdict,
@@ -196,6 +199,7 @@ impl<P: Deref<Target = Policy>> Call<P> {
 
     /// Step 9: the wait is over at `now`. Past the deadline the call ends as Exhausted
     /// (reason deadline) without another attempt; otherwise the next attempt runs.
+    #[inline]
     pub fn after_wait(&mut self, now: Duration, sink: &mut impl FnMut(&Event<'_>)) -> Result<Resume, StateError> {
         if self.state != State::Waiting {
             return Err(StateError::NotWaiting(self.state.describe()));
