@@ -1,5 +1,5 @@
 # The project's front door: `make test` runs every suite, `make demo` the demo,
-# `make bench` the benchmarks. Each host adds its own targets in mk/<host>.mk by
+# `make bench` the benchmarks, `make sim` the fleet simulator (bench/FLEET.md). Each host adds its own targets in mk/<host>.mk by
 # appending to TEST_TARGETS, BENCH_TARGETS and DEMO_CLIENTS (what builds its demo
 # client), and may add DEMO_TARGETS that run after the cross-language demo.
 SHELL := /bin/bash
@@ -16,6 +16,7 @@ DEMO_TARGETS :=
 BENCH_TARGETS :=
 
 include mk/rust.mk
+include mk/sim.mk
 -include mk/c.mk
 -include mk/python.mk
 -include mk/node.mk

@@ -62,7 +62,8 @@ test-c: c-tools $(C_BUILD)/retryrs-tests
 	@$(MAKE) --no-print-directory pkgconfig-c
 
 # The documented install step, into a scratch prefix; then an app is built exactly as a
-# user would, with `cc app.c $(pkg-config --cflags --libs retryrs)`, and run.
+# user would, with `cc app.c $(pkg-config --cflags --libs retryrs)`, and run; so is the
+# README's metrics example (examples/c/metrics.c), which checks its own counts.
 install-c: c-lib
 	install -d $(PREFIX)/include $(PREFIX)/lib/pkgconfig
 	install -m 644 include/retryrs.h $(PREFIX)/include/retryrs.h
@@ -77,7 +78,9 @@ pkgconfig-c: c-tools
 	$(MAKE) --no-print-directory install-c PREFIX=$(C_BUILD)/prefix
 	export PKG_CONFIG_PATH=$(C_BUILD)/prefix/lib/pkgconfig; \
 	$(C_CC) -std=c11 $(C_WARN) tests/c/pkgconfig_app.c -o $(C_BUILD)/pkgconfig-app $$(pkg-config --cflags --libs retryrs) \
-		&& LD_LIBRARY_PATH=$(C_BUILD)/prefix/lib $(C_BUILD)/pkgconfig-app "$$(pkg-config --modversion retryrs)"
+		&& LD_LIBRARY_PATH=$(C_BUILD)/prefix/lib $(C_BUILD)/pkgconfig-app "$$(pkg-config --modversion retryrs)" \
+		&& $(C_CC) -std=c11 $(C_WARN) examples/c/metrics.c -o $(C_BUILD)/metrics-example $$(pkg-config --cflags --libs retryrs) \
+		&& LD_LIBRARY_PATH=$(C_BUILD)/prefix/lib $(C_BUILD)/metrics-example
 
 $(C_BUILD)/rates: c-lib examples/c/rates.c include/retryrs.h
 	mkdir -p $(C_BUILD)

@@ -20,8 +20,9 @@ PY_NATIVE_SRC := $(wildcard bindings-python/src/*.rs core/src/*.rs) bindings-pyt
 $(PY):
 	python3 -m venv $(VENV)
 
-$(PY_DEPS_STAMP): | $(PY)
-	$(PY) -m pip install --quiet --disable-pip-version-check "maturin>=1.5,<2" "pytest>=7" "mypy>=1.8"
+PY_TEST_REQUIREMENTS := bindings-python/requirements-test.txt
+$(PY_DEPS_STAMP): $(PY_TEST_REQUIREMENTS) | $(PY)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r $(PY_TEST_REQUIREMENTS)
 	touch $@
 
 $(PY_NATIVE_STAMP): $(PY_NATIVE_SRC) $(PY_DEPS_STAMP)
@@ -40,7 +41,7 @@ test-python: $(PY_NATIVE_STAMP)
 	cd bindings-python && $(PY) -m mypy.stubtest retryrs --allowlist stubtest-allowlist.txt
 
 $(PY_BENCH_STAMP): | $(PY)
-	$(PY) -m pip install --quiet --disable-pip-version-check tenacity stamina backoff
+	$(PY) -m pip install --quiet --disable-pip-version-check tenacity stamina backoff prometheus-client==0.26.0
 	touch $@
 
 bench-python: $(PY_NATIVE_STAMP) $(PY_BENCH_STAMP)

@@ -1,14 +1,21 @@
 #!/usr/bin/env node
 // retryrs (Node) against a bare await, p-retry, cockatiel and async-retry, in one run:
 //   (a) the happy path: fn succeeds at once;
-//   (b) two failures then success, zero delay, against a hand-written retry loop.
+//   (b) two failures then success, zero delay, against a hand-written retry loop;
+// each also with a `retryrs:event` diagnostics_channel subscriber and with a Prometheus
+// listener (retryrs/prometheus on a fresh prom-client registry): what observing costs.
+// The plain retryrs rows have no subscriber: a call then reads channel.hasSubscribers
+// and nothing else.
 // Prints ns per call and ratios; `--out FILE` also writes the table as markdown.
 // Not a test: figures depend on the machine; only the ratios measured together mean much.
 import { writeFileSync } from 'node:fs';
 import pRetry from 'p-retry';
 import { retry, handleAll, ConstantBackoff } from 'cockatiel';
 import asyncRetry from 'async-retry';
+import dc from 'node:diagnostics_channel';
+import { Registry } from 'prom-client';
 import { Retrier } from '../../bindings-node/index.mjs';
+import { promListener } from '../../bindings-node/lib/prometheus.js';
 
 const args = process.argv.slice(2);
 const outIndex = args.indexOf('--out');
@@ -64,6 +71,12 @@ const makeFlaky = () => {
 const retrier = new Retrier({ initialDelayMs: 0, maxDelayMs: 0 });
 // Without a deadline (and a listener) the happy path needs no clock read at its start.
 const noDeadline = new Retrier({ initialDelayMs: 0, maxDelayMs: 0, deadlineMs: null });
+const withProm = new Retrier({ initialDelayMs: 0, maxDelayMs: 0, onEvent: promListener({ register: new Registry() }) });
+
+// Rows marked SUBSCRIBED are measured with a subscriber on `retryrs:event` (one that
+// does nothing), removed again afterwards, so every other row runs with none.
+const SUBSCRIBED = true;
+const idle = () => {};
 const cockatielPolicy = retry(handleAll, { maxAttempts: 4, backoff: new ConstantBackoff(0) });
 const pRetryOptions = { retries: 4, minTimeout: 0, maxTimeout: 0, randomize: false };
 const asyncRetryOptions = { retries: 4, minTimeout: 0, maxTimeout: 0, factor: 1, randomize: false };
@@ -82,6 +95,8 @@ const happy = [
   ['bare await fn()', () => ok()],
   ['retryrs', () => retrier.call(ok)],
   ['retryrs (deadlineMs: null)', () => noDeadline.call(ok)],
+  ['retryrs, a diagnostics_channel subscriber', () => retrier.call(ok), SUBSCRIBED],
+  ['retryrs + prometheus listener', () => withProm.call(ok)],
   ['cockatiel', () => cockatielPolicy.execute(ok)],
   ['p-retry', () => pRetry(ok)],
   ['p-retry (options)', () => pRetry(ok, pRetryOptions)],
@@ -90,6 +105,8 @@ const happy = [
 const flaky = [
   ['hand-written loop', () => handLoop(makeFlaky())],
   ['retryrs', () => retrier.call(makeFlaky())],
+  ['retryrs, a diagnostics_channel subscriber', () => retrier.call(makeFlaky()), SUBSCRIBED],
+  ['retryrs + prometheus listener', () => withProm.call(makeFlaky())],
   ['cockatiel', () => cockatielPolicy.execute(makeFlaky())],
   ['p-retry', () => pRetry(makeFlaky(), pRetryOptions)],
   ['async-retry', () => asyncRetry(makeFlaky(), asyncRetryOptions)],
@@ -108,8 +125,10 @@ for (const [scenario, list] of [['a', happy], ['b', flaky]]) {
   const base = await measure(list[0][1]);
   results[scenario] = { [list[0][0]]: base };
   rows.push([scenario, list[0][0], base, 1]);
-  for (const [name, run] of list.slice(1)) {
+  for (const [name, run, subscribed] of list.slice(1)) {
+    if (subscribed) dc.subscribe('retryrs:event', idle);
     const ns = await measure(run);
+    if (subscribed) dc.unsubscribe('retryrs:event', idle);
     results[scenario][name] = ns;
     rows.push([scenario, name, ns, ns / base]);
   }

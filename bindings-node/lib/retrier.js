@@ -8,6 +8,7 @@ const { normalise, typeName } = require('./options');
 const { AttemptContext, FIRST_ATTEMPT } = require('./attempt');
 const { reportListenerError } = require('./events');
 const { CallRun, isThenable } = require('./call');
+const { channel: eventChannel, observedOptions } = require('./diagnostics');
 
 function isAbortSignal(s) {
   return typeof s === 'object' && s !== null && typeof s.aborted === 'boolean' && typeof s.addEventListener === 'function';
@@ -33,7 +34,8 @@ class Retrier {
    */
   call(fn, options) {
     if (typeof fn !== 'function') return Promise.reject(new TypeError(`call(fn): fn must be a function, got ${typeName(fn)}`));
-    const o = this.#o;
+    // Subscribers of `retryrs:event` (lib/diagnostics.js) are looked for once per call.
+    const o = eventChannel.hasSubscribers ? observedOptions(this.#o) : this.#o;
     let signal;
     if (options !== undefined && options !== null) {
       if (typeof options !== 'object') return Promise.reject(new TypeError(`call(fn, options): options must be an object, got ${typeName(options)}`));
@@ -42,7 +44,7 @@ class Retrier {
         return Promise.reject(new TypeError(`call(fn, { signal }): signal must be an AbortSignal, got ${typeName(signal)}`));
       }
     }
-    if (signal !== undefined && signal.aborted) return this.#abortedBeforeStart(signal);
+    if (signal !== undefined && signal.aborted) return this.#abortedBeforeStart(o, signal);
     const t0 = o.needsClock ? now() : 0;
     if (signal !== undefined || o.needsFullLoop) return new CallRun(o, fn, signal, t0).run(undefined, false);
 
@@ -63,8 +65,7 @@ class Retrier {
     return Promise.resolve(result);
   }
 
-  #abortedBeforeStart(signal) {
-    const o = this.#o;
+  #abortedBeforeStart(o, signal) {
     if (o.onEvent !== undefined) {
       for (const rec of native.cancelledBeforeStartEvents(o.policy)) {
         try {

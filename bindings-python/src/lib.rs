@@ -12,6 +12,7 @@ mod errors;
 mod event;
 mod host_policy;
 mod http;
+mod listeners;
 mod options;
 mod retrier;
 mod state;

@@ -93,7 +93,7 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Ho
     };
     let retry_after =
         callable_or_none(some("retry_after"), "retry_after", "a callable exc -> seconds | timedelta | None")?;
-    let on_event = callable_or_none(some("on_event"), "on_event", "a callable event -> None")?;
+    let on_event = crate::listeners::on_event(some("on_event"))?;
     let attempt_timeout = match some("attempt_timeout") {
         None => None,
         Some(v) => {

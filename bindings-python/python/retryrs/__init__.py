@@ -13,6 +13,9 @@ cancellation, decided by one Rust engine shared with the Rust, Node and C hosts.
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
+
 from . import testing
 from ._errors import AttemptTimeout, RetryCancelled, RetryError, RetryExhausted
 from ._logging import log_events
@@ -45,3 +48,14 @@ __all__ = [
     "testing",
     "__version__",
 ]
+
+
+# The integrations load on first use (`retryrs.prometheus.listener()` after a plain
+# `import retryrs`), so importing retryrs never needs prometheus_client or opentelemetry.
+_OPTIONAL = ("prometheus", "otel")
+
+
+def __getattr__(name: str) -> ModuleType:
+    if name in _OPTIONAL:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -79,7 +79,8 @@ class Retrier:
         jitter: str = "full",
         deadline: Optional[Seconds] = 15.0,
         retry_after: Optional[Callable[[BaseException], Hint]] = None,
-        on_event: Optional[Callable[[Event], object]] = None,
+        # One listener, or a list / tuple of them (each told every event, in order).
+        on_event: Union[Callable[[Event], object], list[Callable[[Event], object]], tuple[Callable[[Event], object], ...], None] = None,
         budget: Optional[RetryBudget] = None,
         name: str = "retry",
         seed: Optional[int] = None,

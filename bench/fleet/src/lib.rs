@@ -1,0 +1,12 @@
+//! The fleet simulator: deterministic discrete-event models of many clients sharing one
+//! server, each client's retries decided by the real engine ([`retryrs::Call`]). Nothing
+//! here computes a backoff; the engine does.
+
+pub mod contention;
+pub mod herd;
+pub mod outage;
+pub mod peers;
+pub mod plot;
+pub mod report;
+pub mod rng;
+pub mod sim;

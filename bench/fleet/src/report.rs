@@ -1,0 +1,213 @@
+//! bench/FLEET.md: the tables, as one string, so the same seed gives the same bytes.
+
+use std::fmt::Write;
+
+use crate::contention::{Strategy, NET_MEAN_MS, NET_SD_MS};
+use crate::herd::WINDOW_MS;
+use crate::outage::{self, World};
+use crate::peers::Peer;
+use crate::sim::Results;
+
+/// The published call counts at N = 100 (AWS Architecture Blog, "Exponential Backoff And
+/// Jitter", Marc Brooker, 2015: the "calls" figure), where the article gives one.
+pub fn published_calls(s: Strategy) -> Option<f64> {
+    match s {
+        Strategy::NoJitter => Some(1_850.0),
+        Strategy::Full => Some(800.0),
+        _ => None,
+    }
+}
+
+/// `12345` as `12,345`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// The whole of bench/FLEET.md.
+pub fn fleet_md(r: &Results) -> String {
+    let c = &r.config;
+    let mut s = String::new();
+    let w = &mut s;
+    let _ = writeln!(w, "# The fleet simulator: what a retry policy does to a shared server\n");
+    let _ = writeln!(
+        w,
+        "Written by `make sim` (bench/fleet, seed {}); do not edit by hand. Every delay, budget decision and \
+         deadline below comes from the retryrs engine (`retryrs::engine::Call`); the simulator only models \
+         the clients, the network and the server. The same seed gives these tables byte for byte.\n",
+        c.seed
+    );
+    contention(w, r);
+    outage_section(w, r);
+    herd(w, r);
+    s
+}
+
+fn contention(w: &mut String, r: &Results) {
+    let c = &r.config;
+    let _ = writeln!(w, "## 1. Contention: the AWS \"Exponential Backoff And Jitter\" experiment\n");
+    let _ = writeln!(
+        w,
+        "The model of the article's simulator (aws-samples/aws-arch-backoff-simulator): {} clients each update \
+         one row once under optimistic concurrency (read the version, write if unchanged), all starting at \
+         t = 0; every message crosses a network of |Normal({NET_MEAN_MS} ms, {NET_SD_MS} ms)|; each write that \
+         names the current version wins, the others fail, and their clients back off and start over. The \
+         backoff is the article's, run by the engine: 10 ms after the first failure, x2, capped at 2 s \
+         (decorrelated: from 5 ms), attempts unbounded, no deadline. \"Calls\" are writes the server received; \
+         \"time\" is when the last update was acknowledged. Mean of {} runs.\n",
+        c.contention_clients, c.contention_trials
+    );
+    let _ = writeln!(w, "| backoff | calls | published calls (N = 100) | off by | time to finish |");
+    let _ = writeln!(w, "|---|---:|---:|---:|---:|");
+    for (s, o) in &r.contention {
+        let (published, off) = match published_calls(*s) {
+            Some(p) if c.contention_clients == 100 => {
+                (format!("~{}", thousands(p as u64)), format!("{:+.1}%", (o.calls / p - 1.0) * 100.0))
+            }
+            _ => ("–".into(), "–".into()),
+        };
+        let _ = writeln!(
+            w,
+            "| {} | {} | {published} | {off} | {:.2} s |",
+            s.label(),
+            thousands(o.calls.round() as u64),
+            o.completion_ms / 1000.0
+        );
+    }
+    let _ = writeln!(
+        w,
+        "\nPublished numbers: AWS Architecture Blog, \"Exponential Backoff And Jitter\" (Marc Brooker, 2015), \
+         read off its calls figure at N = 100. Its findings, reproduced here: jitter cuts the work by more \
+         than half; full jitter does the least work; equal jitter is the slowest of the jittered kinds; \
+         decorrelated jitter finishes about as soon as full jitter for more calls.\n"
+    );
+    let _ = writeln!(
+        w,
+        "![Calls against clients](fleet/contention_calls.svg)\n\n![Time against clients](fleet/contention_time.svg)\n\n\
+         (Plots: N = {}..{}, mean of {} runs per point.)\n",
+        c.sweep.first().copied().unwrap_or(0),
+        c.sweep.last().copied().unwrap_or(0),
+        c.sweep_trials
+    );
+}
+
+fn outage_section(w: &mut String, r: &Results) {
+    let world = &r.config.outage;
+    let _ = writeln!(w, "## 2. Outage and recovery\n");
+    let _ = writeln!(
+        w,
+        "{} clients each start {} requests/s ({} requests/s in all, the steady rate) against one server that \
+         serves {} requests/s. From t = {} s the server fails every request for {} s, then recovers. Every \
+         attempt is answered after a {} ms round trip. Each request is one call (clients do not wait for \
+         their earlier calls); beyond its capacity the server sheds a random share of each millisecond's \
+         arrivals with a transient error. The model is documented in bench/fleet/src/outage.rs.\n",
+        thousands(world.clients.into()),
+        world.rate_per_client,
+        thousands(world.steady_rate()),
+        thousands(world.capacity.into()),
+        world.outage_start_ms / 1000,
+        world.outage_ms / 1000,
+        world.rtt_ms
+    );
+    let _ = writeln!(
+        w,
+        "The policies, each a peer's documented default (shared/REFERENCES.md section 5 has the versions checked):\n"
+    );
+    let _ = writeln!(w, "| policy | as simulated, and its source |");
+    let _ = writeln!(w, "|---|---|");
+    for p in Peer::ALL {
+        let _ = writeln!(w, "| {} | {} |", p.label(), p.model());
+    }
+    let _ = writeln!(w);
+    outage_table(w, "The server recovers to full capacity", world, &r.outage);
+    let _ = writeln!(w, "![Load during the outage and after](fleet/outage.svg)\n");
+    outage_table(
+        w,
+        &format!(
+            "Variant: the server comes back at half capacity ({} requests/s, below the steady rate)",
+            thousands(r.config.outage_half.capacity_after.into())
+        ),
+        &r.config.outage_half,
+        &r.outage_half,
+    );
+    let _ = writeln!(w, "![Load, half-capacity recovery](fleet/outage_half.svg)\n");
+    let _ = writeln!(
+        w,
+        "Columns: *sent / offered*: attempts the server received during the outage per request the clients \
+         started in it; *extra*: retries during the outage; *busiest second*: the most attempts in any second \
+         of the run, as a multiple of the steady rate; *recovery*: from the server's recovery to the first \
+         whole second in which it serves at least 95% of what it can (the steady rate, or its capacity when \
+         lower) while the load is at most 1.1x the new requests (\"never\": not within the {} s simulated \
+         after the recovery); *outage calls that succeeded*: requests started during the outage that \
+         eventually succeeded; *unfinished at the end*: calls still retrying (or in flight) when the run stopped.\n",
+        (world.end_ms - world.recovery_ms()) / 1000
+    );
+    if let Some(budget) = r.outage.iter().find(|run| run.peer == Peer::RetryrsBudget) {
+        let s = budget.summary(world);
+        let check = |ok: bool| if ok { "met" } else { "MISSED" };
+        let recovery = s.recovery_s.unwrap_or(f64::INFINITY);
+        let _ = writeln!(
+            w,
+            "Targets for retryrs + budget: sent during the outage {:.2}x offered (target <= 1.1x: {}); busiest \
+             second {:.2}x steady (target <= 1.5x: {}); steady rate served {:.1} s after recovery (target <= \
+             2 s: {}).\n",
+            s.amplification(),
+            check(s.amplification() <= 1.1),
+            s.peak_multiple(world),
+            check(s.peak_multiple(world) <= 1.5),
+            recovery,
+            check(recovery <= 2.0)
+        );
+    }
+}
+
+fn outage_table(w: &mut String, title: &str, world: &World, runs: &[outage::Run]) {
+    let _ = writeln!(w, "**{title}**\n");
+    let _ = writeln!(
+        w,
+        "| policy | sent / offered | extra requests | busiest second | recovery | outage calls that succeeded | unfinished at the end |"
+    );
+    let _ = writeln!(w, "|---|---:|---:|---:|---:|---:|---:|");
+    for run in runs {
+        let s = run.summary(world);
+        let recovery = match s.recovery_s {
+            Some(t) => format!("{t:.1} s"),
+            None => "never".into(),
+        };
+        let _ = writeln!(
+            w,
+            "| {} | {:.2}x | {} | {:.2}x | {recovery} | {:.1}% | {} |",
+            run.peer.label(),
+            s.amplification(),
+            thousands(s.extra()),
+            s.peak_multiple(world),
+            run.outage_success_share() * 100.0,
+            thousands(run.pending_at_end)
+        );
+    }
+    let _ = writeln!(w);
+}
+
+fn herd(w: &mut String, r: &Results) {
+    let _ = writeln!(w, "## 3. The herd\n");
+    let _ = writeln!(
+        w,
+        "core/examples/herd.rs over time: {} clients fail together at t = 0 and keep failing; each retries \
+         under 6 attempts, 100 ms x2, 10 s cap, client i seeded with i as in the example (so the busiest windows are the ones `make demo` prints). Retries per {WINDOW_MS} ms window:\n",
+        thousands(r.config.herd_clients)
+    );
+    let _ = writeln!(w, "| jitter | busiest {WINDOW_MS} ms window | retries in all |");
+    let _ = writeln!(w, "|---|---:|---:|");
+    for (j, windows) in &r.herd {
+        let busiest = windows.iter().copied().max().unwrap_or(0);
+        let _ = writeln!(w, "| {} | {} | {} |", j.spelling(), thousands(busiest), thousands(windows.iter().sum()));
+    }
+    let _ = writeln!(w, "\n![Retries per 10 ms window](fleet/herd.svg)");
+}
