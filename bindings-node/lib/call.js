@@ -11,6 +11,9 @@ const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, REJECTED, EXHAUSTED } = require('./
 const { AttemptContext } = require('./attempt');
 const { reportListenerError } = require('./events');
 
+// Which event kinds carry the failure: the core's rule, read once.
+const CARRIES_ERROR = new Set(native.eventKindsCarryingError());
+
 // The longest single setTimeout; longer waits are armed in chunks.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -63,7 +66,7 @@ class CallRun {
       if (rec.delayMs !== null && rec.delayMs !== undefined) event.delayMs = rec.delayMs;
       if (rec.reason !== null && rec.reason !== undefined) event.reason = rec.reason;
       // The core says which kinds carry the failure (retrying does: see docs/contract.md).
-      if (rec.carriesError && this.errors.length > 0) event.error = error;
+      if (CARRIES_ERROR.has(rec.kind) && this.errors.length > 0) event.error = error;
       try {
         listener(event);
       } catch (err) {

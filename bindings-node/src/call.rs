@@ -34,8 +34,6 @@ pub struct EventRecord {
     pub elapsed_ms: f64,
     pub delay_ms: Option<f64>,
     pub reason: Option<String>,
-    /// Whether the core says this kind of event carries the failure it is about.
-    pub carries_error: bool,
 }
 
 impl From<&Event<'_>> for EventRecord {
@@ -46,7 +44,6 @@ impl From<&Event<'_>> for EventRecord {
             elapsed_ms: e.elapsed.as_millis() as f64,
             delay_ms: e.delay.map(ms),
             reason: e.reason.map(|r| r.as_str().to_string()),
-            carries_error: e.kind.carries_error(),
         }
     }
 }
