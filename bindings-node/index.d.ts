@@ -105,6 +105,25 @@ export declare function parseRetryAfter(value: string | null | undefined, now?: 
 export declare function isRetryableStatus(status: number): boolean;
 export declare const RETRYABLE_STATUSES: readonly number[];
 
+/** A request's outcome and the user's lists, for {@link classifyHttp}. */
+export interface HttpRequestOutcome {
+  method: string;
+  /** The response's status; leave out when no response arrived. */
+  status?: number;
+  /** 'connect': never connected (nothing was sent); 'network': any other failure. */
+  failure?: 'connect' | 'network';
+  /** Replaces the idempotent methods (GET, HEAD, OPTIONS, TRACE, PUT, DELETE). */
+  retryMethods?: string[];
+  /** Replaces the retryable statuses (408, 425, 429, 500, 502, 503, 504). */
+  retryStatuses?: number[];
+}
+
+/**
+ * The core's HTTP rule: 'retry' (transient), 'response' (return it as it is) or 'fail'
+ * (a network failure that must not be repeated).
+ */
+export declare function classifyHttp(request: HttpRequestOutcome): 'retry' | 'response' | 'fail';
+
 /** The default predicate: network/system errors, fetch's "fetch failed", TimeoutError. */
 export declare function isTransientError(error: unknown): boolean;
 /** The default hint reader: an error's numeric `retryAfterMs`. */

@@ -3,7 +3,7 @@
 const { Retrier, AttemptContext } = require('./lib/retrier');
 const { RetryExhaustedError } = require('./lib/errors');
 const { RetryBudget } = require('./lib/budget');
-const { parseRetryAfter, isRetryableStatus, RETRYABLE_STATUSES } = require('./lib/http');
+const { parseRetryAfter, isRetryableStatus, classifyHttp, RETRYABLE_STATUSES } = require('./lib/http');
 const { isTransientError, retryAfterFromError } = require('./lib/predicate');
 const { testing } = require('./lib/clock');
 
@@ -14,6 +14,7 @@ module.exports = {
   RetryBudget,
   parseRetryAfter,
   isRetryableStatus,
+  classifyHttp,
   RETRYABLE_STATUSES,
   isTransientError,
   retryAfterFromError,

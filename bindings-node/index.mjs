@@ -9,6 +9,7 @@ export const {
   RetryBudget,
   parseRetryAfter,
   isRetryableStatus,
+  classifyHttp,
   RETRYABLE_STATUSES,
   isTransientError,
   retryAfterFromError,

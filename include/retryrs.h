@@ -2,8 +2,10 @@
  * retryrs.h: the C API of retryrs, one retry engine shared by Rust, Python, Node and C.
  *
  * Link with -lretryrs (libretryrs.so or libretryrs.a; with the static library also
- * -lpthread -ldl -lm), or use `pkg-config --cflags --libs retryrs` after
- * `make install-c PREFIX=...`. C11 and C++ (extern "C") compatible.
+ * -lpthread -ldl -lm -lrt -lutil), or use `pkg-config --cflags --libs retryrs` (add
+ * --static for libretryrs.a) or CMake's find_package(retryrs CONFIG) with the target
+ * retryrs::retryrs, from the release tarball or `make install-c PREFIX=...`.
+ * C11 and C++ (extern "C") compatible.
  *
  * Conventions
  *
@@ -22,12 +24,25 @@
  *   valid only during its callback.
  * NULL: every *_free accepts NULL. A NULL handle or out-pointer elsewhere returns
  *   RETRYRS_INVALID_ARGUMENT (never a crash), except where a parameter is documented
- *   as optional (listener, cancel, outcome, config->name, config->budget).
+ *   as optional (listener, cancel, outcome, config->name, config->budget). Every *_free
+ *   must not be called twice for the same handle (a second free is undefined behaviour).
  * Threads: a retrier, a budget and a cancel token are immutable or internally
- *   synchronized: share them between threads freely (fire a cancel from any thread).
- *   A retryrs_call (the sans-IO engine) must be driven by one thread at a time.
- *   Callbacks run on the thread that runs the call and must not unwind (no C++
- *   exceptions, no longjmp) through the library.
+ *   synchronized: share them between threads freely (fire a cancel from any thread). A
+ *   blocking call holds its own reference to its retrier, so another thread may free the
+ *   retrier while the call runs. A retryrs_call (the sans-IO engine) must be driven by
+ *   one thread at a time. Callbacks run on the thread that runs the call and must not
+ *   unwind (no C++ exceptions, no longjmp) through the library.
+ * Re-entrancy: a retryrs_call may not be driven from its own callbacks: report,
+ *   after_wait or cancel called from inside its listener returns
+ *   RETRYRS_INVALID_ARGUMENT and changes nothing; retryrs_call_free() from inside its
+ *   listener is deferred until the driving function returns. Anything else (another
+ *   call, a new blocking call with the same retrier) may be used from a callback.
+ * fork(): an unseeded retrier draws fresh entropy in a child before its first delay, so
+ *   forked workers never retry in lockstep; a seeded one gives the same stream everywhere.
+ * Enums: retryrs_verdict and retryrs_event_kind are int32_t (a fixed width); `enum
+ *   retryrs_verdict` / `enum retryrs_event_kind` name the values, so a switch on
+ *   `(enum retryrs_event_kind)e->kind` lets -Wswitch report a missing case.
+ * Testing: the virtual-time switch is declared in retryrs_testing.h.
  * Units: every duration is in milliseconds (double in the config so that negative or
  *   non-finite values reach validation; uint64_t for what the engine reports).
  */
@@ -56,11 +71,67 @@
 // Patch version, as in Cargo.toml.
 #define RETRYRS_VERSION_PATCH 0
 
+// What an event reports. In C `retryrs_event_kind` is an int32_t and `enum
+// retryrs_event_kind` names its values (switch on `(enum retryrs_event_kind)e->kind` for
+// -Wswitch). Only the library writes it, so here it is the enum itself.
+enum retryrs_event_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // An attempt succeeded (the last event of the call).
+  RETRYRS_EVENT_SUCCESS = 0,
+  // An attempt failed (transient or permanent).
+  RETRYRS_EVENT_ATTEMPT_FAILED = 1,
+  // A wait of delay_ms starts; the next attempt follows it.
+  RETRYRS_EVENT_RETRYING = 2,
+  // A permanent failure ended the call.
+  RETRYRS_EVENT_REJECTED = 3,
+  // The call gave up; reason says why.
+  RETRYRS_EVENT_EXHAUSTED = 4,
+  // The call was cancelled.
+  RETRYRS_EVENT_CANCELLED = 5,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum retryrs_event_kind retryrs_event_kind;
+#else
+typedef int32_t retryrs_event_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+// How an attempt ended, as the attempt callback classifies it. In C the type
+// `retryrs_verdict` is an int32_t (a fixed width, whatever the compiler's enum size) and
+// `enum retryrs_verdict` names its values: switch on `(enum retryrs_verdict)v` and
+// -Wswitch reports a missing case. Any other value is refused, never undefined.
+enum retryrs_verdict
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // The attempt succeeded.
+  RETRYRS_SUCCESS = 0,
+  // A failure worth retrying (optionally with a Retry-After style hint).
+  RETRYRS_TRANSIENT = 1,
+  // A failure that will not go away: the call ends as RETRYRS_REJECTED.
+  RETRYRS_PERMANENT = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum retryrs_verdict retryrs_verdict;
+#else
+typedef int32_t retryrs_verdict;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
 // A retry budget (opaque). Thread-safe: any number of retriers and threads may use
 // it at once.
 typedef struct retryrs_budget retryrs_budget;
 
 // One call driven by hand (opaque). Not thread-safe: drive it from one thread at a time.
+// Not re-entrant: a function driving it, called from one of its own callbacks, is
+// refused (RETRYRS_INVALID_ARGUMENT); retryrs_call_free() from one of its own callbacks
+// is deferred until the function that ran the callback returns.
 typedef struct retryrs_call retryrs_call;
 
 // A cancel token (opaque). Thread-safe: fire it from any thread while a call waits.
@@ -75,18 +146,12 @@ typedef struct retryrs_retrier retryrs_retrier;
 // for the message of any other value.
 typedef int32_t retryrs_status;
 
-// How an attempt ended, as the attempt callback classifies it.
-typedef int32_t retryrs_verdict;
-
 // One attempt. Returns RETRYRS_SUCCESS, RETRYRS_TRANSIENT or RETRYRS_PERMANENT. For a
 // transient failure it may store a minimum wait in ms in *hint_ms (e.g. from
 // retryrs_parse_retry_after()); *hint_ms starts negative, meaning no hint, and a
 // negative or NaN value stays "no hint". Any other return value ends the call with
 // RETRYRS_INVALID_ARGUMENT. Must not unwind (no C++ exceptions, no longjmp).
 typedef retryrs_verdict (*retryrs_attempt_fn)(void *user_data, uint32_t attempt, double *hint_ms);
-
-// What an event reports.
-typedef int32_t retryrs_event_kind;
 
 // Why a call was exhausted.
 typedef int32_t retryrs_reason;
@@ -178,6 +243,9 @@ typedef struct retryrs_step {
   retryrs_reason reason;
 } retryrs_step;
 
+// How an HTTP request ended, for retryrs_http_classify().
+typedef int32_t retryrs_http_outcome;
+
 // Run attempt `step.attempt` now, then report it with retryrs_call_report().
 #define RETRYRS_ACTION_ATTEMPT 0
 
@@ -186,6 +254,17 @@ typedef struct retryrs_step {
 
 // The call is over: `step.outcome` and `step.reason` say how.
 #define RETRYRS_ACTION_STOP 2
+
+// A response arrived; `status` is its status.
+#define RETRYRS_HTTP_RESPONSE 0
+
+// The connection could not be established (refused, DNS, TLS handshake, connect
+// timeout): the request was never sent, so it is transient for every method.
+#define RETRYRS_HTTP_CONNECT_FAILED 1
+
+// Any other network failure (reset, read timeout): transient only for a method that
+// may be repeated.
+#define RETRYRS_HTTP_NETWORK_FAILED 2
 
 // Success.
 #define RETRYRS_OK 0
@@ -206,15 +285,6 @@ typedef struct retryrs_step {
 // A bug in retryrs (a panic caught at the boundary). The message says where.
 #define RETRYRS_INTERNAL_ERROR 5
 
-// The attempt succeeded.
-#define RETRYRS_SUCCESS 0
-
-// A failure worth retrying (optionally with a Retry-After style hint).
-#define RETRYRS_TRANSIENT 1
-
-// A failure that will not go away: the call ends as RETRYRS_REJECTED.
-#define RETRYRS_PERMANENT 2
-
 // The ceiling itself.
 #define RETRYRS_JITTER_NONE 0
 
@@ -229,24 +299,6 @@ typedef struct retryrs_step {
 
 // min(max_delay, uniform in [initial_delay, 3 * previous delay]).
 #define RETRYRS_JITTER_DECORRELATED 4
-
-// An attempt succeeded (the last event of the call).
-#define RETRYRS_EVENT_SUCCESS 0
-
-// An attempt failed (transient or permanent).
-#define RETRYRS_EVENT_ATTEMPT_FAILED 1
-
-// A wait of delay_ms starts; the next attempt follows it.
-#define RETRYRS_EVENT_RETRYING 2
-
-// A permanent failure ended the call.
-#define RETRYRS_EVENT_REJECTED 3
-
-// The call gave up; reason says why.
-#define RETRYRS_EVENT_EXHAUSTED 4
-
-// The call was cancelled.
-#define RETRYRS_EVENT_CANCELLED 5
 
 // Not exhausted (any other outcome).
 #define RETRYRS_REASON_NONE 0
@@ -283,7 +335,9 @@ retryrs_status retryrs_retrier_call(const struct retryrs_retrier *retrier,
                                     const struct retryrs_cancel *cancel,
                                     struct retryrs_outcome *outcome);
 
-// Creates a full budget: max_tokens in (0, 1e12], token_ratio in (0, max_tokens].
+// Creates a full budget: max_tokens in [0.001, 1e12], token_ratio in [0.001,
+// max_tokens]; both keep 3 decimals, truncated, as gRPC does (0.1239 adds 0.123), and a
+// value that truncates to 0 is RETRYRS_INVALID_ARGUMENT naming it.
 // Each transient failure costs one token, each success adds token_ratio, and a retry
 // is allowed only while tokens > max_tokens / 2. Free with retryrs_budget_free().
 retryrs_status retryrs_budget_new(double max_tokens,
@@ -294,6 +348,7 @@ retryrs_status retryrs_budget_new(double max_tokens,
 retryrs_status retryrs_budget_tokens(const struct retryrs_budget *budget, double *tokens);
 
 // Releases the handle; retriers built with it keep the budget alive. NULL is a no-op.
+// Must not be called twice for the same budget.
 void retryrs_budget_free(struct retryrs_budget *budget);
 
 // Creates a token not yet cancelled. Free with retryrs_cancel_free().
@@ -306,7 +361,8 @@ retryrs_status retryrs_cancel_fire(const struct retryrs_cancel *cancel);
 // Whether retryrs_cancel_fire() was called on this token.
 retryrs_status retryrs_cancel_is_cancelled(const struct retryrs_cancel *cancel, bool *cancelled);
 
-// Releases the token. It must not be in use by a running call. NULL is a no-op.
+// Releases the token. It must not be in use by a running call. NULL is a no-op. Must
+// not be called twice for the same token.
 void retryrs_cancel_free(struct retryrs_cancel *cancel);
 
 // Fills `*config` with the contract's defaults: 5 attempts, 200 ms, x2, 5000 ms cap,
@@ -358,7 +414,15 @@ retryrs_status retryrs_call_cancel(struct retryrs_call *call,
 retryrs_status retryrs_call_cancelled_before_start(const struct retryrs_retrier *retrier,
                                                    const struct retryrs_listener *listener);
 
-// Releases the call (ended or not). NULL is a no-op.
+// The library's monotonic clock in ms (the virtual one while the testing switch is on):
+// a time base for retryrs_call_start() and friends.
+uint64_t retryrs_now_ms(void);
+
+// Releases the call (ended or not). NULL is a no-op. Must not be called twice for the
+// same call. Called from inside one of the call's own callbacks (its listener, e.g. on
+// the SUCCESS event), the free is deferred until the retryrs_call_report(),
+// retryrs_call_after_wait() or retryrs_call_cancel() that ran the callback returns; do
+// not use the call after that.
 void retryrs_call_free(struct retryrs_call *call);
 
 // Returns this thread's last error message: what the most recent call that returned a
@@ -388,33 +452,39 @@ retryrs_status retryrs_parse_retry_after_at(const char *value,
 // Whether an HTTP status is worth retrying: 408, 425, 429, 500, 502, 503, 504.
 bool retryrs_is_retryable_status(int32_t status);
 
+// The core's HTTP rule, the same in every host (contract, "HTTP"). Writes to *verdict:
+// RETRYRS_TRANSIENT (retry; a Retry-After header on the response is the hint, and its
+// body should be released first), RETRYRS_SUCCESS (a response to hand back as it is:
+// the call is over) or RETRYRS_PERMANENT (a network failure that must not be repeated).
+// The verdict can be returned from an attempt callback as it is.
+//
+// `method` is the request method (compared ignoring ASCII case). `status` is read only
+// for RETRYRS_HTTP_RESPONSE. `retry_methods` (`retry_methods_len` strings) replaces the
+// idempotent methods (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) and `retry_statuses`
+// (`retry_statuses_len` values) replaces the retryable statuses (408, 425, 429, 500,
+// 502, 503, 504); NULL keeps the default list, and a non-NULL list of length 0 is empty.
+// RETRYRS_INVALID_ARGUMENT for a NULL method or verdict, an unknown outcome, a status
+// outside 0..65535, a NULL list with a nonzero length or a NULL string in the list.
+retryrs_status retryrs_http_classify(const char *method,
+                                     retryrs_http_outcome outcome,
+                                     int32_t status,
+                                     const char *const *retry_methods,
+                                     size_t retry_methods_len,
+                                     const int32_t *retry_statuses,
+                                     size_t retry_statuses_len,
+                                     retryrs_verdict *verdict);
+
 // Validates `config` and creates a retrier. On RETRYRS_INVALID_ARGUMENT nothing is
 // created and retryrs_last_error() names the knob and value ("max_attempts must be
 // >= 1 and <= 4294967295, got 0"). Free with retryrs_retrier_free().
 retryrs_status retryrs_retrier_new(const struct retryrs_config *config,
                                    struct retryrs_retrier **out);
 
-// Releases the retrier. Engine calls started from it stay valid (they share the
-// policy). It must not be in use by a running blocking call. NULL is a no-op.
+// Releases the retrier. NULL is a no-op. Must not be called twice for the same retrier.
+// Engine calls started from it stay valid (they share the policy), and so does a
+// blocking call already running with it on another thread (it holds its own reference):
+// only starting a new call with a freed retrier is an error.
 void retryrs_retrier_free(struct retryrs_retrier *retrier);
-
-// Turns virtual time on for the whole process, with a fresh virtual clock at 0: waits
-// of blocking calls take no real time and advance the virtual clock instead.
-retryrs_status retryrs_testing_enable(void);
-
-// Turns virtual time off.
-retryrs_status retryrs_testing_disable(void);
-
-// Moves the virtual clock forward by `ms` (an attempt that "takes" time).
-// RETRYRS_INVALID_ARGUMENT when virtual time is off.
-retryrs_status retryrs_testing_advance(uint64_t ms);
-
-// Whether virtual time is on.
-bool retryrs_testing_is_on(void);
-
-// The library's monotonic clock in ms (the virtual one while the testing switch is on):
-// a time base for retryrs_call_start() and friends.
-uint64_t retryrs_now_ms(void);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -3,8 +3,9 @@
 #
 #   make test-c       C suite (C11 + a C++17 unit + conformance) under valgrind,
 #                     then the pkg-config install smoke test
-#   make header-c     regenerate include/retryrs.h with cbindgen
-#   make install-c PREFIX=/usr/local   header, libretryrs.{so,a}, retryrs.pc
+#   make header-c     regenerate include/retryrs.h and retryrs_testing.h with cbindgen
+#   make install-c PREFIX=/usr/local   both headers, libretryrs.so.X.Y.Z (+ SONAME and .so
+#                     symlinks), libretryrs.a, retryrs.pc, the CMake package, licences
 #   make demo-c       the rates client against scripts/flaky_server.py
 #   make bench-c      bench/c -> build/bench/c.md
 .PHONY: c-lib test-c header-c install-c pkgconfig-c demo-c bench-c c-demo-client c-tools
@@ -19,18 +20,30 @@ C_CXX ?= g++
 C_WARN := -Wall -Wextra -Werror -pedantic
 C_CFLAGS := -std=c11 $(C_WARN) -O1 -g -Iinclude -Itests/c -I$(C_BUILD)
 C_CXXFLAGS := -std=c++17 $(C_WARN) -O1 -g -Iinclude -Itests/c
-C_STATIC_LIBS := -lpthread -ldl -lm -lrt -lutil
-C_TEST_SRC := tests/c/main.c tests/c/harness.c tests/c/test_api.c tests/c/test_threads.c tests/c/conformance.c
+# What a program linking libretryrs.a needs besides it: the .pc file's Libs.private, the
+# one place the list is written.
+C_STATIC_LIBS := $(shell sed -n 's/^Libs.private: //p' bindings-c/retryrs.pc.in)
+C_TEST_SRC := tests/c/main.c tests/c/harness.c tests/c/test_api.c tests/c/test_threads.c tests/c/test_contract_v2.c tests/c/conformance.c
 PREFIX ?= /usr/local
 
 # One release build of the crate serves the tests, the demo and the bench; C users get
 # the conventional names (the crate's own, libretryrs_c, would clash with nothing but
-# would surprise everyone).
+# would surprise everyone): libretryrs.so.X.Y.Z, a symlink named by its SONAME (set in
+# bindings-c/build.rs, read back here), libretryrs.so for the linker. The archive loses
+# the debug info the Rust standard library brings and the LLVM bitcode rustc embeds
+# (.llvmbc, only for cross-language LTO): 22 MB -> 4 MB, the same machine code.
+C_REAL_SO = libretryrs.so.$(VERSION)
 c-lib:
 	cargo build --release --locked -p retryrs-c
 	mkdir -p $(C_LIBDIR)
-	cp -f $(CARGO_TARGET_DIR)/release/libretryrs_c.so $(C_LIBDIR)/libretryrs.so
-	cp -f $(CARGO_TARGET_DIR)/release/libretryrs_c.a $(C_LIBDIR)/libretryrs.a
+	soname=$$(readelf -d $(CARGO_TARGET_DIR)/release/libretryrs_c.so | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p'); \
+	test -n "$$soname" || { echo "libretryrs_c.so has no SONAME (bindings-c/build.rs)" >&2; exit 1; }; \
+	cp -f $(CARGO_TARGET_DIR)/release/libretryrs_c.so $(C_LIBDIR)/$(C_REAL_SO); \
+	if [ "$$soname" != $(C_REAL_SO) ]; then ln -sfn $(C_REAL_SO) $(C_LIBDIR)/$$soname; fi; \
+	ln -sfn $$soname $(C_LIBDIR)/libretryrs.so; \
+	echo $$soname > $(C_LIBDIR)/soname
+	strip --strip-debug --remove-section=.llvmbc --remove-section=.llvmcmd \
+		-o $(C_LIBDIR)/libretryrs.a $(CARGO_TARGET_DIR)/release/libretryrs_c.a
 
 # valgrind and pkg-config ship with the machine image; a bare machine gets them from apt.
 c-tools:
@@ -44,7 +57,7 @@ $(C_BUILD)/vectors.c: tests/c/gen_vectors.py $(wildcard tests/conformance/*.json
 	mkdir -p $(C_BUILD)
 	python3 tests/c/gen_vectors.py $@ tests/conformance/*.json
 
-$(C_BUILD)/retryrs-tests: c-lib $(C_BUILD)/vectors.c $(C_TEST_SRC) tests/c/cpp17.cpp tests/c/*.h include/retryrs.h
+$(C_BUILD)/retryrs-tests: c-lib $(C_BUILD)/vectors.c $(C_TEST_SRC) tests/c/cpp17.cpp tests/c/*.h include/retryrs.h include/retryrs_testing.h
 	$(C_CXX) $(C_CXXFLAGS) -c tests/c/cpp17.cpp -o $(C_BUILD)/cpp17.o
 	$(C_CC) $(C_CFLAGS) -c $(C_BUILD)/vectors.c -o $(C_BUILD)/vectors.o
 	$(C_CC) $(C_CFLAGS) $(C_TEST_SRC) $(C_BUILD)/vectors.o $(C_BUILD)/cpp17.o -o $@ \
@@ -63,15 +76,27 @@ test-c: c-tools $(C_BUILD)/retryrs-tests
 
 # The documented install step, into a scratch prefix; then an app is built exactly as a
 # user would, with `cc app.c $(pkg-config --cflags --libs retryrs)`, and run; so is the
-# README's metrics example (examples/c/metrics.c), which checks its own counts.
+# README's metrics example (examples/c/metrics.c), which checks its own counts. The same
+# layout is the C release tarball (mk/dist.mk). The .pc and CMake files find the prefix
+# from their own folder, so the tree can be moved.
 install-c: c-lib
-	install -d $(PREFIX)/include $(PREFIX)/lib/pkgconfig
+	install -d $(PREFIX)/include $(PREFIX)/lib/pkgconfig $(PREFIX)/lib/cmake/retryrs $(PREFIX)/share/doc/retryrs
 	install -m 644 include/retryrs.h $(PREFIX)/include/retryrs.h
-	install -m 755 $(C_LIBDIR)/libretryrs.so $(PREFIX)/lib/libretryrs.so
+	install -m 644 include/retryrs_testing.h $(PREFIX)/include/retryrs_testing.h
+	install -m 755 $(C_LIBDIR)/$(C_REAL_SO) $(PREFIX)/lib/$(C_REAL_SO)
+	soname=$$(cat $(C_LIBDIR)/soname); \
+	if [ "$$soname" != $(C_REAL_SO) ]; then ln -sfn $(C_REAL_SO) $(PREFIX)/lib/$$soname; fi; \
+	ln -sfn $$soname $(PREFIX)/lib/libretryrs.so; \
+	major_minor=$$(echo $(VERSION) | cut -d. -f1,2); \
+	static_libs=$$(echo "$(C_STATIC_LIBS)" | sed -e 's/-l//g' -e 's/ /;/g'); \
+	subst="s|@VERSION@|$(VERSION)|g; s|@SONAME@|$$soname|g; s|@STATIC_LIBS@|$$static_libs|g; \
+		s|@VERSION_MAJOR_MINOR@|$$major_minor|g; \
+		s|@VERSION_MAJOR@|$$(echo $(VERSION) | cut -d. -f1)|g; s|@VERSION_MINOR@|$$(echo $(VERSION) | cut -d. -f2)|g"; \
+	sed -e "$$subst" bindings-c/retryrs.pc.in > $(PREFIX)/lib/pkgconfig/retryrs.pc; \
+	sed -e "$$subst" bindings-c/cmake/retryrsConfig.cmake.in > $(PREFIX)/lib/cmake/retryrs/retryrsConfig.cmake; \
+	sed -e "$$subst" bindings-c/cmake/retryrsConfigVersion.cmake.in > $(PREFIX)/lib/cmake/retryrs/retryrsConfigVersion.cmake
 	install -m 644 $(C_LIBDIR)/libretryrs.a $(PREFIX)/lib/libretryrs.a
-	version=$$(cargo pkgid -p retryrs-c | sed 's/.*[#@]//'); \
-	sed -e "s|@PREFIX@|$(PREFIX)|" -e "s|@VERSION@|$$version|" bindings-c/retryrs.pc.in \
-		> $(PREFIX)/lib/pkgconfig/retryrs.pc
+	install -m 644 LICENSE-MIT LICENSE-APACHE CHANGELOG.md $(PREFIX)/share/doc/retryrs/
 
 pkgconfig-c: c-tools
 	rm -rf $(C_BUILD)/prefix

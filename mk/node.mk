@@ -6,9 +6,9 @@ DEMO_CLIENTS += node-addon
 BENCH_TARGETS += bench-node
 
 NODE_PKG := bindings-node
-# npm ci (from the committed lock) runs the package's install script (cargo build --release
-# + copy) and installs its one dev dependency (typescript, for the types test); the stamp
-# makes it run once per lock change. The package has no runtime npm dependencies.
+# npm ci (from the committed lock) installs the one dev dependency (typescript, for the
+# types test); the stamp makes it run once per lock change. The package has no runtime
+# npm dependencies and no install script: node-addon builds the addon.
 NODE_STAMP := $(NODE_PKG)/node_modules/.retryrs-installed
 
 $(NODE_STAMP): $(NODE_PKG)/package.json $(NODE_PKG)/package-lock.json

@@ -2,6 +2,7 @@
 //! between attempts on the core's clock (waking at once on a cancel).
 
 use std::ffi::c_void;
+use std::sync::Arc;
 use std::time::Duration;
 
 use retryrs::{testing, Call, CancelToken, Clock, Decision, Event, Resume, StateError, Stop, SystemClock, Verdict};
@@ -18,7 +19,7 @@ use crate::types::*;
 /// negative or NaN value stays "no hint". Any other return value ends the call with
 /// RETRYRS_INVALID_ARGUMENT. Must not unwind (no C++ exceptions, no longjmp).
 pub type retryrs_attempt_fn =
-    Option<unsafe extern "C" fn(user_data: *mut c_void, attempt: u32, hint_ms: *mut f64) -> retryrs_verdict>;
+    Option<unsafe extern "C" fn(user_data: *mut c_void, attempt: u32, hint_ms: *mut f64) -> retryrs_verdict_value>;
 
 /// How a call ended, beyond its status.
 #[repr(C)]
@@ -35,7 +36,7 @@ pub struct retryrs_outcome {
 struct Ended {
     stop: Stop,
     attempts: u32,
-    bad_verdict: Option<retryrs_verdict>,
+    bad_verdict: Option<retryrs_verdict_value>,
 }
 
 /// The loop of the core's `Retrier::execute`, specialised for C: a C failure carries no
@@ -44,7 +45,7 @@ struct Ended {
 /// core's clock (virtual under the testing switch, waking at once on a cancel).
 fn run(
     shared: &Shared,
-    attempt: unsafe extern "C" fn(*mut c_void, u32, *mut f64) -> retryrs_verdict,
+    attempt: unsafe extern "C" fn(*mut c_void, u32, *mut f64) -> retryrs_verdict_value,
     user_data: *mut c_void,
     listener: Option<&retryrs_listener>,
     cancel: Option<&CancelToken>,
@@ -121,11 +122,12 @@ pub unsafe extern "C" fn retryrs_retrier_call(
 ) -> retryrs_status {
     guard_status(|| {
         write_opt(outcome, retryrs_outcome::default());
-        let shared = &arg(retrier, "retrier")?.inner;
+        // The call's own reference: another thread may free the retrier while it runs.
+        let shared = Arc::clone(&arg(retrier, "retrier")?.inner);
         let attempt = attempt.ok_or_else(|| Failure::invalid("attempt must not be NULL"))?;
         let listener = listener.as_ref().filter(|l| l.on_event.is_some());
         let cancel = cancel.as_ref().map(|c| &c.token);
-        let ended = run(shared, attempt, user_data, listener, cancel)?;
+        let ended = run(&shared, attempt, user_data, listener, cancel)?;
         let (status, why) = stop(ended.stop);
         write_opt(outcome, retryrs_outcome { attempts: ended.attempts, reason: why });
         let name = shared.retrier.policy().name();

@@ -13,7 +13,9 @@ pub struct retryrs_budget {
     pub(crate) inner: Arc<RetryBudget>,
 }
 
-/// Creates a full budget: max_tokens in (0, 1e12], token_ratio in (0, max_tokens].
+/// Creates a full budget: max_tokens in [0.001, 1e12], token_ratio in [0.001,
+/// max_tokens]; both keep 3 decimals, truncated, as gRPC does (0.1239 adds 0.123), and a
+/// value that truncates to 0 is RETRYRS_INVALID_ARGUMENT naming it.
 /// Each transient failure costs one token, each success adds token_ratio, and a retry
 /// is allowed only while tokens > max_tokens / 2. Free with retryrs_budget_free().
 #[no_mangle]
@@ -41,6 +43,7 @@ pub unsafe extern "C" fn retryrs_budget_tokens(budget: *const retryrs_budget, to
 }
 
 /// Releases the handle; retriers built with it keep the budget alive. NULL is a no-op.
+/// Must not be called twice for the same budget.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_budget_free(budget: *mut retryrs_budget) {
     guard_value((), || free_handle(budget))

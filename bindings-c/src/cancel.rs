@@ -44,7 +44,8 @@ pub unsafe extern "C" fn retryrs_cancel_is_cancelled(
     })
 }
 
-/// Releases the token. It must not be in use by a running call. NULL is a no-op.
+/// Releases the token. It must not be in use by a running call. NULL is a no-op. Must
+/// not be called twice for the same token.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_cancel_free(cancel: *mut retryrs_cancel) {
     guard_value((), || free_handle(cancel))

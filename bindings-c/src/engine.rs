@@ -1,10 +1,11 @@
 //! The sans-IO engine for event-loop programs: the program runs attempts and timers
 //! itself and asks the engine, at each step, what to do next.
 
+use std::cell::{Cell, UnsafeCell};
 use std::sync::Arc;
 use std::time::Duration;
 
-use retryrs::{Call, Decision, Policy, Resume, StateError, Verdict};
+use retryrs::{testing, Call, Clock, Decision, Policy, Resume, StateError, SystemClock, Verdict};
 
 use crate::event::retryrs_listener;
 use crate::ffi::{arg, arg_mut, free_handle, guard_status, guard_value, hand_out, Failure};
@@ -12,10 +13,62 @@ use crate::retrier::{retryrs_retrier, Shared};
 use crate::types::*;
 
 /// One call driven by hand (opaque). Not thread-safe: drive it from one thread at a time.
+/// Not re-entrant: a function driving it, called from one of its own callbacks, is
+/// refused (RETRYRS_INVALID_ARGUMENT); retryrs_call_free() from one of its own callbacks
+/// is deferred until the function that ran the callback returns.
 pub struct retryrs_call {
+    /// Set while report / after_wait / cancel runs, so while the listener runs: a
+    /// re-entrant call is refused instead of mutating state that is mid-update.
+    busy: Cell<bool>,
+    /// retryrs_call_free() came from inside a callback: free when the outer call returns.
+    free_pending: Cell<bool>,
+    /// Only touched through [`drive`], which hands out one `&mut` at a time.
+    state: UnsafeCell<CallState>,
+}
+
+struct CallState {
     shared: Arc<Shared>,
     call: Call<Arc<Policy>>,
     listener: Option<retryrs_listener>,
+}
+
+/// Clears `busy` when the step ends, by return or by panic.
+struct Busy<'a>(&'a Cell<bool>);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
+}
+
+/// Runs one step of `call` (the export named `function`): refuses a re-entrant step, and
+/// performs a free that a callback asked for once the step is over. `call` must not be
+/// used by the caller after a step whose callback freed it.
+///
+/// # Safety
+/// `call` is NULL or a live handle from retryrs_call_start().
+unsafe fn drive(
+    call: *mut retryrs_call,
+    function: &str,
+    f: impl FnOnce(&mut CallState) -> Result<retryrs_step, Failure>,
+) -> Result<retryrs_step, Failure> {
+    let c: &retryrs_call = arg(call, "call")?;
+    if c.busy.get() {
+        return Err(Failure::invalid(format!(
+            "{function}: called from inside one of this call's own callbacks; a call may not be \
+             re-entered: drive it after the callback returns"
+        )));
+    }
+    let result = {
+        c.busy.set(true);
+        let _busy = Busy(&c.busy);
+        // SAFETY: `busy` guarantees no other `&mut` to the state is live.
+        f(&mut *c.state.get())
+    };
+    if c.free_pending.get() {
+        drop(Box::from_raw(call));
+    }
+    result
 }
 
 /// What the program does next.
@@ -44,7 +97,7 @@ pub struct retryrs_step {
     pub reason: retryrs_reason,
 }
 
-impl retryrs_call {
+impl CallState {
     fn step(
         &mut self,
         f: impl FnOnce(&mut Call<Arc<Policy>>, &mut dyn FnMut(&retryrs::Event<'_>)) -> Result<Answer, StateError>,
@@ -95,7 +148,8 @@ pub unsafe extern "C" fn retryrs_call_start(
         let shared = Arc::clone(&arg(retrier, "retrier")?.inner);
         arg_mut(out, "out")?;
         let call = Call::start(Arc::clone(shared.retrier.policy()), now(now_ms));
-        hand_out(out, retryrs_call { shared, call, listener: listener.as_ref().copied() });
+        let state = CallState { shared, call, listener: listener.as_ref().copied() };
+        hand_out(out, retryrs_call { busy: Cell::new(false), free_pending: Cell::new(false), state: UnsafeCell::new(state) });
         Ok(())
     })
 }
@@ -107,13 +161,12 @@ pub unsafe extern "C" fn retryrs_call_start(
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_call_report(
     call: *mut retryrs_call,
-    verdict: retryrs_verdict,
+    verdict: retryrs_verdict_value,
     hint_ms: f64,
     now_ms: u64,
     step: *mut retryrs_step,
 ) -> retryrs_status {
     guard_status(|| {
-        let c = arg_mut(call, "call")?;
         let out = arg_mut(step, "step")?;
         let verdict = match verdict {
             RETRYRS_SUCCESS => Verdict::Success,
@@ -125,10 +178,12 @@ pub unsafe extern "C" fn retryrs_call_report(
                 )))
             }
         };
-        *out = c.step(|call, sink| {
-            call.record(verdict, now(now_ms), &mut &mut *sink).map(|d| match d {
-                Decision::Retry(d) => Answer::Retry(d),
-                Decision::Stop(s) => Answer::Stop(s),
+        *out = drive(call, "retryrs_call_report", |c| {
+            c.step(|call, sink| {
+                call.record(verdict, now(now_ms), &mut &mut *sink).map(|d| match d {
+                    Decision::Retry(d) => Answer::Retry(d),
+                    Decision::Stop(s) => Answer::Stop(s),
+                })
             })
         })?;
         Ok(())
@@ -144,12 +199,13 @@ pub unsafe extern "C" fn retryrs_call_after_wait(
     step: *mut retryrs_step,
 ) -> retryrs_status {
     guard_status(|| {
-        let c = arg_mut(call, "call")?;
         let out = arg_mut(step, "step")?;
-        *out = c.step(|call, sink| {
-            call.after_wait(now(now_ms), &mut &mut *sink).map(|r| match r {
-                Resume::Attempt(n) => Answer::Attempt(n),
-                Resume::Stop(s) => Answer::Stop(s),
+        *out = drive(call, "retryrs_call_after_wait", |c| {
+            c.step(|call, sink| {
+                call.after_wait(now(now_ms), &mut &mut *sink).map(|r| match r {
+                    Resume::Attempt(n) => Answer::Attempt(n),
+                    Resume::Stop(s) => Answer::Stop(s),
+                })
             })
         })?;
         Ok(())
@@ -166,9 +222,10 @@ pub unsafe extern "C" fn retryrs_call_cancel(
     step: *mut retryrs_step,
 ) -> retryrs_status {
     guard_status(|| {
-        let c = arg_mut(call, "call")?;
         let out = arg_mut(step, "step")?;
-        *out = c.step(|call, sink| call.cancel(now(now_ms), &mut &mut *sink).map(Answer::Stop))?;
+        *out = drive(call, "retryrs_call_cancel", |c| {
+            c.step(|call, sink| call.cancel(now(now_ms), &mut &mut *sink).map(Answer::Stop))
+        })?;
         Ok(())
     })
 }
@@ -196,8 +253,22 @@ pub unsafe extern "C" fn retryrs_call_cancelled_before_start(
     })
 }
 
-/// Releases the call (ended or not). NULL is a no-op.
+/// The library's monotonic clock in ms (the virtual one while the testing switch is on):
+/// a time base for retryrs_call_start() and friends.
+#[no_mangle]
+pub extern "C" fn retryrs_now_ms() -> u64 {
+    guard_value(0, || millis(testing::clock().map_or_else(|| SystemClock.now(), |v| v.now())))
+}
+
+/// Releases the call (ended or not). NULL is a no-op. Must not be called twice for the
+/// same call. Called from inside one of the call's own callbacks (its listener, e.g. on
+/// the SUCCESS event), the free is deferred until the retryrs_call_report(),
+/// retryrs_call_after_wait() or retryrs_call_cancel() that ran the callback returns; do
+/// not use the call after that.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_call_free(call: *mut retryrs_call) {
-    guard_value((), || free_handle(call))
+    guard_value((), || match call.as_ref() {
+        Some(c) if c.busy.get() => c.free_pending.set(true),
+        _ => free_handle(call),
+    })
 }

@@ -1,10 +1,12 @@
-//! HTTP helpers: the Retry-After parser and the retryable-status list, both the core's.
+//! HTTP helpers: the Retry-After parser, the retryable-status list and the HTTP
+//! classification, all the core's.
 
 use std::ffi::{c_char, CStr};
 use std::time::{Duration, SystemTime};
 
 use crate::ffi::{arg_mut, guard_status, guard_value, Failure};
 use crate::types::*;
+use retryrs::http::{classify, HttpOutcome, HttpRules, HttpVerdict};
 
 /// Parses a Retry-After header value (delay-seconds or any HTTP-date form) relative to
 /// the current system time. On RETRYRS_OK, *has_hint says whether the value was valid
@@ -58,4 +60,107 @@ unsafe fn parse(value: *const c_char, now: SystemTime, has_hint: *mut bool, hint
 #[no_mangle]
 pub extern "C" fn retryrs_is_retryable_status(status: i32) -> bool {
     guard_value(false, || u16::try_from(status).is_ok_and(retryrs::is_retryable_status))
+}
+
+/// How an HTTP request ended, for retryrs_http_classify().
+pub type retryrs_http_outcome = i32;
+/// A response arrived; `status` is its status.
+pub const RETRYRS_HTTP_RESPONSE: retryrs_http_outcome = 0;
+/// The connection could not be established (refused, DNS, TLS handshake, connect
+/// timeout): the request was never sent, so it is transient for every method.
+pub const RETRYRS_HTTP_CONNECT_FAILED: retryrs_http_outcome = 1;
+/// Any other network failure (reset, read timeout): transient only for a method that
+/// may be repeated.
+pub const RETRYRS_HTTP_NETWORK_FAILED: retryrs_http_outcome = 2;
+
+/// The core's HTTP rule, the same in every host (contract, "HTTP"). Writes to *verdict:
+/// RETRYRS_TRANSIENT (retry; a Retry-After header on the response is the hint, and its
+/// body should be released first), RETRYRS_SUCCESS (a response to hand back as it is:
+/// the call is over) or RETRYRS_PERMANENT (a network failure that must not be repeated).
+/// The verdict can be returned from an attempt callback as it is.
+///
+/// `method` is the request method (compared ignoring ASCII case). `status` is read only
+/// for RETRYRS_HTTP_RESPONSE. `retry_methods` (`retry_methods_len` strings) replaces the
+/// idempotent methods (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) and `retry_statuses`
+/// (`retry_statuses_len` values) replaces the retryable statuses (408, 425, 429, 500,
+/// 502, 503, 504); NULL keeps the default list, and a non-NULL list of length 0 is empty.
+/// RETRYRS_INVALID_ARGUMENT for a NULL method or verdict, an unknown outcome, a status
+/// outside 0..65535, a NULL list with a nonzero length or a NULL string in the list.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_http_classify(
+    method: *const c_char,
+    outcome: retryrs_http_outcome,
+    status: i32,
+    retry_methods: *const *const c_char,
+    retry_methods_len: usize,
+    retry_statuses: *const i32,
+    retry_statuses_len: usize,
+    verdict: *mut retryrs_verdict_value,
+) -> retryrs_status {
+    guard_status(|| {
+        if method.is_null() {
+            return Err(Failure::invalid("retryrs_http_classify: method must not be NULL"));
+        }
+        let out = arg_mut(verdict, "verdict")?;
+        let method = CStr::from_ptr(method).to_string_lossy();
+        let as_status = |s: i32, what: &str| {
+            u16::try_from(s).map_err(|_| {
+                Failure::invalid(format!("retryrs_http_classify: {what} must be an HTTP status (0..65535), got {s}"))
+            })
+        };
+        let outcome = match outcome {
+            RETRYRS_HTTP_RESPONSE => HttpOutcome::Status(as_status(status, "status")?),
+            RETRYRS_HTTP_CONNECT_FAILED => HttpOutcome::ConnectFailed,
+            RETRYRS_HTTP_NETWORK_FAILED => HttpOutcome::NetworkFailed,
+            other => {
+                return Err(Failure::invalid(format!(
+                    "retryrs_http_classify: outcome must be RETRYRS_HTTP_RESPONSE, _CONNECT_FAILED or _NETWORK_FAILED, got {other}"
+                )))
+            }
+        };
+        let methods: Option<Vec<std::borrow::Cow<'_, str>>> = match (retry_methods.is_null(), retry_methods_len) {
+            (true, 0) => None,
+            (true, n) => {
+                return Err(Failure::invalid(format!(
+                    "retryrs_http_classify: retry_methods is NULL but retry_methods_len is {n}"
+                )))
+            }
+            (false, n) => Some(
+                std::slice::from_raw_parts(retry_methods, n)
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &m)| {
+                        if m.is_null() {
+                            Err(Failure::invalid(format!("retryrs_http_classify: retry_methods[{i}] is NULL")))
+                        } else {
+                            Ok(CStr::from_ptr(m).to_string_lossy())
+                        }
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
+        };
+        let statuses: Option<Vec<u16>> = match (retry_statuses.is_null(), retry_statuses_len) {
+            (true, 0) => None,
+            (true, n) => {
+                return Err(Failure::invalid(format!(
+                    "retryrs_http_classify: retry_statuses is NULL but retry_statuses_len is {n}"
+                )))
+            }
+            (false, n) => Some(
+                std::slice::from_raw_parts(retry_statuses, n)
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &s)| as_status(s, &format!("retry_statuses[{i}]")))
+                    .collect::<Result<_, _>>()?,
+            ),
+        };
+        let method_refs: Option<Vec<&str>> = methods.as_ref().map(|l| l.iter().map(|m| m.as_ref()).collect());
+        let rules = HttpRules { methods: method_refs.as_deref(), statuses: statuses.as_deref() };
+        *out = match classify(&method, outcome, &rules) {
+            HttpVerdict::Retry => RETRYRS_TRANSIENT,
+            HttpVerdict::Response => RETRYRS_SUCCESS,
+            HttpVerdict::Fail => RETRYRS_PERMANENT,
+        };
+        Ok(())
+    })
 }

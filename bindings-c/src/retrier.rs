@@ -41,8 +41,10 @@ pub unsafe extern "C" fn retryrs_retrier_new(
     })
 }
 
-/// Releases the retrier. Engine calls started from it stay valid (they share the
-/// policy). It must not be in use by a running blocking call. NULL is a no-op.
+/// Releases the retrier. NULL is a no-op. Must not be called twice for the same retrier.
+/// Engine calls started from it stay valid (they share the policy), and so does a
+/// blocking call already running with it on another thread (it holds its own reference):
+/// only starting a new call with a freed retrier is an error.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_retrier_free(retrier: *mut retryrs_retrier) {
     guard_value((), || free_handle(retrier))

@@ -1,8 +1,9 @@
-//! Virtual time for tests (the core's testing switch) and the library's clock.
+//! Virtual time for tests (the core's testing switch). Declared in
+//! include/retryrs_testing.h, not retryrs.h: production code has no business with it.
 
 use std::time::Duration;
 
-use retryrs::{testing, Clock, SystemClock};
+use retryrs::testing;
 
 use crate::ffi::{guard_status, guard_value, Failure};
 use crate::types::*;
@@ -42,11 +43,4 @@ pub extern "C" fn retryrs_testing_advance(ms: u64) -> retryrs_status {
 #[no_mangle]
 pub extern "C" fn retryrs_testing_is_on() -> bool {
     guard_value(false, testing::is_on)
-}
-
-/// The library's monotonic clock in ms (the virtual one while the testing switch is on):
-/// a time base for retryrs_call_start() and friends.
-#[no_mangle]
-pub extern "C" fn retryrs_now_ms() -> u64 {
-    guard_value(0, || millis(testing::clock().map_or_else(|| SystemClock.now(), |v| v.now())))
 }

@@ -1,6 +1,7 @@
 //! The small value types of the ABI: statuses, verdicts, jitter kinds, event kinds and
-//! exhaust reasons. All are plain integers with named constants (not Rust enums), so a
-//! C value outside the list is a validation error instead of undefined behaviour.
+//! exhaust reasons. What C passes in is a plain integer checked here (a C value outside
+//! the list is a validation error instead of undefined behaviour); verdicts and event
+//! kinds are also C enums (names for the values; the ABI type stays int32_t).
 
 use retryrs::{EventKind, ExhaustReason, Stop};
 
@@ -21,14 +22,30 @@ pub const RETRYRS_INVALID_ARGUMENT: retryrs_status = 4;
 /// A bug in retryrs (a panic caught at the boundary). The message says where.
 pub const RETRYRS_INTERNAL_ERROR: retryrs_status = 5;
 
-/// How an attempt ended, as the attempt callback classifies it.
-pub type retryrs_verdict = i32;
+/// How an attempt ended, as the attempt callback classifies it. In C the type
+/// `retryrs_verdict` is an int32_t (a fixed width, whatever the compiler's enum size) and
+/// `enum retryrs_verdict` names its values: switch on `(enum retryrs_verdict)v` and
+/// -Wswitch reports a missing case. Any other value is refused, never undefined.
+#[repr(i32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum retryrs_verdict {
+    /// The attempt succeeded.
+    RETRYRS_SUCCESS = 0,
+    /// A failure worth retrying (optionally with a Retry-After style hint).
+    RETRYRS_TRANSIENT = 1,
+    /// A failure that will not go away: the call ends as RETRYRS_REJECTED.
+    RETRYRS_PERMANENT = 2,
+}
+
+/// A verdict as C passes it: any int32_t, checked before use (a Rust enum must never hold
+/// a value outside its list). The header spells it `retryrs_verdict` (cbindgen.toml).
+pub type retryrs_verdict_value = i32;
 /// The attempt succeeded.
-pub const RETRYRS_SUCCESS: retryrs_verdict = 0;
-/// A failure worth retrying (optionally with a Retry-After style hint).
-pub const RETRYRS_TRANSIENT: retryrs_verdict = 1;
-/// A failure that will not go away: the call ends as RETRYRS_REJECTED.
-pub const RETRYRS_PERMANENT: retryrs_verdict = 2;
+pub(crate) const RETRYRS_SUCCESS: retryrs_verdict_value = retryrs_verdict::RETRYRS_SUCCESS as i32;
+/// A failure worth retrying.
+pub(crate) const RETRYRS_TRANSIENT: retryrs_verdict_value = retryrs_verdict::RETRYRS_TRANSIENT as i32;
+/// A failure that will not go away.
+pub(crate) const RETRYRS_PERMANENT: retryrs_verdict_value = retryrs_verdict::RETRYRS_PERMANENT as i32;
 
 /// The jitter kind of a config.
 pub type retryrs_jitter = i32;
@@ -43,20 +60,25 @@ pub const RETRYRS_JITTER_PROPORTIONAL: retryrs_jitter = 3;
 /// min(max_delay, uniform in [initial_delay, 3 * previous delay]).
 pub const RETRYRS_JITTER_DECORRELATED: retryrs_jitter = 4;
 
-/// What an event reports.
-pub type retryrs_event_kind = i32;
-/// An attempt succeeded (the last event of the call).
-pub const RETRYRS_EVENT_SUCCESS: retryrs_event_kind = 0;
-/// An attempt failed (transient or permanent).
-pub const RETRYRS_EVENT_ATTEMPT_FAILED: retryrs_event_kind = 1;
-/// A wait of delay_ms starts; the next attempt follows it.
-pub const RETRYRS_EVENT_RETRYING: retryrs_event_kind = 2;
-/// A permanent failure ended the call.
-pub const RETRYRS_EVENT_REJECTED: retryrs_event_kind = 3;
-/// The call gave up; reason says why.
-pub const RETRYRS_EVENT_EXHAUSTED: retryrs_event_kind = 4;
-/// The call was cancelled.
-pub const RETRYRS_EVENT_CANCELLED: retryrs_event_kind = 5;
+/// What an event reports. In C `retryrs_event_kind` is an int32_t and `enum
+/// retryrs_event_kind` names its values (switch on `(enum retryrs_event_kind)e->kind` for
+/// -Wswitch). Only the library writes it, so here it is the enum itself.
+#[repr(i32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum retryrs_event_kind {
+    /// An attempt succeeded (the last event of the call).
+    RETRYRS_EVENT_SUCCESS = 0,
+    /// An attempt failed (transient or permanent).
+    RETRYRS_EVENT_ATTEMPT_FAILED = 1,
+    /// A wait of delay_ms starts; the next attempt follows it.
+    RETRYRS_EVENT_RETRYING = 2,
+    /// A permanent failure ended the call.
+    RETRYRS_EVENT_REJECTED = 3,
+    /// The call gave up; reason says why.
+    RETRYRS_EVENT_EXHAUSTED = 4,
+    /// The call was cancelled.
+    RETRYRS_EVENT_CANCELLED = 5,
+}
 
 /// Why a call was exhausted.
 pub type retryrs_reason = i32;
@@ -71,6 +93,7 @@ pub const RETRYRS_REASON_BUDGET: retryrs_reason = 3;
 
 /// The C value of an event kind.
 pub fn event_kind(kind: EventKind) -> retryrs_event_kind {
+    use retryrs_event_kind::*;
     match kind {
         EventKind::Success => RETRYRS_EVENT_SUCCESS,
         EventKind::AttemptFailed => RETRYRS_EVENT_ATTEMPT_FAILED,

@@ -33,6 +33,40 @@ function isRetryableStatus(status) {
   return typeof status === 'number' && native.isRetryableStatus(status);
 }
 
+/**
+ * The core's HTTP rule, the same in every host: 'retry' (transient), 'response' (hand the
+ * response back as it is) or 'fail' (a network failure that must not be repeated).
+ * Give `status`, or `failure`: 'connect' (never connected, nothing sent) or 'network'.
+ * `retryMethods` / `retryStatuses` replace the default lists (idempotent methods; 408,
+ * 425, 429, 500, 502, 503, 504).
+ * @param {{ method: string, status?: number, failure?: 'connect' | 'network',
+ *   retryMethods?: string[], retryStatuses?: number[] }} request
+ * @returns {'retry' | 'response' | 'fail'}
+ */
+function classifyHttp(request) {
+  if (request === null || typeof request !== 'object') {
+    throw new TypeError(`classifyHttp(request): request must be an object, got ${request === null ? 'null' : typeof request}`);
+  }
+  const { method, status, failure, retryMethods, retryStatuses } = request;
+  if (typeof method !== 'string') throw new TypeError(`classifyHttp: method must be a string, got ${typeof method}`);
+  if ((status === undefined) === (failure === undefined)) {
+    throw new TypeError("classifyHttp: give exactly one of status or failure ('connect' or 'network')");
+  }
+  if (status !== undefined && !(Number.isInteger(status) && status >= 0 && status <= 65535)) {
+    throw new RangeError(`classifyHttp: status must be an HTTP status, got ${String(status)}`);
+  }
+  if (failure !== undefined && failure !== 'connect' && failure !== 'network') {
+    throw new RangeError(`classifyHttp: failure must be 'connect' or 'network', got ${String(failure)}`);
+  }
+  if (retryMethods !== undefined && !(Array.isArray(retryMethods) && retryMethods.every((m) => typeof m === 'string'))) {
+    throw new TypeError('classifyHttp: retryMethods must be an array of strings');
+  }
+  if (retryStatuses !== undefined && !(Array.isArray(retryStatuses) && retryStatuses.every((s) => Number.isInteger(s) && s >= 0 && s <= 65535))) {
+    throw new TypeError('classifyHttp: retryStatuses must be an array of HTTP statuses');
+  }
+  return native.classifyHttp(method, status ?? null, failure ?? null, retryMethods ?? null, retryStatuses ?? null);
+}
+
 const RETRYABLE_STATUSES = Object.freeze(native.retryableStatuses());
 
-module.exports = { parseRetryAfter, isRetryableStatus, RETRYABLE_STATUSES };
+module.exports = { parseRetryAfter, isRetryableStatus, classifyHttp, RETRYABLE_STATUSES };

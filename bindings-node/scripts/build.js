@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // Builds the native addon from source with cargo and copies it next to index.js as
-// retryrs.node. Runs as the package's `install` script, so `npm install` (here, or
-// `npm install ./bindings-node` from another project) never downloads a prebuilt binary.
+// retryrs.node. `make node-addon` and `npm run build` run it; so does lib/native.js when
+// no prebuilt platform package fits and the package ships its Rust sources (the npm
+// tarball from `make dist` does: this crate and the core, as one small workspace).
+// It is never an install script: installing retryrs runs nothing.
 // Cargo is incremental: when nothing changed this takes well under a second.
 'use strict';
 
@@ -41,7 +43,10 @@ function libraryName() {
 function main() {
   const args = ['build', '-p', 'retryrs-node'];
   if (profile === 'release') args.push('--release');
-  if (fs.existsSync(path.join(pkgDir, '..', 'Cargo.lock'))) args.push('--locked');
+  // The repository's lock (../Cargo.lock) or the one the npm tarball ships.
+  if (fs.existsSync(path.join(pkgDir, '..', 'Cargo.lock')) || fs.existsSync(path.join(pkgDir, 'Cargo.lock'))) {
+    args.push('--locked');
+  }
   cargo(args, { stdio: ['ignore', 'inherit', 'inherit'] });
   const built = path.join(targetDir(), profile, libraryName());
   const dest = path.join(pkgDir, 'retryrs.node');

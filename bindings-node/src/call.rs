@@ -250,7 +250,7 @@ fn stop_code(stop: Stop) -> f64 {
 
 /// Float milliseconds (JS time) to a Duration: the core's conversion, zero for NaN or
 /// negative values.
-fn duration(ms: f64) -> Duration {
+pub(crate) fn duration(ms: f64) -> Duration {
     retryrs::units::duration_from_ms_or_zero(ms)
 }
 

@@ -36,3 +36,44 @@ pub fn is_retryable_status(status: f64) -> napi::Result<bool> {
 pub fn retryable_statuses() -> napi::Result<Vec<u32>> {
     guarded(|| Ok(retryrs::RETRYABLE_STATUSES.iter().map(|&s| u32::from(s)).collect()))
 }
+
+/// The core's HTTP rule (contract, "HTTP"): "retry", "response" or "fail". `failure` is
+/// "connect" or "network" when no response arrived (then `status` is None); the lists,
+/// when given, replace the default methods and statuses. The JS wrapper checks types.
+#[napi]
+pub fn classify_http(
+    method: String,
+    status: Option<f64>,
+    failure: Option<String>,
+    retry_methods: Option<Vec<String>>,
+    retry_statuses: Option<Vec<f64>>,
+) -> napi::Result<String> {
+    guarded(|| {
+        use retryrs::http::{classify, HttpOutcome, HttpRules};
+        let as_status = |s: f64| -> napi::Result<u16> {
+            if s.fract() == 0.0 && (0.0..=f64::from(u16::MAX)).contains(&s) {
+                Ok(s as u16)
+            } else {
+                Err(napi::Error::new(napi::Status::InvalidArg, format!("not an HTTP status: {s}")))
+            }
+        };
+        let outcome = match (status, failure.as_deref()) {
+            (Some(s), None) => HttpOutcome::Status(as_status(s)?),
+            (None, Some("connect")) => HttpOutcome::ConnectFailed,
+            (None, Some("network")) => HttpOutcome::NetworkFailed,
+            _ => {
+                return Err(napi::Error::new(
+                    napi::Status::InvalidArg,
+                    "classifyHttp needs exactly one of status or failure ('connect' or 'network')",
+                ))
+            }
+        };
+        let methods: Option<Vec<&str>> = retry_methods.as_ref().map(|l| l.iter().map(String::as_str).collect());
+        let statuses: Option<Vec<u16>> = match retry_statuses {
+            None => None,
+            Some(l) => Some(l.into_iter().map(as_status).collect::<napi::Result<_>>()?),
+        };
+        let rules = HttpRules { methods: methods.as_deref(), statuses: statuses.as_deref() };
+        Ok(classify(&method, outcome, &rules).as_str().to_owned())
+    })
+}

@@ -8,7 +8,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { Retrier, RetryBudget, RetryExhaustedError, parseRetryAfter, isRetryableStatus, testing } = require('..');
+const { Retrier, RetryBudget, RetryExhaustedError, parseRetryAfter, isRetryableStatus, classifyHttp, testing } = require('..');
 
 const repo = path.resolve(__dirname, '..', '..');
 const vectorDir = process.env.RETRYRS_VECTORS || path.join(repo, 'tests', 'conformance');
@@ -173,12 +173,25 @@ function checkStatusVector(v) {
   assert.equal(isRetryableStatus(v.status.code), v.status.retryable);
 }
 
+function checkHttpVector(v) {
+  const h = v.http;
+  const got = classifyHttp({
+    method: h.method,
+    status: h.status,
+    failure: h.failure,
+    retryMethods: h.retry_methods,
+    retryStatuses: h.retry_statuses,
+  });
+  assert.equal(got, h.expect);
+}
+
 function check(v) {
   if (v.calls) return checkCallVector(v);
   if (v.expect_error) return checkValidationVector(v);
   if (v.retry_after) return checkRetryAfterVector(v);
   if (v.status) return checkStatusVector(v);
-  throw new Error('a vector needs one of calls, expect_error, retry_after, status');
+  if (v.http) return checkHttpVector(v);
+  throw new Error('a vector needs one of calls, expect_error, retry_after, status, http');
 }
 
 const { files, vectors } = loadVectors();

@@ -5,7 +5,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const http = require('node:http');
-const { Retrier, parseRetryAfter, isRetryableStatus, isTransientError, RETRYABLE_STATUSES } = require('..');
+const { Retrier, parseRetryAfter, isRetryableStatus, classifyHttp, isTransientError, RETRYABLE_STATUSES } = require('..');
 
 class HttpStatusError extends Error {
   constructor(status, retryAfterMs) {
@@ -100,4 +100,21 @@ test('isRetryableStatus: 408, 425, 429, 500, 502, 503, 504 and nothing else', ()
   assert.deepEqual([...RETRYABLE_STATUSES], [408, 425, 429, 500, 502, 503, 504]);
   for (let s = 100; s < 600; s++) assert.equal(isRetryableStatus(s), RETRYABLE_STATUSES.includes(s), String(s));
   for (const odd of ['503', 503.5, -503, NaN, undefined, 70000]) assert.equal(isRetryableStatus(odd), false, String(odd));
+});
+
+test('classifyHttp: the core rule, and bad input named', () => {
+  assert.equal(classifyHttp({ method: 'GET', status: 503 }), 'retry');
+  assert.equal(classifyHttp({ method: 'POST', status: 503 }), 'response');
+  assert.equal(classifyHttp({ method: 'POST', failure: 'connect' }), 'retry');
+  assert.equal(classifyHttp({ method: 'POST', failure: 'network' }), 'fail');
+  assert.equal(classifyHttp({ method: 'post', status: 503, retryMethods: ['POST'] }), 'retry');
+  assert.equal(classifyHttp({ method: 'GET', status: 409, retryStatuses: [409] }), 'retry');
+  assert.throws(() => classifyHttp(), /request must be an object/);
+  assert.throws(() => classifyHttp({ method: 'GET' }), /exactly one of status or failure/);
+  assert.throws(() => classifyHttp({ method: 'GET', status: 503, failure: 'connect' }), /exactly one of status or failure/);
+  assert.throws(() => classifyHttp({ method: 'GET', failure: 'dns' }), RangeError);
+  assert.throws(() => classifyHttp({ method: 'GET', status: 503.5 }), RangeError);
+  assert.throws(() => classifyHttp({ method: 1, status: 503 }), TypeError);
+  assert.throws(() => classifyHttp({ method: 'GET', status: 503, retryMethods: 'GET' }), TypeError);
+  assert.throws(() => classifyHttp({ method: 'GET', status: 503, retryStatuses: [-1] }), TypeError);
 });

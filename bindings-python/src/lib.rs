@@ -34,6 +34,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(options::_knobs, m)?)?;
     m.add_function(wrap_pyfunction!(http::parse_retry_after, m)?)?;
     m.add_function(wrap_pyfunction!(http::is_retryable_status, m)?)?;
+    m.add_function(wrap_pyfunction!(http::classify_http, m)?)?;
     m.add_function(wrap_pyfunction!(testing::_testing_enable, m)?)?;
     m.add_function(wrap_pyfunction!(testing::_testing_disable, m)?)?;
     m.add_function(wrap_pyfunction!(testing::_testing_is_on, m)?)?;

@@ -26,14 +26,19 @@ pub fn _testing_is_on() -> bool {
 }
 
 fn clock() -> PyResult<retryrs::VirtualClock> {
-    testing::clock().ok_or_else(|| PyRuntimeError::new_err("virtual time is off: use retryrs.testing.enable() or `with retryrs.testing.virtual_time():`"))
+    testing::clock().ok_or_else(|| {
+        PyRuntimeError::new_err(
+            "virtual time is off: use retryrs.testing.enable() or `with retryrs.testing.virtual_time():`",
+        )
+    })
 }
 
 /// Moves virtual time forward (an attempt that "takes" time).
 #[pyfunction]
 pub fn _testing_advance(seconds: &Bound<'_, PyAny>) -> PyResult<()> {
     let s = crate::convert::seconds(seconds, "seconds")?;
-    let d = Duration::try_from_secs_f64(s).map_err(|_| PyValueError::new_err(format!("advance needs finite seconds >= 0, got {}", repr(seconds))))?;
+    let d = Duration::try_from_secs_f64(s)
+        .map_err(|_| PyValueError::new_err(format!("advance needs finite seconds >= 0, got {}", repr(seconds))))?;
     clock()?.advance(d);
     Ok(())
 }

@@ -57,7 +57,7 @@ def secs(ms: Optional[float]) -> Optional[float]:
 KNOBS = {name: unit for name, unit, _, _ in _native._knobs() if unit != "host"}
 POLICY_KEYS = {name + "_ms" if unit == "seconds" else name: name for name, unit in KNOBS.items()}
 VECTOR_KEYS = {
-    "vector": {"id", "rule", "policy", "calls", "expect_error", "retry_after", "status"},
+    "vector": {"id", "rule", "policy", "calls", "expect_error", "retry_after", "status", "http"},
     "budget": {"max_tokens", "token_ratio"},
     "call": {"attempts", "expect"},
     "attempt": {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait"},
@@ -66,6 +66,7 @@ VECTOR_KEYS = {
     "expect_error": {"knob"},
     "retry_after": {"value", "now_unix_s", "expect_ms"},
     "status": {"code", "retryable"},
+    "http": {"method", "status", "failure", "retry_methods", "retry_statuses", "expect"},
 }
 
 
@@ -87,7 +88,7 @@ def unknown_keys(v: Dict[str, Any]) -> List[str]:
         check("expect", call.get("expect", {}), VECTOR_KEYS["expect"])
         for e in call.get("expect", {}).get("events", []):
             check("event", e, VECTOR_KEYS["event"])
-    for body in ("expect_error", "retry_after", "status"):
+    for body in ("expect_error", "retry_after", "status", "http"):
         if body in v:
             check(body, v[body], VECTOR_KEYS[body])
     return found
@@ -243,7 +244,14 @@ def run_vector(v: Dict[str, Any], use_async: bool = False) -> List[str]:
         st = v["status"]
         got = retryrs.is_retryable_status(st["code"])
         return [] if got == st["retryable"] else [f"is_retryable_status({st['code']}) = {got}"]
-    return ["vector has none of calls, expect_error, retry_after, status"]
+    if "http" in v:
+        h = v["http"]
+        got = retryrs.classify_http(
+            h["method"], status=h.get("status"), failure=h.get("failure"),
+            retry_methods=h.get("retry_methods"), retry_statuses=h.get("retry_statuses"),
+        )
+        return [] if got == h["expect"] else [f"classify_http = {got!r}, expected {h['expect']!r}"]
+    return ["vector has none of calls, expect_error, retry_after, status, http"]
 
 
 def run_all(use_async: bool = False) -> Tuple[int, List[Tuple[str, List[str]]]]:

@@ -1,5 +1,5 @@
 """The seed scenario against a real local HTTP server (scripts/flaky_server.py in a
-thread): 503, 503, 429 with Retry-After: 1, then 200."""
+thread): 503, 503, 429 with Retry-After: 1, then 200; and the core's HTTP classifier."""
 
 import os
 import sys
@@ -7,6 +7,8 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+
+import pytest
 
 import retryrs
 
@@ -51,3 +53,24 @@ def test_seed_scenario_gets_the_rate_on_attempt_4_after_honouring_retry_after():
     assert retrying[2].delay >= 1.0
     assert events[-1].kind == "success" and events[-1].attempt == 4
     assert took >= 1.0
+
+
+def test_classify_http_is_the_cores_rule_and_names_bad_input():
+    assert retryrs.classify_http("GET", status=503) == "retry"
+    assert retryrs.classify_http("POST", status=503) == "response"
+    assert retryrs.classify_http("POST", failure="connect") == "retry"
+    assert retryrs.classify_http("POST", failure="network") == "fail"
+    assert retryrs.classify_http("POST", status=503, retry_methods=["post"]) == "retry"
+    assert retryrs.classify_http("GET", status=409, retry_statuses=[409]) == "retry"
+    with pytest.raises(ValueError, match="exactly one of status or failure"):
+        retryrs.classify_http("GET")
+    with pytest.raises(ValueError, match="exactly one of status or failure"):
+        retryrs.classify_http("GET", status=503, failure="connect")
+    with pytest.raises(ValueError, match="failure must be 'connect' or 'network'"):
+        retryrs.classify_http("GET", failure="dns")
+    with pytest.raises(TypeError, match="status must be an int"):
+        retryrs.classify_http("GET", status=True)
+    with pytest.raises(ValueError, match="status must be an HTTP status"):
+        retryrs.classify_http("GET", status=70000)
+    with pytest.raises(ValueError, match="retry_statuses"):
+        retryrs.classify_http("GET", status=503, retry_statuses=[-1])

@@ -39,11 +39,13 @@ pub fn ceiling_ms(policy: &Policy, failed: u32) -> u64 {
 }
 
 /// Per-call jitter state: the random stream (created at the first draw, so a call that
-/// never needs randomness never seeds one) and the previous delay for decorrelated jitter.
+/// never needs randomness never seeds one) and the previous delay for decorrelated jitter,
+/// kept in full precision (a whole-millisecond state would never grow from a base under
+/// 1 ms: 0.9 ms would round to 0 and stay there).
 #[derive(Debug, Clone, Default)]
 pub struct Backoff {
     rng: Option<Pcg64Mcg>,
-    previous_ms: Option<u64>,
+    previous_ms: Option<f64>,
 }
 
 impl Backoff {
@@ -56,7 +58,7 @@ impl Backoff {
     /// Never above `max_delay`.
     pub fn next_delay_ms(&mut self, policy: &Policy, failed: u32) -> u64 {
         let cap = policy.max_delay_ms;
-        let delay = match policy.jitter {
+        match policy.jitter {
             Jitter::None => ceiling_ms(policy, failed),
             Jitter::Full => {
                 let c = ceiling_ms(policy, failed);
@@ -74,14 +76,23 @@ impl Backoff {
                 self.uniform(policy, lo, hi).min(cap)
             }
             Jitter::Decorrelated => {
-                let initial = (policy.initial_delay_ms.floor() as u64).min(cap);
+                // The real-valued AWS formula; only the delay slept is whole milliseconds.
+                let cap = cap as f64;
+                let initial = policy.initial_delay_ms.min(cap);
                 let previous = self.previous_ms.unwrap_or(initial);
-                let hi = previous.saturating_mul(3).max(initial);
-                self.uniform(policy, initial, hi).min(cap)
+                let hi = (previous * 3.0).max(initial);
+                let exact = (initial + self.unit(policy) * (hi - initial)).min(cap);
+                self.previous_ms = Some(exact);
+                exact as u64 // floor: finite and >= 0
             }
-        };
-        self.previous_ms = Some(delay);
-        delay
+        }
+    }
+
+    /// A uniform real in `[0, 1)` from the call's stream: the top 53 bits of one 64-bit
+    /// draw, scaled by 2^-53 (exact in IEEE doubles, so every host can reproduce it).
+    fn unit(&mut self, policy: &Policy) -> f64 {
+        let draw = self.rng.get_or_insert_with(|| stream(policy.seed)).next_u64();
+        (draw >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
     /// Uniform integer in `[lo, hi]` from the call's stream: one 64-bit draw scaled by a
@@ -101,11 +112,36 @@ impl Backoff {
 /// SplitMix64, so seeds 1, 2, 3... start far apart; the recipe is fixed here, not left to
 /// a crate's default `seed_from_u64`, which may change.
 fn stream(seed: Option<u64>) -> Pcg64Mcg {
-    let seed = seed.unwrap_or_else(rand::random::<u64>);
+    let seed = seed.unwrap_or_else(fresh_seed);
     let mut sm = seed;
     let hi = splitmix64(&mut sm) as u128;
     let lo = splitmix64(&mut sm) as u128;
     Pcg64Mcg::new((hi << 64) | lo)
+}
+
+/// A seed for an unseeded call, from this thread's generator, reseeded from the OS first if
+/// the process has forked since that thread last drew: a forked child inherits its parent's
+/// generator state, and forked workers of one parent must not retry in lockstep.
+///
+/// The check costs one `getpid` when an unseeded call first needs a random delay (after a
+/// failure, before a sleep); a call that succeeds never gets here.
+fn fresh_seed() -> u64 {
+    use rand::RngExt as _;
+    use std::cell::Cell;
+    thread_local! {
+        // The process this thread's generator was last seeded in (0: not yet checked).
+        static SEEDED_IN: Cell<u32> = const { Cell::new(0) };
+    }
+    let mut rng = rand::rng();
+    let pid = std::process::id();
+    if SEEDED_IN.get() != pid {
+        // A fresh thread's generator is seeded from the OS anyway; after a fork this is what
+        // gives the child its own stream. If the OS cannot give entropy, the inherited
+        // stream is still better than none (and the mixing below adds the PID).
+        let _ = rng.reseed();
+        SEEDED_IN.set(pid);
+    }
+    rng.random::<u64>() ^ (u64::from(pid) << 32)
 }
 
 fn splitmix64(state: &mut u64) -> u64 {
@@ -214,6 +250,32 @@ mod tests {
             assert!((100..=1000).contains(&d) && d <= previous * 3, "{d} after {previous}");
             previous = d;
         }
+    }
+
+    #[test]
+    fn decorrelated_grows_from_a_sub_millisecond_base() {
+        // A whole-millisecond state rounded 0.9 ms down to 0 and stayed there forever.
+        let p = Policy::builder()
+            .initial_delay_ms(0.9)
+            .max_delay_ms(10_000.0)
+            .jitter(Jitter::Decorrelated)
+            .seed(Some(1))
+            .build()
+            .unwrap();
+        let mut b = Backoff::new();
+        let first = b.next_delay_ms(&p, 1);
+        let state = b.previous_ms.unwrap();
+        assert!(state.fract() != 0.0 && state as u64 == first, "state {state} vs {first}");
+        let got: Vec<u64> = (2..=20).map(|n| b.next_delay_ms(&p, n)).collect();
+        assert!(got.iter().any(|&d| d >= 10), "never grew: {got:?}");
+    }
+
+    #[test]
+    fn unseeded_streams_differ_between_calls() {
+        let p = Policy::builder().initial_delay_ms(1e9).max_delay_ms(1e9).build().unwrap();
+        let a: Vec<u64> = (1..=4).map(|n| Backoff::new().next_delay_ms(&p, n)).collect();
+        let b: Vec<u64> = (1..=4).map(|n| Backoff::new().next_delay_ms(&p, n)).collect();
+        assert_ne!(a, b);
     }
 
     #[test]

@@ -7,6 +7,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Tokens are kept in thousandths (as gRPC does), so a ratio such as 0.1 adds exactly.
 const SCALE: f64 = 1000.0;
 
+/// `x` in thousandths, truncated as gRPC truncates `tokenRatio` to 3 decimals. Truncates
+/// the decimal the user wrote (the shortest text that reads back as `x`), not the binary
+/// product: `1.005 * 1000` is 1004.999... in IEEE doubles, but 1.005 keeps 1.005.
+fn thousandths(x: f64) -> u64 {
+    // `{}` never uses an exponent for f64, so the text is digits, a point, digits.
+    let text = x.to_string();
+    let (whole, frac) = text.split_once('.').unwrap_or((&text, ""));
+    let frac: String = frac.chars().chain("000".chars()).take(3).collect();
+    let whole: u64 = whole.parse().unwrap_or(u64::MAX / 1000);
+    whole.saturating_mul(1000).saturating_add(frac.parse::<u64>().unwrap_or(0))
+}
+
 /// Error building a [`RetryBudget`] from out-of-range numbers.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{knob} must be {requirement}, got {value}")]
@@ -30,20 +42,31 @@ pub struct RetryBudget {
 }
 
 impl RetryBudget {
-    /// A full bucket. `max_tokens` in (0, 1e12], `token_ratio` in (0, max_tokens].
+    /// A full bucket. `max_tokens` in [0.001, 1e12], `token_ratio` in [0.001, max_tokens].
+    /// Both keep 3 decimals, truncated (gRPC's rule): 0.1239 adds 0.123 per success, and a
+    /// value that truncates to 0 (such as 1e-9) is an error naming it, not a bucket that
+    /// silently never allows a retry.
     pub fn new(max_tokens: f64, token_ratio: f64) -> Result<Self, BudgetError> {
         if !(max_tokens.is_finite() && max_tokens > 0.0 && max_tokens <= 1e12) {
             return Err(BudgetError { knob: "max_tokens", value: max_tokens, requirement: "> 0 and <= 1e12" });
         }
-        if !(token_ratio.is_finite() && token_ratio > 0.0 && token_ratio <= max_tokens) {
+        if !(token_ratio.is_finite() && token_ratio > 0.0) {
             return Err(BudgetError { knob: "token_ratio", value: token_ratio, requirement: "> 0 and <= max_tokens" });
         }
-        let max_milli = (max_tokens * SCALE).round() as u64;
-        Ok(RetryBudget {
-            milli_tokens: AtomicU64::new(max_milli),
-            max_milli,
-            ratio_milli: ((token_ratio * SCALE).round() as u64).max(1),
-        })
+        let max_milli = thousandths(max_tokens);
+        if max_milli == 0 {
+            let requirement = ">= 0.001 (it keeps 3 decimals, truncated)";
+            return Err(BudgetError { knob: "max_tokens", value: max_tokens, requirement });
+        }
+        let ratio_milli = thousandths(token_ratio);
+        if ratio_milli == 0 {
+            let requirement = ">= 0.001 (it keeps 3 decimals, truncated)";
+            return Err(BudgetError { knob: "token_ratio", value: token_ratio, requirement });
+        }
+        if ratio_milli > max_milli {
+            return Err(BudgetError { knob: "token_ratio", value: token_ratio, requirement: "> 0 and <= max_tokens" });
+        }
+        Ok(RetryBudget { milli_tokens: AtomicU64::new(max_milli), max_milli, ratio_milli })
     }
 
     /// Tokens left now.
@@ -127,6 +150,30 @@ mod tests {
         assert_eq!(RetryBudget::new(10.0, -1.0).unwrap_err().knob, "token_ratio");
         assert_eq!(RetryBudget::new(10.0, 11.0).unwrap_err().knob, "token_ratio");
         assert!(RetryBudget::new(10.0, 0.0).unwrap_err().to_string().contains("token_ratio must be > 0"));
+    }
+
+    #[test]
+    fn ratio_keeps_three_decimals_truncated() {
+        assert_eq!(RetryBudget::new(10.0, 0.1239).unwrap().token_ratio(), 0.123);
+        assert_eq!(RetryBudget::new(10.0, 1.005).unwrap().token_ratio(), 1.005);
+        assert_eq!(RetryBudget::new(10.0, 0.0019).unwrap().token_ratio(), 0.001);
+        assert_eq!(RetryBudget::new(10.5559, 1.0).unwrap().max_tokens(), 10.555);
+        assert_eq!(thousandths(1e-9), 0);
+        assert_eq!(thousandths(1e12), 1_000_000_000_000_000);
+        let b = RetryBudget::new(10.0, 0.1239).unwrap();
+        b.record_failure();
+        b.record_success();
+        assert_eq!(b.tokens(), 9.123);
+    }
+
+    #[test]
+    fn values_that_truncate_to_nothing_are_errors() {
+        let e = RetryBudget::new(1e-9, 1e-9).unwrap_err();
+        assert_eq!(e.knob, "max_tokens");
+        assert!(e.to_string().contains("max_tokens must be >= 0.001"), "{e}");
+        let e = RetryBudget::new(10.0, 0.0009).unwrap_err();
+        assert_eq!(e.knob, "token_ratio");
+        assert!(e.to_string().contains("token_ratio must be >= 0.001"), "{e}");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Time: the clock and sleeper seam of the blocking executor, real or virtual, and the
 //! testing switch that makes every wait virtual.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -49,9 +49,15 @@ impl Clock for SystemClock {
 
 /// A clock that moves only when told: sleeping advances it instead of waiting. Clones
 /// share one time.
+///
+/// The time is a [`Duration`] (seconds in a `u64`), so it reaches about 5.8e11 years
+/// before it saturates: far past any sum of waits a validated policy can ask for under a
+/// deadline (each delay and the deadline are at most 9e15 ms, about 285,000 years). A
+/// nanosecond `u64` froze at about 584 years, so a 2e10 s wait stopped the clock and a
+/// wait past the deadline was started.
 #[derive(Debug, Clone, Default)]
 pub struct VirtualClock {
-    nanos: Arc<AtomicU64>,
+    now: Arc<Mutex<Duration>>,
 }
 
 impl VirtualClock {
@@ -62,14 +68,14 @@ impl VirtualClock {
 
     /// Moves the clock forward (for a test simulating an attempt that takes time).
     pub fn advance(&self, by: Duration) {
-        let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
-        let _ = self.nanos.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| Some(n.saturating_add(by)));
+        let mut now = self.now.lock().unwrap_or_else(|e| e.into_inner());
+        *now = now.saturating_add(by);
     }
 }
 
 impl Clock for VirtualClock {
     fn now(&self) -> Duration {
-        Duration::from_nanos(self.nanos.load(Ordering::Acquire))
+        *self.now.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn sleep(&self, delay: Duration, cancel: Option<&CancelToken>) -> Result<(), Cancelled> {
@@ -84,18 +90,46 @@ impl Clock for VirtualClock {
 /// The testing switch: while it is on, every executor that asks [`testing::clock`] gets
 /// one process-wide [`VirtualClock`], so waits take no real time and the deadline still
 /// holds in virtual time. Hosts expose it as their own testing switch.
+///
+/// Two layers: a global switch ([`testing::enable`] / [`testing::disable`]) and scopes
+/// ([`testing::scoped`]). Open scopes are counted, not stacked by order: the newest open
+/// scope's clock is the current one, closing any scope (in any order, from any thread)
+/// hands the clock back to the newest scope still open, and closing the last one leaves
+/// the global switch as it was. So virtual time never stays on by accident because two
+/// threads left their scopes in the "wrong" order, nor goes off under a scope still open.
 pub mod testing {
     use super::*;
 
     static ON: AtomicBool = AtomicBool::new(false);
-    static CLOCK: Mutex<Option<VirtualClock>> = Mutex::new(None);
+    static SWITCH: Mutex<Switch> = Mutex::new(Switch { global: None, scopes: Vec::new(), next_id: 0 });
+
+    struct Switch {
+        global: Option<VirtualClock>,
+        /// Open scopes, oldest first: (id, clock).
+        scopes: Vec<(u64, VirtualClock)>,
+        next_id: u64,
+    }
+
+    impl Switch {
+        fn current(&self) -> Option<&VirtualClock> {
+            self.scopes.last().map(|(_, c)| c).or(self.global.as_ref())
+        }
+    }
+
+    fn switch() -> std::sync::MutexGuard<'static, Switch> {
+        SWITCH.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn publish(switch: &Switch) {
+        ON.store(switch.current().is_some(), Ordering::Release);
+    }
 
     /// The clock executors should use now: the virtual one while the switch is on.
     pub fn clock() -> Option<VirtualClock> {
         if !ON.load(Ordering::Acquire) {
             return None; // the hot path: one atomic load
         }
-        CLOCK.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        switch().current().cloned()
     }
 
     /// Whether virtual time is on.
@@ -103,39 +137,45 @@ pub mod testing {
         ON.load(Ordering::Acquire)
     }
 
-    /// Turns virtual time on (globally) with a fresh clock at zero, and returns it.
+    /// Turns virtual time on (globally) with a fresh clock at zero, and returns it. Open
+    /// scopes keep their own clocks until they close.
     pub fn enable() -> VirtualClock {
         let clock = VirtualClock::new();
-        set(Some(clock.clone()));
+        let mut s = switch();
+        s.global = Some(clock.clone());
+        publish(&s);
         clock
     }
 
-    /// Turns virtual time off.
+    /// Turns the global switch off. Open scopes stay on until they close.
     pub fn disable() {
-        set(None);
+        let mut s = switch();
+        s.global = None;
+        publish(&s);
     }
 
-    /// Turns virtual time on until the guard drops, then restores what was there before.
-    /// The switch is process-wide: a scope on one thread is seen by all.
+    /// Turns virtual time on, with a fresh clock at zero, until the guard drops. The switch
+    /// is process-wide: a scope on one thread is seen by all.
     pub fn scoped() -> Scope {
-        let mut slot = CLOCK.lock().unwrap_or_else(|e| e.into_inner());
         let clock = VirtualClock::new();
-        let previous = slot.replace(clock.clone());
-        ON.store(true, Ordering::Release);
-        Scope { clock, previous }
+        let mut s = switch();
+        let id = s.next_id;
+        s.next_id += 1;
+        s.scopes.push((id, clock.clone()));
+        publish(&s);
+        Scope { clock, id }
     }
 
-    fn set(clock: Option<VirtualClock>) {
-        let mut slot = CLOCK.lock().unwrap_or_else(|e| e.into_inner());
-        ON.store(clock.is_some(), Ordering::Release);
-        *slot = clock;
+    /// How many scopes are open now.
+    pub fn open_scopes() -> usize {
+        switch().scopes.len()
     }
 
     /// Virtual time for as long as it lives; see [`scoped`].
     #[derive(Debug)]
     pub struct Scope {
         clock: VirtualClock,
-        previous: Option<VirtualClock>,
+        id: u64,
     }
 
     impl Scope {
@@ -147,7 +187,9 @@ pub mod testing {
 
     impl Drop for Scope {
         fn drop(&mut self) {
-            set(self.previous.take());
+            let mut s = switch();
+            s.scopes.retain(|(id, _)| *id != self.id);
+            publish(&s);
         }
     }
 }
@@ -166,7 +208,23 @@ mod tests {
         assert_eq!(c.sleep(Duration::from_secs(1), Some(&token)), Err(Cancelled));
         assert_eq!(c.now(), Duration::from_secs(10));
         c.advance(Duration::MAX);
-        assert_eq!(c.now(), Duration::from_nanos(u64::MAX));
+        assert_eq!(c.now(), Duration::MAX);
+    }
+
+    #[test]
+    fn virtual_time_does_not_freeze_at_u64_nanoseconds() {
+        // 2e10 s is past u64::MAX nanoseconds (about 1.8e10 s), where the clock used to stop.
+        let c = VirtualClock::new();
+        let step = Duration::from_secs(20_000_000_000);
+        c.sleep(step, None).unwrap();
+        c.sleep(step, None).unwrap();
+        assert_eq!(c.now(), step * 2);
+        // The largest validated delay, 9e15 ms, many times over.
+        let big = Duration::from_millis(9_000_000_000_000_000);
+        for _ in 0..1000 {
+            c.advance(big);
+        }
+        assert_eq!(c.now(), step * 2 + big * 1000);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! One retry engine for every language. The heart is a sans-IO decision engine
 //! ([`engine::Call`]): given a [`Policy`], the verdict on each attempt and the time, it
 //! answers "retry after D" or "stop", and emits [`Event`]s. Around it: backoff and jitter
-//! ([`backoff`]), Retry-After parsing ([`retry_after`]), the shared [`RetryBudget`], a
+//! ([`backoff`]), Retry-After parsing ([`retry_after`]), HTTP classification ([`http`]), the shared [`RetryBudget`], a
 //! [`CancelToken`], a blocking [`Retrier`] and virtual time for tests ([`clock::testing`]).
 //!
 //! The contract every host obeys is `docs/contract.md` in the repository.
@@ -30,6 +30,8 @@ pub mod engine;
 pub mod event;
 pub mod executor;
 pub mod knob;
+pub mod http;
+mod http_date;
 pub mod policy;
 pub mod retry_after;
 pub mod units;
@@ -42,7 +44,8 @@ pub use event::{Event, EventKind, ExhaustReason, GaveUp};
 pub use executor::{Retrier, RetryError, Run};
 pub use knob::{Knob, Setting, Unit, KNOBS};
 pub use policy::{Given, Jitter, Policy, PolicyBuilder, PolicyError};
-pub use retry_after::{is_retryable_status, parse_retry_after, parse_retry_after_ms, RETRYABLE_STATUSES};
+pub use http::{is_idempotent, is_retryable_status, HttpOutcome, HttpRules, HttpVerdict, RETRYABLE_STATUSES};
+pub use retry_after::{parse_retry_after, parse_retry_after_ms};
 
 /// The crate version, as in Cargo.toml.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

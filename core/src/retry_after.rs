@@ -1,22 +1,15 @@
-//! Retry-After values (RFC 9110 §10.2.3) and the HTTP statuses worth retrying.
+//! Retry-After values (RFC 9110 §10.2.3).
 
 use std::time::{Duration, SystemTime};
-
-/// The statuses the helpers treat as transient: request timeout, too early, too many
-/// requests, and the server-side 500, 502, 503, 504.
-pub const RETRYABLE_STATUSES: [u16; 7] = [408, 425, 429, 500, 502, 503, 504];
-
-/// Whether an HTTP status is worth retrying.
-pub fn is_retryable_status(status: u16) -> bool {
-    RETRYABLE_STATUSES.contains(&status)
-}
 
 /// The wait a `Retry-After` value asks for, relative to `now`.
 ///
 /// Accepts delay-seconds (ASCII digits only, surrounding whitespace allowed) and the three
-/// HTTP-date forms (IMF-fixdate, RFC 850, asctime). A date in the past means zero; garbage,
-/// negatives and fractions mean no hint (`None`); huge values saturate instead of
-/// overflowing.
+/// HTTP-date forms (IMF-fixdate, RFC 850, asctime). A date in the past, before 1970
+/// included, means zero; a weekday that does not match the date is not checked; an RFC 850
+/// two-digit year more than 50 years after `now` is the most recent past year with those
+/// digits (RFC 9110). Garbage, negatives and fractions mean no hint (`None`); huge values
+/// saturate instead of overflowing.
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim_matches(|c: char| c == ' ' || c == '\t' || c == '\r' || c == '\n');
     if value.is_empty() {
@@ -27,8 +20,18 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
         let secs = value.parse::<u64>().unwrap_or(u64::MAX);
         return Some(Duration::from_secs(secs));
     }
-    let when = httpdate::parse_http_date(value).ok()?;
-    Some(when.duration_since(now).unwrap_or(Duration::ZERO))
+    let now_ns = unix_nanos(now);
+    let when_s = crate::http_date::parse(value, crate::http_date::year_of(now_ns.div_euclid(1_000_000_000) as i64))?;
+    let wait_ns = i128::from(when_s) * 1_000_000_000 - now_ns;
+    Some(Duration::from_nanos(u64::try_from(wait_ns.max(0)).unwrap_or(u64::MAX)))
+}
+
+/// Nanoseconds since the Unix epoch, negative before it.
+fn unix_nanos(t: SystemTime) -> i128 {
+    match t.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(d) => d.as_nanos() as i128,
+        Err(before) => -(before.duration().as_nanos() as i128),
+    }
 }
 
 /// [`parse_retry_after`] in whole milliseconds (rounded up: never sooner than asked),
@@ -75,19 +78,27 @@ mod tests {
     }
 
     #[test]
-    fn garbage_negatives_and_fractions_mean_no_hint() {
-        for bad in ["", "  ", "-5", "1.5", "+3", "1e3", "soon", "Sun, 06 Nov 1994", "12 s", "٣"] {
-            assert_eq!(parse_retry_after(bad, now()), None, "{bad:?}");
-        }
+    fn lenient_dates_per_rfc_9110() {
+        // Before 1970 is still the past: zero, not "no hint".
+        assert_eq!(parse_retry_after("Fri, 01 Jan 1960 00:00:00 GMT", now()), Some(Duration::ZERO));
+        // The RFC's example with the wrong weekday (07 Nov 1994 was a Monday) is still a date.
+        assert_eq!(parse_retry_after("Sun, 07 Nov 1994 08:48:37 GMT", now()), Some(Duration::from_secs(86_340)));
+        // Read in late 2026, "80" is 1980 (2080 would be more than 50 years ahead): past.
+        let in_2026 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_083_200);
+        assert_eq!(parse_retry_after("Monday, 01-Jan-80 00:00:00 GMT", in_2026), Some(Duration::ZERO));
+        assert_eq!(
+            parse_retry_after("Friday, 01-Jan-27 00:00:00 GMT", in_2026),
+            Some(Duration::from_secs(1_798_761_600 - 1_796_083_200))
+        );
+        // A "now" before 1970 works too.
+        let in_1960 = SystemTime::UNIX_EPOCH - Duration::from_secs(315_619_200);
+        assert_eq!(parse_retry_after("Fri, 01 Jan 1960 00:01:00 GMT", in_1960), Some(Duration::from_secs(60)));
     }
 
     #[test]
-    fn retryable_statuses() {
-        for s in RETRYABLE_STATUSES {
-            assert!(is_retryable_status(s));
-        }
-        for s in [200, 400, 401, 404, 409, 501, 505] {
-            assert!(!is_retryable_status(s), "{s}");
+    fn garbage_negatives_and_fractions_mean_no_hint() {
+        for bad in ["", "  ", "-5", "1.5", "+3", "1e3", "soon", "Sun, 06 Nov 1994", "12 s", "٣"] {
+            assert_eq!(parse_retry_after(bad, now()), None, "{bad:?}");
         }
     }
 }

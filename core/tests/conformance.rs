@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use retryrs::http::{classify, HttpOutcome, HttpRules};
 use retryrs::{
     is_retryable_status, parse_retry_after_ms, CancelToken, EventKind, Jitter, Policy, PolicyError, Retrier,
     RetryBudget, RetryError, Run, Setting, Verdict, VirtualClock,
@@ -194,7 +195,7 @@ fn check_call_vector(v: &Value) -> Result<(), String> {
 
 fn check_vector_keys(v: &Value) -> Result<(), String> {
     let body =
-        ["calls", "expect_error", "retry_after", "status"].into_iter().find(|b| v.get(b).is_some()).unwrap_or("calls");
+        ["calls", "expect_error", "retry_after", "status", "http"].into_iter().find(|b| v.get(b).is_some()).unwrap_or("calls");
     check_keys("vector", v, &["id", "rule", "policy", body])?;
     if let Some(p) = v.get("policy") {
         let keys = policy_keys();
@@ -222,6 +223,9 @@ fn check_vector_keys(v: &Value) -> Result<(), String> {
     }
     if let Some(s) = v.get("status") {
         check_keys("status", s, &["code", "retryable"])?;
+    }
+    if let Some(h) = v.get("http") {
+        check_keys("http", h, &["method", "status", "failure", "retry_methods", "retry_statuses", "expect"])?;
     }
     Ok(())
 }
@@ -258,9 +262,29 @@ fn check_vector(v: &Value) -> Result<(), String> {
         let code = st["code"].as_u64().unwrap() as u16;
         let want = st["retryable"].as_bool().unwrap();
         (is_retryable_status(code) == want).then_some(()).ok_or_else(|| format!("status {code}: want {want}"))
+    } else if let Some(h) = v.get("http") {
+        check_http_vector(h)
     } else {
-        Err("a vector with none of calls, expect_error, retry_after, status".into())
+        Err("a vector with none of calls, expect_error, retry_after, status, http".into())
     }
+}
+
+fn check_http_vector(h: &Value) -> Result<(), String> {
+    let method = h["method"].as_str().unwrap();
+    let outcome = match (h.get("status").and_then(Value::as_u64), h.get("failure").and_then(Value::as_str)) {
+        (Some(code), None) => HttpOutcome::Status(code as u16),
+        (None, Some("connect")) => HttpOutcome::ConnectFailed,
+        (None, Some("network")) => HttpOutcome::NetworkFailed,
+        other => return Err(format!("an http vector needs a status or a failure (connect, network), got {other:?}")),
+    };
+    let methods: Option<Vec<&str>> =
+        h.get("retry_methods").map(|l| l.as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect());
+    let statuses: Option<Vec<u16>> =
+        h.get("retry_statuses").map(|l| l.as_array().unwrap().iter().map(|s| s.as_u64().unwrap() as u16).collect());
+    let rules = HttpRules { methods: methods.as_deref(), statuses: statuses.as_deref() };
+    let got = classify(method, outcome, &rules).as_str();
+    let want = h["expect"].as_str().unwrap();
+    (got == want).then_some(()).ok_or_else(|| format!("{method} {outcome:?}: want {want}, got {got}"))
 }
 
 #[test]

@@ -4,6 +4,7 @@
  * runs it on the scenario of tests/observability/scenario.json (two failures then
  * success, one exhaustion by attempts, one rejection), in virtual time. */
 #include <retryrs.h>
+#include <retryrs_testing.h> /* the virtual-time switch (retryrs_testing_enable) */
 #include <stdatomic.h>
 #include <stdio.h>
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "retryrs_testing.h"
 
 #define MAX_EVENTS 256
 
@@ -281,6 +282,22 @@ static void run_retry_after(const cv_vector *v) {
     failf("got %llu ms, expected a saturated value", (unsigned long long)ms);
 }
 
+static void run_http(const cv_vector *v) {
+  retryrs_verdict verdict = -1;
+  retryrs_status st = retryrs_http_classify(v->http_method, v->http_outcome, v->http_status,
+                                            v->has_http_methods ? v->http_methods : NULL, v->n_http_methods,
+                                            v->has_http_statuses ? v->http_statuses : NULL, v->n_http_statuses,
+                                            &verdict);
+  if (st != RETRYRS_OK) {
+    failf("retryrs_http_classify: %s", retryrs_last_error());
+    return;
+  }
+  const char *got = verdict == RETRYRS_TRANSIENT ? "retry"
+                    : verdict == RETRYRS_SUCCESS ? "response"
+                    : verdict == RETRYRS_PERMANENT ? "fail" : "?";
+  if (strcmp(got, v->http_expect) != 0) failf("classified %s, expected %s", got, v->http_expect);
+}
+
 int run_conformance(const char *report_path) {
   size_t i;
   int passed = 0, failed = 0;
@@ -299,6 +316,7 @@ int run_conformance(const char *report_path) {
         if (retryrs_is_retryable_status(v->status_code) != (v->status_retryable != 0))
           failf("retryable is %d, expected %d", !v->status_retryable, v->status_retryable);
         break;
+      case CV_HTTP: run_http(v); break;
       default: failf("unknown vector kind %d", v->kind);
     }
     snprintf(name, sizeof name, "conformance %s (%s)", v->id, v->file);

@@ -51,7 +51,7 @@ typedef struct {
   double budget_tokens;
 } cv_call;
 
-enum { CV_CALLS, CV_ERROR, CV_RETRY_AFTER, CV_STATUS };
+enum { CV_CALLS, CV_ERROR, CV_RETRY_AFTER, CV_STATUS, CV_HTTP };
 enum { CV_RA_NONE, CV_RA_MS, CV_RA_SATURATED };
 
 typedef struct {
@@ -66,6 +66,14 @@ typedef struct {
   int ra_expect;
   unsigned long long ra_expect_ms;
   int status_code, status_retryable;
+  const char *http_method, *http_expect; /* expect: "retry", "response" or "fail" */
+  retryrs_http_outcome http_outcome;
+  int32_t http_status;
+  int has_http_methods, has_http_statuses; /* 0: the default list (NULL) */
+  const char *const *http_methods;
+  size_t n_http_methods;
+  const int32_t *http_statuses;
+  size_t n_http_statuses;
 } cv_vector;
 
 extern const cv_vector cv_vectors[];

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "retryrs.h"
+#include "retryrs_testing.h"
 #include "harness.h"
 #include "suites.h"
 

@@ -129,9 +129,9 @@ def call_init(out, where, c):
 
 def vector_init(out, path, v):
     where = f"{path}:{v.get('id')}"
-    bodies = [k for k in ("calls", "expect_error", "retry_after", "status") if k in v]
+    bodies = [k for k in ("calls", "expect_error", "retry_after", "status", "http") if k in v]
     if len(bodies) != 1:
-        fail(where, f"needs exactly one of calls/expect_error/retry_after/status, has {bodies}")
+        fail(where, f"needs exactly one of calls/expect_error/retry_after/status/http, has {bodies}")
     check_keys(where, v, {"id", "rule", "policy", bodies[0]})
     fields = [f".id = {c_str(v['id'])}", f".file = {c_str(path)}"]
     body = bodies[0]
@@ -151,6 +151,23 @@ def vector_init(out, path, v):
         ms = exp if isinstance(exp, int) else 0
         fields += [".kind = CV_RETRY_AFTER", f".ra_value = {c_str(ra['value'])}",
                    f".ra_now_unix_s = {int(ra['now_unix_s'])}LL", f".ra_expect = {kind}", f".ra_expect_ms = {ms}ULL"]
+    elif body == "http":
+        h = v["http"]
+        check_keys(where, h, {"method", "status", "failure", "retry_methods", "retry_statuses", "expect"})
+        if ("status" in h) == ("failure" in h):
+            fail(where, "an http vector needs exactly one of status, failure")
+        outcome = {"connect": "RETRYRS_HTTP_CONNECT_FAILED", "network": "RETRYRS_HTTP_NETWORK_FAILED"}.get(h.get("failure"), "RETRYRS_HTTP_RESPONSE")
+        if "failure" in h and h["failure"] not in ("connect", "network"):
+            fail(where, f"unknown failure {h['failure']!r}")
+        fields += [".kind = CV_HTTP", f".http_method = {c_str(h['method'])}", f".http_outcome = {outcome}",
+                   f".http_status = {int(h.get('status', 0))}", f".http_expect = {c_str(h['expect'])}"]
+        if "retry_methods" in h:
+            # A non-NULL pointer even for an empty list: empty is not "the default list".
+            items = [c_str(m) for m in h["retry_methods"]] or ["NULL"]
+            fields.append(f".has_http_methods = 1, .http_methods = {out.array('char *const', items)}, .n_http_methods = {len(h['retry_methods'])}")
+        if "retry_statuses" in h:
+            items = [str(int(s)) for s in h["retry_statuses"]] or ["0"]
+            fields.append(f".has_http_statuses = 1, .http_statuses = {out.array('int32_t', items)}, .n_http_statuses = {len(h['retry_statuses'])}")
     else:
         st = v["status"]
         check_keys(where, st, {"code", "retryable"})

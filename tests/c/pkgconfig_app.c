@@ -1,7 +1,9 @@
 /* Built by `make pkgconfig-c` with `cc app.c $(pkg-config --cflags --libs retryrs)`
- * against an installed prefix: the header, the library and the .pc file agree on the
- * version (argv[1] is `pkg-config --modversion retryrs`), and a call works. */
+ * against an installed prefix: the headers (retryrs.h and retryrs_testing.h), the library
+ * and the .pc file agree on the version (argv[1] is `pkg-config --modversion retryrs`), and
+ * a call works. */
 #include <retryrs.h>
+#include <retryrs_testing.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,7 +23,7 @@ int main(int argc, char **argv) {
   c.max_delay_ms = 0;
   if (retryrs_retrier_new(&c, &r) != RETRYRS_OK) return 1;
   ok = retryrs_retrier_call(r, once, NULL, NULL, NULL, &out) == RETRYRS_OK && out.attempts == 2 &&
-       strcmp(retryrs_version(), RETRYRS_VERSION) == 0 && argc > 1 && strcmp(argv[1], RETRYRS_VERSION) == 0;
+       strcmp(retryrs_version(), RETRYRS_VERSION) == 0 && argc > 1 && strcmp(argv[1], RETRYRS_VERSION) == 0 && !retryrs_testing_is_on();
   retryrs_retrier_free(r);
   printf("pkg-config app: retryrs %s (header %s, pkg-config %s): %s\n", retryrs_version(), RETRYRS_VERSION,
          argc > 1 ? argv[1] : "?", ok ? "ok" : "MISMATCH");

