@@ -37,6 +37,8 @@ test-python: $(PY_NATIVE_STAMP)
 	mkdir -p $(BUILD)/conformance
 	cd bindings-python && $(PY) -m pytest -q -p no:cacheprovider tests
 	cd bindings-python && $(PY) -m mypy --strict --no-incremental python/retryrs tests/typed_usage.py
+	# The stubs against the built module (what users' type checkers read).
+	cd bindings-python && $(PY) -m mypy.stubtest retryrs --allowlist stubtest-allowlist.txt
 
 $(PY_BENCH_STAMP): | $(PY)
 	$(PY) -m pip install --quiet --disable-pip-version-check tenacity stamina backoff prometheus-client==0.26.0

@@ -140,7 +140,7 @@ pub unsafe extern "C" fn retryrs_retrier_call(
                 )))
             }
             (None, Stop::Rejected) => format!("{name}: attempt {n} failed permanently"),
-            (None, Stop::Exhausted(r)) => format!("{name}: gave up after {n} attempts ({r})"),
+            (None, Stop::Exhausted(reason)) => retryrs::GaveUp { name: Some(name), attempts: n, reason }.to_string(),
             (None, Stop::Cancelled) => format!("{name}: cancelled after {n} attempts"),
         };
         Err(Failure { status, message })

@@ -4,6 +4,7 @@
 use std::ffi::c_char;
 use std::sync::Arc;
 
+use retryrs::units::ms_from_duration;
 use retryrs::{Jitter, Policy, PolicyBuilder, PolicyError};
 
 use crate::budget::retryrs_budget;
@@ -78,13 +79,13 @@ pub fn defaults() -> retryrs_config {
     let (jitter, jitter_factor) = from_jitter(p.jitter());
     retryrs_config {
         max_attempts: u64::from(p.max_attempts()),
-        initial_delay_ms: p.initial_delay().as_secs_f64() * 1000.0,
+        initial_delay_ms: ms_from_duration(p.initial_delay()),
         multiplier: p.multiplier(),
-        max_delay_ms: p.max_delay().as_secs_f64() * 1000.0,
+        max_delay_ms: ms_from_duration(p.max_delay()),
         jitter,
         jitter_factor,
         has_deadline: p.deadline().is_some(),
-        deadline_ms: p.deadline().map_or(0.0, |d| d.as_secs_f64() * 1000.0),
+        deadline_ms: p.deadline().map_or(0.0, ms_from_duration),
         has_seed: p.seed().is_some(),
         seed: p.seed().unwrap_or(0),
         name: std::ptr::null(),
@@ -117,14 +118,11 @@ fn to_jitter(kind: retryrs_jitter, factor: f64) -> Result<Jitter, Failure> {
     })
 }
 
-/// The core's validation error in the C API's names: delays are `*_ms` fields here.
+/// The core's validation error in the C API's names (`*_ms` fields, from the knob table)
+/// and units (milliseconds, the core's own).
 pub fn policy_failure(e: &PolicyError) -> Failure {
-    let knob = match e.knob {
-        "initial_delay" | "max_delay" | "deadline" => format!("{}_ms", e.knob),
-        other => other.to_string(),
-    };
-    let value = e.value.replace("initial_delay is", "initial_delay_ms is");
-    Failure::invalid(format!("{knob} must be {}, got {value}", e.requirement))
+    let name = |k: &'static str| retryrs::knob::knob(k).map_or_else(|| k.to_string(), |k| k.snake_ms());
+    Failure::invalid(e.render(&name, &PolicyError::contract_value))
 }
 
 /// Validates `config` through the core's builder. `name` is returned too so the retrier

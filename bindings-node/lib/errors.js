@@ -1,5 +1,7 @@
 'use strict';
-// The error a call rejects with when transient failures run out of room.
+// The error a call rejects with when transient failures run out of room. Its wording is
+// the core's (one message for every host); the last failure is appended here.
+const native = require('./native');
 
 function describe(value) {
   if (value instanceof Error) return `${value.name}: ${value.message}`;
@@ -19,8 +21,7 @@ class RetryExhaustedError extends Error {
    */
   constructor(retrier, attempts, reason, errors) {
     const last = errors[errors.length - 1];
-    const why = reason === 'attempts' ? 'no attempts left' : reason === 'deadline' ? 'the deadline would pass' : 'the retry budget is spent';
-    super(`${retrier}: gave up after ${attempts} attempt${attempts === 1 ? '' : 's'} (${why}); last error: ${describe(last)}`, {
+    super(`${native.gaveUp(retrier, attempts, reason)}: ${describe(last)}`, {
       cause: last,
     });
     this.retrier = retrier;

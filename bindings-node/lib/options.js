@@ -6,12 +6,13 @@ const { budgetHandle } = require('./budget');
 const { rethrowProblem } = require('./problem');
 const { isTransientError, retryAfterFromError } = require('./predicate');
 
-const KNOWN = new Set([
-  'maxAttempts', 'initialDelayMs', 'multiplier', 'maxDelayMs', 'jitter', 'deadlineMs',
-  'shouldRetry', 'retryAfterMs', 'onEvent', 'budget', 'name', 'seed', 'attemptTimeoutMs',
-]);
-const NUMBERS = ['maxAttempts', 'initialDelayMs', 'multiplier', 'maxDelayMs'];
+// The policy's knobs come from the core's knob table (Node spelling included); only the
+// options that exist in Node alone are declared here.
+const KNOBS = native.knobs();
+const NUMBERS = KNOBS.filter((k) => k.numeric);
 const FUNCTIONS = ['shouldRetry', 'retryAfterMs', 'onEvent'];
+const HOST_ONLY = [...FUNCTIONS, 'attemptTimeoutMs'];
+const KNOWN = new Set([...KNOBS.map((k) => k.option), ...HOST_ONLY]);
 // setTimeout cannot arm a longer timer (it would fire at once).
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
@@ -27,20 +28,22 @@ function normalise(options) {
   }
   const given = (key) => options[key] !== undefined;
 
-  const policy = {};
-  for (const key of NUMBERS) {
+  const policy = { numbers: {}, off: [] };
+  for (const k of NUMBERS) {
+    const key = k.option;
+    if (k.canBeOff && options[key] === null) {
+      policy.off.push(k.name);
+      continue;
+    }
     if (!given(key)) continue;
-    if (typeof options[key] !== 'number') throw new TypeError(`${key} must be a number, got ${typeName(options[key])}`);
-    policy[key] = options[key];
+    if (typeof options[key] !== 'number') {
+      throw new TypeError(`${key} must be a number${k.canBeOff ? ' or null (off)' : ''}, got ${typeName(options[key])}`);
+    }
+    policy.numbers[k.name] = options[key];
   }
   if (given('jitter')) {
     if (typeof options.jitter !== 'string') throw new TypeError(`jitter must be a string such as 'full' or 'proportional(0.2)', got ${typeName(options.jitter)}`);
     policy.jitter = options.jitter;
-  }
-  if (options.deadlineMs === null) policy.deadlineOff = true;
-  else if (given('deadlineMs')) {
-    if (typeof options.deadlineMs !== 'number') throw new TypeError(`deadlineMs must be a number or null (no deadline), got ${typeName(options.deadlineMs)}`);
-    policy.deadlineMs = options.deadlineMs;
   }
   if (given('name')) {
     if (typeof options.name !== 'string') throw new TypeError(`name must be a string, got ${typeName(options.name)}`);
@@ -103,4 +106,4 @@ function seedOf(seed) {
   throw new TypeError(`seed must be a number or a bigint, got ${typeName(seed)}`);
 }
 
-module.exports = { normalise, typeName };
+module.exports = { normalise, typeName, KNOBS, HOST_ONLY };

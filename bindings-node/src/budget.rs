@@ -6,7 +6,7 @@ use napi_derive::napi;
 use retryrs::RetryBudget;
 
 use crate::guard::guarded;
-use crate::policy::{option_name, Problem};
+use crate::problem::{option_name, Problem};
 
 /// One token bucket, shared by every retrier (and call) that holds it.
 #[napi]
@@ -22,7 +22,13 @@ impl NativeBudget {
     pub fn create(max_tokens: f64, token_ratio: f64) -> napi::Result<Self> {
         guarded(|| match RetryBudget::new(max_tokens, token_ratio) {
             Ok(b) => Ok(NativeBudget { inner: Arc::new(b) }),
-            Err(e) => Err(Problem::new(option_name(e.knob), e.value.to_string(), e.requirement).into_error()),
+            // The budget's rule names the other number by its contract name.
+            Err(e) => Err(Problem::new(
+                &option_name(e.knob),
+                e.value.to_string(),
+                &e.requirement.replace("max_tokens", "maxTokens"),
+            )
+            .into_error()),
         })
     }
 

@@ -248,21 +248,10 @@ fn stop_code(stop: Stop) -> f64 {
     }
 }
 
-/// Float milliseconds (JS time) to a Duration, exact for whole milliseconds: going
-/// through nanoseconds avoids `from_secs_f64` turning 105 ms into 104.999999 ms. Whole
-/// milliseconds and the fraction are converted apart, so the result does not saturate at
-/// u64 nanoseconds (about 1.8e13 ms) but only at u64 milliseconds, far past every
-/// magnitude validation accepts (9e15 ms).
+/// Float milliseconds (JS time) to a Duration: the core's conversion, zero for NaN or
+/// negative values.
 pub(crate) fn duration(ms: f64) -> Duration {
-    if ms.is_nan() || ms <= 0.0 {
-        return Duration::ZERO;
-    }
-    if ms >= u64::MAX as f64 {
-        return Duration::MAX;
-    }
-    let whole = ms.floor();
-    let nanos = ((ms - whole) * 1e6).round() as u64; // <= 1e6
-    Duration::from_millis(whole as u64) + Duration::from_nanos(nanos)
+    retryrs::units::duration_from_ms_or_zero(ms)
 }
 
 /// A Duration as float milliseconds (whole, since the engine decides in milliseconds;

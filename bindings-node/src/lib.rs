@@ -18,5 +18,7 @@ mod budget;
 mod call;
 mod guard;
 mod http;
+mod messages;
 mod policy;
+mod problem;
 mod time;

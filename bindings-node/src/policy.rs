@@ -1,87 +1,64 @@
 //! The policy: the JS options (already type-checked by the JS layer) handed to the
-//! engine's `PolicyBuilder`, which does every range check.
+//! engine's `PolicyBuilder`, which does every range check, and the registry that lets a
+//! call name its policy by a plain number.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
-use retryrs::{Jitter, Policy, PolicyError};
+use retryrs::{Jitter, Policy, Setting};
 
 use crate::budget::NativeBudget;
 use crate::guard::guarded;
+use crate::problem::Problem;
 
-/// A broken option, phrased in Node's names and units (milliseconds). Thrown with the
-/// `InvalidArg` code so the JS layer can rethrow it as a RangeError.
-pub struct Problem {
-    knob: &'static str,
-    value: String,
-    requirement: String,
-}
-
-impl Problem {
-    pub fn new(knob: &'static str, value: String, requirement: &str) -> Self {
-        Problem { knob, value: in_node_names(&value), requirement: in_node_names(requirement) }
-    }
-
-    pub fn into_error(self) -> napi::Error {
-        napi::Error::new(
-            napi::Status::InvalidArg,
-            format!("{} must be {}, got {}", self.knob, self.requirement, self.value),
-        )
-    }
-}
-
-impl From<PolicyError> for Problem {
-    fn from(e: PolicyError) -> Self {
-        Problem::new(option_name(e.knob), e.value, e.requirement)
-    }
-}
-
-/// A core message fragment with the contract's knob names (`initial_delay is 5 ms`) in
-/// Node's spelling (`initialDelayMs is 5 ms`).
-fn in_node_names(text: &str) -> String {
-    const KNOBS: [&str; 6] = ["max_attempts", "initial_delay", "max_delay", "deadline", "max_tokens", "token_ratio"];
-    let mut out = text.to_string();
-    for knob in KNOBS {
-        if out.contains(knob) {
-            out = out.replace(knob, option_name(knob));
-        }
-    }
-    out
-}
-
-/// The contract's knob names as Node options spell them.
-pub fn option_name(knob: &str) -> &'static str {
-    match knob {
-        "max_attempts" => "maxAttempts",
-        "initial_delay" => "initialDelayMs",
-        "multiplier" => "multiplier",
-        "max_delay" => "maxDelayMs",
-        "jitter" => "jitter",
-        "deadline" => "deadlineMs",
-        "budget" => "budget",
-        "name" => "name",
-        "seed" => "seed",
-        "max_tokens" => "maxTokens",
-        "token_ratio" => "tokenRatio",
-        _ => "options",
-    }
-}
-
-/// The options the engine validates, in the shape the JS layer normalised them to.
+/// The options the engine validates, in the shape the JS layer normalised them to: the
+/// numeric knobs by their contract names (the list comes from the knob table through
+/// `knobs()`, so a new numeric knob needs no edit here), the rest by field.
 #[napi(object)]
 pub struct PolicyOptions {
-    pub max_attempts: Option<f64>,
-    pub initial_delay_ms: Option<f64>,
-    pub multiplier: Option<f64>,
-    pub max_delay_ms: Option<f64>,
+    /// Numeric knobs given, by contract name, in the core's units (ms for durations).
+    pub numbers: Option<HashMap<String, f64>>,
+    /// Knobs turned off (`null`), by contract name.
+    pub off: Option<Vec<String>>,
     pub jitter: Option<String>,
-    /// `null` turns the deadline off; absent keeps the default.
-    pub deadline_ms: Option<f64>,
-    pub deadline_off: Option<bool>,
     pub name: Option<String>,
     pub seed: Option<BigInt>,
+}
+
+/// One policy knob as the JS layer needs it to derive its option handling.
+#[napi(object)]
+pub struct KnobInfo {
+    /// The contract's name (`initial_delay`).
+    pub name: String,
+    /// Node's spelling (`initialDelayMs`).
+    pub option: String,
+    /// `count`, `duration` (milliseconds in Node), `factor`, `jitter`, `text`, `seed` or
+    /// `budget`.
+    pub unit: String,
+    /// Whether it is a number the JS layer hands over by name.
+    pub numeric: bool,
+    /// Whether `null` turns it off.
+    pub can_be_off: bool,
+}
+
+/// The knob table, in Node's spelling.
+#[napi]
+pub fn knobs() -> napi::Result<Vec<KnobInfo>> {
+    guarded(|| {
+        Ok(retryrs::KNOBS
+            .iter()
+            .map(|k| KnobInfo {
+                name: k.name.into(),
+                option: k.camel_ms(),
+                unit: format!("{:?}", k.unit).to_lowercase(),
+                numeric: k.unit.is_numeric(),
+                can_be_off: k.can_be_off,
+            })
+            .collect())
+    })
 }
 
 /// A validated, immutable policy shared by every call of one JS `Retrier`.
@@ -178,25 +155,14 @@ impl NativePolicy {
 
 fn build(o: PolicyOptions, budget: Option<Arc<retryrs::RetryBudget>>) -> Result<NativePolicy, Problem> {
     let mut b = Policy::builder().budget(budget);
-    if let Some(n) = o.max_attempts {
-        b = b.max_attempts(attempts(n)?);
+    for (name, value) in o.numbers.iter().flatten() {
+        b = b.set(name, Setting::Number(*value))?;
     }
-    if let Some(ms) = o.initial_delay_ms {
-        b = b.initial_delay_ms(ms);
-    }
-    if let Some(m) = o.multiplier {
-        b = b.multiplier(m);
-    }
-    if let Some(ms) = o.max_delay_ms {
-        b = b.max_delay_ms(ms);
+    for name in o.off.iter().flatten() {
+        b = b.set(name, Setting::Off)?;
     }
     if let Some(j) = o.jitter {
         b = b.jitter(j.parse::<Jitter>()?);
-    }
-    if o.deadline_off == Some(true) {
-        b = b.deadline_ms(None);
-    } else if let Some(ms) = o.deadline_ms {
-        b = b.deadline_ms(Some(ms));
     }
     if let Some(name) = o.name {
         b = b.name(name);
@@ -211,16 +177,4 @@ fn build(o: PolicyOptions, budget: Option<Arc<retryrs::RetryBudget>>) -> Result<
     let inner = Arc::new(b.build()?);
     let id = register(&inner).map_err(|e| Problem::new("options", e.reason.clone(), "registrable"))?;
     Ok(NativePolicy { inner, id })
-}
-
-/// A JS number as the builder's attempt count. The builder owns the range rule (>= 1);
-/// only what a u64 cannot hold (fractions, negatives, NaN) is refused here, with the
-/// value the user gave rather than a converted one.
-fn attempts(n: f64) -> Result<u64, Problem> {
-    if n.is_finite() && n >= 0.0 && n.fract() == 0.0 {
-        // Saturating: anything past u64 is past u32 too, and the builder names it.
-        Ok(n as u64)
-    } else {
-        Err(Problem::new("maxAttempts", format!("{n}"), ">= 1 and <= 4294967295 (an integer)"))
-    }
 }

@@ -42,7 +42,7 @@ pub fn virtual_now_ms() -> napi::Result<f64> {
 pub fn virtual_advance(ms: f64) -> napi::Result<bool> {
     guarded(|| {
         let Some(clock) = testing::clock() else { return Ok(false) };
-        clock.advance(crate::call::duration(ms));
+        clock.advance(retryrs::units::duration_from_ms_or_zero(ms));
         Ok(true)
     })
 }

@@ -14,24 +14,13 @@ const repo = path.resolve(__dirname, '..', '..');
 const vectorDir = process.env.RETRYRS_VECTORS || path.join(repo, 'tests', 'conformance');
 const outDir = process.env.RETRYRS_CONFORMANCE_DIR || path.join(repo, 'build', 'conformance');
 
-const OPTION = {
-  max_attempts: 'maxAttempts',
-  initial_delay_ms: 'initialDelayMs',
-  multiplier: 'multiplier',
-  max_delay_ms: 'maxDelayMs',
-  jitter: 'jitter',
-  deadline_ms: 'deadlineMs',
-  seed: 'seed',
-  name: 'name',
-};
-const KNOB = {
-  max_attempts: 'maxAttempts',
-  initial_delay: 'initialDelayMs',
-  max_delay: 'maxDelayMs',
-  multiplier: 'multiplier',
-  jitter: 'jitter',
-  deadline: 'deadlineMs',
-};
+const { KNOBS } = require('../lib/options');
+
+// The key maps come from the core's knob table: a vector spells a duration `_ms`
+// (the core's unit), Node spells it camelCase with `Ms`.
+const vectorKey = (k) => (k.unit === 'duration' ? `${k.name}_ms` : k.name);
+const OPTION = Object.fromEntries(KNOBS.filter((k) => k.name !== 'budget').map((k) => [vectorKey(k), k.option]));
+const KNOB = Object.fromEntries(KNOBS.map((k) => [k.name, k.option]));
 
 function optionsOf(policy, budget) {
   const options = {};
@@ -145,6 +134,7 @@ async function checkCallVector(v) {
         if ('elapsed_ms' in w) out.elapsed_ms = e.elapsedMs;
         if ('delay_ms' in w) out.delay_ms = e.delayMs;
         if ('reason' in w) out.reason = e.reason;
+        if ('error' in w) out.error = Object.hasOwn(e, 'error');
         return out;
       });
       assert.deepEqual(seen, want.events, `${where}: events`);

@@ -11,3 +11,20 @@ test('index.d.ts types real use and rejects misuse (tsc --noEmit)', () => {
   const res = spawnSync(process.execPath, [tsc, '-p', path.join(__dirname, 'types', 'tsconfig.json')], { encoding: 'utf8' });
   assert.equal(res.status, 0, `tsc failed:\n${res.stdout}${res.stderr}`);
 });
+
+test("index.d.ts's RetrierOptions lists exactly the core's knob table plus Node's own options", () => {
+  const ts = require('typescript');
+  const { KNOBS, HOST_ONLY } = require('../lib/options');
+  const file = path.join(__dirname, '..', 'index.d.ts');
+  const source = ts.createSourceFile(file, require('node:fs').readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+  const iface = source.statements.find((s) => ts.isInterfaceDeclaration(s) && s.name.text === 'RetrierOptions');
+  assert.ok(iface, 'index.d.ts declares RetrierOptions');
+  const declared = new Map(iface.members.map((m) => [m.name.getText(source), m.type.getText(source)]));
+  const expected = [...KNOBS.map((k) => k.option), ...HOST_ONLY].sort();
+  assert.deepEqual([...declared.keys()].sort(), expected, 'options drifted from the knob table');
+  for (const k of KNOBS) {
+    const type = declared.get(k.option);
+    if (k.numeric) assert.match(type, /\bnumber\b/, `${k.option} is a number`);
+    if (k.canBeOff) assert.match(type, /\bnull\b/, `${k.option} can be off: its type must admit null`);
+  }
+});

@@ -31,17 +31,9 @@ fn type_error(obj: &Bound<'_, PyAny>, knob: &str) -> PyErr {
     PyTypeError::new_err(format!("{knob} must be seconds as a float, an int or a timedelta, got {ty}"))
 }
 
-/// Seconds to the engine's float milliseconds. `0.3 * 1000` is not always an integer in
-/// binary floating point; noise far below a microsecond is snapped away so that a value
-/// written in whole milliseconds reaches the engine as exactly that.
+/// Seconds to the engine's float milliseconds (the core's conversion).
 pub fn ms(secs: f64) -> f64 {
-    let ms = secs * 1000.0;
-    let whole = ms.round();
-    if (ms - whole).abs() < 1e-6 {
-        whole
-    } else {
-        ms
-    }
+    retryrs::units::ms_from_secs(secs)
 }
 
 /// A duration as Python seconds.
@@ -61,7 +53,11 @@ pub fn pyfloat(x: f64) -> String {
     } else if x.is_nan() {
         "nan".into()
     } else if x.is_infinite() {
-        if x > 0.0 { "inf".into() } else { "-inf".into() }
+        if x > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        }
     } else {
         format!("{x}")
     }

@@ -37,12 +37,13 @@ pub fn exhausted(
     py: Python<'_>,
     name: &str,
     attempts: u32,
-    reason: &'static str,
+    reason: retryrs::ExhaustReason,
     errors: &[Py<pyo3::exceptions::PyBaseException>],
 ) -> PyErr {
     let last = errors.last();
     let last_text = last.map(|e| crate::convert::repr(e.bind(py))).unwrap_or_default();
-    let message = format!("{name}: gave up after {attempts} attempts ({reason}): {last_text}");
+    let message = format!("{}: {last_text}", retryrs::GaveUp { name: Some(name), attempts, reason });
+    let reason = reason.as_str();
     let errors = match PyTuple::new(py, errors) {
         Ok(t) => t,
         Err(e) => return e,

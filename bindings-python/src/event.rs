@@ -5,7 +5,6 @@ use pyo3::types::PyString;
 use retryrs::Event;
 
 use crate::convert::secs;
-use crate::hooks::Hooks;
 
 /// One event of one call: what happened, to which retrier, at which attempt, when (seconds
 /// since the call began), and what applies: the error, the delay (retrying), the reason
@@ -22,13 +21,14 @@ pub struct PyEvent {
 }
 
 impl PyEvent {
-    pub fn new(py: Python<'_>, hooks: &Hooks, e: &Event<'_>, error: Option<&Bound<'_, PyAny>>) -> Self {
+    pub fn new(py: Python<'_>, name: &Py<PyString>, e: &Event<'_>, error: Option<&Bound<'_, PyAny>>) -> Self {
         PyEvent {
             kind: e.kind.as_str(),
-            name: hooks.name.clone_ref(py),
+            name: name.clone_ref(py),
             attempt: e.attempt,
             elapsed: secs(e.elapsed),
-            error: error.map(|e| e.clone().unbind()),
+            // Only the kinds the core says carry an error get one.
+            error: error.filter(|_| e.kind.carries_error()).map(|e| e.clone().unbind()),
             delay: e.delay.map(secs),
             reason: e.reason.map(|r| r.as_str()),
         }
@@ -74,7 +74,13 @@ impl PyEvent {
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
-        let mut s = format!("Event(kind='{}', name={}, attempt={}, elapsed={}", self.kind, self.name.bind(py).repr().map(|r| r.to_string()).unwrap_or_default(), self.attempt, crate::convert::pyfloat(self.elapsed));
+        let mut s = format!(
+            "Event(kind='{}', name={}, attempt={}, elapsed={}",
+            self.kind,
+            self.name.bind(py).repr().map(|r| r.to_string()).unwrap_or_default(),
+            self.attempt,
+            crate::convert::pyfloat(self.elapsed)
+        );
         if let Some(d) = self.delay {
             s.push_str(&format!(", delay={}", crate::convert::pyfloat(d)));
         }

@@ -6,18 +6,18 @@
 
 use pyo3::prelude::*;
 
-mod aio;
 mod budget;
 mod convert;
 mod errors;
 mod event;
-mod hooks;
-mod host;
+mod host_policy;
 mod http;
 mod listeners;
 mod options;
 mod retrier;
 mod state;
+mod stepped;
+mod testing;
 mod token;
 mod wait;
 mod wrapped;
@@ -25,21 +25,22 @@ mod wrapped;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<retrier::Retrier>()?;
-    m.add_class::<aio::AsyncCall>()?;
+    m.add_class::<stepped::SteppedCall>()?;
     m.add_class::<event::PyEvent>()?;
     m.add_class::<token::PyCancelToken>()?;
     m.add_class::<budget::PyRetryBudget>()?;
     m.add_class::<wrapped::RetryingFunction>()?;
-    m.add_class::<host::VirtualTime>()?;
-    m.add_function(wrap_pyfunction!(host::parse_retry_after, m)?)?;
-    m.add_function(wrap_pyfunction!(host::is_retryable_status, m)?)?;
-    m.add_function(wrap_pyfunction!(host::classify_http, m)?)?;
+    m.add_class::<testing::VirtualTime>()?;
+    m.add_function(wrap_pyfunction!(options::_knobs, m)?)?;
+    m.add_function(wrap_pyfunction!(http::parse_retry_after, m)?)?;
+    m.add_function(wrap_pyfunction!(http::is_retryable_status, m)?)?;
+    m.add_function(wrap_pyfunction!(http::classify_http, m)?)?;
     m.add_function(wrap_pyfunction!(http::redact_url, m)?)?;
-    m.add_function(wrap_pyfunction!(host::_testing_enable, m)?)?;
-    m.add_function(wrap_pyfunction!(host::_testing_disable, m)?)?;
-    m.add_function(wrap_pyfunction!(host::_testing_is_on, m)?)?;
-    m.add_function(wrap_pyfunction!(host::_testing_advance, m)?)?;
-    m.add_function(wrap_pyfunction!(host::_testing_now, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::_testing_enable, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::_testing_disable, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::_testing_is_on, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::_testing_advance, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::_testing_now, m)?)?;
     m.add("RETRYABLE_STATUSES", pyo3::types::PyTuple::new(m.py(), retryrs::RETRYABLE_STATUSES)?)?;
     m.add("IDEMPOTENT_METHODS", pyo3::types::PyTuple::new(m.py(), retryrs::IDEMPOTENT_METHODS)?)?;
     m.add("__version__", retryrs::VERSION)?;

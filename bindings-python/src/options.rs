@@ -1,5 +1,5 @@
 //! The Retrier's keyword arguments: Python types and units in, a validated engine
-//! [`Policy`] plus the host hooks out. Validation itself is the engine's
+//! [`Policy`] plus the host policy out. Validation itself is the engine's
 //! (`PolicyBuilder::build`); this module only phrases its verdicts in Python's names and
 //! units, quoting the value exactly as the caller wrote it.
 
@@ -9,38 +9,31 @@ use std::sync::Arc;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyString, PyTuple, PyType};
-use retryrs::{Jitter, Policy, PolicyBuilder, PolicyError};
+use retryrs::{Given, Jitter, Policy, PolicyBuilder, PolicyError, Setting, Unit};
 
 use crate::budget::PyRetryBudget;
 use crate::convert::{ms, repr, seconds};
-use crate::hooks::{Hooks, RetryOn};
+use crate::host_policy::{HostPolicy, RetryOn};
 
-const KNOWN: [&str; 13] = [
-    "retry_on",
-    "max_attempts",
-    "initial_delay",
-    "multiplier",
-    "max_delay",
-    "jitter",
-    "deadline",
-    "retry_after",
-    "on_event",
-    "budget",
-    "name",
-    "seed",
-    "attempt_timeout",
-];
+/// The options Python has beyond the core's knob table (which supplies the rest, in the
+/// contract's snake_case spelling).
+pub const HOST_ONLY: [&str; 4] = ["retry_on", "retry_after", "on_event", "attempt_timeout"];
+
+/// Every keyword a Retrier takes: the knob table's, then Python's own.
+pub fn known() -> impl Iterator<Item = &'static str> {
+    retryrs::KNOBS.iter().map(|k| k.name).chain(HOST_ONLY)
+}
 
 /// Everything a Retrier holds, built from its keyword arguments.
-pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Hooks> {
+pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<HostPolicy> {
     let get = |key: &str| -> Option<Bound<'_, PyAny>> { options.and_then(|o| o.get_item(key).ok().flatten()) };
     if let Some(options) = options {
         for key in options.keys() {
             let key: String = key.extract()?;
-            if !KNOWN.contains(&key.as_str()) {
+            if !known().any(|k| k == key) {
                 return Err(PyTypeError::new_err(format!(
                     "Retrier() got an unexpected keyword argument '{key}' (known: {})",
-                    KNOWN.join(", ")
+                    known().collect::<Vec<_>>().join(", ")
                 )));
             }
         }
@@ -49,32 +42,32 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Ho
     let some = |key: &str| get(key).filter(|v| !v.is_none());
 
     let mut builder = Policy::builder();
-    if let Some(v) = some("max_attempts") {
-        builder = builder.max_attempts(attempts(&v)?);
-    }
-    if let Some(v) = some("initial_delay") {
-        builder = builder.initial_delay_ms(ms(seconds(&v, "initial_delay")?));
-    }
-    if let Some(v) = some("multiplier") {
-        builder = builder.multiplier(number(&v, "multiplier")?);
-    }
-    if let Some(v) = some("max_delay") {
-        builder = builder.max_delay_ms(ms(seconds(&v, "max_delay")?));
+    // The numeric knobs, straight from the table: Python speaks seconds for durations.
+    for k in retryrs::knob::numeric() {
+        let setting = match get(k.name) {
+            None => continue,
+            Some(v) if v.is_none() && k.can_be_off => Setting::Off,
+            Some(v) if v.is_none() => continue,
+            Some(v) => Setting::Number(match k.unit {
+                Unit::Count => whole(&v, k.name)?,
+                Unit::Duration => ms(seconds(&v, k.name)?),
+                _ => number(&v, k.name)?,
+            }),
+        };
+        builder = builder.set(k.name, setting).map_err(|e| policy_error(&e, options))?;
     }
     if let Some(v) = some("jitter") {
         let text = v.cast::<PyString>().map_err(|_| {
-            PyTypeError::new_err(format!("jitter must be a str such as \"full\" or \"proportional(0.2)\", got {}", repr(&v)))
+            PyTypeError::new_err(format!(
+                "jitter must be a str such as \"full\" or \"proportional(0.2)\", got {}",
+                repr(&v)
+            ))
         })?;
         builder = builder.jitter(Jitter::from_str(&text.to_cow()?).map_err(|e| policy_error(&e, options))?);
     }
-    // A missing deadline is the default; an explicit None turns it off.
-    match get("deadline") {
-        None => {}
-        Some(v) if v.is_none() => builder = builder.deadline_ms(None),
-        Some(v) => builder = builder.deadline_ms(Some(ms(seconds(&v, "deadline")?))),
-    }
     if let Some(v) = some("name") {
-        let name = v.cast::<PyString>().map_err(|_| PyTypeError::new_err(format!("name must be a str, got {}", repr(&v))))?;
+        let name =
+            v.cast::<PyString>().map_err(|_| PyTypeError::new_err(format!("name must be a str, got {}", repr(&v))))?;
         builder = builder.name(name.to_cow()?);
     }
     if let Some(v) = some("seed") {
@@ -82,9 +75,12 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Ho
     }
     let budget = match some("budget") {
         None => None,
-        Some(v) => Some(v.cast::<PyRetryBudget>().map_err(|_| {
-            PyTypeError::new_err(format!("budget must be a retryrs.RetryBudget, got {}", repr(&v)))
-        })?.clone().unbind()),
+        Some(v) => Some(
+            v.cast::<PyRetryBudget>()
+                .map_err(|_| PyTypeError::new_err(format!("budget must be a retryrs.RetryBudget, got {}", repr(&v))))?
+                .clone()
+                .unbind(),
+        ),
     };
     if let Some(b) = &budget {
         builder = builder.budget(Some(b.get().inner.clone()));
@@ -95,50 +91,57 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Ho
         None => RetryOn::Classes(py.get_type::<pyo3::exceptions::PyOSError>().into_any().unbind()),
         Some(v) => retry_on(&v)?,
     };
-    let retry_after = callable_or_none(some("retry_after"), "retry_after", "a callable exc -> seconds | timedelta | None")?;
+    let retry_after =
+        callable_or_none(some("retry_after"), "retry_after", "a callable exc -> seconds | timedelta | None")?;
     let on_event = crate::listeners::on_event(some("on_event"))?;
     let attempt_timeout = match some("attempt_timeout") {
         None => None,
         Some(v) => {
             let s = seconds(&v, "attempt_timeout")?;
             if !(s.is_finite() && s > 0.0) {
-                return Err(PyValueError::new_err(format!("attempt_timeout must be finite and > 0 seconds, got {}", repr(&v))));
+                return Err(PyValueError::new_err(format!(
+                    "attempt_timeout must be finite and > 0 seconds, got {}",
+                    repr(&v)
+                )));
             }
             Some(s)
         }
     };
-    Ok(Hooks::new(py, Arc::new(policy), retry_on, retry_after, on_event, budget, attempt_timeout))
+    Ok(HostPolicy::new(py, Arc::new(policy), retry_on, retry_after, on_event, budget, attempt_timeout))
 }
 
 fn build(builder: PolicyBuilder, options: Option<&Bound<'_, PyDict>>) -> PyResult<Policy> {
     builder.build().map_err(|e| policy_error(&e, options))
 }
 
-/// The engine's verdict on a knob, with the value quoted as the caller wrote it (seconds,
-/// not the engine's milliseconds).
+/// The engine's verdict on a knob, rendered once by the core in Python's names (the
+/// contract's) with each value quoted as the caller wrote it, or in seconds if defaulted.
 fn policy_error(e: &PolicyError, options: Option<&Bound<'_, PyDict>>) -> PyErr {
-    let given = |knob: &str| options.and_then(|o| o.get_item(knob).ok().flatten()).map(|v| repr(&v));
-    let message = match (e.knob, given(e.knob)) {
-        ("max_delay", Some(max)) if e.requirement.contains("initial_delay") => {
-            let initial = given("initial_delay").unwrap_or_else(|| "0.2 (the default)".into());
-            format!("max_delay must be >= initial_delay, got max_delay={max} and initial_delay={initial}")
+    let value = |knob: &'static str, v: &Given| -> String {
+        if let Some(given) = options.and_then(|o| o.get_item(knob).ok().flatten()) {
+            return repr(&given);
         }
-        ("jitter", _) => e.to_string(),
-        (knob, Some(value)) => format!("{knob} must be {}, got {value}", e.requirement),
-        _ => e.to_string(),
+        let duration = retryrs::knob::knob(knob).is_some_and(|k| k.unit == Unit::Duration);
+        match v {
+            Given::Number(n) if duration => format!("{} (the default)", n / 1000.0),
+            Given::Number(n) => format!("{n}"),
+            Given::Whole(n) => format!("{n}"),
+            Given::Text(t) => t.clone(),
+        }
     };
-    PyValueError::new_err(message)
+    PyValueError::new_err(e.render(&|k| k.to_string(), &value))
 }
 
-fn attempts(v: &Bound<'_, PyAny>) -> PyResult<u64> {
+/// A count: an int (not a bool), as a float for the builder, which owns the range rule.
+fn whole(v: &Bound<'_, PyAny>, knob: &str) -> PyResult<f64> {
     if v.is_instance_of::<PyBool>() || !v.is_instance_of::<PyInt>() {
-        return Err(PyTypeError::new_err(format!("max_attempts must be an int, got {}", repr(v))));
+        return Err(PyTypeError::new_err(format!("{knob} must be an int, got {}", repr(v))));
     }
     // Negative or huge values go to validation, which names them (quoting the original).
     Ok(match v.extract::<i128>() {
-        Ok(n) if n < 0 => 0,
-        Ok(n) => u64::try_from(n).unwrap_or(u64::MAX),
-        Err(_) => u64::MAX,
+        Ok(n) if n < 0 => -1.0,
+        Ok(n) => n as f64,
+        Err(_) => f64::INFINITY,
     })
 }
 
@@ -183,4 +186,40 @@ fn callable_or_none(v: Option<Bound<'_, PyAny>>, knob: &str, what: &str) -> PyRe
         Some(v) if v.is_callable() => Ok(Some(v.unbind())),
         Some(v) => Err(PyTypeError::new_err(format!("{knob} must be {what}, got {}", repr(&v)))),
     }
+}
+
+/// One row of `_knobs()`: name, unit, default, whether it can be off.
+type KnobRow = (&'static str, &'static str, Py<PyAny>, bool);
+
+/// The core's knob table in Python's spelling and units, for tests that check the stubs
+/// and signatures against it: `(name, unit, default, can_be_off)` per knob, then the
+/// Python-only options as `(name, "host", None, True)`.
+#[pyfunction]
+pub fn _knobs(py: Python<'_>) -> PyResult<Vec<KnobRow>> {
+    let mut out = Vec::new();
+    for k in retryrs::KNOBS {
+        let unit = match k.unit {
+            Unit::Count => "count",
+            Unit::Duration => "seconds",
+            Unit::Factor => "factor",
+            Unit::Jitter => "jitter",
+            Unit::Text => "text",
+            Unit::Seed => "seed",
+            Unit::Budget => "budget",
+        };
+        let default = match (k.default, k.unit) {
+            (retryrs::knob::Default::Number(n), Unit::Count) => (n as u64).into_pyobject(py)?.into_any().unbind(),
+            (retryrs::knob::Default::Number(ms), Unit::Duration) => {
+                (ms / 1000.0).into_pyobject(py)?.into_any().unbind()
+            }
+            (retryrs::knob::Default::Number(n), _) => n.into_pyobject(py)?.into_any().unbind(),
+            (retryrs::knob::Default::Text(t), _) => PyString::new(py, t).into_any().unbind(),
+            (retryrs::knob::Default::Off, _) => py.None(),
+        };
+        out.push((k.name, unit, default, k.can_be_off));
+    }
+    for name in HOST_ONLY {
+        out.push((name, "host", py.None(), true));
+    }
+    Ok(out)
 }

@@ -1,4 +1,4 @@
-//! `Retrier`: an immutable policy plus hooks, and the blocking executor. The happy path of
+//! `Retrier`: an immutable policy (engine and host parts), and the blocking executor. The happy path of
 //! `call` reads the clock once, calls the function, and returns: no engine state, no
 //! Python object beyond what the function itself makes. Engine state starts at the first
 //! failure.
@@ -11,11 +11,11 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 use retryrs::{cancelled_before_start, testing, Call, Verdict, VirtualClock};
 
-use crate::aio::AsyncCall;
+use crate::stepped::SteppedCall;
 use crate::budget::PyRetryBudget;
 use crate::convert::{pyfloat, secs};
 use crate::errors;
-use crate::hooks::{Hooks, RetryOn};
+use crate::host_policy::{HostPolicy, RetryOn};
 use crate::state::{now, CallState};
 use crate::token::PyCancelToken;
 
@@ -23,7 +23,7 @@ use crate::token::PyCancelToken;
 /// between threads and tasks: every call keeps its own state.
 #[pyclass(frozen, module = "retryrs", name = "Retrier")]
 pub struct Retrier {
-    pub hooks: Arc<Hooks>,
+    pub host: Arc<HostPolicy>,
     pub cancel: Option<Py<PyCancelToken>>,
 }
 
@@ -46,14 +46,14 @@ impl Retrier {
         let start = now(&clock);
         let mut err = match f.call(args, kwargs) {
             Ok(value) => {
-                if self.hooks.wants_success {
+                if self.host.wants_success {
                     self.report_success(py, start, &clock);
                 }
                 return Ok(value.unbind());
             }
             Err(e) => e,
         };
-        let mut state = CallState::begin(self.hooks.clone(), start, clock, token.cloned());
+        let mut state = CallState::begin(self.host.clone(), start, clock, token.cloned());
         loop {
             let delay = state.failed(py, err, false)?;
             state.wait_blocking(py, delay)?;
@@ -71,15 +71,15 @@ impl Retrier {
     /// A first-attempt success still reaches the engine when someone listens or a budget
     /// refills: a short-lived `Call` on the stack, nothing allocated.
     fn report_success(&self, py: Python<'_>, start: Duration, clock: &Option<VirtualClock>) {
-        let hooks = &*self.hooks;
-        let mut call = Call::start(&*hooks.policy, start);
-        let _ = call.record(Verdict::Success, now(clock), &mut |e| hooks.emit(py, e, None));
+        let host = &*self.host;
+        let mut call = Call::start(&*host.policy, start);
+        let _ = call.record(Verdict::Success, now(clock), &mut |e| host.emit(py, e, None));
     }
 
     fn cancelled_before_start(&self, py: Python<'_>) -> PyErr {
-        let hooks = &*self.hooks;
-        cancelled_before_start(&hooks.policy, &mut |e| hooks.emit(py, e, None));
-        errors::cancelled(py, hooks.policy.name(), 0, &[])
+        let host = &*self.host;
+        cancelled_before_start(&host.policy, &mut |e| host.emit(py, e, None));
+        errors::cancelled(py, host.policy.name(), 0, &[])
     }
 }
 
@@ -96,7 +96,7 @@ impl Retrier {
     #[new]
     #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, retry_after=None, on_event=None, budget=None, name='retry', seed=None, attempt_timeout=None)")]
     fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        Ok(Retrier { hooks: Arc::new(crate::options::parse(py, options)?), cancel: None })
+        Ok(Retrier { host: Arc::new(crate::options::parse(py, options)?), cancel: None })
     }
 
     /// Calls `func(*args, **kwargs)`, retrying transient failures; returns its value.
@@ -135,7 +135,7 @@ impl Retrier {
 
     /// The same retrier whose calls end with `RetryCancelled` as soon as `token` fires.
     fn with_cancel(&self, token: Py<PyCancelToken>) -> Self {
-        Retrier { hooks: self.hooks.clone(), cancel: Some(token) }
+        Retrier { host: self.host.clone(), cancel: Some(token) }
     }
 
     /// The same retrier (policy, listener, budget, attempt timeout, cancel token) with
@@ -144,8 +144,8 @@ impl Retrier {
     /// their verdicts come from the core's HTTP rules, not from the user's `retry_on`.
     #[pyo3(signature = (retry_on, retry_after=None))]
     fn _with_classifier(&self, py: Python<'_>, retry_on: Py<PyAny>, retry_after: Option<Py<PyAny>>) -> Self {
-        let h = &*self.hooks;
-        let hooks = Hooks::new(
+        let h = &*self.host;
+        let host = HostPolicy::new(
             py,
             h.policy.clone(),
             RetryOn::Classes(retry_on),
@@ -154,7 +154,7 @@ impl Retrier {
             h.budget.as_ref().map(|b| b.clone_ref(py)),
             h.attempt_timeout,
         );
-        Retrier { hooks: Arc::new(hooks), cancel: self.cancel.as_ref().map(|t| t.clone_ref(py)) }
+        Retrier { host: Arc::new(host), cancel: self.cancel.as_ref().map(|t| t.clone_ref(py)) }
     }
 
     #[getter]
@@ -163,64 +163,67 @@ impl Retrier {
     }
     #[getter]
     fn max_attempts(&self) -> u32 {
-        self.hooks.policy.max_attempts()
+        self.host.policy.max_attempts()
     }
     #[getter]
     fn initial_delay(&self) -> f64 {
-        secs(self.hooks.policy.initial_delay())
+        secs(self.host.policy.initial_delay())
     }
     #[getter]
     fn multiplier(&self) -> f64 {
-        self.hooks.policy.multiplier()
+        self.host.policy.multiplier()
     }
     #[getter]
     fn max_delay(&self) -> f64 {
-        secs(self.hooks.policy.max_delay())
+        secs(self.host.policy.max_delay())
     }
     #[getter]
     fn jitter(&self) -> String {
-        self.hooks.policy.jitter().spelling()
+        self.host.policy.jitter().spelling()
     }
     #[getter]
     fn deadline(&self) -> Option<f64> {
-        self.hooks.policy.deadline().map(secs)
+        self.host.policy.deadline().map(secs)
     }
     #[getter]
     fn name(&self) -> &str {
-        self.hooks.policy.name()
+        self.host.policy.name()
     }
     #[getter]
     fn seed(&self) -> Option<u64> {
-        self.hooks.policy.seed()
+        self.host.policy.seed()
     }
     #[getter]
     fn budget(&self, py: Python<'_>) -> Option<Py<PyRetryBudget>> {
-        self.hooks.budget.as_ref().map(|b| b.clone_ref(py))
+        self.host.budget.as_ref().map(|b| b.clone_ref(py))
     }
     #[getter]
     fn attempt_timeout(&self) -> Option<f64> {
-        self.hooks.attempt_timeout
+        self.host.attempt_timeout
     }
     #[getter]
     fn retry_on(&self, py: Python<'_>) -> Py<PyAny> {
-        match &self.hooks.retry_on {
+        match &self.host.retry_on {
             RetryOn::Classes(c) | RetryOn::Predicate(c) => c.clone_ref(py),
         }
     }
 
+    /// `Retrier(name='rates', max_attempts=5, initial_delay=0.2, ...)`: the name, then
+    /// every numeric knob of the core's table (in Python's units), then the jitter.
     fn __repr__(&self) -> String {
-        let p = &self.hooks.policy;
-        let deadline = p.deadline().map_or("None".to_string(), |d| pyfloat(secs(d)));
-        format!(
-            "Retrier(name='{}', max_attempts={}, initial_delay={}, multiplier={}, max_delay={}, jitter='{}', deadline={})",
-            p.name().replace('\\', "\\\\").replace('\'', "\\'"),
-            p.max_attempts(),
-            pyfloat(secs(p.initial_delay())),
-            pyfloat(p.multiplier()),
-            pyfloat(secs(p.max_delay())),
-            p.jitter().spelling(),
-            deadline
-        )
+        let p = &self.host.policy;
+        let mut parts = vec![format!("name='{}'", p.name().replace('\\', "\\\\").replace('\'', "\\'"))];
+        for k in retryrs::knob::numeric() {
+            let value = match (p.number(k.name), k.unit) {
+                (None, _) => "None".to_string(),
+                (Some(n), retryrs::Unit::Count) => format!("{n}"),
+                (Some(ms), retryrs::Unit::Duration) => pyfloat(ms / 1000.0),
+                (Some(n), _) => pyfloat(n),
+            };
+            parts.push(format!("{}={value}", k.name));
+        }
+        parts.push(format!("jitter='{}'", p.jitter().spelling()));
+        format!("Retrier({})", parts.join(", "))
     }
 
     // The asyncio driver's hooks into the engine (see retryrs/_aio.py).
@@ -236,7 +239,7 @@ impl Retrier {
 
     #[getter]
     fn _wants_success(&self) -> bool {
-        self.hooks.wants_success
+        self.host.wants_success
     }
 
     fn _succeeded(&self, py: Python<'_>, start: u64) {
@@ -244,8 +247,8 @@ impl Retrier {
     }
 
     /// The first attempt of an async call failed: engine state starts here.
-    fn _begin(&self, py: Python<'_>, start: u64) -> AsyncCall {
+    fn _begin(&self, py: Python<'_>, start: u64) -> SteppedCall {
         let token = self.cancel.as_ref().map(|t| t.get().inner.clone());
-        AsyncCall::new(CallState::begin(self.hooks.clone(), Duration::from_nanos(start), testing::clock(), token), self.cancel.as_ref().map(|t| t.clone_ref(py)))
+        SteppedCall::new(CallState::begin(self.host.clone(), Duration::from_nanos(start), testing::clock(), token), self.cancel.as_ref().map(|t| t.clone_ref(py)))
     }
 }

@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use retryrs::{Call, CancelToken, Clock, Decision, Policy, Resume, Stop, SystemClock, Verdict, VirtualClock};
 
 use crate::errors;
-use crate::hooks::Hooks;
+use crate::host_policy::HostPolicy;
 use crate::wait::{self, WaitEnd};
 
 /// Now, on the virtual clock under `retryrs.testing`, else on the monotonic one.
@@ -26,7 +26,7 @@ pub fn now(clock: &Option<VirtualClock>) -> Duration {
 /// carries them, and a finished call must not keep tracebacks (hence frames, hence often
 /// itself) alive.
 pub struct CallState {
-    pub hooks: Arc<Hooks>,
+    pub host: Arc<HostPolicy>,
     call: Call<Arc<Policy>>,
     /// Every failure so far, in order (the cause of Exhausted and Cancelled is the last).
     pub errors: Vec<Py<PyBaseException>>,
@@ -40,9 +40,9 @@ fn state_error(e: retryrs::StateError) -> PyErr {
 
 impl CallState {
     /// Created at the first failure only: the happy path never gets here.
-    pub fn begin(hooks: Arc<Hooks>, start: Duration, clock: Option<VirtualClock>, token: Option<CancelToken>) -> Self {
-        let call = Call::start(hooks.policy.clone(), start);
-        CallState { hooks, call, errors: Vec::new(), clock, token }
+    pub fn begin(host: Arc<HostPolicy>, start: Duration, clock: Option<VirtualClock>, token: Option<CancelToken>) -> Self {
+        let call = Call::start(host.policy.clone(), start);
+        CallState { host, call, errors: Vec::new(), clock, token }
     }
 
     pub fn attempt(&self) -> u32 {
@@ -55,29 +55,29 @@ impl CallState {
     /// attached as its cause).
     pub fn failed(&mut self, py: Python<'_>, err: PyErr, forced_transient: bool) -> Result<Duration, PyErr> {
         let value = err.value(py).clone().into_any();
-        let hooks = &*self.hooks;
+        let host = &*self.host;
         // KeyboardInterrupt, SystemExit, GeneratorExit, CancelledError: never offered to
         // the predicate, never retried. The call is cancelled; the signal goes on as is.
         if !value.is_instance_of::<PyException>() {
             let at = now(&self.clock);
-            let _ = self.call.cancel(at, &mut |e| hooks.emit(py, e, Some(&value)));
+            let _ = self.call.cancel(at, &mut |e| host.emit(py, e, Some(&value)));
             self.errors.clear();
             return Err(err);
         }
-        let verdict = hooks.classify(&value, forced_transient);
+        let verdict = host.classify(&value, forced_transient);
         let at = now(&self.clock);
         let verdict = match verdict {
             Ok(v) => v,
             Err(hook_error) => {
                 // The hook's own failure ends the call; the events still close it (as a
                 // rejection: no retry happened), and nothing is lost.
-                let _ = self.call.record(Verdict::Permanent, at, &mut |e| hooks.emit(py, e, Some(&value)));
+                let _ = self.call.record(Verdict::Permanent, at, &mut |e| host.emit(py, e, Some(&value)));
                 hook_error.set_cause(py, Some(err));
                 self.errors.clear();
                 return Err(hook_error);
             }
         };
-        let decision = self.call.record(verdict, at, &mut |e| hooks.emit(py, e, Some(&value))).map_err(state_error)?;
+        let decision = self.call.record(verdict, at, &mut |e| host.emit(py, e, Some(&value))).map_err(state_error)?;
         match decision {
             Decision::Retry(delay) => {
                 self.errors.push(err.into_value(py));
@@ -85,7 +85,7 @@ impl CallState {
             }
             Decision::Stop(Stop::Exhausted(reason)) => {
                 self.errors.push(err.into_value(py));
-                let exhausted = errors::exhausted(py, self.hooks.policy.name(), self.call.attempt(), reason.as_str(), &self.errors);
+                let exhausted = errors::exhausted(py, self.host.policy.name(), self.call.attempt(), reason, &self.errors);
                 self.errors.clear();
                 Err(exhausted)
             }
@@ -100,12 +100,12 @@ impl CallState {
     /// The wait is over: the next attempt may run, or the deadline passed during it.
     pub fn resume(&mut self, py: Python<'_>) -> PyResult<()> {
         let at = now(&self.clock);
-        let hooks = &*self.hooks;
+        let host = &*self.host;
         let last = self.errors.last().map(|e| e.bind(py).clone().into_any());
-        match self.call.after_wait(at, &mut |e| hooks.emit(py, e, last.as_ref())).map_err(state_error)? {
+        match self.call.after_wait(at, &mut |e| host.emit(py, e, last.as_ref())).map_err(state_error)? {
             Resume::Attempt(_) => Ok(()),
             Resume::Stop(Stop::Exhausted(reason)) => {
-                let exhausted = errors::exhausted(py, hooks.policy.name(), self.call.attempt(), reason.as_str(), &self.errors);
+                let exhausted = errors::exhausted(py, host.policy.name(), self.call.attempt(), reason, &self.errors);
                 self.errors.clear();
                 Err(exhausted)
             }
@@ -116,15 +116,15 @@ impl CallState {
     /// The next attempt succeeded: the engine reports it and refills the budget.
     pub fn succeeded(&mut self, py: Python<'_>) {
         let at = now(&self.clock);
-        let hooks = &*self.hooks;
-        let _ = self.call.record(Verdict::Success, at, &mut |e| hooks.emit(py, e, None));
+        let host = &*self.host;
+        let _ = self.call.record(Verdict::Success, at, &mut |e| host.emit(py, e, None));
         self.errors.clear();
     }
 
     /// The call's cancel token fired during the wait: `RetryCancelled`.
     pub fn cancelled(&mut self, py: Python<'_>) -> PyErr {
         self.emit_cancel(py);
-        let cancelled = errors::cancelled(py, self.hooks.policy.name(), self.call.attempt(), &self.errors);
+        let cancelled = errors::cancelled(py, self.host.policy.name(), self.call.attempt(), &self.errors);
         self.errors.clear();
         cancelled
     }
@@ -138,9 +138,9 @@ impl CallState {
 
     fn emit_cancel(&mut self, py: Python<'_>) {
         let at = now(&self.clock);
-        let hooks = &*self.hooks;
+        let host = &*self.host;
         let last = self.errors.last().map(|e| e.bind(py).clone().into_any());
-        let _ = self.call.cancel(at, &mut |e| hooks.emit(py, e, last.as_ref()));
+        let _ = self.call.cancel(at, &mut |e| host.emit(py, e, last.as_ref()));
     }
 
     /// Waits `delay` in a blocking call: virtual time advances at once; real time passes

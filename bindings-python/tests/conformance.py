@@ -16,7 +16,7 @@ import os
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import retryrs
-from retryrs import CancelToken, Retrier, RetryBudget, RetryCancelled, RetryExhausted, testing
+from retryrs import CancelToken, Retrier, RetryBudget, RetryCancelled, RetryExhausted, _native, testing
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VECTOR_DIR = os.path.join(ROOT, "tests", "conformance")
@@ -52,18 +52,55 @@ def secs(ms: Optional[float]) -> Optional[float]:
     return None if ms is None else ms / 1000
 
 
+# The vectors' policy keys come from the core's knob table: a duration is spelt `_ms` in
+# a vector and given in seconds to Python; everything else keeps its name.
+KNOBS = {name: unit for name, unit, _, _ in _native._knobs() if unit != "host"}
+POLICY_KEYS = {name + "_ms" if unit == "seconds" else name: name for name, unit in KNOBS.items()}
+VECTOR_KEYS = {
+    "vector": {"id", "rule", "policy", "calls", "expect_error", "retry_after", "status", "http"},
+    "budget": {"max_tokens", "token_ratio"},
+    "call": {"attempts", "expect"},
+    "attempt": {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait"},
+    "expect": {"outcome", "reason", "attempts", "delays_ms", "events", "budget_tokens"},
+    "event": {"kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error"},
+    "expect_error": {"knob"},
+    "retry_after": {"value", "now_unix_s", "expect_ms"},
+    "status": {"code", "retryable"},
+    "http": {"method", "status", "failure", "retry_methods", "retry_statuses", "expect"},
+}
+
+
+def unknown_keys(v: Dict[str, Any]) -> List[str]:
+    """Keys the format does not define: a misspelt key must fail, not test nothing."""
+    found: List[str] = []
+
+    def check(where: str, obj: Any, allowed: Any) -> None:
+        found.extend(f"{where}: unknown key {k!r}" for k in obj if k not in allowed)
+
+    check("vector", v, VECTOR_KEYS["vector"])
+    check("policy", v.get("policy", {}), set(POLICY_KEYS))
+    if isinstance(v.get("policy", {}).get("budget"), dict):
+        check("policy.budget", v["policy"]["budget"], VECTOR_KEYS["budget"])
+    for call in v.get("calls", []):
+        check("call", call, VECTOR_KEYS["call"])
+        for a in call.get("attempts", []):
+            check("attempt", a, VECTOR_KEYS["attempt"])
+        check("expect", call.get("expect", {}), VECTOR_KEYS["expect"])
+        for e in call.get("expect", {}).get("events", []):
+            check("event", e, VECTOR_KEYS["event"])
+    for body in ("expect_error", "retry_after", "status", "http"):
+        if body in v:
+            check(body, v[body], VECTOR_KEYS[body])
+    return found
+
+
 def build(policy: Dict[str, Any], on_event: Optional[Callable[..., None]] = None) -> Retrier:
     kw: Dict[str, Any] = {"retry_on": Transient}
-    if "max_attempts" in policy:
-        kw["max_attempts"] = policy["max_attempts"]
-    for key in ("initial_delay", "max_delay"):
-        if key + "_ms" in policy:
-            kw[key] = secs(policy[key + "_ms"])
-    if "deadline_ms" in policy:
-        kw["deadline"] = secs(policy["deadline_ms"])  # null -> None: off
-    for key in ("multiplier", "jitter", "name", "seed"):
-        if key in policy:
-            kw[key] = policy[key]
+    for key, value in policy.items():
+        name = POLICY_KEYS[key]
+        if name == "budget":
+            continue
+        kw[name] = secs(value) if KNOBS[name] == "seconds" else value  # null -> None: off
     if policy.get("budget") is not None:
         b = policy["budget"]
         kw["budget"] = RetryBudget(max_tokens=b["max_tokens"], token_ratio=b["token_ratio"])
@@ -159,7 +196,7 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
         problems.append(f"delays {delays}, expected {expect['delays_ms']}")
     if "events" in expect:
         got = [
-            {"kind": e.kind, "attempt": e.attempt, "elapsed_ms": ms(e.elapsed), "delay_ms": ms(e.delay), "reason": e.reason}
+            {"kind": e.kind, "attempt": e.attempt, "elapsed_ms": ms(e.elapsed), "delay_ms": ms(e.delay), "reason": e.reason, "error": e.error is not None}
             for e in events
         ]
         want = expect["events"]
@@ -177,6 +214,9 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
 
 
 def run_vector(v: Dict[str, Any], use_async: bool = False) -> List[str]:
+    unknown = unknown_keys(v)
+    if unknown:
+        return unknown
     if "calls" in v:
         holder: Dict[str, Any] = {}
         r = build(v.get("policy", {}), on_event=lambda e: holder["listener"](e))

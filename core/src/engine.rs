@@ -37,14 +37,7 @@ impl Verdict {
     }
 }
 
-/// A host's millisecond count as a [`Duration`]: `None` for NaN or negative values,
-/// saturating at `Duration::MAX` for infinite or huge ones.
-pub fn duration_from_ms(ms: f64) -> Option<Duration> {
-    if ms.is_nan() || ms < 0.0 {
-        return None;
-    }
-    Some(Duration::try_from_secs_f64(ms / 1000.0).unwrap_or(Duration::MAX))
-}
+pub use crate::units::duration_from_ms;
 
 /// How a call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,6 +147,9 @@ impl<P: Deref<Target = Policy>> Call<P> {
 
     /// Steps 1 to 8 of the contract: the verdict on the current attempt, at time `now`.
     /// Emits AttemptFailed and then one of Retrying, Rejected, Exhausted; or Success.
+    // Inline hints: the hosts' call loops are hot, and whether the engine's two steps got
+    // inlined into them used to depend on how codegen units happened to be split.
+    #[inline]
     pub fn record(
         &mut self,
         verdict: Verdict,
@@ -203,6 +199,7 @@ impl<P: Deref<Target = Policy>> Call<P> {
 
     /// Step 9: the wait is over at `now`. Past the deadline the call ends as Exhausted
     /// (reason deadline) without another attempt; otherwise the next attempt runs.
+    #[inline]
     pub fn after_wait(&mut self, now: Duration, sink: &mut impl FnMut(&Event<'_>)) -> Result<Resume, StateError> {
         if self.state != State::Waiting {
             return Err(StateError::NotWaiting(self.state.describe()));

@@ -1,8 +1,9 @@
 //! Events: what a call reports as it goes, one payload with everything a log line needs.
 //!
 //! The engine knows nothing of host errors, so an [`Event`] carries no error: each host
-//! attaches the failure it is holding to the events that have one (AttemptFailed, Rejected,
-//! Exhausted, Cancelled).
+//! attaches the failure it is holding to the events whose kind carries one
+//! ([`EventKind::carries_error`]), and to no other. That shape is the core's, written in
+//! `docs/contract.md` ("Events") and checked by every conformance vector.
 
 use std::fmt;
 use std::time::Duration;
@@ -40,6 +41,25 @@ impl EventKind {
     }
 }
 
+impl EventKind {
+    /// Whether events of this kind carry the failure they are about: every kind but
+    /// Success (AttemptFailed, Retrying, Rejected, Exhausted, and Cancelled once an attempt
+    /// has failed; a call cancelled before any failure has none to carry).
+    pub const fn carries_error(self) -> bool {
+        !matches!(self, EventKind::Success)
+    }
+
+    /// Whether events of this kind carry a delay (Retrying: the wait about to start).
+    pub const fn carries_delay(self) -> bool {
+        matches!(self, EventKind::Retrying)
+    }
+
+    /// Whether events of this kind carry an exhaust reason (Exhausted).
+    pub const fn carries_reason(self) -> bool {
+        matches!(self, EventKind::Exhausted)
+    }
+}
+
 impl fmt::Display for EventKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -65,6 +85,54 @@ impl ExhaustReason {
             ExhaustReason::Deadline => "deadline",
             ExhaustReason::Budget => "budget",
         }
+    }
+}
+
+impl ExhaustReason {
+    /// Which limit ended the call, as the one wording every host's message uses.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            ExhaustReason::Attempts => "max_attempts reached",
+            ExhaustReason::Deadline => "deadline reached",
+            ExhaustReason::Budget => "retry budget spent",
+        }
+    }
+}
+
+impl std::str::FromStr for ExhaustReason {
+    type Err = String;
+
+    /// Reads [`ExhaustReason::as_str`] back (for hosts that carry the reason as text).
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "attempts" => Ok(ExhaustReason::Attempts),
+            "deadline" => Ok(ExhaustReason::Deadline),
+            "budget" => Ok(ExhaustReason::Budget),
+            other => Err(format!("unknown exhaust reason {other:?}")),
+        }
+    }
+}
+
+/// What an exhausted call says, the one wording of every host's exhaustion message:
+/// `rates: gave up after 3 attempts (max_attempts reached)`. A host appends the last
+/// failure in its own rendering.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GaveUp<'a> {
+    /// The retrier's name, or `None` where the message has no name (Rust's `RetryError`).
+    pub name: Option<&'a str>,
+    /// Attempts made.
+    pub attempts: u32,
+    /// Which limit ended the call.
+    pub reason: ExhaustReason,
+}
+
+impl fmt::Display for GaveUp<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(name) = self.name {
+            write!(f, "{name}: ")?;
+        }
+        let s = if self.attempts == 1 { "" } else { "s" };
+        write!(f, "gave up after {} attempt{s} ({})", self.attempts, self.reason.describe())
     }
 }
 

@@ -49,7 +49,7 @@ impl<E: fmt::Display> fmt::Display for RetryError<E> {
         match self {
             RetryError::Rejected(e) => write!(f, "{e}"),
             RetryError::Exhausted { attempts, reason, errors } => {
-                write!(f, "gave up after {attempts} attempts ({reason})")?;
+                write!(f, "{}", crate::event::GaveUp { name: None, attempts: *attempts, reason: *reason })?;
                 match errors.last() {
                     Some(e) => write!(f, ": {e}"),
                     None => Ok(()),

@@ -29,21 +29,24 @@ pub mod clock;
 pub mod engine;
 pub mod event;
 pub mod executor;
+pub mod knob;
 pub mod http;
 mod http_date;
 pub mod policy;
 pub mod redact;
 pub mod retry_after;
+pub mod units;
 
 pub use budget::{BudgetError, RetryBudget};
 pub use cancel::CancelToken;
 pub use clock::{testing, Clock, SystemClock, VirtualClock};
 pub use engine::{cancelled_before_start, duration_from_ms, Call, Decision, Resume, StateError, Stop, Verdict};
-pub use event::{Event, EventKind, ExhaustReason};
+pub use event::{Event, EventKind, ExhaustReason, GaveUp};
 pub use executor::{Retrier, RetryError, Run};
+pub use knob::{Knob, Setting, Unit, KNOBS};
+pub use policy::{Given, Jitter, Policy, PolicyBuilder, PolicyError};
 pub use http::{is_idempotent, is_retryable_status, HttpOutcome, HttpRules, HttpVerdict, IDEMPOTENT_METHODS, RETRYABLE_STATUSES};
 pub use redact::redact_url;
-pub use policy::{Jitter, Policy, PolicyBuilder, PolicyError};
 pub use retry_after::{parse_retry_after, parse_retry_after_ms};
 
 /// The crate version, as in Cargo.toml.

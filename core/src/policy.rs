@@ -9,6 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::budget::RetryBudget;
+use crate::knob::{self, Rule, Setting, Unit, MAX_MS};
+use crate::units;
 
 /// How randomness is mixed into each backoff delay. See `docs/contract.md`, "Delays".
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -51,7 +53,7 @@ impl FromStr for Jitter {
     /// `proportional:F` with F in `[0, 1]`. Case and surrounding spaces do not matter.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let text = s.trim().to_ascii_lowercase();
-        let bad = || PolicyError::new("jitter", s, "one of none, full, equal, decorrelated, proportional(F)");
+        let bad = || PolicyError::new("jitter", Rule::Jitter, Given::Text(s.to_string()));
         match text.as_str() {
             "none" => return Ok(Jitter::None),
             "full" => return Ok(Jitter::Full),
@@ -74,29 +76,76 @@ fn check_factor(f: f64) -> Result<(), PolicyError> {
     if f.is_finite() && (0.0..=1.0).contains(&f) {
         Ok(())
     } else {
-        Err(PolicyError::new("jitter", format!("proportional({f})"), "a factor in [0, 1]"))
+        Err(PolicyError::new("jitter", Rule::Jitter, Given::Text(format!("proportional({f})"))))
     }
 }
 
-/// A knob that was out of range. Carries the knob's contract name, the value as given and
-/// the rule it broke, so each host can phrase the message in its own names and units.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{knob} must be {requirement}, got {value}")]
+/// A knob that was out of range, as data: which knob, the rule it broke and the value
+/// given (in the core's units), so each host renders it once in its own names and units
+/// ([`PolicyError::render`]). `Display` renders it in the contract's names, delays in ms.
+#[derive(Debug, Clone, PartialEq)]
 pub struct PolicyError {
     /// The knob's name as the contract spells it (`max_attempts`, `initial_delay`, ...).
     pub knob: &'static str,
-    /// The offending value, rendered for a message (delays in milliseconds).
-    pub value: String,
-    /// What the knob must be.
-    pub requirement: &'static str,
+    /// The rule it broke (from the knob table).
+    pub rule: Rule,
+    /// The offending value.
+    pub value: Given,
+    /// For a rule relating two knobs (`max_delay >= initial_delay`): the other's value.
+    pub other: Option<f64>,
+}
+
+/// A value as a host gave it, in the core's units (milliseconds for durations).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Given {
+    /// A number.
+    Number(f64),
+    /// A whole number too large for a float to show exactly.
+    Whole(u64),
+    /// Text (a jitter spelling), or "off" for a knob that cannot be turned off.
+    Text(String),
 }
 
 impl PolicyError {
-    /// Builds the error for `knob` holding `value`, which is not `requirement`.
-    pub fn new(knob: &'static str, value: impl fmt::Display, requirement: &'static str) -> Self {
-        PolicyError { knob, value: value.to_string(), requirement }
+    /// Builds the error for `knob` holding `value`, which breaks `rule`.
+    pub fn new(knob: &'static str, rule: Rule, value: Given) -> Self {
+        PolicyError { knob, rule, value, other: None }
+    }
+
+    /// The one wording of a broken rule, with knob names spelt by `name` and values
+    /// rendered by `value` (each host passes its spelling and units).
+    pub fn render(
+        &self,
+        name: &dyn Fn(&'static str) -> String,
+        value: &dyn Fn(&'static str, &Given) -> String,
+    ) -> String {
+        let mut text =
+            format!("{} must be {}, got {}", name(self.knob), self.rule.describe(name), value(self.knob, &self.value));
+        if let (Rule::Duration { not_below: Some(other) }, Some(v)) = (self.rule, self.other) {
+            text.push_str(&format!(" ({} is {})", name(other), value(other, &Given::Number(v))));
+        }
+        text
+    }
+
+    /// The contract's rendering of a value: durations in milliseconds.
+    pub fn contract_value(knob: &'static str, v: &Given) -> String {
+        let ms = crate::knob::knob(knob).is_some_and(|k| k.unit == Unit::Duration);
+        match v {
+            Given::Number(n) if ms => format!("{n} ms"),
+            Given::Number(n) => format!("{n}"),
+            Given::Whole(n) => format!("{n}"),
+            Given::Text(t) => t.clone(),
+        }
     }
 }
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render(&|k| k.to_string(), &PolicyError::contract_value))
+    }
+}
+
+impl std::error::Error for PolicyError {}
 
 /// Everything one retrier needs to decide: built by [`PolicyBuilder`], immutable afterwards.
 #[derive(Debug, Clone)]
@@ -130,7 +179,7 @@ impl Policy {
     }
     /// Ceiling of the wait after the first failure.
     pub fn initial_delay(&self) -> Duration {
-        Duration::from_secs_f64(self.initial_delay_ms / 1000.0)
+        units::duration_from_ms_or_zero(self.initial_delay_ms)
     }
     /// Growth of the ceiling per failed attempt.
     pub fn multiplier(&self) -> f64 {
@@ -159,6 +208,20 @@ impl Policy {
     /// The jitter seed, if the delays are to be reproducible.
     pub fn seed(&self) -> Option<u64> {
         self.seed
+    }
+
+    /// The numeric knob `name` (a [`knob::KNOBS`] entry) in the core's units
+    /// (milliseconds for durations); `None` when it is off or not a numeric knob. Hosts
+    /// derive their getters and reprs from this and the table.
+    pub fn number(&self, name: &str) -> Option<f64> {
+        match name {
+            "max_attempts" => Some(f64::from(self.max_attempts)),
+            "initial_delay" => Some(self.initial_delay_ms),
+            "multiplier" => Some(self.multiplier),
+            "max_delay" => Some(self.max_delay_ms as f64),
+            "deadline" => self.deadline.map(units::ms_from_duration),
+            _ => None,
+        }
     }
 }
 
@@ -209,7 +272,7 @@ impl PolicyBuilder {
     }
     /// Ceiling of the wait after the first failure.
     pub fn initial_delay(self, d: Duration) -> Self {
-        self.initial_delay_ms(d.as_secs_f64() * 1000.0)
+        self.initial_delay_ms(units::ms_from_duration(d))
     }
     /// [`PolicyBuilder::initial_delay`] in milliseconds.
     pub fn initial_delay_ms(mut self, ms: f64) -> Self {
@@ -223,7 +286,7 @@ impl PolicyBuilder {
     }
     /// Cap on every backoff delay (>= initial_delay).
     pub fn max_delay(self, d: Duration) -> Self {
-        self.max_delay_ms(d.as_secs_f64() * 1000.0)
+        self.max_delay_ms(units::ms_from_duration(d))
     }
     /// [`PolicyBuilder::max_delay`] in milliseconds.
     pub fn max_delay_ms(mut self, ms: f64) -> Self {
@@ -237,7 +300,7 @@ impl PolicyBuilder {
     }
     /// Budget for the whole call; `None` turns the deadline off.
     pub fn deadline(self, d: Option<Duration>) -> Self {
-        self.deadline_ms(d.map(|d| d.as_secs_f64() * 1000.0))
+        self.deadline_ms(d.map(units::ms_from_duration))
     }
     /// [`PolicyBuilder::deadline`] in milliseconds.
     pub fn deadline_ms(mut self, ms: Option<f64>) -> Self {
@@ -260,37 +323,66 @@ impl PolicyBuilder {
         self
     }
 
+    /// Sets the numeric knob `name` (a [`knob::KNOBS`] entry) from a value already in the
+    /// core's units: what hosts call in a loop over [`knob::numeric`], so a new numeric
+    /// knob needs no host code. A count must be a whole number >= 0 (the range is
+    /// checked by `build`); `Off` only for a knob that can be turned off.
+    pub fn set(self, name: &str, value: Setting) -> Result<Self, PolicyError> {
+        let k = knob::knob(name).filter(|k| k.unit.is_numeric()).ok_or_else(|| {
+            PolicyError::new("options", Rule::Any, Given::Text(format!("an unknown numeric knob {name}")))
+        })?;
+        let number = match value {
+            Setting::Off if k.can_be_off => None,
+            Setting::Off => return Err(PolicyError::new(k.name, k.rule, Given::Text("off".into()))),
+            Setting::Number(n) => Some(n),
+        };
+        Ok(match (k.name, number) {
+            ("max_attempts", Some(n)) => {
+                if !(n.is_finite() && n >= 0.0 && n.fract() == 0.0) {
+                    return Err(PolicyError::new(k.name, k.rule, Given::Number(n)));
+                }
+                // Saturating: anything past u64 is past u32 too, and `build` names it.
+                self.max_attempts(n as u64)
+            }
+            ("initial_delay", Some(ms)) => self.initial_delay_ms(ms),
+            ("multiplier", Some(m)) => self.multiplier(m),
+            ("max_delay", Some(ms)) => self.max_delay_ms(ms),
+            ("deadline", ms) => self.deadline_ms(ms),
+            _ => unreachable!("every numeric knob in KNOBS has an arm here (tested)"),
+        })
+    }
+
     /// Validates every knob and freezes the policy. The first broken rule is reported.
     pub fn build(self) -> Result<Policy, PolicyError> {
+        let rule = |name: &str| knob::knob(name).expect("a declared knob").rule;
         let max_attempts = u32::try_from(self.max_attempts)
             .ok()
             .filter(|n| *n >= 1)
-            .ok_or_else(|| PolicyError::new("max_attempts", self.max_attempts, ">= 1 and <= 4294967295"))?;
-        let delay = |knob: &'static str, ms: f64| -> Result<f64, PolicyError> {
+            .ok_or_else(|| PolicyError::new("max_attempts", rule("max_attempts"), Given::Whole(self.max_attempts)))?;
+        let delay = |name: &'static str, ms: f64| -> Result<f64, PolicyError> {
             if (0.0..=MAX_MS).contains(&ms) {
                 Ok(ms)
             } else {
-                Err(PolicyError::new(knob, format_ms(ms), "finite and >= 0"))
+                Err(PolicyError::new(name, Rule::Duration { not_below: None }, Given::Number(ms)))
             }
         };
         let initial = delay("initial_delay", self.initial_delay_ms)?;
         let max = delay("max_delay", self.max_delay_ms)?;
         if max < initial {
-            return Err(PolicyError::new(
-                "max_delay",
-                format!("{} (initial_delay is {})", format_ms(max), format_ms(initial)),
-                ">= initial_delay",
-            ));
+            return Err(PolicyError {
+                other: Some(initial),
+                ..PolicyError::new("max_delay", rule("max_delay"), Given::Number(max))
+            });
         }
         if !(self.multiplier.is_finite() && self.multiplier >= 1.0) {
-            return Err(PolicyError::new("multiplier", self.multiplier, "finite and >= 1"));
+            return Err(PolicyError::new("multiplier", rule("multiplier"), Given::Number(self.multiplier)));
         }
         if let Jitter::Proportional(f) = self.jitter {
             check_factor(f)?;
         }
         let deadline = match self.deadline_ms {
             None => None,
-            Some(ms) => Some(Duration::from_secs_f64(delay("deadline", ms)? / 1000.0)),
+            Some(ms) => Some(units::duration_from_ms_or_zero(delay("deadline", ms)?)),
         };
         Ok(Policy {
             max_attempts,
@@ -305,14 +397,6 @@ impl PolicyBuilder {
             seed: self.seed,
         })
     }
-}
-
-/// The largest delay a knob may hold: about 285,000 years, far past anything sane, and
-/// small enough that every later conversion to `u64` milliseconds or `Duration` is exact.
-const MAX_MS: f64 = 9.0e15;
-
-fn format_ms(ms: f64) -> String {
-    format!("{ms} ms")
 }
 
 #[cfg(test)]
@@ -354,6 +438,49 @@ mod tests {
             assert!(msg.starts_with(knob), "{msg}");
             assert!(msg.contains(fragment), "{msg} lacks {fragment}");
         }
+    }
+
+    #[test]
+    fn every_numeric_knob_can_be_set_generically() {
+        for k in knob::numeric() {
+            let value = match k.default {
+                knob::Default::Number(n) => n,
+                _ => panic!("{} is numeric without a numeric default", k.name),
+            };
+            let b = Policy::builder().set(k.name, Setting::Number(value)).unwrap();
+            assert_eq!(b.build().unwrap().number(k.name), Some(value), "{} reads back", k.name);
+            let off = Policy::builder().set(k.name, Setting::Off);
+            assert_eq!(off.is_ok(), k.can_be_off, "{}", k.name);
+        }
+        let err = Policy::builder().set("max_attempts", Setting::Number(1.5)).unwrap_err();
+        assert_eq!(err.to_string(), "max_attempts must be >= 1 and <= 4294967295, got 1.5");
+        let p = Policy::builder().set("deadline", Setting::Off).unwrap().build().unwrap();
+        assert_eq!(p.deadline(), None);
+    }
+
+    #[test]
+    fn errors_render_in_a_hosts_names_and_units() {
+        let err = Policy::builder().initial_delay_ms(2000.0).max_delay_ms(1000.0).build().unwrap_err();
+        let node = err.render(&|k| knob::knob(k).unwrap().camel_ms(), &|_, v| match v {
+            Given::Number(n) => format!("{n}"),
+            other => format!("{other:?}"),
+        });
+        assert_eq!(node, "maxDelayMs must be >= initialDelayMs, got 1000 (initialDelayMs is 2000)");
+        assert_eq!(err.to_string(), "max_delay must be >= initial_delay, got 1000 ms (initial_delay is 2000 ms)");
+    }
+
+    #[test]
+    fn the_defaults_are_the_tables() {
+        let p = Policy::default();
+        let get = |name: &str| match knob::knob(name).unwrap().default {
+            knob::Default::Number(n) => n,
+            _ => panic!(),
+        };
+        assert_eq!(f64::from(p.max_attempts()), get("max_attempts"));
+        assert_eq!(p.initial_delay().as_secs_f64() * 1000.0, get("initial_delay"));
+        assert_eq!(p.multiplier(), get("multiplier"));
+        assert_eq!(p.max_delay().as_secs_f64() * 1000.0, get("max_delay"));
+        assert_eq!(p.deadline().unwrap().as_secs_f64() * 1000.0, get("deadline"));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use retryrs::http::{classify, HttpOutcome, HttpRules};
 use retryrs::{
     is_retryable_status, parse_retry_after_ms, CancelToken, EventKind, Jitter, Policy, PolicyError, Retrier,
-    RetryBudget, RetryError, Run, Verdict, VirtualClock,
+    RetryBudget, RetryError, Run, Setting, Verdict, VirtualClock,
 };
 use serde_json::{json, Value};
 
@@ -37,25 +37,32 @@ fn load_vectors() -> Vec<(String, Value)> {
     out
 }
 
+/// Refuses keys the format does not define: a misspelt key must fail, not test nothing.
+fn check_keys(where_: &str, obj: &Value, allowed: &[&str]) -> Result<(), String> {
+    let map = obj.as_object().ok_or_else(|| format!("{where_}: not an object"))?;
+    match map.keys().find(|k| !allowed.contains(&k.as_str())) {
+        Some(k) => Err(format!("{where_}: unknown key {k:?} (known: {})", allowed.join(", "))),
+        None => Ok(()),
+    }
+}
+
+/// The vectors' policy keys: every knob in the table, durations spelt `_ms`.
+fn policy_keys() -> Vec<String> {
+    retryrs::KNOBS.iter().map(|k| k.snake_ms()).collect()
+}
+
 fn build_policy(p: &Value) -> Result<Policy, PolicyError> {
     let mut b = Policy::builder();
-    if let Some(n) = p.get("max_attempts") {
-        b = b.max_attempts(n.as_u64().unwrap_or(0));
-    }
-    if let Some(ms) = p.get("initial_delay_ms") {
-        b = b.initial_delay_ms(ms.as_f64().unwrap());
-    }
-    if let Some(m) = p.get("multiplier") {
-        b = b.multiplier(m.as_f64().unwrap());
-    }
-    if let Some(ms) = p.get("max_delay_ms") {
-        b = b.max_delay_ms(ms.as_f64().unwrap());
+    // The numeric knobs straight from the table: the vectors hold the core's units.
+    for k in retryrs::knob::numeric() {
+        match p.get(k.snake_ms()) {
+            None => {}
+            Some(Value::Null) => b = b.set(k.name, Setting::Off)?,
+            Some(v) => b = b.set(k.name, Setting::Number(v.as_f64().expect("a number")))?,
+        }
     }
     if let Some(j) = p.get("jitter") {
         b = b.jitter(j.as_str().unwrap().parse::<Jitter>()?);
-    }
-    if let Some(d) = p.get("deadline_ms") {
-        b = b.deadline_ms(d.as_f64());
     }
     if let Some(s) = p.get("seed") {
         b = b.seed(s.as_u64());
@@ -91,8 +98,10 @@ fn run_call(retrier: &Retrier, script: &[Value]) -> Result<Value, String> {
         if let Some(r) = e.reason {
             ev["reason"] = json!(r.as_str());
         }
+        // Whether the event carried an error: the vectors say which must (docs/contract.md).
+        ev["error"] = json!(err.is_some());
         // Failure events carry the failure they are about: the latest attempt's.
-        let wants_error = !matches!(e.kind, EventKind::Success);
+        let wants_error = e.kind.carries_error();
         if wants_error && e.attempt > 0 && err != Some(&Scripted(e.attempt)) {
             ev["error_mismatch"] = json!(format!("{err:?}"));
         }
@@ -184,7 +193,53 @@ fn check_call_vector(v: &Value) -> Result<(), String> {
     Ok(())
 }
 
+fn check_vector_keys(v: &Value) -> Result<(), String> {
+    let body =
+        ["calls", "expect_error", "retry_after", "status", "http"].into_iter().find(|b| v.get(b).is_some()).unwrap_or("calls");
+    check_keys("vector", v, &["id", "rule", "policy", body])?;
+    if let Some(p) = v.get("policy") {
+        let keys = policy_keys();
+        check_keys("policy", p, &keys.iter().map(String::as_str).collect::<Vec<_>>())?;
+        if let Some(b) = p.get("budget") {
+            check_keys("policy.budget", b, &["max_tokens", "token_ratio"])?;
+        }
+    }
+    for call in v.get("calls").and_then(Value::as_array).into_iter().flatten() {
+        check_keys("call", call, &["attempts", "expect"])?;
+        for a in call["attempts"].as_array().into_iter().flatten() {
+            check_keys("attempt", a, &["result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait"])?;
+        }
+        let expect = &call["expect"];
+        check_keys("expect", expect, &["outcome", "reason", "attempts", "delays_ms", "events", "budget_tokens"])?;
+        for e in expect.get("events").and_then(Value::as_array).into_iter().flatten() {
+            check_keys("event", e, &["kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error"])?;
+        }
+    }
+    if let Some(e) = v.get("expect_error") {
+        check_keys("expect_error", e, &["knob"])?;
+    }
+    if let Some(r) = v.get("retry_after") {
+        check_keys("retry_after", r, &["value", "now_unix_s", "expect_ms"])?;
+    }
+    if let Some(s) = v.get("status") {
+        check_keys("status", s, &["code", "retryable"])?;
+    }
+    if let Some(h) = v.get("http") {
+        check_keys("http", h, &["method", "status", "failure", "retry_methods", "retry_statuses", "expect"])?;
+    }
+    Ok(())
+}
+
+#[test]
+fn a_misspelt_key_fails_instead_of_testing_nothing() {
+    let v = json!({"id": "x", "policy": {"max_attempt": 3}, "calls": []});
+    assert!(check_vector(&v).unwrap_err().contains("max_attempt"));
+    let v = json!({"id": "x", "calls": [{"attempts": [], "expect": {"event": []}}]});
+    assert!(check_vector(&v).unwrap_err().contains("\"event\""));
+}
+
 fn check_vector(v: &Value) -> Result<(), String> {
+    check_vector_keys(v)?;
     if v.get("calls").is_some() {
         check_call_vector(v)
     } else if let Some(expect) = v.get("expect_error") {

@@ -14,7 +14,9 @@ POLICY_KEYS = {"max_attempts", "initial_delay_ms", "multiplier", "max_delay_ms",
                "deadline_ms", "seed", "name", "budget"}
 ATTEMPT_KEYS = {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait"}
 EXPECT_KEYS = {"outcome", "reason", "attempts", "delays_ms", "events", "budget_tokens"}
-EVENT_KEYS = {"kind", "attempt", "elapsed_ms", "delay_ms", "reason"}
+EVENT_KEYS = {"kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error"}
+# "error" (whether the event carries the failure) has no C counterpart: a C event carries
+# no error value (the failure is the attempt callback's verdict), so it is read and ignored.
 RESULTS = {"success": "RETRYRS_SUCCESS", "transient": "RETRYRS_TRANSIENT", "permanent": "RETRYRS_PERMANENT"}
 
 

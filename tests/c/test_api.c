@@ -286,7 +286,7 @@ static void test_rejected_exhausted_and_hints(void) {
   memset(&log, 0, sizeof log);
   CHECK_STATUS(retryrs_retrier_call(r, scripted, &always, &l, NULL, &out), RETRYRS_EXHAUSTED);
   CHECK(always.calls == 3 && out.attempts == 3 && out.reason == RETRYRS_REASON_ATTEMPTS);
-  CHECK(contains(retryrs_last_error(), "gave up after 3 attempts (attempts)"));
+  CHECK(contains(retryrs_last_error(), "gave up after 3 attempts (max_attempts reached)"));
   CHECK(log.n == 6 && log.events[5].kind == RETRYRS_EVENT_EXHAUSTED && log.events[5].reason == RETRYRS_REASON_ATTEMPTS);
 
   /* 100 ms, then 200 ms would end past the 250 ms deadline: exhausted without sleeping */

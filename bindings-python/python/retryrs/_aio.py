@@ -39,7 +39,7 @@ async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tup
     return await _retry(r._begin(start), fn, args, kw, timeout, exc)
 
 
-async def _retry(call: _native.AsyncCall, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kw: Dict[str, Any], timeout: Optional[float], exc: Optional[BaseException]) -> Any:
+async def _retry(call: _native.SteppedCall, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kw: Dict[str, Any], timeout: Optional[float], exc: Optional[BaseException]) -> Any:
     while True:
         assert exc is not None
         delay = call.failed(exc, type(exc) is AttemptTimeout)  # raises when the call ends
@@ -80,7 +80,7 @@ def _settle(fut: "asyncio.Future[bool]", cancelled: bool) -> None:
         fut.set_result(cancelled)
 
 
-async def _sleep(call: _native.AsyncCall, delay: float) -> None:
+async def _sleep(call: _native.SteppedCall, delay: float) -> None:
     token = call.token
     try:
         if token is None:

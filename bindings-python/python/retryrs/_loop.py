@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Optional, Type
 from ._aio import _sleep
 
 if TYPE_CHECKING:
-    from ._native import AsyncCall, Retrier
+    from ._native import SteppedCall, Retrier
 
 
 class Attempt:
@@ -48,7 +48,7 @@ class _Base:
     def __init__(self, r: "Retrier") -> None:
         self._r = r
         self._start = r._start()
-        self._call: Optional[AsyncCall] = None
+        self._call: Optional[SteppedCall] = None
         self._number = 0
         self._open = False
         self._done = False

@@ -1,5 +1,7 @@
-//! What a Retrier holds besides the engine's policy: the user's Python callables (the
-//! predicate, the Retry-After hint, the listener) and how each is asked.
+//! The Retrier's whole policy as Python sees it: the engine's [`Policy`] plus the
+//! Python-side rules (which exceptions are transient, where a Retry-After hint comes
+//! from, who listens), and how each is applied: classifying a failure, extracting its
+//! hint, emitting events. Shared (`Arc`) by a Retrier, its derived retriers and calls.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -21,7 +23,7 @@ pub enum RetryOn {
 }
 
 /// Immutable and shared (`Arc`) by a Retrier, its derived retriers and its calls.
-pub struct Hooks {
+pub struct HostPolicy {
     pub policy: Arc<Policy>,
     pub retry_on: RetryOn,
     pub retry_after: Option<Py<PyAny>>,
@@ -40,7 +42,7 @@ pub struct Hooks {
 
 const CLASS_CACHE_SIZE: usize = 32;
 
-impl Hooks {
+impl HostPolicy {
     pub fn new(
         py: Python<'_>,
         policy: Arc<Policy>,
@@ -52,7 +54,7 @@ impl Hooks {
     ) -> Self {
         let name = PyString::new(py, policy.name()).unbind();
         let wants_success = on_event.is_some() || budget.is_some();
-        Hooks { policy, retry_on, retry_after, on_event, budget, attempt_timeout, name, wants_success, class_cache: Mutex::default() }
+        HostPolicy { policy, retry_on, retry_after, on_event, budget, attempt_timeout, name, wants_success, class_cache: Mutex::default() }
     }
 
     /// The verdict on a failure (an `Exception`; control-flow signals never get here).
@@ -138,7 +140,7 @@ impl Hooks {
     /// call: its error goes to `sys.unraisablehook`, Python's channel for exactly this.
     pub fn emit(&self, py: Python<'_>, event: &Event<'_>, error: Option<&Bound<'_, PyAny>>) {
         let Some(listener) = &self.on_event else { return };
-        let event = PyEvent::new(py, self, event, error);
+        let event = PyEvent::new(py, &self.name, event, error);
         let listener = listener.bind(py);
         let result = Bound::new(py, event).and_then(|e| listener.call1((e,)));
         if let Err(err) = result {

@@ -1,5 +1,7 @@
-//! The native half of the asyncio driver: one call's engine state, asked for each
-//! decision by `retryrs/_aio.py`, which does the awaiting.
+//! One call driven step by step from Python code: the native half of both the asyncio
+//! driver (`retryrs/_aio.py`, which does the awaiting) and the loop form
+//! (`retryrs/_loop.py`, `for attempt in retrier:`). It holds the call's engine state and
+//! answers each decision; the Python side does the waiting.
 
 use pyo3::prelude::*;
 use pyo3::{PyTraverseError, PyVisit};
@@ -7,20 +9,20 @@ use pyo3::{PyTraverseError, PyVisit};
 use crate::state::CallState;
 use crate::token::PyCancelToken;
 
-#[pyclass(module = "retryrs._native", name = "AsyncCall")]
-pub struct AsyncCall {
+#[pyclass(module = "retryrs._native", name = "SteppedCall")]
+pub struct SteppedCall {
     state: CallState,
     token: Option<Py<PyCancelToken>>,
 }
 
-impl AsyncCall {
+impl SteppedCall {
     pub fn new(state: CallState, token: Option<Py<PyCancelToken>>) -> Self {
-        AsyncCall { state, token }
+        SteppedCall { state, token }
     }
 }
 
 #[pymethods]
-impl AsyncCall {
+impl SteppedCall {
     /// An attempt raised `exc`. Returns the seconds to await before the next attempt, 0.0
     /// when there is nothing to await (a zero delay, or virtual time, where the wait has
     /// already happened); raises whatever ends the call.
@@ -62,7 +64,7 @@ impl AsyncCall {
     }
 
     // The errors' tracebacks reference the driver's frames, which reference this object:
-    // the cycle collector must see these edges. (The hooks are shared through an Arc with
+    // the cycle collector must see these edges. (The host policy is shared through an Arc with
     // the Retrier that owns them, so they are not this object's to report.)
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         for e in &self.state.errors {
@@ -91,6 +93,6 @@ impl AsyncCall {
 
     #[getter]
     fn attempt_timeout(&self) -> Option<f64> {
-        self.state.hooks.attempt_timeout
+        self.state.host.attempt_timeout
     }
 }

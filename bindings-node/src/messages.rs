@@ -1,0 +1,33 @@
+//! The core's wording of how a call ended, for the JS error classes.
+
+use napi_derive::napi;
+use retryrs::{EventKind, ExhaustReason, GaveUp};
+
+use crate::guard::guarded;
+
+/// `rates: gave up after 3 attempts (max_attempts reached)`: the exhaustion message every
+/// host shares. `reason` is the text the call reported (`attempts`, `deadline`, ...).
+#[napi]
+pub fn gave_up(name: String, attempts: u32, reason: String) -> napi::Result<String> {
+    guarded(|| {
+        let reason: ExhaustReason = reason.parse().map_err(napi::Error::from_reason)?;
+        Ok(GaveUp { name: Some(&name), attempts, reason }.to_string())
+    })
+}
+
+/// The event kinds the core says carry the failure they are about (docs/contract.md,
+/// Events), read once by the JS layer rather than sent with every event.
+#[napi]
+pub fn event_kinds_carrying_error() -> napi::Result<Vec<String>> {
+    guarded(|| {
+        let all = [
+            EventKind::Success,
+            EventKind::AttemptFailed,
+            EventKind::Retrying,
+            EventKind::Rejected,
+            EventKind::Exhausted,
+            EventKind::Cancelled,
+        ];
+        Ok(all.iter().filter(|k| k.carries_error()).map(|k| k.as_str().to_string()).collect())
+    })
+}
