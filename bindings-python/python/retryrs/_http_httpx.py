@@ -6,10 +6,7 @@ from __future__ import annotations
 
 from typing import Iterable, List, Optional
 
-try:
-    import httpx
-except ImportError as e:  # pragma: no cover - exercised by the missing-extra test
-    raise ImportError("retryrs.http.RetryingTransport needs httpx: pip install 'retryrs[httpx]'") from e
+import httpx  # missing: retryrs.http names the extra to install
 
 from . import _native
 from ._errors import RetryExhausted

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
-try:
-    import requests
-    from requests import exceptions as rex
-    from requests.adapters import HTTPAdapter
-    from requests.utils import rewind_body
-    from urllib3 import exceptions as uex
-except ImportError as e:  # pragma: no cover - exercised by the missing-extra test
-    raise ImportError("retryrs.http.RetryingAdapter needs requests: pip install 'retryrs[requests]'") from e
+# Missing: retryrs.http names the extra to install.
+import requests
+from requests import exceptions as rex
+from requests.adapters import HTTPAdapter
+from requests.utils import rewind_body
+from urllib3 import exceptions as uex
 
 from . import _native
 from ._errors import RetryExhausted

@@ -64,7 +64,7 @@ def __getattr__(name: str) -> Any:
     try:
         loaded = importlib.import_module(module, __package__)
     except ImportError as e:
-        raise ImportError(f"retryrs.http.{name} needs {extra}: pip install 'retryrs[{extra}]'", name=extra) from e.__cause__ or e
+        raise ImportError(f"retryrs.http.{name} needs {extra}: pip install 'retryrs[{extra}]'", name=extra) from e
     return getattr(loaded, name)
 
 
