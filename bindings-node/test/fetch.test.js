@@ -218,19 +218,19 @@ for (const [label, impl] of FETCHES) {
       lines.push(`${e.name}: ${e.kind} attempt ${e.attempt}${e.error ? `: ${e.error}` : ''}`);
     } });
     const f = make(retrier);
-    const signed = s.script([503], '') + '?sig=abc&x=1';
+    const signed = s.script([503], '') + '?sig=zq9sig&x=1';
     assert.equal((await f(signed)).status, 503);
-    const refused = `http://127.0.0.1:${await closedPort()}/x?X-Goog-Signature=abc`;
+    const refused = `http://127.0.0.1:${await closedPort()}/x?X-Goog-Signature=zq9sig`;
     const errors = [];
     await f(refused).catch((e) => errors.push(e));
-    await f(s.base.replace('http://', 'http://user:secret@') + '/y?sig=abc').catch((e) => errors.push(e));
+    await f(s.base.replace('http://', 'http://user:s3cretpw@') + '/y?sig=zq9sig').catch((e) => errors.push(e));
     assert.equal(errors.length, 2);
     assert.ok(errors[0] instanceof RetryExhaustedError && errors[1] instanceof TypeError);
     assert.match(lines.join('\n'), /sig=REDACTED/);
     assert.match(errors[1].message, /REDACTED:REDACTED@/);
     const texts = [...lines, ...errors.flatMap((e) => [String(e), e.message, String(e.cause?.message)]), ...events.map((e) => JSON.stringify(e))];
     for (const text of texts) {
-      assert.ok(!text.includes('secret') && !text.includes('abc'), text);
+      assert.ok(!text.includes('s3cretpw') && !text.includes('zq9sig'), text);
     }
   });
 }
