@@ -11,7 +11,7 @@
 // In your project: `npm install path/to/bindings-node`, then import from 'retryrs' and
 // 'retryrs/fetch'.
 import { Retrier, RetryExhaustedError } from '../../bindings-node/index.mjs';
-import { retryingFetch, RetryableStatusError } from '../../bindings-node/fetch.mjs';
+import { retryingFetch, RetryableStatusError } from '../../bindings-node/lib/fetch.mjs';
 
 const describe = (err) => (err instanceof RetryableStatusError ? `HTTP ${err.status}` : String(err?.message ?? err));
 const stamp = (ms) => `[${String(ms).padStart(4)} ms]`;

@@ -1,5 +1,5 @@
 // Types of retryrs/fetch: a fetch with retries, deciding through the retryrs core.
-import type { Retrier } from './index';
+import type { Retrier } from '../index';
 
 /** Anything with fetch's shape: the global fetch, undici's fetch, a wrapper of either. */
 export type FetchFunction = (input: any, init?: any) => Promise<any>;

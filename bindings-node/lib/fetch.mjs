@@ -1,4 +1,4 @@
-// retryrs/fetch (ES module): re-exports the CommonJS build, so both share one addon and
+// retryrs/fetch (ES module): re-exports the CommonJS build (./fetch.js), so both share one addon and
 // one Retrier class.
 import cjs from './fetch.js';
 

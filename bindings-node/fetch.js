@@ -1,3 +1,0 @@
-'use strict';
-// retryrs/fetch (CommonJS): see lib/fetch.js and fetch.d.ts.
-module.exports = require('./lib/fetch');
