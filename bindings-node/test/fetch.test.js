@@ -127,16 +127,22 @@ for (const [label, impl] of FETCHES) {
     assert.equal(s.hits(url), 3);
   });
 
-  test(`${label}: a Retry-After past the deadline ends at once and the caller gets the 503`, async (t) => {
-    const s = await startServer();
-    t.after(() => s.close());
-    const url = s.script([[503, '3600'], 200]);
-    const { retrier, events } = fast(); // the default 15 s deadline
-    const t0 = performance.now();
-    assert.equal((await make(retrier)(url)).status, 503);
-    assert.ok(performance.now() - t0 < 1000);
-    assert.equal(events.at(-1).reason, 'deadline');
-  });
+  for (const [retryAfter, reason] of [['3600', 'retry_after'], ['30', 'deadline']]) {
+    // 3600 s is past the default maxRetryAfterMs (60 s); 30 s is under it but past the
+    // default 15 s deadline. Either way: no wait, the 503 back, the reason in the event.
+    test(`${label}: Retry-After: ${retryAfter} ends at once (${reason}) and the caller gets the 503`, async (t) => {
+      const s = await startServer();
+      t.after(() => s.close());
+      const url = s.script([[503, retryAfter], 200]);
+      const { retrier, events } = fast();
+      const t0 = performance.now();
+      assert.equal((await make(retrier)(url)).status, 503);
+      assert.ok(performance.now() - t0 < 1000);
+      assert.equal(s.hits(url), 1);
+      assert.equal(events.at(-1).kind, 'exhausted');
+      assert.equal(events.at(-1).reason, reason);
+    });
+  }
 
   test(`${label}: the budget applies`, async (t) => {
     const s = await startServer();

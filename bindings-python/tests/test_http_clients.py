@@ -184,15 +184,19 @@ def test_out_of_retries_on_resets_raises_retry_exhausted_with_the_reset_as_cause
 
 
 @pytest.mark.parametrize("Client", CLIENTS, ids=lambda c: c.name)
-def test_a_retry_after_past_the_deadline_ends_at_once_and_the_caller_gets_the_503(server, Client):
+@pytest.mark.parametrize("retry_after,reason", [("3600", "retry_after"), ("30", "deadline")])
+def test_a_retry_after_past_the_cap_or_the_deadline_ends_at_once_and_the_caller_gets_the_503(server, Client, retry_after, reason):
+    # 3600 s is past the default max_retry_after (60 s); 30 s is under it but past the
+    # default 15 s deadline. Either way: no wait, the 503 back, the reason in the event.
     p = path()
-    url = server.script(p, [(503, "3600"), 200])
-    r, events = fast()  # the default 15 s deadline
+    url = server.script(p, [(503, retry_after), 200])
+    r, events = fast()
+    assert r.max_retry_after == 60.0 and r.deadline == 15.0
     t0 = time.monotonic()
     assert Client(r).request("GET", url)[0] == 503
     assert time.monotonic() - t0 < 1.0
     assert server.hits(p) == 1
-    assert events[-1].kind == "exhausted" and events[-1].reason == "deadline"
+    assert events[-1].kind == "exhausted" and events[-1].reason == reason
 
 
 @pytest.mark.parametrize("Client", CLIENTS, ids=lambda c: c.name)

@@ -92,7 +92,13 @@ static retryrs_verdict attempt(void *user_data, uint32_t n, double *hint_ms) {
 }
 
 static const char *reason_name(retryrs_reason r) {
-  return r == RETRYRS_REASON_ATTEMPTS ? "attempts" : r == RETRYRS_REASON_DEADLINE ? "deadline" : "budget";
+  switch (r) {
+    case RETRYRS_REASON_ATTEMPTS: return "attempts";
+    case RETRYRS_REASON_DEADLINE: return "deadline";
+    case RETRYRS_REASON_BUDGET: return "budget";
+    case RETRYRS_REASON_RETRY_AFTER: return "retry_after"; /* past max_retry_after */
+    default: return "unknown";
+  }
 }
 
 static void on_event(void *user_data, const retryrs_event *e) {

@@ -116,9 +116,17 @@ def out_of_retries_on_resets_the_call_is_exhausted(s):
 
 
 @case
+def a_retry_after_past_the_default_cap_ends_at_once_with_the_503(s):
+    p = path()
+    code, out = run(s.script(p, [(503, "3600"), 200]))  # max_retry_after defaults to 60 s
+    assert "giving up (retry_after)" in out and "response: HTTP 503 after 1 attempt" in out and s.hits(p) == 1, out
+    assert not waits(out), out
+
+
+@case
 def a_retry_after_past_the_deadline_ends_at_once_with_the_503(s):
     p = path()
-    code, out = run(s.script(p, [(503, "3600"), 200]))
+    code, out = run(s.script(p, [(503, "30"), 200]))  # under the cap, past the 15 s deadline
     assert "giving up (deadline)" in out and "response: HTTP 503 after 1 attempt" in out and s.hits(p) == 1, out
     assert not waits(out), out
 
