@@ -171,6 +171,13 @@ fn retry_on(v: &Bound<'_, PyAny>) -> PyResult<RetryOn> {
         if t.iter().all(|c| is_exc_class(&c)) {
             return Ok(RetryOn::Classes(v.clone().unbind()));
         }
+    } else if v.is_instance_of::<PyType>() {
+        // A class is callable, so `retry_on=str` would pass as a predicate that retries
+        // every exception (str(exc) is truthy): a class must be an exception class.
+        return Err(PyTypeError::new_err(format!(
+            "retry_on must be an exception class, a tuple of them, or a callable exc -> bool; {} is a class but not an exception class",
+            repr(v)
+        )));
     } else if v.is_callable() {
         return Ok(RetryOn::Predicate(v.clone().unbind()));
     }
