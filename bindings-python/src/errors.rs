@@ -29,7 +29,14 @@ fn raise(
         }
         Ok(err)
     };
-    build().unwrap_or_else(|e| e)
+    // If the error itself cannot be built (a recursion limit, memory), the failure that
+    // ends the call is still reachable: it becomes the cause of the error raised instead.
+    build().unwrap_or_else(|e| {
+        if let Some(cause) = cause {
+            e.set_cause(py, Some(PyErr::from_value(cause.bind(py).clone().into_any())));
+        }
+        e
+    })
 }
 
 /// `RetryExhausted(attempts, reason, errors)`, its `__cause__` the last failure.
