@@ -46,6 +46,13 @@ impl RetryingFunction {
         visit.call(&self.func)
     }
 
+    /// Pickles by reference, as a plain function does: the module-level name the
+    /// decorated function was defined under (what `ProcessPoolExecutor.submit` needs).
+    /// The name is the wrapped function's `__qualname__`, copied by `update_wrapper`.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        slf.getattr(pyo3::intern!(slf.py(), "__qualname__"))
+    }
+
     #[getter]
     fn retrier(&self, py: Python<'_>) -> Py<Retrier> {
         self.retrier.clone_ref(py)
