@@ -42,12 +42,18 @@ impl Retrier {
         if token.is_some_and(|t| t.is_cancelled()) {
             return Err(self.cancelled_before_start(py));
         }
+        if self.host.attempt_timeout.is_some() {
+            return Err(attempt_timeout_in_sync_call());
+        }
         let clock = testing::clock();
         let start = now(&clock);
         let mut err = match f.call(args, kwargs) {
             Ok(value) => {
+                if is_coroutine(py, &value)? {
+                    return Err(coroutine_in_sync_call(f, &value));
+                }
                 if self.host.wants_success {
-                    self.report_success(py, start, &clock);
+                    self.report_success(py, start, &clock)?;
                 }
                 return Ok(value.unbind());
             }
@@ -60,7 +66,7 @@ impl Retrier {
             state.resume(py)?;
             match f.call(args, kwargs) {
                 Ok(value) => {
-                    state.succeeded(py);
+                    state.succeeded(py)?;
                     return Ok(value.unbind());
                 }
                 Err(e) => err = e,
@@ -70,17 +76,51 @@ impl Retrier {
 
     /// A first-attempt success still reaches the engine when someone listens or a budget
     /// refills: a short-lived `Call` on the stack, nothing allocated.
-    fn report_success(&self, py: Python<'_>, start: Duration, clock: &Option<VirtualClock>) {
+    /// A listener's KeyboardInterrupt / SystemExit comes back as the error to raise.
+    fn report_success(&self, py: Python<'_>, start: Duration, clock: &Option<VirtualClock>) -> PyResult<()> {
         let host = &*self.host;
         let mut call = Call::start(&*host.policy, start);
-        let _ = call.record(Verdict::Success, now(clock), &mut |e| host.emit(py, e, None));
+        let mut signal = None;
+        let _ = call.record(Verdict::Success, now(clock), &mut |e| host.emit(py, e, None, &mut signal));
+        signal.map_or(Ok(()), Err)
     }
 
     fn cancelled_before_start(&self, py: Python<'_>) -> PyErr {
         let host = &*self.host;
-        cancelled_before_start(&host.policy, &mut |e| host.emit(py, e, None));
-        errors::cancelled(py, host.policy.name(), 0, &[])
+        let mut signal = None;
+        cancelled_before_start(&host.policy, &mut |e| host.emit(py, e, None, &mut signal));
+        signal.unwrap_or_else(|| errors::cancelled(py, host.policy.name(), 0, &[]))
     }
+}
+
+static COROUTINE: PyOnceLock<Py<pyo3::types::PyType>> = PyOnceLock::new();
+
+/// A native coroutine (what an `async def` returns): one pointer comparison, so the
+/// happy path pays nothing measurable for the check.
+fn is_coroutine(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let coroutine = COROUTINE.import(py, "types", "CoroutineType")?;
+    Ok(value.get_type().is(coroutine))
+}
+
+/// `r.call(async_fn)` would hand back an un-awaited coroutine and retry nothing: refused
+/// (the coroutine is closed, so Python does not also warn that it was never awaited).
+fn coroutine_in_sync_call(f: &Bound<'_, PyAny>, coroutine: &Bound<'_, PyAny>) -> PyErr {
+    let _ = coroutine.call_method0("close");
+    pyo3::exceptions::PyTypeError::new_err(format!(
+        "{} is async: use `await retrier.call_async(fn, ...)` (or decorate it with the retrier), not retrier.call",
+        crate::convert::repr(f)
+    ))
+}
+
+/// A blocking call cannot stop an attempt in progress safely (a thread cannot be
+/// cancelled), so an attempt_timeout there would be a promise not kept: refused.
+pub fn attempt_timeout_in_sync_call() -> PyErr {
+    pyo3::exceptions::PyValueError::new_err(
+        "attempt_timeout only applies to async calls (call_async, async functions, `async for`): a blocking attempt cannot be stopped safely; use a Retrier without attempt_timeout, or the function's own timeout",
+    )
+}
+
+impl Retrier {
 }
 
 /// A non-callable would fail every attempt with a TypeError: say so before the first.
@@ -191,7 +231,7 @@ impl Retrier {
 
     /// `Retrier(name='rates', max_attempts=5, initial_delay=0.2, ...)`: the name, then
     /// every numeric knob of the core's table (in Python's units), then the jitter.
-    fn __repr__(&self) -> String {
+    fn __repr__(&self, py: Python<'_>) -> String {
         let p = &self.host.policy;
         let mut parts = vec![format!("name='{}'", p.name().replace('\\', "\\\\").replace('\'', "\\'"))];
         for k in retryrs::knob::numeric() {
@@ -204,6 +244,24 @@ impl Retrier {
             parts.push(format!("{}={value}", k.name));
         }
         parts.push(format!("jitter='{}'", p.jitter().spelling()));
+        // The options that change which failures are retried and how: none may hide.
+        let py_repr = |v: &Bound<'_, PyAny>| crate::convert::repr(v);
+        {
+            let h = &*self.host;
+            parts.push(format!("retry_on={}", py_repr(self.retry_on(py).bind(py))));
+            parts.push(format!("seed={}", p.seed().map_or("None".to_string(), |s| s.to_string())));
+            let budget = h.budget.as_ref().map_or("None".to_string(), |b| py_repr(b.bind(py).as_any()));
+            parts.push(format!("budget={budget}"));
+            if let Some(f) = &h.retry_after {
+                parts.push(format!("retry_after={}", py_repr(f.bind(py))));
+            }
+            if let Some(f) = &h.on_event {
+                parts.push(format!("on_event={}", py_repr(f.bind(py))));
+            }
+            if let Some(t) = h.attempt_timeout {
+                parts.push(format!("attempt_timeout={}", pyfloat(t)));
+            }
+        }
         format!("Retrier({})", parts.join(", "))
     }
 
@@ -223,8 +281,8 @@ impl Retrier {
         self.host.wants_success
     }
 
-    fn _succeeded(&self, py: Python<'_>, start: u64) {
-        self.report_success(py, Duration::from_nanos(start), &testing::clock());
+    fn _succeeded(&self, py: Python<'_>, start: u64) -> PyResult<()> {
+        self.report_success(py, Duration::from_nanos(start), &testing::clock())
     }
 
     /// The first attempt of an async call failed: engine state starts here.

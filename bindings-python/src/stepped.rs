@@ -6,7 +6,9 @@
 use pyo3::prelude::*;
 use pyo3::{PyTraverseError, PyVisit};
 
-use crate::state::CallState;
+use pyo3::types::PyTuple;
+
+use crate::state::{CallState, Failed};
 use crate::token::PyCancelToken;
 
 #[pyclass(module = "retryrs._native", name = "SteppedCall")]
@@ -26,15 +28,23 @@ impl SteppedCall {
     /// An attempt raised `exc`. Returns the seconds to await before the next attempt, 0.0
     /// when there is nothing to await (a zero delay, or virtual time, where the wait has
     /// already happened); raises whatever ends the call.
-    #[pyo3(signature = (exc, timed_out=false))]
-    fn failed(&mut self, py: Python<'_>, exc: Bound<'_, PyAny>, timed_out: bool) -> PyResult<f64> {
+    ///
+    /// `answers` (async drivers only) are the hooks' awaited answers so far: when a hook
+    /// answers with an awaitable, that awaitable is returned instead of a float, and the
+    /// driver calls again with its result appended. Without `answers` (the sync loop
+    /// form), such a hook is a TypeError naming it.
+    #[pyo3(signature = (exc, timed_out=false, answers=None))]
+    fn failed(&mut self, py: Python<'_>, exc: Bound<'_, PyAny>, timed_out: bool, answers: Option<Bound<'_, PyTuple>>) -> PyResult<Py<PyAny>> {
         let err = PyErr::from_value(exc);
-        let delay = self.state.failed(py, err, timed_out)?;
+        let delay = match self.state.failed_async(py, err, timed_out, answers.as_ref())? {
+            Failed::Wait(delay) => delay,
+            Failed::Await(pending) => return Ok(pending),
+        };
         if self.state.clock.is_some() || delay.is_zero() {
             self.state.wait_blocking(py, delay)?;
-            return Ok(0.0);
+            return Ok(0.0f64.into_pyobject(py)?.into_any().unbind());
         }
-        Ok(delay.as_secs_f64())
+        Ok(delay.as_secs_f64().into_pyobject(py)?.into_any().unbind())
     }
 
     /// A blocking wait (the `for attempt in retrier:` form): GIL released, woken by the
@@ -49,7 +59,7 @@ impl SteppedCall {
         self.state.resume(py)
     }
 
-    fn succeeded(&mut self, py: Python<'_>) {
+    fn succeeded(&mut self, py: Python<'_>) -> PyResult<()> {
         self.state.succeeded(py)
     }
 

@@ -26,9 +26,9 @@ async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tup
     # 1.85x the hand loop).
     try:
         if timeout is None:
-            value = await fn(*args, **kw)
+            value = await _awaitable(fn, fn(*args, **kw))
         else:
-            value = await _bounded(fn(*args, **kw), timeout)
+            value = await _bounded(_awaitable(fn, fn(*args, **kw)), timeout)
     except BaseException as e:
         exc: Optional[BaseException] = e
     else:
@@ -42,10 +42,14 @@ async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tup
 async def _retry(call: _native.SteppedCall, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kw: Dict[str, Any], timeout: Optional[float], exc: Optional[BaseException]) -> Any:
     while True:
         assert exc is not None
-        delay = call.failed(exc, type(exc) is AttemptTimeout)  # raises when the call ends
+        delay = await _failed(call, exc, type(exc) is AttemptTimeout)  # raises when the call ends
         exc = None  # no frame -> traceback -> frame cycle
         if delay:
             await _sleep(call, delay)
+        else:
+            # A zero delay (or virtual time) still yields one turn of the loop: a retry
+            # storm may never starve the other tasks.
+            await asyncio.sleep(0)
         call.resume()
         try:
             if timeout is None:
@@ -57,6 +61,27 @@ async def _retry(call: _native.SteppedCall, fn: Callable[..., Awaitable[Any]], a
         else:
             call.succeeded()
             return value
+
+
+async def _failed(call: _native.SteppedCall, exc: BaseException, timed_out: bool) -> float:
+    """The engine's answer to a failure. A hook (predicate, hint) that answers with an
+    awaitable is awaited here -- never read as "true" -- and the engine asked again with
+    the answers so far."""
+    answers: Tuple[Any, ...] = ()
+    while True:
+        step = call.failed(exc, timed_out, answers)
+        if type(step) is float:
+            return step
+        answers += (await step,)  # type: ignore[misc]
+
+
+def _awaitable(fn: Any, value: Any) -> Any:
+    """The attempt's awaitable. A sync function given to call_async would run with
+    blocking waits on the loop and its value would not be awaitable: refused, saying
+    what to use instead."""
+    if not inspect.isawaitable(value):
+        raise TypeError(f"{fn!r} is not async (it returned {type(value).__name__}, not an awaitable): use retrier.call(fn, ...) for a sync function")
+    return value
 
 
 async def _bounded(coro: Awaitable[Any], timeout: float) -> Any:
@@ -107,6 +132,12 @@ async def _sleep(call: _native.SteppedCall, delay: float) -> None:
 def decorate(r: _native.Retrier, fn: Any) -> Any:
     if not callable(fn):
         raise TypeError(f"a Retrier decorates a function, got {fn!r}")
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        # Calling one only builds the generator: the work runs later, outside the retry.
+        raise TypeError(
+            f"{fn!r} is a generator function: calling it only creates the generator, so there is nothing to retry; "
+            "decorate a function that does the work, or use the loop form (`for attempt in retrier: with attempt: ...`) inside the generator"
+        )
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
@@ -115,6 +146,11 @@ def decorate(r: _native.Retrier, fn: Any) -> Any:
 
         retrying.retrier = r  # type: ignore[attr-defined]
         return retrying
+    if r.attempt_timeout is not None:
+        raise ValueError(
+            f"attempt_timeout only applies to async functions, and {fn!r} is sync: a blocking attempt cannot be stopped safely; "
+            "use a Retrier without attempt_timeout, or the function's own timeout"
+        )
     wrapper = _native.RetryingFunction(r, fn)
     functools.update_wrapper(wrapper, fn)
     return wrapper

@@ -19,6 +19,8 @@ from __future__ import annotations
 from types import TracebackType
 from typing import TYPE_CHECKING, Optional, Type
 
+import asyncio
+
 from ._aio import _sleep
 
 if TYPE_CHECKING:
@@ -72,12 +74,22 @@ class _Base:
             return False
         if self._call is None:
             self._call = self._r._begin(self._start)
-        self._delay = self._call.failed(exc)  # raises when the call ends
+        # Raises when the call ends. Hooks answer synchronously here (`__exit__` cannot
+        # await): one that returns an awaitable is a TypeError naming it.
+        self._delay = self._call.failed(exc)  # type: ignore[assignment]
         return True
 
 
 class Attempts(_Base):
     """``for attempt in retrier:`` (waits block, GIL released)."""
+
+    def __init__(self, r: "Retrier") -> None:
+        if r.attempt_timeout is not None:
+            raise ValueError(
+                "attempt_timeout only applies to async calls (`async for`, call_async): a blocking attempt cannot be stopped safely; "
+                "use a Retrier without attempt_timeout here"
+            )
+        super().__init__(r)
 
     def __iter__(self) -> "Attempts":
         return self
@@ -104,5 +116,7 @@ class AsyncAttempts(_Base):
         if self._call is not None and not self._open:
             if self._delay:
                 await _sleep(self._call, self._delay)
+            else:
+                await asyncio.sleep(0)  # a zero delay still yields one turn of the loop
             self._call.resume()
         return self._next()
