@@ -72,7 +72,7 @@ async def _failed(call: _native.SteppedCall, exc: BaseException, timed_out: bool
         step = call.failed(exc, timed_out, answers)
         if type(step) is float:
             return step
-        answers += (await step,)  # type: ignore[misc]
+        answers += (await step,)
 
 
 def _awaitable(fn: Any, value: Any) -> Any:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Callable, Optional, Union
+from typing import Callable, List, Optional, Union
 
 from ._native import Event
 
@@ -46,6 +46,7 @@ def log_events(
         if kind == "cancelled":
             log.log(lvl, "%s: cancelled after %d attempts, %d ms: %r", event.name, event.attempt, ms, event.error, extra={"retry_event": event})
             return
+        args: List[object]
         if kind == "retrying":
             outcome, args = "retrying in %d ms", [round((event.delay or 0.0) * 1000)]
         elif kind == "rejected":

@@ -76,7 +76,7 @@ class _Base:
             self._call = self._r._begin(self._start)
         # Raises when the call ends. Hooks answer synchronously here (`__exit__` cannot
         # await): one that returns an awaitable is a TypeError naming it.
-        self._delay = self._call.failed(exc)  # type: ignore[assignment]
+        self._delay = self._call.failed(exc)
         return True
 
 
