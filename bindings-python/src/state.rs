@@ -23,6 +23,9 @@ pub fn now(clock: &Option<VirtualClock>) -> Duration {
     }
 }
 
+/// How many failures a call keeps for RetryExhausted / RetryCancelled `.errors`.
+pub const MAX_ERRORS: usize = 64;
+
 /// What a failure leads to: a wait, or (async calls only) a hook's awaitable to await
 /// before the failure can be classified.
 pub enum Failed {
@@ -51,6 +54,15 @@ impl CallState {
     pub fn begin(host: Arc<HostPolicy>, start: Duration, clock: Option<VirtualClock>, token: Option<CancelToken>) -> Self {
         let call = Call::start(host.policy.clone(), start);
         CallState { host, call, errors: Vec::new(), clock, token }
+    }
+
+    /// Remembers a failure, keeping at most the last [`MAX_ERRORS`] (SEMANTICS: the
+    /// count is in `attempts`): a long retry storm must not hold every traceback.
+    fn keep(&mut self, err: Py<PyBaseException>) {
+        if self.errors.len() == MAX_ERRORS {
+            self.errors.remove(0);
+        }
+        self.errors.push(err);
     }
 
     pub fn attempt(&self) -> u32 {
@@ -112,11 +124,11 @@ impl CallState {
         }
         match decision {
             Decision::Retry(delay) => {
-                self.errors.push(err.into_value(py));
+                self.keep(err.into_value(py));
                 Ok(Failed::Wait(delay))
             }
             Decision::Stop(Stop::Exhausted(reason)) => {
-                self.errors.push(err.into_value(py));
+                self.keep(err.into_value(py));
                 let exhausted = errors::exhausted(py, self.host.policy.name(), self.call.attempt(), reason, &self.errors);
                 self.errors.clear();
                 Err(exhausted)
