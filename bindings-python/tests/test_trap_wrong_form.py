@@ -42,3 +42,20 @@ def test_call_async_refuses_a_sync_function():
 def test_the_decorator_refuses_generators(fn):
     with pytest.raises(TypeError, match="generator"):
         Retrier()(fn)
+
+
+def test_call_async_refuses_a_failing_sync_function_without_retrying_it():
+    calls = []
+
+    def failing():
+        calls.append(1)
+        raise OSError("down")
+
+    with pytest.raises(TypeError, match=r"not async.*\.call\(") as info:
+        asyncio.run(Retrier().call_async(failing))
+    assert len(calls) == 1, "a sync function was retried with blocking waits on the loop"
+    assert isinstance(info.value.__cause__, OSError)
+
+
+def test_call_async_still_takes_a_lambda_returning_a_coroutine():
+    assert asyncio.run(Retrier().call_async(lambda: afetch())) == 1

@@ -24,13 +24,18 @@ async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tup
     # The attempt is written out here and again in _retry on purpose: a shared helper
     # costs the asyncio happy path ~35 ns a call (measured with bench/python, 1.70x ->
     # 1.85x the hand loop).
+    # `attempt` is kept so that a failure can tell a sync function given by mistake
+    # (checked only then: the happy path pays one local store).
+    attempt: Any = _NOT_CALLED
     try:
+        attempt = fn(*args, **kw)
         if timeout is None:
-            value = await _awaitable(fn, fn(*args, **kw))
+            value = await attempt
         else:
-            value = await _bounded(_awaitable(fn, fn(*args, **kw)), timeout)
+            value = await _bounded(attempt, timeout)
     except BaseException as e:
         exc: Optional[BaseException] = e
+        _refuse_sync(fn, attempt, e)
     else:
         # The happy path: no engine state unless someone listens or a budget refills.
         if r._wants_success:
@@ -75,13 +80,23 @@ async def _failed(call: _native.SteppedCall, exc: BaseException, timed_out: bool
         answers += (await step,)
 
 
-def _awaitable(fn: Any, value: Any) -> Any:
-    """The attempt's awaitable. A sync function given to call_async would run with
-    blocking waits on the loop and its value would not be awaitable: refused, saying
-    what to use instead."""
-    if not inspect.isawaitable(value):
-        raise TypeError(f"{fn!r} is not async (it returned {type(value).__name__}, not an awaitable): use retrier.call(fn, ...) for a sync function")
-    return value
+_NOT_CALLED = object()
+
+
+def _refuse_sync(fn: Any, attempt: Any, exc: BaseException) -> None:
+    """A sync function given to call_async would run with blocking waits on the loop, and
+    its value is not awaitable: refused, saying what to use instead. Told apart after a
+    first failure only: the function's value was not awaitable, or it raised before
+    returning one and is not an async function."""
+    if attempt is _NOT_CALLED:
+        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):
+            return
+        what = "raised before returning an awaitable"
+    elif inspect.isawaitable(attempt):
+        return
+    else:
+        what = f"returned {type(attempt).__name__}, not an awaitable"
+    raise TypeError(f"{fn!r} is not async (it {what}): use retrier.call(fn, ...) for a sync function") from exc
 
 
 async def _bounded(coro: Awaitable[Any], timeout: float) -> Any:
