@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
-use pyo3::types::{PyBool, PyFloat, PyInt};
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyFloat, PyInt};
 use retryrs::RetryBudget;
 
 /// A token bucket shared by every call of every Retrier that holds it: it starts full at
@@ -54,5 +54,8 @@ fn number(v: Option<&Bound<'_, PyAny>>, name: &str, default: f64) -> PyResult<f6
     if !v.is_instance_of::<PyBool>() && (v.is_instance_of::<PyFloat>() || v.is_instance_of::<PyInt>()) {
         return Ok(v.extract::<f64>().unwrap_or(f64::INFINITY));
     }
-    Err(PyTypeError::new_err(format!("RetryBudget {name} must be a number (int or float), got {}", crate::convert::repr(v))))
+    Err(PyTypeError::new_err(format!(
+        "RetryBudget {name} must be a number (int or float), got {}",
+        crate::convert::repr(v)
+    )))
 }

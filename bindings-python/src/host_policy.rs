@@ -54,7 +54,17 @@ impl HostPolicy {
     ) -> Self {
         let name = PyString::new(py, policy.name()).unbind();
         let wants_success = on_event.is_some() || budget.is_some();
-        HostPolicy { policy, retry_on, retry_after, on_event, budget, attempt_timeout, name, wants_success, class_cache: Mutex::default() }
+        HostPolicy {
+            policy,
+            retry_on,
+            retry_after,
+            on_event,
+            budget,
+            attempt_timeout,
+            name,
+            wants_success,
+            class_cache: Mutex::default(),
+        }
     }
 
     /// The verdict on a failure (an `Exception`; control-flow signals never get here).
@@ -66,7 +76,12 @@ impl HostPolicy {
     /// asked (the predicate, then the hint); a hook whose answer is an awaitable not yet
     /// awaited ends classification with [`Classified::Await`], and the driver asks again
     /// with that answer appended.
-    pub fn classify<'py>(&self, exc: &Bound<'py, PyAny>, forced_transient: bool, answers: Option<&Bound<'py, PyTuple>>) -> PyResult<Classified<'py>> {
+    pub fn classify<'py>(
+        &self,
+        exc: &Bound<'py, PyAny>,
+        forced_transient: bool,
+        answers: Option<&Bound<'py, PyTuple>>,
+    ) -> PyResult<Classified<'py>> {
         let py = exc.py();
         let mut asked = 0usize;
         let transient = forced_transient
@@ -101,7 +116,12 @@ impl HostPolicy {
     /// timedelta, or a raw `Retry-After` header value as str or bytes). The hook's answer
     /// must be one of those (or None); an attribute that is none of them is no hint (a
     /// library's method or dict of the same name is not the caller's to reject).
-    fn hint<'py>(&self, exc: &Bound<'py, PyAny>, answers: Option<&Bound<'py, PyTuple>>, asked: usize) -> PyResult<Result<Option<Duration>, Classified<'py>>> {
+    fn hint<'py>(
+        &self,
+        exc: &Bound<'py, PyAny>,
+        answers: Option<&Bound<'py, PyTuple>>,
+        asked: usize,
+    ) -> PyResult<Result<Option<Duration>, Classified<'py>>> {
         let py = exc.py();
         let (value, from_hook) = match &self.retry_after {
             Some(f) => match answered(answers, asked)? {
@@ -130,7 +150,8 @@ impl HostPolicy {
             let text = std::str::from_utf8(raw.as_bytes()).ok();
             return Ok(Ok(text.and_then(|t| retryrs::parse_retry_after(t, std::time::SystemTime::now()))));
         }
-        let number = !value.is_instance_of::<PyBool>() && (value.is_instance_of::<PyFloat>() || value.is_instance_of::<PyInt>());
+        let number =
+            !value.is_instance_of::<PyBool>() && (value.is_instance_of::<PyFloat>() || value.is_instance_of::<PyInt>());
         if number || (value.hasattr("total_seconds")? && !value.is_instance_of::<PyType>()) {
             // The engine's own reading of a host number: NaN and negatives mean no hint,
             // huge values saturate.
@@ -189,7 +210,13 @@ impl HostPolicy {
     /// call: its error goes to `sys.unraisablehook`, Python's channel for exactly this;
     /// except KeyboardInterrupt and SystemExit (a Ctrl-C that lands while a listener
     /// runs), which are kept in `signal` for the caller to raise once the engine is done.
-    pub fn emit(&self, py: Python<'_>, event: &Event<'_>, error: Option<&Bound<'_, PyAny>>, signal: &mut Option<PyErr>) {
+    pub fn emit(
+        &self,
+        py: Python<'_>,
+        event: &Event<'_>,
+        error: Option<&Bound<'_, PyAny>>,
+        signal: &mut Option<PyErr>,
+    ) {
         let Some(listener) = &self.on_event else { return };
         let event = PyEvent::new(py, &self.name, event, error);
         let listener = listener.bind(py);
@@ -202,7 +229,12 @@ impl HostPolicy {
 /// control-flow signal kept for the caller (the first one wins). A listener that returns
 /// an awaitable (a lambda around an `async def`) cannot be awaited -- listeners never slow
 /// a call -- so the awaitable is closed and reported rather than dropped unseen.
-pub fn tell(py: Python<'_>, listener: &Bound<'_, PyAny>, result: PyResult<Bound<'_, PyAny>>, signal: &mut Option<PyErr>) {
+pub fn tell(
+    py: Python<'_>,
+    listener: &Bound<'_, PyAny>,
+    result: PyResult<Bound<'_, PyAny>>,
+    signal: &mut Option<PyErr>,
+) {
     let err = match result {
         Ok(value) if value.is_none() => return,
         Ok(value) => match awaitable(&value, "on_event", false) {
@@ -223,7 +255,8 @@ pub fn tell(py: Python<'_>, listener: &Bound<'_, PyAny>, result: PyResult<Bound<
 /// KeyboardInterrupt or SystemExit: never swallowed by the machinery that reports a
 /// listener's errors.
 fn is_signal(py: Python<'_>, err: &PyErr) -> bool {
-    err.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) || err.is_instance_of::<pyo3::exceptions::PySystemExit>(py)
+    err.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py)
+        || err.is_instance_of::<pyo3::exceptions::PySystemExit>(py)
 }
 
 /// How a failure was classified: a verdict, or a hook's awaitable the async driver must

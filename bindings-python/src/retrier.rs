@@ -11,12 +11,12 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 use retryrs::{cancelled_before_start, testing, Call, Verdict, VirtualClock};
 
-use crate::stepped::SteppedCall;
 use crate::budget::PyRetryBudget;
 use crate::convert::{pyfloat, secs};
 use crate::errors;
 use crate::host_policy::{HostPolicy, RetryOn};
 use crate::state::{now, CallState};
+use crate::stepped::SteppedCall;
 use crate::token::PyCancelToken;
 
 /// Retries a function on transient failures, under one immutable policy. Share it freely
@@ -37,7 +37,13 @@ fn aio<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyAny>>, name: &str) -
 
 impl Retrier {
     /// The blocking executor (also behind decorated functions).
-    pub fn run(&self, py: Python<'_>, f: &Bound<'_, PyAny>, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
+    pub fn run(
+        &self,
+        py: Python<'_>,
+        f: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
         let token = self.cancel.as_ref().map(|t| &t.get().inner);
         if token.is_some_and(|t| t.is_cancelled()) {
             return Err(self.cancelled_before_start(py));
@@ -120,8 +126,7 @@ pub fn attempt_timeout_in_sync_call() -> PyErr {
     )
 }
 
-impl Retrier {
-}
+impl Retrier {}
 
 /// A non-callable would fail every attempt with a TypeError: say so before the first.
 fn not_callable(func: &Bound<'_, PyAny>) -> PyErr {
@@ -141,7 +146,13 @@ impl Retrier {
 
     /// Calls `func(*args, **kwargs)`, retrying transient failures; returns its value.
     #[pyo3(signature = (func, /, *args, **kwargs))]
-    fn call(&self, py: Python<'_>, func: &Bound<'_, PyAny>, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
+    fn call(
+        &self,
+        py: Python<'_>,
+        func: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
         if !func.is_callable() {
             return Err(not_callable(func));
         }
@@ -150,7 +161,12 @@ impl Retrier {
 
     /// `await r.call_async(func, *args, **kwargs)` for coroutine functions.
     #[pyo3(signature = (func, /, *args, **kwargs))]
-    fn call_async<'py>(slf: &Bound<'py, Self>, func: &Bound<'py, PyAny>, args: &Bound<'py, PyTuple>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Bound<'py, PyAny>> {
+    fn call_async<'py>(
+        slf: &Bound<'py, Self>,
+        func: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         if !func.is_callable() {
             return Err(not_callable(func));
         }
@@ -288,6 +304,9 @@ impl Retrier {
     /// The first attempt of an async call failed: engine state starts here.
     fn _begin(&self, py: Python<'_>, start: u64) -> SteppedCall {
         let token = self.cancel.as_ref().map(|t| t.get().inner.clone());
-        SteppedCall::new(CallState::begin(self.host.clone(), Duration::from_nanos(start), testing::clock(), token), self.cancel.as_ref().map(|t| t.clone_ref(py)))
+        SteppedCall::new(
+            CallState::begin(self.host.clone(), Duration::from_nanos(start), testing::clock(), token),
+            self.cancel.as_ref().map(|t| t.clone_ref(py)),
+        )
     }
 }

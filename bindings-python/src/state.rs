@@ -51,7 +51,12 @@ fn state_error(e: retryrs::StateError) -> PyErr {
 
 impl CallState {
     /// Created at the first failure only: the happy path never gets here.
-    pub fn begin(host: Arc<HostPolicy>, start: Duration, clock: Option<VirtualClock>, token: Option<CancelToken>) -> Self {
+    pub fn begin(
+        host: Arc<HostPolicy>,
+        start: Duration,
+        clock: Option<VirtualClock>,
+        token: Option<CancelToken>,
+    ) -> Self {
         let call = Call::start(host.policy.clone(), start);
         CallState { host, call, errors: Vec::new(), clock, token }
     }
@@ -82,7 +87,13 @@ impl CallState {
 
     /// [`failed`](Self::failed) for an async driver, which can await a hook's answer:
     /// `answers` are the hooks' awaited answers so far (see `HostPolicy::classify`).
-    pub fn failed_async(&mut self, py: Python<'_>, err: PyErr, forced_transient: bool, answers: Option<&Bound<'_, PyTuple>>) -> Result<Failed, PyErr> {
+    pub fn failed_async(
+        &mut self,
+        py: Python<'_>,
+        err: PyErr,
+        forced_transient: bool,
+        answers: Option<&Bound<'_, PyTuple>>,
+    ) -> Result<Failed, PyErr> {
         let value = err.value(py).clone().into_any();
         let host = &*self.host;
         let mut signal = None;
@@ -114,7 +125,8 @@ impl CallState {
                 return Err(hook_error);
             }
         };
-        let decision = self.call.record(verdict, at, &mut |e| host.emit(py, e, Some(&value), &mut signal)).map_err(state_error)?;
+        let decision =
+            self.call.record(verdict, at, &mut |e| host.emit(py, e, Some(&value), &mut signal)).map_err(state_error)?;
         if let Some(signal) = signal {
             // A Ctrl-C (or SystemExit) raised by a listener ends the call as it would
             // anywhere else; the failure it interrupted is its context.
@@ -129,7 +141,8 @@ impl CallState {
             }
             Decision::Stop(Stop::Exhausted(reason)) => {
                 self.keep(err.into_value(py));
-                let exhausted = errors::exhausted(py, self.host.policy.name(), self.call.attempt(), reason, &self.errors);
+                let exhausted =
+                    errors::exhausted(py, self.host.policy.name(), self.call.attempt(), reason, &self.errors);
                 self.errors.clear();
                 Err(exhausted)
             }
@@ -147,7 +160,8 @@ impl CallState {
         let host = &*self.host;
         let last = self.errors.last().map(|e| e.bind(py).clone().into_any());
         let mut signal = None;
-        let resumed = self.call.after_wait(at, &mut |e| host.emit(py, e, last.as_ref(), &mut signal)).map_err(state_error)?;
+        let resumed =
+            self.call.after_wait(at, &mut |e| host.emit(py, e, last.as_ref(), &mut signal)).map_err(state_error)?;
         if let Some(signal) = signal {
             self.errors.clear();
             return Err(signal);

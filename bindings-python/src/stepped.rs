@@ -34,7 +34,13 @@ impl SteppedCall {
     /// driver calls again with its result appended. Without `answers` (the sync loop
     /// form), such a hook is a TypeError naming it.
     #[pyo3(signature = (exc, timed_out=false, answers=None))]
-    fn failed(&mut self, py: Python<'_>, exc: Bound<'_, PyAny>, timed_out: bool, answers: Option<Bound<'_, PyTuple>>) -> PyResult<Py<PyAny>> {
+    fn failed(
+        &mut self,
+        py: Python<'_>,
+        exc: Bound<'_, PyAny>,
+        timed_out: bool,
+        answers: Option<Bound<'_, PyTuple>>,
+    ) -> PyResult<Py<PyAny>> {
         let err = PyErr::from_value(exc);
         let delay = match self.state.failed_async(py, err, timed_out, answers.as_ref())? {
             Failed::Wait(delay) => delay,
