@@ -27,12 +27,15 @@ pub struct HostPolicy {
     pub policy: Arc<Policy>,
     pub retry_on: RetryOn,
     pub retry_after: Option<Py<PyAny>>,
+    /// `value -> bool` (True: retry), or None: every value is a success.
+    pub retry_on_result: Option<Py<PyAny>>,
     pub on_event: Option<Py<PyAny>>,
     pub budget: Option<Py<PyRetryBudget>>,
     pub attempt_timeout: Option<f64>,
     /// The name as a Python str, made once rather than per event.
     pub name: Py<PyString>,
-    /// A success has to reach the engine only to be reported or to refill a budget.
+    /// A success has to reach the engine only to be reported or to refill a budget, and
+    /// a returned value has to be looked at only when a result predicate is set.
     pub wants_success: bool,
     /// Exception classes seen, and whether they may carry `retry_after` beyond the
     /// instance dict (see `attribute_hint`). Holds the classes, so an entry never outlives
@@ -48,16 +51,18 @@ impl HostPolicy {
         policy: Arc<Policy>,
         retry_on: RetryOn,
         retry_after: Option<Py<PyAny>>,
+        retry_on_result: Option<Py<PyAny>>,
         on_event: Option<Py<PyAny>>,
         budget: Option<Py<PyRetryBudget>>,
         attempt_timeout: Option<f64>,
     ) -> Self {
         let name = PyString::new(py, policy.name()).unbind();
-        let wants_success = on_event.is_some() || budget.is_some();
+        let wants_success = on_event.is_some() || budget.is_some() || retry_on_result.is_some();
         HostPolicy {
             policy,
             retry_on,
             retry_after,
+            retry_on_result,
             on_event,
             budget,
             attempt_timeout,
@@ -109,6 +114,34 @@ impl HostPolicy {
             Ok(hint) => Classified::Verdict(Verdict::Transient { hint }),
             Err(pending) => pending,
         })
+    }
+
+    /// The verdict on a value the result predicate rejected: transient by definition, its
+    /// hint read as an error's is (the `retry_after` hook gets the value).
+    pub fn hint_verdict<'py>(
+        &self,
+        value: &Bound<'py, PyAny>,
+        answers: Option<&Bound<'py, PyTuple>>,
+    ) -> PyResult<Classified<'py>> {
+        Ok(match self.hint(value, answers, 0)? {
+            Ok(hint) => Classified::Verdict(Verdict::Transient { hint }),
+            Err(pending) => pending,
+        })
+    }
+
+    /// Whether the result predicate rejects `value` (a failure to retry), or (async calls)
+    /// its awaitable answer to await and hand back to [`value_rejected_by`].
+    pub fn rejects<'py>(
+        &self,
+        value: &Bound<'py, PyAny>,
+        can_await: bool,
+    ) -> PyResult<Result<bool, Bound<'py, PyAny>>> {
+        let Some(f) = &self.retry_on_result else { return Ok(Ok(false)) };
+        let answer = f.bind(value.py()).call1((value,))?;
+        if let Some(Classified::Await(pending)) = awaitable(&answer, "retry_on_result", can_await)? {
+            return Ok(Err(pending));
+        }
+        Ok(Ok(answer.is_truthy()?))
     }
 
     /// The Retry-After style minimum wait a failure carries: the `retry_after` hook's
@@ -210,15 +243,16 @@ impl HostPolicy {
     /// call: its error goes to `sys.unraisablehook`, Python's channel for exactly this;
     /// except KeyboardInterrupt and SystemExit (a Ctrl-C that lands while a listener
     /// runs), which are kept in `signal` for the caller to raise once the engine is done.
+    /// `subject` is the failure the event is about: `(error, false)` or `(value, true)`.
     pub fn emit(
         &self,
         py: Python<'_>,
         event: &Event<'_>,
-        error: Option<&Bound<'_, PyAny>>,
+        subject: Option<(&Bound<'_, PyAny>, bool)>,
         signal: &mut Option<PyErr>,
     ) {
         let Some(listener) = &self.on_event else { return };
-        let event = PyEvent::new(py, &self.name, event, error);
+        let event = PyEvent::new(py, &self.name, event, subject);
         let listener = listener.bind(py);
         let result = Bound::new(py, event).and_then(|e| listener.call1((e,)));
         tell(py, listener, result, signal);

@@ -17,7 +17,7 @@ use crate::host_policy::{HostPolicy, RetryOn};
 
 /// The options Python has beyond the core's knob table (which supplies the rest, in the
 /// contract's snake_case spelling).
-pub const HOST_ONLY: [&str; 4] = ["retry_on", "retry_after", "on_event", "attempt_timeout"];
+pub const HOST_ONLY: [&str; 5] = ["retry_on", "retry_after", "retry_on_result", "on_event", "attempt_timeout"];
 
 /// Every keyword a Retrier takes: the knob table's, then Python's own.
 pub fn known() -> impl Iterator<Item = &'static str> {
@@ -93,6 +93,8 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Ho
     };
     let retry_after =
         callable_or_none(some("retry_after"), "retry_after", "a callable exc -> seconds | timedelta | None")?;
+    let retry_on_result =
+        callable_or_none(some("retry_on_result"), "retry_on_result", "a callable value -> bool (True: retry)")?;
     let on_event = crate::listeners::on_event(some("on_event"))?;
     let attempt_timeout = match some("attempt_timeout") {
         None => None,
@@ -107,7 +109,7 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Ho
             Some(s)
         }
     };
-    Ok(HostPolicy::new(py, Arc::new(policy), retry_on, retry_after, on_event, budget, attempt_timeout))
+    Ok(HostPolicy::new(py, Arc::new(policy), retry_on, retry_after, retry_on_result, on_event, budget, attempt_timeout))
 }
 
 fn build(builder: PolicyBuilder, options: Option<&Bound<'_, PyDict>>) -> PyResult<Policy> {

@@ -15,9 +15,10 @@ use crate::budget::PyRetryBudget;
 use crate::convert::{pyfloat, secs};
 use crate::errors;
 use crate::host_policy::{HostPolicy, RetryOn};
-use crate::state::{now, CallState};
+use crate::state::{now, CallState, Failed};
 use crate::stepped::SteppedCall;
 use crate::token::PyCancelToken;
+use pyo3::exceptions::PyRuntimeError;
 
 /// Retries a function on transient failures, under one immutable policy. Share it freely
 /// between threads and tasks: every call keeps its own state.
@@ -53,29 +54,42 @@ impl Retrier {
         }
         let clock = testing::clock();
         let start = now(&clock);
-        let mut err = match f.call(args, kwargs) {
+        let mut failure = match f.call(args, kwargs) {
             Ok(value) => {
                 if is_coroutine(py, &value)? {
                     return Err(coroutine_in_sync_call(f, &value));
                 }
                 if self.host.wants_success {
-                    self.report_success(py, start, &clock)?;
+                    if sync_rejects(&self.host, &value)? {
+                        Err(value)
+                    } else {
+                        self.report_success(py, start, &clock)?;
+                        return Ok(value.unbind());
+                    }
+                } else {
+                    return Ok(value.unbind());
                 }
-                return Ok(value.unbind());
             }
-            Err(e) => e,
+            Err(e) => Ok(e),
         };
         let mut state = CallState::begin(self.host.clone(), start, clock, token.cloned());
         loop {
-            let delay = state.failed(py, err, false)?;
+            let delay = match failure {
+                Ok(err) => state.failed(py, err, false)?,
+                Err(value) => match state.rejected_value(py, value, None)? {
+                    Failed::Wait(delay) => delay,
+                    Failed::Await(_) => return Err(PyRuntimeError::new_err("retryrs: a sync call was asked to await")),
+                },
+            };
             state.wait_blocking(py, delay)?;
             state.resume(py)?;
-            match f.call(args, kwargs) {
+            failure = match f.call(args, kwargs) {
+                Ok(value) if sync_rejects(&self.host, &value)? => Err(value),
                 Ok(value) => {
                     state.succeeded(py)?;
                     return Ok(value.unbind());
                 }
-                Err(e) => err = e,
+                Err(e) => Ok(e),
             }
         }
     }
@@ -96,6 +110,15 @@ impl Retrier {
         let mut signal = None;
         cancelled_before_start(&host.policy, &mut |e| host.emit(py, e, None, &mut signal));
         signal.unwrap_or_else(|| errors::cancelled(py, host.policy.name(), 0, &[]))
+    }
+}
+
+/// Whether the result predicate (if any) rejects a value, in a sync call: an awaitable
+/// answer is a TypeError naming `retry_on_result`.
+fn sync_rejects(host: &HostPolicy, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    match host.rejects(value, false)? {
+        Ok(rejected) => Ok(rejected),
+        Err(_) => Err(PyRuntimeError::new_err("retryrs: a sync call was asked to await retry_on_result")),
     }
 }
 
@@ -136,10 +159,10 @@ fn not_callable(func: &Bound<'_, PyAny>) -> PyErr {
 #[pymethods]
 impl Retrier {
     /// `Retrier(*, retry_on=OSError (None means the default), max_attempts=5, initial_delay=0.2, multiplier=2.0,
-    /// max_delay=5.0, jitter="full", deadline=15.0, retry_after=None, on_event=None,
+    /// max_delay=5.0, jitter="full", deadline=15.0, max_retry_after=60.0, retry_after=None, on_event=None,
     /// budget=None, name="retry", seed=None, attempt_timeout=None)`
     #[new]
-    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, retry_after=None, on_event=None, budget=None, name='retry', seed=None, attempt_timeout=None)")]
+    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, max_retry_after=60.0, retry_after=None, retry_on_result=None, on_event=None, budget=None, name='retry', seed=None, attempt_timeout=None)")]
     fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         Ok(Retrier { host: Arc::new(crate::options::parse(py, options)?), cancel: None })
     }
@@ -222,6 +245,11 @@ impl Retrier {
     fn deadline(&self) -> Option<f64> {
         self.host.policy.deadline().map(secs)
     }
+    /// The longest server-asked wait accepted, in seconds; None when off.
+    #[getter]
+    fn max_retry_after(&self) -> Option<f64> {
+        self.host.policy.max_retry_after().map(secs)
+    }
     #[getter]
     fn name(&self) -> &str {
         self.host.policy.name()
@@ -271,6 +299,9 @@ impl Retrier {
             if let Some(f) = &h.retry_after {
                 parts.push(format!("retry_after={}", py_repr(f.bind(py))));
             }
+            if let Some(f) = &h.retry_on_result {
+                parts.push(format!("retry_on_result={}", py_repr(f.bind(py))));
+            }
             if let Some(f) = &h.on_event {
                 parts.push(format!("on_event={}", py_repr(f.bind(py))));
             }
@@ -295,6 +326,22 @@ impl Retrier {
     #[getter]
     fn _wants_success(&self) -> bool {
         self.host.wants_success
+    }
+
+    /// For the async drivers: True when the result predicate rejects `value`, False when
+    /// it accepts it (or there is none), or the predicate's awaitable answer to await.
+    fn _rejects(&self, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = value.py();
+        Ok(match self.host.rejects(value, true)? {
+            Ok(rejected) => pyo3::types::PyBool::new(py, rejected).to_owned().into_any().unbind(),
+            Err(pending) => pending.unbind(),
+        })
+    }
+
+    /// `value -> bool` (True: retry the returned value), or None.
+    #[getter]
+    fn retry_on_result(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.host.retry_on_result.as_ref().map(|f| f.clone_ref(py))
     }
 
     fn _succeeded(&self, py: Python<'_>, start: u64) -> PyResult<()> {

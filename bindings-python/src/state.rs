@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use pyo3::exceptions::{PyBaseException, PyException, PyRuntimeError};
+use pyo3::exceptions::{PyException, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use retryrs::{Call, CancelToken, Clock, Decision, Policy, Resume, Stop, SystemClock, Verdict, VirtualClock};
@@ -23,14 +23,18 @@ pub fn now(clock: &Option<VirtualClock>) -> Duration {
     }
 }
 
-/// How many failures a call keeps for RetryExhausted / RetryCancelled `.errors`.
-pub const MAX_ERRORS: usize = 64;
-
 /// What a failure leads to: a wait, or (async calls only) a hook's awaitable to await
 /// before the failure can be classified.
 pub enum Failed {
     Wait(Duration),
     Await(Py<PyAny>),
+}
+
+/// One failure kept for the error that may end the call: an exception an attempt raised,
+/// or a value the result predicate rejected.
+pub struct Kept {
+    pub obj: Py<PyAny>,
+    pub is_value: bool,
 }
 
 /// Once the call has ended its failures are dropped: they live on in the exception that
@@ -39,8 +43,9 @@ pub enum Failed {
 pub struct CallState {
     pub host: Arc<HostPolicy>,
     call: Call<Arc<Policy>>,
-    /// Every failure so far, in order (the cause of Exhausted and Cancelled is the last).
-    pub errors: Vec<Py<PyBaseException>>,
+    /// The failures so far, in order, the last `retryrs::HISTORY` at most (the cause of
+    /// Exhausted and Cancelled is the last error; a last rejected value is their `result`).
+    pub errors: Vec<Kept>,
     pub clock: Option<VirtualClock>,
     pub token: Option<CancelToken>,
 }
@@ -61,13 +66,18 @@ impl CallState {
         CallState { host, call, errors: Vec::new(), clock, token }
     }
 
-    /// Remembers a failure, keeping at most the last [`MAX_ERRORS`] (SEMANTICS: the
-    /// count is in `attempts`): a long retry storm must not hold every traceback.
-    fn keep(&mut self, err: Py<PyBaseException>) {
-        if self.errors.len() == MAX_ERRORS {
+    /// Keeps a failure: the last `retryrs::HISTORY` only, so a call with a huge
+    /// max_attempts cannot hold every traceback it ever saw.
+    fn keep(&mut self, obj: Py<PyAny>, is_value: bool) {
+        if self.errors.len() == retryrs::HISTORY {
             self.errors.remove(0);
         }
-        self.errors.push(err);
+        self.errors.push(Kept { obj, is_value });
+    }
+
+    /// The last failure, for the events that follow it.
+    fn last<'py>(&self, py: Python<'py>) -> Option<(Bound<'py, PyAny>, bool)> {
+        self.errors.last().map(|k| (k.obj.bind(py).clone(), k.is_value))
     }
 
     pub fn attempt(&self) -> u32 {
@@ -97,11 +107,12 @@ impl CallState {
         let value = err.value(py).clone().into_any();
         let host = &*self.host;
         let mut signal = None;
+        let subject = Some((&value, false));
         // KeyboardInterrupt, SystemExit, GeneratorExit, CancelledError: never offered to
         // the predicate, never retried. The call is cancelled; the signal goes on as is.
         if !value.is_instance_of::<PyException>() {
             let at = now(&self.clock);
-            let _ = self.call.cancel(at, &mut |e| host.emit(py, e, Some(&value), &mut signal));
+            let _ = self.call.cancel(at, &mut |e| host.emit(py, e, subject, &mut signal));
             self.errors.clear();
             return Err(err);
         }
@@ -116,7 +127,7 @@ impl CallState {
             Err(hook_error) => {
                 // The hook's own failure ends the call; the events still close it (as a
                 // rejection: no retry happened), and nothing is lost.
-                let _ = self.call.record(Verdict::Permanent, at, &mut |e| host.emit(py, e, Some(&value), &mut signal));
+                let _ = self.call.record(Verdict::Permanent, at, &mut |e| host.emit(py, e, subject, &mut signal));
                 self.errors.clear();
                 if let Some(signal) = signal {
                     return Err(signal);
@@ -126,7 +137,7 @@ impl CallState {
             }
         };
         let decision =
-            self.call.record(verdict, at, &mut |e| host.emit(py, e, Some(&value), &mut signal)).map_err(state_error)?;
+            self.call.record(verdict, at, &mut |e| host.emit(py, e, subject, &mut signal)).map_err(state_error)?;
         if let Some(signal) = signal {
             // A Ctrl-C (or SystemExit) raised by a listener ends the call as it would
             // anywhere else; the failure it interrupted is its context.
@@ -136,15 +147,12 @@ impl CallState {
         }
         match decision {
             Decision::Retry(delay) => {
-                self.keep(err.into_value(py));
+                self.keep(value.unbind(), false);
                 Ok(Failed::Wait(delay))
             }
             Decision::Stop(Stop::Exhausted(reason)) => {
-                self.keep(err.into_value(py));
-                let exhausted =
-                    errors::exhausted(py, self.host.policy.name(), self.call.attempt(), reason, &self.errors);
-                self.errors.clear();
-                Err(exhausted)
+                self.keep(value.unbind(), false);
+                Err(self.exhausted(py, reason))
             }
             // Rejected: the original error, unchanged (same object, same traceback).
             Decision::Stop(_) => {
@@ -154,25 +162,68 @@ impl CallState {
         }
     }
 
+    /// An attempt returned `value` and the result predicate rejected it: a failure
+    /// handled exactly like a transient error (contract step 2), its hint read from the
+    /// value. Returns as [`failed_async`](Self::failed_async) does.
+    pub fn rejected_value(
+        &mut self,
+        py: Python<'_>,
+        value: Bound<'_, PyAny>,
+        answers: Option<&Bound<'_, PyTuple>>,
+    ) -> Result<Failed, PyErr> {
+        let host = &*self.host;
+        let mut signal = None;
+        let subject = Some((&value, true));
+        let verdict = match host.hint_verdict(&value, answers) {
+            Ok(Classified::Await(pending)) => return Ok(Failed::Await(pending.unbind())),
+            Ok(Classified::Verdict(v)) => Ok(v),
+            Err(e) => Err(e),
+        };
+        let at = now(&self.clock);
+        let verdict = match verdict {
+            Ok(v) => v,
+            Err(hook_error) => {
+                let _ = self.call.record(Verdict::Permanent, at, &mut |e| host.emit(py, e, subject, &mut signal));
+                self.errors.clear();
+                return Err(signal.unwrap_or(hook_error));
+            }
+        };
+        let decision =
+            self.call.record(verdict, at, &mut |e| host.emit(py, e, subject, &mut signal)).map_err(state_error)?;
+        if let Some(signal) = signal {
+            self.errors.clear();
+            return Err(signal);
+        }
+        self.keep(value.clone().unbind(), true);
+        match decision {
+            Decision::Retry(delay) => Ok(Failed::Wait(delay)),
+            Decision::Stop(Stop::Exhausted(reason)) => Err(self.exhausted(py, reason)),
+            Decision::Stop(_) => Err(PyRuntimeError::new_err("retryrs: a rejected value was not transient")),
+        }
+    }
+
+    /// `RetryExhausted` from the failures kept; the call's history is then dropped.
+    fn exhausted(&mut self, py: Python<'_>, reason: retryrs::ExhaustReason) -> PyErr {
+        let exhausted = errors::exhausted(py, self.host.policy.name(), self.call.attempt(), reason, &self.errors);
+        self.errors.clear();
+        exhausted
+    }
+
     /// The wait is over: the next attempt may run, or the deadline passed during it.
     pub fn resume(&mut self, py: Python<'_>) -> PyResult<()> {
         let at = now(&self.clock);
         let host = &*self.host;
-        let last = self.errors.last().map(|e| e.bind(py).clone().into_any());
+        let last = self.last(py);
+        let subject = last.as_ref().map(|(o, v)| (o, *v));
         let mut signal = None;
-        let resumed =
-            self.call.after_wait(at, &mut |e| host.emit(py, e, last.as_ref(), &mut signal)).map_err(state_error)?;
+        let resumed = self.call.after_wait(at, &mut |e| host.emit(py, e, subject, &mut signal)).map_err(state_error)?;
         if let Some(signal) = signal {
             self.errors.clear();
             return Err(signal);
         }
         match resumed {
             Resume::Attempt(_) => Ok(()),
-            Resume::Stop(Stop::Exhausted(reason)) => {
-                let exhausted = errors::exhausted(py, host.policy.name(), self.call.attempt(), reason, &self.errors);
-                self.errors.clear();
-                Err(exhausted)
-            }
+            Resume::Stop(Stop::Exhausted(reason)) => Err(self.exhausted(py, reason)),
             Resume::Stop(_) => Err(PyRuntimeError::new_err("retryrs: unexpected stop after a wait")),
         }
     }
@@ -212,9 +263,10 @@ impl CallState {
     fn emit_cancel(&mut self, py: Python<'_>) -> Option<PyErr> {
         let at = now(&self.clock);
         let host = &*self.host;
-        let last = self.errors.last().map(|e| e.bind(py).clone().into_any());
+        let last = self.last(py);
+        let subject = last.as_ref().map(|(o, v)| (o, *v));
         let mut signal = None;
-        let _ = self.call.cancel(at, &mut |e| host.emit(py, e, last.as_ref(), &mut signal));
+        let _ = self.call.cancel(at, &mut |e| host.emit(py, e, subject, &mut signal));
         signal
     }
 

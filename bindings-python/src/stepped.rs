@@ -18,6 +18,16 @@ pub struct SteppedCall {
 }
 
 impl SteppedCall {
+    /// The seconds to await before the next attempt, 0.0 when there is nothing to await
+    /// (a zero delay, or virtual time, where the wait has already happened).
+    fn after_failure(&mut self, py: Python<'_>, delay: std::time::Duration) -> PyResult<Py<PyAny>> {
+        if self.state.clock.is_some() || delay.is_zero() {
+            self.state.wait_blocking(py, delay)?;
+            return Ok(0.0f64.into_pyobject(py)?.into_any().unbind());
+        }
+        Ok(delay.as_secs_f64().into_pyobject(py)?.into_any().unbind())
+    }
+
     pub fn new(state: CallState, token: Option<Py<PyCancelToken>>) -> Self {
         SteppedCall { state, token }
     }
@@ -46,11 +56,23 @@ impl SteppedCall {
             Failed::Wait(delay) => delay,
             Failed::Await(pending) => return Ok(pending),
         };
-        if self.state.clock.is_some() || delay.is_zero() {
-            self.state.wait_blocking(py, delay)?;
-            return Ok(0.0f64.into_pyobject(py)?.into_any().unbind());
-        }
-        Ok(delay.as_secs_f64().into_pyobject(py)?.into_any().unbind())
+        self.after_failure(py, delay)
+    }
+
+    /// The attempt returned `value` and `retry_on_result` rejected it: as `failed`, for a
+    /// value (the retry_after hook, if any, gets the value).
+    #[pyo3(signature = (value, answers=None))]
+    fn rejected(
+        &mut self,
+        py: Python<'_>,
+        value: Bound<'_, PyAny>,
+        answers: Option<Bound<'_, PyTuple>>,
+    ) -> PyResult<Py<PyAny>> {
+        let delay = match self.state.rejected_value(py, value, answers.as_ref())? {
+            Failed::Wait(delay) => delay,
+            Failed::Await(pending) => return Ok(pending),
+        };
+        self.after_failure(py, delay)
     }
 
     /// A blocking wait (the `for attempt in retrier:` form): GIL released, woken by the
@@ -84,7 +106,7 @@ impl SteppedCall {
     // the Retrier that owns them, so they are not this object's to report.)
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         for e in &self.state.errors {
-            visit.call(e)?;
+            visit.call(&e.obj)?;
         }
         if let Some(t) = &self.token {
             visit.call(t)?;

@@ -37,18 +37,32 @@ async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tup
         exc: Optional[BaseException] = e
         _refuse_sync(fn, attempt, e)
     else:
-        # The happy path: no engine state unless someone listens or a budget refills.
+        # The happy path: no engine state unless someone listens, a budget refills or a
+        # result predicate looks at the value.
         if r._wants_success:
+            if await _rejects(r, value):
+                return await _retry(r, r._begin(start), fn, args, kw, timeout, None, value)
             r._succeeded(start)
         return value
-    return await _retry(r._begin(start), fn, args, kw, timeout, exc)
+    return await _retry(r, r._begin(start), fn, args, kw, timeout, exc, None)
 
 
-async def _retry(call: _native.SteppedCall, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kw: Dict[str, Any], timeout: Optional[float], exc: Optional[BaseException]) -> Any:
+async def _rejects(r: _native.Retrier, value: Any) -> bool:
+    """Whether retry_on_result rejects the value (an async predicate is awaited)."""
+    verdict = r._rejects(value)
+    if type(verdict) is bool:
+        return verdict
+    return bool(await verdict)
+
+
+async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kw: Dict[str, Any], timeout: Optional[float], exc: Optional[BaseException], rejected: Any) -> Any:
+    checks_results = r.retry_on_result is not None
     while True:
-        assert exc is not None
-        delay = await _failed(call, exc, type(exc) is AttemptTimeout)  # raises when the call ends
-        exc = None  # no frame -> traceback -> frame cycle
+        if exc is not None:
+            delay = await _failed(call, exc, type(exc) is AttemptTimeout)  # raises when the call ends
+        else:
+            delay = await _rejected(call, rejected)
+        exc = rejected = None  # no frame -> traceback -> frame cycle
         if delay:
             await _sleep(call, delay)
         else:
@@ -64,6 +78,9 @@ async def _retry(call: _native.SteppedCall, fn: Callable[..., Awaitable[Any]], a
         except BaseException as e:
             exc = e
         else:
+            if checks_results and await _rejects(r, value):
+                rejected = value
+                continue
             call.succeeded()
             return value
 
@@ -75,6 +92,16 @@ async def _failed(call: _native.SteppedCall, exc: BaseException, timed_out: bool
     answers: Tuple[Any, ...] = ()
     while True:
         step = call.failed(exc, timed_out, answers)
+        if type(step) is float:
+            return step
+        answers += (await step,)
+
+
+async def _rejected(call: _native.SteppedCall, value: Any) -> float:
+    """The engine's answer to a rejected value (an async retry_after hook is awaited)."""
+    answers: Tuple[Any, ...] = ()
+    while True:
+        step = call.rejected(value, answers)
         if type(step) is float:
             return step
         answers += (await step,)
