@@ -112,6 +112,19 @@ def main() -> None:
     version: int = RatesClient.version() + client.version()
     unbound: str = RatesClient.get(client, "/gbp")
     assert (got, agot, version, unbound) == ("/rates/eurx3", "/rates/usd/rates/usd", 4, "/rates/gbpx3")
+    judged = Retrier(retry_on_result=lambda v: v is None, max_retry_after=timedelta(seconds=30))
+    answers = iter([None, "filled"])
+    filled: Optional[str] = judged.call(lambda: next(answers))
+    assert filled == "filled" and judged.max_retry_after == 30.0
+    for judged_attempt in judged:
+        with judged_attempt:
+            judged_attempt.result = "accepted"
+    try:
+        with retryrs.testing.virtual_time():
+            judged.call(lambda: None)
+    except RetryExhausted as gave_up:
+        last_value: object = gave_up.result
+        assert last_value is None and gave_up.reason == "attempts"
     number = 0
     for attempt in retrier:
         with attempt:
