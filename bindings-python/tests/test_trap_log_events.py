@@ -37,3 +37,11 @@ def test_exhaustion_is_one_line_with_its_reason(virtual, caplog):
     lines = [r.getMessage() for r in caplog.records]
     assert lines == ["retry: attempt 1 failed after 0 ms: OSError('down'); gave up (attempts)"]
     assert caplog.records[0].levelno == logging.WARNING
+
+
+def test_a_rejected_value_is_named_in_its_line(virtual, caplog):
+    caplog.set_level(logging.DEBUG, logger="retryrs")
+    answers = iter(["busy", "ok"])
+    Retrier(jitter="none", retry_on_result=lambda v: v == "busy", on_event=log_events()).call(lambda: next(answers))
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[0] == "retry: attempt 1 failed after 0 ms: rejected value 'busy'; retrying in 200 ms"

@@ -10,6 +10,18 @@ from ._native import Event
 _FAILURES = {"rejected", "exhausted", "cancelled"}
 
 
+class _Rejected:
+    """Renders a rejected value in a log line: ``rejected value <repr>``."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"rejected value {self.value!r}"
+
+
 def log_events(
     logger: Optional[Union[logging.Logger, logging.LoggerAdapter, str]] = None,  # type: ignore[type-arg]
     *,
@@ -53,10 +65,12 @@ def log_events(
             outcome, args = "not retried (permanent)", []
         else:
             outcome, args = "gave up (%s)", [event.reason]
+        # The failure: the exception, or the value retry_on_result rejected.
+        failure = event.error if event.error is not None else _Rejected(event.result)
         log.log(
             lvl,
             "%s: attempt %d failed after %d ms: %r; " + outcome,
-            event.name, event.attempt, ms, event.error, *args,
+            event.name, event.attempt, ms, failure, *args,
             extra={"retry_event": event},
         )
 
