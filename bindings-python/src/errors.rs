@@ -43,10 +43,10 @@ fn raise(
 
 /// The errors among the kept failures (in order), the last failure if it is an error
 /// (the cause), and the last failure if it is a rejected value (`result`).
-fn split<'py, 'k>(
-    py: Python<'py>,
-    failures: &'k [Kept],
-) -> PyResult<(Bound<'py, PyTuple>, Option<&'k Py<PyAny>>, Bound<'py, PyAny>)> {
+/// (errors, cause, result) of [`split`].
+type Split<'py, 'k> = (Bound<'py, PyTuple>, Option<&'k Py<PyAny>>, Bound<'py, PyAny>);
+
+fn split<'py, 'k>(py: Python<'py>, failures: &'k [Kept]) -> PyResult<Split<'py, 'k>> {
     let errors: Vec<_> = failures.iter().filter(|k| !k.is_value).map(|k| k.obj.bind(py)).collect();
     let errors = PyTuple::new(py, errors)?;
     let cause = failures.last().filter(|k| !k.is_value).map(|k| &k.obj);

@@ -22,6 +22,13 @@ pub enum RetryOn {
     Predicate(Py<PyAny>),
 }
 
+/// The user's callables besides `retry_on`, as given (each optional).
+pub struct Hooks {
+    pub retry_after: Option<Py<PyAny>>,
+    pub retry_on_result: Option<Py<PyAny>>,
+    pub on_event: Option<Py<PyAny>>,
+}
+
 /// Immutable and shared (`Arc`) by a Retrier, its derived retriers and its calls.
 pub struct HostPolicy {
     pub policy: Arc<Policy>,
@@ -50,12 +57,11 @@ impl HostPolicy {
         py: Python<'_>,
         policy: Arc<Policy>,
         retry_on: RetryOn,
-        retry_after: Option<Py<PyAny>>,
-        retry_on_result: Option<Py<PyAny>>,
-        on_event: Option<Py<PyAny>>,
+        hooks: Hooks,
         budget: Option<Py<PyRetryBudget>>,
         attempt_timeout: Option<f64>,
     ) -> Self {
+        let Hooks { retry_after, retry_on_result, on_event } = hooks;
         let name = PyString::new(py, policy.name()).unbind();
         let wants_success = on_event.is_some() || budget.is_some() || retry_on_result.is_some();
         HostPolicy {

@@ -13,7 +13,7 @@ use retryrs::{Given, Jitter, Policy, PolicyBuilder, PolicyError, Setting, Unit};
 
 use crate::budget::PyRetryBudget;
 use crate::convert::{ms, repr, seconds};
-use crate::host_policy::{HostPolicy, RetryOn};
+use crate::host_policy::{Hooks, HostPolicy, RetryOn};
 
 /// The options Python has beyond the core's knob table (which supplies the rest, in the
 /// contract's snake_case spelling).
@@ -109,7 +109,14 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Ho
             Some(s)
         }
     };
-    Ok(HostPolicy::new(py, Arc::new(policy), retry_on, retry_after, retry_on_result, on_event, budget, attempt_timeout))
+    Ok(HostPolicy::new(
+        py,
+        Arc::new(policy),
+        retry_on,
+        Hooks { retry_after, retry_on_result, on_event },
+        budget,
+        attempt_timeout,
+    ))
 }
 
 fn build(builder: PolicyBuilder, options: Option<&Bound<'_, PyDict>>) -> PyResult<Policy> {
