@@ -34,8 +34,11 @@ export interface RetrierOptions {
   shouldRetry?: (error: unknown) => boolean;
   /** The minimum wait the server asked for, or undefined. Default: retryAfterFromError. */
   retryAfterMs?: (error: unknown) => number | undefined;
-  /** Called for every event; a throw is reported as a process warning and changes nothing. */
-  onEvent?: (event: RetryEvent) => void;
+  /**
+   * Called for every event (one listener or an array of them); a throw, or an async
+   * listener's rejection, is reported as a process warning and changes nothing.
+   */
+  onEvent?: ((event: RetryEvent) => void | PromiseLike<void>) | ReadonlyArray<(event: RetryEvent) => void | PromiseLike<void>>;
   /** A budget shared with other retriers. */
   budget?: RetryBudget | null;
   /** Names the retrier in events and errors. Default 'retry'. */

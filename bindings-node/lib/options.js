@@ -5,13 +5,14 @@ const native = require('./native');
 const { budgetHandle } = require('./budget');
 const { rethrowProblem } = require('./problem');
 const { isTransientError, retryAfterFromError } = require('./predicate');
+const { listenerOf } = require('./events');
 
 // The policy's knobs come from the core's knob table (Node spelling included); only the
 // options that exist in Node alone are declared here.
 const KNOBS = native.knobs();
 const NUMBERS = KNOBS.filter((k) => k.numeric);
-const FUNCTIONS = ['shouldRetry', 'retryAfterMs', 'onEvent'];
-const HOST_ONLY = [...FUNCTIONS, 'attemptTimeoutMs'];
+const FUNCTIONS = ['shouldRetry', 'retryAfterMs'];
+const HOST_ONLY = [...FUNCTIONS, 'onEvent', 'attemptTimeoutMs'];
 const KNOWN = new Set([...KNOBS.map((k) => k.option), ...HOST_ONLY]);
 // setTimeout cannot arm a longer timer (it would fire at once).
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
@@ -59,6 +60,11 @@ function normalise(options) {
   for (const key of FUNCTIONS) {
     if (given(key) && typeof options[key] !== 'function') throw new TypeError(`${key} must be a function, got ${typeName(options[key])}`);
   }
+  if (given('onEvent')) {
+    const l = options.onEvent;
+    const ok = typeof l === 'function' || (Array.isArray(l) && l.every((f) => typeof f === 'function'));
+    if (!ok) throw new TypeError(`onEvent must be a function or an array of functions, got ${typeName(l)}`);
+  }
   let attemptTimeoutMs = 0;
   if (given('attemptTimeoutMs') && options.attemptTimeoutMs !== null) {
     const t = options.attemptTimeoutMs;
@@ -73,7 +79,7 @@ function normalise(options) {
   } catch (err) {
     rethrowProblem(err);
   }
-  const onEvent = options.onEvent;
+  const onEvent = listenerOf(options.onEvent);
   return Object.freeze({
     policy: handle,
     policyId: handle.id,
