@@ -6,7 +6,7 @@ const native = require('./native');
 const { now, isVirtual } = require('./clock');
 const { watch, unwatch } = require('./abort');
 const { typeName } = require('./options');
-const { RetryExhaustedError } = require('./errors');
+const { RetryExhaustedError, describe } = require('./errors');
 const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, REJECTED, EXHAUSTED } = require('./codes');
 const { AttemptContext } = require('./attempt');
 const { reportListenerError } = require('./events');
@@ -16,6 +16,10 @@ const CARRIES_ERROR = new Set(native.eventKindsCarryingError());
 
 // The longest single setTimeout; longer waits are armed in chunks.
 const MAX_TIMER_MS = 2 ** 31 - 1;
+
+// How many failures RetryExhaustedError.errors keeps (the last ones): the contract's cap,
+// so a long zero-delay storm cannot grow the heap without bound.
+const MAX_ERRORS = 64;
 
 // Attempt outcomes inside the loop.
 const OK = 0;
@@ -88,14 +92,12 @@ class CallRun {
         if (outcome === OK) return this.succeed();
         // The call's own abort is never offered to the predicate, whatever fn threw.
         if (outcome === ABORTED || signal?.aborted) throw this.cancel();
-        const delay = this.fail(this.error);
-        if (delay > 0 || signal !== undefined) {
-          if (!(await this.wait(delay))) throw this.cancel();
-        }
-        // After a zero wait with nobody listening no time has passed since the verdict
-        // (a listener may advance the virtual clock, so then the clock is read again).
-        const resumedAt = delay === 0 && this.o.onEvent === undefined ? this.recordedAt : now();
-        const next = native.callAfterWait(this.engine, resumedAt);
+        let delay = this.fail(this.error);
+        if (typeof delay !== 'number') delay = await delay;
+        // Even a zero wait yields one turn of the event loop: a zero-delay storm must not
+        // starve timers, I/O and the very abort that would end it.
+        if (!(await this.wait(delay))) throw this.cancel();
+        const next = native.callAfterWait(this.engine, now());
         this.emit(this.error);
         if (next < 0) throw this.exhausted();
         attempt = next;
@@ -168,38 +170,75 @@ class CallRun {
     });
   }
 
-  /** Classifies a failure and asks the engine; returns the wait, or throws the outcome. */
-  fail(error) {
-    const o = this.o;
+  /** Keeps a failure for RetryExhaustedError: the last MAX_ERRORS only (the contract's cap). */
+  keep(error) {
+    if (this.errors.length === MAX_ERRORS) this.errors.shift();
     this.errors.push(error);
-    let verdict = V_PERMANENT;
-    let hint;
-    let hookError;
-    let failedHook = false;
+  }
+
+  /**
+   * Classifies a failure and asks the engine: returns the wait (a number, or a promise of
+   * one when a hook answered with a promise), or throws the outcome.
+   */
+  fail(error) {
+    this.keep(error);
+    let answer;
     try {
-      if (o.shouldRetry(error)) {
-        verdict = V_TRANSIENT;
-        hint = o.retryAfterMs(error);
-        if (hint === null) hint = undefined;
-        else if (hint !== undefined && typeof hint !== 'number') {
-          throw new TypeError(`retryAfterMs must return a number or undefined, got ${typeName(hint)}`);
-        }
-      }
+      answer = this.o.shouldRetry(error);
     } catch (err) {
-      // A throwing predicate (or hint reader) ends the call with its throw; the original
-      // failure stays reachable as its cause.
-      failedHook = true;
-      hookError = err;
-      verdict = V_PERMANENT;
-      hint = undefined;
-      attachCause(err, error);
+      return this.hookFailed(error, err);
     }
+    if (answer === true) return this.hint(error);
+    if (answer === false) return this.record(error, V_PERMANENT, undefined);
+    if (isThenable(answer)) {
+      return Promise.resolve(answer).then((a) => {
+        if (a === true) return this.hint(error);
+        if (a === false) return this.record(error, V_PERMANENT, undefined);
+        return this.hookFailed(error, notBoolean('shouldRetry', a));
+      }, (err) => this.hookFailed(error, err));
+    }
+    return this.hookFailed(error, notBoolean('shouldRetry', answer));
+  }
+
+  /** A transient failure: reads the retry-after hint (sync or a promise), then records. */
+  hint(error) {
+    let hint;
+    try {
+      hint = this.o.retryAfterMs(error);
+    } catch (err) {
+      return this.hookFailed(error, err);
+    }
+    if (isThenable(hint)) {
+      return Promise.resolve(hint).then((h) => this.recordHint(error, h), (err) => this.hookFailed(error, err));
+    }
+    return this.recordHint(error, hint);
+  }
+
+  recordHint(error, hint) {
+    if (hint === null || hint === undefined) return this.record(error, V_TRANSIENT, undefined);
+    if (typeof hint !== 'number') {
+      return this.hookFailed(error, new TypeError(`retryAfterMs must return a number or undefined (or a Promise of one), got ${typeName(hint)}`));
+    }
+    return this.record(error, V_TRANSIENT, hint);
+  }
+
+  /**
+   * A throwing hook (or one whose answer is unusable) ends the call with its throw; the
+   * original failure stays reachable as its cause (see hookError).
+   */
+  hookFailed(error, thrown) {
+    this.record(error, V_PERMANENT, undefined, true);
+    throw hookError(thrown, error);
+  }
+
+  /** Tells the engine; returns the wait or throws the outcome (hookFailed throws its own). */
+  record(error, verdict, hint, fromHook = false) {
     const id = this.engineCall();
     this.recordedAt = now();
     const decision = native.callRecord(id, verdict, hint, this.recordedAt);
     this.emit(error);
     if (decision >= 0) return decision;
-    if (failedHook) throw hookError;
+    if (fromHook) return decision;
     if (decision === REJECTED) throw error;
     if (decision === EXHAUSTED) throw this.exhausted();
     throw new Error(`retryrs: unexpected engine decision ${decision} (a bug)`);
@@ -228,14 +267,26 @@ class CallRun {
     return this.signal.reason;
   }
 
-  /** Waits `ms`; resolves false if the call was aborted first. A zero wait arms nothing. */
+  /**
+   * Waits `ms`; resolves false if the call was aborted first. A zero wait (and a virtual
+   * one) still yields a turn of the event loop (setImmediate), as the hand loop
+   * `await new Promise(setImmediate)` would.
+   */
   wait(ms) {
     const signal = this.signal;
     if (signal?.aborted) return false;
-    if (ms === 0) return true;
-    if (isVirtual()) {
-      native.virtualAdvance(ms);
-      return true;
+    if (ms === 0 || isVirtual()) {
+      if (ms > 0) native.virtualAdvance(ms);
+      return new Promise((resolve) => {
+        const immediate = setImmediate(() => {
+          this.interrupt = null;
+          resolve(true);
+        });
+        this.interrupt = () => {
+          clearImmediate(immediate);
+          resolve(false);
+        };
+      });
     }
     return new Promise((resolve) => {
       let timer;
@@ -258,14 +309,30 @@ class CallRun {
   }
 }
 
-function attachCause(err, original) {
-  if (err === null || typeof err !== 'object' || err === original) return;
-  if (err.cause !== undefined) return;
-  try {
-    Object.defineProperty(err, 'cause', { value: original, writable: true, configurable: true, enumerable: false });
-  } catch {
-    // A frozen error keeps its shape; the original failure is still in the events.
+function notBoolean(option, answer) {
+  return new TypeError(`${option} must return a boolean (or a Promise of one), got ${typeName(answer)}`);
+}
+
+/**
+ * What a call rejects with when a hook threw: the hook's own error, with the original
+ * failure as its `cause`. A thrown primitive, a frozen error or one that has a cause
+ * already cannot carry it, so it is wrapped in a RetryrsHookError whose `cause` is the
+ * original failure and whose `thrown` is what the hook threw.
+ */
+function hookError(thrown, original) {
+  if (thrown === original) return thrown;
+  if (thrown !== null && typeof thrown === 'object' && thrown.cause === undefined && Object.isExtensible(thrown)) {
+    try {
+      Object.defineProperty(thrown, 'cause', { value: original, writable: true, configurable: true, enumerable: false });
+      return thrown;
+    } catch {
+      // A proxy or an exotic object refused: wrap it below.
+    }
   }
+  const wrapped = new Error(`retryrs: a hook threw ${describe(thrown)}`, { cause: original });
+  wrapped.name = 'RetryrsHookError';
+  wrapped.thrown = thrown;
+  return wrapped;
 }
 
 module.exports = { CallRun, isThenable };

@@ -5,7 +5,7 @@
 const native = require('./native');
 const { now } = require('./clock');
 const { normalise, typeName } = require('./options');
-const { AttemptContext, FIRST_ATTEMPT } = require('./attempt');
+const { AttemptContext } = require('./attempt');
 const { reportListenerError } = require('./events');
 const { CallRun, isThenable } = require('./call');
 const { channel: eventChannel, observedOptions } = require('./diagnostics');
@@ -49,10 +49,11 @@ class Retrier {
     if (signal !== undefined || o.needsFullLoop) return new CallRun(o, fn, signal, t0).run(undefined, false);
 
     // The fast path: no signal, no timer, no listener, no budget; no allocation but the
-    // promise returned, and no native crossing unless the attempt fails.
+    // promise returned and the attempt's context, and no native crossing unless the
+    // attempt fails.
     let result;
     try {
-      result = fn(FIRST_ATTEMPT);
+      result = fn(new AttemptContext(1, undefined));
     } catch (err) {
       return new CallRun(o, fn, undefined, t0).run(err, true);
     }

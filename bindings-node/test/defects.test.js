@@ -46,3 +46,94 @@ test('1: an array of listeners: each told, a rejecting one reported, the others 
     process.off('warning', onWarning);
   }
 });
+
+test('2: shouldRetry may answer with a promise (p-retry parity): a false one is permanent', async () => {
+  const permanent = transient('card declined');
+  let calls = 0;
+  const r = new Retrier({ ...fast, maxAttempts: 5, shouldRetry: async () => false });
+  await assert.rejects(r.call(() => { calls += 1; throw permanent; }), (e) => e === permanent);
+  assert.equal(calls, 1, 'a Promise<false> is not "retry"');
+  const again = new Retrier({ ...fast, shouldRetry: async () => true, retryAfterMs: async () => 0 });
+  assert.equal(await again.call(flaky(2, 'ok')), 'ok');
+});
+
+test('2: a non-boolean answer is a TypeError naming the option, the failure its cause', async () => {
+  for (const answer of [1, 'yes', {}, null, Promise.resolve('yes')]) {
+    const original = transient();
+    let calls = 0;
+    const r = new Retrier({ ...fast, shouldRetry: () => answer });
+    await assert.rejects(r.call(() => { calls += 1; throw original; }), (e) => e instanceof TypeError && /shouldRetry must return a boolean/.test(e.message) && e.cause === original);
+    assert.equal(calls, 1);
+  }
+  const original = transient();
+  const r = new Retrier({ ...fast, retryAfterMs: async () => '5s' });
+  await assert.rejects(r.call(() => { throw original; }), (e) => e instanceof TypeError && /retryAfterMs/.test(e.message) && e.cause === original);
+});
+
+test('3: a zero-delay storm yields: a timer and an abort are served', async () => {
+  const r = new Retrier({ ...fast, maxAttempts: 2 ** 32 - 1, deadlineMs: null, jitter: 'none' });
+  let timerFired = false;
+  setTimeout(() => { timerFired = true; }, 10);
+  let calls = 0;
+  const signal = AbortSignal.timeout(100);
+  await assert.rejects(r.call(() => { calls += 1; throw transient(); }, { signal }), (e) => e.name === 'TimeoutError');
+  assert.ok(timerFired, 'the 10 ms timer fired during the storm');
+  assert.ok(calls > 10, `the storm ran (${calls} attempts)`);
+  // Without a signal too: the loop yields, so a timer still fires while it runs.
+  let fired = false;
+  let n = 0;
+  setTimeout(() => { fired = true; }, 5);
+  const plain = new Retrier({ ...fast, maxAttempts: 2 ** 32 - 1, deadlineMs: 200 });
+  await assert.rejects(plain.call(() => { n += 1; throw transient(); }), (e) => e instanceof RetryExhaustedError && e.reason === 'deadline');
+  assert.ok(fired && n > 10);
+});
+
+test('4: RetryExhaustedError.errors keeps the last 64 failures', async () => {
+  const r = new Retrier({ ...fast, maxAttempts: 1000 });
+  let n = 0;
+  const err = await r.call(() => { n += 1; throw transient(`failure ${n}`); }).catch((e) => e);
+  assert.ok(err instanceof RetryExhaustedError);
+  assert.equal(err.attempts, 1000);
+  assert.equal(err.errors.length, 64);
+  assert.equal(err.errors[0].message, 'failure 937');
+  assert.equal(err.errors[63].message, 'failure 1000');
+  assert.equal(err.cause, err.errors[63]);
+});
+
+test('5: every attempt without a signal of its own gets its own never-aborting ctx.signal', async () => {
+  const warnings = [];
+  const onWarning = (w) => warnings.push(w);
+  process.on('warning', onWarning);
+  try {
+    const r = new Retrier();
+    const signals = await Promise.all(Array.from({ length: 2000 }, () => r.call(async (ctx) => {
+      ctx.signal.addEventListener('abort', () => {});
+      await new Promise((resolve) => setImmediate(resolve));
+      return ctx.signal;
+    })));
+    assert.equal(new Set(signals).size, 2000);
+    assert.ok(signals.every((s) => s instanceof AbortSignal && !s.aborted));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(warnings.map((w) => w.name), []);
+  } finally {
+    process.off('warning', onWarning);
+  }
+});
+
+test('7: a predicate throwing a primitive or a frozen error keeps the failure reachable', async () => {
+  const frozen = Object.freeze(new Error('frozen'));
+  const withCause = new Error('has one', { cause: 'its own' });
+  for (const thrown of ['nope', 42, undefined, frozen, withCause]) {
+    const original = transient();
+    const r = new Retrier({ ...fast, shouldRetry: () => { throw thrown; } });
+    const e = await r.call(() => { throw original; }).catch((x) => x);
+    assert.equal(e.name, 'RetryrsHookError', String(thrown));
+    assert.equal(e.cause, original);
+    assert.equal(e.thrown, thrown);
+  }
+  // An ordinary error thrown by the hook is the rejection itself, the failure its cause.
+  const bug = new Error('predicate bug');
+  const original = transient();
+  const r = new Retrier({ ...fast, shouldRetry: () => { throw bug; } });
+  await assert.rejects(r.call(() => { throw original; }), (e) => e === bug && e.cause === original);
+});
