@@ -47,6 +47,8 @@ export interface RetrierOptions {
   seed?: number | bigint | null;
   /** Aborts ctx.signal and fails the attempt with a TimeoutError (transient) after this long. */
   attemptTimeoutMs?: number | null;
+  /** true: a pending retry wait does not keep the process alive (as p-retry's and cockatiel's unref). Default false. */
+  unref?: boolean;
 }
 
 /** What fn receives for each attempt. */

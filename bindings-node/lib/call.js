@@ -299,6 +299,9 @@ class CallRun {
           this.interrupt = null;
           resolve(true);
         }, chunk);
+        // unref: a pending retry wait alone does not keep the process alive (p-retry's and
+        // cockatiel's option of the same name).
+        if (this.o.unref) timer.unref();
       };
       this.interrupt = () => {
         clearTimeout(timer);

@@ -137,3 +137,57 @@ test('7: a predicate throwing a primitive or a frozen error keeps the failure re
   const r = new Retrier({ ...fast, shouldRetry: () => { throw bug; } });
   await assert.rejects(r.call(() => { throw original; }), (e) => e === bug && e.cause === original);
 });
+
+test('8: messages quote the value as given, in JavaScript spelling', () => {
+  const cases = [
+    [{ maxAttempts: 1e300 }, /^maxAttempts must be .*, got 1e\+300$/],
+    [{ maxAttempts: Infinity }, /got Infinity$/],
+    [{ initialDelayMs: Infinity }, /^initialDelayMs must be .*, got Infinity$/],
+    [{ maxDelayMs: -Infinity }, /got -Infinity$/],
+    [{ multiplier: NaN }, /got NaN$/],
+  ];
+  for (const [options, message] of cases) {
+    assert.throws(() => new Retrier(options), (e) => e instanceof RangeError && message.test(e.message), JSON.stringify(options));
+  }
+});
+
+test('8: initialDelayMs above the default maxDelayMs blames the option given, and says both ways out', () => {
+  assert.throws(() => new Retrier({ initialDelayMs: 10_000 }), (e) => e instanceof RangeError
+    && e.message === 'initialDelayMs must be <= maxDelayMs (5000, its default), got 10000: lower initialDelayMs or set maxDelayMs too');
+  // Both given: the rule as the core states it.
+  assert.throws(() => new Retrier({ initialDelayMs: 10_000, maxDelayMs: 5000 }), /maxDelayMs must be >= initialDelayMs, got 5000 \(initialDelayMs is 10000\)/);
+});
+
+test("8: p-retry's, cockatiel's and async-retry's option names get a hint", () => {
+  const hints = {
+    retries: /did you mean maxAttempts \(retries \+ 1/,
+    factor: /did you mean multiplier\?/,
+    minTimeout: /did you mean initialDelayMs\?/,
+    maxTimeout: /did you mean maxDelayMs\?/,
+    randomize: /did you mean jitter/,
+    onFailedAttempt: /did you mean onEvent/,
+    maxRetryTime: /did you mean deadlineMs\?/,
+    maxattempts: /did you mean maxAttempts\?/,
+    initialDelay: /did you mean initialDelayMs\?/,
+  };
+  for (const [key, hint] of Object.entries(hints)) {
+    assert.throws(() => new Retrier({ [key]: 1 }), (e) => e instanceof TypeError && e.message.startsWith(`Retrier: unknown option '${key}'`) && hint.test(e.message), key);
+  }
+  assert.throws(() => new Retrier({ bogus: 1 }), { message: "Retrier: unknown option 'bogus'" });
+});
+
+test('unref: a pending retry wait does not keep the process alive (p-retry, cockatiel)', () => {
+  const script = (unref) => `
+    const { Retrier } = require('.');
+    const r = new Retrier({ initialDelayMs: 3000, maxDelayMs: 3000, jitter: 'none', unref: ${unref} });
+    r.call(() => { throw Object.assign(new Error('reset'), { code: 'ECONNRESET' }); }).catch(() => {});
+  `;
+  const t0 = Date.now();
+  const res = runNode(script(true));
+  assert.equal(res.status, 0, res.stderr);
+  assert.ok(Date.now() - t0 < 2500, 'exited without waiting out the 3 s retry');
+  const t1 = Date.now();
+  runNode(script(false).replace(/3000/g, '700').replace("throw Object", "if (globalThis.n = (globalThis.n || 0) + 1, globalThis.n > 1) return 1; throw Object"));
+  assert.ok(Date.now() - t1 >= 700, 'without unref the wait holds the process');
+  assert.throws(() => new Retrier({ unref: 'yes' }), /unref must be a boolean, got string/);
+});
