@@ -191,3 +191,27 @@ test('unref: a pending retry wait does not keep the process alive (p-retry, cock
   assert.ok(Date.now() - t1 >= 700, 'without unref the wait holds the process');
   assert.throws(() => new Retrier({ unref: 'yes' }), /unref must be a boolean, got string/);
 });
+
+test('6: the ESM entry works through a symlinked install where .js is read as ESM unless the package says otherwise (Deno, pnpm links)', (t) => {
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'retryrs-symlink-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  fs.mkdirSync(path.join(dir, 'node_modules'));
+  fs.symlinkSync(PKG, path.join(dir, 'node_modules', 'retryrs'), 'dir');
+  const main = path.join(dir, 'main.mjs');
+  fs.writeFileSync(main, `
+    import retryrs, { Retrier } from 'retryrs';
+    const v = await new Retrier().call(() => 'ok');
+    console.log(v, retryrs.Retrier === Retrier);
+  `);
+  // Node's stand-in for Deno's reading: a .js file without a "type" is an ES module
+  // (the flag exists in Node 20.10 to 22; a Node without it says so, loudly).
+  if (!process.allowedNodeEnvironmentFlags.has('--experimental-default-type')) {
+    t.skip(`node ${process.version} has no --experimental-default-type to read .js as Deno does`);
+    return;
+  }
+  const res = spawnSync(process.execPath, ['--experimental-default-type=module', main], { cwd: dir, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+  assert.equal(res.status, 0, res.stderr);
+  assert.equal(res.stdout.trim(), 'ok true');
+});
