@@ -39,8 +39,8 @@ export interface RetrierOptions {
    * listener's rejection, is reported as a process warning and changes nothing.
    */
   onEvent?: ((event: RetryEvent) => void | PromiseLike<void>) | ReadonlyArray<(event: RetryEvent) => void | PromiseLike<void>>;
-  /** A budget shared with other retriers. */
-  budget?: RetryBudget | null;
+  /** A budget shared with other retriers (and threads: a received one may be passed as it is). */
+  budget?: RetryBudget | SharedRetryBudget | null;
   /** Names the retrier in events and errors. Default 'retry'. */
   name?: string;
   /** Makes jitter reproducible: same seed, same delays, in every host. */
@@ -92,9 +92,21 @@ export declare class RetryExhaustedError extends Error {
   readonly cause: unknown;
 }
 
-/** A token bucket shared between calls and retriers (gRPC retry throttling). */
+/** What structured clone (postMessage, workerData) makes of a RetryBudget. */
+export interface SharedRetryBudget {
+  readonly retryrsBudget: number;
+}
+
+/** A token bucket shared between calls, retriers and worker threads (gRPC retry throttling). */
 export declare class RetryBudget {
   constructor(maxTokens: number, tokenRatio: number);
+  /**
+   * The budget a worker received through postMessage or workerData (where a RetryBudget
+   * arrives as `{ retryrsBudget: id }`): the same bucket, in this thread.
+   */
+  static from(received: RetryBudget | SharedRetryBudget): RetryBudget;
+  /** Its share id: the one field postMessage copies. */
+  readonly retryrsBudget: number;
   readonly tokens: number;
   readonly maxTokens: number;
   readonly tokenRatio: number;

@@ -1,24 +1,15 @@
 'use strict';
-// Time for the call loop: performance.now() normally; under the virtual-time testing
-// switch, the core's global virtual clock (waits then advance it instead of arming timers).
+// Time for the call loop: the core's clock, read in one crossing: its monotonic clock
+// normally; under the virtual-time testing switch, the core's virtual clock (waits then
+// advance it instead of arming timers). The switch is the core's and process-wide: a JS
+// mirror of it was per thread, so a worker's enable() went unseen by the main thread.
 const native = require('./native');
 
-// Mirrors the core's switch so the real-time path reads it without a native crossing.
-// Only this module turns the switch, so the mirror cannot drift.
-const state = { virtual: native.virtualTimeIsOn() };
-
-const perf = globalThis.performance;
-
-function now() {
-  return state.virtual ? native.virtualNowMs() : perf.now();
-}
-
-function isVirtual() {
-  return state.virtual;
-}
+const now = native.nowMs;
+const isVirtual = native.virtualTimeIsOn;
 
 function requireOn(what) {
-  if (!state.virtual) {
+  if (!isVirtual()) {
     throw new Error(`retryrs.testing.${what}(): virtual time is off; call testing.enable() first`);
   }
 }
@@ -27,16 +18,14 @@ const testing = Object.freeze({
   /** Turns virtual time on, globally, with a fresh clock at 0 ms. */
   enable() {
     native.virtualTimeEnable();
-    state.virtual = true;
   },
   /** Turns virtual time off. */
   disable() {
     native.virtualTimeDisable();
-    state.virtual = false;
   },
   /** Whether virtual time is on. */
   isOn() {
-    return state.virtual;
+    return isVirtual();
   },
   /** The virtual clock, in milliseconds since testing.enable(). */
   now() {
@@ -57,7 +46,7 @@ const testing = Object.freeze({
    */
   async scoped(fn) {
     if (typeof fn !== 'function') throw new TypeError('testing.scoped(fn): fn must be a function');
-    const wasOn = state.virtual;
+    const wasOn = isVirtual();
     const before = wasOn ? native.virtualNowMs() : 0;
     testing.enable();
     try {
