@@ -3,7 +3,7 @@
 // deadline, budget, events) comes from the engine's Call (a native handle), started only at
 // the first failure.
 const native = require('./native');
-const { now, isVirtual } = require('./clock');
+const { now, isVirtual, lastSeenVirtual } = require('./clock');
 const { watch, unwatch } = require('./abort');
 const { typeName } = require('./options');
 const { RetryExhaustedError, describe } = require('./errors');
@@ -33,11 +33,13 @@ function isThenable(r) {
 
 /** One call in progress, from its first failure (or from its start, on the full loop). */
 class CallRun {
-  constructor(o, fn, signal, t0) {
+  constructor(o, fn, signal, t0, startedOnLastSeen = false) {
     this.o = o;
     this.fn = fn;
     this.signal = signal;
     this.t0 = t0;
+    // t0 came from the happy path's reading of the switch (clock.startTime).
+    this.startedOnLastSeen = startedOnLastSeen;
     this.engine = null;
     this.errors = [];
     this.value = undefined;
@@ -58,7 +60,16 @@ class CallRun {
 
   /** The engine's handle for this call, started at t0 on first need. */
   engineCall() {
-    if (this.engine === null) this.engine = native.callStart(this.o.policyId, this.t0, this.o.onEvent !== undefined);
+    if (this.engine === null) {
+      if (this.startedOnLastSeen && this.o.needsClock) {
+        // Another thread turned the virtual-time switch since this thread last looked:
+        // t0 is on the other clock, so the call starts now, on the right one.
+        const seen = lastSeenVirtual();
+        const t = now();
+        if (lastSeenVirtual() !== seen) this.t0 = t;
+      }
+      this.engine = native.callStart(this.o.policyId, this.t0, this.o.onEvent !== undefined);
+    }
     return this.engine;
   }
 

@@ -1,12 +1,33 @@
 'use strict';
-// Time for the call loop: the core's clock, read in one crossing: its monotonic clock
-// normally; under the virtual-time testing switch, the core's virtual clock (waits then
-// advance it instead of arming timers). The switch is the core's and process-wide: a JS
-// mirror of it was per thread, so a worker's enable() went unseen by the main thread.
+// Time for the call loop: performance.now() normally; under the virtual-time testing
+// switch, the core's virtual clock (waits then advance it instead of arming timers).
+// The switch is the core's and process-wide: a worker's enable() is on for every thread.
 const native = require('./native');
 
-const now = native.nowMs;
+const perf = globalThis.performance;
 const isVirtual = native.virtualTimeIsOn;
+
+// This thread's last reading of the switch: only the happy path's start time trusts it
+// (a native crossing there costs more than the rest of the start). Every other reading
+// asks the core, and a call that needs the engine re-reads its start if the switch moved
+// (another thread turned it) since: see CallRun.engineCall.
+const state = { virtual: isVirtual() };
+
+/** The time now, on the clock the core's switch says. */
+function now() {
+  const virtual = (state.virtual = isVirtual());
+  return virtual ? native.virtualNowMs() : perf.now();
+}
+
+/** A happy path's start: the clock this thread last saw the switch choose. */
+function startTime() {
+  return state.virtual ? native.virtualNowMs() : perf.now();
+}
+
+/** Whether the switch this thread last saw was on. */
+function lastSeenVirtual() {
+  return state.virtual;
+}
 
 function requireOn(what) {
   if (!isVirtual()) {
@@ -18,10 +39,12 @@ const testing = Object.freeze({
   /** Turns virtual time on, globally, with a fresh clock at 0 ms. */
   enable() {
     native.virtualTimeEnable();
+    state.virtual = true;
   },
   /** Turns virtual time off. */
   disable() {
     native.virtualTimeDisable();
+    state.virtual = isVirtual();
   },
   /** Whether virtual time is on. */
   isOn() {
@@ -62,4 +85,4 @@ const testing = Object.freeze({
   },
 });
 
-module.exports = { now, isVirtual, testing };
+module.exports = { now, startTime, lastSeenVirtual, isVirtual, testing };

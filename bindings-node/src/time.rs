@@ -47,17 +47,3 @@ pub fn virtual_advance(ms: f64) -> napi::Result<bool> {
     })
 }
 
-/// The time a call reads, in milliseconds: the virtual clock while the core's switch is on
-/// (process-wide: a worker's `testing.enable()` is seen by every thread, as the README
-/// says), the core's monotonic clock otherwise. One crossing, read by every thread alike;
-/// a per-thread mirror of the switch in JS went stale when another thread turned it.
-#[napi]
-pub fn now_ms() -> napi::Result<f64> {
-    guarded(|| {
-        let t = match testing::clock() {
-            Some(c) => c.now(),
-            None => retryrs::SystemClock.now(),
-        };
-        Ok(t.as_nanos() as f64 / 1e6)
-    })
-}
