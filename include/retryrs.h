@@ -43,6 +43,22 @@
  *   retryrs_verdict` / `enum retryrs_event_kind` name the values, so a switch on
  *   `(enum retryrs_event_kind)e->kind` lets -Wswitch report a missing case.
  * Testing: the virtual-time switch is declared in retryrs_testing.h.
+ * ABI growth: retryrs_config begins with struct_size, the sizeof(retryrs_config) the
+ *   program was compiled with; retryrs_config_default(&config) (a macro over
+ *   retryrs_config_init(&config, sizeof config)) sets it, and the library reads and
+ *   writes only that many bytes. New knobs are only ever appended, so a newer library
+ *   reads an older program's config with the new knobs at their defaults; a size the
+ *   library does not know (a program newer than the library, or garbage) is refused with
+ *   RETRYRS_INVALID_ARGUMENT naming struct_size. A program built against retryrs 0.1,
+ *   whose config had no struct_size, does not run against this library: its
+ *   retryrs_config_default symbol is gone (the loader says so), and a config filled by
+ *   hand is refused (its first field, max_attempts, is not a known size). Handles are
+ *   opaque and grow freely; retryrs_event (the library's memory, read during a
+ *   callback) is only ever appended to; retryrs_outcome and retryrs_step, which the
+ *   library writes into the program's memory, never change: more would mean new
+ *   functions.
+ * Rejected results: C needs no result predicate: an attempt callback that got a value
+ *   it does not accept answers RETRYRS_TRANSIENT (with the value's hint, if any).
  * Units: every duration is in milliseconds (double in the config so that negative or
  *   non-finite values reach validation; uint64_t for what the engine reports).
  */
@@ -151,6 +167,11 @@ typedef int32_t retryrs_status;
 // retryrs_parse_retry_after()); *hint_ms starts negative, meaning no hint, and a
 // negative or NaN value stays "no hint". Any other return value ends the call with
 // RETRYRS_INVALID_ARGUMENT. Must not unwind (no C++ exceptions, no longjmp).
+//
+// Result retries (the contract's result predicate) need nothing more in C: an attempt
+// that got a value it does not accept (an HTTP 503 page, a "try later" reply) answers
+// RETRYRS_TRANSIENT, with the hint the value carries in *hint_ms, and keeps the value
+// itself if it wants to report it after the call.
 typedef retryrs_verdict (*retryrs_attempt_fn)(void *user_data, uint32_t attempt, double *hint_ms);
 
 // Why a call was exhausted.
@@ -195,9 +216,13 @@ typedef struct retryrs_outcome {
 // The jitter kind of a config.
 typedef int32_t retryrs_jitter;
 
-// Every knob of a retrier. Start from retryrs_config_default() and change what you
-// need; retryrs_retrier_new() validates the whole struct and copies what it keeps.
+// Every knob of a retrier. Start from retryrs_config_default() (which sets struct_size)
+// and change what you need; retryrs_retrier_new() validates the whole struct and copies
+// what it keeps. New knobs are only ever appended (see "ABI growth" above).
 typedef struct retryrs_config {
+  // sizeof(retryrs_config) as the program was compiled: set by retryrs_config_default().
+  // The library reads only that many bytes; a size it does not know is refused.
+  size_t struct_size;
   // Total calls, the first one included; >= 1 (1 disables retrying).
   uint64_t max_attempts;
   // Ceiling of the wait after the first failure, in ms; finite and >= 0.
@@ -223,6 +248,11 @@ typedef struct retryrs_config {
   // A retry budget shared with other retriers (the retrier keeps its own reference,
   // so the budget handle may be freed first); NULL: no budget.
   const struct retryrs_budget *budget;
+  // false: any Retry-After hint is waited out (the deadline still bounds it).
+  bool has_max_retry_after;
+  // The longest server-asked wait a call accepts, in ms (finite and >= 0); a longer
+  // hint ends the call at once: RETRYRS_EXHAUSTED, reason RETRYRS_REASON_RETRY_AFTER.
+  double max_retry_after_ms;
 } retryrs_config;
 
 // What the program does next.
@@ -312,6 +342,9 @@ typedef int32_t retryrs_http_outcome;
 // The shared retry budget had no token to spare.
 #define RETRYRS_REASON_BUDGET 3
 
+// The server asked for a wait longer than max_retry_after_ms.
+#define RETRYRS_REASON_RETRY_AFTER 4
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -365,9 +398,12 @@ retryrs_status retryrs_cancel_is_cancelled(const struct retryrs_cancel *cancel, 
 // not be called twice for the same token.
 void retryrs_cancel_free(struct retryrs_cancel *cancel);
 
-// Fills `*config` with the contract's defaults: 5 attempts, 200 ms, x2, 5000 ms cap,
-// full jitter, a 15000 ms deadline, no seed, the default name, no budget.
-retryrs_status retryrs_config_default(struct retryrs_config *config);
+// Fills the first `struct_size` bytes of `*config` with the contract's defaults (5
+// attempts, 200 ms, x2, 5000 ms cap, full jitter, a 15000 ms deadline, a 60000 ms
+// max_retry_after, no seed, the default name, no budget) and sets config->struct_size.
+// Call it as retryrs_config_default(&config), the macro that passes sizeof(config).
+// A struct_size this library does not know: RETRYRS_INVALID_ARGUMENT, nothing written.
+retryrs_status retryrs_config_init(struct retryrs_config *config, size_t struct_size);
 
 // Reads a jitter spelling ("none", "full", "equal", "decorrelated",
 // "proportional(F)") into a kind and a factor (0 unless proportional), e.g. from a
@@ -491,3 +527,6 @@ void retryrs_retrier_free(struct retryrs_retrier *retrier);
 #endif  // __cplusplus
 
 #endif  /* RETRYRS_H */
+
+/* Fills *config with the defaults and its struct_size (see "ABI growth" above). */
+#define retryrs_config_default(config) retryrs_config_init((config), sizeof *(config))

@@ -14,12 +14,12 @@ const { reportListenerError } = require('./events');
 // Which event kinds carry the failure: the core's rule, read once.
 const CARRIES_ERROR = new Set(native.eventKindsCarryingError());
 
+// How many failures a call keeps (the last ones): the core's history cap.
+const HISTORY = native.historyCap();
+
 // The longest single setTimeout; longer waits are armed in chunks.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-// How many failures RetryExhaustedError.errors keeps (the last ones): the contract's cap,
-// so a long zero-delay storm cannot grow the heap without bound.
-const MAX_ERRORS = 64;
 
 // Attempt outcomes inside the loop.
 const OK = 0;
@@ -181,9 +181,9 @@ class CallRun {
     });
   }
 
-  /** Keeps a failure for RetryExhaustedError: the last MAX_ERRORS only (the contract's cap). */
+  /** Keeps a failure for RetryExhaustedError: the last HISTORY only (the contract's cap). */
   keep(error) {
-    if (this.errors.length === MAX_ERRORS) this.errors.shift();
+    if (this.errors.length === HISTORY) this.errors.shift();
     this.errors.push(error);
   }
 

@@ -58,6 +58,7 @@ static const char *reason_name(retryrs_reason r) {
     case RETRYRS_REASON_ATTEMPTS: return "attempts";
     case RETRYRS_REASON_DEADLINE: return "deadline";
     case RETRYRS_REASON_BUDGET: return "budget";
+    case RETRYRS_REASON_RETRY_AFTER: return "retry_after";
     default: return NULL;
   }
 }
@@ -122,6 +123,11 @@ static retryrs_status make_retrier(const cv_policy *p, retryrs_budget **budget, 
   if (p->has_deadline_ms) {
     c.has_deadline = true;
     c.deadline_ms = p->deadline_ms;
+  }
+  if (p->max_retry_after_off) c.has_max_retry_after = false;
+  if (p->has_max_retry_after_ms) {
+    c.has_max_retry_after = true;
+    c.max_retry_after_ms = p->max_retry_after_ms;
   }
   if (p->has_seed) {
     c.has_seed = true;
@@ -263,8 +269,13 @@ static void run_error(const cv_vector *v) {
   const char *msg = retryrs_last_error();
   if (s != RETRYRS_INVALID_ARGUMENT)
     failf("building the retrier returned %s, expected invalid_argument", retryrs_status_name(s));
-  else if (strncmp(msg, v->knob, strlen(v->knob)) != 0)
-    failf("message \"%s\" does not start with the knob %s", msg, v->knob);
+  /* "retryrs_retrier_new: config->max_attempts must be ...": the C function, then the
+   * field (or retryrs_jitter_parse's argument) named by the knob. */
+  else if (strncmp(msg, "retryrs_", 8) != 0 || !strstr(msg, ": ") ||
+           (strncmp(strstr(msg, ": ") + 2, "config->", 8) == 0
+                ? strncmp(strstr(msg, ": ") + 10, v->knob, strlen(v->knob)) != 0
+                : strncmp(strstr(msg, ": ") + 2, v->knob, strlen(v->knob)) != 0))
+    failf("message \"%s\" does not name the C function and then the knob %s", msg, v->knob);
   retryrs_retrier_free(r);
   retryrs_budget_free(budget);
 }
