@@ -41,7 +41,10 @@ class CallRun {
     // t0 came from the happy path's reading of the switch (clock.startTime).
     this.startedOnLastSeen = startedOnLastSeen;
     this.engine = null;
+    // The failures (errors and rejected values), the last HISTORY of them.
     this.errors = [];
+    // Whether the last failure was a value shouldRetryResult rejected (not a throw).
+    this.lastWasValue = false;
     this.value = undefined;
     this.error = undefined;
     this.recordedAt = 0;
@@ -81,7 +84,10 @@ class CallRun {
       if (rec.delayMs !== null && rec.delayMs !== undefined) event.delayMs = rec.delayMs;
       if (rec.reason !== null && rec.reason !== undefined) event.reason = rec.reason;
       // The core says which kinds carry the failure (retrying does: see docs/contract.md).
-      if (CARRIES_ERROR.has(rec.kind) && this.errors.length > 0) event.error = error;
+      if (CARRIES_ERROR.has(rec.kind) && this.errors.length > 0) {
+        if (this.lastWasValue) event.value = error;
+        else event.error = error;
+      }
       try {
         listener(event);
       } catch (err) {
@@ -100,10 +106,17 @@ class CallRun {
       if (hasFirstError) this.error = firstError;
       else outcome = await this.attempt(1);
       for (;;) {
-        if (outcome === OK) return this.succeed();
+        let rejectedValue = false;
+        if (outcome === OK) {
+          if (this.o.shouldRetryResult === undefined) return this.succeed();
+          let rejects = this.judge(this.value);
+          if (typeof rejects !== 'boolean') rejects = await rejects;
+          if (!rejects) return this.succeed();
+          rejectedValue = true;
+        }
         // The call's own abort is never offered to the predicate, whatever fn threw.
         if (outcome === ABORTED || signal?.aborted) throw this.cancel();
-        let delay = this.fail(this.error);
+        let delay = rejectedValue ? this.failValue(this.value) : this.fail(this.error);
         if (typeof delay !== 'number') delay = await delay;
         // Even a zero wait yields one turn of the event loop: a zero-delay storm must not
         // starve timers, I/O and the very abort that would end it.
@@ -193,6 +206,7 @@ class CallRun {
    */
   fail(error) {
     this.keep(error);
+    this.lastWasValue = false;
     let answer;
     try {
       answer = this.o.shouldRetry(error);
@@ -209,6 +223,42 @@ class CallRun {
       }, (err) => this.hookFailed(error, err));
     }
     return this.hookFailed(error, notBoolean('shouldRetry', answer));
+  }
+
+  /**
+   * Whether shouldRetryResult rejects fn's value (true: a failure, retried like a
+   * transient error): a boolean, or a promise of one when the hook answered with a
+   * promise. A throwing hook, or an answer that is not a boolean, ends the call with a
+   * throw that carries the value (see hookError).
+   */
+  judge(value) {
+    let answer;
+    try {
+      answer = this.o.shouldRetryResult(value);
+    } catch (err) {
+      return this.valueHookFailed(value, err);
+    }
+    if (typeof answer === 'boolean') return answer;
+    if (isThenable(answer)) {
+      return Promise.resolve(answer).then(
+        (a) => (typeof a === 'boolean' ? a : this.valueHookFailed(value, notBoolean('shouldRetryResult', a))),
+        (err) => this.valueHookFailed(value, err),
+      );
+    }
+    return this.valueHookFailed(value, notBoolean('shouldRetryResult', answer));
+  }
+
+  valueHookFailed(value, thrown) {
+    this.keep(value);
+    this.lastWasValue = true;
+    return this.hookFailed(value, thrown);
+  }
+
+  /** A value shouldRetryResult rejected: a failure handled exactly like a transient error. */
+  failValue(value) {
+    this.keep(value);
+    this.lastWasValue = true;
+    return this.hint(value);
   }
 
   /** A transient failure: reads the retry-after hint (sync or a promise), then records. */
@@ -257,7 +307,8 @@ class CallRun {
 
   exhausted() {
     const id = this.engine;
-    return new RetryExhaustedError(this.o.name, native.callAttempt(id), native.callReason(id), this.errors);
+    const result = this.lastWasValue ? this.errors[this.errors.length - 1] : undefined;
+    return new RetryExhaustedError(this.o.name, native.callAttempt(id), native.callReason(id), this.errors, result);
   }
 
   succeed() {

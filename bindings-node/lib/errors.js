@@ -17,9 +17,11 @@ class RetryExhaustedError extends Error {
    * @param {string} retrier the retrier's name
    * @param {number} attempts how many times fn ran
    * @param {'attempts'|'deadline'|'budget'|'retry_after'} reason which limit ended the call
-   * @param {unknown[]} errors the failures, in order, the last 64 at most (the last one is also `cause`)
+   * @param {unknown[]} errors the failures (errors, and values shouldRetryResult
+   *   rejected), in order, the last 64 at most (the last one is also `cause`)
+   * @param {unknown} [result] the last rejected value, when the last failure was a value
    */
-  constructor(retrier, attempts, reason, errors) {
+  constructor(retrier, attempts, reason, errors, result) {
     const last = errors[errors.length - 1];
     super(`${native.gaveUp(retrier, attempts, reason)}: ${describe(last)}`, {
       cause: last,
@@ -28,6 +30,7 @@ class RetryExhaustedError extends Error {
     this.attempts = attempts;
     this.reason = reason;
     this.errors = errors;
+    this.result = result;
   }
 }
 Object.defineProperty(RetryExhaustedError.prototype, 'name', {

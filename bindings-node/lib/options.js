@@ -11,7 +11,7 @@ const { listenerOf } = require('./events');
 // options that exist in Node alone are declared here.
 const KNOBS = native.knobs();
 const NUMBERS = KNOBS.filter((k) => k.numeric);
-const FUNCTIONS = ['shouldRetry', 'retryAfterMs'];
+const FUNCTIONS = ['shouldRetry', 'shouldRetryResult', 'retryAfterMs'];
 const HOST_ONLY = [...FUNCTIONS, 'onEvent', 'attemptTimeoutMs', 'unref'];
 const KNOWN = new Set([...KNOBS.map((k) => k.option), ...HOST_ONLY]);
 // setTimeout cannot arm a longer timer (it would fire at once).
@@ -119,13 +119,15 @@ function normalise(options) {
     name: handle.name,
     shouldRetry: options.shouldRetry ?? isTransientError,
     retryAfterMs: options.retryAfterMs ?? retryAfterFromError,
+    // None by default: every value is a success (the contract's default).
+    shouldRetryResult: options.shouldRetryResult,
     onEvent,
     attemptTimeoutMs,
     unref: options.unref === true,
     hasBudget: budget !== undefined,
     // Whether even a first-attempt success needs the engine (a budget to credit, or an
-    // event to emit) or the full loop (a per-attempt timer).
-    needsFullLoop: onEvent !== undefined || budget !== undefined || attemptTimeoutMs > 0,
+    // event to emit) or the full loop (a per-attempt timer, a value to judge).
+    needsFullLoop: onEvent !== undefined || budget !== undefined || attemptTimeoutMs > 0 || options.shouldRetryResult !== undefined,
     // Whether the engine must hear of a success: to credit a budget or emit an event.
     recordsSuccess: onEvent !== undefined || budget !== undefined,
     // Whether a call must read the clock at its start: for the deadline or for events.
