@@ -120,9 +120,14 @@ class CallRun {
         if (typeof delay !== 'number') delay = await delay;
         // Even a zero wait yields one turn of the event loop: a zero-delay storm must not
         // starve timers, I/O and the very abort that would end it.
-        if (!(await this.wait(delay))) throw this.cancel();
+        if (plain && delay === 0) {
+          // Nothing can interrupt the turn without a signal: yield as a hand loop would.
+          await new Promise(setImmediate);
+        } else if (!(await this.wait(delay))) {
+          throw this.cancel();
+        }
         const next = native.callAfterWait(this.engine, now());
-        this.emit(this.error);
+        this.emit(this.errors[this.errors.length - 1]);
         if (next < 0) throw this.exhausted();
         attempt = next;
         if (plain) {

@@ -90,3 +90,23 @@ test('shouldRetryResult: a non-boolean answer or a throw ends the call, the valu
   assert.deepEqual(events.map((e) => [e.kind, e.value]), [['attempt_failed', value], ['rejected', value]]);
   assert.throws(() => new Retrier({ shouldRetryResult: true }), /shouldRetryResult must be a function, got boolean/);
 });
+
+test('a deadline reached during the wait after a rejected value: the exhausted event carries that value', async () => {
+  const { testing } = require('..');
+  const events = [];
+  const value = { status: 503 };
+  // The listener makes the wait overrun (a late timer): the deadline passes during it.
+  const onEvent = (e) => {
+    events.push(e);
+    if (e.kind === 'retrying') testing.advance(100);
+  };
+  const r = new Retrier({ initialDelayMs: 100, maxDelayMs: 100, jitter: 'none', deadlineMs: 150, shouldRetryResult: () => true, onEvent });
+  const err = await testing.scoped(() => r.call(() => value).catch((e) => e));
+  assert.equal(events.filter((e) => e.kind === 'retrying').length, 1);
+  assert.ok(err instanceof RetryExhaustedError, String(err));
+  assert.equal(err.reason, 'deadline');
+  assert.equal(err.result, value);
+  const exhausted = events.find((e) => e.kind === 'exhausted');
+  assert.equal(exhausted.value, value);
+  assert.equal(Object.hasOwn(exhausted, 'error'), false);
+});
