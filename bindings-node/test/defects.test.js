@@ -70,22 +70,33 @@ test('2: a non-boolean answer is a TypeError naming the option, the failure its 
   await assert.rejects(r.call(() => { throw original; }), (e) => e instanceof TypeError && /retryAfterMs/.test(e.message) && e.cause === original);
 });
 
-test('3: a zero-delay storm yields: a timer and an abort are served', async () => {
-  const r = new Retrier({ ...fast, maxAttempts: 2 ** 32 - 1, deadlineMs: null, jitter: 'none' });
-  let timerFired = false;
-  setTimeout(() => { timerFired = true; }, 10);
-  let calls = 0;
-  const signal = AbortSignal.timeout(100);
-  await assert.rejects(r.call(() => { calls += 1; throw transient(); }, { signal }), (e) => e.name === 'TimeoutError');
-  assert.ok(timerFired, 'the 10 ms timer fired during the storm');
-  assert.ok(calls > 10, `the storm ran (${calls} attempts)`);
-  // Without a signal too: the loop yields, so a timer still fires while it runs.
-  let fired = false;
-  let n = 0;
-  setTimeout(() => { fired = true; }, 5);
-  const plain = new Retrier({ ...fast, maxAttempts: 2 ** 32 - 1, deadlineMs: 200 });
-  await assert.rejects(plain.call(() => { n += 1; throw transient(); }), (e) => e instanceof RetryExhaustedError && e.reason === 'deadline');
-  assert.ok(fired && n > 10);
+test('3: a zero-delay storm yields: a timer and an abort are served', () => {
+  // In a child process: before the fix the storm never yielded, and hung its process
+  // (no timer, not even the test runner's, could fire).
+  const res = runNode(`
+    const { Retrier, RetryExhaustedError } = require('.');
+    const transient = () => Object.assign(new Error('reset'), { code: 'ECONNRESET' });
+    (async () => {
+      const r = new Retrier({ initialDelayMs: 0, maxDelayMs: 0, maxAttempts: 2 ** 32 - 1, deadlineMs: null, jitter: 'none' });
+      let timerFired = false;
+      setTimeout(() => { timerFired = true; }, 10);
+      let calls = 0;
+      const e1 = await r.call(() => { calls += 1; throw transient(); }, { signal: AbortSignal.timeout(100) }).catch((e) => e);
+      // Without a signal too: the loop yields, so a timer still fires while it runs.
+      let fired = false;
+      let n = 0;
+      setTimeout(() => { fired = true; }, 5);
+      const plain = new Retrier({ initialDelayMs: 0, maxDelayMs: 0, maxAttempts: 2 ** 32 - 1, deadlineMs: 200 });
+      const e2 = await plain.call(() => { n += 1; throw transient(); }).catch((e) => e);
+      console.log(JSON.stringify({ abort: e1.name, timerFired, calls, exhausted: e2 instanceof RetryExhaustedError, reason: e2.reason, fired, n }));
+    })();
+  `);
+  assert.equal(res.status, 0, `the storm hung or failed (signal ${res.signal}): ${res.stderr}`);
+  const got = JSON.parse(res.stdout);
+  assert.equal(got.abort, 'TimeoutError', 'AbortSignal.timeout(100) ended the call');
+  assert.ok(got.timerFired, 'the 10 ms timer fired during the storm');
+  assert.ok(got.calls > 10, `the storm ran (${got.calls} attempts)`);
+  assert.ok(got.exhausted && got.reason === 'deadline' && got.fired && got.n > 10, JSON.stringify(got));
 });
 
 test('4: RetryExhaustedError.errors keeps the last 64 failures', async () => {
