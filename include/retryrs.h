@@ -11,7 +11,8 @@
  *
  * Errors: every function that can fail returns a retryrs_status; RETRYRS_OK (0) means
  *   it worked. On any other status, retryrs_last_error() returns a message for this
- *   thread saying what was wrong ("max_attempts must be >= 1 and <= 4294967295, got 0");
+ *   thread saying what was wrong (a config's names the function and the field:
+ *   "retryrs_retrier_new: config->max_attempts must be >= 1 and <= 4294967295, got 0");
  *   it stays valid until the next failing call on the same thread. A blocking call
  *   also reports its outcome as a status (REJECTED, EXHAUSTED, CANCELLED). Functions
  *   that cannot fail (free functions, retryrs_version, retryrs_status_name,
@@ -511,8 +512,10 @@ retryrs_status retryrs_http_classify(const char *method,
                                      retryrs_verdict *verdict);
 
 // Validates `config` and creates a retrier. On RETRYRS_INVALID_ARGUMENT nothing is
-// created and retryrs_last_error() names the knob and value ("max_attempts must be
-// >= 1 and <= 4294967295, got 0"). Free with retryrs_retrier_free().
+// created and retryrs_last_error() names the field and value ("retryrs_retrier_new:
+// config->max_attempts must be >= 1 and <= 4294967295, got 0"); a config whose
+// struct_size this library does not know is refused the same way (see "ABI growth").
+// Free with retryrs_retrier_free().
 retryrs_status retryrs_retrier_new(const struct retryrs_config *config,
                                    struct retryrs_retrier **out);
 
