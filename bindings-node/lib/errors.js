@@ -1,12 +1,18 @@
 'use strict';
 // The error a call rejects with when transient failures run out of room. Its wording is
 // the core's (one message for every host); the last failure is appended here.
+const { inspect } = require('node:util');
 const native = require('./native');
 
 function describe(value) {
   if (value instanceof Error) return `${value.name}: ${value.message}`;
   try {
-    return typeof value === 'string' ? value : String(value);
+    if (typeof value === 'string') return value;
+    // A rejected value (a response-like object) reads better than [object Object].
+    if (value !== null && typeof value === 'object' && value.toString === Object.prototype.toString) {
+      return inspect(value, { depth: 1, breakLength: Infinity, maxArrayLength: 5, maxStringLength: 200 });
+    }
+    return String(value);
   } catch {
     return Object.prototype.toString.call(value);
   }

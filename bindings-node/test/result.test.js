@@ -46,6 +46,7 @@ test('exhausted on a rejected value: result is the last value, errors every fail
   assert.equal(err.reason, 'attempts');
   assert.equal(err.result, last);
   assert.equal(err.cause, last);
+  assert.match(err.message, /: \{ status: 502 \}$/, 'the message shows the value, not [object Object]');
   assert.equal(err.errors.length, 3);
   assert.equal(err.errors[0], boom);
   // The last failure an error: no result.
