@@ -23,11 +23,33 @@ impl From<PolicyError> for Problem {
     /// (milliseconds, the core's own).
     fn from(e: PolicyError) -> Self {
         let value = |_: &'static str, v: &Given| match v {
-            Given::Number(n) => format!("{n}"),
+            Given::Number(n) => js_number(*n),
             Given::Whole(n) => format!("{n}"),
             Given::Text(t) => t.clone(),
         };
         Problem { message: e.render(&|k| option_name(k).to_string(), &value) }
+    }
+}
+
+/// `n` as JavaScript's `String(n)` spells it (`Infinity`, `NaN`, `1e+300`, `1e-7`, `0` for
+/// -0), since that is what the caller wrote or will see when printing their value;
+/// Rust's `Display` says `inf` and writes 1e300 out in 301 digits.
+fn js_number(n: f64) -> String {
+    if n.is_nan() {
+        "NaN".into()
+    } else if n.is_infinite() {
+        if n > 0.0 { "Infinity" } else { "-Infinity" }.into()
+    } else if n == 0.0 {
+        "0".into()
+    } else if n.abs() >= 1e21 || n.abs() < 1e-6 {
+        // Shortest round-trip digits either way; JavaScript signs a positive exponent.
+        let s = format!("{n:e}");
+        match s.split_once('e') {
+            Some((mantissa, exp)) if !exp.starts_with('-') => format!("{mantissa}e+{exp}"),
+            _ => s,
+        }
+    } else {
+        format!("{n}")
     }
 }
 
