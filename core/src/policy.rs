@@ -131,11 +131,21 @@ impl PolicyError {
     pub fn contract_value(knob: &'static str, v: &Given) -> String {
         let ms = crate::knob::knob(knob).is_some_and(|k| k.unit == Unit::Duration);
         match v {
-            Given::Number(n) if ms => format!("{n} ms"),
-            Given::Number(n) => format!("{n}"),
+            Given::Number(n) if ms => format!("{} ms", readable(*n)),
+            Given::Number(n) => readable(*n),
             Given::Whole(n) => format!("{n}"),
             Given::Text(t) => t.clone(),
         }
+    }
+}
+
+/// `n` as `Display` writes it, except that very large and very small magnitudes take the
+/// exponent form (`1e300`, `1e-7`): `Display` never does, and writes 1e300 in 301 digits.
+fn readable(n: f64) -> String {
+    if n.is_finite() && n != 0.0 && (n.abs() >= 1e16 || n.abs() < 1e-6) {
+        format!("{n:e}")
+    } else {
+        format!("{n}")
     }
 }
 
@@ -473,6 +483,12 @@ mod tests {
         });
         assert_eq!(node, "maxDelayMs must be >= initialDelayMs, got 1000 (initialDelayMs is 2000)");
         assert_eq!(err.to_string(), "max_delay must be >= initial_delay, got 1000 ms (initial_delay is 2000 ms)");
+        // Huge and tiny numbers in exponent form (what C's retryrs_last_error shows), not
+        // written out in 301 digits.
+        let err = Policy::builder().initial_delay_ms(1e300).max_delay_ms(1e300).build().unwrap_err();
+        assert_eq!(err.to_string(), "initial_delay must be finite and >= 0, got 1e300 ms");
+        let err = Policy::builder().multiplier(1e-7).build().unwrap_err();
+        assert_eq!(err.to_string(), "multiplier must be finite and >= 1, got 1e-7");
     }
 
     #[test]
