@@ -59,7 +59,7 @@ pub fn exhausted(
 
 /// `RetryCancelled(attempts, errors)`, its `__cause__` the last failure if there was one.
 pub fn cancelled(py: Python<'_>, name: &str, attempts: u32, errors: &[Py<pyo3::exceptions::PyBaseException>]) -> PyErr {
-    let message = format!("{name}: cancelled after {attempts} attempts");
+    let message = retryrs::CancelledAfter { name: Some(name), attempts }.to_string();
     let tuple = match PyTuple::new(py, errors) {
         Ok(t) => t,
         Err(e) => return e,

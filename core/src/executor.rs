@@ -55,7 +55,9 @@ impl<E: fmt::Display> fmt::Display for RetryError<E> {
                     None => Ok(()),
                 }
             }
-            RetryError::Cancelled { attempts, .. } => write!(f, "cancelled after {attempts} attempts"),
+            RetryError::Cancelled { attempts, .. } => {
+                write!(f, "{}", crate::event::CancelledAfter { name: None, attempts: *attempts })
+            }
         }
     }
 }
