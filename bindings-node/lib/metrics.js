@@ -92,7 +92,17 @@ function requirePeer(id, feature) {
   }
 }
 
+/**
+ * Throws a TypeError naming the first key of `options` not in `known`: a listener's
+ * option misspelt (or spelt as in Python) would otherwise fall back to its default.
+ */
+function rejectUnknownOptions(where, options, known) {
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key)) throw new TypeError(`${where}: unknown option '${key}' (known: ${known.join(', ')})`);
+  }
+}
+
 module.exports = {
   CALLS, RETRIES, RETRY_DELAY, UNITS, HELP, ATTR, LABEL, RETRY_SPAN_EVENT, DELAY_BUCKETS,
-  errorType, promName, measure, requirePeer,
+  errorType, promName, measure, requirePeer, rejectUnknownOptions,
 };

@@ -100,6 +100,15 @@ test('promListeners share one set of metrics per registry and namespace', async 
   assert.throws(() => promListener({ register: {} }), /register must be a prom-client Registry/);
 });
 
+test('a misspelt listener option is an error, not silently the default', () => {
+  // Python's spellings (registry=, tracer_provider=) are the likely slips; ignored, the
+  // first would put the metrics in prom-client's global register unnoticed.
+  assert.throws(() => promListener({ registry: new prom.Registry() }),
+    { name: 'TypeError', message: "promListener: unknown option 'registry' (known: register, namespace)" });
+  assert.throws(() => otelListener({ tracerProvider: {} }),
+    { name: 'TypeError', message: "otelListener: unknown option 'tracerProvider' (known: meterProvider, spanEvents)" });
+});
+
 class TestReader extends MetricReader {
   async onForceFlush() {}
   async onShutdown() {}

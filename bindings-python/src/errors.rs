@@ -88,7 +88,7 @@ pub fn exhausted(
 /// `RetryCancelled(attempts, errors, result)`, its `__cause__` the last failure if there
 /// was one and it was an error.
 pub fn cancelled(py: Python<'_>, name: &str, attempts: u32, failures: &[Kept]) -> PyErr {
-    let message = format!("{name}: cancelled after {attempts} attempts");
+    let message = retryrs::CancelledAfter { name: Some(name), attempts }.to_string();
     let (errors, cause, result) = match split(py, failures) {
         Ok(parts) => parts,
         Err(e) => return e,

@@ -193,6 +193,7 @@ def test_cancel_token_from_another_thread_ends_a_long_wait_at_once():
     took = time.monotonic() - t0
     assert took < 2, f"took {took:.2f} s for a 30 s wait cancelled after 0.1 s"
     assert info.value.attempts == 1 and info.value.__cause__ is f.raised[0]
+    assert str(info.value) == "retry: cancelled after 1 attempt"  # the core's one wording
     assert token.cancelled
     # An already-cancelled token runs nothing.
     g = Flaky(0)
