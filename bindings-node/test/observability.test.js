@@ -318,3 +318,19 @@ test('the subpath declarations type real use and reject misuse (tsc --noEmit)', 
   const res = spawnSync(process.execPath, [tsc, '-p', path.join(__dirname, 'types', 'tsconfig.observability.json')], { encoding: 'utf8' });
   assert.equal(res.status, 0, `tsc failed:\n${res.stdout}${res.stderr}`);
 });
+
+test('error.type: a subclass that never set a name is labelled with its class, as in Python', () => {
+  const { errorType } = require('../lib/metrics.js');
+  class GatewayDown extends Error {}
+  class Named extends Error { constructor() { super('x'); this.name = 'Renamed'; } }
+  class Getter extends TypeError { get name() { return 'FromGetter'; } }
+  assert.equal(errorType(new GatewayDown('503')), 'GatewayDown');
+  assert.equal(errorType(new Named()), 'Renamed');
+  assert.equal(errorType(new Getter('t')), 'FromGetter');
+  assert.equal(errorType(new TypeError('t')), 'TypeError');
+  assert.equal(errorType(new Error('e')), 'Error');
+  assert.equal(errorType(new DOMException('a', 'AbortError')), 'AbortError');
+  assert.equal(errorType(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' })), 'Error');
+  assert.equal(errorType('a string'), '_OTHER');
+  assert.equal(errorType(null), '_OTHER');
+});
