@@ -47,7 +47,9 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Ho
         let setting = match get(k.name) {
             None => continue,
             Some(v) if v.is_none() && k.can_be_off => Setting::Off,
-            Some(v) if v.is_none() => continue,
+            // None means "off"; a knob that cannot be off says so rather than quietly
+            // taking its default (Node refuses null the same way).
+            Some(v) if v.is_none() => return Err(not_off(k.name)),
             Some(v) => Setting::Number(match k.unit {
                 Unit::Count => whole(&v, k.name)?,
                 Unit::Duration => ms(seconds(&v, k.name)?),
@@ -55,6 +57,11 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Ho
             }),
         };
         builder = builder.set(k.name, setting).map_err(|e| policy_error(&e, options))?;
+    }
+    for key in ["jitter", "name"] {
+        if get(key).is_some_and(|v| v.is_none()) {
+            return Err(not_off(key));
+        }
     }
     if let Some(v) = some("jitter") {
         let text = v.cast::<PyString>().map_err(|_| {
@@ -238,4 +245,9 @@ pub fn _knobs(py: Python<'_>) -> PyResult<Vec<KnobRow>> {
         out.push((name, "host", py.None(), true));
     }
     Ok(out)
+}
+
+/// The error for `knob=None` on a knob that cannot be turned off.
+fn not_off(knob: &str) -> PyErr {
+    PyTypeError::new_err(format!("{knob} cannot be None (it cannot be turned off): leave it out for its default"))
 }

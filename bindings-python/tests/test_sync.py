@@ -412,3 +412,16 @@ def test_exceptions_pickle_with_their_details(virtual):
 def test_calling_something_not_callable_is_a_clear_type_error():
     with pytest.raises(TypeError, match="needs a callable"):
         Retrier().call(42)
+
+
+@pytest.mark.parametrize("knob", ["max_attempts", "initial_delay", "multiplier", "max_delay", "jitter", "name"])
+def test_none_on_a_knob_that_cannot_be_off_is_refused(knob: str) -> None:
+    # None turns a knob off (deadline, max_retry_after, seed); on a knob that has no
+    # "off" it used to mean the default silently, where Node refuses null.
+    with pytest.raises(TypeError, match=f"{knob} cannot be None"):
+        Retrier(retry_on=OSError, **{knob: None})
+
+
+def test_none_still_turns_off_what_can_be_off() -> None:
+    r = Retrier(retry_on=OSError, deadline=None, max_retry_after=None, seed=None)
+    assert r.deadline is None and r.max_retry_after is None

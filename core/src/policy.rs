@@ -139,9 +139,6 @@ impl PolicyError {
     }
 }
 
-/// `n` as `Display` writes it, except that very large and very small magnitudes take the
-/// exponent form (`1e300`, `1e-7`): `Display` never does, and writes 1e300 in 301 digits.
-
 impl fmt::Display for PolicyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.render(&|k| k.to_string(), &PolicyError::contract_value))
