@@ -3,9 +3,9 @@
 // succeeds never crosses into native code, unless a budget must be credited or a listener
 // told); anything else is handed to the call loop (./call.js).
 const native = require('./native');
-const { now } = require('./clock');
+const { now, startTime } = require('./clock');
 const { normalise, typeName } = require('./options');
-const { AttemptContext, FIRST_ATTEMPT } = require('./attempt');
+const { AttemptContext } = require('./attempt');
 const { reportListenerError } = require('./events');
 const { CallRun, isThenable } = require('./call');
 const { channel: eventChannel, observedOptions } = require('./diagnostics');
@@ -54,22 +54,23 @@ class Retrier {
       }
     }
     if (signal !== undefined && signal.aborted) return this.#abortedBeforeStart(o, signal);
-    const t0 = o.needsClock ? now() : 0;
-    if (signal !== undefined || o.needsFullLoop) return new CallRun(o, fn, signal, t0).run(undefined, false);
+    if (signal !== undefined || o.needsFullLoop) return new CallRun(o, fn, signal, o.needsClock ? now() : 0).run(undefined, false);
+    const t0 = o.needsClock ? startTime() : 0;
 
     // The fast path: no signal, no timer, no listener, no budget; no allocation but the
-    // promise returned, and no native crossing unless the attempt fails.
+    // promise returned and the attempt's context, and no native crossing unless the
+    // attempt fails.
     let result;
     try {
-      result = fn(FIRST_ATTEMPT);
+      result = fn(new AttemptContext(1, undefined));
     } catch (err) {
-      return new CallRun(o, fn, undefined, t0).run(err, true);
+      return new CallRun(o, fn, undefined, t0, true).run(err, true);
     }
     if (result instanceof Promise) {
-      return result.then(undefined, (err) => new CallRun(o, fn, undefined, t0).run(err, true));
+      return result.then(undefined, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
     }
     if (isThenable(result)) {
-      return Promise.resolve(result).then(undefined, (err) => new CallRun(o, fn, undefined, t0).run(err, true));
+      return Promise.resolve(result).then(undefined, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
     }
     return Promise.resolve(result);
   }
@@ -95,7 +96,8 @@ class Retrier {
  */
 function withClassifier(retrier, shouldRetry, retryAfterMs) {
   if (!(retrier instanceof Retrier)) throw new TypeError(`retrier must be a Retrier, got ${typeName(retrier)}`);
-  return derive(retrier, { shouldRetry, retryAfterMs });
+  // No result predicate: a response is judged by the HTTP rules alone.
+  return derive(retrier, { shouldRetry, retryAfterMs, shouldRetryResult: undefined });
 }
 
 module.exports = { Retrier, AttemptContext, withClassifier };

@@ -107,7 +107,6 @@ fn is_status(status: &Bound<'_, PyAny>) -> PyResult<u16> {
     u16::try_from(code).map_err(|_| PyValueError::new_err(format!("status must be an HTTP status, got {code}")))
 }
 
-
 /// The URL with credentials and signing query values replaced by `REDACTED`
 /// (OpenTelemetry's `url.full` rule), for `retryrs.http`'s events and errors.
 #[pyfunction]
