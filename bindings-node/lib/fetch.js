@@ -194,7 +194,8 @@ function retryingFetch(options) {
     }
     let held;
 
-    const attempt = async () => {
+    const attempt = async ({ attempt: n }) => {
+      if (n > 1) markResend(n);
       if (held !== undefined) {
         RetryableStatusError.takeResponse(held);
         held = undefined;
@@ -226,6 +227,22 @@ function retryingFetch(options) {
       throw err;
     }
   };
+}
+
+// OpenTelemetry's trace API when @opentelemetry/api is installed (null when it is not),
+// looked up at the first resend: a request that succeeds at once never loads it.
+let otelTrace;
+
+/** `http.request.resend_count` (attempt - 1) on the active span, for a resend. */
+function markResend(attempt) {
+  if (otelTrace === undefined) {
+    try {
+      otelTrace = require('@opentelemetry/api').trace;
+    } catch {
+      otelTrace = null;
+    }
+  }
+  otelTrace?.getActiveSpan()?.setAttribute('http.request.resend_count', attempt - 1);
 }
 
 module.exports = {

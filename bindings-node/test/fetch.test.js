@@ -260,3 +260,26 @@ test('the ES module entry point is the same module', async () => {
   assert.equal(esm.retryingFetch, retryingFetch);
   assert.equal(esm.RetryableStatusError, RetryableStatusError);
 });
+
+test('each resend sets http.request.resend_count on the active span (OpenTelemetry)', async (t) => {
+  const api = require('@opentelemetry/api');
+  const { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } = require('@opentelemetry/sdk-trace-base');
+  const { AsyncLocalStorageContextManager } = require('@opentelemetry/context-async-hooks');
+  const manager = new AsyncLocalStorageContextManager().enable();
+  api.context.setGlobalContextManager(manager);
+  t.after(() => { api.context.disable(); });
+  const exporter = new InMemorySpanExporter();
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  const tracer = provider.getTracer('test');
+  const s = await startServer();
+  t.after(() => s.close());
+  const { retrier } = fast();
+  const f = retryingFetch({ retrier });
+  const again = s.script([503, 503, 200]);
+  const once = s.script([200]);
+  await tracer.startActiveSpan('GET', async (span) => { assert.equal((await f(again)).status, 200); span.end(); });
+  await tracer.startActiveSpan('GET once', async (span) => { assert.equal((await f(once)).status, 200); span.end(); });
+  const spans = Object.fromEntries(exporter.getFinishedSpans().map((sp) => [sp.name, sp]));
+  assert.equal(spans.GET.attributes['http.request.resend_count'], 2);
+  assert.equal('http.request.resend_count' in spans['GET once'].attributes, false);
+});

@@ -376,3 +376,27 @@ def test_without_the_extra_the_module_imports_and_the_class_names_it(module, nam
 def test_redact_url_is_the_cores():
     assert retryrs.http.redact_url("https://u:p@h/a?Signature=s&AWSAccessKeyId=k&q=1") == "https://REDACTED:REDACTED@h/a?Signature=REDACTED&AWSAccessKeyId=REDACTED&q=1"
     assert retryrs.http.IDEMPOTENT_METHODS == ("GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE")
+
+
+@pytest.mark.parametrize("Client", CLIENTS, ids=lambda c: c.name)
+def test_each_resend_sets_http_request_resend_count_on_the_current_span(server, Client):
+    # OpenTelemetry's semantic conventions: http.request.resend_count on resends only.
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("test")
+    p = path()
+    url = server.script(p, [503, 503, 200])
+    r, _ = fast()
+    with tracer.start_as_current_span("GET"):
+        assert Client(r).request("GET", url) == (200, "ok")
+    url_once = server.script(p + "-once", [200])
+    with tracer.start_as_current_span("GET once"):
+        assert Client(r).request("GET", url_once) == (200, "ok")
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    assert spans["GET"].attributes.get("http.request.resend_count") == 2
+    assert "http.request.resend_count" not in spans["GET once"].attributes

@@ -141,3 +141,26 @@ def redact_url(url: str) -> str:
     ``REDACTED:REDACTED@`` and the values of ``AWSAccessKeyId``, ``Signature``, ``sig``
     and ``X-Goog-Signature`` become ``REDACTED`` (OpenTelemetry's ``url.full`` rule)."""
     return _native.redact_url(url)
+
+
+# OpenTelemetry's trace API when opentelemetry-api is installed, False when it is not,
+# None until a first resend asks: a request that succeeds at once never imports it.
+_otel_trace: Any = None
+
+
+def mark_resend(attempt: int) -> None:
+    """Sets OpenTelemetry's ``http.request.resend_count`` (``attempt - 1``) on the current
+    span for a resend (attempt 2 on), when opentelemetry-api is installed; with no SDK
+    configured the current span is a no-op one. See ``retryrs.otel.record_resend_count``."""
+    global _otel_trace
+    if attempt < 2:
+        return
+    if _otel_trace is None:
+        try:
+            from opentelemetry import trace
+        except ImportError:
+            _otel_trace = False
+        else:
+            _otel_trace = trace
+    if _otel_trace:
+        _otel_trace.get_current_span().set_attribute("http.request.resend_count", attempt - 1)

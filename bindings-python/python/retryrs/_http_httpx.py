@@ -10,7 +10,7 @@ import httpx  # missing: retryrs.http names the extra to install
 
 from . import _native
 from ._errors import RetryExhausted
-from ._http_common import RequestFailed, RetryableStatus, Rules, final_response, http_retrier, redact_url
+from ._http_common import RequestFailed, RetryableStatus, Rules, final_response, http_retrier, mark_resend, redact_url
 
 # httpx's failures in the core's words: no connection was made, or it broke afterwards.
 _CONNECT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
@@ -67,8 +67,12 @@ class RetryingTransport(_Base, httpx.BaseTransport):
         method = request.method
         url = redact_url(str(request.url))
         held: List[Optional[RetryableStatus]] = [None]
+        tries = [0]  # attempts made: from the second on, each is a resend
 
         def attempt() -> httpx.Response:
+            tries[0] += 1
+            if tries[0] > 1:
+                mark_resend(tries[0])
             if held[0] is not None:
                 held[0]._response = None
                 held[0] = None
@@ -127,8 +131,12 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
         method = request.method
         url = redact_url(str(request.url))
         held: List[Optional[RetryableStatus]] = [None]
+        tries = [0]  # attempts made: from the second on, each is a resend
 
         async def attempt() -> httpx.Response:
+            tries[0] += 1
+            if tries[0] > 1:
+                mark_resend(tries[0])
             if held[0] is not None:
                 held[0]._response = None
                 held[0] = None

@@ -15,7 +15,7 @@ from urllib3 import exceptions as uex
 
 from . import _native
 from ._errors import RetryExhausted
-from ._http_common import RequestFailed, RetryableStatus, Rules, final_response, http_retrier, redact_url
+from ._http_common import RequestFailed, RetryableStatus, Rules, final_response, http_retrier, mark_resend, redact_url
 
 
 def _outcome(exc: BaseException) -> Optional[str]:
@@ -96,9 +96,13 @@ class RetryingAdapter(HTTPAdapter):
         url = redact_url(request.url or "")
         rules = self._rules
         held: List[Optional[RetryableStatus]] = [None]  # the failure holding the last response, until the next attempt
+        tries = [0]  # attempts made: from the second on, each is a resend
         sent = [False]
 
         def attempt() -> requests.Response:
+            tries[0] += 1
+            if tries[0] > 1:
+                mark_resend(tries[0])
             if held[0] is not None:
                 held[0]._response = None
                 held[0] = None
