@@ -15,3 +15,9 @@ test-rust:
 demo-herd:
 	@echo "== The thundering herd: why jitter (Rust, core/examples/herd.rs) =="
 	cargo run --quiet --release --locked -p retryrs --example herd
+
+# docs/policies.schema.json is generated from the knob table; test-rust fails when it is
+# stale (core/tests/document.rs), and this writes it again.
+.PHONY: schema
+schema:
+	RETRYRS_WRITE_SCHEMA=1 cargo test --locked -p retryrs --test document the_schema_file
