@@ -4,7 +4,8 @@
 // told); anything else is handed to the call loop (./call.js).
 const native = require('./native');
 const { now } = require('./clock');
-const { normalise, typeName } = require('./options');
+const { normalise, normaliseFromPolicy, typeName } = require('./options');
+const { policyParts } = require('./policies');
 const { AttemptContext, FIRST_ATTEMPT } = require('./attempt');
 const { reportListenerError } = require('./events');
 const { CallRun, isThenable } = require('./call');
@@ -14,12 +15,31 @@ function isAbortSignal(s) {
   return typeof s === 'object' && s !== null && typeof s.aborted === 'boolean' && typeof s.addEventListener === 'function';
 }
 
+// Options already normalised (by fromPolicy): the constructor takes them as they are.
+class Prebuilt {
+  constructor(o) {
+    this.o = o;
+  }
+}
+
 class Retrier {
   #o;
 
   /** @param {object} [options] see index.d.ts */
   constructor(options) {
-    this.#o = normalise(options);
+    this.#o = options instanceof Prebuilt ? options.o : normalise(options);
+  }
+
+  /**
+   * A retrier running a policy from a document (loadPolicies), with the options only
+   * code can give: shouldRetry, retryAfterMs, onEvent, attemptTimeoutMs.
+   * @param {import('./policies').Policy} policy
+   * @param {object} [options]
+   */
+  static fromPolicy(policy, options) {
+    const parts = policyParts(policy);
+    if (parts === undefined) throw new TypeError(`Retrier.fromPolicy(policy): policy must come from loadPolicies, got ${typeName(policy)}`);
+    return new Retrier(new Prebuilt(normaliseFromPolicy(parts.handle, parts.hasBudget, options)));
   }
 
   /** The retrier's name, as events and errors carry it. */

@@ -166,6 +166,11 @@ impl Policies {
         self.policies.is_empty()
     }
 
+    /// The budget names, sorted.
+    pub fn budget_names(&self) -> impl Iterator<Item = &str> {
+        self.budgets.keys().map(String::as_str)
+    }
+
     /// The shared budget called `name` (every policy naming it holds this very bucket).
     pub fn budget(&self, name: &str) -> Option<&Arc<RetryBudget>> {
         self.budgets.get(name)
