@@ -138,6 +138,10 @@ typedef struct retryrs_call retryrs_call;
 // Cancelling is sticky.
 typedef struct retryrs_cancel retryrs_cancel;
 
+// A loaded policy document (opaque, immutable: any number of threads may look up in it
+// at once). Owns the names and budgets the configs it hands out point to.
+typedef struct retryrs_policies retryrs_policies;
+
 // A retrier (opaque): immutable, so any number of threads may run calls with it at
 // once; each call keeps its own state.
 typedef struct retryrs_retrier retryrs_retrier;
@@ -473,6 +477,34 @@ retryrs_status retryrs_http_classify(const char *method,
                                      const int32_t *retry_statuses,
                                      size_t retry_statuses_len,
                                      retryrs_verdict *verdict);
+
+// Loads a policy document (docs/policies.md; a gRPC service config too) from `len`
+// bytes of UTF-8 JSON at `json` (no NUL needed). On RETRYRS_INVALID_ARGUMENT nothing is
+// created and retryrs_last_error() says where and what, e.g.
+// `policies.payments.initial_delay: "100" has no unit; write "100ms" or "0.1s" (line 4,
+// column 22)`. Free with retryrs_policies_free().
+retryrs_status retryrs_policies_from_json(const char *json,
+                                          size_t len,
+                                          struct retryrs_policies **out);
+
+// Fills `*config` with the policy called `name` (UTF-8, NUL-terminated). The config's
+// `name` and `budget` point into `policies`: create the retrier
+// (retryrs_retrier_new copies both) before freeing `policies`. An unknown name is
+// RETRYRS_INVALID_ARGUMENT naming it and the names there are.
+retryrs_status retryrs_policies_get(const struct retryrs_policies *policies,
+                                    const char *name,
+                                    struct retryrs_config *config);
+
+// How many policies the document holds (0 for NULL).
+size_t retryrs_policies_count(const struct retryrs_policies *policies);
+
+// The name of the `index`-th policy (sorted by name), NUL-terminated and owned by
+// `policies`; NULL when `index` is out of range or `policies` is NULL.
+const char *retryrs_policies_name(const struct retryrs_policies *policies, size_t index);
+
+// Releases the document; retriers created from its configs keep what they need. NULL
+// is a no-op. Must not be called twice for the same document.
+void retryrs_policies_free(struct retryrs_policies *policies);
 
 // Validates `config` and creates a retrier. On RETRYRS_INVALID_ARGUMENT nothing is
 // created and retryrs_last_error() names the knob and value ("max_attempts must be

@@ -93,6 +93,26 @@ pub fn defaults() -> retryrs_config {
     }
 }
 
+/// The C config of a validated policy (a document's), with its name and budget as the
+/// caller keeps them alive.
+pub fn from_policy_parts(p: &Policy, name: *const c_char, budget: *const retryrs_budget) -> retryrs_config {
+    let (jitter, jitter_factor) = from_jitter(p.jitter());
+    retryrs_config {
+        max_attempts: u64::from(p.max_attempts()),
+        initial_delay_ms: p.number("initial_delay").unwrap_or(0.0),
+        multiplier: p.multiplier(),
+        max_delay_ms: ms_from_duration(p.max_delay()),
+        jitter,
+        jitter_factor,
+        has_deadline: p.deadline().is_some(),
+        deadline_ms: p.deadline().map_or(0.0, ms_from_duration),
+        has_seed: p.seed().is_some(),
+        seed: p.seed().unwrap_or(0),
+        name,
+        budget,
+    }
+}
+
 fn from_jitter(j: Jitter) -> (retryrs_jitter, f64) {
     match j {
         Jitter::None => (RETRYRS_JITTER_NONE, 0.0),

@@ -1,0 +1,109 @@
+//! Policy documents in C: the core's loader (`retryrs::Policies`) parses and validates;
+//! this hands each named policy out as a `retryrs_config` that `retryrs_retrier_new`
+//! takes like any other, so a document needs no new retrier constructor.
+
+use std::collections::BTreeMap;
+use std::ffi::{c_char, CString};
+use std::sync::Arc;
+
+use retryrs::{Policies, Policy};
+
+use crate::budget::retryrs_budget;
+use crate::config::{from_policy_parts, retryrs_config};
+use crate::ffi::{arg, arg_mut, c_str, free_handle, guard_status, guard_value, hand_out, Failure};
+use crate::types::*;
+
+/// A loaded policy document (opaque, immutable: any number of threads may look up in it
+/// at once). Owns the names and budgets the configs it hands out point to.
+pub struct retryrs_policies {
+    /// By key: the policy, its name knob and its key, NUL-terminated for C.
+    policies: BTreeMap<String, (Policy, CString, CString)>,
+    /// One C budget handle per shared budget, by the core budget's address.
+    budgets: BTreeMap<usize, Box<retryrs_budget>>,
+}
+
+/// Loads a policy document (docs/policies.md; a gRPC service config too) from `len`
+/// bytes of UTF-8 JSON at `json` (no NUL needed). On RETRYRS_INVALID_ARGUMENT nothing is
+/// created and retryrs_last_error() says where and what, e.g.
+/// `policies.payments.initial_delay: "100" has no unit; write "100ms" or "0.1s" (line 4,
+/// column 22)`. Free with retryrs_policies_free().
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_policies_from_json(
+    json: *const c_char,
+    len: usize,
+    out: *mut *mut retryrs_policies,
+) -> retryrs_status {
+    guard_status(|| {
+        arg_mut(out, "out")?;
+        if json.is_null() {
+            return Err(Failure::invalid("json must not be NULL"));
+        }
+        let bytes = std::slice::from_raw_parts(json.cast::<u8>(), len);
+        let text = std::str::from_utf8(bytes).map_err(|e| Failure::invalid(format!("document: not UTF-8: {e}")))?;
+        let loaded = Policies::from_json(text).map_err(|e| Failure::invalid(e.to_string()))?;
+        let mut budgets = BTreeMap::new();
+        let mut policies = BTreeMap::new();
+        for (name, policy) in loaded.iter() {
+            if let Some(b) = policy.budget() {
+                budgets.entry(Arc::as_ptr(b) as usize).or_insert_with(|| Box::new(retryrs_budget { inner: Arc::clone(b) }));
+            }
+            let c_name = CString::new(policy.name()).map_err(|_| Failure::invalid(format!("policies.{name}.name contains NUL")))?;
+            let key = CString::new(name).map_err(|_| Failure::invalid(format!("policies.{name:?} contains NUL")))?;
+            policies.insert(name.to_string(), (policy.clone(), c_name, key));
+        }
+        hand_out(out, retryrs_policies { policies, budgets });
+        Ok(())
+    })
+}
+
+/// Fills `*config` with the policy called `name` (UTF-8, NUL-terminated). The config's
+/// `name` and `budget` point into `policies`: create the retrier
+/// (retryrs_retrier_new copies both) before freeing `policies`. An unknown name is
+/// RETRYRS_INVALID_ARGUMENT naming it and the names there are.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_policies_get(
+    policies: *const retryrs_policies,
+    name: *const c_char,
+    config: *mut retryrs_config,
+) -> retryrs_status {
+    guard_status(|| {
+        let all = arg(policies, "policies")?;
+        let name = c_str(name, "name")?;
+        let out = arg_mut(config, "config")?;
+        let (policy, c_name, _) = all.policies.get(name).ok_or_else(|| {
+            let known: Vec<&str> = all.policies.keys().map(String::as_str).collect();
+            Failure::invalid(format!("no policy {name:?} in the document (it has {})", known.join(", ")))
+        })?;
+        let budget = policy
+            .budget()
+            .and_then(|b| all.budgets.get(&(Arc::as_ptr(b) as usize)))
+            .map_or(std::ptr::null(), |b| &**b as *const retryrs_budget);
+        *out = from_policy_parts(policy, c_name.as_ptr(), budget);
+        Ok(())
+    })
+}
+
+/// How many policies the document holds (0 for NULL).
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_policies_count(policies: *const retryrs_policies) -> usize {
+    guard_value(0, || policies.as_ref().map_or(0, |p| p.policies.len()))
+}
+
+/// The name of the `index`-th policy (sorted by name), NUL-terminated and owned by
+/// `policies`; NULL when `index` is out of range or `policies` is NULL.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_policies_name(policies: *const retryrs_policies, index: usize) -> *const c_char {
+    guard_value(std::ptr::null(), || {
+        policies
+            .as_ref()
+            .and_then(|p| p.policies.values().nth(index))
+            .map_or(std::ptr::null(), |(_, _, key)| key.as_ptr())
+    })
+}
+
+/// Releases the document; retriers created from its configs keep what they need. NULL
+/// is a no-op. Must not be called twice for the same document.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_policies_free(policies: *mut retryrs_policies) {
+    guard_value((), || free_handle(policies))
+}
