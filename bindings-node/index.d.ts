@@ -4,7 +4,7 @@
 export type Jitter = 'none' | 'full' | 'equal' | 'decorrelated' | `proportional(${number})` | `proportional:${number}`;
 
 /** Why a call gave up on transient failures. */
-export type ExhaustReason = 'attempts' | 'deadline' | 'budget';
+export type ExhaustReason = 'attempts' | 'deadline' | 'budget' | 'retry_after';
 
 /** What a call reports as it goes, in the contract's order. */
 export type RetryEvent =
@@ -30,6 +30,9 @@ export interface RetrierOptions {
   jitter?: Jitter;
   /** Budget for the whole call, attempts and waits included; null turns it off. Default 15000. */
   deadlineMs?: number | null;
+  /** The longest server-asked wait accepted; a longer Retry-After hint ends the call at once
+   * (RetryExhaustedError, reason 'retry_after'); null turns it off. Default 60000. */
+  maxRetryAfterMs?: number | null;
   /** true: transient (retry); false: permanent (the error surfaces as it is). Default: isTransientError. */
   shouldRetry?: (error: unknown) => boolean;
   /** The minimum wait the server asked for, or undefined. Default: retryAfterFromError. */
@@ -109,7 +112,7 @@ export declare class PolicyDocumentError extends Error {
   readonly file: string | null;
 }
 
-/** Transient failures ran out of room: attempts, deadline or budget. */
+/** Transient failures ran out of room: attempts, deadline, budget or retry_after. */
 export declare class RetryExhaustedError extends Error {
   readonly name: 'RetryExhaustedError';
   /** The retrier's name. */

@@ -155,6 +155,11 @@ typedef int32_t retryrs_status;
 // retryrs_parse_retry_after()); *hint_ms starts negative, meaning no hint, and a
 // negative or NaN value stays "no hint". Any other return value ends the call with
 // RETRYRS_INVALID_ARGUMENT. Must not unwind (no C++ exceptions, no longjmp).
+//
+// Result retries (the contract's result predicate) need nothing more in C: an attempt
+// that got a value it does not accept (an HTTP 503 page, a "try later" reply) answers
+// RETRYRS_TRANSIENT, with the hint the value carries in *hint_ms, and keeps the value
+// itself if it wants to report it after the call.
 typedef retryrs_verdict (*retryrs_attempt_fn)(void *user_data, uint32_t attempt, double *hint_ms);
 
 // Why a call was exhausted.
@@ -227,6 +232,11 @@ typedef struct retryrs_config {
   // A retry budget shared with other retriers (the retrier keeps its own reference,
   // so the budget handle may be freed first); NULL: no budget.
   const struct retryrs_budget *budget;
+  // false: any Retry-After hint is waited out (the deadline still bounds it).
+  bool has_max_retry_after;
+  // The longest server-asked wait a call accepts, in ms (finite and >= 0); a longer
+  // hint ends the call at once: RETRYRS_EXHAUSTED, reason RETRYRS_REASON_RETRY_AFTER.
+  double max_retry_after_ms;
 } retryrs_config;
 
 // What the program does next.
@@ -316,6 +326,9 @@ typedef int32_t retryrs_http_outcome;
 // The shared retry budget had no token to spare.
 #define RETRYRS_REASON_BUDGET 3
 
+// The server asked for a wait longer than max_retry_after_ms.
+#define RETRYRS_REASON_RETRY_AFTER 4
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -370,7 +383,7 @@ retryrs_status retryrs_cancel_is_cancelled(const struct retryrs_cancel *cancel, 
 void retryrs_cancel_free(struct retryrs_cancel *cancel);
 
 // Fills `*config` with the contract's defaults: 5 attempts, 200 ms, x2, 5000 ms cap,
-// full jitter, a 15000 ms deadline, no seed, the default name, no budget.
+// full jitter, a 15000 ms deadline, a 60000 ms max_retry_after, no seed, the default name, no budget.
 retryrs_status retryrs_config_default(struct retryrs_config *config);
 
 // Reads a jitter spelling ("none", "full", "equal", "decorrelated",

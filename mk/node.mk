@@ -23,7 +23,7 @@ test-node: node-addon
 	mkdir -p $(BUILD)/conformance
 	cd $(NODE_PKG) && RETRYRS_CONFORMANCE_DIR=$(BUILD)/conformance \
 		node --test --unhandled-rejections=strict --test-reporter=spec test/
-	@awk '{print "conformance: " $$2 " passed, " $$3 " failed"}' $(BUILD)/conformance/node.txt
+	@awk '{print "conformance: " $$2 " passed, " $$3 " failed, " ($$4 ? $$4 : 0) " skipped"}' $(BUILD)/conformance/node.txt
 
 demo-node: node-addon
 	examples/node/demo.sh

@@ -18,6 +18,11 @@ use crate::types::*;
 /// retryrs_parse_retry_after()); *hint_ms starts negative, meaning no hint, and a
 /// negative or NaN value stays "no hint". Any other return value ends the call with
 /// RETRYRS_INVALID_ARGUMENT. Must not unwind (no C++ exceptions, no longjmp).
+///
+/// Result retries (the contract's result predicate) need nothing more in C: an attempt
+/// that got a value it does not accept (an HTTP 503 page, a "try later" reply) answers
+/// RETRYRS_TRANSIENT, with the hint the value carries in *hint_ms, and keeps the value
+/// itself if it wants to report it after the call.
 pub type retryrs_attempt_fn =
     Option<unsafe extern "C" fn(user_data: *mut c_void, attempt: u32, hint_ms: *mut f64) -> retryrs_verdict_value>;
 

@@ -41,10 +41,15 @@ pub struct retryrs_config {
     /// A retry budget shared with other retriers (the retrier keeps its own reference,
     /// so the budget handle may be freed first); NULL: no budget.
     pub budget: *const retryrs_budget,
+    /// false: any Retry-After hint is waited out (the deadline still bounds it).
+    pub has_max_retry_after: bool,
+    /// The longest server-asked wait a call accepts, in ms (finite and >= 0); a longer
+    /// hint ends the call at once: RETRYRS_EXHAUSTED, reason RETRYRS_REASON_RETRY_AFTER.
+    pub max_retry_after_ms: f64,
 }
 
 /// Fills `*config` with the contract's defaults: 5 attempts, 200 ms, x2, 5000 ms cap,
-/// full jitter, a 15000 ms deadline, no seed, the default name, no budget.
+/// full jitter, a 15000 ms deadline, a 60000 ms max_retry_after, no seed, the default name, no budget.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_config_default(config: *mut retryrs_config) -> retryrs_status {
     guard_status(|| {
@@ -90,6 +95,8 @@ pub fn defaults() -> retryrs_config {
         seed: p.seed().unwrap_or(0),
         name: std::ptr::null(),
         budget: std::ptr::null(),
+        has_max_retry_after: p.max_retry_after().is_some(),
+        max_retry_after_ms: p.max_retry_after().map_or(0.0, ms_from_duration),
     }
 }
 
@@ -159,6 +166,7 @@ pub unsafe fn build(config: *const retryrs_config) -> Result<Policy, Failure> {
         .max_delay_ms(c.max_delay_ms)
         .jitter(to_jitter(c.jitter, c.jitter_factor)?)
         .deadline_ms(c.has_deadline.then_some(c.deadline_ms))
+        .max_retry_after_ms(c.has_max_retry_after.then_some(c.max_retry_after_ms))
         .seed(c.has_seed.then_some(c.seed));
     if !c.name.is_null() {
         builder = builder.name(c_str(c.name, "config->name")?);

@@ -90,6 +90,8 @@ pub const RETRYRS_REASON_ATTEMPTS: retryrs_reason = 1;
 pub const RETRYRS_REASON_DEADLINE: retryrs_reason = 2;
 /// The shared retry budget had no token to spare.
 pub const RETRYRS_REASON_BUDGET: retryrs_reason = 3;
+/// The server asked for a wait longer than max_retry_after_ms.
+pub const RETRYRS_REASON_RETRY_AFTER: retryrs_reason = 4;
 
 /// The C value of an event kind.
 pub fn event_kind(kind: EventKind) -> retryrs_event_kind {
@@ -111,6 +113,7 @@ pub fn reason(reason: Option<ExhaustReason>) -> retryrs_reason {
         Some(ExhaustReason::Attempts) => RETRYRS_REASON_ATTEMPTS,
         Some(ExhaustReason::Deadline) => RETRYRS_REASON_DEADLINE,
         Some(ExhaustReason::Budget) => RETRYRS_REASON_BUDGET,
+        Some(ExhaustReason::RetryAfter) => RETRYRS_REASON_RETRY_AFTER,
     }
 }
 

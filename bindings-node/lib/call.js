@@ -14,6 +14,9 @@ const { reportListenerError } = require('./events');
 // Which event kinds carry the failure: the core's rule, read once.
 const CARRIES_ERROR = new Set(native.eventKindsCarryingError());
 
+// How many failures a call keeps (the last ones): the core's history cap.
+const HISTORY = native.historyCap();
+
 // The longest single setTimeout; longer waits are armed in chunks.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -171,6 +174,7 @@ class CallRun {
   /** Classifies a failure and asks the engine; returns the wait, or throws the outcome. */
   fail(error) {
     const o = this.o;
+    if (this.errors.length === HISTORY) this.errors.shift();
     this.errors.push(error);
     let verdict = V_PERMANENT;
     let hint;

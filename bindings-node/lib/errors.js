@@ -16,8 +16,8 @@ class RetryExhaustedError extends Error {
   /**
    * @param {string} retrier the retrier's name
    * @param {number} attempts how many times fn ran
-   * @param {'attempts'|'deadline'|'budget'} reason which limit ended the call
-   * @param {unknown[]} errors every failure, in order (the last one is also `cause`)
+   * @param {'attempts'|'deadline'|'budget'|'retry_after'} reason which limit ended the call
+   * @param {unknown[]} errors the failures, in order, the last 64 at most (the last one is also `cause`)
    */
   constructor(retrier, attempts, reason, errors) {
     const last = errors[errors.length - 1];

@@ -5,6 +5,13 @@ use retryrs::{EventKind, ExhaustReason, GaveUp};
 
 use crate::guard::guarded;
 
+/// How many failures an exhausted or cancelled call keeps: the core's history cap (the
+/// last 64; `attempts` still counts them all).
+#[napi]
+pub fn history_cap() -> napi::Result<u32> {
+    guarded(|| Ok(retryrs::HISTORY as u32))
+}
+
 /// `rates: gave up after 3 attempts (max_attempts reached)`: the exhaustion message every
 /// host shares. `reason` is the text the call reported (`attempts`, `deadline`, ...).
 #[napi]

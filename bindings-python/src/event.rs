@@ -67,7 +67,7 @@ impl PyEvent {
     fn delay(&self) -> Option<f64> {
         self.delay
     }
-    /// "attempts", "deadline" or "budget" (exhausted only).
+    /// "attempts", "deadline", "budget" or "retry_after" (exhausted only).
     #[getter]
     fn reason(&self) -> Option<&'static str> {
         self.reason

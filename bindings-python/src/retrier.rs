@@ -11,12 +11,12 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 use retryrs::{cancelled_before_start, testing, Call, Verdict, VirtualClock};
 
-use crate::stepped::SteppedCall;
 use crate::budget::PyRetryBudget;
 use crate::convert::{pyfloat, secs};
 use crate::errors;
 use crate::host_policy::{HostPolicy, RetryOn};
 use crate::state::{now, CallState};
+use crate::stepped::SteppedCall;
 use crate::token::PyCancelToken;
 
 /// Retries a function on transient failures, under one immutable policy. Share it freely
@@ -37,7 +37,13 @@ fn aio<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyAny>>, name: &str) -
 
 impl Retrier {
     /// The blocking executor (also behind decorated functions).
-    pub fn run(&self, py: Python<'_>, f: &Bound<'_, PyAny>, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
+    pub fn run(
+        &self,
+        py: Python<'_>,
+        f: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
         let token = self.cancel.as_ref().map(|t| &t.get().inner);
         if token.is_some_and(|t| t.is_cancelled()) {
             return Err(self.cancelled_before_start(py));
@@ -91,10 +97,10 @@ fn not_callable(func: &Bound<'_, PyAny>) -> PyErr {
 #[pymethods]
 impl Retrier {
     /// `Retrier(*, retry_on=OSError (None means the default), max_attempts=5, initial_delay=0.2, multiplier=2.0,
-    /// max_delay=5.0, jitter="full", deadline=15.0, retry_after=None, on_event=None,
+    /// max_delay=5.0, jitter="full", deadline=15.0, max_retry_after=60.0, retry_after=None, on_event=None,
     /// budget=None, name="retry", seed=None, attempt_timeout=None)`
     #[new]
-    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, retry_after=None, on_event=None, budget=None, name='retry', seed=None, attempt_timeout=None)")]
+    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, max_retry_after=60.0, retry_after=None, on_event=None, budget=None, name='retry', seed=None, attempt_timeout=None)")]
     fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         Ok(Retrier { host: Arc::new(crate::options::parse(py, options)?), cancel: None })
     }
@@ -110,7 +116,13 @@ impl Retrier {
 
     /// Calls `func(*args, **kwargs)`, retrying transient failures; returns its value.
     #[pyo3(signature = (func, /, *args, **kwargs))]
-    fn call(&self, py: Python<'_>, func: &Bound<'_, PyAny>, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
+    fn call(
+        &self,
+        py: Python<'_>,
+        func: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
         if !func.is_callable() {
             return Err(not_callable(func));
         }
@@ -119,7 +131,12 @@ impl Retrier {
 
     /// `await r.call_async(func, *args, **kwargs)` for coroutine functions.
     #[pyo3(signature = (func, /, *args, **kwargs))]
-    fn call_async<'py>(slf: &Bound<'py, Self>, func: &Bound<'py, PyAny>, args: &Bound<'py, PyTuple>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Bound<'py, PyAny>> {
+    fn call_async<'py>(
+        slf: &Bound<'py, Self>,
+        func: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         if !func.is_callable() {
             return Err(not_callable(func));
         }
@@ -174,6 +191,11 @@ impl Retrier {
     #[getter]
     fn deadline(&self) -> Option<f64> {
         self.host.policy.deadline().map(secs)
+    }
+    /// The longest server-asked wait accepted, in seconds; None when off.
+    #[getter]
+    fn max_retry_after(&self) -> Option<f64> {
+        self.host.policy.max_retry_after().map(secs)
     }
     #[getter]
     fn name(&self) -> &str {
@@ -239,6 +261,9 @@ impl Retrier {
     /// The first attempt of an async call failed: engine state starts here.
     fn _begin(&self, py: Python<'_>, start: u64) -> SteppedCall {
         let token = self.cancel.as_ref().map(|t| t.get().inner.clone());
-        SteppedCall::new(CallState::begin(self.host.clone(), Duration::from_nanos(start), testing::clock(), token), self.cancel.as_ref().map(|t| t.clone_ref(py)))
+        SteppedCall::new(
+            CallState::begin(self.host.clone(), Duration::from_nanos(start), testing::clock(), token),
+            self.cancel.as_ref().map(|t| t.clone_ref(py)),
+        )
     }
 }

@@ -28,7 +28,8 @@ pub fn now(clock: &Option<VirtualClock>) -> Duration {
 pub struct CallState {
     pub host: Arc<HostPolicy>,
     call: Call<Arc<Policy>>,
-    /// Every failure so far, in order (the cause of Exhausted and Cancelled is the last).
+    /// The failures so far, in order, the last `retryrs::HISTORY` at most (the cause of
+    /// Exhausted and Cancelled is the last).
     pub errors: Vec<Py<PyBaseException>>,
     pub clock: Option<VirtualClock>,
     pub token: Option<CancelToken>,
@@ -40,13 +41,27 @@ fn state_error(e: retryrs::StateError) -> PyErr {
 
 impl CallState {
     /// Created at the first failure only: the happy path never gets here.
-    pub fn begin(host: Arc<HostPolicy>, start: Duration, clock: Option<VirtualClock>, token: Option<CancelToken>) -> Self {
+    pub fn begin(
+        host: Arc<HostPolicy>,
+        start: Duration,
+        clock: Option<VirtualClock>,
+        token: Option<CancelToken>,
+    ) -> Self {
         let call = Call::start(host.policy.clone(), start);
         CallState { host, call, errors: Vec::new(), clock, token }
     }
 
     pub fn attempt(&self) -> u32 {
         self.call.attempt()
+    }
+
+    /// Keeps a failure: the last `retryrs::HISTORY` only, so a call with a huge
+    /// max_attempts cannot hold every traceback it ever saw.
+    fn keep(&mut self, error: Py<PyBaseException>) {
+        if self.errors.len() == retryrs::HISTORY {
+            self.errors.remove(0);
+        }
+        self.errors.push(error);
     }
 
     /// An attempt raised `err`. Returns the wait before the next attempt, or the exception
@@ -80,12 +95,13 @@ impl CallState {
         let decision = self.call.record(verdict, at, &mut |e| host.emit(py, e, Some(&value))).map_err(state_error)?;
         match decision {
             Decision::Retry(delay) => {
-                self.errors.push(err.into_value(py));
+                self.keep(err.into_value(py));
                 Ok(delay)
             }
             Decision::Stop(Stop::Exhausted(reason)) => {
-                self.errors.push(err.into_value(py));
-                let exhausted = errors::exhausted(py, self.host.policy.name(), self.call.attempt(), reason, &self.errors);
+                self.keep(err.into_value(py));
+                let exhausted =
+                    errors::exhausted(py, self.host.policy.name(), self.call.attempt(), reason, &self.errors);
                 self.errors.clear();
                 Err(exhausted)
             }

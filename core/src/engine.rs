@@ -145,7 +145,7 @@ impl<P: Deref<Target = Policy>> Call<P> {
         }
     }
 
-    /// Steps 1 to 8 of the contract: the verdict on the current attempt, at time `now`.
+    /// Steps 1 to 8 of the contract (step 5 refuses a hint over `max_retry_after`): the verdict on the current attempt, at time `now`.
     /// Emits AttemptFailed and then one of Retrying, Rejected, Exhausted; or Success.
     // Inline hints: the hosts' call loops are hot, and whether the engine's two steps got
     // inlined into them used to depend on how codegen units happened to be split.
@@ -179,6 +179,14 @@ impl<P: Deref<Target = Policy>> Call<P> {
         }
         if self.attempt >= self.policy.max_attempts {
             return Ok(Decision::Stop(self.exhaust(ExhaustReason::Attempts, elapsed, sink)));
+        }
+        // Step 5: a server that asks for longer than the policy accepts gets a fast failure,
+        // not a pinned caller. Checked before the backoff draws, so the jitter stream is
+        // the same whether or not the hint was refused.
+        if let (Some(hint), Some(limit)) = (hint, self.policy.max_retry_after) {
+            if hint > limit {
+                return Ok(Decision::Stop(self.exhaust(ExhaustReason::RetryAfter, elapsed, sink)));
+            }
         }
         let backoff_ms = self.backoff.next_delay_ms(&self.policy, self.attempt);
         let delay = Duration::from_millis(backoff_ms.max(hint.map_or(0, ceil_ms)));
@@ -383,6 +391,38 @@ mod tests {
     }
 
     #[test]
+    fn a_hint_over_max_retry_after_ends_the_call_without_a_wait() {
+        let p = Policy::builder().jitter(Jitter::None).max_retry_after_ms(Some(1000.0)).build().unwrap();
+        let mut reasons = vec![];
+        let mut call = Call::start(&p, ms(0));
+        let over = Verdict::Transient { hint: Some(ms(1001)) };
+        let d = call.record(over, ms(7), &mut |e: &Event<'_>| reasons.push((e.kind, e.reason)));
+        assert_eq!(d, Ok(Decision::Stop(Stop::Exhausted(ExhaustReason::RetryAfter))));
+        assert_eq!(
+            reasons,
+            [(EventKind::AttemptFailed, None), (EventKind::Exhausted, Some(ExhaustReason::RetryAfter))]
+        );
+        // Exactly the limit is accepted; on the last attempt the reason stays attempts.
+        let mut call = Call::start(&p, ms(0));
+        let at = Verdict::Transient { hint: Some(ms(1000)) };
+        assert_eq!(call.record(at, ms(0), &mut |_: &Event<'_>| {}), Ok(Decision::Retry(ms(1000))));
+        let last = Policy::builder().max_attempts(1).max_retry_after_ms(Some(1000.0)).build().unwrap();
+        let mut call = Call::start(&last, ms(0));
+        let d = call.record(over, ms(0), &mut |_: &Event<'_>| {});
+        assert_eq!(d, Ok(Decision::Stop(Stop::Exhausted(ExhaustReason::Attempts))));
+        // Off: any hint is waited out (the deadline, off here too, would bound it).
+        let off = Policy::builder().jitter(Jitter::None).deadline(None).max_retry_after(None).build().unwrap();
+        let mut call = Call::start(&off, ms(0));
+        let day = Verdict::Transient { hint: Some(Duration::from_secs(86_400)) };
+        assert_eq!(call.record(day, ms(0), &mut |_: &Event<'_>| {}), Ok(Decision::Retry(Duration::from_secs(86_400))));
+    }
+
+    #[test]
+    fn the_default_max_retry_after_is_60_s() {
+        assert_eq!(Policy::default().max_retry_after(), Some(Duration::from_secs(60)));
+    }
+
+    #[test]
     fn misuse_is_reported_not_guessed() {
         let p = no_jitter(3);
         let none = &mut |_: &Event<'_>| {};
@@ -403,7 +443,7 @@ mod tests {
         assert_eq!(Verdict::transient_ms(Some(1234.0)), Verdict::Transient { hint: Some(ms(1234)) });
         assert_eq!(Verdict::transient_ms(Some(f64::INFINITY)), Verdict::Transient { hint: Some(Duration::MAX) });
         // A saturated hint is a wait no deadline allows, and no overflow either.
-        let p = no_jitter(3);
+        let p = Policy::builder().max_attempts(3).max_retry_after(None).deadline_ms(Some(60_000.0)).build().unwrap();
         let mut call = Call::start(&p, ms(0));
         let d = call.record(Verdict::transient_ms(Some(1e300)), ms(0), &mut |_: &Event<'_>| {});
         assert_eq!(d, Ok(Decision::Stop(Stop::Exhausted(ExhaustReason::Deadline))));

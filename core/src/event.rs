@@ -75,15 +75,18 @@ pub enum ExhaustReason {
     Deadline,
     /// The shared retry budget had no token to spare.
     Budget,
+    /// The server asked for a wait longer than `max_retry_after` (contract step 5).
+    RetryAfter,
 }
 
 impl ExhaustReason {
-    /// `attempts`, `deadline` or `budget`.
+    /// `attempts`, `deadline`, `budget` or `retry_after`.
     pub fn as_str(&self) -> &'static str {
         match self {
             ExhaustReason::Attempts => "attempts",
             ExhaustReason::Deadline => "deadline",
             ExhaustReason::Budget => "budget",
+            ExhaustReason::RetryAfter => "retry_after",
         }
     }
 }
@@ -95,6 +98,7 @@ impl ExhaustReason {
             ExhaustReason::Attempts => "max_attempts reached",
             ExhaustReason::Deadline => "deadline reached",
             ExhaustReason::Budget => "retry budget spent",
+            ExhaustReason::RetryAfter => "server asked to wait longer than max_retry_after",
         }
     }
 }
@@ -108,6 +112,7 @@ impl std::str::FromStr for ExhaustReason {
             "attempts" => Ok(ExhaustReason::Attempts),
             "deadline" => Ok(ExhaustReason::Deadline),
             "budget" => Ok(ExhaustReason::Budget),
+            "retry_after" => Ok(ExhaustReason::RetryAfter),
             other => Err(format!("unknown exhaust reason {other:?}")),
         }
     }

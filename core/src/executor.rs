@@ -10,10 +10,18 @@ use crate::engine::{Call, Decision, Resume, Stop, Verdict};
 use crate::event::{Event, ExhaustReason};
 use crate::policy::Policy;
 
-/// How a retried call failed. Nothing is lost: the original error, or every failure in
-/// order.
+/// How many failures a [`RetryError`] keeps: the last 64 (the contract's history cap), so
+/// a call with a huge `max_attempts` cannot hold every error it ever saw. `attempts`
+/// still counts them all.
+pub const HISTORY: usize = 64;
+
+/// How a retried call failed. Nothing is lost: the original error, the last failures in
+/// order, and the rejected value where the last failure was one.
+///
+/// `T` is the type of the values a [result predicate](Run::result_predicate) can reject;
+/// [`Retrier::run`] has none and uses the default `()`.
 #[derive(Debug)]
-pub enum RetryError<E> {
+pub enum RetryError<E, T = ()> {
     /// A permanent failure: the original error, unchanged.
     Rejected(E),
     /// Transient failures ran out of room.
@@ -22,49 +30,150 @@ pub enum RetryError<E> {
         attempts: u32,
         /// Which limit ended the call.
         reason: ExhaustReason,
-        /// Every failure, in order; the last one is the cause.
+        /// The errors, in order (the last [`HISTORY`] at most); the last one is the cause
+        /// unless `value` holds the last failure.
         errors: Vec<E>,
+        /// The last rejected value, when the last failure was a value the result predicate
+        /// rejected (it is then the cause).
+        value: Option<T>,
     },
     /// The cancel token fired.
     Cancelled {
         /// Attempts made.
         attempts: u32,
-        /// Every failure before the cancel, in order.
+        /// The errors before the cancel, in order (the last [`HISTORY`] at most).
         errors: Vec<E>,
+        /// The last rejected value, when the last failure was a value.
+        value: Option<T>,
     },
 }
 
-impl<E> RetryError<E> {
-    /// The last failure, if there was one (the cause of Exhausted and Cancelled).
+impl<E, T> RetryError<E, T> {
+    /// The last failure when it was an error (the cause of Exhausted and Cancelled);
+    /// `None` when there was none or the last failure was a rejected value.
     pub fn last_error(&self) -> Option<&E> {
         match self {
             RetryError::Rejected(e) => Some(e),
+            RetryError::Exhausted { value: Some(_), .. } | RetryError::Cancelled { value: Some(_), .. } => None,
             RetryError::Exhausted { errors, .. } | RetryError::Cancelled { errors, .. } => errors.last(),
         }
     }
-}
 
-impl<E: fmt::Display> fmt::Display for RetryError<E> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    /// The last rejected value, when the last failure was one.
+    pub fn last_value(&self) -> Option<&T> {
         match self {
-            RetryError::Rejected(e) => write!(f, "{e}"),
-            RetryError::Exhausted { attempts, reason, errors } => {
-                write!(f, "{}", crate::event::GaveUp { name: None, attempts: *attempts, reason: *reason })?;
-                match errors.last() {
-                    Some(e) => write!(f, ": {e}"),
-                    None => Ok(()),
-                }
+            RetryError::Rejected(_) => None,
+            RetryError::Exhausted { value, .. } | RetryError::Cancelled { value, .. } => value.as_ref(),
+        }
+    }
+
+    /// Attempts made (1 for a rejection).
+    pub fn attempts(&self) -> u32 {
+        match self {
+            RetryError::Rejected(_) => 1,
+            RetryError::Exhausted { attempts, .. } | RetryError::Cancelled { attempts, .. } => *attempts,
+        }
+    }
+
+    fn without_value(self) -> RetryError<E> {
+        match self {
+            RetryError::Rejected(e) => RetryError::Rejected(e),
+            RetryError::Exhausted { attempts, reason, errors, .. } => {
+                RetryError::Exhausted { attempts, reason, errors, value: None }
             }
-            RetryError::Cancelled { attempts, .. } => write!(f, "cancelled after {attempts} attempts"),
+            RetryError::Cancelled { attempts, errors, .. } => RetryError::Cancelled { attempts, errors, value: None },
         }
     }
 }
 
-impl<E: std::error::Error + 'static> std::error::Error for RetryError<E> {
+impl<E: fmt::Display, T: fmt::Debug> fmt::Display for RetryError<E, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RetryError::Rejected(e) => write!(f, "{e}"),
+            RetryError::Exhausted { attempts, reason, errors, value } => {
+                write!(f, "{}", crate::event::GaveUp { name: None, attempts: *attempts, reason: *reason })?;
+                match (value, errors.last()) {
+                    (Some(v), _) => write!(f, ": rejected value {v:?}"),
+                    (None, Some(e)) => write!(f, ": {e}"),
+                    (None, None) => Ok(()),
+                }
+            }
+            RetryError::Cancelled { attempts, .. } => {
+                let s = if *attempts == 1 { "" } else { "s" };
+                write!(f, "cancelled after {attempts} attempt{s}")
+            }
+        }
+    }
+}
+
+impl<E: std::error::Error + 'static, T: fmt::Debug> std::error::Error for RetryError<E, T> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             RetryError::Rejected(e) => e.source(),
             _ => self.last_error().map(|e| e as &(dyn std::error::Error + 'static)),
+        }
+    }
+}
+
+/// What a [result predicate](Run::result_predicate) says of a returned value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueVerdict {
+    /// The value is the call's result.
+    Accept,
+    /// The value is a failure, handled exactly like a transient error; `hint` is the
+    /// minimum wait it asks for (a Retry-After read from a response), if any.
+    Retry {
+        /// A Retry-After style minimum wait.
+        hint: Option<std::time::Duration>,
+    },
+}
+
+impl ValueVerdict {
+    /// Retry, without a hint.
+    pub const RETRY: ValueVerdict = ValueVerdict::Retry { hint: None };
+}
+
+impl From<bool> for ValueVerdict {
+    /// `true`: retry (no hint); `false`: accept. So `|r| (r.status == 503).into()` reads
+    /// as "retry when".
+    fn from(retry: bool) -> Self {
+        if retry {
+            ValueVerdict::RETRY
+        } else {
+            ValueVerdict::Accept
+        }
+    }
+}
+
+/// The failure an event is about: an error, or a value the result predicate rejected.
+#[derive(Debug)]
+pub enum Failed<'a, E, T> {
+    /// The operation returned this error.
+    Error(&'a E),
+    /// The operation returned this value and the result predicate rejected it.
+    Value(&'a T),
+}
+
+impl<E, T> Clone for Failed<'_, E, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<E, T> Copy for Failed<'_, E, T> {}
+
+impl<'a, E, T> Failed<'a, E, T> {
+    /// The error, if the failure was one.
+    pub fn error(self) -> Option<&'a E> {
+        match self {
+            Failed::Error(e) => Some(e),
+            Failed::Value(_) => None,
+        }
+    }
+    /// The rejected value, if the failure was one.
+    pub fn value(self) -> Option<&'a T> {
+        match self {
+            Failed::Value(v) => Some(v),
+            Failed::Error(_) => None,
         }
     }
 }
@@ -79,6 +188,42 @@ pub struct Retrier {
 impl From<Policy> for Retrier {
     fn from(policy: Policy) -> Self {
         Retrier { policy: Arc::new(policy) }
+    }
+}
+
+/// The failures a call keeps: the last [`HISTORY`] errors, and the last value if the last
+/// failure was a rejected value.
+struct History<E, T> {
+    errors: Vec<E>,
+    value: Option<T>,
+}
+
+impl<E, T> History<E, T> {
+    fn push_error(&mut self, error: E) {
+        if self.errors.len() == HISTORY {
+            self.errors.remove(0);
+        }
+        self.errors.push(error);
+        self.value = None;
+    }
+
+    fn last(&self) -> Option<Failed<'_, E, T>> {
+        match &self.value {
+            Some(v) => Some(Failed::Value(v)),
+            None => self.errors.last().map(Failed::Error),
+        }
+    }
+
+    fn stopped(mut self, stop: Stop, attempts: u32) -> RetryError<E, T> {
+        let History { errors, value } = match stop {
+            Stop::Rejected => return RetryError::Rejected(self.errors.pop().expect("a rejection follows a failure")),
+            _ => self,
+        };
+        match stop {
+            Stop::Exhausted(reason) => RetryError::Exhausted { attempts, reason, errors, value },
+            Stop::Cancelled => RetryError::Cancelled { attempts, errors, value },
+            Stop::Success | Stop::Rejected => unreachable!("success returns the value; rejection is above"),
+        }
     }
 }
 
@@ -106,16 +251,29 @@ impl Retrier {
         op: impl FnMut(u32) -> Result<T, E>,
         classify: impl FnMut(&E) -> Verdict,
     ) -> Result<T, RetryError<E>> {
-        self.execute(Run::default(), op, classify)
+        self.execute(Run::default(), op, classify).map_err(RetryError::without_value)
     }
 
-    /// [`Retrier::run`] with a listener, a cancel token and a clock of your choosing.
+    /// [`Retrier::run`] with the options of [`Run`]: a listener, a cancel token, a clock,
+    /// and a result predicate that can turn a returned value into a failure.
+    ///
+    /// ```
+    /// use retryrs::{Policy, Retrier, Run, ValueVerdict, Verdict, RetryError};
+    /// # let _virtual_time = retryrs::testing::scoped();
+    /// let retrier = Retrier::new(Policy::builder().max_attempts(3).build().unwrap());
+    /// let got = retrier.execute(
+    ///     Run::default().result_predicate(|status: &u16| (*status == 503).into()),
+    ///     |_attempt| Ok::<u16, std::io::Error>(503),
+    ///     |_err| Verdict::TRANSIENT,
+    /// );
+    /// assert!(matches!(got, Err(RetryError::Exhausted { attempts: 3, value: Some(503), .. })));
+    /// ```
     pub fn execute<T, E>(
         &self,
-        mut run: Run<'_, E>,
+        mut run: Run<'_, E, T>,
         mut op: impl FnMut(u32) -> Result<T, E>,
         mut classify: impl FnMut(&E) -> Verdict,
-    ) -> Result<T, RetryError<E>> {
+    ) -> Result<T, RetryError<E, T>> {
         let virtual_clock;
         let clock: &dyn Clock = match run.clock {
             Some(clock) => clock,
@@ -130,85 +288,111 @@ impl Retrier {
         let cancel = run.cancel;
         let has_listener = run.listener.is_some();
         let listener = &mut run.listener;
-        let mut notify = |event: &Event<'_>, error: Option<&E>| {
+        let mut notify = |event: &Event<'_>, failed: Option<Failed<'_, E, T>>| {
             if let Some(listen) = listener.as_mut() {
-                listen(event, error);
+                listen(event, failed);
             }
         };
         if cancel.is_some_and(CancelToken::is_cancelled) {
             crate::engine::cancelled_before_start(&self.policy, &mut |e| notify(e, None));
-            return Err(RetryError::Cancelled { attempts: 0, errors: Vec::new() });
+            return Err(RetryError::Cancelled { attempts: 0, errors: Vec::new(), value: None });
         }
         let mut call = Call::start(&*self.policy, clock.now());
         // Allocated at the first failure: the happy path allocates nothing.
-        let mut errors: Vec<E> = Vec::new();
+        let mut history = History { errors: Vec::new(), value: None };
         loop {
-            let error = match op(call.attempt()) {
+            let decision = match op(call.attempt()) {
                 Ok(value) => {
-                    // Only the Success event shows this time: without a listener, skip the read.
-                    let now = if has_listener { clock.now() } else { call.started_at() };
-                    let _ = call.record(Verdict::Success, now, &mut |e| notify(e, None));
-                    return Ok(value);
+                    let verdict = match run.accept.as_mut() {
+                        None => ValueVerdict::Accept,
+                        Some(accept) => accept(&value),
+                    };
+                    let hint = match verdict {
+                        ValueVerdict::Accept => {
+                            // Only the Success event shows this time: without a listener, skip the read.
+                            let now = if has_listener { clock.now() } else { call.started_at() };
+                            let _ = call.record(Verdict::Success, now, &mut |e| notify(e, None));
+                            return Ok(value);
+                        }
+                        ValueVerdict::Retry { hint } => hint,
+                    };
+                    let decision = call
+                        .record(Verdict::Transient { hint }, clock.now(), &mut |e| {
+                            notify(e, Some(Failed::Value(&value)))
+                        })
+                        .expect("the executor only records while an attempt is in progress");
+                    history.value = Some(value);
+                    decision
                 }
-                Err(error) => error,
+                Err(error) => {
+                    let verdict = classify(&error);
+                    let decision = call
+                        .record(verdict, clock.now(), &mut |e| notify(e, Some(Failed::Error(&error))))
+                        .expect("the executor only records while an attempt is in progress");
+                    history.push_error(error);
+                    decision
+                }
             };
-            let verdict = classify(&error);
-            let decision = call
-                .record(verdict, clock.now(), &mut |e| notify(e, Some(&error)))
-                .expect("the executor only records while an attempt is in progress");
-            errors.push(error);
             let delay = match decision {
                 Decision::Retry(delay) => delay,
-                Decision::Stop(stop) => return Err(stopped(stop, call.attempt(), errors)),
+                Decision::Stop(stop) => return Err(history.stopped(stop, call.attempt())),
             };
             if clock.sleep(delay, cancel).is_err() {
-                let last = errors.last();
-                let _ = call.cancel(clock.now(), &mut |e| notify(e, last));
-                return Err(RetryError::Cancelled { attempts: call.attempt(), errors });
+                let _ = call.cancel(clock.now(), &mut |e| notify(e, history.last()));
+                return Err(history.stopped(Stop::Cancelled, call.attempt()));
             }
-            let last = errors.last();
             let resume = call
-                .after_wait(clock.now(), &mut |e| notify(e, last))
+                .after_wait(clock.now(), &mut |e| notify(e, history.last()))
                 .expect("the executor only resumes after a retry decision");
             if let Resume::Stop(stop) = resume {
-                return Err(stopped(stop, call.attempt(), errors));
+                return Err(history.stopped(stop, call.attempt()));
             }
         }
     }
 }
 
-fn stopped<E>(stop: Stop, attempts: u32, mut errors: Vec<E>) -> RetryError<E> {
-    match stop {
-        Stop::Rejected => RetryError::Rejected(errors.pop().expect("a rejection follows a failure")),
-        Stop::Exhausted(reason) => RetryError::Exhausted { attempts, reason, errors },
-        Stop::Cancelled => RetryError::Cancelled { attempts, errors },
-        Stop::Success => unreachable!("success returns the value, not an error"),
-    }
-}
+/// A listener: every event, with the failure it is about (an error or a rejected value)
+/// where there is one.
+pub type Listener<'a, E, T = ()> = Box<dyn FnMut(&Event<'_>, Option<Failed<'_, E, T>>) + 'a>;
 
-/// A listener: every event, with the failure it is about where there is one.
-pub type Listener<'a, E> = Box<dyn FnMut(&Event<'_>, Option<&E>) + 'a>;
+/// A result predicate: says of each returned value whether it is the result.
+pub type ResultPredicate<'a, T> = Box<dyn FnMut(&T) -> ValueVerdict + 'a>;
 
 /// Options of one [`Retrier::execute`] call.
-pub struct Run<'a, E> {
+pub struct Run<'a, E, T = ()> {
     /// Receives every event.
-    pub listener: Option<Listener<'a, E>>,
+    pub listener: Option<Listener<'a, E, T>>,
     /// Fires to end a wait at once.
     pub cancel: Option<&'a CancelToken>,
     /// The clock; `None` means the real one, or the virtual one under the testing switch.
     pub clock: Option<&'a dyn Clock>,
+    /// The result predicate; `None`: every returned value is a success.
+    pub accept: Option<ResultPredicate<'a, T>>,
 }
 
-impl<E> Default for Run<'_, E> {
+impl<E, T> Default for Run<'_, E, T> {
     fn default() -> Self {
-        Run { listener: None, cancel: None, clock: None }
+        Run { listener: None, cancel: None, clock: None, accept: None }
     }
 }
 
-impl<'a, E> Run<'a, E> {
-    /// Adds a listener.
-    pub fn listener(mut self, f: impl FnMut(&Event<'_>, Option<&E>) + 'a) -> Self {
+impl<'a, E, T> Run<'a, E, T> {
+    /// Adds a listener that sees every event and the error it is about (none for an event
+    /// about a rejected value: use [`Run::observer`] to see those).
+    pub fn listener(self, mut f: impl FnMut(&Event<'_>, Option<&E>) + 'a) -> Self {
+        self.observer(move |e, failed| f(e, failed.and_then(Failed::error)))
+    }
+    /// Adds a listener that sees every event and the failure it is about, error or
+    /// rejected value.
+    pub fn observer(mut self, f: impl FnMut(&Event<'_>, Option<Failed<'_, E, T>>) + 'a) -> Self {
         self.listener = Some(Box::new(f));
+        self
+    }
+    /// Adds a result predicate: a returned value it answers [`ValueVerdict::Retry`] for is a
+    /// failure, handled exactly like a transient error (its hint included); the events
+    /// about it carry the value, and an exhausted call carries the last one.
+    pub fn result_predicate(mut self, f: impl FnMut(&T) -> ValueVerdict + 'a) -> Self {
+        self.accept = Some(Box::new(f));
         self
     }
     /// Adds a cancel token.
@@ -260,7 +444,7 @@ mod tests {
             |_| Verdict::TRANSIENT,
         );
         match res {
-            Err(RetryError::Exhausted { attempts, reason, errors }) => {
+            Err(RetryError::Exhausted { attempts, reason, errors, .. }) => {
                 assert_eq!(attempts, 4);
                 assert_eq!(reason, ExhaustReason::Attempts);
                 assert_eq!(errors, [Failure("503", 1), Failure("503", 2), Failure("503", 3), Failure("503", 4)]);
@@ -334,7 +518,7 @@ mod tests {
         let took = started.elapsed();
         canceller.join().unwrap();
         match res {
-            Err(RetryError::Cancelled { attempts, errors }) => {
+            Err(RetryError::Cancelled { attempts, errors, .. }) => {
                 assert_eq!(attempts, 1);
                 assert_eq!(errors, [Failure("503", 1)]);
             }
@@ -358,6 +542,73 @@ mod tests {
         );
         assert!(matches!(res, Err(RetryError::Cancelled { attempts: 0, .. })));
         assert_eq!(calls, 0);
+    }
+
+    #[test]
+    fn a_rejected_value_is_retried_like_a_transient_error_and_carried() {
+        let clock = VirtualClock::new();
+        let r = Retrier::new(policy(3));
+        let mut seen = vec![];
+        let res = r.execute(
+            Run::default()
+                .clock(&clock)
+                .result_predicate(|v: &u32| {
+                    if *v < 3 {
+                        ValueVerdict::Retry { hint: Some(Duration::from_millis(250)) }
+                    } else {
+                        ValueVerdict::Accept
+                    }
+                })
+                .observer(|e, f: Option<Failed<'_, Failure, u32>>| {
+                    seen.push((e.kind, f.and_then(Failed::value).copied(), e.delay))
+                }),
+            Ok::<u32, Failure>,
+            |_| Verdict::TRANSIENT,
+        );
+        assert_eq!(res.unwrap(), 3);
+        let ms = |n| Some(Duration::from_millis(n));
+        assert_eq!(
+            seen,
+            [
+                (EventKind::AttemptFailed, Some(1), None),
+                (EventKind::Retrying, Some(1), ms(250)),
+                (EventKind::AttemptFailed, Some(2), None),
+                (EventKind::Retrying, Some(2), ms(250)),
+                (EventKind::Success, None, None)
+            ]
+        );
+        // Exhausted on a value: the value is the cause, the earlier error is kept.
+        let res = Retrier::new(policy(2)).execute(
+            Run::default().clock(&clock).result_predicate(|_: &&str| true.into()),
+            |n| if n == 1 { Err(Failure("503", 1)) } else { Ok("busy") },
+            |_| Verdict::TRANSIENT,
+        );
+        match res {
+            Err(e @ RetryError::Exhausted { .. }) => {
+                assert_eq!(e.last_value(), Some(&"busy"));
+                assert_eq!(e.last_error(), None);
+                assert!(matches!(e, RetryError::Exhausted { ref errors, .. } if errors == &[Failure("503", 1)]));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_history_keeps_the_last_64_failures_and_counts_them_all() {
+        let p = Policy::builder().max_attempts(100).initial_delay_ms(0.0).max_delay_ms(0.0).build().unwrap();
+        let res: Result<(), _> = Retrier::new(p).execute(
+            Run::default().clock(&VirtualClock::new()),
+            |n| Err(Failure("503", n)),
+            |_| Verdict::TRANSIENT,
+        );
+        match res {
+            Err(RetryError::Exhausted { attempts: 100, errors, .. }) => {
+                assert_eq!(errors.len(), HISTORY);
+                assert_eq!(errors.first(), Some(&Failure("503", 37)));
+                assert_eq!(errors.last(), Some(&Failure("503", 100)));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -192,6 +192,14 @@ pub const KNOBS: &[Knob] = &[
         doc: "budget for the whole call, attempts and waits included",
     },
     Knob {
+        name: "max_retry_after",
+        unit: Unit::Duration,
+        default: Default::Number(60_000.0),
+        can_be_off: true,
+        rule: Rule::Duration { not_below: None },
+        doc: "the longest server-asked wait accepted; a longer hint ends the call",
+    },
+    Knob {
         name: "budget",
         unit: Unit::Budget,
         default: Default::Off,

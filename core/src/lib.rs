@@ -30,9 +30,9 @@ pub mod clock;
 pub mod engine;
 pub mod event;
 pub mod executor;
-pub mod knob;
 pub mod http;
 mod http_date;
+pub mod knob;
 pub mod policy;
 pub mod retry_after;
 pub mod units;
@@ -43,10 +43,10 @@ pub use clock::{testing, Clock, SystemClock, VirtualClock};
 pub use document::{DocumentError, LoadOptions, Policies};
 pub use engine::{cancelled_before_start, duration_from_ms, Call, Decision, Resume, StateError, Stop, Verdict};
 pub use event::{Event, EventKind, ExhaustReason, GaveUp};
-pub use executor::{Retrier, RetryError, Run};
+pub use executor::{Failed, Retrier, RetryError, Run, ValueVerdict, HISTORY};
+pub use http::{is_idempotent, is_retryable_status, HttpOutcome, HttpRules, HttpVerdict, RETRYABLE_STATUSES};
 pub use knob::{Knob, Setting, Unit, KNOBS};
 pub use policy::{Given, Jitter, Policy, PolicyBuilder, PolicyError};
-pub use http::{is_idempotent, is_retryable_status, HttpOutcome, HttpRules, HttpVerdict, RETRYABLE_STATUSES};
 pub use retry_after::{parse_retry_after, parse_retry_after_ms};
 
 /// The crate version, as in Cargo.toml.

@@ -156,6 +156,7 @@ pub struct Policy {
     pub(crate) max_delay_ms: u64,
     pub(crate) jitter: Jitter,
     pub(crate) deadline: Option<Duration>,
+    pub(crate) max_retry_after: Option<Duration>,
     pub(crate) budget: Option<Arc<RetryBudget>>,
     pub(crate) name: Arc<str>,
     pub(crate) seed: Option<u64>,
@@ -197,6 +198,10 @@ impl Policy {
     pub fn deadline(&self) -> Option<Duration> {
         self.deadline
     }
+    /// The longest server-asked wait a call accepts, or `None` when off.
+    pub fn max_retry_after(&self) -> Option<Duration> {
+        self.max_retry_after
+    }
     /// The shared retry budget, if one is set.
     pub fn budget(&self) -> Option<&Arc<RetryBudget>> {
         self.budget.as_ref()
@@ -220,6 +225,7 @@ impl Policy {
             "multiplier" => Some(self.multiplier),
             "max_delay" => Some(self.max_delay_ms as f64),
             "deadline" => self.deadline.map(units::ms_from_duration),
+            "max_retry_after" => self.max_retry_after.map(units::ms_from_duration),
             _ => None,
         }
     }
@@ -238,6 +244,7 @@ pub struct PolicyBuilder {
     max_delay_ms: f64,
     jitter: Jitter,
     deadline_ms: Option<f64>,
+    max_retry_after_ms: Option<f64>,
     budget: Option<Arc<RetryBudget>>,
     name: Arc<str>,
     seed: Option<u64>,
@@ -259,6 +266,7 @@ impl PolicyBuilder {
             max_delay_ms: 5_000.0,
             jitter: Jitter::Full,
             deadline_ms: Some(15_000.0),
+            max_retry_after_ms: Some(60_000.0),
             budget: None,
             name: Arc::from("retry"),
             seed: None,
@@ -307,6 +315,16 @@ impl PolicyBuilder {
         self.deadline_ms = ms;
         self
     }
+    /// The longest server-asked wait (Retry-After hint) a call accepts: a longer hint ends
+    /// the call at once as exhausted (reason `retry_after`). `None` turns the bound off.
+    pub fn max_retry_after(self, d: Option<Duration>) -> Self {
+        self.max_retry_after_ms(d.map(units::ms_from_duration))
+    }
+    /// [`PolicyBuilder::max_retry_after`] in milliseconds.
+    pub fn max_retry_after_ms(mut self, ms: Option<f64>) -> Self {
+        self.max_retry_after_ms = ms;
+        self
+    }
     /// A retry budget shared with other retriers, or `None`.
     pub fn budget(mut self, b: Option<Arc<RetryBudget>>) -> Self {
         self.budget = b;
@@ -348,6 +366,7 @@ impl PolicyBuilder {
             ("multiplier", Some(m)) => self.multiplier(m),
             ("max_delay", Some(ms)) => self.max_delay_ms(ms),
             ("deadline", ms) => self.deadline_ms(ms),
+            ("max_retry_after", ms) => self.max_retry_after_ms(ms),
             _ => unreachable!("every numeric knob in KNOBS has an arm here (tested)"),
         })
     }
@@ -384,6 +403,10 @@ impl PolicyBuilder {
             None => None,
             Some(ms) => Some(units::duration_from_ms_or_zero(delay("deadline", ms)?)),
         };
+        let max_retry_after = match self.max_retry_after_ms {
+            None => None,
+            Some(ms) => Some(units::duration_from_ms_or_zero(delay("max_retry_after", ms)?)),
+        };
         Ok(Policy {
             max_attempts,
             initial_delay_ms: initial,
@@ -392,6 +415,7 @@ impl PolicyBuilder {
             max_delay_ms: max.floor() as u64,
             jitter: self.jitter,
             deadline,
+            max_retry_after,
             budget: self.budget,
             name: self.name,
             seed: self.seed,

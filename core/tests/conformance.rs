@@ -9,8 +9,8 @@ use std::time::{Duration, SystemTime};
 
 use retryrs::http::{classify, HttpOutcome, HttpRules};
 use retryrs::{
-    is_retryable_status, parse_retry_after_ms, CancelToken, EventKind, Jitter, Policy, PolicyError, Retrier,
-    RetryBudget, RetryError, Run, Setting, Verdict, VirtualClock,
+    is_retryable_status, parse_retry_after_ms, CancelToken, EventKind, Failed, Jitter, Policy, PolicyError, Retrier,
+    RetryBudget, RetryError, Run, Setting, ValueVerdict, Verdict, VirtualClock, HISTORY,
 };
 use serde_json::{json, Value};
 
@@ -90,7 +90,9 @@ fn run_call(retrier: &Retrier, script: &[Value]) -> Result<Value, String> {
     let mut delays = vec![];
     let mut calls = 0u32;
     let step = |n: u32| -> Option<&Value> { script.get(n as usize - 1) };
-    let listener = |e: &retryrs::Event<'_>, err: Option<&Scripted>| {
+    let listener = |e: &retryrs::Event<'_>, failed: Option<Failed<'_, Scripted, u32>>| {
+        let err = failed.and_then(Failed::error);
+        let value = failed.and_then(Failed::value);
         let mut ev = json!({"kind": e.kind.as_str(), "attempt": e.attempt, "elapsed_ms": e.elapsed.as_millis() as u64});
         if let Some(d) = e.delay {
             ev["delay_ms"] = json!(d.as_millis() as u64);
@@ -98,12 +100,15 @@ fn run_call(retrier: &Retrier, script: &[Value]) -> Result<Value, String> {
         if let Some(r) = e.reason {
             ev["reason"] = json!(r.as_str());
         }
-        // Whether the event carried an error: the vectors say which must (docs/contract.md).
+        // Whether the event carried an error, or a rejected value: the vectors say which
+        // must (docs/contract.md, "Events").
         ev["error"] = json!(err.is_some());
+        ev["value"] = json!(value.is_some());
         // Failure events carry the failure they are about: the latest attempt's.
-        let wants_error = e.kind.carries_error();
-        if wants_error && e.attempt > 0 && err != Some(&Scripted(e.attempt)) {
-            ev["error_mismatch"] = json!(format!("{err:?}"));
+        let wants_failure = e.kind.carries_error();
+        let about = err.map(|s| s.0).or(value.copied());
+        if wants_failure && e.attempt > 0 && about != Some(e.attempt) {
+            ev["error_mismatch"] = json!(format!("{failed:?}"));
         }
         if e.kind == EventKind::Retrying {
             let s = step(e.attempt).cloned().unwrap_or_default();
@@ -116,20 +121,29 @@ fn run_call(retrier: &Retrier, script: &[Value]) -> Result<Value, String> {
         }
         events.borrow_mut().push(ev);
     };
+    let hint = |s: &Value| s.get("hint_ms").and_then(Value::as_f64).and_then(retryrs::duration_from_ms);
     let result = retrier.execute(
-        Run::default().clock(&clock).cancel(&token).listener(listener),
+        Run::default()
+            .clock(&clock)
+            .cancel(&token)
+            .observer(listener)
+            // The value attempt n returns is n; the script says whether it is accepted.
+            .result_predicate(|n: &u32| match step(*n) {
+                Some(s) if s["result"] == "rejected_value" => ValueVerdict::Retry { hint: hint(s) },
+                _ => ValueVerdict::Accept,
+            }),
         |n| {
             calls += 1;
             // Called more often than the script allows: fail with a marker the checks reject.
             let s = step(n).ok_or(Scripted(u32::MAX))?;
             clock.advance(Duration::from_millis(s.get("takes_ms").and_then(Value::as_u64).unwrap_or(0)));
             match s["result"].as_str() {
-                Some("success") => Ok(()),
+                Some("success" | "rejected_value") => Ok(n),
                 _ => Err(Scripted(n)),
             }
         },
         |e: &Scripted| match step(e.0) {
-            Some(s) if s["result"] == "transient" => Verdict::transient_ms(s.get("hint_ms").and_then(Value::as_f64)),
+            Some(s) if s["result"] == "transient" => Verdict::Transient { hint: hint(s) },
             _ => Verdict::Permanent,
         },
     );
@@ -140,29 +154,52 @@ fn run_call(retrier: &Retrier, script: &[Value]) -> Result<Value, String> {
         }
     }
     if events.iter().any(|e| e.get("error_mismatch").is_some()) {
-        return Err(format!("an event carried the wrong error: {events:?}"));
+        return Err(format!("an event carried the wrong failure: {events:?}"));
     }
     let mut got = json!({"attempts": calls, "delays_ms": delays, "events": events});
+    // The errors a history must keep: the error attempts among the last HISTORY failures.
+    let is_error = |n: &u32| step(*n).is_some_and(|s| s["result"] != "rejected_value");
+    let kept = |attempts: u32| -> Vec<Scripted> {
+        (1..=attempts)
+            .filter(is_error)
+            .map(Scripted)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .take(HISTORY)
+            .rev()
+            .collect()
+    };
     match result {
-        Ok(()) => got["outcome"] = json!("success"),
+        Ok(n) => {
+            got["outcome"] = json!("success");
+            if n != calls {
+                return Err(format!("returned the value of attempt {n}, not of attempt {calls}"));
+            }
+        }
         Err(RetryError::Rejected(e)) => {
             got["outcome"] = json!("rejected");
             if e != Scripted(calls) {
                 return Err(format!("rejected with {e:?}, not the failure of attempt {calls}"));
             }
         }
-        Err(RetryError::Exhausted { attempts, reason, errors }) => {
+        Err(RetryError::Exhausted { attempts, reason, errors, value }) => {
             got["outcome"] = json!("exhausted");
             got["reason"] = json!(reason.as_str());
-            let expected: Vec<_> = (1..=attempts).map(Scripted).collect();
-            if attempts != calls || errors != expected {
+            if let Some(v) = value {
+                got["value"] = json!(v);
+            }
+            if attempts != calls || errors != kept(attempts) {
                 return Err(format!("exhausted after {attempts} with errors {errors:?}, {calls} calls"));
             }
         }
-        Err(RetryError::Cancelled { attempts, errors }) => {
+        Err(RetryError::Cancelled { attempts, errors, value }) => {
             got["outcome"] = json!("cancelled");
-            if attempts != calls || errors.last() != Some(&Scripted(calls)) {
-                return Err(format!("cancelled after {attempts} with errors {errors:?}, {calls} calls"));
+            let last_is = errors.last().map(|e| e.0).filter(|_| value.is_none()).or(value);
+            if attempts != calls || last_is != Some(calls) {
+                return Err(format!(
+                    "cancelled after {attempts} with errors {errors:?}, value {value:?}, {calls} calls"
+                ));
             }
         }
     }
@@ -178,10 +215,23 @@ fn check_call_vector(v: &Value) -> Result<(), String> {
     for (i, call) in v["calls"].as_array().unwrap().iter().enumerate() {
         let got = run_call(&retrier, call["attempts"].as_array().unwrap())?;
         let want = &call["expect"];
-        for key in ["outcome", "reason", "attempts", "delays_ms", "events"] {
+        for key in ["outcome", "reason", "attempts", "delays_ms", "value"] {
             if want.get(key) != got.get(key) {
                 return Err(format!("call {i}: {key}: want {}, got {}", want[key], got[key]));
             }
+        }
+        // Events: each field a vector gives is compared (an event without "value" does
+        // not care whether a value was carried).
+        let (want_ev, got_ev) = (want["events"].as_array(), got["events"].as_array());
+        let same = match (want_ev, got_ev) {
+            (Some(w), Some(g)) => {
+                w.len() == g.len()
+                    && w.iter().zip(g).all(|(w, g)| w.as_object().unwrap().iter().all(|(k, v)| g.get(k) == Some(v)))
+            }
+            _ => want_ev.is_none(),
+        };
+        if !same {
+            return Err(format!("call {i}: events: want {}, got {}", want["events"], got["events"]));
         }
         if let Some(tokens) = want.get("budget_tokens").and_then(Value::as_f64) {
             let have = got["budget_tokens"].as_f64().unwrap_or(f64::NAN);
@@ -194,8 +244,10 @@ fn check_call_vector(v: &Value) -> Result<(), String> {
 }
 
 fn check_vector_keys(v: &Value) -> Result<(), String> {
-    let body =
-        ["calls", "expect_error", "retry_after", "status", "http"].into_iter().find(|b| v.get(b).is_some()).unwrap_or("calls");
+    let body = ["calls", "expect_error", "retry_after", "status", "http"]
+        .into_iter()
+        .find(|b| v.get(b).is_some())
+        .unwrap_or("calls");
     check_keys("vector", v, &["id", "rule", "policy", body])?;
     if let Some(p) = v.get("policy") {
         let keys = policy_keys();
@@ -208,11 +260,19 @@ fn check_vector_keys(v: &Value) -> Result<(), String> {
         check_keys("call", call, &["attempts", "expect"])?;
         for a in call["attempts"].as_array().into_iter().flatten() {
             check_keys("attempt", a, &["result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait"])?;
+            let result = a["result"].as_str().unwrap_or("");
+            if !["success", "transient", "permanent", "rejected_value"].contains(&result) {
+                return Err(format!("attempt: unknown result {result:?}"));
+            }
         }
         let expect = &call["expect"];
-        check_keys("expect", expect, &["outcome", "reason", "attempts", "delays_ms", "events", "budget_tokens"])?;
+        check_keys(
+            "expect",
+            expect,
+            &["outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens"],
+        )?;
         for e in expect.get("events").and_then(Value::as_array).into_iter().flatten() {
-            check_keys("event", e, &["kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error"])?;
+            check_keys("event", e, &["kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error", "value"])?;
         }
     }
     if let Some(e) = v.get("expect_error") {

@@ -13,7 +13,7 @@
  * Atomics: one set of counters may serve calls on many threads. */
 typedef struct retry_counters {
   atomic_ulong calls[RETRYRS_EVENT_CANCELLED + 1]; /* by ending event: success, rejected, exhausted, cancelled */
-  atomic_ulong exhausted[RETRYRS_REASON_BUDGET + 1]; /* by reason: attempts, deadline, budget */
+  atomic_ulong exhausted[RETRYRS_REASON_RETRY_AFTER + 1]; /* by reason: attempts, deadline, budget, retry_after */
   atomic_ulong retries;
   atomic_ullong retry_wait_ms;
 } retry_counters;
@@ -26,7 +26,7 @@ static void count_event(void *user_data, const retryrs_event *ev) {
     atomic_fetch_add(&c->retry_wait_ms, ev->delay_ms);
     break;
   case RETRYRS_EVENT_EXHAUSTED:
-    if (ev->reason >= 0 && ev->reason <= RETRYRS_REASON_BUDGET) atomic_fetch_add(&c->exhausted[ev->reason], 1);
+    if (ev->reason >= 0 && ev->reason <= RETRYRS_REASON_RETRY_AFTER) atomic_fetch_add(&c->exhausted[ev->reason], 1);
     atomic_fetch_add(&c->calls[ev->kind], 1);
     break;
   case RETRYRS_EVENT_SUCCESS:

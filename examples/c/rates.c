@@ -155,7 +155,7 @@ static retryrs_verdict fetch(void *user_data, uint32_t attempt, double *hint_ms)
 }
 
 static const char *reason_name(retryrs_reason r) {
-  return r == RETRYRS_REASON_ATTEMPTS ? "attempts" : r == RETRYRS_REASON_DEADLINE ? "deadline" : "budget";
+  return r == RETRYRS_REASON_ATTEMPTS ? "attempts" : r == RETRYRS_REASON_DEADLINE ? "deadline" : r == RETRYRS_REASON_BUDGET ? "budget" : "retry_after";
 }
 
 static void on_event(void *user_data, const retryrs_event *e) {

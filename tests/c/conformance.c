@@ -58,6 +58,7 @@ static const char *reason_name(retryrs_reason r) {
     case RETRYRS_REASON_ATTEMPTS: return "attempts";
     case RETRYRS_REASON_DEADLINE: return "deadline";
     case RETRYRS_REASON_BUDGET: return "budget";
+    case RETRYRS_REASON_RETRY_AFTER: return "retry_after";
     default: return NULL;
   }
 }
@@ -122,6 +123,11 @@ static retryrs_status make_retrier(const cv_policy *p, retryrs_budget **budget, 
   if (p->has_deadline_ms) {
     c.has_deadline = true;
     c.deadline_ms = p->deadline_ms;
+  }
+  if (p->max_retry_after_off) c.has_max_retry_after = false;
+  if (p->has_max_retry_after_ms) {
+    c.has_max_retry_after = true;
+    c.max_retry_after_ms = p->max_retry_after_ms;
   }
   if (p->has_seed) {
     c.has_seed = true;

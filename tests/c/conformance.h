@@ -13,6 +13,8 @@ typedef struct {
   int has_max_attempts, has_initial_delay_ms, has_multiplier, has_max_delay_ms, has_deadline_ms;
   double max_attempts, initial_delay_ms, multiplier, max_delay_ms, deadline_ms;
   int deadline_off;
+  int has_max_retry_after_ms, max_retry_after_off;
+  double max_retry_after_ms;
   const char *jitter; /* NULL: default */
   int has_seed;
   unsigned long long seed;

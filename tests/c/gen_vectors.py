@@ -11,13 +11,17 @@ import json
 import sys
 
 POLICY_KEYS = {"max_attempts", "initial_delay_ms", "multiplier", "max_delay_ms", "jitter",
-               "deadline_ms", "seed", "name", "budget"}
+               "deadline_ms", "max_retry_after_ms", "seed", "name", "budget"}
 ATTEMPT_KEYS = {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait"}
-EXPECT_KEYS = {"outcome", "reason", "attempts", "delays_ms", "events", "budget_tokens"}
-EVENT_KEYS = {"kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error"}
-# "error" (whether the event carries the failure) has no C counterpart: a C event carries
-# no error value (the failure is the attempt callback's verdict), so it is read and ignored.
-RESULTS = {"success": "RETRYRS_SUCCESS", "transient": "RETRYRS_TRANSIENT", "permanent": "RETRYRS_PERMANENT"}
+EXPECT_KEYS = {"outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens"}
+EVENT_KEYS = {"kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error", "value"}
+# "error" and "value" (whether the event carries the failure, an error or a rejected value)
+# have no C counterpart: a C event carries no failure (it is the attempt callback's verdict),
+# and neither does a C outcome ("value" of expect), so they are read and ignored.
+# A rejected value is the C callback answering RETRYRS_TRANSIENT for a value it does not
+# accept (retryrs.h says so): C needs no result predicate.
+RESULTS = {"success": "RETRYRS_SUCCESS", "transient": "RETRYRS_TRANSIENT", "permanent": "RETRYRS_PERMANENT",
+           "rejected_value": "RETRYRS_TRANSIENT"}
 
 
 def fail(where, msg):
@@ -76,6 +80,11 @@ def policy_init(where, p):
             f.append(".deadline_off = 1")
         else:
             f.append(f".has_deadline_ms = 1, .deadline_ms = {num(p['deadline_ms'])}")
+    if "max_retry_after_ms" in p:
+        if p["max_retry_after_ms"] is None:
+            f.append(".max_retry_after_off = 1")
+        else:
+            f.append(f".has_max_retry_after_ms = 1, .max_retry_after_ms = {num(p['max_retry_after_ms'])}")
     if "seed" in p:
         f.append(f".has_seed = 1, .seed = {int(p['seed'])}ULL")
     if "name" in p:

@@ -8,6 +8,7 @@ const r = new Retrier({
   initialDelayMs: 100,
   jitter: 'proportional(0.2)',
   deadlineMs: null,
+  maxRetryAfterMs: null,
   seed: 42n,
   budget,
   shouldRetry: (err) => err instanceof Error,
@@ -17,7 +18,7 @@ const r = new Retrier({
       const d: number = e.delayMs;
       void d;
     } else if (e.kind === 'exhausted') {
-      const reason: 'attempts' | 'deadline' | 'budget' = e.reason;
+      const reason: 'attempts' | 'deadline' | 'budget' | 'retry_after' = e.reason;
       void reason;
     }
   },

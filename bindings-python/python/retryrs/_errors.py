@@ -12,8 +12,8 @@ class RetryError(Exception):
 class RetryExhausted(RetryError):
     """Transient failures ran out of room.
 
-    ``attempts``: calls made; ``reason``: ``"attempts"``, ``"deadline"`` or ``"budget"``;
-    ``errors``: every failure, in order. ``__cause__`` is the last one.
+    ``attempts``: calls made; ``reason``: ``"attempts"``, ``"deadline"``, ``"budget"`` or ``"retry_after"``;
+    ``errors``: the failures, in order, the last 64 at most. ``__cause__`` is the last one.
     """
 
     def __init__(self, message: str, *, attempts: int, reason: str, errors: Tuple[BaseException, ...], name: str = "retry") -> None:

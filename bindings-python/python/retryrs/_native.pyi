@@ -78,6 +78,7 @@ class Retrier:
         max_delay: Seconds = 5.0,
         jitter: str = "full",
         deadline: Optional[Seconds] = 15.0,
+        max_retry_after: Optional[Seconds] = 60.0,
         retry_after: Optional[Callable[[BaseException], Hint]] = None,
         # One listener, or a list / tuple of them (each told every event, in order).
         on_event: Union[Callable[[Event], object], list[Callable[[Event], object]], tuple[Callable[[Event], object], ...], None] = None,
@@ -119,6 +120,8 @@ class Retrier:
     def jitter(self) -> str: ...
     @property
     def deadline(self) -> Optional[float]: ...
+    @property
+    def max_retry_after(self) -> Optional[float]: ...
     @property
     def name(self) -> str: ...
     @property
