@@ -90,6 +90,7 @@ export declare class Policy {
   readonly maxDelayMs: number;
   readonly jitter: Jitter;
   readonly deadlineMs: number | null;
+  readonly maxRetryAfterMs: number | null;
   readonly budget: RetryBudget | null;
   readonly name: string;
   readonly seed: bigint | null;

@@ -117,6 +117,8 @@ pub fn from_policy_parts(p: &Policy, name: *const c_char, budget: *const retryrs
         seed: p.seed().unwrap_or(0),
         name,
         budget,
+        has_max_retry_after: p.max_retry_after().is_some(),
+        max_retry_after_ms: p.max_retry_after().map_or(0.0, ms_from_duration),
     }
 }
 

@@ -35,6 +35,7 @@ for (const [name, want] of Object.entries(EXPECTED.policies)) {
     assert.equal(p.multiplier, k.multiplier);
     assert.equal(p.maxDelayMs, k.max_delay_ms);
     assert.equal(p.deadlineMs, k.deadline_ms);
+    assert.equal(p.maxRetryAfterMs, k.max_retry_after_ms);
     assert.equal(p.jitter, k.jitter);
     assert.equal(p.name, k.name);
     assert.equal(p.seed, k.seed === null ? null : BigInt(k.seed));

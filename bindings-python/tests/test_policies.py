@@ -42,6 +42,7 @@ def test_the_shared_document_gives_every_host_s_policies(name: str, virtual: obj
     assert p.multiplier == k["multiplier"]
     assert p.max_delay == k["max_delay_ms"] / 1000
     assert p.deadline == (None if k["deadline_ms"] is None else k["deadline_ms"] / 1000)
+    assert p.max_retry_after == (None if k["max_retry_after_ms"] is None else k["max_retry_after_ms"] / 1000)
     assert p.jitter == k["jitter"] and p.name == k["name"] and p.seed == k["seed"]
     assert (p.budget is None) == (k["budget"] is None)
     assert waits(p) == want["waits_ms"]

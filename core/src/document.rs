@@ -599,6 +599,9 @@ impl<'a> Loader<'a> {
                 .multiplier(multiplier)
                 .jitter(Jitter::Proportional(0.2))
                 .deadline_ms(deadline)
+                // gRPC obeys grpc-retry-pushback-ms as given: no cap on a server's wait.
+                .set("max_retry_after", Setting::Off)
+                .map_err(|e| self.err(&rp, Some(retry), e))?
                 .budget(budget.cloned())
                 .build()
                 .map_err(|e| {

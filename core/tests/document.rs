@@ -49,6 +49,7 @@ fn the_shared_document_gives_the_expected_policies() {
         assert_eq!(p.multiplier(), knobs["multiplier"].as_f64().unwrap(), "{name}");
         assert_eq!(p.max_delay().as_millis() as f64, knobs["max_delay_ms"].as_f64().unwrap(), "{name}");
         assert_eq!(p.deadline().map(|d| d.as_millis() as f64), knobs["deadline_ms"].as_f64(), "{name}");
+        assert_eq!(p.max_retry_after().map(|d| d.as_millis() as f64), knobs["max_retry_after_ms"].as_f64(), "{name}");
         assert_eq!(p.jitter().spelling(), knobs["jitter"].as_str().unwrap(), "{name}");
         assert_eq!(p.name(), knobs["name"].as_str().unwrap(), "{name}");
         assert_eq!(p.seed(), knobs["seed"].as_u64(), "{name}");
@@ -183,6 +184,7 @@ fn grpc_s_example_service_config_behaves_as_grpc_describes() {
     assert_eq!(echo.multiplier(), 2.0);
     assert_eq!(echo.jitter(), Jitter::Proportional(0.2));
     assert_eq!(echo.deadline(), None);
+    assert_eq!(echo.max_retry_after(), None, "gRPC waits out any pushback");
     for _ in 0..50 {
         let fresh = Policies::from_path(data("grpc_service_config.json")).unwrap();
         let w = waits(fresh.get("EchoService").unwrap());

@@ -49,6 +49,7 @@ def main() -> None:
         lines.append(
             f'  {{{c_string(name)}, {k["max_attempts"]}, {k["initial_delay_ms"]}, {k["multiplier"]}, {k["max_delay_ms"]}, '
             f'{c_string(k["jitter"])}, {1 if k["deadline_ms"] is not None else 0}, {k["deadline_ms"] or 0}, '
+            f'{1 if k["max_retry_after_ms"] is not None else 0}, {k["max_retry_after_ms"] or 0}, '
             f'{1 if k["seed"] is not None else 0}, {k["seed"] or 0}u, {c_string(k["name"])}, {1 if k["budget"] else 0}, '
             f'{len(waits)}, {{{", ".join(str(w) for w in waits) or "0"}}}}},')
     lines.append("};")

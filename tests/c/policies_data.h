@@ -15,6 +15,8 @@ typedef struct {
   const char *jitter;
   int has_deadline;
   double deadline_ms;
+  int has_max_retry_after;
+  double max_retry_after_ms;
   int has_seed;
   uint64_t seed;
   const char *name;

@@ -69,6 +69,8 @@ static void test_the_shared_document_gives_every_host_s_policies(void) {
     CHECK(c.jitter == jitter && c.jitter_factor == factor);
     CHECK(c.has_deadline == (e->has_deadline != 0));
     if (e->has_deadline) CHECK(c.deadline_ms == e->deadline_ms);
+    CHECK(c.has_max_retry_after == (e->has_max_retry_after != 0));
+    if (e->has_max_retry_after) CHECK(c.max_retry_after_ms == e->max_retry_after_ms);
     CHECK(c.has_seed == (e->has_seed != 0) && (!e->has_seed || c.seed == e->seed));
     CHECK(strcmp(c.name, e->name) == 0);
     CHECK((c.budget != NULL) == (e->has_budget != 0));
@@ -175,6 +177,7 @@ static void test_grpc_s_example_service_config(void) {
   CHECK_STATUS(retryrs_policies_get(p, "EchoService/Stream", &stream), RETRYRS_OK);
   CHECK(echo.max_attempts == 4 && echo.initial_delay_ms == 100 && echo.max_delay_ms == 1000 && echo.multiplier == 2);
   CHECK(echo.jitter == RETRYRS_JITTER_PROPORTIONAL && echo.jitter_factor == 0.2 && !echo.has_deadline);
+  CHECK(!echo.has_max_retry_after);
   CHECK(stream.max_attempts == 5 && stream.has_deadline && stream.deadline_ms == 2500);
   CHECK(echo.budget != NULL && echo.budget == stream.budget);
   log = waits_of(&echo);
