@@ -1,13 +1,13 @@
 #!/usr/bin/env node
-// The rates demo client: fetches a rate through retryrs with the default policy (name
-// "rates", seed 42), treating the retryable HTTP statuses as transient, honouring
+// The rates demo client: fetches a rate through retryrs with the policy "rates" of
+// examples/policies.json (the contract's defaults, seed 42), treating the retryable HTTP statuses as transient, honouring
 // Retry-After, and printing one line per retry and a success line from the events.
 //
 //   node examples/node/rates.mjs http://127.0.0.1:PORT/<session>/rates/EURUSD
 //
 // Exits 0 on success, 1 otherwise.
 // In your project: `npm install path/to/bindings-node`, then import from 'retryrs'.
-import { Retrier, RetryExhaustedError, parseRetryAfter, isRetryableStatus, isTransientError } from '../../bindings-node/index.mjs';
+import { Retrier, RetryExhaustedError, parseRetryAfter, isRetryableStatus, isTransientError, loadPolicies } from '../../bindings-node/index.mjs';
 
 class HttpStatusError extends Error {
   constructor(status, retryAfterMs) {
@@ -34,9 +34,9 @@ if (!url) {
 
 let lastFailure;
 let success;
-const rates = new Retrier({
-  name: 'rates',
-  seed: 42,
+// The policy is "rates" from examples/policies.json, the file the Python and C clients read too.
+const policies = loadPolicies(new URL('../policies.json', import.meta.url));
+const rates = Retrier.fromPolicy(policies.get('rates'), {
   shouldRetry: (err) => (err instanceof HttpStatusError ? isRetryableStatus(err.status) : isTransientError(err)),
   onEvent: (e) => {
     switch (e.kind) {

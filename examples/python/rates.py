@@ -4,11 +4,12 @@ per retry and a success line, from the events.
 
     python rates.py http://127.0.0.1:PORT/<session>/rates/EURUSD
 
-Default policy (5 attempts, 200 ms, x2, 5 s cap, full jitter, 15 s deadline), named
-"rates", seed 42. The retryable statuses are transient, any other non-200 status is
+The policy is "rates" from examples/policies.json, the file the Node and C clients read
+too (5 attempts, 200 ms, x2, 5 s cap, full jitter, 15 s deadline, seed 42). The retryable statuses are transient, any other non-200 status is
 permanent, and a Retry-After header is the minimum wait. Exits 0 on success, 1 otherwise.
 """
 
+import pathlib
 import sys
 import urllib.error
 import urllib.request
@@ -57,7 +58,8 @@ def main(argv):
         if e.kind == "retrying":
             print(f"[{round(e.elapsed * 1000):4d} ms] attempt {e.attempt} failed: {e.error} -> waiting {round(e.delay * 1000)} ms", flush=True)
 
-    r = retryrs.Retrier(retry_on=transient, name="rates", seed=42, on_event=on_event)
+    policies = retryrs.load_policies(pathlib.Path(__file__).resolve().parent.parent / "policies.json")
+    r = retryrs.Retrier.from_policy(policies["rates"], retry_on=transient, on_event=on_event)
     try:
         rate = r.call(fetch, argv[1])
     except retryrs.RetryExhausted as e:
