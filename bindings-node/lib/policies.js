@@ -29,15 +29,18 @@ class Policy {
   }
 }
 
-function knobValue(handle, budget, k) {
-  if (k.numeric) return handle.number(k.name) ?? null;
+// Where each numeric knob's value sits in a native row.
+const NUMERIC_INDEX = new Map(KNOBS.filter((k) => k.numeric).map((k, i) => [k.name, i]));
+
+function knobValue(row, budget, k) {
+  if (k.numeric) return row.numbers[NUMERIC_INDEX.get(k.name)] ?? null;
   switch (k.unit) {
     case 'jitter':
-      return handle.jitter;
+      return row.jitter;
     case 'text':
-      return handle.name;
+      return row.name;
     case 'seed':
-      return handle.seed ?? null;
+      return row.seed ?? null;
     case 'budget':
       return budget;
     default:
@@ -45,18 +48,22 @@ function knobValue(handle, budget, k) {
   }
 }
 
-function makePolicy(handle, budget) {
+function makePolicy(row, loaded, budget) {
+  // Plain assignments, then freeze: defineProperty per knob cost more than the core's load.
   const policy = Object.create(Policy.prototype);
-  for (const k of KNOBS) {
-    Object.defineProperty(policy, k.option, { value: knobValue(handle, budget, k), enumerable: true });
-  }
-  parts.set(policy, { handle, hasBudget: budget !== null });
+  for (const k of KNOBS) policy[k.option] = knobValue(row, budget, k);
+  // The native policy a Retrier runs is made on first use: loading 10,000 policies
+  // should not register 10,000 native handles nobody asked for.
+  parts.set(policy, { loaded, key: row.key, handle: undefined, hasBudget: budget !== null });
   return Object.freeze(policy);
 }
 
-/** The native policy behind a Policy, or undefined for anything else. */
+/** The native policy behind a Policy ({ handle, hasBudget }), or undefined for anything else. */
 function policyParts(policy) {
-  return parts.get(policy);
+  const p = parts.get(policy);
+  if (p === undefined) return undefined;
+  if (p.handle === undefined) p.handle = p.loaded.policy(p.key);
+  return { handle: p.handle, hasBudget: p.hasBudget };
 }
 
 /**
@@ -89,14 +96,13 @@ function loadPolicies(source) {
   if (error) throw new PolicyDocumentError(error);
   const budgets = new Map();
   const out = new Map();
-  for (const name of loaded.names()) {
-    const budgetName = loaded.budgetOf(name);
+  for (const row of loaded.rows()) {
     let budget = null;
-    if (budgetName !== null && budgetName !== undefined) {
-      if (!budgets.has(budgetName)) budgets.set(budgetName, wrapBudget(loaded.budget(budgetName)));
-      budget = budgets.get(budgetName);
+    if (row.budget !== null && row.budget !== undefined) {
+      if (!budgets.has(row.budget)) budgets.set(row.budget, wrapBudget(loaded.budget(row.budget)));
+      budget = budgets.get(row.budget);
     }
-    out.set(name, makePolicy(loaded.policy(name), budget));
+    out.set(row.key, makePolicy(row, loaded, budget));
   }
   return out;
 }

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
 use retryrs::Policies;
 
@@ -21,6 +22,21 @@ pub struct DocumentErrorInfo {
     pub line: Option<u32>,
     pub column: Option<u32>,
     pub file: Option<String>,
+}
+
+/// One policy's knobs as JS shows them, fetched for all policies in one call (a call per
+/// knob per policy would cost most of a 10,000-policy load).
+#[napi(object)]
+pub struct PolicyRow {
+    /// Its key in the document.
+    pub key: String,
+    /// The numeric knobs in the order of `knobs()` (null when off), core units (ms).
+    pub numbers: Vec<Option<f64>>,
+    pub jitter: String,
+    pub name: String,
+    pub seed: Option<BigInt>,
+    /// The name of its budget in the document, if any.
+    pub budget: Option<String>,
 }
 
 /// A loaded document, or why it was not (`error`).
@@ -64,6 +80,29 @@ impl NativePolicies {
                 column: e.column,
                 file: e.file.clone(),
             }))
+        })
+    }
+
+    /// Every policy's knobs, sorted by key.
+    #[napi]
+    pub fn rows(&self) -> napi::Result<Vec<PolicyRow>> {
+        guarded(|| {
+            let Ok(all) = &self.loaded else { return Ok(vec![]) };
+            let budget_name = |p: &retryrs::Policy| {
+                let b = p.budget()?;
+                all.budget_names().find(|n| all.budget(n).is_some_and(|x| Arc::ptr_eq(x, b))).map(String::from)
+            };
+            Ok(all
+                .iter()
+                .map(|(key, p)| PolicyRow {
+                    key: key.to_string(),
+                    numbers: retryrs::knob::numeric().map(|k| p.number(k.name)).collect(),
+                    jitter: p.jitter().spelling(),
+                    name: p.name().to_string(),
+                    seed: p.seed().map(BigInt::from),
+                    budget: budget_name(p),
+                })
+                .collect())
         })
     }
 
