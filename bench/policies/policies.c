@@ -24,7 +24,7 @@ static int cmp(const void *a, const void *b) {
 #define N 10001
 
 int main(int argc, char **argv) {
-  static retryrs_retrier *retrievers[N];
+  static retryrs_retrier *retriers[N];
   double ours[RUNS], peer[RUNS];
   char *text;
   long len;
@@ -52,10 +52,10 @@ int main(int argc, char **argv) {
     for (i = 0; i < N; i++) {
       retryrs_config_default(&c);
       c.max_attempts = 1 + i % 7;
-      if (retryrs_retrier_new(&c, &retrievers[i]) != RETRYRS_OK) return 1;
+      if (retryrs_retrier_new(&c, &retriers[i]) != RETRYRS_OK) return 1;
     }
     peer[run] = now_ms() - t;
-    for (i = 0; i < N; i++) retryrs_retrier_free(retrievers[i]);
+    for (i = 0; i < N; i++) retryrs_retrier_free(retriers[i]);
   }
   qsort(ours, RUNS, sizeof ours[0], cmp);
   qsort(peer, RUNS, sizeof peer[0], cmp);
