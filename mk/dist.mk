@@ -80,8 +80,12 @@ version-sync:
 	node scripts/dist/versions.js --write
 	cd bindings-node && npm install --package-lock-only --offline --no-audit --no-fund --loglevel=error
 
+# The source builds (sdist, the npm tarball alone) get an empty target dir each run: both
+# archives carry fixed file times (reproducible packing), so a kept target dir would look
+# fresh to cargo and link the previous run's core instead of the one in the archive.
 test-dist-python: dist-python
 	scripts/dist/python-wheel $(DIST) $(DIST_WORK)/python-wheel $(VERSION)
+	rm -rf $(CARGO_TARGET_DIR)/dist-sdist
 	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/dist-sdist scripts/dist/python-sdist $(DIST) $(DIST_WORK)/python-sdist $(VERSION)
 
 test-dist-c: dist-c $(DIST_TOOLS_STAMP)
@@ -99,4 +103,5 @@ dist-node: $(DIST_TOOLS_STAMP)
 # NODE_PATH, so the fresh projects install offline and never ask the registry for the
 # unpublished @retryrs/* names.
 test-dist-node: dist-node $(NODE_STAMP)
+	rm -rf $(CARGO_TARGET_DIR)/dist-npm-source
 	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/dist-npm-source scripts/dist/node-tarballs $(DIST) $(DIST_WORK)/node $(VERSION)
