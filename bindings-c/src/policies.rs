@@ -38,6 +38,13 @@ pub unsafe extern "C" fn retryrs_policies_from_json(
         if json.is_null() {
             return Err(Failure::invalid("json must not be NULL"));
         }
+        // The size cap before anything reads the bytes (a 100 MB input costs nothing).
+        if len > retryrs::document::MAX_DOCUMENT_BYTES {
+            return Err(Failure::invalid(format!(
+                "document: {len} bytes is more than the {} a policy document may hold",
+                retryrs::document::MAX_DOCUMENT_BYTES
+            )));
+        }
         let bytes = std::slice::from_raw_parts(json.cast::<u8>(), len);
         let text = std::str::from_utf8(bytes).map_err(|e| Failure::invalid(format!("document: not UTF-8: {e}")))?;
         let loaded = Policies::from_json(text).map_err(|e| Failure::invalid(e.to_string()))?;
@@ -45,9 +52,12 @@ pub unsafe extern "C" fn retryrs_policies_from_json(
         let mut policies = BTreeMap::new();
         for (name, policy) in loaded.iter() {
             if let Some(b) = policy.budget() {
-                budgets.entry(Arc::as_ptr(b) as usize).or_insert_with(|| Box::new(retryrs_budget { inner: Arc::clone(b) }));
+                budgets
+                    .entry(Arc::as_ptr(b) as usize)
+                    .or_insert_with(|| Box::new(retryrs_budget { inner: Arc::clone(b) }));
             }
-            let c_name = CString::new(policy.name()).map_err(|_| Failure::invalid(format!("policies.{name}.name contains NUL")))?;
+            let c_name = CString::new(policy.name())
+                .map_err(|_| Failure::invalid(format!("policies.{name}.name contains NUL")))?;
             let key = CString::new(name).map_err(|_| Failure::invalid(format!("policies.{name:?} contains NUL")))?;
             policies.insert(name.to_string(), (policy.clone(), c_name, key));
         }

@@ -27,8 +27,12 @@ impl PyPolicy {
         let Some(k) = retryrs::knob::knob(name) else { return Ok(None) };
         let p = &self.policy;
         let value = match k.unit {
-            Unit::Count => p.number(k.name).map(|n| (n as u64).into_pyobject(py).map(|v| v.into_any().unbind())).transpose()?,
-            Unit::Duration => p.number(k.name).map(|ms| (ms / 1000.0).into_pyobject(py).map(|v| v.into_any().unbind())).transpose()?,
+            Unit::Count => {
+                p.number(k.name).map(|n| (n as u64).into_pyobject(py).map(|v| v.into_any().unbind())).transpose()?
+            }
+            Unit::Duration => {
+                p.number(k.name).map(|ms| (ms / 1000.0).into_pyobject(py).map(|v| v.into_any().unbind())).transpose()?
+            }
             Unit::Factor => p.number(k.name).map(|n| n.into_pyobject(py).map(|v| v.into_any().unbind())).transpose()?,
             Unit::Jitter => Some(PyString::new(py, &p.jitter().spelling()).into_any().unbind()),
             Unit::Text => Some(PyString::new(py, p.name()).into_any().unbind()),
@@ -78,7 +82,11 @@ type ErrorRow = (String, String, Option<usize>, Option<usize>, Option<String>);
 /// as one RetryBudget object.
 #[pyfunction]
 #[pyo3(signature = (text, path=None))]
-pub fn _load_policies(py: Python<'_>, text: Option<&str>, path: Option<std::path::PathBuf>) -> PyResult<(Option<Py<PyDict>>, Option<ErrorRow>)> {
+pub fn _load_policies(
+    py: Python<'_>,
+    text: Option<&str>,
+    path: Option<std::path::PathBuf>,
+) -> PyResult<(Option<Py<PyDict>>, Option<ErrorRow>)> {
     let loaded = match (text, path) {
         (Some(t), _) => py.detach(|| Policies::from_json(t)),
         (None, Some(p)) => py.detach(|| Policies::from_path(p)),
@@ -98,11 +106,13 @@ pub fn _load_policies(py: Python<'_>, text: Option<&str>, path: Option<std::path
         let budget = match policy.budget() {
             None => None,
             Some(b) => {
-                let key = Arc::as_ptr(b) as usize;
-                if !budgets.contains_key(&key) {
-                    budgets.insert(key, Py::new(py, PyRetryBudget { inner: Arc::clone(b) })?);
-                }
-                budgets.get(&key).map(|b| b.clone_ref(py))
+                let shared = match budgets.entry(Arc::as_ptr(b) as usize) {
+                    std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::btree_map::Entry::Vacant(e) => {
+                        e.insert(Py::new(py, PyRetryBudget { inner: Arc::clone(b) })?)
+                    }
+                };
+                Some(shared.clone_ref(py))
             }
         };
         out.set_item(name, PyPolicy { policy: Arc::new(policy.clone()), budget })?;

@@ -129,15 +129,15 @@ impl Policies {
             e.file = Some(file.clone());
             e
         };
-        let size = std::fs::metadata(path)
-            .map_err(|e| with_file(whole(format!("document: cannot read it: {e}"))))?
-            .len();
+        let size =
+            std::fs::metadata(path).map_err(|e| with_file(whole(format!("document: cannot read it: {e}"))))?.len();
         if size > MAX_DOCUMENT_BYTES as u64 {
             return Err(with_file(whole(format!(
                 "document: {size} bytes is more than the {MAX_DOCUMENT_BYTES} a policy document may hold"
             ))));
         }
-        let text = std::fs::read_to_string(path).map_err(|e| with_file(whole(format!("document: cannot read it: {e}"))))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| with_file(whole(format!("document: cannot read it: {e}"))))?;
         Self::from_json_with(&text, options).map_err(with_file)
     }
 
@@ -343,7 +343,11 @@ impl<'a> Loader<'a> {
         }
         let (Some((m, m_raw)), Some((r, r_raw))) = (max, ratio) else {
             let missing = if max.is_none() { "max_tokens" } else { "token_ratio" };
-            return Err(self.err(path, Some(raw), format!("{missing} is missing; a budget needs max_tokens and token_ratio")));
+            return Err(self.err(
+                path,
+                Some(raw),
+                format!("{missing} is missing; a budget needs max_tokens and token_ratio"),
+            ));
         };
         RetryBudget::new(m, r).map_err(|e| {
             let at = if e.knob == "max_tokens" { m_raw } else { r_raw };
@@ -376,7 +380,8 @@ impl<'a> Loader<'a> {
                 ));
             }
         }
-        let find = |entries: &[(String, &'a RawValue)], knob: &str| entries.iter().find(|(k, _)| k == knob).map(|(_, v)| *v);
+        let find =
+            |entries: &[(String, &'a RawValue)], knob: &str| entries.iter().find(|(k, _)| k == knob).map(|(_, v)| *v);
         let mut builder = PolicyBuilder::new().name(name);
         let mut origin: BTreeMap<&'static str, At<'_>> = BTreeMap::new();
         for knob in KNOBS {
@@ -397,12 +402,7 @@ impl<'a> Loader<'a> {
             let at = origin.get(e.knob);
             let path = format!("policies.{}.{}", at.map_or(name, |a| a.path_owner), e.knob);
             let text = e.render(&|k| if k == e.knob { path.clone() } else { k.to_string() }, &document_value);
-            DocumentError {
-                message: text,
-                position: at.map(|a| self.position(a.raw)),
-                path,
-                file: None,
-            }
+            DocumentError { message: text, position: at.map(|a| self.position(a.raw)), path, file: None }
         })
     }
 
@@ -422,10 +422,10 @@ impl<'a> Loader<'a> {
             return Err(bad(format!("cannot be null; null turns off only {}", offable.join(", "))));
         }
         let policy_err = |e: PolicyError| {
-            bad(e.render(&|k| k.to_string(), &document_value).split_once(" must be ").map_or_else(
-                || e.to_string(),
-                |(_, rest)| format!("must be {rest}"),
-            ))
+            bad(e
+                .render(&|k| k.to_string(), &document_value)
+                .split_once(" must be ")
+                .map_or_else(|| e.to_string(), |(_, rest)| format!("must be {rest}")))
         };
         match knob.unit {
             Unit::Count | Unit::Factor => {
@@ -486,7 +486,13 @@ impl<'a> Loader<'a> {
                 match key.as_str() {
                     "maxTokens" => max = Some((self.number(&at, v)?, v)),
                     "tokenRatio" => ratio = Some((self.number(&at, v)?, v)),
-                    _ => return Err(self.err(&at, Some(v), "unknown key; retryThrottling holds maxTokens and tokenRatio")),
+                    _ => {
+                        return Err(self.err(
+                            &at,
+                            Some(v),
+                            "unknown key; retryThrottling holds maxTokens and tokenRatio",
+                        ))
+                    }
                 }
             }
             let (Some((m, m_raw)), Some((r, r_raw))) = (max, ratio) else {
@@ -495,7 +501,11 @@ impl<'a> Loader<'a> {
             };
             // A6: "maxTokens ... must be greater than zero and less than or equal to 1000".
             if !(m > 0.0 && m <= 1000.0) {
-                return Err(self.err("retryThrottling.maxTokens", Some(m_raw), format!("must be > 0 and <= 1000, got {m}")));
+                return Err(self.err(
+                    "retryThrottling.maxTokens",
+                    Some(m_raw),
+                    format!("must be > 0 and <= 1000, got {m}"),
+                ));
             }
             let budget = RetryBudget::new(m, r).map_err(|e| {
                 let (key, at) = if e.knob == "max_tokens" { ("maxTokens", m_raw) } else { ("tokenRatio", r_raw) };
@@ -505,9 +515,8 @@ impl<'a> Loader<'a> {
         }
         let mut policies = BTreeMap::new();
         if let Some((_, raw)) = top.iter().find(|(k, _)| k == "methodConfig") {
-            let configs: Vec<&RawValue> = serde_json::from_str(raw.get()).map_err(|_| {
-                self.err("methodConfig", Some(raw), "must be a list of method configs")
-            })?;
+            let configs: Vec<&RawValue> = serde_json::from_str(raw.get())
+                .map_err(|_| self.err("methodConfig", Some(raw), "must be a list of method configs"))?;
             for (i, config) in configs.iter().enumerate() {
                 let path = format!("methodConfig[{i}]");
                 self.grpc_method(&path, config, budgets.get(GRPC_BUDGET), &mut policies)?;
@@ -526,7 +535,11 @@ impl<'a> Loader<'a> {
         let entries = self.object(path, Some(raw))?;
         let get = |k: &str| entries.iter().find(|(key, _)| key == k).map(|(_, v)| *v);
         if let Some(h) = get("hedgingPolicy") {
-            return Err(self.err(&format!("{path}.hedgingPolicy"), Some(h), "is not supported: retryrs retries, it does not hedge"));
+            return Err(self.err(
+                &format!("{path}.hedgingPolicy"),
+                Some(h),
+                "is not supported: retryrs retries, it does not hedge",
+            ));
         }
         let Some(retry) = get("retryPolicy") else {
             return Ok(()); // A method config without retries configures nothing retryrs does.
@@ -552,7 +565,11 @@ impl<'a> Loader<'a> {
         let attempts_raw = field("maxAttempts")?;
         let attempts = self.number(&at("maxAttempts"), attempts_raw)?;
         if !(attempts.fract() == 0.0 && attempts > 1.0) {
-            return Err(self.err(&at("maxAttempts"), Some(attempts_raw), format!("must be a whole number > 1 (gRPC), got {attempts}")));
+            return Err(self.err(
+                &at("maxAttempts"),
+                Some(attempts_raw),
+                format!("must be a whole number > 1 (gRPC), got {attempts}"),
+            ));
         }
         let attempts = attempts.min(f64::from(self.options.grpc_max_attempts.max(1))) as u64;
         let backoff = |k: &str| -> Result<f64, DocumentError> {
@@ -560,7 +577,11 @@ impl<'a> Loader<'a> {
             let ms = match self.value(&at(k), raw)? {
                 Value::String(s) => grpc_duration(&s).map_err(|w| self.err(&at(k), Some(raw), w))?,
                 other => {
-                    return Err(self.err(&at(k), Some(raw), format!("must be a duration in seconds such as \"0.1s\", got {}", describe(&other))))
+                    return Err(self.err(
+                        &at(k),
+                        Some(raw),
+                        format!("must be a duration in seconds such as \"0.1s\", got {}", describe(&other)),
+                    ))
                 }
             };
             if ms <= 0.0 {
@@ -580,9 +601,15 @@ impl<'a> Loader<'a> {
         let deadline = match get("timeout") {
             None => None, // gRPC calls have no deadline unless one is set.
             Some(t) => match self.value(&format!("{path}.timeout"), t)? {
-                Value::String(s) => Some(grpc_duration(&s).map_err(|w| self.err(&format!("{path}.timeout"), Some(t), w))?),
+                Value::String(s) => {
+                    Some(grpc_duration(&s).map_err(|w| self.err(&format!("{path}.timeout"), Some(t), w))?)
+                }
                 other => {
-                    return Err(self.err(&format!("{path}.timeout"), Some(t), format!("must be a duration such as \"1.5s\", got {}", describe(&other))))
+                    return Err(self.err(
+                        &format!("{path}.timeout"),
+                        Some(t),
+                        format!("must be a duration such as \"1.5s\", got {}", describe(&other)),
+                    ))
                 }
             },
         };
@@ -631,12 +658,24 @@ impl<'a> Loader<'a> {
             for (key, v) in self.object(&p, Some(n))? {
                 let text = match self.value(&format!("{p}.{key}"), v)? {
                     Value::String(s) => s,
-                    other => return Err(self.err(&format!("{p}.{key}"), Some(v), format!("must be a string, got {}", describe(&other)))),
+                    other => {
+                        return Err(self.err(
+                            &format!("{p}.{key}"),
+                            Some(v),
+                            format!("must be a string, got {}", describe(&other)),
+                        ))
+                    }
                 };
                 match key.as_str() {
                     "service" => service = text,
                     "method" => method = text,
-                    _ => return Err(self.err(&format!("{p}.{key}"), Some(v), "unknown key; a name holds service and method")),
+                    _ => {
+                        return Err(self.err(
+                            &format!("{p}.{key}"),
+                            Some(v),
+                            "unknown key; a name holds service and method",
+                        ))
+                    }
                 }
             }
             // gRPC's names: "service/method", "service" for all its methods, {} for all.
@@ -674,7 +713,8 @@ fn shown(raw: &RawValue) -> String {
 
 fn describe(v: &Value) -> String {
     let text = v.to_string();
-    let short = if text.chars().count() > 40 { format!("{}...", text.chars().take(37).collect::<String>()) } else { text };
+    let short =
+        if text.chars().count() > 40 { format!("{}...", text.chars().take(37).collect::<String>()) } else { text };
     match v {
         Value::Null => "null".into(),
         Value::Bool(_) => format!("the boolean {short}"),

@@ -90,7 +90,8 @@ fn every_error_names_its_path_and_position() {
         let text = err.to_string();
         assert!(text.contains(case["path"].as_str().unwrap()), "{name}: {text}");
         assert!(text.contains(case["fragment"].as_str().unwrap()), "{name}: {text}");
-        let want = case["position"].as_array().map(|p| (p[0].as_u64().unwrap() as usize, p[1].as_u64().unwrap() as usize));
+        let want =
+            case["position"].as_array().map(|p| (p[0].as_u64().unwrap() as usize, p[1].as_u64().unwrap() as usize));
         assert_eq!(err.position, want, "{name}: {text}");
     }
 }
@@ -157,7 +158,8 @@ fn hostile_input_is_a_clear_error() {
     let deep = "[".repeat(100_000) + &"]".repeat(100_000);
     let err = Policies::from_json(&deep).unwrap_err();
     assert!(err.to_string().contains("must be an object"), "{err}");
-    let deep = format!(r#"{{"policies": {{"p": {{"seed": {}}}}}}}"#, "{\"a\":".repeat(10_000) + "1" + &"}".repeat(10_000));
+    let deep =
+        format!(r#"{{"policies": {{"p": {{"seed": {}}}}}}}"#, "{\"a\":".repeat(10_000) + "1" + &"}".repeat(10_000));
     let err = Policies::from_json(&deep).unwrap_err();
     assert!(err.to_string().contains("recursion limit exceeded"), "{err}");
     // Numbers past f64, and a duration past the knob's range.
@@ -200,7 +202,8 @@ fn grpc_s_example_service_config_behaves_as_grpc_describes() {
     assert_eq!(stream.max_attempts(), 5);
     assert_eq!(stream.deadline(), Some(Duration::from_millis(2500)));
     assert_eq!(stream.multiplier(), 1.5);
-    let uncapped = Policies::from_json_with(&read("grpc_service_config.json"), LoadOptions { grpc_max_attempts: 10 }).unwrap();
+    let uncapped =
+        Policies::from_json_with(&read("grpc_service_config.json"), LoadOptions { grpc_max_attempts: 10 }).unwrap();
     assert_eq!(uncapped.get("EchoService/Stream").unwrap().max_attempts(), 7);
     // Throttling: one bucket for the config; 10 tokens, retries only while tokens > 5.
     let budget = policies.budget("retryThrottling").unwrap();
@@ -224,9 +227,15 @@ fn grpc_s_example_service_config_behaves_as_grpc_describes() {
 #[test]
 fn ten_thousand_policies_load() {
     // Correctness at size; the speed is measured by the benchmark (bench/), not here.
-    let mut doc = String::from(r#"{"budgets": {"b": {"max_tokens": 10, "token_ratio": 0.1}}, "policies": {"default": {"deadline": "2s"}"#);
+    let mut doc = String::from(
+        r#"{"budgets": {"b": {"max_tokens": 10, "token_ratio": 0.1}}, "policies": {"default": {"deadline": "2s"}"#,
+    );
     for i in 0..10_000 {
-        doc.push_str(&format!(r#", "svc{i}": {{"max_attempts": {}, "initial_delay": "{}ms", "budget": "b"}}"#, 1 + i % 7, i % 500));
+        doc.push_str(&format!(
+            r#", "svc{i}": {{"max_attempts": {}, "initial_delay": "{}ms", "budget": "b"}}"#,
+            1 + i % 7,
+            i % 500
+        ));
     }
     doc.push_str("}}");
     let p = Policies::from_json(&doc).unwrap();
@@ -252,4 +261,3 @@ fn the_schema_file_is_the_knob_table_s() {
         assert!(schema["$defs"]["policy"]["properties"].get(k.name).is_some(), "{}", k.name);
     }
 }
-
