@@ -11,7 +11,8 @@
  *
  * Errors: every function that can fail returns a retryrs_status; RETRYRS_OK (0) means
  *   it worked. On any other status, retryrs_last_error() returns a message for this
- *   thread saying what was wrong ("max_attempts must be >= 1 and <= 4294967295, got 0");
+ *   thread saying what was wrong (a config's names the function and the field:
+ *   "retryrs_retrier_new: config->max_attempts must be >= 1 and <= 4294967295, got 0");
  *   it stays valid until the next failing call on the same thread. A blocking call
  *   also reports its outcome as a status (REJECTED, EXHAUSTED, CANCELLED). Functions
  *   that cannot fail (free functions, retryrs_version, retryrs_status_name,
@@ -43,6 +44,22 @@
  *   retryrs_verdict` / `enum retryrs_event_kind` name the values, so a switch on
  *   `(enum retryrs_event_kind)e->kind` lets -Wswitch report a missing case.
  * Testing: the virtual-time switch is declared in retryrs_testing.h.
+ * ABI growth: retryrs_config begins with struct_size, the sizeof(retryrs_config) the
+ *   program was compiled with; retryrs_config_default(&config) (a macro over
+ *   retryrs_config_init(&config, sizeof config)) sets it, and the library reads and
+ *   writes only that many bytes. New knobs are only ever appended, so a newer library
+ *   reads an older program's config with the new knobs at their defaults; a size the
+ *   library does not know (a program newer than the library, or garbage) is refused with
+ *   RETRYRS_INVALID_ARGUMENT naming struct_size. A program built against retryrs 0.1,
+ *   whose config had no struct_size, does not run against this library: its
+ *   retryrs_config_default symbol is gone (the loader says so), and a config filled by
+ *   hand is refused (its first field, max_attempts, is not a known size). Handles are
+ *   opaque and grow freely; retryrs_event (the library's memory, read during a
+ *   callback) is only ever appended to; retryrs_outcome and retryrs_step, which the
+ *   library writes into the program's memory, never change: more would mean new
+ *   functions.
+ * Rejected results: C needs no result predicate: an attempt callback that got a value
+ *   it does not accept answers RETRYRS_TRANSIENT (with the value's hint, if any).
  * Units: every duration is in milliseconds (double in the config so that negative or
  *   non-finite values reach validation; uint64_t for what the engine reports).
  */
@@ -204,9 +221,13 @@ typedef struct retryrs_outcome {
 // The jitter kind of a config.
 typedef int32_t retryrs_jitter;
 
-// Every knob of a retrier. Start from retryrs_config_default() and change what you
-// need; retryrs_retrier_new() validates the whole struct and copies what it keeps.
+// Every knob of a retrier. Start from retryrs_config_default() (which sets struct_size)
+// and change what you need; retryrs_retrier_new() validates the whole struct and copies
+// what it keeps. New knobs are only ever appended (see "ABI growth" above).
 typedef struct retryrs_config {
+  // sizeof(retryrs_config) as the program was compiled: set by retryrs_config_default().
+  // The library reads only that many bytes; a size it does not know is refused.
+  size_t struct_size;
   // Total calls, the first one included; >= 1 (1 disables retrying).
   uint64_t max_attempts;
   // Ceiling of the wait after the first failure, in ms; finite and >= 0.
@@ -382,9 +403,12 @@ retryrs_status retryrs_cancel_is_cancelled(const struct retryrs_cancel *cancel, 
 // not be called twice for the same token.
 void retryrs_cancel_free(struct retryrs_cancel *cancel);
 
-// Fills `*config` with the contract's defaults: 5 attempts, 200 ms, x2, 5000 ms cap,
-// full jitter, a 15000 ms deadline, a 60000 ms max_retry_after, no seed, the default name, no budget.
-retryrs_status retryrs_config_default(struct retryrs_config *config);
+// Fills the first `struct_size` bytes of `*config` with the contract's defaults (5
+// attempts, 200 ms, x2, 5000 ms cap, full jitter, a 15000 ms deadline, a 60000 ms
+// max_retry_after, no seed, the default name, no budget) and sets config->struct_size.
+// Call it as retryrs_config_default(&config), the macro that passes sizeof(config).
+// A struct_size this library does not know: RETRYRS_INVALID_ARGUMENT, nothing written.
+retryrs_status retryrs_config_init(struct retryrs_config *config, size_t struct_size);
 
 // Reads a jitter spelling ("none", "full", "equal", "decorrelated",
 // "proportional(F)") into a kind and a factor (0 unless proportional), e.g. from a
@@ -500,13 +524,17 @@ retryrs_status retryrs_policies_from_json(const char *json,
                                           size_t len,
                                           struct retryrs_policies **out);
 
-// Fills `*config` with the policy called `name` (UTF-8, NUL-terminated). The config's
-// `name` and `budget` point into `policies`: create the retrier
-// (retryrs_retrier_new copies both) before freeing `policies`. An unknown name is
-// RETRYRS_INVALID_ARGUMENT naming it and the names there are.
-retryrs_status retryrs_policies_get(const struct retryrs_policies *policies,
-                                    const char *name,
-                                    struct retryrs_config *config);
+// Fills the first `struct_size` bytes of `*config` with the policy called `name` (UTF-8,
+// NUL-terminated) and sets config->struct_size, as retryrs_config_init does (see "ABI
+// growth"): call it as retryrs_policies_get(policies, name, &config), the macro that
+// passes sizeof(config). The config's `name` and `budget` point into `policies`: create
+// the retrier (retryrs_retrier_new copies both) before freeing `policies`. An unknown
+// name is RETRYRS_INVALID_ARGUMENT naming it and the names there are; so is a
+// struct_size this library does not know (nothing written).
+retryrs_status retryrs_policies_config(const struct retryrs_policies *policies,
+                                       const char *name,
+                                       struct retryrs_config *config,
+                                       size_t struct_size);
 
 // How many policies the document holds (0 for NULL).
 size_t retryrs_policies_count(const struct retryrs_policies *policies);
@@ -520,8 +548,10 @@ const char *retryrs_policies_name(const struct retryrs_policies *policies, size_
 void retryrs_policies_free(struct retryrs_policies *policies);
 
 // Validates `config` and creates a retrier. On RETRYRS_INVALID_ARGUMENT nothing is
-// created and retryrs_last_error() names the knob and value ("max_attempts must be
-// >= 1 and <= 4294967295, got 0"). Free with retryrs_retrier_free().
+// created and retryrs_last_error() names the field and value ("retryrs_retrier_new:
+// config->max_attempts must be >= 1 and <= 4294967295, got 0"); a config whose
+// struct_size this library does not know is refused the same way (see "ABI growth").
+// Free with retryrs_retrier_free().
 retryrs_status retryrs_retrier_new(const struct retryrs_config *config,
                                    struct retryrs_retrier **out);
 
@@ -536,3 +566,8 @@ void retryrs_retrier_free(struct retryrs_retrier *retrier);
 #endif  // __cplusplus
 
 #endif  /* RETRYRS_H */
+
+/* Fills *config with the defaults and its struct_size (see "ABI growth" above). */
+#define retryrs_config_default(config) retryrs_config_init((config), sizeof *(config))
+/* Fills *config with a loaded document's policy `name` and its struct_size. */
+#define retryrs_policies_get(policies, name, config) retryrs_policies_config((policies), (name), (config), sizeof *(config))

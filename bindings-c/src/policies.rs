@@ -9,7 +9,7 @@ use std::sync::Arc;
 use retryrs::{Policies, Policy};
 
 use crate::budget::retryrs_budget;
-use crate::config::{from_policy_parts, retryrs_config};
+use crate::config::{from_policy_parts, known_size, retryrs_config};
 use crate::ffi::{arg, arg_mut, c_str, free_handle, guard_status, guard_value, hand_out, Failure};
 use crate::types::*;
 
@@ -34,20 +34,21 @@ pub unsafe extern "C" fn retryrs_policies_from_json(
     out: *mut *mut retryrs_policies,
 ) -> retryrs_status {
     guard_status(|| {
-        arg_mut(out, "out")?;
+        let fail = |what: String| Failure::invalid(format!("retryrs_policies_from_json: {what}"));
+        arg_mut(out, "retryrs_policies_from_json: out")?;
         if json.is_null() {
-            return Err(Failure::invalid("json must not be NULL"));
+            return Err(fail("json must not be NULL".into()));
         }
         // The size cap before anything reads the bytes (a 100 MB input costs nothing).
         if len > retryrs::document::MAX_DOCUMENT_BYTES {
-            return Err(Failure::invalid(format!(
+            return Err(fail(format!(
                 "document: {len} bytes is more than the {} a policy document may hold",
                 retryrs::document::MAX_DOCUMENT_BYTES
             )));
         }
         let bytes = std::slice::from_raw_parts(json.cast::<u8>(), len);
-        let text = std::str::from_utf8(bytes).map_err(|e| Failure::invalid(format!("document: not UTF-8: {e}")))?;
-        let loaded = Policies::from_json(text).map_err(|e| Failure::invalid(e.to_string()))?;
+        let text = std::str::from_utf8(bytes).map_err(|e| fail(format!("document: not UTF-8: {e}")))?;
+        let loaded = Policies::from_json(text).map_err(|e| fail(e.to_string()))?;
         let mut budgets = BTreeMap::new();
         let mut policies = BTreeMap::new();
         for (name, policy) in loaded.iter() {
@@ -57,8 +58,8 @@ pub unsafe extern "C" fn retryrs_policies_from_json(
                     .or_insert_with(|| Box::new(retryrs_budget { inner: Arc::clone(b) }));
             }
             let c_name = CString::new(policy.name())
-                .map_err(|_| Failure::invalid(format!("policies.{name}.name contains NUL")))?;
-            let key = CString::new(name).map_err(|_| Failure::invalid(format!("policies.{name:?} contains NUL")))?;
+                .map_err(|_| fail(format!("policies.{name}.name contains NUL")))?;
+            let key = CString::new(name).map_err(|_| fail(format!("policies.{name:?} contains NUL")))?;
             policies.insert(name.to_string(), (policy.clone(), c_name, key));
         }
         hand_out(out, retryrs_policies { policies, budgets });
@@ -66,29 +67,44 @@ pub unsafe extern "C" fn retryrs_policies_from_json(
     })
 }
 
-/// Fills `*config` with the policy called `name` (UTF-8, NUL-terminated). The config's
-/// `name` and `budget` point into `policies`: create the retrier
-/// (retryrs_retrier_new copies both) before freeing `policies`. An unknown name is
-/// RETRYRS_INVALID_ARGUMENT naming it and the names there are.
+/// Fills the first `struct_size` bytes of `*config` with the policy called `name` (UTF-8,
+/// NUL-terminated) and sets config->struct_size, as retryrs_config_init does (see "ABI
+/// growth"): call it as retryrs_policies_get(policies, name, &config), the macro that
+/// passes sizeof(config). The config's `name` and `budget` point into `policies`: create
+/// the retrier (retryrs_retrier_new copies both) before freeing `policies`. An unknown
+/// name is RETRYRS_INVALID_ARGUMENT naming it and the names there are; so is a
+/// struct_size this library does not know (nothing written).
 #[no_mangle]
-pub unsafe extern "C" fn retryrs_policies_get(
+pub unsafe extern "C" fn retryrs_policies_config(
     policies: *const retryrs_policies,
     name: *const c_char,
     config: *mut retryrs_config,
+    struct_size: usize,
 ) -> retryrs_status {
     guard_status(|| {
-        let all = arg(policies, "policies")?;
-        let name = c_str(name, "name")?;
-        let out = arg_mut(config, "config")?;
+        let all = arg(policies, "retryrs_policies_config: policies")?;
+        let name = c_str(name, "retryrs_policies_config: name")?;
+        if config.is_null() {
+            return Err(Failure::invalid("retryrs_policies_config: config must not be NULL"));
+        }
+        let size =
+            known_size(struct_size).map_err(|why| Failure::invalid(format!("retryrs_policies_config: {why}")))?;
         let (policy, c_name, _) = all.policies.get(name).ok_or_else(|| {
             let known: Vec<&str> = all.policies.keys().map(String::as_str).collect();
-            Failure::invalid(format!("no policy {name:?} in the document (it has {})", known.join(", ")))
+            Failure::invalid(format!(
+                "retryrs_policies_config: no policy {name:?} in the document (it has {})",
+                known.join(", ")
+            ))
         })?;
         let budget = policy
             .budget()
             .and_then(|b| all.budgets.get(&(Arc::as_ptr(b) as usize)))
             .map_or(std::ptr::null(), |b| &**b as *const retryrs_budget);
-        *out = from_policy_parts(policy, c_name.as_ptr(), budget);
+        let mut full = from_policy_parts(policy, c_name.as_ptr(), budget);
+        full.struct_size = size;
+        // SAFETY: the caller's struct is `size` bytes (its own sizeof, a known size), and
+        // every known size is a prefix of this layout made of whole fields.
+        std::ptr::copy_nonoverlapping((&full as *const retryrs_config).cast::<u8>(), config.cast::<u8>(), size);
         Ok(())
     })
 }

@@ -24,8 +24,10 @@ pub struct Shared {
 }
 
 /// Validates `config` and creates a retrier. On RETRYRS_INVALID_ARGUMENT nothing is
-/// created and retryrs_last_error() names the knob and value ("max_attempts must be
-/// >= 1 and <= 4294967295, got 0"). Free with retryrs_retrier_free().
+/// created and retryrs_last_error() names the field and value ("retryrs_retrier_new:
+/// config->max_attempts must be >= 1 and <= 4294967295, got 0"); a config whose
+/// struct_size this library does not know is refused the same way (see "ABI growth").
+/// Free with retryrs_retrier_free().
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_retrier_new(
     config: *const retryrs_config,

@@ -303,7 +303,7 @@ impl Retrier {
         loop {
             let decision = match op(call.attempt()) {
                 Ok(value) => {
-                    let verdict = match run.accept.as_mut() {
+                    let verdict = match run.result_predicate.as_mut() {
                         None => ValueVerdict::Accept,
                         Some(accept) => accept(&value),
                     };
@@ -367,12 +367,12 @@ pub struct Run<'a, E, T = ()> {
     /// The clock; `None` means the real one, or the virtual one under the testing switch.
     pub clock: Option<&'a dyn Clock>,
     /// The result predicate; `None`: every returned value is a success.
-    pub accept: Option<ResultPredicate<'a, T>>,
+    pub result_predicate: Option<ResultPredicate<'a, T>>,
 }
 
 impl<E, T> Default for Run<'_, E, T> {
     fn default() -> Self {
-        Run { listener: None, cancel: None, clock: None, accept: None }
+        Run { listener: None, cancel: None, clock: None, result_predicate: None }
     }
 }
 
@@ -392,7 +392,7 @@ impl<'a, E, T> Run<'a, E, T> {
     /// failure, handled exactly like a transient error (its hint included); the events
     /// about it carry the value, and an exhausted call carries the last one.
     pub fn result_predicate(mut self, f: impl FnMut(&T) -> ValueVerdict + 'a) -> Self {
-        self.accept = Some(Box::new(f));
+        self.result_predicate = Some(Box::new(f));
         self
     }
     /// Adds a cancel token.

@@ -131,8 +131,8 @@ impl PolicyError {
     pub fn contract_value(knob: &'static str, v: &Given) -> String {
         let ms = crate::knob::knob(knob).is_some_and(|k| k.unit == Unit::Duration);
         match v {
-            Given::Number(n) if ms => format!("{n} ms"),
-            Given::Number(n) => format!("{n}"),
+            Given::Number(n) if ms => format!("{} ms", units::compact(*n)),
+            Given::Number(n) => units::compact(*n),
             Given::Whole(n) => format!("{n}"),
             Given::Text(t) => t.clone(),
         }

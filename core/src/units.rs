@@ -51,6 +51,17 @@ pub fn secs_from_ms(ms: f64) -> f64 {
     ms / 1000.0
 }
 
+/// A number as an error message shows it: as written up to 1e15, in scientific notation
+/// past it (or below 1e-6), so `1e300` reads `1e300`, not 301 digits.
+pub fn compact(n: f64) -> String {
+    let a = n.abs();
+    if n.is_finite() && a != 0.0 && !(1e-6..1e15).contains(&a) {
+        format!("{n:e}")
+    } else {
+        format!("{n}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,5 +86,14 @@ mod tests {
         assert_eq!(ms_from_secs(0.0005), 0.5);
         assert!(ms_from_secs(f64::NAN).is_nan());
         assert_eq!(secs_from_ms(1500.0), 1.5);
+    }
+
+    #[test]
+    fn huge_numbers_print_compactly() {
+        assert_eq!(compact(1e300), "1e300");
+        assert_eq!(compact(-2.5e20), "-2.5e20");
+        assert_eq!(compact(60000.0), "60000");
+        assert_eq!(compact(0.5), "0.5");
+        assert_eq!(compact(f64::INFINITY), "inf");
     }
 }

@@ -12,6 +12,7 @@ int main(int argc, char **argv) {
   thread_tests();
   cpp17_tests();
   contract_v2_tests();
+  config_v2_tests();
   policies_tests();
   run_conformance(argc > 1 ? argv[1] : NULL);
   return h_summary() == 0 ? 0 : 1;

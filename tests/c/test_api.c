@@ -103,7 +103,7 @@ static void test_null_arguments_are_rejected_by_name(void) {
   script s = {0, RETRYRS_TRANSIENT, -1, 0};
 
   CHECK(retryrs_last_error() != NULL);
-  CHECK_STATUS(retryrs_config_default(NULL), RETRYRS_INVALID_ARGUMENT);
+  CHECK_STATUS(retryrs_config_init(NULL, sizeof(retryrs_config)), RETRYRS_INVALID_ARGUMENT);
   CHECK(contains(retryrs_last_error(), "config must not be NULL"));
   CHECK_STATUS(retryrs_config_default(&c), RETRYRS_OK);
   CHECK_STATUS(retryrs_retrier_new(NULL, &r), RETRYRS_INVALID_ARGUMENT);

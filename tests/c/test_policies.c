@@ -122,7 +122,11 @@ static void test_names_and_lookups(void) {
   CHECK_STATUS(retryrs_policies_get(p, "pay", &c), RETRYRS_INVALID_ARGUMENT);
   CHECK(contains(retryrs_last_error(), "no policy \"pay\"") && contains(retryrs_last_error(), "payments"));
   CHECK_STATUS(retryrs_policies_get(p, NULL, &c), RETRYRS_INVALID_ARGUMENT);
-  CHECK_STATUS(retryrs_policies_get(p, "payments", NULL), RETRYRS_INVALID_ARGUMENT);
+  CHECK_STATUS(retryrs_policies_config(p, "payments", NULL, sizeof c), RETRYRS_INVALID_ARGUMENT);
+  CHECK_STATUS(retryrs_policies_config(p, "payments", &c, 3), RETRYRS_INVALID_ARGUMENT);
+  CHECK(contains(retryrs_last_error(), "retryrs_policies_config: struct_size is 3"));
+  CHECK_STATUS(retryrs_policies_get(p, "payments", &c), RETRYRS_OK);
+  CHECK(c.struct_size == sizeof c);
   CHECK_STATUS(retryrs_policies_get(NULL, "payments", &c), RETRYRS_INVALID_ARGUMENT);
   CHECK(retryrs_policies_count(NULL) == 0 && retryrs_policies_name(NULL, 0) == NULL);
   retryrs_policies_free(p);
