@@ -7,17 +7,27 @@ export type Jitter = 'none' | 'full' | 'equal' | 'decorrelated' | `proportional(
 export type ExhaustReason = 'attempts' | 'deadline' | 'budget' | 'retry_after';
 
 /** What a call reports as it goes, in the contract's order. */
+/**
+ * The failure an event is about: `error` for a throw (or rejection), `value` for a value
+ * shouldRetryResult rejected; exactly one of them is present.
+ */
+export type FailureOf = { error: unknown; value?: never } | { value: unknown; error?: never };
+
 export type RetryEvent =
-  | { kind: 'attempt_failed'; name: string; attempt: number; elapsedMs: number; error: unknown }
-  | { kind: 'retrying'; name: string; attempt: number; elapsedMs: number; delayMs: number }
-  | { kind: 'rejected'; name: string; attempt: number; elapsedMs: number; error: unknown }
-  | { kind: 'exhausted'; name: string; attempt: number; elapsedMs: number; reason: ExhaustReason; error: unknown }
-  | { kind: 'cancelled'; name: string; attempt: number; elapsedMs: number; error?: unknown }
+  | ({ kind: 'attempt_failed'; name: string; attempt: number; elapsedMs: number } & FailureOf)
+  | ({ kind: 'retrying'; name: string; attempt: number; elapsedMs: number; delayMs: number } & FailureOf)
+  | ({ kind: 'rejected'; name: string; attempt: number; elapsedMs: number } & FailureOf)
+  | ({ kind: 'exhausted'; name: string; attempt: number; elapsedMs: number; reason: ExhaustReason } & FailureOf)
+  | ({ kind: 'cancelled'; name: string; attempt: number; elapsedMs: number } & Partial<FailureOf>)
   | { kind: 'success'; name: string; attempt: number; elapsedMs: number };
 
 export type RetryEventKind = RetryEvent['kind'];
 
-export interface RetrierOptions {
+/** A hook's answer: now, or as a promise the call awaits. */
+export type Answer<T> = T | PromiseLike<T>;
+
+/** R: the values calls return (what shouldRetryResult judges); unknown if it is not given. */
+export interface RetrierOptions<R = unknown> {
   /** Total calls, the first one included; 1 disables retrying. Default 5. */
   maxAttempts?: number;
   /** Ceiling of the wait after the first failure. Default 200. */
@@ -33,20 +43,36 @@ export interface RetrierOptions {
   /** The longest server-asked wait accepted; a longer Retry-After hint ends the call at once
    * (RetryExhaustedError, reason 'retry_after'); null turns it off. Default 60000. */
   maxRetryAfterMs?: number | null;
-  /** true: transient (retry); false: permanent (the error surfaces as it is). Default: isTransientError. */
-  shouldRetry?: (error: unknown) => boolean;
-  /** The minimum wait the server asked for, or undefined. Default: retryAfterFromError. */
-  retryAfterMs?: (error: unknown) => number | undefined;
-  /** Called for every event; a throw is reported as a process warning and changes nothing. */
-  onEvent?: (event: RetryEvent) => void;
-  /** A budget shared with other retriers. */
-  budget?: RetryBudget | null;
+  /**
+   * true: transient (retry); false: permanent (the error surfaces as it is). May answer
+   * with a promise; anything but a boolean is a TypeError. Default: isTransientError.
+   */
+  shouldRetry?: (error: unknown) => Answer<boolean>;
+  /**
+   * true: fn's value is a failure, retried like a transient error (a 503 response, an
+   * empty page). May answer with a promise. Default: none (every value is a success).
+   */
+  shouldRetryResult?: (value: R) => Answer<boolean>;
+  /**
+   * The minimum wait the server asked for, or undefined; it receives the error or the
+   * rejected value. May answer with a promise. Default: retryAfterFromError.
+   */
+  retryAfterMs?: (failure: unknown) => Answer<number | undefined | null>;
+  /**
+   * Called for every event (one listener or an array of them); a throw, or an async
+   * listener's rejection, is reported as a process warning and changes nothing.
+   */
+  onEvent?: ((event: RetryEvent) => void | PromiseLike<void>) | ReadonlyArray<(event: RetryEvent) => void | PromiseLike<void>>;
+  /** A budget shared with other retriers (and threads: a received one may be passed as it is). */
+  budget?: RetryBudget | SharedRetryBudget | null;
   /** Names the retrier in events and errors. Default 'retry'. */
   name?: string;
   /** Makes jitter reproducible: same seed, same delays, in every host. */
   seed?: number | bigint | null;
   /** Aborts ctx.signal and fails the attempt with a TimeoutError (transient) after this long. */
   attemptTimeoutMs?: number | null;
+  /** true: a pending retry wait does not keep the process alive (as p-retry's and cockatiel's unref). Default false. */
+  unref?: boolean;
 }
 
 /** What fn receives for each attempt. */
@@ -63,9 +89,12 @@ export interface CallOptions {
   signal?: AbortSignal | null;
 }
 
-export declare class Retrier {
-  /** Validates and normalises the options once; a bad one throws RangeError or TypeError naming it. */
-  constructor(options?: RetrierOptions);
+export declare class Retrier<R = unknown> {
+  /**
+   * Validates and normalises the options once; a bad one throws RangeError or TypeError
+   * naming it. R is inferred from shouldRetryResult's parameter: calls must then return R.
+   */
+  constructor(options?: RetrierOptions<R>);
   /** The retrier's name. */
   readonly name: string;
   /**
@@ -73,13 +102,13 @@ export declare class Retrier {
    * fn's value; rejects with the original error (permanent), a RetryExhaustedError, or
    * the signal's reason (aborted).
    */
-  call<T>(fn: (ctx: AttemptContext) => T | PromiseLike<T>, options?: CallOptions): Promise<Awaited<T>>;
+  call<T extends R>(fn: (ctx: AttemptContext) => T | PromiseLike<T>, options?: CallOptions): Promise<Awaited<T>>;
   /** A retrier running a policy from a document (loadPolicies), with the options only code can give. */
-  static fromPolicy(policy: Policy, options?: FromPolicyOptions): Retrier;
+  static fromPolicy<R = unknown>(policy: Policy, options?: FromPolicyOptions<R>): Retrier<R>;
 }
 
 /** The options Retrier.fromPolicy takes: the knobs come from the policy. */
-export type FromPolicyOptions = Pick<RetrierOptions, 'shouldRetry' | 'retryAfterMs' | 'onEvent' | 'attemptTimeoutMs'>;
+export type FromPolicyOptions<R = unknown> = Pick<RetrierOptions<R>, 'shouldRetry' | 'shouldRetryResult' | 'retryAfterMs' | 'onEvent' | 'attemptTimeoutMs' | 'unref'>;
 
 /** A named policy from a policy document: read-only; it answers its knobs (null when off). */
 export declare class Policy {
@@ -121,15 +150,29 @@ export declare class RetryExhaustedError extends Error {
   /** How many times fn ran. */
   readonly attempts: number;
   readonly reason: ExhaustReason;
-  /** Every failure, in order. */
+  /** The failures (errors and rejected values), in order: the last 64 at most. */
   readonly errors: unknown[];
+  /** The last rejected value, when the last failure was a value shouldRetryResult rejected. */
+  readonly result: unknown;
   /** The last failure. */
   readonly cause: unknown;
 }
 
-/** A token bucket shared between calls and retriers (gRPC retry throttling). */
+/** What structured clone (postMessage, workerData) makes of a RetryBudget. */
+export interface SharedRetryBudget {
+  readonly retryrsBudget: number;
+}
+
+/** A token bucket shared between calls, retriers and worker threads (gRPC retry throttling). */
 export declare class RetryBudget {
   constructor(maxTokens: number, tokenRatio: number);
+  /**
+   * The budget a worker received through postMessage or workerData (where a RetryBudget
+   * arrives as `{ retryrsBudget: id }`): the same bucket, in this thread.
+   */
+  static from(received: RetryBudget | SharedRetryBudget): RetryBudget;
+  /** Its share id: the one field postMessage copies. */
+  readonly retryrsBudget: number;
   readonly tokens: number;
   readonly maxTokens: number;
   readonly tokenRatio: number;

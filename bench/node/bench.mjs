@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // retryrs (Node) against a bare await, p-retry, cockatiel and async-retry, in one run:
 //   (a) the happy path: fn succeeds at once;
-//   (b) two failures then success, zero delay, against a hand-written retry loop;
+//   (b) two failures then success, zero delay, against a hand-written retry loop that
+//       yields one event-loop turn per retry (as retryrs does, so a zero-delay storm
+//       cannot starve timers and aborts); the loop that never yields is kept as context;
 // each also with a `retryrs:event` diagnostics_channel subscriber and with a Prometheus
 // listener (retryrs/prometheus on a fresh prom-client registry): what observing costs.
 // The plain retryrs rows have no subscriber: a call then reads channel.hasSubscribers
@@ -91,6 +93,18 @@ async function handLoop(fn) {
   }
 }
 
+// The same loop, yielding one turn of the event loop before each retry.
+async function yieldingHandLoop(fn) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (attempt >= 5) throw err;
+      await new Promise(setImmediate);
+    }
+  }
+}
+
 const happy = [
   ['bare await fn()', () => ok()],
   ['retryrs', () => retrier.call(ok)],
@@ -103,7 +117,8 @@ const happy = [
   ['async-retry', () => asyncRetry(ok, asyncRetryOptions)],
 ];
 const flaky = [
-  ['hand-written loop', () => handLoop(makeFlaky())],
+  ['hand-written loop, yielding (setImmediate per retry)', () => yieldingHandLoop(makeFlaky())],
+  ['hand-written loop, never yielding (context)', () => handLoop(makeFlaky())],
   ['retryrs', () => retrier.call(makeFlaky())],
   ['retryrs, a diagnostics_channel subscriber', () => retrier.call(makeFlaky()), SUBSCRIBED],
   ['retryrs + prometheus listener', () => withProm.call(makeFlaky())],
@@ -135,7 +150,7 @@ for (const [scenario, list] of [['a', happy], ['b', flaky]]) {
 }
 
 const label = { a: '(a) happy path', b: '(b) 2 failures, then success, zero delay' };
-const base = { a: 'bare await', b: 'hand loop' };
+const base = { a: 'bare await', b: 'yielding hand loop' };
 const lines = [
   `# Node benchmark (${process.version}, ${new Date().toISOString().slice(0, 10)})`,
   '',
@@ -152,11 +167,13 @@ lines.push(
   `- (a) retryrs is ${(a.retryrs / a['bare await fn()']).toFixed(2)}x a bare await (target <= 1.5x); ` +
     peersA.map((p) => `${(a[p] / a.retryrs).toFixed(2)}x faster than ${p}`).join(', ') +
     ` (target: faster than every peer: ${a.retryrs < fastest ? 'met' : 'NOT met'}).`,
-  `- (b) retryrs is ${(b.retryrs / b['hand-written loop']).toFixed(2)}x a hand-written loop (target <= 1.5x); ` +
+  `- (b) retryrs is ${(b.retryrs / b[flaky[0][0]]).toFixed(2)}x the yielding hand-written loop (target <= 1.5x), ` +
+    `${(b.retryrs / b[flaky[1][0]]).toFixed(2)}x the loop that never yields; ` +
     ['cockatiel', 'p-retry', 'async-retry'].map((p) => `${(b[p] / b.retryrs).toFixed(2)}x faster than ${p}`).join(', ') +
     '.',
   '- In (b) the peers sleep on a timer even for a zero delay (setTimeout(0), about 1 ms in Node); ' +
-    'retryrs arms none, as the contract says a zero delay sleeps not at all.',
+    'retryrs arms none, as the contract says a zero delay sleeps not at all, but yields one ' +
+    'setImmediate turn so timers, I/O and an abort are still served during a zero-delay storm.',
   '',
 );
 const md = lines.join('\n');

@@ -146,7 +146,7 @@ pub unsafe extern "C" fn retryrs_retrier_call(
             }
             (None, Stop::Rejected) => format!("{name}: attempt {n} failed permanently"),
             (None, Stop::Exhausted(reason)) => retryrs::GaveUp { name: Some(name), attempts: n, reason }.to_string(),
-            (None, Stop::Cancelled) => format!("{name}: cancelled after {n} attempt{}", if n == 1 { "" } else { "s" }),
+            (None, Stop::Cancelled) => retryrs::CancelledAfter { name: Some(name), attempts: n }.to_string(),
         };
         Err(Failure { status, message })
     })

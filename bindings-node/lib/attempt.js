@@ -1,8 +1,6 @@
 'use strict';
 // What fn receives on each attempt.
 
-let neverAborted;
-
 /** What fn receives: the attempt number and a signal for this attempt. */
 class AttemptContext {
   #signal;
@@ -14,12 +12,11 @@ class AttemptContext {
 
   /** Aborts when the call is aborted or this attempt's timeout fires. */
   get signal() {
-    // Created on first use: most calls never look at it.
-    return this.#signal ?? (neverAborted ??= new AbortController().signal);
+    // Without a call signal or a timeout it never aborts, but it is still this attempt's
+    // own (one shared signal collected a listener per concurrent fetch and warned
+    // MaxListenersExceeded); created on first use, since most attempts never look.
+    return (this.#signal ??= new AbortController().signal);
   }
 }
 
-// The context of a first attempt without a signal: always the same, so shared.
-const FIRST_ATTEMPT = Object.freeze(new AttemptContext(1, undefined));
-
-module.exports = { AttemptContext, FIRST_ATTEMPT };
+module.exports = { AttemptContext };

@@ -3,10 +3,10 @@
 // deadline, budget, events) comes from the engine's Call (a native handle), started only at
 // the first failure.
 const native = require('./native');
-const { now, isVirtual } = require('./clock');
+const { now, isVirtual, lastSeenVirtual } = require('./clock');
 const { watch, unwatch } = require('./abort');
 const { typeName } = require('./options');
-const { RetryExhaustedError } = require('./errors');
+const { RetryExhaustedError, describe } = require('./errors');
 const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, REJECTED, EXHAUSTED } = require('./codes');
 const { AttemptContext } = require('./attempt');
 const { reportListenerError } = require('./events');
@@ -20,6 +20,7 @@ const HISTORY = native.historyCap();
 // The longest single setTimeout; longer waits are armed in chunks.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+
 // Attempt outcomes inside the loop.
 const OK = 0;
 const FAILED = 1;
@@ -32,13 +33,18 @@ function isThenable(r) {
 
 /** One call in progress, from its first failure (or from its start, on the full loop). */
 class CallRun {
-  constructor(o, fn, signal, t0) {
+  constructor(o, fn, signal, t0, startedOnLastSeen = false) {
     this.o = o;
     this.fn = fn;
     this.signal = signal;
     this.t0 = t0;
+    // t0 came from the happy path's reading of the switch (clock.startTime).
+    this.startedOnLastSeen = startedOnLastSeen;
     this.engine = null;
+    // The failures (errors and rejected values), the last HISTORY of them.
     this.errors = [];
+    // Whether the last failure was a value shouldRetryResult rejected (not a throw).
+    this.lastWasValue = false;
     this.value = undefined;
     this.error = undefined;
     this.recordedAt = 0;
@@ -57,7 +63,16 @@ class CallRun {
 
   /** The engine's handle for this call, started at t0 on first need. */
   engineCall() {
-    if (this.engine === null) this.engine = native.callStart(this.o.policyId, this.t0, this.o.onEvent !== undefined);
+    if (this.engine === null) {
+      if (this.startedOnLastSeen && this.o.needsClock) {
+        // Another thread turned the virtual-time switch since this thread last looked:
+        // t0 is on the other clock, so the call starts now, on the right one.
+        const seen = lastSeenVirtual();
+        const t = now();
+        if (lastSeenVirtual() !== seen) this.t0 = t;
+      }
+      this.engine = native.callStart(this.o.policyId, this.t0, this.o.onEvent !== undefined);
+    }
     return this.engine;
   }
 
@@ -69,7 +84,10 @@ class CallRun {
       if (rec.delayMs !== null && rec.delayMs !== undefined) event.delayMs = rec.delayMs;
       if (rec.reason !== null && rec.reason !== undefined) event.reason = rec.reason;
       // The core says which kinds carry the failure (retrying does: see docs/contract.md).
-      if (CARRIES_ERROR.has(rec.kind) && this.errors.length > 0) event.error = error;
+      if (CARRIES_ERROR.has(rec.kind) && this.errors.length > 0) {
+        if (this.lastWasValue) event.value = error;
+        else event.error = error;
+      }
       try {
         listener(event);
       } catch (err) {
@@ -88,18 +106,28 @@ class CallRun {
       if (hasFirstError) this.error = firstError;
       else outcome = await this.attempt(1);
       for (;;) {
-        if (outcome === OK) return this.succeed();
+        let rejectedValue = false;
+        if (outcome === OK) {
+          if (this.o.shouldRetryResult === undefined) return this.succeed();
+          let rejects = this.judge(this.value);
+          if (typeof rejects !== 'boolean') rejects = await rejects;
+          if (!rejects) return this.succeed();
+          rejectedValue = true;
+        }
         // The call's own abort is never offered to the predicate, whatever fn threw.
         if (outcome === ABORTED || signal?.aborted) throw this.cancel();
-        const delay = this.fail(this.error);
-        if (delay > 0 || signal !== undefined) {
-          if (!(await this.wait(delay))) throw this.cancel();
+        let delay = rejectedValue ? this.failValue(this.value) : this.fail(this.error);
+        if (typeof delay !== 'number') delay = await delay;
+        // Even a zero wait yields one turn of the event loop: a zero-delay storm must not
+        // starve timers, I/O and the very abort that would end it.
+        if (plain && delay === 0) {
+          // Nothing can interrupt the turn without a signal: yield as a hand loop would.
+          await new Promise(setImmediate);
+        } else if (!(await this.wait(delay))) {
+          throw this.cancel();
         }
-        // After a zero wait with nobody listening no time has passed since the verdict
-        // (a listener may advance the virtual clock, so then the clock is read again).
-        const resumedAt = delay === 0 && this.o.onEvent === undefined ? this.recordedAt : now();
-        const next = native.callAfterWait(this.engine, resumedAt);
-        this.emit(this.error);
+        const next = native.callAfterWait(this.engine, now());
+        this.emit(this.errors[this.errors.length - 1]);
         if (next < 0) throw this.exhausted();
         attempt = next;
         if (plain) {
@@ -171,39 +199,112 @@ class CallRun {
     });
   }
 
-  /** Classifies a failure and asks the engine; returns the wait, or throws the outcome. */
-  fail(error) {
-    const o = this.o;
+  /** Keeps a failure for RetryExhaustedError: the last HISTORY only (the contract's cap). */
+  keep(error) {
     if (this.errors.length === HISTORY) this.errors.shift();
     this.errors.push(error);
-    let verdict = V_PERMANENT;
-    let hint;
-    let hookError;
-    let failedHook = false;
+  }
+
+  /**
+   * Classifies a failure and asks the engine: returns the wait (a number, or a promise of
+   * one when a hook answered with a promise), or throws the outcome.
+   */
+  fail(error) {
+    this.keep(error);
+    this.lastWasValue = false;
+    let answer;
     try {
-      if (o.shouldRetry(error)) {
-        verdict = V_TRANSIENT;
-        hint = o.retryAfterMs(error);
-        if (hint === null) hint = undefined;
-        else if (hint !== undefined && typeof hint !== 'number') {
-          throw new TypeError(`retryAfterMs must return a number or undefined, got ${typeName(hint)}`);
-        }
-      }
+      answer = this.o.shouldRetry(error);
     } catch (err) {
-      // A throwing predicate (or hint reader) ends the call with its throw; the original
-      // failure stays reachable as its cause.
-      failedHook = true;
-      hookError = err;
-      verdict = V_PERMANENT;
-      hint = undefined;
-      attachCause(err, error);
+      return this.hookFailed(error, err);
     }
+    if (answer === true) return this.hint(error);
+    if (answer === false) return this.record(error, V_PERMANENT, undefined);
+    if (isThenable(answer)) {
+      return Promise.resolve(answer).then((a) => {
+        if (a === true) return this.hint(error);
+        if (a === false) return this.record(error, V_PERMANENT, undefined);
+        return this.hookFailed(error, notBoolean('shouldRetry', a));
+      }, (err) => this.hookFailed(error, err));
+    }
+    return this.hookFailed(error, notBoolean('shouldRetry', answer));
+  }
+
+  /**
+   * Whether shouldRetryResult rejects fn's value (true: a failure, retried like a
+   * transient error): a boolean, or a promise of one when the hook answered with a
+   * promise. A throwing hook, or an answer that is not a boolean, ends the call with a
+   * throw that carries the value (see hookError).
+   */
+  judge(value) {
+    let answer;
+    try {
+      answer = this.o.shouldRetryResult(value);
+    } catch (err) {
+      return this.valueHookFailed(value, err);
+    }
+    if (typeof answer === 'boolean') return answer;
+    if (isThenable(answer)) {
+      return Promise.resolve(answer).then(
+        (a) => (typeof a === 'boolean' ? a : this.valueHookFailed(value, notBoolean('shouldRetryResult', a))),
+        (err) => this.valueHookFailed(value, err),
+      );
+    }
+    return this.valueHookFailed(value, notBoolean('shouldRetryResult', answer));
+  }
+
+  valueHookFailed(value, thrown) {
+    this.keep(value);
+    this.lastWasValue = true;
+    return this.hookFailed(value, thrown);
+  }
+
+  /** A value shouldRetryResult rejected: a failure handled exactly like a transient error. */
+  failValue(value) {
+    this.keep(value);
+    this.lastWasValue = true;
+    return this.hint(value);
+  }
+
+  /** A transient failure: reads the retry-after hint (sync or a promise), then records. */
+  hint(error) {
+    let hint;
+    try {
+      hint = this.o.retryAfterMs(error);
+    } catch (err) {
+      return this.hookFailed(error, err);
+    }
+    if (isThenable(hint)) {
+      return Promise.resolve(hint).then((h) => this.recordHint(error, h), (err) => this.hookFailed(error, err));
+    }
+    return this.recordHint(error, hint);
+  }
+
+  recordHint(error, hint) {
+    if (hint === null || hint === undefined) return this.record(error, V_TRANSIENT, undefined);
+    if (typeof hint !== 'number') {
+      return this.hookFailed(error, new TypeError(`retryAfterMs must return a number or undefined (or a Promise of one), got ${typeName(hint)}`));
+    }
+    return this.record(error, V_TRANSIENT, hint);
+  }
+
+  /**
+   * A throwing hook (or one whose answer is unusable) ends the call with its throw; the
+   * original failure stays reachable as its cause (see hookError).
+   */
+  hookFailed(error, thrown) {
+    this.record(error, V_PERMANENT, undefined, true);
+    throw hookError(thrown, error);
+  }
+
+  /** Tells the engine; returns the wait or throws the outcome (hookFailed throws its own). */
+  record(error, verdict, hint, fromHook = false) {
     const id = this.engineCall();
     this.recordedAt = now();
     const decision = native.callRecord(id, verdict, hint, this.recordedAt);
     this.emit(error);
     if (decision >= 0) return decision;
-    if (failedHook) throw hookError;
+    if (fromHook) return decision;
     if (decision === REJECTED) throw error;
     if (decision === EXHAUSTED) throw this.exhausted();
     throw new Error(`retryrs: unexpected engine decision ${decision} (a bug)`);
@@ -211,7 +312,8 @@ class CallRun {
 
   exhausted() {
     const id = this.engine;
-    return new RetryExhaustedError(this.o.name, native.callAttempt(id), native.callReason(id), this.errors);
+    const result = this.lastWasValue ? this.errors[this.errors.length - 1] : undefined;
+    return new RetryExhaustedError(this.o.name, native.callAttempt(id), native.callReason(id), this.errors, result);
   }
 
   succeed() {
@@ -232,14 +334,26 @@ class CallRun {
     return this.signal.reason;
   }
 
-  /** Waits `ms`; resolves false if the call was aborted first. A zero wait arms nothing. */
+  /**
+   * Waits `ms`; resolves false if the call was aborted first. A zero wait (and a virtual
+   * one) still yields a turn of the event loop (setImmediate), as the hand loop
+   * `await new Promise(setImmediate)` would.
+   */
   wait(ms) {
     const signal = this.signal;
     if (signal?.aborted) return false;
-    if (ms === 0) return true;
-    if (isVirtual()) {
-      native.virtualAdvance(ms);
-      return true;
+    if (ms === 0 || isVirtual()) {
+      if (ms > 0) native.virtualAdvance(ms);
+      return new Promise((resolve) => {
+        const immediate = setImmediate(() => {
+          this.interrupt = null;
+          resolve(true);
+        });
+        this.interrupt = () => {
+          clearImmediate(immediate);
+          resolve(false);
+        };
+      });
     }
     return new Promise((resolve) => {
       let timer;
@@ -252,6 +366,9 @@ class CallRun {
           this.interrupt = null;
           resolve(true);
         }, chunk);
+        // unref: a pending retry wait alone does not keep the process alive (p-retry's and
+        // cockatiel's option of the same name).
+        if (this.o.unref) timer.unref();
       };
       this.interrupt = () => {
         clearTimeout(timer);
@@ -262,14 +379,30 @@ class CallRun {
   }
 }
 
-function attachCause(err, original) {
-  if (err === null || typeof err !== 'object' || err === original) return;
-  if (err.cause !== undefined) return;
-  try {
-    Object.defineProperty(err, 'cause', { value: original, writable: true, configurable: true, enumerable: false });
-  } catch {
-    // A frozen error keeps its shape; the original failure is still in the events.
+function notBoolean(option, answer) {
+  return new TypeError(`${option} must return a boolean (or a Promise of one), got ${typeName(answer)}`);
+}
+
+/**
+ * What a call rejects with when a hook threw: the hook's own error, with the original
+ * failure as its `cause`. A thrown primitive, a frozen error or one that has a cause
+ * already cannot carry it, so it is wrapped in a RetryrsHookError whose `cause` is the
+ * original failure and whose `thrown` is what the hook threw.
+ */
+function hookError(thrown, original) {
+  if (thrown === original) return thrown;
+  if (thrown !== null && typeof thrown === 'object' && thrown.cause === undefined && Object.isExtensible(thrown)) {
+    try {
+      Object.defineProperty(thrown, 'cause', { value: original, writable: true, configurable: true, enumerable: false });
+      return thrown;
+    } catch {
+      // A proxy or an exotic object refused: wrap it below.
+    }
   }
+  const wrapped = new Error(`retryrs: a hook threw ${describe(thrown)}`, { cause: original });
+  wrapped.name = 'RetryrsHookError';
+  wrapped.thrown = thrown;
+  return wrapped;
 }
 
 module.exports = { CallRun, isThenable };

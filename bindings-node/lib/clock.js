@@ -1,24 +1,36 @@
 'use strict';
 // Time for the call loop: performance.now() normally; under the virtual-time testing
-// switch, the core's global virtual clock (waits then advance it instead of arming timers).
+// switch, the core's virtual clock (waits then advance it instead of arming timers).
+// The switch is the core's and process-wide: a worker's enable() is on for every thread.
 const native = require('./native');
 
-// Mirrors the core's switch so the real-time path reads it without a native crossing.
-// Only this module turns the switch, so the mirror cannot drift.
-const state = { virtual: native.virtualTimeIsOn() };
-
 const perf = globalThis.performance;
+const isVirtual = native.virtualTimeIsOn;
 
+// This thread's last reading of the switch: only the happy path's start time trusts it
+// (a native crossing there costs more than the rest of the start). Every other reading
+// asks the core, and a call that needs the engine re-reads its start if the switch moved
+// (another thread turned it) since: see CallRun.engineCall.
+const state = { virtual: isVirtual() };
+
+/** The time now, on the clock the core's switch says. */
 function now() {
+  const virtual = (state.virtual = isVirtual());
+  return virtual ? native.virtualNowMs() : perf.now();
+}
+
+/** A happy path's start: the clock this thread last saw the switch choose. */
+function startTime() {
   return state.virtual ? native.virtualNowMs() : perf.now();
 }
 
-function isVirtual() {
+/** Whether the switch this thread last saw was on. */
+function lastSeenVirtual() {
   return state.virtual;
 }
 
 function requireOn(what) {
-  if (!state.virtual) {
+  if (!isVirtual()) {
     throw new Error(`retryrs.testing.${what}(): virtual time is off; call testing.enable() first`);
   }
 }
@@ -32,11 +44,11 @@ const testing = Object.freeze({
   /** Turns virtual time off. */
   disable() {
     native.virtualTimeDisable();
-    state.virtual = false;
+    state.virtual = isVirtual();
   },
   /** Whether virtual time is on. */
   isOn() {
-    return state.virtual;
+    return isVirtual();
   },
   /** The virtual clock, in milliseconds since testing.enable(). */
   now() {
@@ -57,7 +69,7 @@ const testing = Object.freeze({
    */
   async scoped(fn) {
     if (typeof fn !== 'function') throw new TypeError('testing.scoped(fn): fn must be a function');
-    const wasOn = state.virtual;
+    const wasOn = isVirtual();
     const before = wasOn ? native.virtualNowMs() : 0;
     testing.enable();
     try {
@@ -73,4 +85,4 @@ const testing = Object.freeze({
   },
 });
 
-module.exports = { now, isVirtual, testing };
+module.exports = { now, startTime, lastSeenVirtual, isVirtual, testing };

@@ -1,12 +1,18 @@
 'use strict';
 // The error a call rejects with when transient failures run out of room. Its wording is
 // the core's (one message for every host); the last failure is appended here.
+const { inspect } = require('node:util');
 const native = require('./native');
 
 function describe(value) {
   if (value instanceof Error) return `${value.name}: ${value.message}`;
   try {
-    return typeof value === 'string' ? value : String(value);
+    if (typeof value === 'string') return value;
+    // A rejected value (a response-like object) reads better than [object Object].
+    if (value !== null && typeof value === 'object' && value.toString === Object.prototype.toString) {
+      return inspect(value, { depth: 1, breakLength: Infinity, maxArrayLength: 5, maxStringLength: 200 });
+    }
+    return String(value);
   } catch {
     return Object.prototype.toString.call(value);
   }
@@ -17,9 +23,11 @@ class RetryExhaustedError extends Error {
    * @param {string} retrier the retrier's name
    * @param {number} attempts how many times fn ran
    * @param {'attempts'|'deadline'|'budget'|'retry_after'} reason which limit ended the call
-   * @param {unknown[]} errors the failures, in order, the last 64 at most (the last one is also `cause`)
+   * @param {unknown[]} errors the failures (errors, and values shouldRetryResult
+   *   rejected), in order, the last 64 at most (the last one is also `cause`)
+   * @param {unknown} [result] the last rejected value, when the last failure was a value
    */
-  constructor(retrier, attempts, reason, errors) {
+  constructor(retrier, attempts, reason, errors, result) {
     const last = errors[errors.length - 1];
     super(`${native.gaveUp(retrier, attempts, reason)}: ${describe(last)}`, {
       cause: last,
@@ -28,6 +36,7 @@ class RetryExhaustedError extends Error {
     this.attempts = attempts;
     this.reason = reason;
     this.errors = errors;
+    this.result = result;
   }
 }
 Object.defineProperty(RetryExhaustedError.prototype, 'name', {

@@ -40,13 +40,18 @@ const FAILED_OUTCOMES = new Set(['rejected', 'exhausted']);
 
 /**
  * OpenTelemetry's `error.type`, low-cardinality: the error's `name` (TypeError,
- * TimeoutError, a class's own name), its constructor's name, or `_OTHER`.
+ * TimeoutError, a class's own name), its constructor's name, or `_OTHER`. A subclass
+ * that never set a name inherits its built-in ancestor's ("Error"), so the class's own
+ * name wins there, as Python's class name does.
  */
 function errorType(error) {
   if (error !== null && (typeof error === 'object' || typeof error === 'function')) {
-    if (typeof error.name === 'string' && error.name !== '') return error.name;
-    const ctor = error.constructor?.name;
-    if (typeof ctor === 'string' && ctor !== '') return ctor;
+    const name = typeof error.name === 'string' && error.name !== '' ? error.name : undefined;
+    const ctor = typeof error.constructor === 'function' ? error.constructor : undefined;
+    const ctorName = ctor && typeof ctor.name === 'string' && ctor.name !== '' ? ctor.name : undefined;
+    const own = (o) => o != null && Object.prototype.hasOwnProperty.call(o, 'name');
+    if (name && (!ctorName || own(error) || own(ctor.prototype))) return name;
+    if (ctorName) return ctorName;
   }
   return '_OTHER';
 }
@@ -92,7 +97,17 @@ function requirePeer(id, feature) {
   }
 }
 
+/**
+ * Throws a TypeError naming the first key of `options` not in `known`: a listener's
+ * option misspelt (or spelt as in Python) would otherwise fall back to its default.
+ */
+function rejectUnknownOptions(where, options, known) {
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key)) throw new TypeError(`${where}: unknown option '${key}' (known: ${known.join(', ')})`);
+  }
+}
+
 module.exports = {
   CALLS, RETRIES, RETRY_DELAY, UNITS, HELP, ATTR, LABEL, RETRY_SPAN_EVENT, DELAY_BUCKETS,
-  errorType, promName, measure, requirePeer,
+  errorType, promName, measure, requirePeer, rejectUnknownOptions,
 };

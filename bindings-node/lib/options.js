@@ -5,16 +5,49 @@ const native = require('./native');
 const { budgetHandle } = require('./budget');
 const { rethrowProblem } = require('./problem');
 const { isTransientError, retryAfterFromError } = require('./predicate');
+const { listenerOf } = require('./events');
 
 // The policy's knobs come from the core's knob table (Node spelling included); only the
 // options that exist in Node alone are declared here.
 const KNOBS = native.knobs();
 const NUMBERS = KNOBS.filter((k) => k.numeric);
-const FUNCTIONS = ['shouldRetry', 'retryAfterMs', 'onEvent'];
-const HOST_ONLY = [...FUNCTIONS, 'attemptTimeoutMs'];
+const FUNCTIONS = ['shouldRetry', 'shouldRetryResult', 'retryAfterMs'];
+const HOST_ONLY = [...FUNCTIONS, 'onEvent', 'attemptTimeoutMs', 'unref'];
 const KNOWN = new Set([...KNOBS.map((k) => k.option), ...HOST_ONLY]);
 // setTimeout cannot arm a longer timer (it would fire at once).
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+// Option names from p-retry, cockatiel and async-retry (and near misses of ours), and
+// what to write instead: `unknown option` alone leaves a migrating user guessing.
+const INSTEAD = {
+  retries: 'maxAttempts (retries + 1: maxAttempts counts the first attempt)',
+  factor: 'multiplier',
+  minTimeout: 'initialDelayMs',
+  maxTimeout: 'maxDelayMs',
+  randomize: "jitter ('full' for randomize: true, 'none' for false)",
+  onFailedAttempt: "onEvent (an event of kind 'attempt_failed' carries the error)",
+  onRetry: "onEvent (an event of kind 'retrying' carries the delay)",
+  maxRetryTime: 'deadlineMs',
+  signal: 'call(fn, { signal }) (a signal belongs to one call)',
+  forever: 'maxAttempts: 4294967295 with deadlineMs: null',
+  shouldConsumeRetry: 'shouldRetry',
+  initialDelay: 'initialDelayMs',
+  maxDelay: 'maxDelayMs',
+  deadline: 'deadlineMs',
+  timeout: 'attemptTimeoutMs (per attempt) or deadlineMs (the whole call)',
+  attemptTimeout: 'attemptTimeoutMs',
+  handleWhen: 'shouldRetry',
+  handleResultType: 'shouldRetryResult',
+};
+
+function unknownOption(key) {
+  let hint = Object.hasOwn(INSTEAD, key) ? INSTEAD[key] : undefined;
+  if (hint === undefined) {
+    const lower = key.toLowerCase();
+    hint = [...KNOWN].find((k) => k.toLowerCase() === lower || k.toLowerCase() === `${lower}ms`);
+  }
+  return new TypeError(`Retrier: unknown option '${key}'${hint === undefined ? '' : `; did you mean ${hint}?`}`);
+}
 
 function typeName(v) {
   return v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v;
@@ -24,7 +57,7 @@ function normalise(options) {
   if (options === undefined || options === null) options = {};
   if (typeof options !== 'object') throw new TypeError(`Retrier options must be an object, got ${typeName(options)}`);
   for (const key of Object.keys(options)) {
-    if (!KNOWN.has(key)) throw new TypeError(`Retrier: unknown option '${key}'`);
+    if (!KNOWN.has(key)) throw unknownOption(key);
   }
   const given = (key) => options[key] !== undefined;
 
@@ -87,6 +120,12 @@ function hostParts(options) {
   for (const key of FUNCTIONS) {
     if (given(key) && typeof options[key] !== 'function') throw new TypeError(`${key} must be a function, got ${typeName(options[key])}`);
   }
+  if (given('onEvent')) {
+    const l = options.onEvent;
+    const ok = typeof l === 'function' || (Array.isArray(l) && l.every((f) => typeof f === 'function'));
+    if (!ok) throw new TypeError(`onEvent must be a function or an array of functions, got ${typeName(l)}`);
+  }
+  if (given('unref') && typeof options.unref !== 'boolean') throw new TypeError(`unref must be a boolean, got ${typeName(options.unref)}`);
   let attemptTimeoutMs = 0;
   if (given('attemptTimeoutMs') && options.attemptTimeoutMs !== null) {
     const t = options.attemptTimeoutMs;
@@ -94,25 +133,29 @@ function hostParts(options) {
     if (!(t > 0 && t <= MAX_TIMEOUT_MS)) throw new RangeError(`attemptTimeoutMs must be > 0 and <= ${MAX_TIMEOUT_MS}, got ${t}`);
     attemptTimeoutMs = t;
   }
-  return { shouldRetry: options.shouldRetry, retryAfterMs: options.retryAfterMs, onEvent: options.onEvent, attemptTimeoutMs };
+  return { options, attemptTimeoutMs };
 }
 
 /** The fixed shape calls read: a native policy and the host parts. */
 function finish(handle, hasBudget, host) {
   const budget = hasBudget ? true : undefined;
-  const { onEvent, attemptTimeoutMs } = host;
+  const { options, attemptTimeoutMs } = host;
+  const onEvent = listenerOf(options.onEvent);
   return Object.freeze({
     policy: handle,
     policyId: handle.id,
     name: handle.name,
-    shouldRetry: host.shouldRetry ?? isTransientError,
-    retryAfterMs: host.retryAfterMs ?? retryAfterFromError,
+    shouldRetry: options.shouldRetry ?? isTransientError,
+    retryAfterMs: options.retryAfterMs ?? retryAfterFromError,
+    // None by default: every value is a success (the contract's default).
+    shouldRetryResult: options.shouldRetryResult,
     onEvent,
     attemptTimeoutMs,
+    unref: options.unref === true,
     hasBudget: budget !== undefined,
     // Whether even a first-attempt success needs the engine (a budget to credit, or an
-    // event to emit) or the full loop (a per-attempt timer).
-    needsFullLoop: onEvent !== undefined || budget !== undefined || attemptTimeoutMs > 0,
+    // event to emit) or the full loop (a per-attempt timer, a value to judge).
+    needsFullLoop: onEvent !== undefined || budget !== undefined || attemptTimeoutMs > 0 || options.shouldRetryResult !== undefined,
     // Whether the engine must hear of a success: to credit a budget or emit an event.
     recordsSuccess: onEvent !== undefined || budget !== undefined,
     // Whether a call must read the clock at its start: for the deadline or for events.

@@ -21,6 +21,7 @@ const RESEND_COUNT = 'http.request.resend_count';
  */
 function otelListener(options = {}) {
   if (options === null || typeof options !== 'object') throw new TypeError(`otelListener(options): options must be an object, got ${options === null ? 'null' : typeof options}`);
+  m.rejectUnknownOptions('otelListener', options, ['meterProvider', 'spanEvents']);
   const { meterProvider = api.metrics.getMeterProvider(), spanEvents = true } = options;
   if (meterProvider === null || typeof meterProvider !== 'object' || typeof meterProvider.getMeter !== 'function') {
     throw new TypeError('otelListener: meterProvider must be an OpenTelemetry MeterProvider');

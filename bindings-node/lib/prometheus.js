@@ -39,6 +39,7 @@ function cached(family) {
  */
 function promListener(options = {}) {
   if (options === null || typeof options !== 'object') throw new TypeError(`promListener(options): options must be an object, got ${options === null ? 'null' : typeof options}`);
+  m.rejectUnknownOptions('promListener', options, ['register', 'namespace']);
   const { register = prom.register, namespace = 'retryrs' } = options;
   if (typeof namespace !== 'string' || namespace === '') throw new TypeError(`promListener: namespace must be a non-empty string, got ${JSON.stringify(namespace)}`);
   if (register === null || typeof register !== 'object' || typeof register.getSingleMetric !== 'function') {

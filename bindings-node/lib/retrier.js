@@ -3,10 +3,10 @@
 // succeeds never crosses into native code, unless a budget must be credited or a listener
 // told); anything else is handed to the call loop (./call.js).
 const native = require('./native');
-const { now } = require('./clock');
+const { now, startTime } = require('./clock');
 const { normalise, normaliseFromPolicy, typeName } = require('./options');
 const { policyParts } = require('./policies');
-const { AttemptContext, FIRST_ATTEMPT } = require('./attempt');
+const { AttemptContext } = require('./attempt');
 const { reportListenerError } = require('./events');
 const { CallRun, isThenable } = require('./call');
 const { channel: eventChannel, observedOptions } = require('./diagnostics');
@@ -65,22 +65,23 @@ class Retrier {
       }
     }
     if (signal !== undefined && signal.aborted) return this.#abortedBeforeStart(o, signal);
-    const t0 = o.needsClock ? now() : 0;
-    if (signal !== undefined || o.needsFullLoop) return new CallRun(o, fn, signal, t0).run(undefined, false);
+    if (signal !== undefined || o.needsFullLoop) return new CallRun(o, fn, signal, o.needsClock ? now() : 0).run(undefined, false);
+    const t0 = o.needsClock ? startTime() : 0;
 
     // The fast path: no signal, no timer, no listener, no budget; no allocation but the
-    // promise returned, and no native crossing unless the attempt fails.
+    // promise returned and the attempt's context, and no native crossing unless the
+    // attempt fails.
     let result;
     try {
-      result = fn(FIRST_ATTEMPT);
+      result = fn(new AttemptContext(1, undefined));
     } catch (err) {
-      return new CallRun(o, fn, undefined, t0).run(err, true);
+      return new CallRun(o, fn, undefined, t0, true).run(err, true);
     }
     if (result instanceof Promise) {
-      return result.then(undefined, (err) => new CallRun(o, fn, undefined, t0).run(err, true));
+      return result.then(undefined, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
     }
     if (isThenable(result)) {
-      return Promise.resolve(result).then(undefined, (err) => new CallRun(o, fn, undefined, t0).run(err, true));
+      return Promise.resolve(result).then(undefined, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
     }
     return Promise.resolve(result);
   }

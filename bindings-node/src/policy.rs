@@ -175,9 +175,11 @@ impl NativePolicy {
 }
 
 fn build(o: PolicyOptions, budget: Option<Arc<retryrs::RetryBudget>>) -> Result<NativePolicy, Problem> {
+    let given = o.numbers.unwrap_or_default();
+    let problem = |e| Problem::from_policy(e, &given);
     let mut b = Policy::builder().budget(budget);
-    for (name, value) in o.numbers.iter().flatten() {
-        b = b.set(name, Setting::Number(*value))?;
+    for (name, value) in &given {
+        b = b.set(name, Setting::Number(*value)).map_err(problem)?;
     }
     for name in o.off.iter().flatten() {
         b = b.set(name, Setting::Off)?;
@@ -195,7 +197,7 @@ fn build(o: PolicyOptions, budget: Option<Arc<retryrs::RetryBudget>>) -> Result<
         }
         b = b.seed(Some(value));
     }
-    let inner = Arc::new(b.build()?);
+    let inner = Arc::new(b.build().map_err(problem)?);
     let id = register(&inner).map_err(|e| Problem::new("options", e.reason.clone(), "registrable"))?;
     Ok(NativePolicy { inner, id })
 }

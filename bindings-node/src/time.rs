@@ -46,3 +46,4 @@ pub fn virtual_advance(ms: f64) -> napi::Result<bool> {
         Ok(true)
     })
 }
+

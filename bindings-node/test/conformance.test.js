@@ -2,7 +2,7 @@
 // The conformance vectors (tests/conformance/*.json at the repo root) through the public
 // JS API only: a Retrier with the vector's policy, onEvent to watch, an AbortController
 // fired from the listener for cancel_during_wait, and the virtual-time switch (advance)
-// for takes_ms and wait_overrun_ms. Prints `conformance: N passed, M failed, K skipped` and writes
+// for takes_ms and wait_overrun_ms. Prints `conformance: N passed, M failed` (none skipped) and writes
 // build/conformance/node.txt (or $RETRYRS_CONFORMANCE_DIR) for the summary of `make test`.
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -47,6 +47,7 @@ async function runCall(retrier, script) {
   const events = [];
   let calls = 0;
   let overcalled = false;
+  retrier.script = script;
   retrier.listener = (ev) => {
     events.push(ev);
     if (ev.kind !== 'retrying') return;
@@ -63,7 +64,15 @@ async function runCall(retrier, script) {
       throw new TypeError('fn called more often than the script has entries');
     }
     if (step.takes_ms) testing.advance(step.takes_ms);
-    if (step.result === 'success') return 'value';
+    // The value of attempt n carries n: n itself, or an object with the hint on it for
+    // a rejected value (the default hint reader finds `retryAfterMs` there).
+    if (step.result === 'success') return calls;
+    if (step.result === 'rejected_value') {
+      const value = { n: calls };
+      if (step.hint_ms !== undefined) value.retryAfterMs = step.hint_ms;
+      thrown.push(value);
+      return value;
+    }
     let err;
     if (step.result === 'transient') {
       err = Object.assign(new Error(`transient failure ${calls}`), { code: 'ECONNRESET' });
@@ -97,8 +106,13 @@ async function checkCallVector(v) {
   const policy = policyOf(v);
   const budget = policy.budget ?? undefined;
   // One retrier per vector; its listener is routed to the current call's watcher.
-  const holder = { listener: () => {} };
-  holder.retrier = Retrier.fromPolicy(policy, { onEvent: (ev) => holder.listener(ev) });
+  const holder = { listener: () => {}, script: [] };
+  // The result predicate rejects the value of attempt n exactly when the script says
+  // rejected_value; installed only where a script has one (the contract's default is none).
+  const predicate = needsResultPredicate(v)
+    ? { shouldRetryResult: (value) => holder.script[(typeof value === 'number' ? value : value.n) - 1]?.result === 'rejected_value' }
+    : {};
+  holder.retrier = Retrier.fromPolicy(policy, { ...predicate, onEvent: (ev) => holder.listener(ev) });
   for (const [i, call] of v.calls.entries()) {
     const where = `call ${i + 1}`;
     const got = await runCall(holder, call.attempts);
@@ -106,7 +120,7 @@ async function checkCallVector(v) {
     assert.ok(!got.overcalled, `${where}: fn was called more often than scripted`);
     assert.equal(got.outcome, want.outcome, `${where}: outcome (error: ${got.error})`);
     assert.equal(got.calls, want.attempts, `${where}: attempts`);
-    if (want.outcome === 'success') assert.equal(got.value, 'value', `${where}: the value comes back as it is`);
+    if (want.outcome === 'success') assert.equal(got.value, got.calls, `${where}: the value comes back as it is`);
     if (want.outcome === 'rejected') {
       assert.equal(got.error, got.thrown[got.thrown.length - 1], `${where}: the original error surfaces`);
     }
@@ -118,6 +132,8 @@ async function checkCallVector(v) {
       assert.equal(got.error.errors.length, kept.length, `${where}: the last 64 failures are carried`);
       kept.forEach((e, k) => assert.equal(got.error.errors[k], e, `${where}: failure ${k + 1} of the kept ones in order`));
       assert.equal(got.error.cause, got.thrown[got.thrown.length - 1], `${where}: cause is the last failure`);
+      if ('value' in want) assert.equal(got.error.result?.n, want.value, `${where}: the last rejected value`);
+      else assert.equal(got.error.result, undefined, `${where}: no rejected value when the last failure was an error`);
     }
     if (want.delays_ms) {
       const delays = got.events.filter((e) => e.kind === 'retrying').map((e) => e.delayMs);
@@ -133,8 +149,7 @@ async function checkCallVector(v) {
         if ('delay_ms' in w) out.delay_ms = e.delayMs;
         if ('reason' in w) out.reason = e.reason;
         if ('error' in w) out.error = Object.hasOwn(e, 'error');
-        // No event carries a rejected value until the result predicate lands (issue 13).
-        if ('value' in w) out.value = false;
+        if ('value' in w) out.value = Object.hasOwn(e, 'value');
         return out;
       });
       assert.deepEqual(seen, want.events, `${where}: events`);
@@ -197,10 +212,8 @@ function check(v) {
 const { files, vectors } = loadVectors();
 let passed = 0;
 let failed = 0;
-let skipped = 0;
 
-// A vector whose script returns a value the result predicate rejects: the Node host has
-// no result predicate yet (issue 13), so these are skipped and counted as skipped.
+// A vector whose script returns a value the result predicate rejects.
 const needsResultPredicate = (v) => (v.calls || []).some((c) => c.attempts.some((a) => a.result === 'rejected_value'));
 
 test('the conformance vectors exist', () => {
@@ -210,11 +223,6 @@ test('the conformance vectors exist', () => {
 });
 
 for (const v of vectors) {
-  if (needsResultPredicate(v)) {
-    skipped += 1;
-    test(`${v.file} ${v.id}`, { skip: 'needs a result predicate (issue 13)' }, () => {});
-    continue;
-  }
   test(`${v.file} ${v.id}`, async () => {
     try {
       await check(v);
@@ -227,8 +235,8 @@ for (const v of vectors) {
 }
 
 test.after(() => {
-  const line = `conformance: ${passed} passed, ${failed} failed, ${skipped} skipped (need a result predicate)`;
+  const line = `conformance: ${passed} passed, ${failed} failed`;
   console.log(line);
   fs.mkdirSync(outDir, { recursive: true });
-  fs.writeFileSync(path.join(outDir, 'node.txt'), `node ${passed} ${failed} ${skipped}\n`);
+  fs.writeFileSync(path.join(outDir, 'node.txt'), `node ${passed} ${failed}\n`);
 });

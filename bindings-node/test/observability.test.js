@@ -100,6 +100,15 @@ test('promListeners share one set of metrics per registry and namespace', async 
   assert.throws(() => promListener({ register: {} }), /register must be a prom-client Registry/);
 });
 
+test('a misspelt listener option is an error, not silently the default', () => {
+  // Python's spellings (registry=, tracer_provider=) are the likely slips; ignored, the
+  // first would put the metrics in prom-client's global register unnoticed.
+  assert.throws(() => promListener({ registry: new prom.Registry() }),
+    { name: 'TypeError', message: "promListener: unknown option 'registry' (known: register, namespace)" });
+  assert.throws(() => otelListener({ tracerProvider: {} }),
+    { name: 'TypeError', message: "otelListener: unknown option 'tracerProvider' (known: meterProvider, spanEvents)" });
+});
+
 class TestReader extends MetricReader {
   async onForceFlush() {}
   async onShutdown() {}
@@ -308,4 +317,20 @@ test('the subpath declarations type real use and reject misuse (tsc --noEmit)', 
   const tsc = require.resolve('typescript/bin/tsc');
   const res = spawnSync(process.execPath, [tsc, '-p', path.join(__dirname, 'types', 'tsconfig.observability.json')], { encoding: 'utf8' });
   assert.equal(res.status, 0, `tsc failed:\n${res.stdout}${res.stderr}`);
+});
+
+test('error.type: a subclass that never set a name is labelled with its class, as in Python', () => {
+  const { errorType } = require('../lib/metrics.js');
+  class GatewayDown extends Error {}
+  class Named extends Error { constructor() { super('x'); this.name = 'Renamed'; } }
+  class Getter extends TypeError { get name() { return 'FromGetter'; } }
+  assert.equal(errorType(new GatewayDown('503')), 'GatewayDown');
+  assert.equal(errorType(new Named()), 'Renamed');
+  assert.equal(errorType(new Getter('t')), 'FromGetter');
+  assert.equal(errorType(new TypeError('t')), 'TypeError');
+  assert.equal(errorType(new Error('e')), 'Error');
+  assert.equal(errorType(new DOMException('a', 'AbortError')), 'AbortError');
+  assert.equal(errorType(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' })), 'Error');
+  assert.equal(errorType('a string'), '_OTHER');
+  assert.equal(errorType(null), '_OTHER');
 });

@@ -34,6 +34,17 @@ test('out-of-range options throw RangeError naming the option and the value', ()
   throwsNaming({ attemptTimeoutMs: 2 ** 31 }, RangeError, 'attemptTimeoutMs');
 });
 
+test('the value in a RangeError is spelt as JavaScript prints it', () => {
+  // Not the engine's saturated u64 (18446744073709551615), nor Rust's `inf` or a
+  // 300-digit expansion of 1e300.
+  throwsNaming({ maxAttempts: 1e300 }, RangeError, 'maxAttempts', 'got 1e+300');
+  throwsNaming({ maxAttempts: Infinity }, RangeError, 'maxAttempts', 'got Infinity');
+  throwsNaming({ initialDelayMs: Infinity }, RangeError, 'initialDelayMs', 'got Infinity');
+  throwsNaming({ deadlineMs: -Infinity }, RangeError, 'deadlineMs', 'got -Infinity');
+  throwsNaming({ initialDelayMs: 1e300, maxDelayMs: 1e300 }, RangeError, 'initialDelayMs', 'got 1e+300');
+  throwsNaming({ initialDelayMs: -1e-7 }, RangeError, 'initialDelayMs', 'got -1e-7');
+});
+
 test('options of the wrong type throw TypeError naming the option', () => {
   throwsNaming({ maxAttempts: '3' }, TypeError, 'maxAttempts', 'string');
   throwsNaming({ initialDelayMs: null }, TypeError, 'initialDelayMs', 'null');

@@ -5,6 +5,8 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
 
+use crate::state::Kept;
+
 static EXHAUSTED: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static CANCELLED: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
@@ -14,7 +16,7 @@ fn raise(
     class: &str,
     message: String,
     kwargs: &[(&str, Bound<'_, PyAny>)],
-    cause: Option<&Py<pyo3::exceptions::PyBaseException>>,
+    cause: Option<&Py<PyAny>>,
 ) -> PyErr {
     let build = || -> PyResult<PyErr> {
         let cls = cell.import(py, "retryrs._errors", class)?;
@@ -29,23 +31,48 @@ fn raise(
         }
         Ok(err)
     };
-    build().unwrap_or_else(|e| e)
+    // If the error itself cannot be built (a recursion limit, memory), the failure that
+    // ends the call is still reachable: it becomes the cause of the error raised instead.
+    build().unwrap_or_else(|e| {
+        if let Some(cause) = cause {
+            e.set_cause(py, Some(PyErr::from_value(cause.bind(py).clone().into_any())));
+        }
+        e
+    })
 }
 
-/// `RetryExhausted(attempts, reason, errors)`, its `__cause__` the last failure.
+/// The errors among the kept failures (in order), the last failure if it is an error
+/// (the cause), and the last failure if it is a rejected value (`result`).
+/// (errors, cause, result) of [`split`].
+type Split<'py, 'k> = (Bound<'py, PyTuple>, Option<&'k Py<PyAny>>, Bound<'py, PyAny>);
+
+fn split<'py, 'k>(py: Python<'py>, failures: &'k [Kept]) -> PyResult<Split<'py, 'k>> {
+    let errors: Vec<_> = failures.iter().filter(|k| !k.is_value).map(|k| k.obj.bind(py)).collect();
+    let errors = PyTuple::new(py, errors)?;
+    let cause = failures.last().filter(|k| !k.is_value).map(|k| &k.obj);
+    let result =
+        failures.last().filter(|k| k.is_value).map_or_else(|| py.None().into_bound(py), |k| k.obj.bind(py).clone());
+    Ok((errors, cause, result))
+}
+
+/// `RetryExhausted(attempts, reason, errors, result)`, its `__cause__` the last failure
+/// when that was an error; `result` the last failure when that was a rejected value.
 pub fn exhausted(
     py: Python<'_>,
     name: &str,
     attempts: u32,
     reason: retryrs::ExhaustReason,
-    errors: &[Py<pyo3::exceptions::PyBaseException>],
+    failures: &[Kept],
 ) -> PyErr {
-    let last = errors.last();
-    let last_text = last.map(|e| crate::convert::repr(e.bind(py))).unwrap_or_default();
+    let last_text = match failures.last() {
+        Some(k) if k.is_value => format!("rejected value {}", crate::convert::repr(k.obj.bind(py))),
+        Some(k) => crate::convert::repr(k.obj.bind(py)),
+        None => String::new(),
+    };
     let message = format!("{}: {last_text}", retryrs::GaveUp { name: Some(name), attempts, reason });
     let reason = reason.as_str();
-    let errors = match PyTuple::new(py, errors) {
-        Ok(t) => t,
+    let (errors, cause, result) = match split(py, failures) {
+        Ok(parts) => parts,
         Err(e) => return e,
     };
     let kwargs = [
@@ -53,21 +80,24 @@ pub fn exhausted(
         ("reason", pyo3::types::PyString::new(py, reason).into_any()),
         ("errors", errors.into_any()),
         ("name", pyo3::types::PyString::new(py, name).into_any()),
+        ("result", result),
     ];
-    raise(py, &EXHAUSTED, "RetryExhausted", message, &kwargs, last)
+    raise(py, &EXHAUSTED, "RetryExhausted", message, &kwargs, cause)
 }
 
-/// `RetryCancelled(attempts, errors)`, its `__cause__` the last failure if there was one.
-pub fn cancelled(py: Python<'_>, name: &str, attempts: u32, errors: &[Py<pyo3::exceptions::PyBaseException>]) -> PyErr {
-    let message = format!("{name}: cancelled after {attempts} attempts");
-    let tuple = match PyTuple::new(py, errors) {
-        Ok(t) => t,
+/// `RetryCancelled(attempts, errors, result)`, its `__cause__` the last failure if there
+/// was one and it was an error.
+pub fn cancelled(py: Python<'_>, name: &str, attempts: u32, failures: &[Kept]) -> PyErr {
+    let message = retryrs::CancelledAfter { name: Some(name), attempts }.to_string();
+    let (errors, cause, result) = match split(py, failures) {
+        Ok(parts) => parts,
         Err(e) => return e,
     };
     let kwargs = [
         ("attempts", attempts.into_pyobject(py).map(|v| v.into_any()).unwrap_or_else(|_| py.None().into_bound(py))),
-        ("errors", tuple.into_any()),
+        ("errors", errors.into_any()),
         ("name", pyo3::types::PyString::new(py, name).into_any()),
+        ("result", result),
     ];
-    raise(py, &CANCELLED, "RetryCancelled", message, &kwargs, errors.last())
+    raise(py, &CANCELLED, "RetryCancelled", message, &kwargs, cause)
 }

@@ -16,19 +16,23 @@ pub struct PyEvent {
     attempt: u32,
     elapsed: f64,
     error: Option<Py<PyAny>>,
+    result: Option<Py<PyAny>>,
     delay: Option<f64>,
     reason: Option<&'static str>,
 }
 
 impl PyEvent {
-    pub fn new(py: Python<'_>, name: &Py<PyString>, e: &Event<'_>, error: Option<&Bound<'_, PyAny>>) -> Self {
+    /// `subject`: the failure the event is about, `(error, false)` or `(rejected value, true)`.
+    pub fn new(py: Python<'_>, name: &Py<PyString>, e: &Event<'_>, subject: Option<(&Bound<'_, PyAny>, bool)>) -> Self {
+        // Only the kinds the core says carry the failure get one.
+        let subject = subject.filter(|_| e.kind.carries_error());
         PyEvent {
             kind: e.kind.as_str(),
             name: name.clone_ref(py),
             attempt: e.attempt,
             elapsed: secs(e.elapsed),
-            // Only the kinds the core says carry an error get one.
-            error: error.filter(|_| e.kind.carries_error()).map(|e| e.clone().unbind()),
+            error: subject.filter(|(_, v)| !v).map(|(o, _)| o.clone().unbind()),
+            result: subject.filter(|(_, v)| *v).map(|(o, _)| o.clone().unbind()),
             delay: e.delay.map(secs),
             reason: e.reason.map(|r| r.as_str()),
         }
@@ -62,6 +66,12 @@ impl PyEvent {
     fn error(&self, py: Python<'_>) -> Option<Py<PyAny>> {
         self.error.as_ref().map(|e| e.clone_ref(py))
     }
+    /// The value the result predicate rejected, when that is the failure the event is
+    /// about (then `error` is None).
+    #[getter]
+    fn result(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.result.as_ref().map(|e| e.clone_ref(py))
+    }
     /// The wait about to start, in seconds (retrying only).
     #[getter]
     fn delay(&self) -> Option<f64> {
@@ -89,6 +99,9 @@ impl PyEvent {
         }
         if let Some(e) = &self.error {
             s.push_str(&format!(", error={}", crate::convert::repr(e.bind(py))));
+        }
+        if let Some(v) = &self.result {
+            s.push_str(&format!(", result={}", crate::convert::repr(v.bind(py))));
         }
         s.push(')');
         s

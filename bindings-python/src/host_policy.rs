@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyFloat, PyInt, PyString, PyType};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString, PyTuple, PyType};
 use retryrs::{duration_from_ms, Event, Policy, Verdict};
 
 use crate::budget::PyRetryBudget;
@@ -22,17 +22,27 @@ pub enum RetryOn {
     Predicate(Py<PyAny>),
 }
 
+/// The user's callables besides `retry_on`, as given (each optional).
+pub struct Hooks {
+    pub retry_after: Option<Py<PyAny>>,
+    pub retry_on_result: Option<Py<PyAny>>,
+    pub on_event: Option<Py<PyAny>>,
+}
+
 /// Immutable and shared (`Arc`) by a Retrier, its derived retriers and its calls.
 pub struct HostPolicy {
     pub policy: Arc<Policy>,
     pub retry_on: RetryOn,
     pub retry_after: Option<Py<PyAny>>,
+    /// `value -> bool` (True: retry), or None: every value is a success.
+    pub retry_on_result: Option<Py<PyAny>>,
     pub on_event: Option<Py<PyAny>>,
     pub budget: Option<Py<PyRetryBudget>>,
     pub attempt_timeout: Option<f64>,
     /// The name as a Python str, made once rather than per event.
     pub name: Py<PyString>,
-    /// A success has to reach the engine only to be reported or to refill a budget.
+    /// A success has to reach the engine only to be reported or to refill a budget, and
+    /// a returned value has to be looked at only when a result predicate is set.
     pub wants_success: bool,
     /// Exception classes seen, and whether they may carry `retry_after` beyond the
     /// instance dict (see `attribute_hint`). Holds the classes, so an entry never outlives
@@ -47,55 +57,154 @@ impl HostPolicy {
         py: Python<'_>,
         policy: Arc<Policy>,
         retry_on: RetryOn,
-        retry_after: Option<Py<PyAny>>,
-        on_event: Option<Py<PyAny>>,
+        hooks: Hooks,
         budget: Option<Py<PyRetryBudget>>,
         attempt_timeout: Option<f64>,
     ) -> Self {
+        let Hooks { retry_after, retry_on_result, on_event } = hooks;
         let name = PyString::new(py, policy.name()).unbind();
-        let wants_success = on_event.is_some() || budget.is_some();
-        HostPolicy { policy, retry_on, retry_after, on_event, budget, attempt_timeout, name, wants_success, class_cache: Mutex::default() }
+        let wants_success = on_event.is_some() || budget.is_some() || retry_on_result.is_some();
+        HostPolicy {
+            policy,
+            retry_on,
+            retry_after,
+            retry_on_result,
+            on_event,
+            budget,
+            attempt_timeout,
+            name,
+            wants_success,
+            class_cache: Mutex::default(),
+        }
     }
 
     /// The verdict on a failure (an `Exception`; control-flow signals never get here).
     /// An error raised by the predicate or the hint hook ends the call: it is returned.
-    pub fn classify(&self, exc: &Bound<'_, PyAny>, forced_transient: bool) -> PyResult<Verdict> {
+    ///
+    /// `answers` is `None` in a sync call, where a hook that returns an awaitable is a
+    /// TypeError naming it (an un-awaited coroutine is truthy: never read it as "true").
+    /// In an async call it holds the hooks' awaited answers so far, in the order they are
+    /// asked (the predicate, then the hint); a hook whose answer is an awaitable not yet
+    /// awaited ends classification with [`Classified::Await`], and the driver asks again
+    /// with that answer appended.
+    pub fn classify<'py>(
+        &self,
+        exc: &Bound<'py, PyAny>,
+        forced_transient: bool,
+        answers: Option<&Bound<'py, PyTuple>>,
+    ) -> PyResult<Classified<'py>> {
+        let py = exc.py();
+        let mut asked = 0usize;
         let transient = forced_transient
             || match &self.retry_on {
-                RetryOn::Classes(classes) => exc.is_instance(classes.bind(exc.py()))?,
-                RetryOn::Predicate(f) => f.bind(exc.py()).call1((exc,))?.is_truthy()?,
+                RetryOn::Classes(classes) => exc.is_instance(classes.bind(py))?,
+                RetryOn::Predicate(f) => {
+                    let answer = match answered(answers, asked)? {
+                        Some(a) => a,
+                        None => {
+                            let a = f.bind(py).call1((exc,))?;
+                            if let Some(pending) = awaitable(&a, "retry_on", answers.is_some())? {
+                                return Ok(pending);
+                            }
+                            a
+                        }
+                    };
+                    asked += 1;
+                    answer.is_truthy()?
+                }
             };
         if !transient {
-            return Ok(Verdict::Permanent);
+            return Ok(Classified::Verdict(Verdict::Permanent));
         }
-        Ok(Verdict::Transient { hint: self.hint(exc)? })
+        Ok(match self.hint(exc, answers, asked)? {
+            Ok(hint) => Classified::Verdict(Verdict::Transient { hint }),
+            Err(pending) => pending,
+        })
+    }
+
+    /// The verdict on a value the result predicate rejected: transient by definition, its
+    /// hint read as an error's is (the `retry_after` hook gets the value).
+    pub fn hint_verdict<'py>(
+        &self,
+        value: &Bound<'py, PyAny>,
+        answers: Option<&Bound<'py, PyTuple>>,
+    ) -> PyResult<Classified<'py>> {
+        Ok(match self.hint(value, answers, 0)? {
+            Ok(hint) => Classified::Verdict(Verdict::Transient { hint }),
+            Err(pending) => pending,
+        })
+    }
+
+    /// Whether the result predicate rejects `value` (a failure to retry), or (async calls)
+    /// its awaitable answer to await and hand back to [`value_rejected_by`].
+    pub fn rejects<'py>(
+        &self,
+        value: &Bound<'py, PyAny>,
+        can_await: bool,
+    ) -> PyResult<Result<bool, Bound<'py, PyAny>>> {
+        let Some(f) = &self.retry_on_result else { return Ok(Ok(false)) };
+        let answer = f.bind(value.py()).call1((value,))?;
+        if let Some(Classified::Await(pending)) = awaitable(&answer, "retry_on_result", can_await)? {
+            return Ok(Err(pending));
+        }
+        Ok(Ok(answer.is_truthy()?))
     }
 
     /// The Retry-After style minimum wait a failure carries: the `retry_after` hook's
     /// answer, or by default the exception's own `retry_after` attribute (seconds, a
-    /// timedelta, or a raw `Retry-After` header value).
-    fn hint(&self, exc: &Bound<'_, PyAny>) -> PyResult<Option<Duration>> {
+    /// timedelta, or a raw `Retry-After` header value as str or bytes). The hook's answer
+    /// must be one of those (or None); an attribute that is none of them is no hint (a
+    /// library's method or dict of the same name is not the caller's to reject).
+    fn hint<'py>(
+        &self,
+        exc: &Bound<'py, PyAny>,
+        answers: Option<&Bound<'py, PyTuple>>,
+        asked: usize,
+    ) -> PyResult<Result<Option<Duration>, Classified<'py>>> {
         let py = exc.py();
-        let value = match &self.retry_after {
-            Some(f) => f.bind(py).call1((exc,))?,
+        let (value, from_hook) = match &self.retry_after {
+            Some(f) => match answered(answers, asked)? {
+                Some(a) => (a, true),
+                None => {
+                    let a = f.bind(py).call1((exc,))?;
+                    if let Some(pending) = awaitable(&a, "retry_after", answers.is_some())? {
+                        return Ok(Err(pending));
+                    }
+                    (a, true)
+                }
+            },
             None => match self.attribute_hint(exc)? {
-                Some(v) => v,
-                None => return Ok(None),
+                Some(v) => (v, false),
+                None => return Ok(Ok(None)),
             },
         };
         if value.is_none() {
-            return Ok(None);
+            return Ok(Ok(None));
         }
         if let Ok(text) = value.cast::<PyString>() {
-            return Ok(retryrs::parse_retry_after(&text.to_cow()?, std::time::SystemTime::now()));
+            return Ok(Ok(retryrs::parse_retry_after(&text.to_cow()?, std::time::SystemTime::now())));
         }
-        if value.is_instance_of::<PyFloat>() || value.is_instance_of::<PyInt>() || value.hasattr("total_seconds")? {
+        if let Ok(raw) = value.cast::<PyBytes>() {
+            // A header value as an HTTP client hands it over; not UTF-8 is no hint.
+            let text = std::str::from_utf8(raw.as_bytes()).ok();
+            return Ok(Ok(text.and_then(|t| retryrs::parse_retry_after(t, std::time::SystemTime::now()))));
+        }
+        let number =
+            !value.is_instance_of::<PyBool>() && (value.is_instance_of::<PyFloat>() || value.is_instance_of::<PyInt>());
+        if number || (value.hasattr("total_seconds")? && !value.is_instance_of::<PyType>()) {
             // The engine's own reading of a host number: NaN and negatives mean no hint,
             // huge values saturate.
-            return Ok(duration_from_ms(ms(seconds(&value, "retry_after")?)));
+            match seconds(&value, "retry_after") {
+                Ok(s) => return Ok(Ok(duration_from_ms(ms(s)))),
+                Err(e) if from_hook => return Err(e),
+                Err(_) => return Ok(Ok(None)),
+            }
+        }
+        if !from_hook {
+            return Ok(Ok(None));
         }
         Err(pyo3::exceptions::PyTypeError::new_err(format!(
-            "retry_after must give seconds (float, int, timedelta), a Retry-After str, or None; got {}",
+            "retry_after must give seconds (float, int, timedelta), a Retry-After str or bytes, or None; got {}",
             crate::convert::repr(&value)
         )))
     }
@@ -137,14 +246,98 @@ impl HostPolicy {
     }
 
     /// Hands an engine event to the listener. A listener that raises does not change the
-    /// call: its error goes to `sys.unraisablehook`, Python's channel for exactly this.
-    pub fn emit(&self, py: Python<'_>, event: &Event<'_>, error: Option<&Bound<'_, PyAny>>) {
+    /// call: its error goes to `sys.unraisablehook`, Python's channel for exactly this;
+    /// except KeyboardInterrupt and SystemExit (a Ctrl-C that lands while a listener
+    /// runs), which are kept in `signal` for the caller to raise once the engine is done.
+    /// `subject` is the failure the event is about: `(error, false)` or `(value, true)`.
+    pub fn emit(
+        &self,
+        py: Python<'_>,
+        event: &Event<'_>,
+        subject: Option<(&Bound<'_, PyAny>, bool)>,
+        signal: &mut Option<PyErr>,
+    ) {
         let Some(listener) = &self.on_event else { return };
-        let event = PyEvent::new(py, &self.name, event, error);
+        let event = PyEvent::new(py, &self.name, event, subject);
         let listener = listener.bind(py);
         let result = Bound::new(py, event).and_then(|e| listener.call1((e,)));
-        if let Err(err) = result {
-            err.write_unraisable(py, Some(listener));
-        }
+        tell(py, listener, result, signal);
     }
+}
+
+/// What a listener's call came to: nothing, an error for `sys.unraisablehook`, or a
+/// control-flow signal kept for the caller (the first one wins). A listener that returns
+/// an awaitable (a lambda around an `async def`) cannot be awaited -- listeners never slow
+/// a call -- so the awaitable is closed and reported rather than dropped unseen.
+pub fn tell(
+    py: Python<'_>,
+    listener: &Bound<'_, PyAny>,
+    result: PyResult<Bound<'_, PyAny>>,
+    signal: &mut Option<PyErr>,
+) {
+    let err = match result {
+        Ok(value) if value.is_none() => return,
+        Ok(value) => match awaitable(&value, "on_event", false) {
+            Err(e) => e,
+            Ok(_) => return,
+        },
+        Err(err) => err,
+    };
+    if is_signal(py, &err) {
+        if signal.is_none() {
+            *signal = Some(err);
+        }
+    } else {
+        err.write_unraisable(py, Some(listener));
+    }
+}
+
+/// KeyboardInterrupt or SystemExit: never swallowed by the machinery that reports a
+/// listener's errors.
+fn is_signal(py: Python<'_>, err: &PyErr) -> bool {
+    err.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py)
+        || err.is_instance_of::<pyo3::exceptions::PySystemExit>(py)
+}
+
+/// How a failure was classified: a verdict, or a hook's awaitable the async driver must
+/// await before asking again.
+pub enum Classified<'py> {
+    Verdict(Verdict),
+    Await(Bound<'py, PyAny>),
+}
+
+/// The `i`-th awaited answer, if the async driver has already supplied it.
+fn answered<'py>(answers: Option<&Bound<'py, PyTuple>>, i: usize) -> PyResult<Option<Bound<'py, PyAny>>> {
+    match answers {
+        Some(a) if i < a.len() => Ok(Some(a.get_item(i)?)),
+        _ => Ok(None),
+    }
+}
+
+/// A hook's answer that is an awaitable: in an async call, the driver awaits it
+/// (`Some`); in a sync call it is a TypeError naming the hook (the coroutine is closed,
+/// so Python does not warn about it a second time).
+fn awaitable<'py>(value: &Bound<'py, PyAny>, hook: &str, can_await: bool) -> PyResult<Option<Classified<'py>>> {
+    // Plain answers (bool, None, numbers, str) are never awaitable: skip the lookup.
+    if value.is_none()
+        || value.is_instance_of::<PyBool>()
+        || value.is_instance_of::<PyFloat>()
+        || value.is_instance_of::<PyInt>()
+        || value.is_instance_of::<PyString>()
+    {
+        return Ok(None);
+    }
+    if !value.hasattr(pyo3::intern!(value.py(), "__await__"))? {
+        return Ok(None);
+    }
+    if can_await {
+        return Ok(Some(Classified::Await(value.clone())));
+    }
+    if value.hasattr(pyo3::intern!(value.py(), "close"))? {
+        let _ = value.call_method0(pyo3::intern!(value.py(), "close"));
+    }
+    Err(pyo3::exceptions::PyTypeError::new_err(format!(
+        "{hook} returned an awaitable ({}), which a sync call cannot await: give a plain function, or use call_async / an async function",
+        crate::convert::repr(value)
+    )))
 }

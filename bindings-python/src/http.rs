@@ -106,4 +106,3 @@ fn is_status(status: &Bound<'_, PyAny>) -> PyResult<u16> {
         status.extract().map_err(|_| PyTypeError::new_err(format!("status must be an int, got {}", repr(status))))?;
     u16::try_from(code).map_err(|_| PyValueError::new_err(format!("status must be an HTTP status, got {code}")))
 }
-

@@ -45,5 +45,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(testing::_testing_now, m)?)?;
     m.add("RETRYABLE_STATUSES", pyo3::types::PyTuple::new(m.py(), retryrs::RETRYABLE_STATUSES)?)?;
     m.add("__version__", retryrs::VERSION)?;
+    // Lets a wait on a daemon thread stay out of a finalizing interpreter (wait.rs).
+    let exiting = wrap_pyfunction!(wait::_interpreter_exiting, m)?;
+    m.py().import("atexit")?.call_method1("register", (exiting,))?;
     Ok(())
 }

@@ -13,11 +13,11 @@ use retryrs::{Given, Jitter, Policy, PolicyBuilder, PolicyError, Setting, Unit};
 
 use crate::budget::PyRetryBudget;
 use crate::convert::{ms, repr, seconds};
-use crate::host_policy::{HostPolicy, RetryOn};
+use crate::host_policy::{Hooks, HostPolicy, RetryOn};
 
 /// The options Python has beyond the core's knob table (which supplies the rest, in the
 /// contract's snake_case spelling).
-pub const HOST_ONLY: [&str; 4] = ["retry_on", "retry_after", "on_event", "attempt_timeout"];
+pub const HOST_ONLY: [&str; 5] = ["retry_on", "retry_after", "retry_on_result", "on_event", "attempt_timeout"];
 
 /// Every keyword a Retrier takes: the knob table's, then Python's own.
 pub fn known() -> impl Iterator<Item = &'static str> {
@@ -47,7 +47,9 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Ho
         let setting = match get(k.name) {
             None => continue,
             Some(v) if v.is_none() && k.can_be_off => Setting::Off,
-            Some(v) if v.is_none() => continue,
+            // None means "off"; a knob that cannot be off says so rather than quietly
+            // taking its default (Node refuses null the same way).
+            Some(v) if v.is_none() => return Err(not_off(k.name)),
             Some(v) => Setting::Number(match k.unit {
                 Unit::Count => whole(&v, k.name)?,
                 Unit::Duration => ms(seconds(&v, k.name)?),
@@ -55,6 +57,11 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Ho
             }),
         };
         builder = builder.set(k.name, setting).map_err(|e| policy_error(&e, options))?;
+    }
+    for key in ["jitter", "name"] {
+        if get(key).is_some_and(|v| v.is_none()) {
+            return Err(not_off(key));
+        }
     }
     if let Some(v) = some("jitter") {
         let text = v.cast::<PyString>().map_err(|_| {
@@ -122,6 +129,8 @@ fn host_parts(
     };
     let retry_after =
         callable_or_none(some("retry_after"), "retry_after", "a callable exc -> seconds | timedelta | None")?;
+    let retry_on_result =
+        callable_or_none(some("retry_on_result"), "retry_on_result", "a callable value -> bool (True: retry)")?;
     let on_event = crate::listeners::on_event(some("on_event"))?;
     let attempt_timeout = match some("attempt_timeout") {
         None => None,
@@ -136,7 +145,7 @@ fn host_parts(
             Some(s)
         }
     };
-    Ok(HostPolicy::new(py, policy, retry_on, retry_after, on_event, budget, attempt_timeout))
+    Ok(HostPolicy::new(py, policy, retry_on, Hooks { retry_after, retry_on_result, on_event }, budget, attempt_timeout))
 }
 
 fn build(builder: PolicyBuilder, options: Option<&Bound<'_, PyDict>>) -> PyResult<Policy> {
@@ -200,6 +209,13 @@ fn retry_on(v: &Bound<'_, PyAny>) -> PyResult<RetryOn> {
         if t.iter().all(|c| is_exc_class(&c)) {
             return Ok(RetryOn::Classes(v.clone().unbind()));
         }
+    } else if v.is_instance_of::<PyType>() {
+        // A class is callable, so `retry_on=str` would pass as a predicate that retries
+        // every exception (str(exc) is truthy): a class must be an exception class.
+        return Err(PyTypeError::new_err(format!(
+            "retry_on must be an exception class, a tuple of them, or a callable exc -> bool; {} is a class but not an exception class",
+            repr(v)
+        )));
     } else if v.is_callable() {
         return Ok(RetryOn::Predicate(v.clone().unbind()));
     }
@@ -251,4 +267,9 @@ pub fn _knobs(py: Python<'_>) -> PyResult<Vec<KnobRow>> {
         out.push((name, "host", py.None(), true));
     }
     Ok(out)
+}
+
+/// The error for `knob=None` on a knob that cannot be turned off.
+fn not_off(knob: &str) -> PyErr {
+    PyTypeError::new_err(format!("{knob} cannot be None (it cannot be turned off): leave it out for its default"))
 }

@@ -15,9 +15,10 @@ use crate::budget::PyRetryBudget;
 use crate::convert::{pyfloat, secs};
 use crate::errors;
 use crate::host_policy::{HostPolicy, RetryOn};
-use crate::state::{now, CallState};
+use crate::state::{now, CallState, Failed};
 use crate::stepped::SteppedCall;
 use crate::token::PyCancelToken;
+use pyo3::exceptions::PyRuntimeError;
 
 /// Retries a function on transient failures, under one immutable policy. Share it freely
 /// between threads and tasks: every call keeps its own state.
@@ -48,46 +49,107 @@ impl Retrier {
         if token.is_some_and(|t| t.is_cancelled()) {
             return Err(self.cancelled_before_start(py));
         }
+        if self.host.attempt_timeout.is_some() {
+            return Err(attempt_timeout_in_sync_call());
+        }
         let clock = testing::clock();
         let start = now(&clock);
-        let mut err = match f.call(args, kwargs) {
+        let mut failure = match f.call(args, kwargs) {
             Ok(value) => {
-                if self.host.wants_success {
-                    self.report_success(py, start, &clock);
+                if is_coroutine(py, &value)? {
+                    return Err(coroutine_in_sync_call(f, &value));
                 }
-                return Ok(value.unbind());
+                if self.host.wants_success {
+                    if sync_rejects(&self.host, &value)? {
+                        Err(value)
+                    } else {
+                        self.report_success(py, start, &clock)?;
+                        return Ok(value.unbind());
+                    }
+                } else {
+                    return Ok(value.unbind());
+                }
             }
-            Err(e) => e,
+            Err(e) => Ok(e),
         };
         let mut state = CallState::begin(self.host.clone(), start, clock, token.cloned());
         loop {
-            let delay = state.failed(py, err, false)?;
+            let delay = match failure {
+                Ok(err) => state.failed(py, err, false)?,
+                Err(value) => match state.rejected_value(py, value, None)? {
+                    Failed::Wait(delay) => delay,
+                    Failed::Await(_) => return Err(PyRuntimeError::new_err("retryrs: a sync call was asked to await")),
+                },
+            };
             state.wait_blocking(py, delay)?;
             state.resume(py)?;
-            match f.call(args, kwargs) {
+            failure = match f.call(args, kwargs) {
+                Ok(value) if sync_rejects(&self.host, &value)? => Err(value),
                 Ok(value) => {
-                    state.succeeded(py);
+                    state.succeeded(py)?;
                     return Ok(value.unbind());
                 }
-                Err(e) => err = e,
+                Err(e) => Ok(e),
             }
         }
     }
 
     /// A first-attempt success still reaches the engine when someone listens or a budget
     /// refills: a short-lived `Call` on the stack, nothing allocated.
-    fn report_success(&self, py: Python<'_>, start: Duration, clock: &Option<VirtualClock>) {
+    /// A listener's KeyboardInterrupt / SystemExit comes back as the error to raise.
+    fn report_success(&self, py: Python<'_>, start: Duration, clock: &Option<VirtualClock>) -> PyResult<()> {
         let host = &*self.host;
         let mut call = Call::start(&*host.policy, start);
-        let _ = call.record(Verdict::Success, now(clock), &mut |e| host.emit(py, e, None));
+        let mut signal = None;
+        let _ = call.record(Verdict::Success, now(clock), &mut |e| host.emit(py, e, None, &mut signal));
+        signal.map_or(Ok(()), Err)
     }
 
     fn cancelled_before_start(&self, py: Python<'_>) -> PyErr {
         let host = &*self.host;
-        cancelled_before_start(&host.policy, &mut |e| host.emit(py, e, None));
-        errors::cancelled(py, host.policy.name(), 0, &[])
+        let mut signal = None;
+        cancelled_before_start(&host.policy, &mut |e| host.emit(py, e, None, &mut signal));
+        signal.unwrap_or_else(|| errors::cancelled(py, host.policy.name(), 0, &[]))
     }
 }
+
+/// Whether the result predicate (if any) rejects a value, in a sync call: an awaitable
+/// answer is a TypeError naming `retry_on_result`.
+fn sync_rejects(host: &HostPolicy, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    match host.rejects(value, false)? {
+        Ok(rejected) => Ok(rejected),
+        Err(_) => Err(PyRuntimeError::new_err("retryrs: a sync call was asked to await retry_on_result")),
+    }
+}
+
+static COROUTINE: PyOnceLock<Py<pyo3::types::PyType>> = PyOnceLock::new();
+
+/// A native coroutine (what an `async def` returns): one pointer comparison, so the
+/// happy path pays nothing measurable for the check.
+fn is_coroutine(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let coroutine = COROUTINE.import(py, "types", "CoroutineType")?;
+    Ok(value.get_type().is(coroutine))
+}
+
+/// `r.call(async_fn)` would hand back an un-awaited coroutine and retry nothing: refused
+/// (the coroutine is closed, so Python does not also warn that it was never awaited).
+fn coroutine_in_sync_call(f: &Bound<'_, PyAny>, coroutine: &Bound<'_, PyAny>) -> PyErr {
+    let _ = coroutine.call_method0("close");
+    pyo3::exceptions::PyTypeError::new_err(format!(
+        "{} is async: use `await retrier.call_async(fn, ...)` (or decorate it with the retrier), not retrier.call",
+        crate::convert::repr(f)
+    ))
+}
+
+/// A blocking call cannot stop an attempt in progress safely (a thread cannot be
+/// cancelled), so an attempt_timeout there would be a promise not kept: refused.
+pub fn attempt_timeout_in_sync_call() -> PyErr {
+    pyo3::exceptions::PyValueError::new_err(
+        "attempt_timeout only applies to async calls (call_async, async functions, `async for`): a blocking attempt cannot be stopped safely; use a Retrier without attempt_timeout, or the function's own timeout",
+    )
+}
+
+impl Retrier {}
 
 /// A non-callable would fail every attempt with a TypeError: say so before the first.
 fn not_callable(func: &Bound<'_, PyAny>) -> PyErr {
@@ -100,16 +162,16 @@ impl Retrier {
     /// max_delay=5.0, jitter="full", deadline=15.0, max_retry_after=60.0, retry_after=None, on_event=None,
     /// budget=None, name="retry", seed=None, attempt_timeout=None)`
     #[new]
-    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, max_retry_after=60.0, retry_after=None, on_event=None, budget=None, name='retry', seed=None, attempt_timeout=None)")]
+    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, max_retry_after=60.0, retry_after=None, retry_on_result=None, on_event=None, budget=None, name='retry', seed=None, attempt_timeout=None)")]
     fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         Ok(Retrier { host: Arc::new(crate::options::parse(py, options)?), cancel: None })
     }
 
     /// `Retrier.from_policy(policies["payments"], retry_on=..., on_event=...)`: a retrier
     /// running a document's policy (see `retryrs.load_policies`), with the parts only code
-    /// can give: retry_on, retry_after, on_event, attempt_timeout.
+    /// can give: retry_on, retry_after, retry_on_result, on_event, attempt_timeout.
     #[staticmethod]
-    #[pyo3(signature = (policy, /, **options), text_signature = "(policy, /, *, retry_on=None, retry_after=None, on_event=None, attempt_timeout=None)")]
+    #[pyo3(signature = (policy, /, **options), text_signature = "(policy, /, *, retry_on=None, retry_after=None, retry_on_result=None, on_event=None, attempt_timeout=None)")]
     fn from_policy(py: Python<'_>, policy: &Bound<'_, crate::document::PyPolicy>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         Ok(Retrier { host: Arc::new(crate::options::from_policy(py, policy.get(), options)?), cancel: None })
     }
@@ -222,7 +284,7 @@ impl Retrier {
 
     /// `Retrier(name='rates', max_attempts=5, initial_delay=0.2, ...)`: the name, then
     /// every numeric knob of the core's table (in Python's units), then the jitter.
-    fn __repr__(&self) -> String {
+    fn __repr__(&self, py: Python<'_>) -> String {
         let p = &self.host.policy;
         let mut parts = vec![format!("name='{}'", p.name().replace('\\', "\\\\").replace('\'', "\\'"))];
         for k in retryrs::knob::numeric() {
@@ -235,6 +297,27 @@ impl Retrier {
             parts.push(format!("{}={value}", k.name));
         }
         parts.push(format!("jitter='{}'", p.jitter().spelling()));
+        // The options that change which failures are retried and how: none may hide.
+        let py_repr = |v: &Bound<'_, PyAny>| crate::convert::repr(v);
+        {
+            let h = &*self.host;
+            parts.push(format!("retry_on={}", py_repr(self.retry_on(py).bind(py))));
+            parts.push(format!("seed={}", p.seed().map_or("None".to_string(), |s| s.to_string())));
+            let budget = h.budget.as_ref().map_or("None".to_string(), |b| py_repr(b.bind(py).as_any()));
+            parts.push(format!("budget={budget}"));
+            if let Some(f) = &h.retry_after {
+                parts.push(format!("retry_after={}", py_repr(f.bind(py))));
+            }
+            if let Some(f) = &h.retry_on_result {
+                parts.push(format!("retry_on_result={}", py_repr(f.bind(py))));
+            }
+            if let Some(f) = &h.on_event {
+                parts.push(format!("on_event={}", py_repr(f.bind(py))));
+            }
+            if let Some(t) = h.attempt_timeout {
+                parts.push(format!("attempt_timeout={}", pyfloat(t)));
+            }
+        }
         format!("Retrier({})", parts.join(", "))
     }
 
@@ -254,8 +337,24 @@ impl Retrier {
         self.host.wants_success
     }
 
-    fn _succeeded(&self, py: Python<'_>, start: u64) {
-        self.report_success(py, Duration::from_nanos(start), &testing::clock());
+    /// For the async drivers: True when the result predicate rejects `value`, False when
+    /// it accepts it (or there is none), or the predicate's awaitable answer to await.
+    fn _rejects(&self, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = value.py();
+        Ok(match self.host.rejects(value, true)? {
+            Ok(rejected) => pyo3::types::PyBool::new(py, rejected).to_owned().into_any().unbind(),
+            Err(pending) => pending.unbind(),
+        })
+    }
+
+    /// `value -> bool` (True: retry the returned value), or None.
+    #[getter]
+    fn retry_on_result(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.host.retry_on_result.as_ref().map(|f| f.clone_ref(py))
+    }
+
+    fn _succeeded(&self, py: Python<'_>, start: u64) -> PyResult<()> {
+        self.report_success(py, Duration::from_nanos(start), &testing::clock())
     }
 
     /// The first attempt of an async call failed: engine state starts here.

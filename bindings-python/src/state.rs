@@ -6,12 +6,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use pyo3::exceptions::{PyBaseException, PyException, PyRuntimeError};
+use pyo3::exceptions::{PyException, PyRuntimeError};
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 use retryrs::{Call, CancelToken, Clock, Decision, Policy, Resume, Stop, SystemClock, Verdict, VirtualClock};
 
 use crate::errors;
-use crate::host_policy::HostPolicy;
+use crate::host_policy::{Classified, HostPolicy};
 use crate::wait::{self, WaitEnd};
 
 /// Now, on the virtual clock under `retryrs.testing`, else on the monotonic one.
@@ -22,6 +23,20 @@ pub fn now(clock: &Option<VirtualClock>) -> Duration {
     }
 }
 
+/// What a failure leads to: a wait, or (async calls only) a hook's awaitable to await
+/// before the failure can be classified.
+pub enum Failed {
+    Wait(Duration),
+    Await(Py<PyAny>),
+}
+
+/// One failure kept for the error that may end the call: an exception an attempt raised,
+/// or a value the result predicate rejected.
+pub struct Kept {
+    pub obj: Py<PyAny>,
+    pub is_value: bool,
+}
+
 /// Once the call has ended its failures are dropped: they live on in the exception that
 /// carries them, and a finished call must not keep tracebacks (hence frames, hence often
 /// itself) alive.
@@ -29,8 +44,8 @@ pub struct CallState {
     pub host: Arc<HostPolicy>,
     call: Call<Arc<Policy>>,
     /// The failures so far, in order, the last `retryrs::HISTORY` at most (the cause of
-    /// Exhausted and Cancelled is the last).
-    pub errors: Vec<Py<PyBaseException>>,
+    /// Exhausted and Cancelled is the last error; a last rejected value is their `result`).
+    pub errors: Vec<Kept>,
     pub clock: Option<VirtualClock>,
     pub token: Option<CancelToken>,
 }
@@ -51,17 +66,22 @@ impl CallState {
         CallState { host, call, errors: Vec::new(), clock, token }
     }
 
-    pub fn attempt(&self) -> u32 {
-        self.call.attempt()
-    }
-
     /// Keeps a failure: the last `retryrs::HISTORY` only, so a call with a huge
     /// max_attempts cannot hold every traceback it ever saw.
-    fn keep(&mut self, error: Py<PyBaseException>) {
+    fn keep(&mut self, obj: Py<PyAny>, is_value: bool) {
         if self.errors.len() == retryrs::HISTORY {
             self.errors.remove(0);
         }
-        self.errors.push(error);
+        self.errors.push(Kept { obj, is_value });
+    }
+
+    /// The last failure, for the events that follow it.
+    fn last<'py>(&self, py: Python<'py>) -> Option<(Bound<'py, PyAny>, bool)> {
+        self.errors.last().map(|k| (k.obj.bind(py).clone(), k.is_value))
+    }
+
+    pub fn attempt(&self) -> u32 {
+        self.call.attempt()
     }
 
     /// An attempt raised `err`. Returns the wait before the next attempt, or the exception
@@ -69,41 +89,70 @@ impl CallState {
     /// `RetryExhausted`, or an error raised by the predicate / hint hook (original
     /// attached as its cause).
     pub fn failed(&mut self, py: Python<'_>, err: PyErr, forced_transient: bool) -> Result<Duration, PyErr> {
+        match self.failed_async(py, err, forced_transient, None)? {
+            Failed::Wait(delay) => Ok(delay),
+            Failed::Await(_) => Err(PyRuntimeError::new_err("retryrs: a sync call was asked to await a hook")),
+        }
+    }
+
+    /// [`failed`](Self::failed) for an async driver, which can await a hook's answer:
+    /// `answers` are the hooks' awaited answers so far (see `HostPolicy::classify`).
+    pub fn failed_async(
+        &mut self,
+        py: Python<'_>,
+        err: PyErr,
+        forced_transient: bool,
+        answers: Option<&Bound<'_, PyTuple>>,
+    ) -> Result<Failed, PyErr> {
         let value = err.value(py).clone().into_any();
         let host = &*self.host;
+        let mut signal = None;
+        let subject = Some((&value, false));
         // KeyboardInterrupt, SystemExit, GeneratorExit, CancelledError: never offered to
         // the predicate, never retried. The call is cancelled; the signal goes on as is.
         if !value.is_instance_of::<PyException>() {
             let at = now(&self.clock);
-            let _ = self.call.cancel(at, &mut |e| host.emit(py, e, Some(&value)));
+            let _ = self.call.cancel(at, &mut |e| host.emit(py, e, subject, &mut signal));
             self.errors.clear();
             return Err(err);
         }
-        let verdict = host.classify(&value, forced_transient);
+        let verdict = match host.classify(&value, forced_transient, answers) {
+            Ok(Classified::Await(pending)) => return Ok(Failed::Await(pending.unbind())),
+            Ok(Classified::Verdict(v)) => Ok(v),
+            Err(e) => Err(e),
+        };
         let at = now(&self.clock);
         let verdict = match verdict {
             Ok(v) => v,
             Err(hook_error) => {
                 // The hook's own failure ends the call; the events still close it (as a
                 // rejection: no retry happened), and nothing is lost.
-                let _ = self.call.record(Verdict::Permanent, at, &mut |e| host.emit(py, e, Some(&value)));
-                hook_error.set_cause(py, Some(err));
+                let _ = self.call.record(Verdict::Permanent, at, &mut |e| host.emit(py, e, subject, &mut signal));
                 self.errors.clear();
+                if let Some(signal) = signal {
+                    return Err(signal);
+                }
+                hook_error.set_cause(py, Some(err));
                 return Err(hook_error);
             }
         };
-        let decision = self.call.record(verdict, at, &mut |e| host.emit(py, e, Some(&value))).map_err(state_error)?;
+        let decision =
+            self.call.record(verdict, at, &mut |e| host.emit(py, e, subject, &mut signal)).map_err(state_error)?;
+        if let Some(signal) = signal {
+            // A Ctrl-C (or SystemExit) raised by a listener ends the call as it would
+            // anywhere else; the failure it interrupted is its context.
+            signal.value(py).setattr("__context__", err.value(py))?;
+            self.errors.clear();
+            return Err(signal);
+        }
         match decision {
             Decision::Retry(delay) => {
-                self.keep(err.into_value(py));
-                Ok(delay)
+                self.keep(value.unbind(), false);
+                Ok(Failed::Wait(delay))
             }
             Decision::Stop(Stop::Exhausted(reason)) => {
-                self.keep(err.into_value(py));
-                let exhausted =
-                    errors::exhausted(py, self.host.policy.name(), self.call.attempt(), reason, &self.errors);
-                self.errors.clear();
-                Err(exhausted)
+                self.keep(value.unbind(), false);
+                Err(self.exhausted(py, reason))
             }
             // Rejected: the original error, unchanged (same object, same traceback).
             Decision::Stop(_) => {
@@ -113,33 +162,90 @@ impl CallState {
         }
     }
 
+    /// An attempt returned `value` and the result predicate rejected it: a failure
+    /// handled exactly like a transient error (contract step 2), its hint read from the
+    /// value. Returns as [`failed_async`](Self::failed_async) does.
+    pub fn rejected_value(
+        &mut self,
+        py: Python<'_>,
+        value: Bound<'_, PyAny>,
+        answers: Option<&Bound<'_, PyTuple>>,
+    ) -> Result<Failed, PyErr> {
+        let host = &*self.host;
+        let mut signal = None;
+        let subject = Some((&value, true));
+        let verdict = match host.hint_verdict(&value, answers) {
+            Ok(Classified::Await(pending)) => return Ok(Failed::Await(pending.unbind())),
+            Ok(Classified::Verdict(v)) => Ok(v),
+            Err(e) => Err(e),
+        };
+        let at = now(&self.clock);
+        let verdict = match verdict {
+            Ok(v) => v,
+            Err(hook_error) => {
+                let _ = self.call.record(Verdict::Permanent, at, &mut |e| host.emit(py, e, subject, &mut signal));
+                self.errors.clear();
+                return Err(signal.unwrap_or(hook_error));
+            }
+        };
+        let decision =
+            self.call.record(verdict, at, &mut |e| host.emit(py, e, subject, &mut signal)).map_err(state_error)?;
+        if let Some(signal) = signal {
+            self.errors.clear();
+            return Err(signal);
+        }
+        self.keep(value.clone().unbind(), true);
+        match decision {
+            Decision::Retry(delay) => Ok(Failed::Wait(delay)),
+            Decision::Stop(Stop::Exhausted(reason)) => Err(self.exhausted(py, reason)),
+            Decision::Stop(_) => Err(PyRuntimeError::new_err("retryrs: a rejected value was not transient")),
+        }
+    }
+
+    /// `RetryExhausted` from the failures kept; the call's history is then dropped.
+    fn exhausted(&mut self, py: Python<'_>, reason: retryrs::ExhaustReason) -> PyErr {
+        let exhausted = errors::exhausted(py, self.host.policy.name(), self.call.attempt(), reason, &self.errors);
+        self.errors.clear();
+        exhausted
+    }
+
     /// The wait is over: the next attempt may run, or the deadline passed during it.
     pub fn resume(&mut self, py: Python<'_>) -> PyResult<()> {
         let at = now(&self.clock);
         let host = &*self.host;
-        let last = self.errors.last().map(|e| e.bind(py).clone().into_any());
-        match self.call.after_wait(at, &mut |e| host.emit(py, e, last.as_ref())).map_err(state_error)? {
+        let last = self.last(py);
+        let subject = last.as_ref().map(|(o, v)| (o, *v));
+        let mut signal = None;
+        let resumed = self.call.after_wait(at, &mut |e| host.emit(py, e, subject, &mut signal)).map_err(state_error)?;
+        if let Some(signal) = signal {
+            self.errors.clear();
+            return Err(signal);
+        }
+        match resumed {
             Resume::Attempt(_) => Ok(()),
-            Resume::Stop(Stop::Exhausted(reason)) => {
-                let exhausted = errors::exhausted(py, host.policy.name(), self.call.attempt(), reason, &self.errors);
-                self.errors.clear();
-                Err(exhausted)
-            }
+            Resume::Stop(Stop::Exhausted(reason)) => Err(self.exhausted(py, reason)),
             Resume::Stop(_) => Err(PyRuntimeError::new_err("retryrs: unexpected stop after a wait")),
         }
     }
 
     /// The next attempt succeeded: the engine reports it and refills the budget.
-    pub fn succeeded(&mut self, py: Python<'_>) {
+    /// A listener's KeyboardInterrupt / SystemExit is returned: the caller raises it
+    /// instead of returning the value.
+    pub fn succeeded(&mut self, py: Python<'_>) -> PyResult<()> {
         let at = now(&self.clock);
         let host = &*self.host;
-        let _ = self.call.record(Verdict::Success, at, &mut |e| host.emit(py, e, None));
+        let mut signal = None;
+        let _ = self.call.record(Verdict::Success, at, &mut |e| host.emit(py, e, None, &mut signal));
         self.errors.clear();
+        signal.map_or(Ok(()), Err)
     }
 
     /// The call's cancel token fired during the wait: `RetryCancelled`.
     pub fn cancelled(&mut self, py: Python<'_>) -> PyErr {
-        self.emit_cancel(py);
+        if let Some(signal) = self.emit_cancel(py) {
+            self.errors.clear();
+            return signal;
+        }
         let cancelled = errors::cancelled(py, self.host.policy.name(), self.call.attempt(), &self.errors);
         self.errors.clear();
         cancelled
@@ -147,16 +253,21 @@ impl CallState {
 
     /// Something else ended the wait (KeyboardInterrupt, task cancellation): the engine
     /// records the cancel, and the host's own signal goes on.
+    /// (A listener's own signal is dropped: the host's is already on its way.)
     pub fn interrupted(&mut self, py: Python<'_>) {
-        self.emit_cancel(py);
+        let _ = self.emit_cancel(py);
         self.errors.clear();
     }
 
-    fn emit_cancel(&mut self, py: Python<'_>) {
+    /// A listener's KeyboardInterrupt / SystemExit, if one was raised, for the caller.
+    fn emit_cancel(&mut self, py: Python<'_>) -> Option<PyErr> {
         let at = now(&self.clock);
         let host = &*self.host;
-        let last = self.errors.last().map(|e| e.bind(py).clone().into_any());
-        let _ = self.call.cancel(at, &mut |e| host.emit(py, e, last.as_ref()));
+        let last = self.last(py);
+        let subject = last.as_ref().map(|(o, v)| (o, *v));
+        let mut signal = None;
+        let _ = self.call.cancel(at, &mut |e| host.emit(py, e, subject, &mut signal));
+        signal
     }
 
     /// Waits `delay` in a blocking call: virtual time advances at once; real time passes

@@ -6,7 +6,9 @@
 use pyo3::prelude::*;
 use pyo3::{PyTraverseError, PyVisit};
 
-use crate::state::CallState;
+use pyo3::types::PyTuple;
+
+use crate::state::{CallState, Failed};
 use crate::token::PyCancelToken;
 
 #[pyclass(module = "retryrs._native", name = "SteppedCall")]
@@ -16,6 +18,16 @@ pub struct SteppedCall {
 }
 
 impl SteppedCall {
+    /// The seconds to await before the next attempt, 0.0 when there is nothing to await
+    /// (a zero delay, or virtual time, where the wait has already happened).
+    fn after_failure(&mut self, py: Python<'_>, delay: std::time::Duration) -> PyResult<Py<PyAny>> {
+        if self.state.clock.is_some() || delay.is_zero() {
+            self.state.wait_blocking(py, delay)?;
+            return Ok(0.0f64.into_pyobject(py)?.into_any().unbind());
+        }
+        Ok(delay.as_secs_f64().into_pyobject(py)?.into_any().unbind())
+    }
+
     pub fn new(state: CallState, token: Option<Py<PyCancelToken>>) -> Self {
         SteppedCall { state, token }
     }
@@ -26,15 +38,41 @@ impl SteppedCall {
     /// An attempt raised `exc`. Returns the seconds to await before the next attempt, 0.0
     /// when there is nothing to await (a zero delay, or virtual time, where the wait has
     /// already happened); raises whatever ends the call.
-    #[pyo3(signature = (exc, timed_out=false))]
-    fn failed(&mut self, py: Python<'_>, exc: Bound<'_, PyAny>, timed_out: bool) -> PyResult<f64> {
+    ///
+    /// `answers` (async drivers only) are the hooks' awaited answers so far: when a hook
+    /// answers with an awaitable, that awaitable is returned instead of a float, and the
+    /// driver calls again with its result appended. Without `answers` (the sync loop
+    /// form), such a hook is a TypeError naming it.
+    #[pyo3(signature = (exc, timed_out=false, answers=None))]
+    fn failed(
+        &mut self,
+        py: Python<'_>,
+        exc: Bound<'_, PyAny>,
+        timed_out: bool,
+        answers: Option<Bound<'_, PyTuple>>,
+    ) -> PyResult<Py<PyAny>> {
         let err = PyErr::from_value(exc);
-        let delay = self.state.failed(py, err, timed_out)?;
-        if self.state.clock.is_some() || delay.is_zero() {
-            self.state.wait_blocking(py, delay)?;
-            return Ok(0.0);
-        }
-        Ok(delay.as_secs_f64())
+        let delay = match self.state.failed_async(py, err, timed_out, answers.as_ref())? {
+            Failed::Wait(delay) => delay,
+            Failed::Await(pending) => return Ok(pending),
+        };
+        self.after_failure(py, delay)
+    }
+
+    /// The attempt returned `value` and `retry_on_result` rejected it: as `failed`, for a
+    /// value (the retry_after hook, if any, gets the value).
+    #[pyo3(signature = (value, answers=None))]
+    fn rejected(
+        &mut self,
+        py: Python<'_>,
+        value: Bound<'_, PyAny>,
+        answers: Option<Bound<'_, PyTuple>>,
+    ) -> PyResult<Py<PyAny>> {
+        let delay = match self.state.rejected_value(py, value, answers.as_ref())? {
+            Failed::Wait(delay) => delay,
+            Failed::Await(pending) => return Ok(pending),
+        };
+        self.after_failure(py, delay)
     }
 
     /// A blocking wait (the `for attempt in retrier:` form): GIL released, woken by the
@@ -49,7 +87,7 @@ impl SteppedCall {
         self.state.resume(py)
     }
 
-    fn succeeded(&mut self, py: Python<'_>) {
+    fn succeeded(&mut self, py: Python<'_>) -> PyResult<()> {
         self.state.succeeded(py)
     }
 
@@ -68,7 +106,7 @@ impl SteppedCall {
     // the Retrier that owns them, so they are not this object's to report.)
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         for e in &self.state.errors {
-            visit.call(e)?;
+            visit.call(&e.obj)?;
         }
         if let Some(t) = &self.token {
             visit.call(t)?;

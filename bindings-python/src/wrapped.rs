@@ -24,12 +24,21 @@ impl RetryingFunction {
     }
 
     #[pyo3(signature = (*args, **kwargs))]
-    fn __call__(&self, py: Python<'_>, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
         self.retrier.get().run(py, self.func.bind(py), args, kwargs)
     }
 
     /// Binds like a function does, so `@retrier` works on methods.
-    fn __get__<'py>(slf: &Bound<'py, Self>, obj: Option<&Bound<'py, PyAny>>, _owner: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+    fn __get__<'py>(
+        slf: &Bound<'py, Self>,
+        obj: Option<&Bound<'py, PyAny>>,
+        _owner: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         match obj {
             None => Ok(slf.clone().into_any()),
             Some(obj) if obj.is_none() => Ok(slf.clone().into_any()),
@@ -44,6 +53,13 @@ impl RetryingFunction {
     fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
         visit.call(&self.retrier)?;
         visit.call(&self.func)
+    }
+
+    /// Pickles by reference, as a plain function does: the module-level name the
+    /// decorated function was defined under (what `ProcessPoolExecutor.submit` needs).
+    /// The name is the wrapped function's `__qualname__`, copied by `update_wrapper`.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        slf.getattr(pyo3::intern!(slf.py(), "__qualname__"))
     }
 
     #[getter]

@@ -34,6 +34,25 @@ class Permanent(Exception):
     pass
 
 
+class Value:
+    """What attempt n returns: carries n, and (for a rejected value) the hint the default
+    hint reader finds in its `retry_after` attribute, as on an error."""
+
+    def __init__(self, n: int, rejected: bool, hint_ms: Optional[float] = None) -> None:
+        self.n = n
+        self.rejected = rejected
+        self.retry_after = None if hint_ms is None else hint_ms / 1000
+
+    def __repr__(self) -> str:
+        return f"Value({self.n}{', rejected' if self.rejected else ''})"
+
+
+def rejects(value: Any) -> bool:
+    """The result predicate: rejects attempt n's value exactly when the script says
+    rejected_value."""
+    return isinstance(value, Value) and value.rejected
+
+
 class ScriptOverrun(Exception):
     pass
 
@@ -90,20 +109,15 @@ def unknown_keys(v: Dict[str, Any]) -> List[str]:
     return found
 
 
-def needs_result_predicate(v: Dict[str, Any]) -> bool:
-    """A vector whose script returns a value the result predicate rejects. The Python host
-    has no result predicate yet (issue 12): these are skipped, and counted as skipped."""
-    return any(a.get("result") == "rejected_value" for c in v.get("calls", []) for a in c.get("attempts", []))
-
-
 def build(v: Dict[str, Any], on_event: Optional[Callable[..., None]] = None) -> Retrier:
     """The vector's policy through the document loader: the policy "retry" (the
-    contract's default name) in a document with the vector's budgets."""
+    contract's default name) in a document with the vector's budgets; the host parts
+    (which errors and values are failures, the listener) given in code."""
     document = {"policies": {"retry": v.get("policy", {})}, "budgets": v.get("budgets", {})}
     policy = retryrs.load_policies(document)["retry"]
     if on_event is not None:
-        return Retrier.from_policy(policy, retry_on=Transient, on_event=on_event)
-    return Retrier.from_policy(policy, retry_on=Transient)
+        return Retrier.from_policy(policy, retry_on=Transient, retry_on_result=rejects, on_event=on_event)
+    return Retrier.from_policy(policy, retry_on=Transient, retry_on_result=rejects)
 
 
 def ms(x: Optional[float]) -> Optional[int]:
@@ -116,6 +130,7 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
     problems: List[str] = []
     events: List[Any] = []
     raised: List[BaseException] = []
+    failures: List[Tuple[Any, bool]] = []  # every failure in order: (error or value, is_value)
     token = CancelToken()
     count = 0
 
@@ -130,23 +145,29 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
 
     holder["listener"] = listener
 
-    def attempt() -> str:
+    def attempt() -> Value:
         nonlocal count
         count += 1
         if count > len(script):
             err: BaseException = ScriptOverrun(f"called {count} times, script has {len(script)}")
             raised.append(err)
+            failures.append((err, False))
             raise err
         step = script[count - 1]
         if step.get("takes_ms"):
             testing.advance(step["takes_ms"] / 1000)
         if step["result"] == "success":
-            return f"value {count}"
+            return Value(count, False)
+        if step["result"] == "rejected_value":
+            rejected = Value(count, True, step.get("hint_ms"))
+            failures.append((rejected, True))
+            return rejected
         err = Transient(count, step.get("hint_ms")) if step["result"] == "transient" else Permanent(f"attempt {count}")
         raised.append(err)
+        failures.append((err, False))
         raise err
 
-    async def attempt_async() -> str:
+    async def attempt_async() -> Value:
         return attempt()
 
     bound = r.with_cancel(token)
@@ -158,7 +179,7 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
             else:
                 value = bound.call(attempt)
             outcome = "success"
-            if value != f"value {count}":
+            if not isinstance(value, Value) or value.n != count or value.rejected:
                 problems.append(f"returned {value!r}, expected the value of attempt {count}")
         except RetryExhausted as e:
             outcome, reason, error = "exhausted", e.reason, e
@@ -179,11 +200,27 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
     if outcome == "rejected" and raised and error is not raised[-1]:
         problems.append("the rejected error is not the original object")
     if outcome == "exhausted" and isinstance(error, RetryExhausted):
-        # The last 64 failures in order (the contract's history cap); attempts counts all.
-        if list(error.errors) != raised[-64:] or len(raised) != count:
-            problems.append(f"errors {error.errors!r} are not the last 64 failures in order {raised!r}")
-        if error.__cause__ is not raised[-1]:
-            problems.append("__cause__ is not the last failure")
+        # The errors among the last 64 failures in order (the contract's history cap);
+        # attempts counts all. The last failure is the cause if an error, else `result`.
+        window = failures[-64:]
+        kept_errors = [f for f, is_value in window if not is_value]
+        if len(error.errors) != len(kept_errors) or any(a is not b for a, b in zip(error.errors, kept_errors)):
+            problems.append(f"errors {error.errors!r} are not the errors among the last 64 failures {window!r}")
+        last, last_is_value = failures[-1]
+        if last_is_value:
+            if error.__cause__ is not None:
+                problems.append(f"__cause__ is {error.__cause__!r}; the last failure was a rejected value")
+            if error.result is not last:
+                problems.append(f"RetryExhausted.result is {error.result!r}, not the last rejected value {last!r}")
+        else:
+            if error.__cause__ is not last:
+                problems.append("__cause__ is not the last failure")
+            if error.result is not None:
+                problems.append(f"RetryExhausted.result is {error.result!r}; the last failure was an error")
+        want_value = expect.get("value")
+        got_value = error.result.n if isinstance(error.result, Value) else None
+        if got_value != want_value:
+            problems.append(f"RetryExhausted.result carries {got_value}, expected {want_value}")
         if error.attempts != count:
             problems.append(f"RetryExhausted.attempts {error.attempts} != {count}")
     if outcome == "cancelled" and isinstance(error, RetryCancelled):
@@ -195,8 +232,7 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
     if "events" in expect:
         got = [
             {"kind": e.kind, "attempt": e.attempt, "elapsed_ms": ms(e.elapsed), "delay_ms": ms(e.delay), "reason": e.reason, "error": e.error is not None,
-             # No event carries a rejected value until the result predicate lands (issue 12).
-             "value": False}
+             "value": e.result is not None}
             for e in events
         ]
         want = expect["events"]
@@ -256,12 +292,10 @@ def run_vector(v: Dict[str, Any], use_async: bool = False) -> List[str]:
 
 
 def run_all(use_async: bool = False) -> Tuple[int, List[Tuple[str, List[str]]], int]:
-    """(passed, failures, skipped): skipped are the vectors needing a result predicate."""
+    """(passed, failures, skipped): Python runs every vector, so skipped is always 0 (the
+    report format keeps the column every host's summary line has)."""
     passed, failures, skipped = 0, [], 0
     for fname, v in load():
-        if needs_result_predicate(v):
-            skipped += 1
-            continue
         try:
             problems = run_vector(v, use_async)
         except Exception as e:  # a crash is a failed vector, reported, not a dead runner

@@ -151,3 +151,39 @@ def test_cycles_through_native_objects_are_collected():
         refs = [make_decorated() for _ in range(50)] + [abandon_a_loop() for _ in range(50)]
     gc.collect()
     assert [w for w in refs if w() is not None] == []
+
+
+def test_rejected_values_leave_refcounts_flat():
+    """retry_on_result: the rejected values a call keeps (for RetryExhausted.result and
+    the events) are released once the call ends, exhausted or not."""
+    busy = object()
+    done = object()
+    seen = []
+    r = Retrier(max_attempts=3, initial_delay=0, jitter="none", retry_on_result=lambda v: v is busy,
+                on_event=lambda e: seen.append(1) if not seen else None)
+    answers = []
+
+    def flaky():
+        answers.append(1)
+        return busy if len(answers) % 3 else done
+
+    def always_busy():
+        return busy
+
+    def round_(n):
+        for _ in range(n):
+            r.call(flaky)
+            try:
+                r.call(always_busy)
+            except RetryExhausted as e:
+                assert e.result is busy
+
+    with testing.virtual_time():
+        round_(1000)
+        gc.collect()
+        before = (sys.getrefcount(busy), sys.getrefcount(done))
+        objects = len(gc.get_objects())
+        round_(20_000)
+        gc.collect()
+    assert (sys.getrefcount(busy), sys.getrefcount(done)) == before
+    assert len(gc.get_objects()) - objects < 100

@@ -222,7 +222,9 @@ def test_listeners_compose_and_one_that_raises_spoils_none(otel, monkeypatch, ca
     caplog.set_level(logging.INFO, logger="retryrs")
     run_scenario([retryrs.log_events(), broken, retryrs.prometheus.listener(registry=registry),
                   retryrs.otel.listener(meter_provider=meters)])
-    assert len(caplog.records) == 13  # every event logged
+    # One line per outcome worth a line (a failed attempt is told by the line after it):
+    # 13 events, 7 lines.
+    assert len(caplog.records) == 7
     assert len(reported) == 13 and all(str(e) == "listener bug" for e in reported)
     _, samples = prometheus_samples(registry)
     assert [v for (n, _, v) in samples if n == "retryrs_retries_total"] == [4]

@@ -193,6 +193,7 @@ def test_cancel_token_from_another_thread_ends_a_long_wait_at_once():
     took = time.monotonic() - t0
     assert took < 2, f"took {took:.2f} s for a 30 s wait cancelled after 0.1 s"
     assert info.value.attempts == 1 and info.value.__cause__ is f.raised[0]
+    assert str(info.value) == "retry: cancelled after 1 attempt"  # the core's one wording
     assert token.cancelled
     # An already-cancelled token runs nothing.
     g = Flaky(0)
@@ -354,9 +355,11 @@ def test_log_events_adapter(virtual, caplog):
     caplog.set_level(logging.INFO, logger="retryrs")
     Retrier(name="rates", jitter="none", on_event=retryrs.log_events()).call(Flaky(1))
     msgs = [(r.levelno, r.getMessage()) for r in caplog.records]
-    assert msgs[0][0] == logging.WARNING and "rates: attempt 1 attempt failed" in msgs[0][1]
-    assert "waiting 200 ms" in msgs[1][1]
-    assert msgs[-1][0] == logging.INFO and "success" in msgs[-1][1]
+    # One line per retry (trap 11: not "attempt 1 attempt failed" plus a second line).
+    assert msgs == [
+        (logging.INFO, "rates: attempt 1 failed after 0 ms: OSError('fail 1'); retrying in 200 ms"),
+        (logging.INFO, "rates: attempt 2 succeeded after 200 ms"),
+    ]
     assert caplog.records[-1].retry_event.kind == "success"
 
 
@@ -409,3 +412,16 @@ def test_exceptions_pickle_with_their_details(virtual):
 def test_calling_something_not_callable_is_a_clear_type_error():
     with pytest.raises(TypeError, match="needs a callable"):
         Retrier().call(42)
+
+
+@pytest.mark.parametrize("knob", ["max_attempts", "initial_delay", "multiplier", "max_delay", "jitter", "name"])
+def test_none_on_a_knob_that_cannot_be_off_is_refused(knob: str) -> None:
+    # None turns a knob off (deadline, max_retry_after, seed); on a knob that has no
+    # "off" it used to mean the default silently, where Node refuses null.
+    with pytest.raises(TypeError, match=f"{knob} cannot be None"):
+        Retrier(retry_on=OSError, **{knob: None})
+
+
+def test_none_still_turns_off_what_can_be_off() -> None:
+    r = Retrier(retry_on=OSError, deadline=None, max_retry_after=None, seed=None)
+    assert r.deadline is None and r.max_retry_after is None

@@ -62,6 +62,35 @@ async def decorated_async(n: int) -> int:
     return n + 1
 
 
+class RatesClient:
+    """Decorated methods of every kind: mypy --strict and pyright must bind `self` and
+    `cls` as for undecorated ones (trap 5: `C().get("/x")` was "missing positional
+    argument")."""
+
+    base = "/rates"
+
+    def __init__(self, scale: int) -> None:
+        self.scale = scale
+
+    @retrier
+    def get(self, path: str) -> str:
+        return f"{self.base}{path}x{self.scale}"
+
+    @retrier
+    async def aget(self, path: str, *, times: int = 1) -> str:
+        return f"{self.base}{path}" * times
+
+    @classmethod
+    @retrier
+    def named(cls, scale: int) -> "RatesClient":
+        return cls(scale)
+
+    @staticmethod
+    @retrier
+    def version() -> int:
+        return 2
+
+
 async def afetch(n: int) -> int:
     await asyncio.sleep(0)
     return n * 2
@@ -77,6 +106,25 @@ def main() -> None:
     value: int = cancellable.call(len, "abc")
     seconds: Optional[float] = retryrs.parse_retry_after("120")
     retryable: bool = retryrs.is_retryable_status(503)
+    client = RatesClient.named(3)
+    got: str = client.get("/eur")
+    agot: str = asyncio.run(client.aget("/usd", times=2))
+    version: int = RatesClient.version() + client.version()
+    unbound: str = RatesClient.get(client, "/gbp")
+    assert (got, agot, version, unbound) == ("/rates/eurx3", "/rates/usd/rates/usd", 4, "/rates/gbpx3")
+    judged = Retrier(retry_on_result=lambda v: v is None, max_retry_after=timedelta(seconds=30))
+    answers = iter([None, "filled"])
+    filled: Optional[str] = judged.call(lambda: next(answers))
+    assert filled == "filled" and judged.max_retry_after == 30.0
+    for judged_attempt in judged:
+        with judged_attempt:
+            judged_attempt.result = "accepted"
+    try:
+        with retryrs.testing.virtual_time():
+            judged.call(lambda: None)
+    except RetryExhausted as gave_up:
+        last_value: object = gave_up.result
+        assert last_value is None and gave_up.reason == "attempts"
     number = 0
     for attempt in retrier:
         with attempt:

@@ -141,6 +141,26 @@ impl fmt::Display for GaveUp<'_> {
     }
 }
 
+/// What a cancelled call says, the one wording of every host's cancellation message:
+/// `rates: cancelled after 1 attempt`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CancelledAfter<'a> {
+    /// The retrier's name, or `None` where the message has no name (Rust's `RetryError`).
+    pub name: Option<&'a str>,
+    /// Attempts made (0: cancelled before the first).
+    pub attempts: u32,
+}
+
+impl fmt::Display for CancelledAfter<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(name) = self.name {
+            write!(f, "{name}: ")?;
+        }
+        let s = if self.attempts == 1 { "" } else { "s" };
+        write!(f, "cancelled after {} attempt{s}", self.attempts)
+    }
+}
+
 impl fmt::Display for ExhaustReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -175,5 +195,20 @@ impl fmt::Display for Event<'_> {
             write!(f, " ({r})")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_end_messages_agree_in_number() {
+        let cancelled = |attempts| CancelledAfter { name: Some("rates"), attempts }.to_string();
+        assert_eq!(cancelled(0), "rates: cancelled after 0 attempts");
+        assert_eq!(cancelled(1), "rates: cancelled after 1 attempt");
+        assert_eq!(cancelled(2), "rates: cancelled after 2 attempts");
+        let gave_up = GaveUp { name: None, attempts: 1, reason: ExhaustReason::Deadline };
+        assert_eq!(gave_up.to_string(), "gave up after 1 attempt (deadline reached)");
     }
 }

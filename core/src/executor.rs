@@ -99,8 +99,7 @@ impl<E: fmt::Display, T: fmt::Debug> fmt::Display for RetryError<E, T> {
                 }
             }
             RetryError::Cancelled { attempts, .. } => {
-                let s = if *attempts == 1 { "" } else { "s" };
-                write!(f, "cancelled after {attempts} attempt{s}")
+                write!(f, "{}", crate::event::CancelledAfter { name: None, attempts: *attempts })
             }
         }
     }

@@ -42,7 +42,7 @@ pub use cancel::CancelToken;
 pub use clock::{testing, Clock, SystemClock, VirtualClock};
 pub use document::{DocumentError, LoadOptions, Policies};
 pub use engine::{cancelled_before_start, duration_from_ms, Call, Decision, Resume, StateError, Stop, Verdict};
-pub use event::{Event, EventKind, ExhaustReason, GaveUp};
+pub use event::{CancelledAfter, Event, EventKind, ExhaustReason, GaveUp};
 pub use executor::{Failed, Retrier, RetryError, Run, ValueVerdict, HISTORY};
 pub use http::{is_idempotent, is_retryable_status, HttpOutcome, HttpRules, HttpVerdict, RETRYABLE_STATUSES};
 pub use knob::{Knob, Setting, Unit, KNOBS};

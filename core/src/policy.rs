@@ -356,10 +356,11 @@ impl PolicyBuilder {
         };
         Ok(match (k.name, number) {
             ("max_attempts", Some(n)) => {
-                if !(n.is_finite() && n >= 0.0 && n.fract() == 0.0) {
+                // Past u32 is out of range for `build` too, but `n as u64` would saturate
+                // and the error would show 18446744073709551615 instead of what was given.
+                if !(n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n <= f64::from(u32::MAX)) {
                     return Err(PolicyError::new(k.name, k.rule, Given::Number(n)));
                 }
-                // Saturating: anything past u64 is past u32 too, and `build` names it.
                 self.max_attempts(n as u64)
             }
             ("initial_delay", Some(ms)) => self.initial_delay_ms(ms),
@@ -478,6 +479,11 @@ mod tests {
         }
         let err = Policy::builder().set("max_attempts", Setting::Number(1.5)).unwrap_err();
         assert_eq!(err.to_string(), "max_attempts must be >= 1 and <= 4294967295, got 1.5");
+        // A count too large for u64 is reported as given, not as the saturated u64::MAX.
+        let err = Policy::builder().set("max_attempts", Setting::Number(1e300)).unwrap_err();
+        assert_eq!(err.value, Given::Number(1e300));
+        let err = Policy::builder().set("max_attempts", Setting::Number(2f64.powi(32))).unwrap_err();
+        assert_eq!(err.to_string(), "max_attempts must be >= 1 and <= 4294967295, got 4294967296");
         let p = Policy::builder().set("deadline", Setting::Off).unwrap().build().unwrap();
         assert_eq!(p.deadline(), None);
     }
@@ -491,6 +497,12 @@ mod tests {
         });
         assert_eq!(node, "maxDelayMs must be >= initialDelayMs, got 1000 (initialDelayMs is 2000)");
         assert_eq!(err.to_string(), "max_delay must be >= initial_delay, got 1000 ms (initial_delay is 2000 ms)");
+        // Huge and tiny numbers in exponent form (what C's retryrs_last_error shows), not
+        // written out in 301 digits.
+        let err = Policy::builder().initial_delay_ms(1e300).max_delay_ms(1e300).build().unwrap_err();
+        assert_eq!(err.to_string(), "initial_delay must be finite and >= 0, got 1e300 ms");
+        let err = Policy::builder().multiplier(1e-7).build().unwrap_err();
+        assert_eq!(err.to_string(), "multiplier must be finite and >= 1, got 1e-7");
     }
 
     #[test]

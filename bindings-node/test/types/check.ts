@@ -51,6 +51,45 @@ async function main(): Promise<void> {
   void n, s, o, wrong, ms, retry, t;
 }
 
+// Issue 13: shouldRetryResult is typed on what the calls return; hooks may be async.
+interface Reply { status: number; retryAfterMs?: number }
+const replies = new Retrier({
+  shouldRetryResult: async (reply: Reply) => reply.status >= 500,
+  shouldRetry: async () => true,
+  retryAfterMs: async (failure) => (failure as Reply).retryAfterMs,
+  maxRetryAfterMs: 30_000,
+  unref: true,
+  onEvent: [
+    async (e: RetryEvent) => {
+      if (e.kind === 'attempt_failed' && 'value' in e) void (e.value as Reply);
+    },
+    (e) => void e.kind,
+  ],
+});
+async function typedResults(): Promise<void> {
+  const reply: Reply = await replies.call(async () => ({ status: 200 }));
+  // @ts-expect-error a retrier judging Replies cannot run a call returning a string
+  await replies.call(async () => 'text');
+  try {
+    await replies.call(() => ({ status: 503 }));
+  } catch (err) {
+    if (err instanceof RetryExhaustedError) void (err.result as Reply | undefined);
+  }
+  const shared: RetryBudget = RetryBudget.from({ retryrsBudget: 1 });
+  void reply, shared;
+}
+void typedResults;
+// @ts-expect-error shouldRetryResult answers a boolean
+new Retrier({ shouldRetryResult: () => 'yes' });
+// @ts-expect-error shouldRetry answers a boolean (or a promise of one), not a string
+new Retrier({ shouldRetry: async () => 'retry' });
+// @ts-expect-error unref is a boolean
+new Retrier({ unref: 1 });
+// @ts-expect-error onEvent takes functions
+new Retrier({ onEvent: ['log'] });
+// @ts-expect-error p-retry's option name is not an option here
+new Retrier({ retries: 3 });
+
 // @ts-expect-error maxAttempts is a number
 new Retrier({ maxAttempts: '3' });
 // @ts-expect-error no such jitter

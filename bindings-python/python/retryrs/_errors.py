@@ -12,16 +12,21 @@ class RetryError(Exception):
 class RetryExhausted(RetryError):
     """Transient failures ran out of room.
 
-    ``attempts``: calls made; ``reason``: ``"attempts"``, ``"deadline"``, ``"budget"`` or ``"retry_after"``;
-    ``errors``: the failures, in order, the last 64 at most. ``__cause__`` is the last one.
+    ``attempts``: calls made; ``reason``: ``"attempts"``, ``"deadline"``, ``"budget"`` or
+    ``"retry_after"`` (the server asked for a wait longer than ``max_retry_after``);
+    ``errors``: the exceptions among the last 64 failures, in order (the count is in
+    ``attempts``); ``result``: the last value ``retry_on_result`` rejected, when the last
+    failure was a value (else None). ``__cause__`` is the last failure when it was an
+    exception.
     """
 
-    def __init__(self, message: str, *, attempts: int, reason: str, errors: Tuple[BaseException, ...], name: str = "retry") -> None:
+    def __init__(self, message: str, *, attempts: int, reason: str, errors: Tuple[BaseException, ...], name: str = "retry", result: Any = None) -> None:
         super().__init__(message)
         self.attempts = attempts
         self.reason = reason
         self.errors = tuple(errors)
         self.name = name
+        self.result = result
 
     @property
     def last_error(self) -> Optional[BaseException]:
@@ -33,13 +38,15 @@ class RetryExhausted(RetryError):
 
 class RetryCancelled(RetryError):
     """The call's ``CancelToken`` fired. ``attempts`` made and ``errors`` so far;
-    ``__cause__`` is the last failure, if there was one."""
+    ``__cause__`` is the last failure, if there was one and it was an exception;
+    ``result`` the last rejected value, if that was the last failure."""
 
-    def __init__(self, message: str, *, attempts: int, errors: Tuple[BaseException, ...] = (), name: str = "retry") -> None:
+    def __init__(self, message: str, *, attempts: int, errors: Tuple[BaseException, ...] = (), name: str = "retry", result: Any = None) -> None:
         super().__init__(message)
         self.attempts = attempts
         self.errors = tuple(errors)
         self.name = name
+        self.result = result
 
     def __reduce__(self) -> Any:
         return (_rebuild, (type(self), self.args, self.__dict__))

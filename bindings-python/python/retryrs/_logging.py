@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import logging
-from typing import Callable, Optional, Union
+from typing import Callable, List, Optional, Union
 
 from ._native import Event
 
-_FAILURES = {"attempt_failed", "rejected", "exhausted", "cancelled"}
+_FAILURES = {"rejected", "exhausted", "cancelled"}
+
+
+class _Rejected:
+    """Renders a rejected value in a log line: ``rejected value <repr>``."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"rejected value {self.value!r}"
 
 
 def log_events(
@@ -16,9 +28,16 @@ def log_events(
     level: int = logging.INFO,
     failure_level: int = logging.WARNING,
 ) -> Callable[[Event], None]:
-    """A listener for ``Retrier(on_event=...)``: one log record per event, at ``level``
-    (success, retrying) or ``failure_level`` (attempt_failed, rejected, exhausted,
-    cancelled). The record carries the event as ``record.retry_event``."""
+    """A listener for ``Retrier(on_event=...)``: one log record per outcome worth a line,
+    at ``level`` (retrying, success after a retry) or ``failure_level`` (rejected,
+    exhausted, cancelled). A failed attempt is not a line of its own: the line that
+    follows it (retrying, gave up, ...) names the failure. The record carries the event
+    as ``record.retry_event``. For example::
+
+        rates: attempt 1 failed after 3 ms: OSError('503'); retrying in 200 ms
+        rates: attempt 2 succeeded after 205 ms
+        rates: attempt 5 failed after 3012 ms: OSError('503'); gave up (attempts)
+    """
     if logger is None:
         logger = logging.getLogger("retryrs")
     elif isinstance(logger, str):
@@ -26,20 +45,33 @@ def log_events(
     log = logger
 
     def listener(event: Event) -> None:
-        lvl = failure_level if event.kind in _FAILURES else level
+        kind = event.kind
+        if kind == "attempt_failed" or (kind == "success" and event.attempt == 1):
+            return  # told by the next line / nothing happened worth a line
+        lvl = failure_level if kind in _FAILURES else level
         if not log.isEnabledFor(lvl):
             return
-        parts = ["%s: attempt %d %s after %d ms"]
-        args: list = [event.name, event.attempt, event.kind.replace("_", " "), round(event.elapsed * 1000)]  # type: ignore[type-arg]
-        if event.delay is not None:
-            parts.append(", waiting %d ms")
-            args.append(round(event.delay * 1000))
-        if event.reason is not None:
-            parts.append(" (%s)")
-            args.append(event.reason)
-        if event.error is not None:
-            parts.append(": %r")
-            args.append(event.error)
-        log.log(lvl, "".join(parts), *args, extra={"retry_event": event})
+        ms = round(event.elapsed * 1000)
+        if kind == "success":
+            log.log(lvl, "%s: attempt %d succeeded after %d ms", event.name, event.attempt, ms, extra={"retry_event": event})
+            return
+        if kind == "cancelled":
+            log.log(lvl, "%s: cancelled after %d attempts, %d ms: %r", event.name, event.attempt, ms, event.error, extra={"retry_event": event})
+            return
+        args: List[object]
+        if kind == "retrying":
+            outcome, args = "retrying in %d ms", [round((event.delay or 0.0) * 1000)]
+        elif kind == "rejected":
+            outcome, args = "not retried (permanent)", []
+        else:
+            outcome, args = "gave up (%s)", [event.reason]
+        # The failure: the exception, or the value retry_on_result rejected.
+        failure = event.error if event.error is not None else _Rejected(event.result)
+        log.log(
+            lvl,
+            "%s: attempt %d failed after %d ms: %r; " + outcome,
+            event.name, event.attempt, ms, failure, *args,
+            extra={"retry_event": event},
+        )
 
     return listener

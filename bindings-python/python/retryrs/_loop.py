@@ -17,7 +17,9 @@ block again) or stop (the original exception, or RetryExhausted, is raised from 
 from __future__ import annotations
 
 from types import TracebackType
-from typing import TYPE_CHECKING, Optional, Type
+from typing import TYPE_CHECKING, Any, Optional, Type
+
+import asyncio
 
 from ._aio import _sleep
 
@@ -25,20 +27,47 @@ if TYPE_CHECKING:
     from ._native import SteppedCall, Retrier
 
 
-class Attempt:
-    """One attempt of the loop form: a context manager; ``number`` is 1-based."""
+_UNSET: Any = object()
 
-    __slots__ = ("number", "_owner")
+
+class Attempt:
+    """One attempt of the loop form: a context manager; ``number`` is 1-based.
+
+    With ``retry_on_result``, hand the attempt's value over for the predicate to judge::
+
+        for attempt in retrier:
+            with attempt:
+                attempt.result = response = fetch()
+
+    A rejected value is a failure like a transient error (the loop waits and runs the
+    block again; when retries run out, ``RetryExhausted.result`` holds it). An attempt
+    that sets no result is a success. The predicate answers synchronously here (``with``
+    cannot await), also under ``async for``.
+    """
+
+    __slots__ = ("number", "_owner", "_result")
 
     def __init__(self, owner: "_Base", number: int) -> None:
         self.number = number
         self._owner = owner
+        self._result: Any = _UNSET
+
+    @property
+    def result(self) -> Any:
+        """The value handed over with ``attempt.result = value`` (AttributeError if none)."""
+        if self._result is _UNSET:
+            raise AttributeError("this attempt has no result: set it with `attempt.result = value`")
+        return self._result
+
+    @result.setter
+    def result(self, value: Any) -> None:
+        self._result = value
 
     def __enter__(self) -> "Attempt":
         return self
 
     def __exit__(self, et: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]) -> bool:
-        return self._owner._exit(exc)
+        return self._owner._exit(exc, self._result)
 
     def __repr__(self) -> str:
         return f"<Attempt {self.number}>"
@@ -61,8 +90,13 @@ class _Base:
         self._open = True
         return Attempt(self, self._number)
 
-    def _exit(self, exc: Optional[BaseException]) -> bool:
+    def _exit(self, exc: Optional[BaseException], result: Any = _UNSET) -> bool:
         self._open = False
+        if exc is None and result is not _UNSET and self._r.retry_on_result is not None and self._rejects(result):
+            if self._call is None:
+                self._call = self._r._begin(self._start)
+            self._delay = self._call.rejected(result)  # raises when the call ends
+            return False
         if exc is None:
             self._done = True
             if self._call is not None:
@@ -72,12 +106,31 @@ class _Base:
             return False
         if self._call is None:
             self._call = self._r._begin(self._start)
-        self._delay = self._call.failed(exc)  # raises when the call ends
+        # Raises when the call ends. Hooks answer synchronously here (`__exit__` cannot
+        # await): one that returns an awaitable is a TypeError naming it.
+        self._delay = self._call.failed(exc)
         return True
+
+
+    def _rejects(self, value: Any) -> bool:
+        verdict = self._r._rejects(value)
+        if type(verdict) is bool:
+            return verdict
+        if hasattr(verdict, "close"):
+            verdict.close()
+        raise TypeError("retry_on_result returned an awaitable, which the loop form cannot await (`with` is sync): give a plain function, or use call_async")
 
 
 class Attempts(_Base):
     """``for attempt in retrier:`` (waits block, GIL released)."""
+
+    def __init__(self, r: "Retrier") -> None:
+        if r.attempt_timeout is not None:
+            raise ValueError(
+                "attempt_timeout only applies to async calls (`async for`, call_async): a blocking attempt cannot be stopped safely; "
+                "use a Retrier without attempt_timeout here"
+            )
+        super().__init__(r)
 
     def __iter__(self) -> "Attempts":
         return self
@@ -104,5 +157,7 @@ class AsyncAttempts(_Base):
         if self._call is not None and not self._open:
             if self._delay:
                 await _sleep(self._call, self._delay)
+            else:
+                await asyncio.sleep(0)  # a zero delay still yields one turn of the loop
             self._call.resume()
         return self._next()
