@@ -103,6 +103,43 @@ export declare class Retrier<R = unknown> {
    * the signal's reason (aborted).
    */
   call<T extends R>(fn: (ctx: AttemptContext) => T | PromiseLike<T>, options?: CallOptions): Promise<Awaited<T>>;
+  /** A retrier running a policy from a document (loadPolicies), with the options only code can give. */
+  static fromPolicy<R = unknown>(policy: Policy, options?: FromPolicyOptions<R>): Retrier<R>;
+}
+
+/** The options Retrier.fromPolicy takes: the knobs come from the policy. */
+export type FromPolicyOptions<R = unknown> = Pick<RetrierOptions<R>, 'shouldRetry' | 'shouldRetryResult' | 'retryAfterMs' | 'onEvent' | 'attemptTimeoutMs' | 'unref'>;
+
+/** A named policy from a policy document: read-only; it answers its knobs (null when off). */
+export declare class Policy {
+  private constructor();
+  readonly maxAttempts: number;
+  readonly initialDelayMs: number;
+  readonly multiplier: number;
+  readonly maxDelayMs: number;
+  readonly jitter: Jitter;
+  readonly deadlineMs: number | null;
+  readonly maxRetryAfterMs: number | null;
+  readonly budget: RetryBudget | null;
+  readonly name: string;
+  readonly seed: bigint | null;
+}
+
+/**
+ * Loads a policy document (docs/policies.md): a path (or file URL), the JSON text itself
+ * (a string starting with `{`), or an object as JSON.parse gives. Every policy naming one
+ * budget shares one RetryBudget. Throws PolicyDocumentError.
+ */
+export declare function loadPolicies(source: string | URL | object): Map<string, Policy>;
+
+/** A policy document that could not be loaded: where (path, line, column, file) and what. */
+export declare class PolicyDocumentError extends Error {
+  readonly name: 'PolicyDocumentError';
+  /** The path in the document, e.g. `policies.payments.initial_delay`. */
+  readonly path: string;
+  readonly line: number | null;
+  readonly column: number | null;
+  readonly file: string | null;
 }
 
 /** Transient failures ran out of room: attempts, deadline, budget or retry_after. */

@@ -6,6 +6,7 @@ const { RetryBudget } = require('./lib/budget');
 const { parseRetryAfter, isRetryableStatus, classifyHttp, RETRYABLE_STATUSES } = require('./lib/http');
 const { isTransientError, retryAfterFromError } = require('./lib/predicate');
 const { testing } = require('./lib/clock');
+const { loadPolicies, Policy, PolicyDocumentError } = require('./lib/policies');
 
 module.exports = {
   Retrier,
@@ -19,4 +20,7 @@ module.exports = {
   isTransientError,
   retryAfterFromError,
   testing,
+  loadPolicies,
+  Policy,
+  PolicyDocumentError,
 };

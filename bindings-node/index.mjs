@@ -14,5 +14,8 @@ export const {
   isTransientError,
   retryAfterFromError,
   testing,
+  loadPolicies,
+  Policy,
+  PolicyDocumentError,
 } = cjs;
 export default cjs;

@@ -155,6 +155,10 @@ typedef struct retryrs_call retryrs_call;
 // Cancelling is sticky.
 typedef struct retryrs_cancel retryrs_cancel;
 
+// A loaded policy document (opaque, immutable: any number of threads may look up in it
+// at once). Owns the names and budgets the configs it hands out point to.
+typedef struct retryrs_policies retryrs_policies;
+
 // A retrier (opaque): immutable, so any number of threads may run calls with it at
 // once; each call keeps its own state.
 typedef struct retryrs_retrier retryrs_retrier;
@@ -520,6 +524,38 @@ retryrs_status retryrs_http_classify(const char *method,
 // RETRYRS_INVALID_ARGUMENT for a NULL url, or a NULL buf with a nonzero cap.
 retryrs_status retryrs_redact_url(const char *url, char *buf, size_t cap, size_t *len);
 
+// Loads a policy document (docs/policies.md; a gRPC service config too) from `len`
+// bytes of UTF-8 JSON at `json` (no NUL needed). On RETRYRS_INVALID_ARGUMENT nothing is
+// created and retryrs_last_error() says where and what, e.g.
+// `policies.payments.initial_delay: "100" has no unit; write "100ms" or "0.1s" (line 4,
+// column 22)`. Free with retryrs_policies_free().
+retryrs_status retryrs_policies_from_json(const char *json,
+                                          size_t len,
+                                          struct retryrs_policies **out);
+
+// Fills the first `struct_size` bytes of `*config` with the policy called `name` (UTF-8,
+// NUL-terminated) and sets config->struct_size, as retryrs_config_init does (see "ABI
+// growth"): call it as retryrs_policies_get(policies, name, &config), the macro that
+// passes sizeof(config). The config's `name` and `budget` point into `policies`: create
+// the retrier (retryrs_retrier_new copies both) before freeing `policies`. An unknown
+// name is RETRYRS_INVALID_ARGUMENT naming it and the names there are; so is a
+// struct_size this library does not know (nothing written).
+retryrs_status retryrs_policies_config(const struct retryrs_policies *policies,
+                                       const char *name,
+                                       struct retryrs_config *config,
+                                       size_t struct_size);
+
+// How many policies the document holds (0 for NULL).
+size_t retryrs_policies_count(const struct retryrs_policies *policies);
+
+// The name of the `index`-th policy (sorted by name), NUL-terminated and owned by
+// `policies`; NULL when `index` is out of range or `policies` is NULL.
+const char *retryrs_policies_name(const struct retryrs_policies *policies, size_t index);
+
+// Releases the document; retriers created from its configs keep what they need. NULL
+// is a no-op. Must not be called twice for the same document.
+void retryrs_policies_free(struct retryrs_policies *policies);
+
 // Validates `config` and creates a retrier. On RETRYRS_INVALID_ARGUMENT nothing is
 // created and retryrs_last_error() names the field and value ("retryrs_retrier_new:
 // config->max_attempts must be >= 1 and <= 4294967295, got 0"); a config whose
@@ -542,3 +578,5 @@ void retryrs_retrier_free(struct retryrs_retrier *retrier);
 
 /* Fills *config with the defaults and its struct_size (see "ABI growth" above). */
 #define retryrs_config_default(config) retryrs_config_init((config), sizeof *(config))
+/* Fills *config with a loaded document's policy `name` and its struct_size. */
+#define retryrs_policies_get(policies, name, config) retryrs_policies_config((policies), (name), (config), sizeof *(config))

@@ -23,7 +23,7 @@ C_CXXFLAGS := -std=c++17 $(C_WARN) -O1 -g -Iinclude -Itests/c
 # What a program linking libretryrs.a needs besides it: the .pc file's Libs.private, the
 # one place the list is written.
 C_STATIC_LIBS := $(shell sed -n 's/^Libs.private: //p' bindings-c/retryrs.pc.in)
-C_TEST_SRC := tests/c/main.c tests/c/harness.c tests/c/test_api.c tests/c/test_threads.c tests/c/test_contract_v2.c tests/c/test_config_v2.c tests/c/conformance.c
+C_TEST_SRC := tests/c/main.c tests/c/harness.c tests/c/test_api.c tests/c/test_threads.c tests/c/test_contract_v2.c tests/c/test_config_v2.c tests/c/test_policies.c tests/c/conformance.c
 PREFIX ?= /usr/local
 
 # One release build of the crate serves the tests, the demo and the bench; C users get
@@ -62,10 +62,16 @@ $(C_BUILD)/vectors.c: tests/c/gen_vectors.py $(wildcard tests/conformance/*.json
 	mkdir -p $(C_BUILD)
 	python3 tests/c/gen_vectors.py $@ tests/conformance/*.json
 
-$(C_BUILD)/retryrs-tests: c-lib $(C_BUILD)/vectors.c $(C_TEST_SRC) tests/c/cpp17.cpp tests/c/*.h include/retryrs.h include/retryrs_testing.h
+# The shared policy-document data (tests/policies/) as C, for tests/c/test_policies.c.
+$(C_BUILD)/policies_data.c: tests/c/gen_policies.py $(wildcard tests/policies/*.json)
+	mkdir -p $(C_BUILD)
+	python3 tests/c/gen_policies.py $@ tests/policies
+
+$(C_BUILD)/retryrs-tests: c-lib $(C_BUILD)/vectors.c $(C_BUILD)/policies_data.c $(C_TEST_SRC) tests/c/cpp17.cpp tests/c/*.h include/retryrs.h include/retryrs_testing.h
 	$(C_CXX) $(C_CXXFLAGS) -c tests/c/cpp17.cpp -o $(C_BUILD)/cpp17.o
 	$(C_CC) $(C_CFLAGS) -c $(C_BUILD)/vectors.c -o $(C_BUILD)/vectors.o
-	$(C_CC) $(C_CFLAGS) $(C_TEST_SRC) $(C_BUILD)/vectors.o $(C_BUILD)/cpp17.o -o $@ \
+	$(C_CC) $(C_CFLAGS) -c $(C_BUILD)/policies_data.c -o $(C_BUILD)/policies_data.o
+	$(C_CC) $(C_CFLAGS) $(C_TEST_SRC) $(C_BUILD)/vectors.o $(C_BUILD)/policies_data.o $(C_BUILD)/cpp17.o -o $@ \
 		-L$(C_LIBDIR) -Wl,-rpath,$(C_LIBDIR) -lretryrs -lstdc++ -lpthread -lm
 
 # First the crate's own checks (the header equals cbindgen's output, every export is

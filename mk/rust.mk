@@ -15,3 +15,16 @@ test-rust:
 demo-herd:
 	@echo "== The thundering herd: why jitter (Rust, core/examples/herd.rs) =="
 	cargo run --quiet --release --locked -p retryrs --example herd
+
+# docs/policies.schema.json is generated from the knob table; test-rust fails when it is
+# stale (core/tests/document.rs), and this writes it again.
+.PHONY: schema
+schema:
+	RETRYRS_WRITE_SCHEMA=1 cargo test --locked -p retryrs --test document the_schema_file
+
+# The policy-document benchmark: one 10,000-policy file loaded by every host's loader,
+# each against a baseline from the same run (bench/policies/run -> build/bench/policies.md).
+.PHONY: bench-policies
+BENCH_TARGETS += bench-policies
+bench-policies: c-lib python-dev node-addon
+	bench/policies/run $(BUILD)

@@ -78,7 +78,7 @@ pub unsafe extern "C" fn retryrs_config_init(config: *mut retryrs_config, struct
 /// the fields past a smaller size take their defaults.
 const KNOWN_SIZES: &[usize] = &[std::mem::size_of::<retryrs_config>()];
 
-fn known_size(size: usize) -> Result<usize, String> {
+pub(crate) fn known_size(size: usize) -> Result<usize, String> {
     if KNOWN_SIZES.contains(&size) {
         return Ok(size);
     }
@@ -149,6 +149,29 @@ pub fn defaults() -> retryrs_config {
         seed: p.seed().unwrap_or(0),
         name: std::ptr::null(),
         budget: std::ptr::null(),
+        has_max_retry_after: p.max_retry_after().is_some(),
+        max_retry_after_ms: p.max_retry_after().map_or(0.0, ms_from_duration),
+    }
+}
+
+/// The C config of a validated policy (a document's), with its name and budget as the
+/// caller keeps them alive.
+pub fn from_policy_parts(p: &Policy, name: *const c_char, budget: *const retryrs_budget) -> retryrs_config {
+    let (jitter, jitter_factor) = from_jitter(p.jitter());
+    retryrs_config {
+        struct_size: std::mem::size_of::<retryrs_config>(),
+        max_attempts: u64::from(p.max_attempts()),
+        initial_delay_ms: p.number("initial_delay").unwrap_or(0.0),
+        multiplier: p.multiplier(),
+        max_delay_ms: ms_from_duration(p.max_delay()),
+        jitter,
+        jitter_factor,
+        has_deadline: p.deadline().is_some(),
+        deadline_ms: p.deadline().map_or(0.0, ms_from_duration),
+        has_seed: p.seed().is_some(),
+        seed: p.seed().unwrap_or(0),
+        name,
+        budget,
         has_max_retry_after: p.max_retry_after().is_some(),
         max_retry_after_ms: p.max_retry_after().map_or(0.0, ms_from_duration),
     }

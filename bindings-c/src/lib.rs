@@ -17,6 +17,7 @@ pub mod engine;
 pub mod event;
 pub mod ffi;
 pub mod http;
+pub mod policies;
 pub mod retrier;
 pub mod testing;
 pub mod types;

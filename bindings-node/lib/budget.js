@@ -84,4 +84,11 @@ function budgetHandle(budget) {
   return undefined;
 }
 
-module.exports = { RetryBudget, budgetHandle };
+/** A RetryBudget around a native handle made elsewhere (a policy document's budget). */
+function wrapBudget(handle) {
+  const budget = Object.create(RetryBudget.prototype);
+  handles.set(budget, handle);
+  return Object.freeze(budget);
+}
+
+module.exports = { RetryBudget, budgetHandle, wrapBudget };

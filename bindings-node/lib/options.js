@@ -89,6 +89,34 @@ function normalise(options) {
     budget = budgetHandle(options.budget);
     if (!budget) throw new TypeError(`budget must be a RetryBudget, got ${typeName(options.budget)}`);
   }
+  const hostOptions = hostParts(options);
+  let handle;
+  try {
+    handle = native.NativePolicy.create(policy, budget);
+  } catch (err) {
+    rethrowProblem(err);
+  }
+  return finish(handle, budget !== undefined, hostOptions);
+}
+
+/**
+ * A document's policy (lib/policies.js) with the options only code can give; the knobs
+ * are the document's, so passing one is a TypeError.
+ */
+function normaliseFromPolicy(handle, hasBudget, options) {
+  if (options === undefined || options === null) options = {};
+  if (typeof options !== 'object') throw new TypeError(`Retrier.fromPolicy options must be an object, got ${typeName(options)}`);
+  for (const key of Object.keys(options)) {
+    if (!HOST_ONLY.includes(key)) {
+      throw new TypeError(`Retrier.fromPolicy: unknown option '${key}' (it takes ${HOST_ONLY.join(', ')}; the knobs come from the policy)`);
+    }
+  }
+  return finish(handle, hasBudget, hostParts(options));
+}
+
+/** The options that exist in Node alone, checked. */
+function hostParts(options) {
+  const given = (key) => options[key] !== undefined;
   for (const key of FUNCTIONS) {
     if (given(key) && typeof options[key] !== 'function') throw new TypeError(`${key} must be a function, got ${typeName(options[key])}`);
   }
@@ -105,13 +133,13 @@ function normalise(options) {
     if (!(t > 0 && t <= MAX_TIMEOUT_MS)) throw new RangeError(`attemptTimeoutMs must be > 0 and <= ${MAX_TIMEOUT_MS}, got ${t}`);
     attemptTimeoutMs = t;
   }
+  return { options, attemptTimeoutMs };
+}
 
-  let handle;
-  try {
-    handle = native.NativePolicy.create(policy, budget);
-  } catch (err) {
-    rethrowProblem(err);
-  }
+/** The fixed shape calls read: a native policy and the host parts. */
+function finish(handle, hasBudget, host) {
+  const budget = hasBudget ? true : undefined;
+  const { options, attemptTimeoutMs } = host;
   const onEvent = listenerOf(options.onEvent);
   return Object.freeze({
     policy: handle,
@@ -148,4 +176,4 @@ function seedOf(seed) {
   throw new TypeError(`seed must be a number or a bigint, got ${typeName(seed)}`);
 }
 
-module.exports = { normalise, typeName, KNOBS, HOST_ONLY };
+module.exports = { normalise, normaliseFromPolicy, typeName, KNOBS, HOST_ONLY };

@@ -4,7 +4,8 @@
 // told); anything else is handed to the call loop (./call.js).
 const native = require('./native');
 const { now, startTime } = require('./clock');
-const { normalise, typeName } = require('./options');
+const { normalise, normaliseFromPolicy, typeName } = require('./options');
+const { policyParts } = require('./policies');
 const { AttemptContext } = require('./attempt');
 const { reportListenerError } = require('./events');
 const { CallRun, isThenable } = require('./call');
@@ -18,17 +19,40 @@ function isAbortSignal(s) {
 const DERIVED = Symbol('retryrs.derived');
 let derive;
 
+// Options already normalised (by fromPolicy): the constructor takes them as they are.
+class Prebuilt {
+  constructor(o) {
+    this.o = o;
+  }
+}
+
 class Retrier {
   #o;
 
   /** @param {object} [options] see index.d.ts */
   constructor(options) {
+    if (options instanceof Prebuilt) {
+      this.#o = options.o;
+      return;
+    }
     const derived = options !== null && typeof options === 'object' ? options[DERIVED] : undefined;
     this.#o = derived !== undefined ? derived : normalise(options);
   }
 
   static {
     derive = (retrier, hooks) => new Retrier({ [DERIVED]: Object.freeze({ ...retrier.#o, ...hooks }) });
+  }
+
+  /**
+   * A retrier running a policy from a document (loadPolicies), with the options only
+   * code can give: shouldRetry, retryAfterMs, onEvent, attemptTimeoutMs.
+   * @param {import('./policies').Policy} policy
+   * @param {object} [options]
+   */
+  static fromPolicy(policy, options) {
+    const parts = policyParts(policy);
+    if (parts === undefined) throw new TypeError(`Retrier.fromPolicy(policy): policy must come from loadPolicies, got ${typeName(policy)}`);
+    return new Retrier(new Prebuilt(normaliseFromPolicy(parts.handle, parts.hasBudget, options)));
   }
 
   /** The retrier's name, as events and errors carry it. */

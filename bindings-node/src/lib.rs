@@ -16,6 +16,7 @@
 
 mod budget;
 mod call;
+mod document;
 mod guard;
 mod http;
 mod messages;

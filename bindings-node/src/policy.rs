@@ -113,8 +113,29 @@ impl Drop for NativePolicy {
     }
 }
 
+impl NativePolicy {
+    /// A policy already validated (a document's), registered for calls to name.
+    pub(crate) fn from_policy(inner: Arc<Policy>) -> napi::Result<Self> {
+        let id = register(&inner)?;
+        Ok(NativePolicy { inner, id })
+    }
+}
+
 #[napi]
 impl NativePolicy {
+    /// The numeric knob `name` (contract spelling) in the core's units (ms for
+    /// durations), or null when it is off.
+    #[napi]
+    pub fn number(&self, name: String) -> napi::Result<Option<f64>> {
+        guarded(|| Ok(self.inner.number(&name)))
+    }
+
+    /// The jitter seed, if set.
+    #[napi(getter)]
+    pub fn seed(&self) -> napi::Result<Option<BigInt>> {
+        guarded(|| Ok(self.inner.seed().map(BigInt::from)))
+    }
+
     /// Validates the options with the engine; a bad one throws (code `InvalidArg`) naming
     /// the option in its Node spelling.
     #[napi(factory)]

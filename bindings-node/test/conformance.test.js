@@ -8,7 +8,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { Retrier, RetryBudget, RetryExhaustedError, parseRetryAfter, isRetryableStatus, classifyHttp, testing } = require('..');
+const { Retrier, RetryExhaustedError, PolicyDocumentError, loadPolicies, parseRetryAfter, isRetryableStatus, classifyHttp, testing } = require('..');
 
 const repo = path.resolve(__dirname, '..', '..');
 const vectorDir = process.env.RETRYRS_VECTORS || path.join(repo, 'tests', 'conformance');
@@ -16,21 +16,16 @@ const outDir = process.env.RETRYRS_CONFORMANCE_DIR || path.join(repo, 'build', '
 
 const { KNOBS } = require('../lib/options');
 
-// The key maps come from the core's knob table: a vector spells a duration `_ms`
-// (the core's unit), Node spells it camelCase with `Ms`.
-const vectorKey = (k) => (k.unit === 'duration' ? `${k.name}_ms` : k.name);
-const OPTION = Object.fromEntries(KNOBS.filter((k) => k.name !== 'budget').map((k) => [vectorKey(k), k.option]));
-const KNOB = Object.fromEntries(KNOBS.map((k) => [k.name, k.option]));
+// A vector's policy is in the policy-document format (docs/policies.md), keyed by the
+// core's knob table, and is loaded through loadPolicies, as a service loads its file:
+// the policy "retry" (the contract's default name) with the vector's budgets.
+const POLICY_KEYS = new Set(KNOBS.map((k) => k.name));
 
-function optionsOf(policy, budget) {
-  const options = {};
-  for (const [key, value] of Object.entries(policy)) {
-    if (key === 'budget') continue;
-    if (!(key in OPTION)) throw new Error(`vector policy has an unknown key ${key}`);
-    options[OPTION[key]] = value;
+function policyOf(v) {
+  for (const key of Object.keys(v.policy || {})) {
+    if (!POLICY_KEYS.has(key)) throw new Error(`vector policy has an unknown key ${key}`);
   }
-  if (budget) options.budget = budget;
-  return options;
+  return loadPolicies({ policies: { retry: v.policy || {} }, budgets: v.budgets || {} }).get('retry');
 }
 
 function loadVectors() {
@@ -108,7 +103,8 @@ async function runCall(retrier, script) {
 }
 
 async function checkCallVector(v) {
-  const budget = v.policy.budget ? new RetryBudget(v.policy.budget.max_tokens, v.policy.budget.token_ratio) : undefined;
+  const policy = policyOf(v);
+  const budget = policy.budget ?? undefined;
   // One retrier per vector; its listener is routed to the current call's watcher.
   const holder = { listener: () => {}, script: [] };
   // The result predicate rejects the value of attempt n exactly when the script says
@@ -116,7 +112,7 @@ async function checkCallVector(v) {
   const predicate = needsResultPredicate(v)
     ? { shouldRetryResult: (value) => holder.script[(typeof value === 'number' ? value : value.n) - 1]?.result === 'rejected_value' }
     : {};
-  holder.retrier = new Retrier({ ...optionsOf(v.policy, budget), ...predicate, onEvent: (ev) => holder.listener(ev) });
+  holder.retrier = Retrier.fromPolicy(policy, { ...predicate, onEvent: (ev) => holder.listener(ev) });
   for (const [i, call] of v.calls.entries()) {
     const where = `call ${i + 1}`;
     const got = await runCall(holder, call.attempts);
@@ -167,17 +163,17 @@ async function checkCallVector(v) {
 }
 
 function checkValidationVector(v) {
-  const knob = KNOB[v.expect_error.knob];
-  assert.ok(knob, `no Node spelling known for knob ${v.expect_error.knob}`);
+  const where = `policies.retry.${v.expect_error.knob}`;
   let caught;
   try {
-    new Retrier(optionsOf(v.policy));
+    policyOf(v);
   } catch (e) {
     caught = e;
   }
-  assert.ok(caught, 'building the retrier must fail');
-  assert.ok(caught instanceof RangeError || caught instanceof TypeError, `a RangeError or TypeError, got ${caught}`);
-  assert.ok(caught.message.startsWith(knob), `the message names ${knob}: ${caught.message}`);
+  assert.ok(caught, 'loading the policy must fail');
+  assert.ok(caught instanceof PolicyDocumentError, `a PolicyDocumentError, got ${caught}`);
+  assert.equal(caught.path, where, `the error is about ${where}: ${caught.message}`);
+  assert.ok(caught.message.includes(v.expect_error.knob), caught.message);
 }
 
 function checkRetryAfterVector(v) {

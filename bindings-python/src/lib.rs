@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 
 mod budget;
 mod convert;
+mod document;
 mod errors;
 mod event;
 mod host_policy;
@@ -32,6 +33,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<wrapped::RetryingFunction>()?;
     m.add_class::<testing::VirtualTime>()?;
     m.add_function(wrap_pyfunction!(options::_knobs, m)?)?;
+    m.add_class::<document::PyPolicy>()?;
+    m.add_function(wrap_pyfunction!(document::_load_policies, m)?)?;
     m.add_function(wrap_pyfunction!(http::parse_retry_after, m)?)?;
     m.add_function(wrap_pyfunction!(http::is_retryable_status, m)?)?;
     m.add_function(wrap_pyfunction!(http::classify_http, m)?)?;

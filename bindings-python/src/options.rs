@@ -93,7 +93,36 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Ho
         builder = builder.budget(Some(b.get().inner.clone()));
     }
     let policy = build(builder, options)?;
+    host_parts(py, Arc::new(policy), budget, options)
+}
 
+/// `Retrier.from_policy(policy, retry_on=..., ...)`: a document's policy with the parts only
+/// code can give. The knobs are the document's; passing one here is a TypeError.
+pub fn from_policy(py: Python<'_>, policy: &crate::document::PyPolicy, options: Option<&Bound<'_, PyDict>>) -> PyResult<HostPolicy> {
+    if let Some(options) = options {
+        for key in options.keys() {
+            let key: String = key.extract()?;
+            if !HOST_ONLY.contains(&key.as_str()) {
+                return Err(PyTypeError::new_err(format!(
+                    "Retrier.from_policy() got an unexpected keyword argument '{key}' (it takes {}; the knobs come from the policy)",
+                    HOST_ONLY.join(", ")
+                )));
+            }
+        }
+    }
+    let budget = policy.budget.as_ref().map(|b| b.clone_ref(py));
+    host_parts(py, policy.policy.clone(), budget, options)
+}
+
+/// The Python-only options (HOST_ONLY) around a validated engine policy.
+fn host_parts(
+    py: Python<'_>,
+    policy: Arc<Policy>,
+    budget: Option<Py<PyRetryBudget>>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<HostPolicy> {
+    let get = |key: &str| -> Option<Bound<'_, PyAny>> { options.and_then(|o| o.get_item(key).ok().flatten()) };
+    let some = |key: &str| get(key).filter(|v| !v.is_none());
     let retry_on = match some("retry_on") {
         None => RetryOn::Classes(py.get_type::<pyo3::exceptions::PyOSError>().into_any().unbind()),
         Some(v) => retry_on(&v)?,
@@ -116,14 +145,7 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Ho
             Some(s)
         }
     };
-    Ok(HostPolicy::new(
-        py,
-        Arc::new(policy),
-        retry_on,
-        Hooks { retry_after, retry_on_result, on_event },
-        budget,
-        attempt_timeout,
-    ))
+    Ok(HostPolicy::new(py, policy, retry_on, Hooks { retry_after, retry_on_result, on_event }, budget, attempt_timeout))
 }
 
 fn build(builder: PolicyBuilder, options: Option<&Bound<'_, PyDict>>) -> PyResult<Policy> {

@@ -167,6 +167,15 @@ impl Retrier {
         Ok(Retrier { host: Arc::new(crate::options::parse(py, options)?), cancel: None })
     }
 
+    /// `Retrier.from_policy(policies["payments"], retry_on=..., on_event=...)`: a retrier
+    /// running a document's policy (see `retryrs.load_policies`), with the parts only code
+    /// can give: retry_on, retry_after, retry_on_result, on_event, attempt_timeout.
+    #[staticmethod]
+    #[pyo3(signature = (policy, /, **options), text_signature = "(policy, /, *, retry_on=None, retry_after=None, retry_on_result=None, on_event=None, attempt_timeout=None)")]
+    fn from_policy(py: Python<'_>, policy: &Bound<'_, crate::document::PyPolicy>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        Ok(Retrier { host: Arc::new(crate::options::from_policy(py, policy.get(), options)?), cancel: None })
+    }
+
     /// Calls `func(*args, **kwargs)`, retrying transient failures; returns its value.
     #[pyo3(signature = (func, /, *args, **kwargs))]
     fn call(

@@ -16,7 +16,7 @@ import os
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import retryrs
-from retryrs import CancelToken, Retrier, RetryBudget, RetryCancelled, RetryExhausted, _native, testing
+from retryrs import CancelToken, Retrier, RetryCancelled, RetryExhausted, _native, testing
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VECTOR_DIR = os.path.join(ROOT, "tests", "conformance")
@@ -67,16 +67,12 @@ def load() -> List[Tuple[str, Dict[str, Any]]]:
     return out
 
 
-def secs(ms: Optional[float]) -> Optional[float]:
-    return None if ms is None else ms / 1000
-
-
-# The vectors' policy keys come from the core's knob table: a duration is spelt `_ms` in
-# a vector and given in seconds to Python; everything else keeps its name.
-KNOBS = {name: unit for name, unit, _, _ in _native._knobs() if unit != "host"}
-POLICY_KEYS = {name + "_ms" if unit == "seconds" else name: name for name, unit in KNOBS.items()}
+# The vectors' policies are in the policy-document format (docs/policies.md), keyed by the
+# core's knob table; they are loaded through retryrs.load_policies, as a service loads
+# its policy file.
+POLICY_KEYS = {name for name, unit, _, _ in _native._knobs() if unit != "host"}
 VECTOR_KEYS = {
-    "vector": {"id", "rule", "policy", "calls", "expect_error", "retry_after", "status", "http"},
+    "vector": {"id", "rule", "policy", "budgets", "calls", "expect_error", "retry_after", "status", "http"},
     "budget": {"max_tokens", "token_ratio"},
     "call": {"attempts", "expect"},
     "attempt": {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait"},
@@ -97,9 +93,9 @@ def unknown_keys(v: Dict[str, Any]) -> List[str]:
         found.extend(f"{where}: unknown key {k!r}" for k in obj if k not in allowed)
 
     check("vector", v, VECTOR_KEYS["vector"])
-    check("policy", v.get("policy", {}), set(POLICY_KEYS))
-    if isinstance(v.get("policy", {}).get("budget"), dict):
-        check("policy.budget", v["policy"]["budget"], VECTOR_KEYS["budget"])
+    check("policy", v.get("policy", {}), POLICY_KEYS)
+    for name, budget in v.get("budgets", {}).items():
+        check(f"budgets.{name}", budget, VECTOR_KEYS["budget"])
     for call in v.get("calls", []):
         check("call", call, VECTOR_KEYS["call"])
         for a in call.get("attempts", []):
@@ -113,19 +109,15 @@ def unknown_keys(v: Dict[str, Any]) -> List[str]:
     return found
 
 
-def build(policy: Dict[str, Any], on_event: Optional[Callable[..., None]] = None) -> Retrier:
-    kw: Dict[str, Any] = {"retry_on": Transient, "retry_on_result": rejects}
-    for key, value in policy.items():
-        name = POLICY_KEYS[key]
-        if name == "budget":
-            continue
-        kw[name] = secs(value) if KNOBS[name] == "seconds" else value  # null -> None: off
-    if policy.get("budget") is not None:
-        b = policy["budget"]
-        kw["budget"] = RetryBudget(max_tokens=b["max_tokens"], token_ratio=b["token_ratio"])
+def build(v: Dict[str, Any], on_event: Optional[Callable[..., None]] = None) -> Retrier:
+    """The vector's policy through the document loader: the policy "retry" (the
+    contract's default name) in a document with the vector's budgets; the host parts
+    (which errors and values are failures, the listener) given in code."""
+    document = {"policies": {"retry": v.get("policy", {})}, "budgets": v.get("budgets", {})}
+    policy = retryrs.load_policies(document)["retry"]
     if on_event is not None:
-        kw["on_event"] = on_event
-    return Retrier(**kw)
+        return Retrier.from_policy(policy, retry_on=Transient, retry_on_result=rejects, on_event=on_event)
+    return Retrier.from_policy(policy, retry_on=Transient, retry_on_result=rejects)
 
 
 def ms(x: Optional[float]) -> Optional[int]:
@@ -263,7 +255,7 @@ def run_vector(v: Dict[str, Any], use_async: bool = False) -> List[str]:
         return unknown
     if "calls" in v:
         holder: Dict[str, Any] = {}
-        r = build(v.get("policy", {}), on_event=lambda e: holder["listener"](e))
+        r = build(v, on_event=lambda e: holder["listener"](e))
         problems: List[str] = []
         for i, call in enumerate(v["calls"]):
             problems += [f"call {i + 1}: {p}" for p in run_call(r, call, holder, use_async)]
@@ -271,9 +263,10 @@ def run_vector(v: Dict[str, Any], use_async: bool = False) -> List[str]:
     if "expect_error" in v:
         knob = v["expect_error"]["knob"]
         try:
-            build(v.get("policy", {}))
-        except (ValueError, TypeError) as e:
-            return [] if knob in str(e) else [f"error {e!r} does not name {knob}"]
+            build(v)
+        except retryrs.PolicyDocumentError as e:
+            where = f"policies.retry.{knob}"
+            return [] if e.path == where and knob in str(e) else [f"error {e!r} is not about {where}"]
         return [f"built without error, expected one naming {knob}"]
     if "retry_after" in v:
         ra = v["retry_after"]

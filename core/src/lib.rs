@@ -25,6 +25,7 @@
 pub mod backoff;
 pub mod budget;
 pub mod cancel;
+pub mod document;
 pub mod clock;
 pub mod engine;
 pub mod event;
@@ -40,6 +41,7 @@ pub mod units;
 pub use budget::{BudgetError, RetryBudget};
 pub use cancel::CancelToken;
 pub use clock::{testing, Clock, SystemClock, VirtualClock};
+pub use document::{DocumentError, LoadOptions, Policies};
 pub use engine::{cancelled_before_start, duration_from_ms, Call, Decision, Resume, StateError, Stop, Verdict};
 pub use event::{CancelledAfter, Event, EventKind, ExhaustReason, GaveUp};
 pub use executor::{Failed, Retrier, RetryError, Run, ValueVerdict, HISTORY};

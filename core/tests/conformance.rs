@@ -4,13 +4,12 @@
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use retryrs::http::{classify, HttpOutcome, HttpRules};
 use retryrs::{
-    is_retryable_status, parse_retry_after_ms, CancelToken, EventKind, Failed, Jitter, Policy, PolicyError, Retrier,
-    RetryBudget, RetryError, Run, Setting, ValueVerdict, Verdict, VirtualClock, HISTORY,
+    is_retryable_status, parse_retry_after_ms, CancelToken, DocumentError, EventKind, Failed, Policies, Policy, Retrier,
+    RetryError, Run, ValueVerdict, Verdict, VirtualClock, HISTORY,
 };
 use serde_json::{json, Value};
 
@@ -46,36 +45,16 @@ fn check_keys(where_: &str, obj: &Value, allowed: &[&str]) -> Result<(), String>
     }
 }
 
-/// The vectors' policy keys: every knob in the table, durations spelt `_ms`.
+/// The vectors' policy keys: every knob in the table, by its name (the document format).
 fn policy_keys() -> Vec<String> {
-    retryrs::KNOBS.iter().map(|k| k.snake_ms()).collect()
+    retryrs::KNOBS.iter().map(|k| k.name.to_string()).collect()
 }
 
-fn build_policy(p: &Value) -> Result<Policy, PolicyError> {
-    let mut b = Policy::builder();
-    // The numeric knobs straight from the table: the vectors hold the core's units.
-    for k in retryrs::knob::numeric() {
-        match p.get(k.snake_ms()) {
-            None => {}
-            Some(Value::Null) => b = b.set(k.name, Setting::Off)?,
-            Some(v) => b = b.set(k.name, Setting::Number(v.as_f64().expect("a number")))?,
-        }
-    }
-    if let Some(j) = p.get("jitter") {
-        b = b.jitter(j.as_str().unwrap().parse::<Jitter>()?);
-    }
-    if let Some(s) = p.get("seed") {
-        b = b.seed(s.as_u64());
-    }
-    if let Some(n) = p.get("name") {
-        b = b.name(n.as_str().unwrap());
-    }
-    if let Some(budget) = p.get("budget") {
-        let budget = RetryBudget::new(budget["max_tokens"].as_f64().unwrap(), budget["token_ratio"].as_f64().unwrap())
-            .expect("vector budgets are valid");
-        b = b.budget(Some(Arc::new(budget)));
-    }
-    b.build()
+/// The vector's policy through the document loader, as every host loads it: the policy is
+/// `retry` (the contract's default name) in a document with the vector's budgets.
+fn build_policy(v: &Value) -> Result<Policy, DocumentError> {
+    let doc = json!({"policies": {"retry": v["policy"]}, "budgets": v.get("budgets").cloned().unwrap_or(json!({}))});
+    Ok(Policies::from_json(&doc.to_string())?.get("retry").expect("the document's one policy").clone())
 }
 
 /// The error a scripted attempt fails with: its attempt number, so order can be checked.
@@ -210,7 +189,7 @@ fn run_call(retrier: &Retrier, script: &[Value]) -> Result<Value, String> {
 }
 
 fn check_call_vector(v: &Value) -> Result<(), String> {
-    let policy = build_policy(&v["policy"]).map_err(|e| format!("policy did not build: {e}"))?;
+    let policy = build_policy(v).map_err(|e| format!("policy did not build: {e}"))?;
     let retrier = Retrier::new(policy);
     for (i, call) in v["calls"].as_array().unwrap().iter().enumerate() {
         let got = run_call(&retrier, call["attempts"].as_array().unwrap())?;
@@ -248,13 +227,13 @@ fn check_vector_keys(v: &Value) -> Result<(), String> {
         .into_iter()
         .find(|b| v.get(b).is_some())
         .unwrap_or("calls");
-    check_keys("vector", v, &["id", "rule", "policy", body])?;
+    check_keys("vector", v, &["id", "rule", "policy", "budgets", body])?;
     if let Some(p) = v.get("policy") {
         let keys = policy_keys();
         check_keys("policy", p, &keys.iter().map(String::as_str).collect::<Vec<_>>())?;
-        if let Some(b) = p.get("budget") {
-            check_keys("policy.budget", b, &["max_tokens", "token_ratio"])?;
-        }
+    }
+    for (name, b) in v.get("budgets").and_then(Value::as_object).into_iter().flatten() {
+        check_keys(&format!("budgets.{name}"), b, &["max_tokens", "token_ratio"])?;
     }
     for call in v.get("calls").and_then(Value::as_array).into_iter().flatten() {
         check_keys("call", call, &["attempts", "expect"])?;
@@ -304,10 +283,10 @@ fn check_vector(v: &Value) -> Result<(), String> {
         check_call_vector(v)
     } else if let Some(expect) = v.get("expect_error") {
         let knob = expect["knob"].as_str().unwrap();
-        match build_policy(&v["policy"]) {
+        match build_policy(v) {
             Ok(_) => Err(format!("policy built; expected an error naming {knob}")),
-            Err(e) if e.knob == knob && e.to_string().contains(knob) => Ok(()),
-            Err(e) => Err(format!("error names {} ({e}); expected {knob}", e.knob)),
+            Err(e) if e.path == format!("policies.retry.{knob}") && e.to_string().contains(knob) => Ok(()),
+            Err(e) => Err(format!("error is about {} ({e}); expected policies.retry.{knob}", e.path)),
         }
     } else if let Some(ra) = v.get("retry_after") {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(ra["now_unix_s"].as_u64().unwrap());

@@ -1,6 +1,7 @@
 /* The rates client of the cross-language demo, in C: fetches a rate over HTTP/1.0 (a
- * plain socket, no libcurl) through retryrs with the default policy, name "rates" and
- * seed 42. Retryable statuses are transient (with the Retry-After header as the hint),
+ * plain socket, no libcurl) through retryrs with the policy "rates" of
+ * examples/policies.json (the file the Python and Node clients read too; another file with
+ * RETRYRS_POLICIES=path). Retryable statuses are transient (with the Retry-After header as the hint),
  * any other non-200 status permanent; connection errors are transient. One line per
  * retry and a success line, from the events:
  *
@@ -207,10 +208,35 @@ static retryrs_status run_event_loop(const retryrs_retrier *retrier, fetch_state
   return status != RETRYRS_OK ? status : step.outcome;
 }
 
+/* The policy `name` of the policy file (RETRYRS_POLICIES, else examples/policies.json,
+ * from the repository root as `make demo` runs it). The document stays loaded: the
+ * config's name points into it. */
+static retryrs_policies *load_policy(const char *name, retryrs_config *config) {
+  const char *file = getenv("RETRYRS_POLICIES") ? getenv("RETRYRS_POLICIES") : "examples/policies.json";
+  static char text[1 << 16];
+  retryrs_policies *policies = NULL;
+  size_t len;
+  FILE *f = fopen(file, "rb");
+  if (!f) {
+    fprintf(stderr, "rates: cannot open %s\n", file);
+    return NULL;
+  }
+  len = fread(text, 1, sizeof text, f);
+  fclose(f);
+  if (retryrs_policies_from_json(text, len, &policies) != RETRYRS_OK ||
+      retryrs_policies_get(policies, name, config) != RETRYRS_OK) {
+    fprintf(stderr, "rates: %s: %s\n", file, retryrs_last_error());
+    retryrs_policies_free(policies);
+    return NULL;
+  }
+  return policies;
+}
+
 int main(int argc, char **argv) {
   static fetch_state st;
   retryrs_config config;
   retryrs_retrier *retrier = NULL;
+  retryrs_policies *policies;
   retryrs_listener listener = {on_event, &st};
   retryrs_status status;
   int event_loop = argc == 3 && strcmp(argv[1], "--event-loop") == 0;
@@ -218,11 +244,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s [--event-loop] http://HOST:PORT/<session>/rates/EURUSD\n", argv[0]);
     return 1;
   }
-  retryrs_config_default(&config);
-  config.name = "rates";
-  config.has_seed = true;
-  config.seed = 42;
-  if (retryrs_retrier_new(&config, &retrier) != RETRYRS_OK) {
+  policies = load_policy("rates", &config);
+  if (!policies) return 1;
+  status = retryrs_retrier_new(&config, &retrier);
+  retryrs_policies_free(policies); /* the retrier copied what it keeps */
+  if (status != RETRYRS_OK) {
     fprintf(stderr, "rates: %s\n", retryrs_last_error());
     return 1;
   }

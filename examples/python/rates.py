@@ -5,12 +5,13 @@ per retry and a success line, from the events.
 
     python rates.py http://127.0.0.1:PORT/<session>/rates/EURUSD
 
-Default policy (5 attempts, 200 ms, x2, 5 s cap, full jitter, 15 s deadline), named
-"rates", seed 42. What is retried (the retryable statuses, connection failures) and the
-Retry-After wait are the core's rules, the same as the Node and C clients'. Exits 0 on
-a 200, 1 otherwise.
+The policy is "rates" from examples/policies.json, the file the Node and C clients read
+too (5 attempts, 200 ms, x2, 5 s cap, full jitter, 15 s deadline, seed 42). What is
+retried (the retryable statuses, connection failures) and the Retry-After wait are the
+core's rules, the same as the Node and C clients'. Exits 0 on a 200, 1 otherwise.
 """
 
+import pathlib
 import sys
 
 import requests
@@ -41,8 +42,9 @@ def main(argv):
         elif e.kind == "success":
             done.append(e)
 
+    policies = retryrs.load_policies(pathlib.Path(__file__).resolve().parent.parent / "policies.json")
     session = requests.Session()
-    session.mount("http://", RetryingAdapter(retryrs.Retrier(name="rates", seed=42, on_event=on_event)))
+    session.mount("http://", RetryingAdapter(retryrs.Retrier.from_policy(policies["rates"], on_event=on_event)))
     try:
         resp = session.get(argv[1], timeout=10)
     except retryrs.RetryExhausted as e:

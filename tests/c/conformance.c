@@ -110,34 +110,15 @@ static retryrs_verdict attempt_fn(void *user_data, uint32_t attempt, double *hin
   return a->result;
 }
 
-static retryrs_status make_retrier(const cv_policy *p, retryrs_budget **budget, retryrs_retrier **out) {
+/* The vector's policy through the document loader; `*doc` owns the budget the retrier
+ * shares (the retrier keeps its own reference), freed by the caller. */
+static retryrs_status make_retrier(const cv_policy *p, retryrs_policies **doc, const retryrs_budget **budget,
+                                   retryrs_retrier **out) {
   retryrs_config c;
-  retryrs_status s = retryrs_config_default(&c);
+  retryrs_status s = retryrs_policies_from_json(p->document, strlen(p->document), doc);
   if (s != RETRYRS_OK) return s;
-  if (p->has_max_attempts) c.max_attempts = (uint64_t)p->max_attempts;
-  if (p->has_initial_delay_ms) c.initial_delay_ms = p->initial_delay_ms;
-  if (p->has_multiplier) c.multiplier = p->multiplier;
-  if (p->has_max_delay_ms) c.max_delay_ms = p->max_delay_ms;
-  if (p->jitter && (s = retryrs_jitter_parse(p->jitter, &c.jitter, &c.jitter_factor)) != RETRYRS_OK) return s;
-  if (p->deadline_off) c.has_deadline = false;
-  if (p->has_deadline_ms) {
-    c.has_deadline = true;
-    c.deadline_ms = p->deadline_ms;
-  }
-  if (p->max_retry_after_off) c.has_max_retry_after = false;
-  if (p->has_max_retry_after_ms) {
-    c.has_max_retry_after = true;
-    c.max_retry_after_ms = p->max_retry_after_ms;
-  }
-  if (p->has_seed) {
-    c.has_seed = true;
-    c.seed = p->seed;
-  }
-  if (p->name) c.name = p->name;
-  if (p->has_budget) {
-    if ((s = retryrs_budget_new(p->max_tokens, p->token_ratio, budget)) != RETRYRS_OK) return s;
-    c.budget = *budget;
-  }
+  if ((s = retryrs_policies_get(*doc, "retry", &c)) != RETRYRS_OK) return s;
+  *budget = c.budget;
   return retryrs_retrier_new(&c, out);
 }
 
@@ -221,13 +202,14 @@ static void check_call(const cv_call *c, run_state *st, retryrs_status status, u
 }
 
 static void run_calls(const cv_vector *v, int blocking) {
-  retryrs_budget *budget = NULL;
+  retryrs_policies *doc = NULL;
+  const retryrs_budget *budget = NULL;
   retryrs_retrier *r = NULL;
   static run_state st; /* large: kept off the stack */
   size_t i;
-  if (make_retrier(&v->policy, &budget, &r) != RETRYRS_OK) {
+  if (make_retrier(&v->policy, &doc, &budget, &r) != RETRYRS_OK) {
     failf("building the retrier: %s", retryrs_last_error());
-    retryrs_budget_free(budget);
+    retryrs_policies_free(doc);
     return;
   }
   for (i = 0; i < v->n_calls && !why[0]; i++) {
@@ -259,25 +241,25 @@ static void run_calls(const cv_vector *v, int blocking) {
     }
   }
   retryrs_retrier_free(r);
-  retryrs_budget_free(budget);
+  retryrs_policies_free(doc);
 }
 
 static void run_error(const cv_vector *v) {
-  retryrs_budget *budget = NULL;
+  retryrs_policies *doc = NULL;
+  const retryrs_budget *budget = NULL;
   retryrs_retrier *r = NULL;
-  retryrs_status s = make_retrier(&v->policy, &budget, &r);
+  retryrs_status s = make_retrier(&v->policy, &doc, &budget, &r);
   const char *msg = retryrs_last_error();
+  char where[200];
+  snprintf(where, sizeof where, "policies.retry.%s", v->knob);
   if (s != RETRYRS_INVALID_ARGUMENT)
-    failf("building the retrier returned %s, expected invalid_argument", retryrs_status_name(s));
-  /* "retryrs_retrier_new: config->max_attempts must be ...": the C function, then the
-   * field (or retryrs_jitter_parse's argument) named by the knob. */
-  else if (strncmp(msg, "retryrs_", 8) != 0 || !strstr(msg, ": ") ||
-           (strncmp(strstr(msg, ": ") + 2, "config->", 8) == 0
-                ? strncmp(strstr(msg, ": ") + 10, v->knob, strlen(v->knob)) != 0
-                : strncmp(strstr(msg, ": ") + 2, v->knob, strlen(v->knob)) != 0))
-    failf("message \"%s\" does not name the C function and then the knob %s", msg, v->knob);
+    failf("loading the policy returned %s, expected invalid_argument", retryrs_status_name(s));
+  /* "retryrs_policies_from_json: policies.retry.max_attempts must be ...": the C function,
+   * then the knob's place in the document (the loader is the core's, as in every host). */
+  else if (strncmp(msg, "retryrs_", 8) != 0 || strstr(msg, where) == NULL)
+    failf("message \"%s\" does not name the C function and then %s", msg, where);
   retryrs_retrier_free(r);
-  retryrs_budget_free(budget);
+  retryrs_policies_free(doc);
 }
 
 static void run_retry_after(const cv_vector *v) {

@@ -8,19 +8,10 @@
 
 #include "retryrs.h"
 
-/* Policy keys as the vector gives them; has_* = present (absent keys keep the defaults). */
+/* The vector's policy as a policy document (docs/policies.md) whose one policy is
+ * "retry": the runner loads it with retryrs_policies_from_json, as a service would. */
 typedef struct {
-  int has_max_attempts, has_initial_delay_ms, has_multiplier, has_max_delay_ms, has_deadline_ms;
-  double max_attempts, initial_delay_ms, multiplier, max_delay_ms, deadline_ms;
-  int deadline_off;
-  int has_max_retry_after_ms, max_retry_after_off;
-  double max_retry_after_ms;
-  const char *jitter; /* NULL: default */
-  int has_seed;
-  unsigned long long seed;
-  const char *name;
-  int has_budget;
-  double max_tokens, token_ratio;
+  const char *document;
 } cv_policy;
 
 typedef struct {

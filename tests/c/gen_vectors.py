@@ -10,8 +10,8 @@ Usage: gen_vectors.py OUT.c FILE.json...
 import json
 import sys
 
-POLICY_KEYS = {"max_attempts", "initial_delay_ms", "multiplier", "max_delay_ms", "jitter",
-               "deadline_ms", "max_retry_after_ms", "seed", "name", "budget"}
+# A vector's policy is in the policy-document format (docs/policies.md); the C runner
+# loads it with retryrs_policies_from_json, which rejects unknown keys itself.
 ATTEMPT_KEYS = {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait"}
 EXPECT_KEYS = {"outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens"}
 EVENT_KEYS = {"kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error", "value"}
@@ -67,33 +67,13 @@ class Out:
         return name
 
 
-def policy_init(where, p):
-    check_keys(where, p, POLICY_KEYS)
-    f = []
-    for key in ("max_attempts", "initial_delay_ms", "multiplier", "max_delay_ms"):
-        if key in p:
-            f.append(f".has_{key} = 1, .{key} = {num(p[key])}")
-    if "jitter" in p:
-        f.append(f".jitter = {c_str(p['jitter'])}")
-    if "deadline_ms" in p:
-        if p["deadline_ms"] is None:
-            f.append(".deadline_off = 1")
-        else:
-            f.append(f".has_deadline_ms = 1, .deadline_ms = {num(p['deadline_ms'])}")
-    if "max_retry_after_ms" in p:
-        if p["max_retry_after_ms"] is None:
-            f.append(".max_retry_after_off = 1")
-        else:
-            f.append(f".has_max_retry_after_ms = 1, .max_retry_after_ms = {num(p['max_retry_after_ms'])}")
-    if "seed" in p:
-        f.append(f".has_seed = 1, .seed = {int(p['seed'])}ULL")
-    if "name" in p:
-        f.append(f".name = {c_str(p['name'])}")
-    if "budget" in p:
-        b = p["budget"]
-        check_keys(where + ".budget", b, {"max_tokens", "token_ratio"})
-        f.append(f".has_budget = 1, .max_tokens = {num(b['max_tokens'])}, .token_ratio = {num(b['token_ratio'])}")
-    return "{" + ", ".join(f) + "}"
+def policy_init(where, v):
+    """The vector's policy as the C runner loads it: a document whose one policy is
+    "retry" (the contract's default name), with the vector's budgets."""
+    for name, b in v.get("budgets", {}).items():
+        check_keys(f"{where}.budgets.{name}", b, {"max_tokens", "token_ratio"})
+    document = {"policies": {"retry": v.get("policy", {})}, "budgets": v.get("budgets", {})}
+    return "{" + f".document = {c_str(json.dumps(document))}" + "}"
 
 
 def call_init(out, where, c):
@@ -141,11 +121,11 @@ def vector_init(out, path, v):
     bodies = [k for k in ("calls", "expect_error", "retry_after", "status", "http") if k in v]
     if len(bodies) != 1:
         fail(where, f"needs exactly one of calls/expect_error/retry_after/status/http, has {bodies}")
-    check_keys(where, v, {"id", "rule", "policy", bodies[0]})
+    check_keys(where, v, {"id", "rule", "policy", "budgets", bodies[0]})
     fields = [f".id = {c_str(v['id'])}", f".file = {c_str(path)}"]
     body = bodies[0]
     if body in ("calls", "expect_error"):
-        fields.append(f".policy = {policy_init(where + '.policy', v.get('policy', {}))}")
+        fields.append(f".policy = {policy_init(where, v)}")
     if body == "calls":
         calls = [call_init(out, f"{where}.calls[{i}]", c) for i, c in enumerate(v["calls"])]
         fields += [".kind = CV_CALLS", f".calls = {out.array('cv_call', calls)}, .n_calls = {len(calls)}"]

@@ -11,6 +11,7 @@ void thread_tests(void);
 void cpp17_tests(void);
 void contract_v2_tests(void);
 void config_v2_tests(void);
+void policies_tests(void);
 
 #ifdef __cplusplus
 }

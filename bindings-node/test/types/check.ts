@@ -127,3 +127,27 @@ retryingFetch({ statuses: ['503'] });
 retryingFetch({ retries: 3 });
 // @ts-expect-error retrier must be a Retrier
 retryingFetch({ retrier: { maxAttempts: 3 } });
+
+// Policy documents: a Map of typed policies, fromPolicy takes only the host's options.
+import { loadPolicies, PolicyDocumentError, type Policy } from 'retryrs';
+const policies: Map<string, Policy> = loadPolicies('policies.json');
+const payments = policies.get('payments');
+if (payments !== undefined) {
+  const attempts: number = payments.maxAttempts;
+  const deadline: number | null = payments.deadlineMs;
+  void attempts;
+  void deadline;
+  Retrier.fromPolicy(payments, { shouldRetry: () => true, onEvent: (e: RetryEvent) => void e });
+  // @ts-expect-error the knobs come from the policy
+  Retrier.fromPolicy(payments, { maxAttempts: 3 });
+}
+try {
+  loadPolicies({ policies: {} });
+} catch (err) {
+  if (err instanceof PolicyDocumentError) {
+    const where: string = err.path;
+    const line: number | null = err.line;
+    void where;
+    void line;
+  }
+}

@@ -19,10 +19,12 @@ from types import ModuleType
 from . import testing
 from ._errors import AttemptTimeout, RetryCancelled, RetryError, RetryExhausted
 from ._logging import log_events
+from ._policies import PolicyDocumentError, load_policies
 from ._native import (
     RETRYABLE_STATUSES,
     CancelToken,
     Event,
+    Policy,
     Retrier,
     RetryBudget,
     RetryingFunction,
@@ -35,6 +37,9 @@ from ._native import (
 __all__ = [
     "Retrier",
     "RetryingFunction",
+    "Policy",
+    "load_policies",
+    "PolicyDocumentError",
     "CancelToken",
     "RetryBudget",
     "Event",

@@ -1,0 +1,110 @@
+'use strict';
+// Policy documents: loadPolicies hands the document to the core's loader (the same one
+// Rust, Python and C use) and returns its policies by name. Nothing here parses or
+// validates a document; see docs/policies.md for the format.
+const native = require('./native');
+const { wrapBudget } = require('./budget');
+
+// The knob table, in Node's spelling: a Policy's getters are derived from it.
+const KNOBS = native.knobs();
+const parts = new WeakMap();
+
+/** Where and what: a document that could not be loaded. */
+class PolicyDocumentError extends Error {
+  constructor(info) {
+    super(info.message);
+    this.name = 'PolicyDocumentError';
+    /** The path in the document (`policies.payments.initialDelay` is `policies.payments.initial_delay`). */
+    this.path = info.path;
+    this.line = info.line ?? null;
+    this.column = info.column ?? null;
+    this.file = info.file ?? null;
+  }
+}
+
+/** A named policy from a document: read-only; it answers its knobs (ms for durations). */
+class Policy {
+  constructor() {
+    throw new TypeError('Policy objects come from loadPolicies()');
+  }
+}
+
+// Where each numeric knob's value sits in a native row.
+const NUMERIC_INDEX = new Map(KNOBS.filter((k) => k.numeric).map((k, i) => [k.name, i]));
+
+function knobValue(row, budget, k) {
+  if (k.numeric) return row.numbers[NUMERIC_INDEX.get(k.name)] ?? null;
+  switch (k.unit) {
+    case 'jitter':
+      return row.jitter;
+    case 'text':
+      return row.name;
+    case 'seed':
+      return row.seed ?? null;
+    case 'budget':
+      return budget;
+    default:
+      return undefined;
+  }
+}
+
+function makePolicy(row, loaded, budget) {
+  // Plain assignments, then freeze: defineProperty per knob cost more than the core's load.
+  const policy = Object.create(Policy.prototype);
+  for (const k of KNOBS) policy[k.option] = knobValue(row, budget, k);
+  // The native policy a Retrier runs is made on first use: loading 10,000 policies
+  // should not register 10,000 native handles nobody asked for.
+  parts.set(policy, { loaded, key: row.key, handle: undefined, hasBudget: budget !== null });
+  return Object.freeze(policy);
+}
+
+/** The native policy behind a Policy ({ handle, hasBudget }), or undefined for anything else. */
+function policyParts(policy) {
+  const p = parts.get(policy);
+  if (p === undefined) return undefined;
+  if (p.handle === undefined) p.handle = p.loaded.policy(p.key);
+  return { handle: p.handle, hasBudget: p.hasBudget };
+}
+
+/**
+ * Loads a policy document: a path, the JSON text itself (a string starting with `{`), or
+ * an object as JSON.parse would give. Returns a Map of name to Policy; throws
+ * PolicyDocumentError.
+ * @param {string | object} source
+ */
+function loadPolicies(source) {
+  let text = null;
+  let file = null;
+  if (typeof source === 'string') {
+    const first = source.trimStart()[0];
+    if (first === '{' || first === '[') text = source;
+    else file = source;
+  } else if (source instanceof URL) {
+    file = require('node:url').fileURLToPath(source);
+  } else if (typeof source === 'object' && source !== null) {
+    // An object is handed over as the JSON it stands for; the core reads it.
+    try {
+      text = JSON.stringify(source);
+    } catch (err) {
+      throw new PolicyDocumentError({ message: `document: not JSON data: ${err.message}`, path: 'document' });
+    }
+  } else {
+    throw new TypeError(`loadPolicies needs a path, a JSON string or an object, got ${source === null ? 'null' : typeof source}`);
+  }
+  const loaded = native.NativePolicies.load(text, file);
+  const error = loaded.error;
+  if (error) throw new PolicyDocumentError(error);
+  const budgets = new Map();
+  const out = new Map();
+  for (const row of loaded.rows()) {
+    let budget = null;
+    if (row.budget !== null && row.budget !== undefined) {
+      if (!budgets.has(row.budget)) budgets.set(row.budget, wrapBudget(loaded.budget(row.budget)));
+      budget = budgets.get(row.budget);
+    }
+    out.set(row.key, makePolicy(row, loaded, budget));
+  }
+  return out;
+}
+
+module.exports = { loadPolicies, Policy, PolicyDocumentError, policyParts };

@@ -1,0 +1,838 @@
+//! Policy documents: retry policies as data, one reviewed JSON file read the same way by
+//! every host (they all call [`Policies::from_json`]; none parses or validates anything).
+//!
+//! ```json
+//! { "policies": { "default": { "deadline": "10s" },
+//!                 "payments": { "max_attempts": 3, "initial_delay": "100ms", "budget": "payments" } },
+//!   "budgets": { "payments": { "max_tokens": 10, "token_ratio": 0.1 } } }
+//! ```
+//!
+//! A policy's keys are the knob table's names ([`crate::knob::KNOBS`]): nothing here
+//! lists them, so a knob added to the table is a document key with no edit. Durations are
+//! strings with a unit (`ms`, `s`, `m`); `null` turns off what can be off; an omitted knob
+//! comes from the `default` policy, then from the built-in default; `name` defaults to the
+//! policy's key. A budget named by several policies is one shared bucket per loaded
+//! document. A gRPC service config (`methodConfig[].retryPolicy`, `retryThrottling`) loads
+//! too, mapped as `docs/policies.md` describes.
+//!
+//! Every error names its path in the document (`policies.payments.initial_delay`) and,
+//! where it has one, its line and column. Hostile input is refused before or while
+//! parsing: a document over [`MAX_DOCUMENT_BYTES`], nesting deeper than serde_json's 128
+//! levels, numbers past `f64`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::budget::RetryBudget;
+use crate::knob::{Setting, Unit, KNOBS};
+use crate::policy::{Given, Jitter, Policy, PolicyBuilder, PolicyError};
+
+/// The largest document accepted, in bytes (16 MiB: a 10,000-policy document is about
+/// 1.5 MiB). Larger input is refused before it is parsed, so a 100 MB string costs nothing.
+pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// gRPC's own cap on `maxAttempts` (A6: "values greater than 5 are treated as 5"),
+/// applied to service configs unless [`LoadOptions::grpc_max_attempts`] says otherwise.
+pub const GRPC_MAX_ATTEMPTS: u32 = 5;
+
+/// The policy every other inherits from.
+pub const DEFAULT_POLICY: &str = "default";
+
+/// The budget a gRPC service config's `retryThrottling` becomes (gRPC throttles per
+/// channel, so every method of the config shares it).
+pub const GRPC_BUDGET: &str = "retryThrottling";
+
+/// How a document is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// The cap on a gRPC `retryPolicy.maxAttempts` (gRPC's clients apply 5).
+    pub grpc_max_attempts: u32,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions { grpc_max_attempts: GRPC_MAX_ATTEMPTS }
+    }
+}
+
+/// A document that could not be loaded: where (its path in the document, and the line and
+/// column when known) and what was wrong. `Display` gives the whole sentence, the same in
+/// every host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocumentError {
+    /// The dotted path of the offending value (`policies.payments.initial_delay`), or
+    /// `document` for the text as a whole.
+    pub path: String,
+    /// What was wrong, starting with the path.
+    pub message: String,
+    /// 1-based line and column of the offending value, when known.
+    pub position: Option<(usize, usize)>,
+    /// The file the document came from, for [`Policies::from_path`].
+    pub file: Option<String>,
+}
+
+impl fmt::Display for DocumentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.file, self.position) {
+            // The compiler convention, so editors and terminals jump to it.
+            (Some(file), Some((line, col))) => write!(f, "{file}:{line}:{col}: {}", self.message),
+            (Some(file), None) => write!(f, "{file}: {}", self.message),
+            (None, Some((line, col))) => write!(f, "{} (line {line}, column {col})", self.message),
+            (None, None) => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for DocumentError {}
+
+/// The policies and budgets of one loaded document, by name.
+#[derive(Debug, Clone, Default)]
+pub struct Policies {
+    policies: BTreeMap<String, Policy>,
+    budgets: BTreeMap<String, Arc<RetryBudget>>,
+}
+
+impl Policies {
+    /// Loads a document from its text.
+    pub fn from_json(text: &str) -> Result<Policies, DocumentError> {
+        Self::from_json_with(text, LoadOptions::default())
+    }
+
+    /// [`Policies::from_json`] with options.
+    pub fn from_json_with(text: &str, options: LoadOptions) -> Result<Policies, DocumentError> {
+        if text.len() > MAX_DOCUMENT_BYTES {
+            return Err(whole(format!(
+                "document: {} bytes is more than the {} a policy document may hold",
+                text.len(),
+                MAX_DOCUMENT_BYTES
+            )));
+        }
+        Loader { text, options }.load()
+    }
+
+    /// Loads a document from a file; errors carry the file's name, line and column.
+    pub fn from_path(path: impl AsRef<Path>) -> Result<Policies, DocumentError> {
+        Self::from_path_with(path, LoadOptions::default())
+    }
+
+    /// [`Policies::from_path`] with options.
+    pub fn from_path_with(path: impl AsRef<Path>, options: LoadOptions) -> Result<Policies, DocumentError> {
+        let path = path.as_ref();
+        let file = path.display().to_string();
+        let with_file = |mut e: DocumentError| {
+            e.file = Some(file.clone());
+            e
+        };
+        let size =
+            std::fs::metadata(path).map_err(|e| with_file(whole(format!("document: cannot read it: {e}"))))?.len();
+        if size > MAX_DOCUMENT_BYTES as u64 {
+            return Err(with_file(whole(format!(
+                "document: {size} bytes is more than the {MAX_DOCUMENT_BYTES} a policy document may hold"
+            ))));
+        }
+        let text =
+            std::fs::read_to_string(path).map_err(|e| with_file(whole(format!("document: cannot read it: {e}"))))?;
+        Self::from_json_with(&text, options).map_err(with_file)
+    }
+
+    /// The policy called `name`.
+    pub fn get(&self, name: &str) -> Option<&Policy> {
+        self.policies.get(name)
+    }
+
+    /// The policy names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.policies.keys().map(String::as_str)
+    }
+
+    /// Every policy with its name, sorted by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Policy)> {
+        self.policies.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// How many policies the document holds.
+    pub fn len(&self) -> usize {
+        self.policies.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.policies.is_empty()
+    }
+
+    /// The budget names, sorted.
+    pub fn budget_names(&self) -> impl Iterator<Item = &str> {
+        self.budgets.keys().map(String::as_str)
+    }
+
+    /// The shared budget called `name` (every policy naming it holds this very bucket).
+    pub fn budget(&self, name: &str) -> Option<&Arc<RetryBudget>> {
+        self.budgets.get(name)
+    }
+}
+
+fn whole(message: String) -> DocumentError {
+    DocumentError { path: "document".into(), message, position: None, file: None }
+}
+
+/// An object's entries in document order; a key written twice is an error (a reviewed
+/// file with two `max_attempts` would otherwise mean whichever came last).
+struct Entries<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Entries<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Entries<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+                let mut out: Vec<(String, &'de RawValue)> = Vec::new();
+                let mut seen = std::collections::HashSet::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if !seen.insert(key.clone()) {
+                        return Err(serde::de::Error::custom(format!("the key {key:?} is written twice")));
+                    }
+                    let value: &'de RawValue = map.next_value()?;
+                    out.push((key, value));
+                }
+                Ok(Entries(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+struct Loader<'a> {
+    text: &'a str,
+    options: LoadOptions,
+}
+
+/// A value as written, with where.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    path_owner: &'a str,
+    raw: &'a RawValue,
+}
+
+impl<'a> Loader<'a> {
+    fn load(&self) -> Result<Policies, DocumentError> {
+        let top = self.object("document", None)?;
+        let is_grpc = top.iter().any(|(k, _)| k == "methodConfig" || k == "retryThrottling");
+        if is_grpc {
+            self.load_grpc(&top)
+        } else {
+            self.load_document(&top)
+        }
+    }
+
+    // ---- errors and positions -------------------------------------------------------
+
+    fn position(&self, raw: &RawValue) -> (usize, usize) {
+        let offset = (raw.get().as_ptr() as usize).saturating_sub(self.text.as_ptr() as usize).min(self.text.len());
+        let before = &self.text.as_bytes()[..offset];
+        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+        let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let column = self.text[line_start..offset].chars().count() + 1;
+        (line, column)
+    }
+
+    fn err(&self, path: &str, raw: Option<&RawValue>, what: impl fmt::Display) -> DocumentError {
+        DocumentError {
+            path: path.to_string(),
+            message: format!("{path}: {what}"),
+            position: raw.map(|r| self.position(r)),
+            file: None,
+        }
+    }
+
+    fn json_err(&self, path: &str, e: serde_json::Error) -> DocumentError {
+        // serde_json appends " at line L column C"; the position goes in its own field.
+        let text = e.to_string();
+        let what = text.rsplit_once(" at line ").map_or(text.as_str(), |(w, _)| w);
+        let what = if e.is_syntax() || e.is_eof() { format!("invalid JSON: {what}") } else { what.to_string() };
+        let position = (e.line() > 0).then(|| (e.line(), e.column()));
+        DocumentError { path: path.to_string(), message: format!("{path}: {what}"), position, file: None }
+    }
+
+    /// The object at `raw` (the whole text when `None`), entries in order.
+    fn object(&self, path: &str, raw: Option<&'a RawValue>) -> Result<Vec<(String, &'a RawValue)>, DocumentError> {
+        let text = raw.map_or(self.text, RawValue::get);
+        if !text.trim_start().starts_with('{') {
+            let shown = match raw {
+                Some(r) => shown(r),
+                None => "a document that is not an object".into(),
+            };
+            return Err(self.err(path, raw, format!("must be an object, got {shown}")));
+        }
+        serde_json::from_str::<Entries<'a>>(text).map(|e| e.0).map_err(|e| {
+            let mut err = self.json_err(path, e);
+            // Positions inside a nested value are relative to it: make them the document's.
+            if let (Some(r), Some((line, col))) = (raw, err.position) {
+                let (l0, c0) = self.position(r);
+                err.position = Some(if line == 1 { (l0, c0 + col - 1) } else { (l0 + line - 1, col) });
+            }
+            err
+        })
+    }
+
+    fn value(&self, path: &str, raw: &RawValue) -> Result<Value, DocumentError> {
+        serde_json::from_str(raw.get()).map_err(|e| {
+            let mut err = self.json_err(path, e);
+            err.position = Some(self.position(raw));
+            err
+        })
+    }
+
+    // ---- the retryrs document -------------------------------------------------------
+
+    fn load_document(&self, top: &[(String, &'a RawValue)]) -> Result<Policies, DocumentError> {
+        let mut policies_raw = None;
+        let mut budgets_raw = None;
+        for (key, raw) in top {
+            match key.as_str() {
+                "policies" => policies_raw = Some(*raw),
+                "budgets" => budgets_raw = Some(*raw),
+                "$schema" => {}
+                other => {
+                    return Err(self.err(other, Some(raw), "unknown key; a policy document holds policies and budgets (or a gRPC service config, methodConfig and retryThrottling)"))
+                }
+            }
+        }
+        let mut budgets = BTreeMap::new();
+        if let Some(raw) = budgets_raw {
+            for (name, b) in self.object("budgets", Some(raw))? {
+                let budget = self.budget(&format!("budgets.{name}"), b)?;
+                budgets.insert(name, Arc::new(budget));
+            }
+        }
+        let Some(policies_raw) = policies_raw else {
+            return Err(self.err("policies", None, "missing; a policy document holds a \"policies\" object"));
+        };
+        let entries = self.object("policies", Some(policies_raw))?;
+        let mut written: Vec<(&str, Vec<(String, &'a RawValue)>)> = Vec::with_capacity(entries.len());
+        for (name, raw) in &entries {
+            written.push((name.as_str(), self.object(&format!("policies.{name}"), Some(raw))?));
+        }
+        let default = written.iter().find(|(n, _)| *n == DEFAULT_POLICY).map(|(_, e)| e.as_slice()).unwrap_or(&[]);
+        let mut policies = BTreeMap::new();
+        for (name, own) in &written {
+            let policy = self.policy(name, own, default, &budgets)?;
+            policies.insert(name.to_string(), policy);
+        }
+        Ok(Policies { policies, budgets })
+    }
+
+    fn budget(&self, path: &str, raw: &'a RawValue) -> Result<RetryBudget, DocumentError> {
+        let mut max = None;
+        let mut ratio = None;
+        for (key, v) in self.object(path, Some(raw))? {
+            let at = format!("{path}.{key}");
+            match key.as_str() {
+                "max_tokens" => max = Some((self.number(&at, v)?, v)),
+                "token_ratio" => ratio = Some((self.number(&at, v)?, v)),
+                _ => return Err(self.err(&at, Some(v), "unknown key; a budget holds max_tokens and token_ratio")),
+            }
+        }
+        let (Some((m, m_raw)), Some((r, r_raw))) = (max, ratio) else {
+            let missing = if max.is_none() { "max_tokens" } else { "token_ratio" };
+            return Err(self.err(
+                path,
+                Some(raw),
+                format!("{missing} is missing; a budget needs max_tokens and token_ratio"),
+            ));
+        };
+        RetryBudget::new(m, r).map_err(|e| {
+            let at = if e.knob == "max_tokens" { m_raw } else { r_raw };
+            self.err(&format!("{path}.{}", e.knob), Some(at), format!("must be {}, got {}", e.requirement, e.value))
+        })
+    }
+
+    fn number(&self, path: &str, raw: &RawValue) -> Result<f64, DocumentError> {
+        match self.value(path, raw)? {
+            Value::Number(n) => Ok(n.as_f64().unwrap_or(f64::NAN)),
+            other => Err(self.err(path, Some(raw), format!("must be a number, got {}", describe(&other)))),
+        }
+    }
+
+    /// One policy: its own knobs, then `default`'s, then the built-in defaults.
+    fn policy(
+        &self,
+        name: &str,
+        own: &[(String, &'a RawValue)],
+        default: &[(String, &'a RawValue)],
+        budgets: &BTreeMap<String, Arc<RetryBudget>>,
+    ) -> Result<Policy, DocumentError> {
+        for (key, raw) in own {
+            if crate::knob::knob(key).is_none() {
+                let known: Vec<&str> = KNOBS.iter().map(|k| k.name).collect();
+                return Err(self.err(
+                    &format!("policies.{name}.{key}"),
+                    Some(raw),
+                    format!("unknown key; a policy's keys are {}", known.join(", ")),
+                ));
+            }
+        }
+        let find =
+            |entries: &[(String, &'a RawValue)], knob: &str| entries.iter().find(|(k, _)| k == knob).map(|(_, v)| *v);
+        let mut builder = PolicyBuilder::new().name(name);
+        let mut origin: BTreeMap<&'static str, At<'_>> = BTreeMap::new();
+        for knob in KNOBS {
+            // The name is the policy's own: inheriting it would give every policy default's.
+            let at = match find(own, knob.name) {
+                Some(raw) => At { path_owner: name, raw },
+                None if knob.name == "name" => continue,
+                None => match find(default, knob.name) {
+                    Some(raw) => At { path_owner: DEFAULT_POLICY, raw },
+                    None => continue,
+                },
+            };
+            origin.insert(knob.name, at);
+            let path = format!("policies.{}.{}", at.path_owner, knob.name);
+            builder = self.knob(builder, knob, &path, at.raw, budgets)?;
+        }
+        builder.build().map_err(|e| {
+            let at = origin.get(e.knob);
+            let path = format!("policies.{}.{}", at.map_or(name, |a| a.path_owner), e.knob);
+            let text = e.render(&|k| if k == e.knob { path.clone() } else { k.to_string() }, &document_value);
+            DocumentError { message: text, position: at.map(|a| self.position(a.raw)), path, file: None }
+        })
+    }
+
+    /// Applies one written knob, converted by its unit in the table.
+    fn knob(
+        &self,
+        builder: PolicyBuilder,
+        knob: &'static crate::knob::Knob,
+        path: &str,
+        raw: &RawValue,
+        budgets: &BTreeMap<String, Arc<RetryBudget>>,
+    ) -> Result<PolicyBuilder, DocumentError> {
+        let value = self.value(path, raw)?;
+        let bad = |what: String| self.err(path, Some(raw), what);
+        if value.is_null() && !knob.can_be_off {
+            let offable: Vec<&str> = KNOBS.iter().filter(|k| k.can_be_off).map(|k| k.name).collect();
+            return Err(bad(format!("cannot be null; null turns off only {}", offable.join(", "))));
+        }
+        let policy_err = |e: PolicyError| {
+            bad(e
+                .render(&|k| k.to_string(), &document_value)
+                .split_once(" must be ")
+                .map_or_else(|| e.to_string(), |(_, rest)| format!("must be {rest}")))
+        };
+        match knob.unit {
+            Unit::Count | Unit::Factor => {
+                let setting = match &value {
+                    Value::Null => Setting::Off,
+                    Value::Number(n) => Setting::Number(n.as_f64().unwrap_or(f64::NAN)),
+                    other => return Err(bad(format!("must be a number, got {}", describe(other)))),
+                };
+                builder.set(knob.name, setting).map_err(policy_err)
+            }
+            Unit::Duration => {
+                let setting = match &value {
+                    Value::Null => Setting::Off,
+                    Value::String(s) => Setting::Number(parse_duration(s).map_err(bad)?),
+                    Value::Number(n) => return Err(bad(no_unit(&n.to_string()))),
+                    other => return Err(bad(format!("must be a duration such as \"100ms\", got {}", describe(other)))),
+                };
+                builder.set(knob.name, setting).map_err(policy_err)
+            }
+            Unit::Jitter => match &value {
+                Value::String(s) => Ok(builder.jitter(s.parse::<Jitter>().map_err(policy_err)?)),
+                other => Err(bad(format!("must be a jitter spelling such as \"full\", got {}", describe(other)))),
+            },
+            Unit::Text => match &value {
+                Value::String(s) => Ok(builder.name(s)),
+                other => Err(bad(format!("must be a string, got {}", describe(other)))),
+            },
+            Unit::Seed => match &value {
+                Value::Null => Ok(builder.seed(None)),
+                Value::Number(n) if n.as_u64().is_some() => Ok(builder.seed(n.as_u64())),
+                other => Err(bad(format!("must be a whole number in [0, 2^64), got {}", describe(other)))),
+            },
+            Unit::Budget => match &value {
+                Value::Null => Ok(builder.budget(None)),
+                Value::String(s) => match budgets.get(s) {
+                    Some(b) => Ok(builder.budget(Some(Arc::clone(b)))),
+                    None => {
+                        let known: Vec<&str> = budgets.keys().map(String::as_str).collect();
+                        let known = if known.is_empty() { "none".to_string() } else { known.join(", ") };
+                        Err(bad(format!("names no budget in budgets (it holds {known})")))
+                    }
+                },
+                other => Err(bad(format!("must name a budget in budgets, got {}", describe(other)))),
+            },
+        }
+    }
+
+    // ---- gRPC service config --------------------------------------------------------
+
+    fn load_grpc(&self, top: &[(String, &'a RawValue)]) -> Result<Policies, DocumentError> {
+        let mut budgets = BTreeMap::new();
+        if let Some((_, raw)) = top.iter().find(|(k, _)| k == "retryThrottling") {
+            let path = "retryThrottling";
+            let mut max = None;
+            let mut ratio = None;
+            for (key, v) in self.object(path, Some(raw))? {
+                let at = format!("{path}.{key}");
+                match key.as_str() {
+                    "maxTokens" => max = Some((self.number(&at, v)?, v)),
+                    "tokenRatio" => ratio = Some((self.number(&at, v)?, v)),
+                    _ => {
+                        return Err(self.err(
+                            &at,
+                            Some(v),
+                            "unknown key; retryThrottling holds maxTokens and tokenRatio",
+                        ))
+                    }
+                }
+            }
+            let (Some((m, m_raw)), Some((r, r_raw))) = (max, ratio) else {
+                let missing = if max.is_none() { "maxTokens" } else { "tokenRatio" };
+                return Err(self.err(path, Some(raw), format!("{missing} is missing")));
+            };
+            // A6: "maxTokens ... must be greater than zero and less than or equal to 1000".
+            if !(m > 0.0 && m <= 1000.0) {
+                return Err(self.err(
+                    "retryThrottling.maxTokens",
+                    Some(m_raw),
+                    format!("must be > 0 and <= 1000, got {m}"),
+                ));
+            }
+            let budget = RetryBudget::new(m, r).map_err(|e| {
+                let (key, at) = if e.knob == "max_tokens" { ("maxTokens", m_raw) } else { ("tokenRatio", r_raw) };
+                self.err(&format!("{path}.{key}"), Some(at), format!("must be {}, got {}", e.requirement, e.value))
+            })?;
+            budgets.insert(GRPC_BUDGET.to_string(), Arc::new(budget));
+        }
+        let mut policies = BTreeMap::new();
+        if let Some((_, raw)) = top.iter().find(|(k, _)| k == "methodConfig") {
+            let configs: Vec<&RawValue> = serde_json::from_str(raw.get())
+                .map_err(|_| self.err("methodConfig", Some(raw), "must be a list of method configs"))?;
+            for (i, config) in configs.iter().enumerate() {
+                let path = format!("methodConfig[{i}]");
+                self.grpc_method(&path, config, budgets.get(GRPC_BUDGET), &mut policies)?;
+            }
+        }
+        Ok(Policies { policies, budgets })
+    }
+
+    fn grpc_method(
+        &self,
+        path: &str,
+        raw: &'a RawValue,
+        budget: Option<&Arc<RetryBudget>>,
+        out: &mut BTreeMap<String, Policy>,
+    ) -> Result<(), DocumentError> {
+        let entries = self.object(path, Some(raw))?;
+        let get = |k: &str| entries.iter().find(|(key, _)| key == k).map(|(_, v)| *v);
+        if let Some(h) = get("hedgingPolicy") {
+            return Err(self.err(
+                &format!("{path}.hedgingPolicy"),
+                Some(h),
+                "is not supported: retryrs retries, it does not hedge",
+            ));
+        }
+        let Some(retry) = get("retryPolicy") else {
+            return Ok(()); // A method config without retries configures nothing retryrs does.
+        };
+        let rp = format!("{path}.retryPolicy");
+        let fields = self.object(&rp, Some(retry))?;
+        let field = |k: &str| -> Result<&RawValue, DocumentError> {
+            fields
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| *v)
+                .ok_or_else(|| self.err(&rp, Some(retry), format!("{k} is missing (gRPC requires it)")))
+        };
+        for (key, v) in &fields {
+            if !matches!(
+                key.as_str(),
+                "maxAttempts" | "initialBackoff" | "maxBackoff" | "backoffMultiplier" | "retryableStatusCodes"
+            ) {
+                return Err(self.err(&format!("{rp}.{key}"), Some(v), "unknown or unsupported retryPolicy field"));
+            }
+        }
+        let at = |k: &str| format!("{rp}.{k}");
+        let attempts_raw = field("maxAttempts")?;
+        let attempts = self.number(&at("maxAttempts"), attempts_raw)?;
+        if !(attempts.fract() == 0.0 && attempts > 1.0) {
+            return Err(self.err(
+                &at("maxAttempts"),
+                Some(attempts_raw),
+                format!("must be a whole number > 1 (gRPC), got {attempts}"),
+            ));
+        }
+        let attempts = attempts.min(f64::from(self.options.grpc_max_attempts.max(1))) as u64;
+        let backoff = |k: &str| -> Result<f64, DocumentError> {
+            let raw = field(k)?;
+            let ms = match self.value(&at(k), raw)? {
+                Value::String(s) => grpc_duration(&s).map_err(|w| self.err(&at(k), Some(raw), w))?,
+                other => {
+                    return Err(self.err(
+                        &at(k),
+                        Some(raw),
+                        format!("must be a duration in seconds such as \"0.1s\", got {}", describe(&other)),
+                    ))
+                }
+            };
+            if ms <= 0.0 {
+                return Err(self.err(&at(k), Some(raw), "must be > 0 (gRPC)"));
+            }
+            Ok(ms)
+        };
+        let initial = backoff("initialBackoff")?;
+        let max = backoff("maxBackoff")?;
+        let mult_raw = field("backoffMultiplier")?;
+        let multiplier = self.number(&at("backoffMultiplier"), mult_raw)?;
+        let codes_raw = field("retryableStatusCodes")?;
+        match self.value(&at("retryableStatusCodes"), codes_raw)? {
+            Value::Array(a) if !a.is_empty() => {}
+            _ => return Err(self.err(&at("retryableStatusCodes"), Some(codes_raw), "must be a non-empty list (gRPC)")),
+        }
+        let deadline = match get("timeout") {
+            None => None, // gRPC calls have no deadline unless one is set.
+            Some(t) => match self.value(&format!("{path}.timeout"), t)? {
+                Value::String(s) => {
+                    Some(grpc_duration(&s).map_err(|w| self.err(&format!("{path}.timeout"), Some(t), w))?)
+                }
+                other => {
+                    return Err(self.err(
+                        &format!("{path}.timeout"),
+                        Some(t),
+                        format!("must be a duration such as \"1.5s\", got {}", describe(&other)),
+                    ))
+                }
+            },
+        };
+        let names = match get("name") {
+            None => vec![DEFAULT_POLICY.to_string()],
+            Some(n) => self.grpc_names(&format!("{path}.name"), n)?,
+        };
+        for name in names {
+            let built = PolicyBuilder::new()
+                .name(&name)
+                .max_attempts(attempts)
+                .initial_delay_ms(initial)
+                .max_delay_ms(max)
+                .multiplier(multiplier)
+                .jitter(Jitter::Proportional(0.2))
+                .deadline_ms(deadline)
+                // gRPC obeys grpc-retry-pushback-ms as given: no cap on a server's wait.
+                .set("max_retry_after", Setting::Off)
+                .map_err(|e| self.err(&rp, Some(retry), e))?
+                .budget(budget.cloned())
+                .build()
+                .map_err(|e| {
+                    let (key, raw) = match e.knob {
+                        "max_delay" => ("maxBackoff", field("maxBackoff").ok()),
+                        "initial_delay" => ("initialBackoff", field("initialBackoff").ok()),
+                        "multiplier" => ("backoffMultiplier", Some(mult_raw)),
+                        "deadline" => ("timeout", get("timeout")),
+                        _ => ("maxAttempts", Some(attempts_raw)),
+                    };
+                    let text = e.render(&|k| k.to_string(), &document_value);
+                    self.err(&at(key), raw, format!("retryrs needs {text}"))
+                })?;
+            out.insert(name, built);
+        }
+        Ok(())
+    }
+
+    fn grpc_names(&self, path: &str, raw: &'a RawValue) -> Result<Vec<String>, DocumentError> {
+        let list: Vec<&RawValue> =
+            serde_json::from_str(raw.get()).map_err(|_| self.err(path, Some(raw), "must be a list of names"))?;
+        let mut out = Vec::new();
+        for (i, n) in list.iter().enumerate() {
+            let p = format!("{path}[{i}]");
+            let mut service = String::new();
+            let mut method = String::new();
+            for (key, v) in self.object(&p, Some(n))? {
+                let text = match self.value(&format!("{p}.{key}"), v)? {
+                    Value::String(s) => s,
+                    other => {
+                        return Err(self.err(
+                            &format!("{p}.{key}"),
+                            Some(v),
+                            format!("must be a string, got {}", describe(&other)),
+                        ))
+                    }
+                };
+                match key.as_str() {
+                    "service" => service = text,
+                    "method" => method = text,
+                    _ => {
+                        return Err(self.err(
+                            &format!("{p}.{key}"),
+                            Some(v),
+                            "unknown key; a name holds service and method",
+                        ))
+                    }
+                }
+            }
+            // gRPC's names: "service/method", "service" for all its methods, {} for all.
+            out.push(match (service.is_empty(), method.is_empty()) {
+                (true, true) => DEFAULT_POLICY.to_string(),
+                (false, true) => service,
+                (false, false) => format!("{service}/{method}"),
+                (true, false) => return Err(self.err(&p, Some(n), "a method needs its service (gRPC)")),
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// A value as the document spells it: durations as `"100ms"`.
+fn document_value(knob: &'static str, v: &Given) -> String {
+    let duration = crate::knob::knob(knob).is_some_and(|k| k.unit == Unit::Duration);
+    match v {
+        Given::Number(n) if duration => format!("\"{n}ms\""),
+        Given::Number(n) => format!("{n}"),
+        Given::Whole(n) => format!("{n}"),
+        Given::Text(t) => format!("{t:?}"),
+    }
+}
+
+/// A short rendering of a written value for a message (long strings are cut).
+fn shown(raw: &RawValue) -> String {
+    let text = raw.get();
+    if text.chars().count() > 40 {
+        format!("{}...", text.chars().take(37).collect::<String>())
+    } else {
+        text.to_string()
+    }
+}
+
+fn describe(v: &Value) -> String {
+    let text = v.to_string();
+    let short =
+        if text.chars().count() > 40 { format!("{}...", text.chars().take(37).collect::<String>()) } else { text };
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(_) => format!("the boolean {short}"),
+        Value::Number(_) => format!("the number {short}"),
+        Value::String(_) => format!("the string {short}"),
+        Value::Array(_) => "a list".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+fn no_unit(number: &str) -> String {
+    let secs = number.parse::<f64>().map(|n| n / 1000.0).unwrap_or(f64::NAN);
+    format!("\"{number}\" has no unit; write \"{number}ms\" or \"{secs}s\"")
+}
+
+/// A retryrs duration: a decimal number and a unit, `ms`, `s` or `m`, in milliseconds.
+pub fn parse_duration(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let scale = match unit {
+        "" => return Err(no_unit(number)),
+        "ms" => 1.0,
+        "s" => 1000.0,
+        "m" => 60_000.0,
+        other => return Err(format!("{text:?}: {other:?} is not a unit; write ms, s or m")),
+    };
+    let valid = !number.is_empty() && number.chars().all(|c| c.is_ascii_digit() || c == '.' || c == '-' || c == '+');
+    let n: f64 = number.parse().ok().filter(|_| valid).ok_or_else(|| {
+        format!("{text:?} is not a duration; write a number and a unit, such as \"100ms\", \"1.5s\" or \"2m\"")
+    })?;
+    // Whole milliseconds stay exact (0.3s is 300 ms, not 299.99999999999994).
+    Ok(crate::units::ms_from_secs(n * scale / 1000.0))
+}
+
+/// A protobuf JSON duration as gRPC's service config writes it: seconds with an `s`.
+fn grpc_duration(text: &str) -> Result<f64, String> {
+    match text.strip_suffix('s') {
+        Some(n) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit() || c == '.') => {
+            n.parse::<f64>().map(crate::units::ms_from_secs).map_err(|_| format!("{text:?} is not a duration"))
+        }
+        _ => Err(format!("{text:?} is not a protobuf duration; gRPC writes seconds such as \"0.1s\"")),
+    }
+}
+
+/// The JSON Schema of a policy document, derived from the knob table
+/// (`docs/policies.schema.json` is this, checked by a test).
+pub fn json_schema() -> Value {
+    use serde_json::json;
+    let mut knobs = serde_json::Map::new();
+    for k in KNOBS {
+        let mut schema = match k.unit {
+            Unit::Count => json!({ "type": "integer", "minimum": 1 }),
+            Unit::Duration => json!({ "type": "string", "pattern": DURATION_PATTERN }),
+            Unit::Factor => json!({ "type": "number", "minimum": 1 }),
+            Unit::Jitter => json!({
+                "type": "string",
+                "pattern": "^\\s*(?i:none|full|equal|decorrelated|proportional\\(\\s*[0-9.]+\\s*\\)|proportional:\\s*[0-9.]+)\\s*$"
+            }),
+            Unit::Text => json!({ "type": "string" }),
+            Unit::Seed => json!({ "type": "integer", "minimum": 0, "maximum": u64::MAX }),
+            Unit::Budget => json!({ "type": "string", "description": "the name of a budget in budgets" }),
+        };
+        if let crate::knob::Rule::Whole { min, max } = k.rule {
+            schema["minimum"] = json!(min);
+            schema["maximum"] = json!(max);
+        }
+        if k.can_be_off {
+            let t = schema["type"].as_str().unwrap_or("string").to_string();
+            schema["type"] = json!([t, "null"]);
+        }
+        let default = match k.default {
+            crate::knob::Default::Number(n) if k.unit == Unit::Duration => json!(format!("{n}ms")),
+            crate::knob::Default::Number(n) if k.unit == Unit::Count => json!(n as u64),
+            crate::knob::Default::Number(n) => json!(n),
+            crate::knob::Default::Text(t) => json!(t),
+            crate::knob::Default::Off => Value::Null,
+        };
+        let doc = if k.can_be_off { format!("{} (null turns it off)", k.doc) } else { k.doc.to_string() };
+        schema["description"] = json!(doc);
+        schema["default"] = default;
+        knobs.insert(k.name.to_string(), schema);
+    }
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://example.invalid/retryrs/policies.schema.json",
+        "title": "retryrs policy document",
+        "description": "Retry policies by name, read identically by retryrs in Rust, Python, Node and C. Generated from the knob table (core/src/knob.rs); see docs/policies.md.",
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["policies"],
+        "properties": {
+            "$schema": { "type": "string" },
+            "policies": {
+                "type": "object",
+                "description": "Policies by name; \"default\" gives every other policy the knobs it omits.",
+                "additionalProperties": { "$ref": "#/$defs/policy" }
+            },
+            "budgets": {
+                "type": "object",
+                "description": "Retry budgets by name; every policy naming one shares that one bucket.",
+                "additionalProperties": { "$ref": "#/$defs/budget" }
+            }
+        },
+        "$defs": {
+            "policy": { "type": "object", "additionalProperties": false, "properties": knobs },
+            "budget": {
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["max_tokens", "token_ratio"],
+                "properties": {
+                    "max_tokens": { "type": "number", "exclusiveMinimum": 0, "maximum": 1e12, "description": "the bucket's size; it starts full" },
+                    "token_ratio": { "type": "number", "exclusiveMinimum": 0, "description": "tokens a success adds back (<= max_tokens)" }
+                }
+            }
+        }
+    })
+}
+
+/// What a duration string looks like (the schema's pattern; the loader says why not).
+const DURATION_PATTERN: &str = "^[0-9]+(\\.[0-9]+)?(ms|s|m)$";

@@ -1,0 +1,263 @@
+//! Policy documents in Rust: the shared document and its expected behaviour (which every
+//! host checks too, from tests/policies/), every error case with its path and position,
+//! hostile input, gRPC's service config, and the JSON Schema against the knob table.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use retryrs::document::{json_schema, LoadOptions, MAX_DOCUMENT_BYTES};
+use retryrs::{Call, Decision, Jitter, Policies, Policy, Verdict};
+use serde_json::Value;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/policies").join(name)
+}
+
+fn read(name: &str) -> String {
+    std::fs::read_to_string(data(name)).unwrap()
+}
+
+/// The waits a call under `policy` takes when every attempt fails transiently (no time
+/// passes during attempts), until it stops.
+fn waits(policy: &Policy) -> Vec<u64> {
+    let mut call = Call::start(policy, Duration::ZERO);
+    let mut now = Duration::ZERO;
+    let mut out = vec![];
+    loop {
+        match call.record(Verdict::TRANSIENT, now, &mut |_| {}).unwrap() {
+            Decision::Retry(d) => {
+                out.push(d.as_millis() as u64);
+                now += d;
+                call.after_wait(now, &mut |_| {}).unwrap();
+            }
+            Decision::Stop(_) => return out,
+        }
+    }
+}
+
+#[test]
+fn the_shared_document_gives_the_expected_policies() {
+    let policies = Policies::from_path(data("shared.json")).unwrap();
+    let expected: Value = serde_json::from_str(&read("expected.json")).unwrap();
+    let names: Vec<&str> = policies.names().collect();
+    assert_eq!(names, ["default", "ledger", "payments", "rates"]);
+    for (name, want) in expected["policies"].as_object().unwrap() {
+        let p = policies.get(name).unwrap();
+        let knobs = &want["knobs"];
+        assert_eq!(u64::from(p.max_attempts()), knobs["max_attempts"].as_u64().unwrap(), "{name}");
+        assert_eq!(p.initial_delay().as_millis() as f64, knobs["initial_delay_ms"].as_f64().unwrap(), "{name}");
+        assert_eq!(p.multiplier(), knobs["multiplier"].as_f64().unwrap(), "{name}");
+        assert_eq!(p.max_delay().as_millis() as f64, knobs["max_delay_ms"].as_f64().unwrap(), "{name}");
+        assert_eq!(p.deadline().map(|d| d.as_millis() as f64), knobs["deadline_ms"].as_f64(), "{name}");
+        assert_eq!(p.max_retry_after().map(|d| d.as_millis() as f64), knobs["max_retry_after_ms"].as_f64(), "{name}");
+        assert_eq!(p.jitter().spelling(), knobs["jitter"].as_str().unwrap(), "{name}");
+        assert_eq!(p.name(), knobs["name"].as_str().unwrap(), "{name}");
+        assert_eq!(p.seed(), knobs["seed"].as_u64(), "{name}");
+        assert_eq!(p.budget().is_some(), !knobs["budget"].is_null(), "{name}");
+    }
+    // The delays: a fresh load for each, so the shared budget starts full.
+    for (name, want) in expected["policies"].as_object().unwrap() {
+        let fresh = Policies::from_path(data("shared.json")).unwrap();
+        let got = waits(fresh.get(name).unwrap());
+        let want: Vec<u64> = want["waits_ms"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        assert_eq!(got, want, "{name}");
+    }
+}
+
+#[test]
+fn a_budget_named_twice_is_one_bucket() {
+    let policies = Policies::from_path(data("shared.json")).unwrap();
+    let shared = policies.budget("shared").unwrap();
+    assert!(std::sync::Arc::ptr_eq(shared, policies.get("payments").unwrap().budget().unwrap()));
+    assert!(std::sync::Arc::ptr_eq(shared, policies.get("rates").unwrap().budget().unwrap()));
+    // payments spends the bucket (4 tokens, retries while > 2): rates then gets no retry.
+    let expected: Value = serde_json::from_str(&read("expected.json")).unwrap();
+    let after = expected["budget_after_payments"]["rates_waits_ms"].as_array().unwrap();
+    waits(policies.get("payments").unwrap());
+    assert_eq!(waits(policies.get("rates").unwrap()).len(), after.len());
+    // Another load is another bucket.
+    let other = Policies::from_path(data("shared.json")).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(shared, other.budget("shared").unwrap()));
+}
+
+#[test]
+fn every_error_names_its_path_and_position() {
+    let cases: Value = serde_json::from_str(&read("errors.json")).unwrap();
+    for case in cases["cases"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let err = Policies::from_json(case["document"].as_str().unwrap()).unwrap_err();
+        assert_eq!(err.path, case["path"].as_str().unwrap(), "{name}: {err}");
+        let text = err.to_string();
+        assert!(text.contains(case["path"].as_str().unwrap()), "{name}: {text}");
+        assert!(text.contains(case["fragment"].as_str().unwrap()), "{name}: {text}");
+        let want =
+            case["position"].as_array().map(|p| (p[0].as_u64().unwrap() as usize, p[1].as_u64().unwrap() as usize));
+        assert_eq!(err.position, want, "{name}: {text}");
+    }
+}
+
+#[test]
+fn the_issue_s_message_word_for_word() {
+    let err = Policies::from_json(r#"{"policies": {"payments": {"initial_delay": "100"}}}"#).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        r#"policies.payments.initial_delay: "100" has no unit; write "100ms" or "0.1s" (line 1, column 45)"#
+    );
+}
+
+#[test]
+fn a_file_s_errors_carry_its_name_line_and_column() {
+    let dir = std::env::temp_dir().join(format!("retryrs-doc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("policies.json");
+    std::fs::write(&file, "{\n  \"policies\": {\n    \"payments\": { \"deadline\": \"5 s\" }\n  }\n}\n").unwrap();
+    let err = Policies::from_path(&file).unwrap_err();
+    let text = err.to_string();
+    assert!(text.starts_with(&format!("{}:3:31: policies.payments.deadline:", file.display())), "{text}");
+    let missing = Policies::from_path(dir.join("absent.json")).unwrap_err().to_string();
+    assert!(missing.contains("absent.json") && missing.contains("cannot read it"), "{missing}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn durations_inheritance_and_null() {
+    let p = Policies::from_json(
+        r#"{"policies": {
+            "default": {"max_attempts": 2, "deadline": null, "jitter": "none", "name": "ignored"},
+            "a": {"initial_delay": "1.5s", "max_delay": "2m"},
+            "b": {"max_attempts": 3, "deadline": "250ms", "initial_delay": "0.3s"}}}"#,
+    )
+    .unwrap();
+    let a = p.get("a").unwrap();
+    assert_eq!(a.max_attempts(), 2);
+    assert_eq!(a.initial_delay(), Duration::from_millis(1500));
+    assert_eq!(a.max_delay(), Duration::from_secs(120));
+    assert_eq!(a.deadline(), None);
+    assert_eq!(a.jitter(), Jitter::None);
+    assert_eq!(a.name(), "a", "the name is the policy's own, not default's");
+    let b = p.get("b").unwrap();
+    assert_eq!(b.max_attempts(), 3);
+    assert_eq!(b.initial_delay(), Duration::from_millis(300));
+    assert_eq!(b.deadline(), Some(Duration::from_millis(250)));
+    // What default omits is the built-in default.
+    assert_eq!(b.multiplier(), Policy::default().multiplier());
+    assert_eq!(b.max_delay(), Policy::default().max_delay());
+    // A document without a default policy is fine.
+    let only = Policies::from_json(r#"{"policies": {"x": {}}}"#).unwrap();
+    assert_eq!(only.get("x").unwrap().max_attempts(), Policy::default().max_attempts());
+}
+
+#[test]
+fn hostile_input_is_a_clear_error() {
+    // 100 MB in one string: refused by size before any parsing.
+    let huge = format!(r#"{{"policies": {{"p": {{"name": "{}"}}}}}}"#, "x".repeat(100 * 1024 * 1024));
+    let err = Policies::from_json(&huge).unwrap_err();
+    assert_eq!(err.path, "document");
+    assert!(err.to_string().contains(&format!("more than the {MAX_DOCUMENT_BYTES}")), "{err}");
+    // Deep nesting at the top and inside a policy: serde_json's recursion limit.
+    let deep = "[".repeat(100_000) + &"]".repeat(100_000);
+    let err = Policies::from_json(&deep).unwrap_err();
+    assert!(err.to_string().contains("must be an object"), "{err}");
+    let deep =
+        format!(r#"{{"policies": {{"p": {{"seed": {}}}}}}}"#, "{\"a\":".repeat(10_000) + "1" + &"}".repeat(10_000));
+    let err = Policies::from_json(&deep).unwrap_err();
+    assert!(err.to_string().contains("recursion limit exceeded"), "{err}");
+    // Numbers past f64, and a duration past the knob's range.
+    let err = Policies::from_json(r#"{"policies": {"p": {"deadline": "1e400s"}}}"#).unwrap_err();
+    assert!(err.to_string().contains("policies.p.deadline"), "{err}");
+    let err = Policies::from_json(r#"{"policies": {"p": {"deadline": "99999999999999999999m"}}}"#).unwrap_err();
+    assert!(err.to_string().contains("policies.p.deadline must be finite and >= 0"), "{err}");
+    // Not UTF-8 cannot reach from_json (a &str); from_path says so.
+    let file = std::env::temp_dir().join(format!("retryrs-doc-bin-{}", std::process::id()));
+    std::fs::write(&file, [0xff, 0xfe, 0x00]).unwrap();
+    let err = Policies::from_path(&file).unwrap_err();
+    assert!(err.to_string().contains("cannot read it"), "{err}");
+    std::fs::remove_file(&file).unwrap();
+}
+
+#[test]
+fn grpc_s_example_service_config_behaves_as_grpc_describes() {
+    let policies = Policies::from_path(data("grpc_service_config.json")).unwrap();
+    let echo = policies.get("EchoService").unwrap();
+    // A6's example: 4 attempts, 0.1 s doubling to 1 s, jitter x U(0.8, 1.2), no deadline.
+    assert_eq!(echo.max_attempts(), 4);
+    assert_eq!(echo.initial_delay(), Duration::from_millis(100));
+    assert_eq!(echo.max_delay(), Duration::from_secs(1));
+    assert_eq!(echo.multiplier(), 2.0);
+    assert_eq!(echo.jitter(), Jitter::Proportional(0.2));
+    assert_eq!(echo.deadline(), None);
+    assert_eq!(echo.max_retry_after(), None, "gRPC waits out any pushback");
+    for _ in 0..50 {
+        let fresh = Policies::from_path(data("grpc_service_config.json")).unwrap();
+        let w = waits(fresh.get("EchoService").unwrap());
+        assert_eq!(w.len(), 3, "4 attempts, 3 waits");
+        for (i, ms) in w.iter().enumerate() {
+            let ceiling = (100.0 * 2f64.powi(i as i32)).min(1000.0);
+            // retryrs clamps to max_delay where gRPC (since 2024) does not: see docs/policies.md.
+            assert!((*ms as f64) >= (ceiling * 0.8).floor() && (*ms as f64) <= (ceiling * 1.2).min(1000.0), "{w:?}");
+        }
+    }
+    // maxAttempts 7 is capped at gRPC's 5, unless told otherwise; the timeout is the deadline.
+    let stream = policies.get("EchoService/Stream").unwrap();
+    assert_eq!(stream.max_attempts(), 5);
+    assert_eq!(stream.deadline(), Some(Duration::from_millis(2500)));
+    assert_eq!(stream.multiplier(), 1.5);
+    let uncapped =
+        Policies::from_json_with(&read("grpc_service_config.json"), LoadOptions { grpc_max_attempts: 10 }).unwrap();
+    assert_eq!(uncapped.get("EchoService/Stream").unwrap().max_attempts(), 7);
+    // Throttling: one bucket for the config; 10 tokens, retries only while tokens > 5.
+    let budget = policies.budget("retryThrottling").unwrap();
+    assert!(std::sync::Arc::ptr_eq(budget, echo.budget().unwrap()));
+    assert!(std::sync::Arc::ptr_eq(budget, stream.budget().unwrap()));
+    for _ in 0..5 {
+        budget.record_failure();
+    }
+    assert_eq!(budget.tokens(), 5.0);
+    assert!(!budget.allows_retry(), "gRPC: no retry while tokens <= maxTokens / 2");
+    assert_eq!(waits(echo), Vec::<u64>::new(), "the throttled call makes one attempt");
+    assert_eq!(budget.tokens(), 4.0, "its failure cost a token");
+    for _ in 0..10 {
+        budget.record_success();
+    }
+    assert!(!budget.allows_retry(), "ten successes at 0.1 make 5.0: still <= 5");
+    budget.record_success();
+    assert!(budget.allows_retry(), "5.1 > 5: retries again");
+}
+
+#[test]
+fn ten_thousand_policies_load() {
+    // Correctness at size; the speed is measured by the benchmark (bench/), not here.
+    let mut doc = String::from(
+        r#"{"budgets": {"b": {"max_tokens": 10, "token_ratio": 0.1}}, "policies": {"default": {"deadline": "2s"}"#,
+    );
+    for i in 0..10_000 {
+        doc.push_str(&format!(
+            r#", "svc{i}": {{"max_attempts": {}, "initial_delay": "{}ms", "budget": "b"}}"#,
+            1 + i % 7,
+            i % 500
+        ));
+    }
+    doc.push_str("}}");
+    let p = Policies::from_json(&doc).unwrap();
+    assert_eq!(p.len(), 10_001);
+    assert_eq!(p.get("svc9999").unwrap().initial_delay(), Duration::from_millis(499));
+}
+
+#[test]
+fn the_schema_file_is_the_knob_table_s() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/policies.schema.json");
+    let generated = serde_json::to_string_pretty(&json_schema()).unwrap() + "\n";
+    if std::env::var_os("RETRYRS_WRITE_SCHEMA").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        on_disk == generated,
+        "docs/policies.schema.json is not the knob table's schema: run `make schema` to regenerate it"
+    );
+    // Every knob is a key of the policy object, and the shared document uses only known keys.
+    let schema = json_schema();
+    for k in retryrs::KNOBS {
+        assert!(schema["$defs"]["policy"]["properties"].get(k.name).is_some(), "{}", k.name);
+    }
+}

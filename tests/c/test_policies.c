@@ -1,0 +1,200 @@
+/* Policy documents in C: the shared document gives the policies and waits every host gets
+ * (tests/policies/, generated into C by gen_policies.py), every error case names the same
+ * path, gRPC's example service config, hostile input, NULLs. Runs under valgrind. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "policies_data.h"
+#include "retryrs.h"
+#include "retryrs_testing.h"
+#include "suites.h"
+
+static int contains(const char *haystack, const char *needle) { return strstr(haystack, needle) != NULL; }
+
+static retryrs_verdict always_fails(void *user_data, uint32_t attempt, double *hint_ms) {
+  (void)user_data;
+  (void)attempt;
+  (void)hint_ms;
+  return RETRYRS_TRANSIENT;
+}
+
+typedef struct {
+  size_t n;
+  uint64_t waits[16];
+} waits_log;
+
+static void log_wait(void *user_data, const retryrs_event *event) {
+  waits_log *log = (waits_log *)user_data;
+  if (event->kind == RETRYRS_EVENT_RETRYING && log->n < 16) log->waits[log->n++] = event->delay_ms;
+}
+
+/* The waits of a call under `config` whose every attempt fails, in virtual time. */
+static waits_log waits_of(const retryrs_config *config) {
+  waits_log log;
+  retryrs_retrier *r = NULL;
+  retryrs_listener l = {log_wait, &log};
+  retryrs_outcome out;
+  memset(&log, 0, sizeof log);
+  CHECK_STATUS(retryrs_retrier_new(config, &r), RETRYRS_OK);
+  retryrs_testing_enable();
+  CHECK_STATUS(retryrs_retrier_call(r, always_fails, NULL, &l, NULL, &out), RETRYRS_EXHAUSTED);
+  retryrs_testing_disable();
+  retryrs_retrier_free(r);
+  return log;
+}
+
+static retryrs_policies *load(const char *json) {
+  retryrs_policies *p = NULL;
+  CHECK_STATUS(retryrs_policies_from_json(json, strlen(json), &p), RETRYRS_OK);
+  return p;
+}
+
+static void test_the_shared_document_gives_every_host_s_policies(void) {
+  size_t i, j;
+  for (i = 0; i < POLICY_EXPECTED_COUNT; i++) {
+    const policy_expectation *e = &POLICY_EXPECTED[i];
+    retryrs_policies *p = load(POLICY_DOC_SHARED); /* fresh: the shared budget is full */
+    retryrs_config c;
+    retryrs_jitter jitter;
+    double factor;
+    if (p == NULL) return;
+    CHECK_STATUS(retryrs_policies_get(p, e->key, &c), RETRYRS_OK);
+    CHECK(c.max_attempts == e->max_attempts);
+    CHECK(c.initial_delay_ms == e->initial_delay_ms);
+    CHECK(c.multiplier == e->multiplier);
+    CHECK(c.max_delay_ms == e->max_delay_ms);
+    CHECK_STATUS(retryrs_jitter_parse(e->jitter, &jitter, &factor), RETRYRS_OK);
+    CHECK(c.jitter == jitter && c.jitter_factor == factor);
+    CHECK(c.has_deadline == (e->has_deadline != 0));
+    if (e->has_deadline) CHECK(c.deadline_ms == e->deadline_ms);
+    CHECK(c.has_max_retry_after == (e->has_max_retry_after != 0));
+    if (e->has_max_retry_after) CHECK(c.max_retry_after_ms == e->max_retry_after_ms);
+    CHECK(c.has_seed == (e->has_seed != 0) && (!e->has_seed || c.seed == e->seed));
+    CHECK(strcmp(c.name, e->name) == 0);
+    CHECK((c.budget != NULL) == (e->has_budget != 0));
+    {
+      waits_log log = waits_of(&c);
+      CHECK(log.n == e->waits_len);
+      for (j = 0; j < log.n && j < e->waits_len; j++) CHECK(log.waits[j] == e->waits[j]);
+    }
+    retryrs_policies_free(p);
+  }
+}
+
+static void test_a_budget_named_twice_is_one_bucket_and_outlives_the_document(void) {
+  retryrs_policies *p = load(POLICY_DOC_SHARED);
+  retryrs_config payments, rates;
+  retryrs_retrier *r = NULL;
+  double tokens = 0;
+  waits_log log;
+  if (p == NULL) return;
+  CHECK_STATUS(retryrs_policies_get(p, "payments", &payments), RETRYRS_OK);
+  CHECK_STATUS(retryrs_policies_get(p, "rates", &rates), RETRYRS_OK);
+  CHECK(payments.budget != NULL && payments.budget == rates.budget);
+  CHECK_STATUS(retryrs_retrier_new(&rates, &r), RETRYRS_OK);
+  waits_of(&payments);
+  CHECK_STATUS(retryrs_budget_tokens(payments.budget, &tokens), RETRYRS_OK);
+  CHECK(tokens == POLICY_TOKENS_AFTER_PAYMENTS);
+  log = waits_of(&rates);
+  CHECK(log.n == POLICY_RATES_WAITS_AFTER_PAYMENTS);
+  /* The retrier keeps its budget and name: freeing the document first is fine. */
+  retryrs_policies_free(p);
+  {
+    retryrs_outcome out;
+    retryrs_testing_enable();
+    CHECK_STATUS(retryrs_retrier_call(r, always_fails, NULL, NULL, NULL, &out), RETRYRS_EXHAUSTED);
+    retryrs_testing_disable();
+    CHECK(out.attempts == 1 && out.reason == RETRYRS_REASON_BUDGET);
+  }
+  retryrs_retrier_free(r);
+}
+
+static void test_names_and_lookups(void) {
+  retryrs_policies *p = load(POLICY_DOC_SHARED);
+  retryrs_config c;
+  if (p == NULL) return;
+  CHECK(retryrs_policies_count(p) == 4);
+  CHECK(strcmp(retryrs_policies_name(p, 0), "default") == 0);
+  CHECK(strcmp(retryrs_policies_name(p, 1), "ledger") == 0); /* the key, not its name knob */
+  CHECK(retryrs_policies_name(p, 4) == NULL);
+  CHECK_STATUS(retryrs_policies_get(p, "pay", &c), RETRYRS_INVALID_ARGUMENT);
+  CHECK(contains(retryrs_last_error(), "no policy \"pay\"") && contains(retryrs_last_error(), "payments"));
+  CHECK_STATUS(retryrs_policies_get(p, NULL, &c), RETRYRS_INVALID_ARGUMENT);
+  CHECK_STATUS(retryrs_policies_config(p, "payments", NULL, sizeof c), RETRYRS_INVALID_ARGUMENT);
+  CHECK_STATUS(retryrs_policies_config(p, "payments", &c, 3), RETRYRS_INVALID_ARGUMENT);
+  CHECK(contains(retryrs_last_error(), "retryrs_policies_config: struct_size is 3"));
+  CHECK_STATUS(retryrs_policies_get(p, "payments", &c), RETRYRS_OK);
+  CHECK(c.struct_size == sizeof c);
+  CHECK_STATUS(retryrs_policies_get(NULL, "payments", &c), RETRYRS_INVALID_ARGUMENT);
+  CHECK(retryrs_policies_count(NULL) == 0 && retryrs_policies_name(NULL, 0) == NULL);
+  retryrs_policies_free(p);
+  retryrs_policies_free(NULL);
+}
+
+static void test_every_error_names_its_path(void) {
+  size_t i;
+  for (i = 0; i < POLICY_ERROR_COUNT; i++) {
+    const policy_error_case *e = &POLICY_ERRORS[i];
+    retryrs_policies *p = (retryrs_policies *)&p; /* must be left alone on failure */
+    retryrs_policies *before = p;
+    CHECK_STATUS(retryrs_policies_from_json(e->document, strlen(e->document), &p), RETRYRS_INVALID_ARGUMENT);
+    if (!contains(retryrs_last_error(), e->path) || !contains(retryrs_last_error(), e->fragment)) {
+      fprintf(stderr, "  case %s: %s\n", e->name, retryrs_last_error());
+      CHECK(0);
+    }
+    CHECK(p == before);
+  }
+}
+
+static void test_hostile_input_and_nulls(void) {
+  const size_t huge = 100u * 1024u * 1024u;
+  char *text = (char *)malloc(huge + 64);
+  retryrs_policies *p = NULL;
+  if (text != NULL) {
+    memcpy(text, "{\"policies\": {\"p\": {\"name\": \"", 29);
+    memset(text + 29, 'x', huge);
+    memcpy(text + 29 + huge, "\"}}}", 4);
+    CHECK_STATUS(retryrs_policies_from_json(text, huge + 33, &p), RETRYRS_INVALID_ARGUMENT);
+    CHECK(contains(retryrs_last_error(), "more than the 16777216"));
+    free(text);
+  }
+  CHECK_STATUS(retryrs_policies_from_json("{\"policies\": {}}\xff", 17, &p), RETRYRS_INVALID_ARGUMENT);
+  CHECK(contains(retryrs_last_error(), "not UTF-8"));
+  CHECK_STATUS(retryrs_policies_from_json(NULL, 0, &p), RETRYRS_INVALID_ARGUMENT);
+  CHECK(contains(retryrs_last_error(), "json must not be NULL"));
+  CHECK_STATUS(retryrs_policies_from_json("{}", 2, NULL), RETRYRS_INVALID_ARGUMENT);
+  /* len, not a NUL, ends the text: a document followed by garbage loads. */
+  CHECK_STATUS(retryrs_policies_from_json("{\"policies\": {}}garbage", 16, &p), RETRYRS_OK);
+  CHECK(retryrs_policies_count(p) == 0);
+  retryrs_policies_free(p);
+}
+
+static void test_grpc_s_example_service_config(void) {
+  retryrs_policies *p = load(POLICY_DOC_GRPC_SERVICE_CONFIG);
+  retryrs_config echo, stream;
+  waits_log log;
+  size_t i;
+  if (p == NULL) return;
+  CHECK_STATUS(retryrs_policies_get(p, "EchoService", &echo), RETRYRS_OK);
+  CHECK_STATUS(retryrs_policies_get(p, "EchoService/Stream", &stream), RETRYRS_OK);
+  CHECK(echo.max_attempts == 4 && echo.initial_delay_ms == 100 && echo.max_delay_ms == 1000 && echo.multiplier == 2);
+  CHECK(echo.jitter == RETRYRS_JITTER_PROPORTIONAL && echo.jitter_factor == 0.2 && !echo.has_deadline);
+  CHECK(!echo.has_max_retry_after);
+  CHECK(stream.max_attempts == 5 && stream.has_deadline && stream.deadline_ms == 2500);
+  CHECK(echo.budget != NULL && echo.budget == stream.budget);
+  log = waits_of(&echo);
+  CHECK(log.n == 3);
+  for (i = 0; i < log.n; i++) CHECK(log.waits[i] >= 80 && log.waits[i] <= (uint64_t)(120u << i));
+  retryrs_policies_free(p);
+}
+
+void policies_tests(void) {
+  h_run("policies: the shared document gives every host's policies", test_the_shared_document_gives_every_host_s_policies);
+  h_run("policies: a budget named twice is one bucket", test_a_budget_named_twice_is_one_bucket_and_outlives_the_document);
+  h_run("policies: names and lookups", test_names_and_lookups);
+  h_run("policies: every error names its path", test_every_error_names_its_path);
+  h_run("policies: hostile input and NULLs", test_hostile_input_and_nulls);
+  h_run("policies: gRPC's example service config", test_grpc_s_example_service_config);
+}
