@@ -6,6 +6,7 @@ TEST_TARGETS += lint-rust test-rust
 DEMO_TARGETS += demo-herd
 
 lint-rust:
+	cargo fmt --all --check
 	cargo clippy --workspace --exclude retryrs-fleet --all-targets --locked -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc --locked -p retryrs --no-deps --quiet
 

@@ -149,7 +149,10 @@ pub unsafe extern "C" fn retryrs_call_start(
         arg_mut(out, "out")?;
         let call = Call::start(Arc::clone(shared.retrier.policy()), now(now_ms));
         let state = CallState { shared, call, listener: listener.as_ref().copied() };
-        hand_out(out, retryrs_call { busy: Cell::new(false), free_pending: Cell::new(false), state: UnsafeCell::new(state) });
+        hand_out(
+            out,
+            retryrs_call { busy: Cell::new(false), free_pending: Cell::new(false), state: UnsafeCell::new(state) },
+        );
         Ok(())
     })
 }

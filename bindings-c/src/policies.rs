@@ -57,8 +57,7 @@ pub unsafe extern "C" fn retryrs_policies_from_json(
                     .entry(Arc::as_ptr(b) as usize)
                     .or_insert_with(|| Box::new(retryrs_budget { inner: Arc::clone(b) }));
             }
-            let c_name = CString::new(policy.name())
-                .map_err(|_| fail(format!("policies.{name}.name contains NUL")))?;
+            let c_name = CString::new(policy.name()).map_err(|_| fail(format!("policies.{name}.name contains NUL")))?;
             let key = CString::new(name).map_err(|_| fail(format!("policies.{name:?} contains NUL")))?;
             policies.insert(name.to_string(), (policy.clone(), c_name, key));
         }

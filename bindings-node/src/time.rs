@@ -46,4 +46,3 @@ pub fn virtual_advance(ms: f64) -> napi::Result<bool> {
         Ok(true)
     })
 }
-

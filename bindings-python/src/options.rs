@@ -98,7 +98,11 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Ho
 
 /// `Retrier.from_policy(policy, retry_on=..., ...)`: a document's policy with the parts only
 /// code can give. The knobs are the document's; passing one here is a TypeError.
-pub fn from_policy(py: Python<'_>, policy: &crate::document::PyPolicy, options: Option<&Bound<'_, PyDict>>) -> PyResult<HostPolicy> {
+pub fn from_policy(
+    py: Python<'_>,
+    policy: &crate::document::PyPolicy,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<HostPolicy> {
     if let Some(options) = options {
         for key in options.keys() {
             let key: String = key.extract()?;

@@ -172,7 +172,11 @@ impl Retrier {
     /// can give: retry_on, retry_after, retry_on_result, on_event, attempt_timeout.
     #[staticmethod]
     #[pyo3(signature = (policy, /, **options), text_signature = "(policy, /, *, retry_on=None, retry_after=None, retry_on_result=None, on_event=None, attempt_timeout=None)")]
-    fn from_policy(py: Python<'_>, policy: &Bound<'_, crate::document::PyPolicy>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+    fn from_policy(
+        py: Python<'_>,
+        policy: &Bound<'_, crate::document::PyPolicy>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
         Ok(Retrier { host: Arc::new(crate::options::from_policy(py, policy.get(), options)?), cancel: None })
     }
 

@@ -25,8 +25,8 @@
 pub mod backoff;
 pub mod budget;
 pub mod cancel;
-pub mod document;
 pub mod clock;
+pub mod document;
 pub mod engine;
 pub mod event;
 pub mod executor;
@@ -45,7 +45,9 @@ pub use document::{DocumentError, LoadOptions, Policies};
 pub use engine::{cancelled_before_start, duration_from_ms, Call, Decision, Resume, StateError, Stop, Verdict};
 pub use event::{CancelledAfter, Event, EventKind, ExhaustReason, GaveUp};
 pub use executor::{Failed, Retrier, RetryError, Run, ValueVerdict, HISTORY};
-pub use http::{is_idempotent, is_retryable_status, HttpOutcome, HttpRules, HttpVerdict, IDEMPOTENT_METHODS, RETRYABLE_STATUSES};
+pub use http::{
+    is_idempotent, is_retryable_status, HttpOutcome, HttpRules, HttpVerdict, IDEMPOTENT_METHODS, RETRYABLE_STATUSES,
+};
 pub use knob::{Knob, Setting, Unit, KNOBS};
 pub use policy::{Given, Jitter, Policy, PolicyBuilder, PolicyError};
 pub use redact::redact_url;

@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime};
 
 use retryrs::http::{classify, HttpOutcome, HttpRules};
 use retryrs::{
-    is_retryable_status, parse_retry_after_ms, CancelToken, DocumentError, EventKind, Failed, Policies, Policy, Retrier,
-    RetryError, Run, ValueVerdict, Verdict, VirtualClock, HISTORY,
+    is_retryable_status, parse_retry_after_ms, CancelToken, DocumentError, EventKind, Failed, Policies, Policy,
+    Retrier, RetryError, Run, ValueVerdict, Verdict, VirtualClock, HISTORY,
 };
 use serde_json::{json, Value};
 
