@@ -127,6 +127,32 @@ def http_retrier(retrier: Optional[_native.Retrier]) -> _native.Retrier:
     return retrier._with_classifier(_CLASSES)
 
 
+class RequestAttempts:
+    """One request's attempts, as the helpers count them: from the second attempt on
+    each is a resend (``mark_resend``), and the failure holding the last retryable
+    response lets go of it once a later attempt starts, so only the final response
+    stays reachable (for ``final_response``)."""
+
+    __slots__ = ("made", "_held")
+
+    def __init__(self) -> None:
+        self.made = 0
+        self._held: Optional[RetryableStatus] = None
+
+    def begin(self) -> None:
+        self.made += 1
+        if self.made > 1:
+            mark_resend(self.made)
+        if self._held is not None:
+            self._held._response = None
+            self._held = None
+
+    def hold(self, failure: RetryableStatus) -> RetryableStatus:
+        """Keeps ``failure`` (and its response) until the next attempt; returns it to raise."""
+        self._held = failure
+        return failure
+
+
 def final_response(exc: RetryExhausted) -> Any:
     """Retries ran out: on a status, the last response (as the client would have returned
     it); on a network failure, None (the caller re-raises ``exc``)."""

@@ -4,13 +4,13 @@ request; the core decides which outcomes are transient (``retryrs._http_common.R
 
 from __future__ import annotations
 
-from typing import Iterable, List, Optional
+from typing import Iterable, Optional
 
 import httpx  # missing: retryrs.http names the extra to install
 
 from . import _native
 from ._errors import RetryExhausted
-from ._http_common import RequestFailed, RetryableStatus, Rules, final_response, http_retrier, mark_resend, redact_url
+from ._http_common import RequestFailed, RetryableStatus, Rules, final_response, http_retrier, RequestAttempts, redact_url
 
 # httpx's failures in the core's words: no connection was made, or it broke afterwards.
 _CONNECT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
@@ -66,16 +66,10 @@ class RetryingTransport(_Base, httpx.BaseTransport):
             return inner.handle_request(request)
         method = request.method
         url = redact_url(str(request.url))
-        held: List[Optional[RetryableStatus]] = [None]
-        tries = [0]  # attempts made: from the second on, each is a resend
+        attempts = RequestAttempts()
 
         def attempt() -> httpx.Response:
-            tries[0] += 1
-            if tries[0] > 1:
-                mark_resend(tries[0])
-            if held[0] is not None:
-                held[0]._response = None
-                held[0] = None
+            attempts.begin()
             try:
                 resp = inner.handle_request(request)
             except httpx.TransportError as e:
@@ -89,9 +83,7 @@ class RetryingTransport(_Base, httpx.BaseTransport):
                     resp.read()  # kept on the response; frees the connection for reuse
                 finally:
                     resp.close()
-                failure = RetryableStatus(resp.status_code, method, url, retry_after, resp)
-                held[0] = failure
-                raise failure
+                raise attempts.hold(RetryableStatus(resp.status_code, method, url, retry_after, resp))
             return resp
 
         try:
@@ -130,16 +122,10 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
             return await inner.handle_async_request(request)
         method = request.method
         url = redact_url(str(request.url))
-        held: List[Optional[RetryableStatus]] = [None]
-        tries = [0]  # attempts made: from the second on, each is a resend
+        attempts = RequestAttempts()
 
         async def attempt() -> httpx.Response:
-            tries[0] += 1
-            if tries[0] > 1:
-                mark_resend(tries[0])
-            if held[0] is not None:
-                held[0]._response = None
-                held[0] = None
+            attempts.begin()
             try:
                 resp = await inner.handle_async_request(request)
             except httpx.TransportError as e:
@@ -153,9 +139,7 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
                     await resp.aread()
                 finally:
                     await resp.aclose()
-                failure = RetryableStatus(resp.status_code, method, url, retry_after, resp)
-                held[0] = failure
-                raise failure
+                raise attempts.hold(RetryableStatus(resp.status_code, method, url, retry_after, resp))
             return resp
 
         try:

@@ -4,7 +4,7 @@ transient (``retryrs._http_common.Rules``)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, Mapping, Optional, Tuple, Union
 
 # Missing: retryrs.http names the extra to install.
 import requests
@@ -15,7 +15,7 @@ from urllib3 import exceptions as uex
 
 from . import _native
 from ._errors import RetryExhausted
-from ._http_common import RequestFailed, RetryableStatus, Rules, final_response, http_retrier, mark_resend, redact_url
+from ._http_common import RequestFailed, RetryableStatus, Rules, final_response, http_retrier, RequestAttempts, redact_url
 
 
 def _outcome(exc: BaseException) -> Optional[str]:
@@ -95,20 +95,12 @@ class RetryingAdapter(HTTPAdapter):
         method = (request.method or "GET").upper()
         url = redact_url(request.url or "")
         rules = self._rules
-        held: List[Optional[RetryableStatus]] = [None]  # the failure holding the last response, until the next attempt
-        tries = [0]  # attempts made: from the second on, each is a resend
-        sent = [False]
+        attempts = RequestAttempts()
 
         def attempt() -> requests.Response:
-            tries[0] += 1
-            if tries[0] > 1:
-                mark_resend(tries[0])
-            if held[0] is not None:
-                held[0]._response = None
-                held[0] = None
-            if rewinds and sent[0]:
+            attempts.begin()
+            if rewinds and attempts.made > 1:  # a resend: the body from its start
                 rewind_body(request)
-            sent[0] = True
             try:
                 resp = send(request, **kw)
             except (rex.ConnectionError, rex.Timeout) as e:
@@ -119,9 +111,7 @@ class RetryingAdapter(HTTPAdapter):
             if rules.transient(method, resp.status_code):
                 retry_after = resp.headers.get("Retry-After")
                 _release(resp)
-                failure = RetryableStatus(resp.status_code, method, url, retry_after, resp)
-                held[0] = failure
-                raise failure
+                raise attempts.hold(RetryableStatus(resp.status_code, method, url, retry_after, resp))
             return resp
 
         try:
