@@ -10,8 +10,10 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { Retrier, RetryExhaustedError, PolicyDocumentError, loadPolicies, parseRetryAfter, isRetryableStatus, classifyHttp, testing } = require('..');
 
+const { sharedTests } = require('./helpers');
+
 const repo = path.resolve(__dirname, '..', '..');
-const vectorDir = process.env.RETRYRS_VECTORS || path.join(repo, 'tests', 'conformance');
+const vectorDir = sharedTests('conformance');
 const outDir = process.env.RETRYRS_CONFORMANCE_DIR || path.join(repo, 'build', 'conformance');
 
 const { KNOBS } = require('../lib/options');

@@ -17,11 +17,9 @@ const { Retrier, testing } = require('retryrs');
 const { promListener } = require('retryrs/prometheus');
 const { otelListener, recordResendCount } = require('retryrs/otel');
 
-// The shared scenario sits beside the conformance vectors; the artefact tests run this
-// suite from an installed package, where RETRYRS_VECTORS says where those are.
-const SCENARIO = require(process.env.RETRYRS_VECTORS
-  ? require('node:path').join(process.env.RETRYRS_VECTORS, '..', 'observability', 'scenario.json')
-  : '../../tests/observability/scenario.json');
+const { sharedTests } = require('./helpers');
+
+const SCENARIO = require(path.join(sharedTests('observability'), 'scenario.json'));
 const CHANNEL = SCENARIO.diagnosticsChannel.channel;
 
 function scenarioRetrier(onEvent) {

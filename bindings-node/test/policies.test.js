@@ -9,13 +9,9 @@ const os = require('node:os');
 const path = require('node:path');
 const { Retrier, RetryExhaustedError, RetryBudget, loadPolicies, Policy, PolicyDocumentError, testing } = require('..');
 const { KNOBS } = require('../lib/options');
-const { transient } = require('./helpers');
+const { transient, sharedTests } = require('./helpers');
 
-// The shared data sits beside the conformance vectors; the artefact tests run this suite
-// from an installed package, where RETRYRS_VECTORS says where those are.
-const DATA = process.env.RETRYRS_VECTORS
-  ? path.join(process.env.RETRYRS_VECTORS, '..', 'policies')
-  : path.join(__dirname, '..', '..', 'tests', 'policies');
+const DATA = sharedTests('policies');
 const EXPECTED = JSON.parse(fs.readFileSync(path.join(DATA, 'expected.json'), 'utf8'));
 const ERRORS = JSON.parse(fs.readFileSync(path.join(DATA, 'errors.json'), 'utf8')).cases;
 const SHARED = path.join(DATA, 'shared.json');
