@@ -10,7 +10,7 @@ import httpx  # missing: retryrs.http names the extra to install
 
 from . import _native
 from ._errors import RetryExhausted
-from ._http_common import RequestFailed, RetryableStatus, Rules, final_response, http_retrier, RequestAttempts, redact_url
+from ._http_common import RequestAttempts, RequestFailed, RetryableStatus, Rules, final_response, http_retrier, redact_url
 
 # httpx's failures in the core's words: no connection was made, or it broke afterwards.
 _CONNECT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)

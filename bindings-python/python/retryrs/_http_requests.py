@@ -15,7 +15,7 @@ from urllib3 import exceptions as uex
 
 from . import _native
 from ._errors import RetryExhausted
-from ._http_common import RequestFailed, RetryableStatus, Rules, final_response, http_retrier, RequestAttempts, redact_url
+from ._http_common import RequestAttempts, RequestFailed, RetryableStatus, Rules, final_response, http_retrier, redact_url
 
 
 def _outcome(exc: BaseException) -> Optional[str]:
