@@ -133,25 +133,7 @@ pub unsafe extern "C" fn retryrs_jitter_parse(
 
 /// The C config of the core's default policy: the numbers come from the core.
 pub fn defaults() -> retryrs_config {
-    let p = Policy::default();
-    let (jitter, jitter_factor) = from_jitter(p.jitter());
-    retryrs_config {
-        struct_size: std::mem::size_of::<retryrs_config>(),
-        max_attempts: u64::from(p.max_attempts()),
-        initial_delay_ms: ms_from_duration(p.initial_delay()),
-        multiplier: p.multiplier(),
-        max_delay_ms: ms_from_duration(p.max_delay()),
-        jitter,
-        jitter_factor,
-        has_deadline: p.deadline().is_some(),
-        deadline_ms: p.deadline().map_or(0.0, ms_from_duration),
-        has_seed: p.seed().is_some(),
-        seed: p.seed().unwrap_or(0),
-        name: std::ptr::null(),
-        budget: std::ptr::null(),
-        has_max_retry_after: p.max_retry_after().is_some(),
-        max_retry_after_ms: p.max_retry_after().map_or(0.0, ms_from_duration),
-    }
+    from_policy_parts(&Policy::default(), std::ptr::null(), std::ptr::null())
 }
 
 /// The C config of a validated policy (a document's), with its name and budget as the
