@@ -4,9 +4,13 @@
 //! list, spelling, unit conversion, repr and conformance key map from it instead of
 //! restating them.
 //!
-//! Adding a numeric knob: one entry in [`KNOBS`], its field and arm in
-//! [`PolicyBuilder::set`](crate::PolicyBuilder::set) / `build`, and the engine rule. Hosts
-//! that iterate [`KNOBS`] pick it up with no edit.
+//! Adding a numeric knob: one entry at the end of [`KNOBS`]; its field, its arms in
+//! [`PolicyBuilder::set`](crate::PolicyBuilder::set), `build` and
+//! [`Policy::number`](crate::Policy::number); the engine rule; then `make generate`,
+//! which writes what hosts must hold as source (tools/knobgen: C's `retryrs_config` and
+//! headers, Python's stub and signature, Node's `index.d.ts`, the document schema).
+//! Everything else hosts read from this table at run time: option lists, spellings, unit
+//! conversion, getters, reprs, error wording and the conformance runners' key maps.
 
 use std::fmt;
 
@@ -100,6 +104,8 @@ pub struct Knob {
     pub default: Default,
     /// Whether it can be turned off (Python `None`, Node `null`, C `has_*` false).
     pub can_be_off: bool,
+    /// What turning it off means, for docs and stubs ("" when it cannot be).
+    pub off_means: &'static str,
     /// What a value must be.
     pub rule: Rule,
     /// One line for docs, stubs and reprs.
@@ -141,13 +147,16 @@ impl Knob {
 /// small enough that every later conversion to `u64` milliseconds or `Duration` is exact.
 pub const MAX_MS: f64 = 9.0e15;
 
-/// Every policy knob, in the contract's order.
+/// Every policy knob, in the order knobs were added. A new knob goes at the end: C's
+/// `retryrs_config` (generated from this table) lays its fields out in this order, and
+/// its ABI only ever appends.
 pub const KNOBS: &[Knob] = &[
     Knob {
         name: "max_attempts",
         unit: Unit::Count,
         default: Default::Number(5.0),
         can_be_off: false,
+        off_means: "",
         rule: Rule::Whole { min: 1, max: u32::MAX as u64 },
         doc: "total calls, the first one included (1 disables retrying)",
     },
@@ -156,6 +165,7 @@ pub const KNOBS: &[Knob] = &[
         unit: Unit::Duration,
         default: Default::Number(200.0),
         can_be_off: false,
+        off_means: "",
         rule: Rule::Duration { not_below: None },
         doc: "ceiling of the wait after the first failure",
     },
@@ -164,6 +174,7 @@ pub const KNOBS: &[Knob] = &[
         unit: Unit::Factor,
         default: Default::Number(2.0),
         can_be_off: false,
+        off_means: "",
         rule: Rule::AtLeast { min: 1.0 },
         doc: "growth of the ceiling per failed attempt",
     },
@@ -172,6 +183,7 @@ pub const KNOBS: &[Knob] = &[
         unit: Unit::Duration,
         default: Default::Number(5_000.0),
         can_be_off: false,
+        off_means: "",
         rule: Rule::Duration { not_below: Some("initial_delay") },
         doc: "cap on every backoff delay (hints are not capped)",
     },
@@ -180,6 +192,7 @@ pub const KNOBS: &[Knob] = &[
         unit: Unit::Jitter,
         default: Default::Text("full"),
         can_be_off: false,
+        off_means: "",
         rule: Rule::Jitter,
         doc: "how randomness is mixed into each delay",
     },
@@ -188,40 +201,45 @@ pub const KNOBS: &[Knob] = &[
         unit: Unit::Duration,
         default: Default::Number(15_000.0),
         can_be_off: true,
+        off_means: "no deadline (attempts alone bound the call)",
         rule: Rule::Duration { not_below: None },
         doc: "budget for the whole call, attempts and waits included",
-    },
-    Knob {
-        name: "max_retry_after",
-        unit: Unit::Duration,
-        default: Default::Number(60_000.0),
-        can_be_off: true,
-        rule: Rule::Duration { not_below: None },
-        doc: "the longest server-asked wait accepted; a longer hint ends the call",
-    },
-    Knob {
-        name: "budget",
-        unit: Unit::Budget,
-        default: Default::Off,
-        can_be_off: true,
-        rule: Rule::Any,
-        doc: "a retry budget shared with other retriers",
-    },
-    Knob {
-        name: "name",
-        unit: Unit::Text,
-        default: Default::Text("retry"),
-        can_be_off: false,
-        rule: Rule::Any,
-        doc: "names the retrier in events and errors",
     },
     Knob {
         name: "seed",
         unit: Unit::Seed,
         default: Default::Off,
         can_be_off: true,
+        off_means: "fresh random jitter on every call",
         rule: Rule::Any,
-        doc: "a seed for reproducible jitter",
+        doc: "a seed for reproducible jitter: same seed, same delays, in every host",
+    },
+    Knob {
+        name: "name",
+        unit: Unit::Text,
+        default: Default::Text("retry"),
+        can_be_off: false,
+        off_means: "",
+        rule: Rule::Any,
+        doc: "names the retrier in events and errors",
+    },
+    Knob {
+        name: "budget",
+        unit: Unit::Budget,
+        default: Default::Off,
+        can_be_off: true,
+        off_means: "no budget (retries are not rationed)",
+        rule: Rule::Any,
+        doc: "a retry budget shared with other retriers",
+    },
+    Knob {
+        name: "max_retry_after",
+        unit: Unit::Duration,
+        default: Default::Number(60_000.0),
+        can_be_off: true,
+        off_means: "every Retry-After hint is waited out (the deadline still bounds it)",
+        rule: Rule::Duration { not_below: None },
+        doc: "the longest server-asked wait accepted; a longer hint ends the call at once (exhausted, reason retry_after)",
     },
 ];
 
@@ -241,6 +259,9 @@ pub fn numeric() -> impl Iterator<Item = &'static Knob> {
 pub enum Setting {
     /// A number: count, milliseconds or factor.
     Number(f64),
+    /// A whole number as a host holds it (C's `uint64_t` count), kept exact so that an
+    /// out-of-range value is reported as given.
+    Whole(u64),
     /// Turned off (only for knobs that can be).
     Off,
 }
@@ -269,6 +290,12 @@ mod tests {
     fn names_are_unique_and_not_below_names_a_knob() {
         for (i, k) in KNOBS.iter().enumerate() {
             assert!(KNOBS[i + 1..].iter().all(|o| o.name != k.name), "{} twice", k.name);
+            assert_eq!(
+                k.can_be_off,
+                !k.off_means.is_empty(),
+                "{}: off_means says what off means, iff it can be off",
+                k.name
+            );
             if let Rule::Duration { not_below: Some(other) } = k.rule {
                 assert!(knob(other).is_some(), "{} names unknown {other}", k.name);
             }

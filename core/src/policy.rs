@@ -353,6 +353,9 @@ impl PolicyBuilder {
             Setting::Off if k.can_be_off => None,
             Setting::Off => return Err(PolicyError::new(k.name, k.rule, Given::Text("off".into()))),
             Setting::Number(n) => Some(n),
+            // Exact however large (a C `uint64_t`): `build` names the value as it was given.
+            Setting::Whole(n) if k.name == "max_attempts" => return Ok(self.max_attempts(n)),
+            Setting::Whole(n) => Some(n as f64),
         };
         Ok(match (k.name, number) {
             ("max_attempts", Some(n)) => {
