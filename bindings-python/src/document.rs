@@ -7,11 +7,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
-use retryrs::{Policies, Policy, Unit};
+use pyo3::types::PyDict;
+use retryrs::{Policies, Policy};
 
 use crate::budget::PyRetryBudget;
-use crate::convert::pyfloat;
 
 /// A named policy from a document: the engine's policy and its shared budget. Read-only;
 /// its knobs read as attributes (`policy.max_attempts`, `policy.initial_delay` in seconds).
@@ -21,56 +20,20 @@ pub struct PyPolicy {
     pub budget: Option<Py<PyRetryBudget>>,
 }
 
-impl PyPolicy {
-    /// The knob `name` (a knob table entry) in Python's units; `None` for an unknown name.
-    fn knob(&self, py: Python<'_>, name: &str) -> PyResult<Option<Py<PyAny>>> {
-        let Some(k) = retryrs::knob::knob(name) else { return Ok(None) };
-        let p = &self.policy;
-        let value = match k.unit {
-            Unit::Count => {
-                p.number(k.name).map(|n| (n as u64).into_pyobject(py).map(|v| v.into_any().unbind())).transpose()?
-            }
-            Unit::Duration => {
-                p.number(k.name).map(|ms| (ms / 1000.0).into_pyobject(py).map(|v| v.into_any().unbind())).transpose()?
-            }
-            Unit::Factor => p.number(k.name).map(|n| n.into_pyobject(py).map(|v| v.into_any().unbind())).transpose()?,
-            Unit::Jitter => Some(PyString::new(py, &p.jitter().spelling()).into_any().unbind()),
-            Unit::Text => Some(PyString::new(py, p.name()).into_any().unbind()),
-            Unit::Seed => p.seed().map(|s| s.into_pyobject(py).map(|v| v.into_any().unbind())).transpose()?,
-            Unit::Budget => self.budget.as_ref().map(|b| b.clone_ref(py).into_any()),
-        };
-        Ok(Some(value.unwrap_or_else(|| py.None())))
-    }
-}
-
 #[pymethods]
 impl PyPolicy {
     /// Every knob of the table is an attribute (None when off).
     fn __getattr__(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
-        self.knob(py, name)?.ok_or_else(|| {
-            pyo3::exceptions::PyAttributeError::new_err(format!("'Policy' object has no attribute '{name}'"))
-        })
+        crate::knobs::attribute(py, "Policy", &self.policy, self.budget.as_ref(), name)
     }
 
     fn __dir__(&self) -> Vec<&'static str> {
-        retryrs::KNOBS.iter().map(|k| k.name).collect()
+        crate::knobs::names().collect()
     }
 
     /// `Policy(name='payments', max_attempts=3, initial_delay=0.1, ...)`.
     fn __repr__(&self) -> String {
-        let p = &self.policy;
-        let mut parts = vec![format!("name='{}'", p.name().replace('\\', "\\\\").replace('\'', "\\'"))];
-        for k in retryrs::knob::numeric() {
-            let value = match (p.number(k.name), k.unit) {
-                (None, _) => "None".to_string(),
-                (Some(n), Unit::Count) => format!("{n}"),
-                (Some(ms), Unit::Duration) => pyfloat(ms / 1000.0),
-                (Some(n), _) => pyfloat(n),
-            };
-            parts.push(format!("{}={value}", k.name));
-        }
-        parts.push(format!("jitter='{}'", p.jitter().spelling()));
-        format!("Policy({})", parts.join(", "))
+        format!("Policy({})", crate::knobs::repr_parts(&self.policy).join(", "))
     }
 }
 

@@ -13,6 +13,7 @@ mod errors;
 mod event;
 mod host_policy;
 mod http;
+mod knobs;
 mod listeners;
 mod options;
 mod retrier;

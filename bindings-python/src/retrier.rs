@@ -11,8 +11,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 use retryrs::{cancelled_before_start, testing, Call, Verdict, VirtualClock};
 
-use crate::budget::PyRetryBudget;
-use crate::convert::{pyfloat, secs};
+use crate::convert::pyfloat;
 use crate::errors;
 use crate::host_policy::{Hooks, HostPolicy, RetryOn};
 use crate::state::{now, CallState, Failed};
@@ -158,11 +157,12 @@ fn not_callable(func: &Bound<'_, PyAny>) -> PyErr {
 
 #[pymethods]
 impl Retrier {
-    /// `Retrier(*, retry_on=OSError (None means the default), max_attempts=5, initial_delay=0.2, multiplier=2.0,
-    /// max_delay=5.0, jitter="full", deadline=15.0, max_retry_after=60.0, retry_after=None, on_event=None,
-    /// budget=None, name="retry", seed=None, attempt_timeout=None)`
+    /// `Retrier(*, retry_on=OSError, **knobs and options)`: the knobs are the core's table
+    /// (in seconds), the signature below is written from it by tools/knobgen.
     #[new]
-    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, max_retry_after=60.0, retry_after=None, retry_on_result=None, on_event=None, budget=None, name='retry', seed=None, attempt_timeout=None)")]
+    // knobgen:begin signature
+    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, seed=None, name='retry', budget=None, max_retry_after=60.0, retry_after=None, retry_on_result=None, on_event=None, attempt_timeout=None)")]
+    // knobgen:end signature
     fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         Ok(Retrier { host: Arc::new(crate::options::parse(py, options)?), cancel: None })
     }
@@ -253,46 +253,16 @@ impl Retrier {
     fn cancel_token(&self, py: Python<'_>) -> Option<Py<PyCancelToken>> {
         self.cancel.as_ref().map(|t| t.clone_ref(py))
     }
-    #[getter]
-    fn max_attempts(&self) -> u32 {
-        self.host.policy.max_attempts()
+    /// Every knob of the core's table is an attribute, in Python's units (None when off):
+    /// `retrier.max_attempts`, `retrier.initial_delay` (seconds), `retrier.budget`.
+    fn __getattr__(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
+        crate::knobs::attribute(py, "Retrier", &self.host.policy, self.host.budget.as_ref(), name)
     }
-    #[getter]
-    fn initial_delay(&self) -> f64 {
-        secs(self.host.policy.initial_delay())
-    }
-    #[getter]
-    fn multiplier(&self) -> f64 {
-        self.host.policy.multiplier()
-    }
-    #[getter]
-    fn max_delay(&self) -> f64 {
-        secs(self.host.policy.max_delay())
-    }
-    #[getter]
-    fn jitter(&self) -> String {
-        self.host.policy.jitter().spelling()
-    }
-    #[getter]
-    fn deadline(&self) -> Option<f64> {
-        self.host.policy.deadline().map(secs)
-    }
-    /// The longest server-asked wait accepted, in seconds; None when off.
-    #[getter]
-    fn max_retry_after(&self) -> Option<f64> {
-        self.host.policy.max_retry_after().map(secs)
-    }
-    #[getter]
-    fn name(&self) -> &str {
-        self.host.policy.name()
-    }
-    #[getter]
-    fn seed(&self) -> Option<u64> {
-        self.host.policy.seed()
-    }
-    #[getter]
-    fn budget(&self, py: Python<'_>) -> Option<Py<PyRetryBudget>> {
-        self.host.budget.as_ref().map(|b| b.clone_ref(py))
+    fn __dir__(slf: &Bound<'_, Self>) -> PyResult<Vec<String>> {
+        let mut names: Vec<String> = slf.py_super()?.call_method0("__dir__")?.extract()?;
+        names.extend(crate::knobs::names().map(String::from));
+        names.sort();
+        Ok(names)
     }
     #[getter]
     fn attempt_timeout(&self) -> Option<f64> {
@@ -309,17 +279,7 @@ impl Retrier {
     /// every numeric knob of the core's table (in Python's units), then the jitter.
     fn __repr__(&self, py: Python<'_>) -> String {
         let p = &self.host.policy;
-        let mut parts = vec![format!("name='{}'", p.name().replace('\\', "\\\\").replace('\'', "\\'"))];
-        for k in retryrs::knob::numeric() {
-            let value = match (p.number(k.name), k.unit) {
-                (None, _) => "None".to_string(),
-                (Some(n), retryrs::Unit::Count) => format!("{n}"),
-                (Some(ms), retryrs::Unit::Duration) => pyfloat(ms / 1000.0),
-                (Some(n), _) => pyfloat(n),
-            };
-            parts.push(format!("{}={value}", k.name));
-        }
-        parts.push(format!("jitter='{}'", p.jitter().spelling()));
+        let mut parts = crate::knobs::repr_parts(p);
         // The options that change which failures are retried and how: none may hide.
         let py_repr = |v: &Bound<'_, PyAny>| crate::convert::repr(v);
         {
