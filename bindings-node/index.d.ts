@@ -28,21 +28,42 @@ export type Answer<T> = T | PromiseLike<T>;
 
 /** R: the values calls return (what shouldRetryResult judges); unknown if it is not given. */
 export interface RetrierOptions<R = unknown> {
-  /** Total calls, the first one included; 1 disables retrying. Default 5. */
+  // The knobs, written from the core's knob table by tools/knobgen (`make generate`).
+  // knobgen:begin retrier-options
+  /** Total calls, the first one included (1 disables retrying). Default 5. */
   maxAttempts?: number;
-  /** Ceiling of the wait after the first failure. Default 200. */
+  /** Ceiling of the wait after the first failure, in ms. Default 200. */
   initialDelayMs?: number;
-  /** Growth of the ceiling per failed attempt (>= 1). Default 2. */
+  /** Growth of the ceiling per failed attempt. Default 2. */
   multiplier?: number;
-  /** Cap on every backoff delay (not on Retry-After hints). Default 5000. */
+  /** Cap on every backoff delay (hints are not capped), in ms. Default 5000. */
   maxDelayMs?: number;
-  /** Default 'full'. */
+  /** How randomness is mixed into each delay. Default 'full'. */
   jitter?: Jitter;
-  /** Budget for the whole call, attempts and waits included; null turns it off. Default 15000. */
+  /**
+   * Budget for the whole call, attempts and waits included, in ms; null: no deadline
+   * (attempts alone bound the call). Default 15000.
+   */
   deadlineMs?: number | null;
-  /** The longest server-asked wait accepted; a longer Retry-After hint ends the call at once
-   * (RetryExhaustedError, reason 'retry_after'); null turns it off. Default 60000. */
+  /**
+   * A seed for reproducible jitter: same seed, same delays, in every host; null: fresh
+   * random jitter on every call. Default null.
+   */
+  seed?: number | bigint | null;
+  /** Names the retrier in events and errors. Default 'retry'. */
+  name?: string;
+  /**
+   * A retry budget shared with other retriers; null: no budget (retries are not rationed).
+   * Default null.
+   */
+  budget?: RetryBudget | SharedRetryBudget | null;
+  /**
+   * The longest server-asked wait accepted; a longer hint ends the call at once (exhausted,
+   * reason retry_after), in ms; null: every Retry-After hint is waited out (the deadline
+   * still bounds it). Default 60000.
+   */
   maxRetryAfterMs?: number | null;
+  // knobgen:end retrier-options
   /**
    * true: transient (retry); false: permanent (the error surfaces as it is). May answer
    * with a promise; anything but a boolean is a TypeError. Default: isTransientError.
@@ -63,12 +84,6 @@ export interface RetrierOptions<R = unknown> {
    * listener's rejection, is reported as a process warning and changes nothing.
    */
   onEvent?: ((event: RetryEvent) => void | PromiseLike<void>) | ReadonlyArray<(event: RetryEvent) => void | PromiseLike<void>>;
-  /** A budget shared with other retriers (and threads: a received one may be passed as it is). */
-  budget?: RetryBudget | SharedRetryBudget | null;
-  /** Names the retrier in events and errors. Default 'retry'. */
-  name?: string;
-  /** Makes jitter reproducible: same seed, same delays, in every host. */
-  seed?: number | bigint | null;
   /** Aborts ctx.signal and fails the attempt with a TimeoutError (transient) after this long. */
   attemptTimeoutMs?: number | null;
   /** true: a pending retry wait does not keep the process alive (as p-retry's and cockatiel's unref). Default false. */
@@ -113,16 +128,18 @@ export type FromPolicyOptions<R = unknown> = Pick<RetrierOptions<R>, 'shouldRetr
 /** A named policy from a policy document: read-only; it answers its knobs (null when off). */
 export declare class Policy {
   private constructor();
+  // knobgen:begin policy-knobs
   readonly maxAttempts: number;
   readonly initialDelayMs: number;
   readonly multiplier: number;
   readonly maxDelayMs: number;
   readonly jitter: Jitter;
   readonly deadlineMs: number | null;
-  readonly maxRetryAfterMs: number | null;
-  readonly budget: RetryBudget | null;
-  readonly name: string;
   readonly seed: bigint | null;
+  readonly name: string;
+  readonly budget: RetryBudget | null;
+  readonly maxRetryAfterMs: number | null;
+  // knobgen:end policy-knobs
 }
 
 /**

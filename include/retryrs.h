@@ -221,42 +221,51 @@ typedef struct retryrs_outcome {
 // The jitter kind of a config.
 typedef int32_t retryrs_jitter;
 
-// Every knob of a retrier. Start from retryrs_config_default() (which sets struct_size)
-// and change what you need; retryrs_retrier_new() validates the whole struct and copies
-// what it keeps. New knobs are only ever appended (see "ABI growth" above).
+// Every knob of a retrier, with its default in its comment. Start from
+// retryrs_config_default() (which sets struct_size and every default) and change what
+// you need; retryrs_retrier_new() validates the whole struct and copies what it keeps.
+// New knobs are only ever appended (see "ABI growth" above).
 typedef struct retryrs_config {
   // sizeof(retryrs_config) as the program was compiled: set by retryrs_config_default().
   // The library reads only that many bytes; a size it does not know is refused.
   size_t struct_size;
-  // Total calls, the first one included; >= 1 (1 disables retrying).
+  // Total calls, the first one included (1 disables retrying); >= 1 and <= 4294967295.
+  // Default 5.
   uint64_t max_attempts;
-  // Ceiling of the wait after the first failure, in ms; finite and >= 0.
+  // Ceiling of the wait after the first failure, in ms; finite and >= 0. Default 200.
   double initial_delay_ms;
-  // Growth of the ceiling per failed attempt; finite and >= 1.
+  // Growth of the ceiling per failed attempt; finite and >= 1. Default 2.
   double multiplier;
-  // Cap on every backoff delay, in ms; >= initial_delay_ms.
+  // Cap on every backoff delay (hints are not capped), in ms; >= initial_delay_ms.
+  // Default 5000.
   double max_delay_ms;
-  // One of RETRYRS_JITTER_*.
+  // How randomness is mixed into each delay: one of RETRYRS_JITTER_*. Default
+  // RETRYRS_JITTER_FULL.
   retryrs_jitter jitter;
   // The factor f of RETRYRS_JITTER_PROPORTIONAL, in [0, 1]; ignored otherwise.
   double jitter_factor;
-  // false: no deadline (deadline_ms is ignored).
+  // false: no deadline (attempts alone bound the call); deadline_ms is ignored. Default
+  // true.
   bool has_deadline;
   // Budget for the whole call, attempts and waits included, in ms; finite and >= 0.
+  // Default 15000.
   double deadline_ms;
-  // false: fresh random jitter per call; true: reproducible jitter from `seed`.
+  // false: fresh random jitter on every call; true: reproducible jitter from `seed`.
+  // Default false.
   bool has_seed;
-  // The jitter seed (used when has_seed).
+  // A seed for reproducible jitter: same seed, same delays, in every host (used when
+  // has_seed).
   uint64_t seed;
-  // The retrier's name in events (UTF-8, copied); NULL: the default name ("retry").
+  // Names the retrier in events and errors (UTF-8, copied); NULL: the default ("retry").
   const char *name;
-  // A retry budget shared with other retriers (the retrier keeps its own reference,
-  // so the budget handle may be freed first); NULL: no budget.
+  // A retry budget shared with other retriers (the retrier keeps its own reference, so
+  // the budget handle may be freed first); NULL: no budget (retries are not rationed).
   const struct retryrs_budget *budget;
-  // false: any Retry-After hint is waited out (the deadline still bounds it).
+  // false: every Retry-After hint is waited out (the deadline still bounds it);
+  // max_retry_after_ms is ignored. Default true.
   bool has_max_retry_after;
-  // The longest server-asked wait a call accepts, in ms (finite and >= 0); a longer
-  // hint ends the call at once: RETRYRS_EXHAUSTED, reason RETRYRS_REASON_RETRY_AFTER.
+  // The longest server-asked wait accepted; a longer hint ends the call at once
+  // (exhausted, reason retry_after), in ms; finite and >= 0. Default 60000.
   double max_retry_after_ms;
 } retryrs_config;
 
@@ -403,9 +412,8 @@ retryrs_status retryrs_cancel_is_cancelled(const struct retryrs_cancel *cancel, 
 // not be called twice for the same token.
 void retryrs_cancel_free(struct retryrs_cancel *cancel);
 
-// Fills the first `struct_size` bytes of `*config` with the contract's defaults (5
-// attempts, 200 ms, x2, 5000 ms cap, full jitter, a 15000 ms deadline, a 60000 ms
-// max_retry_after, no seed, the default name, no budget) and sets config->struct_size.
+// Fills the first `struct_size` bytes of `*config` with the contract's defaults (each
+// field's comment says its own) and sets config->struct_size.
 // Call it as retryrs_config_default(&config), the macro that passes sizeof(config).
 // A struct_size this library does not know: RETRYRS_INVALID_ARGUMENT, nothing written.
 retryrs_status retryrs_config_init(struct retryrs_config *config, size_t struct_size);

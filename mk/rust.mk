@@ -17,6 +17,16 @@ demo-herd:
 	@echo "== The thundering herd: why jitter (Rust, core/examples/herd.rs) =="
 	cargo run --quiet --release --locked -p retryrs --example herd
 
+# What each host derives from the knob table (core/src/knob.rs) but must hold as source:
+# C's retryrs_config (bindings-c/src/config_layout.rs, then the headers), Python's stub
+# and native signature, Node's index.d.ts, the document schema. test-rust fails when any
+# is stale (tools/knobgen's test, bindings-c's header test, core's schema test); this
+# writes them all again. After adding a knob: `make generate`, then commit what changed.
+.PHONY: generate
+generate:
+	cargo run --quiet --locked -p retryrs-knobgen
+	@$(MAKE) --no-print-directory header-c schema
+
 # docs/policies.schema.json is generated from the knob table; test-rust fails when it is
 # stale (core/tests/document.rs), and this writes it again.
 .PHONY: schema

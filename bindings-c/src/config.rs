@@ -1,60 +1,19 @@
-//! The plain config struct C fills in, its defaults initializer, and its translation into
-//! the core's `PolicyBuilder` (which does every validation).
+//! The config struct C fills in (laid out from the knob table in config_layout.rs), its
+//! defaults initializer, and its translation into the core's `PolicyBuilder` (which does
+//! every validation).
 
 use std::ffi::c_char;
 use std::sync::Arc;
 
-use retryrs::units::ms_from_duration;
 use retryrs::{Jitter, Policy, PolicyBuilder, PolicyError};
 
-use crate::budget::retryrs_budget;
+use crate::config_layout::set_numbers;
+pub use crate::config_layout::{from_policy_parts, retryrs_config};
 use crate::ffi::{arg_mut, c_str, guard_status, Failure};
 use crate::types::*;
 
-/// Every knob of a retrier. Start from retryrs_config_default() (which sets struct_size)
-/// and change what you need; retryrs_retrier_new() validates the whole struct and copies
-/// what it keeps. New knobs are only ever appended (see "ABI growth" above).
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct retryrs_config {
-    /// sizeof(retryrs_config) as the program was compiled: set by retryrs_config_default().
-    /// The library reads only that many bytes; a size it does not know is refused.
-    pub struct_size: usize,
-    /// Total calls, the first one included; >= 1 (1 disables retrying).
-    pub max_attempts: u64,
-    /// Ceiling of the wait after the first failure, in ms; finite and >= 0.
-    pub initial_delay_ms: f64,
-    /// Growth of the ceiling per failed attempt; finite and >= 1.
-    pub multiplier: f64,
-    /// Cap on every backoff delay, in ms; >= initial_delay_ms.
-    pub max_delay_ms: f64,
-    /// One of RETRYRS_JITTER_*.
-    pub jitter: retryrs_jitter,
-    /// The factor f of RETRYRS_JITTER_PROPORTIONAL, in [0, 1]; ignored otherwise.
-    pub jitter_factor: f64,
-    /// false: no deadline (deadline_ms is ignored).
-    pub has_deadline: bool,
-    /// Budget for the whole call, attempts and waits included, in ms; finite and >= 0.
-    pub deadline_ms: f64,
-    /// false: fresh random jitter per call; true: reproducible jitter from `seed`.
-    pub has_seed: bool,
-    /// The jitter seed (used when has_seed).
-    pub seed: u64,
-    /// The retrier's name in events (UTF-8, copied); NULL: the default name ("retry").
-    pub name: *const c_char,
-    /// A retry budget shared with other retriers (the retrier keeps its own reference,
-    /// so the budget handle may be freed first); NULL: no budget.
-    pub budget: *const retryrs_budget,
-    /// false: any Retry-After hint is waited out (the deadline still bounds it).
-    pub has_max_retry_after: bool,
-    /// The longest server-asked wait a call accepts, in ms (finite and >= 0); a longer
-    /// hint ends the call at once: RETRYRS_EXHAUSTED, reason RETRYRS_REASON_RETRY_AFTER.
-    pub max_retry_after_ms: f64,
-}
-
-/// Fills the first `struct_size` bytes of `*config` with the contract's defaults (5
-/// attempts, 200 ms, x2, 5000 ms cap, full jitter, a 15000 ms deadline, a 60000 ms
-/// max_retry_after, no seed, the default name, no budget) and sets config->struct_size.
+/// Fills the first `struct_size` bytes of `*config` with the contract's defaults (each
+/// field's comment says its own) and sets config->struct_size.
 /// Call it as retryrs_config_default(&config), the macro that passes sizeof(config).
 /// A struct_size this library does not know: RETRYRS_INVALID_ARGUMENT, nothing written.
 #[no_mangle]
@@ -136,30 +95,7 @@ pub fn defaults() -> retryrs_config {
     from_policy_parts(&Policy::default(), std::ptr::null(), std::ptr::null())
 }
 
-/// The C config of a validated policy (a document's), with its name and budget as the
-/// caller keeps them alive.
-pub fn from_policy_parts(p: &Policy, name: *const c_char, budget: *const retryrs_budget) -> retryrs_config {
-    let (jitter, jitter_factor) = from_jitter(p.jitter());
-    retryrs_config {
-        struct_size: std::mem::size_of::<retryrs_config>(),
-        max_attempts: u64::from(p.max_attempts()),
-        initial_delay_ms: p.number("initial_delay").unwrap_or(0.0),
-        multiplier: p.multiplier(),
-        max_delay_ms: ms_from_duration(p.max_delay()),
-        jitter,
-        jitter_factor,
-        has_deadline: p.deadline().is_some(),
-        deadline_ms: p.deadline().map_or(0.0, ms_from_duration),
-        has_seed: p.seed().is_some(),
-        seed: p.seed().unwrap_or(0),
-        name,
-        budget,
-        has_max_retry_after: p.max_retry_after().is_some(),
-        max_retry_after_ms: p.max_retry_after().map_or(0.0, ms_from_duration),
-    }
-}
-
-fn from_jitter(j: Jitter) -> (retryrs_jitter, f64) {
+pub(crate) fn from_jitter(j: Jitter) -> (retryrs_jitter, f64) {
     match j {
         Jitter::None => (RETRYRS_JITTER_NONE, 0.0),
         Jitter::Full => (RETRYRS_JITTER_FULL, 0.0),
@@ -207,15 +143,8 @@ fn config_failure(function: &str, e: &PolicyError) -> Failure {
 /// are NULL or valid.
 pub unsafe fn build(config: *const retryrs_config) -> Result<Policy, Failure> {
     let c = &read_config(config)?;
-    let mut builder = PolicyBuilder::new()
-        .max_attempts(c.max_attempts)
-        .initial_delay_ms(c.initial_delay_ms)
-        .multiplier(c.multiplier)
-        .max_delay_ms(c.max_delay_ms)
-        .jitter(to_jitter(c.jitter, c.jitter_factor)?)
-        .deadline_ms(c.has_deadline.then_some(c.deadline_ms))
-        .max_retry_after_ms(c.has_max_retry_after.then_some(c.max_retry_after_ms))
-        .seed(c.has_seed.then_some(c.seed));
+    let numbers = set_numbers(c, PolicyBuilder::new()).map_err(|e| config_failure("retryrs_retrier_new", &e))?;
+    let mut builder = numbers.jitter(to_jitter(c.jitter, c.jitter_factor)?).seed(c.has_seed.then_some(c.seed));
     if !c.name.is_null() {
         builder = builder.name(c_str(c.name, "retryrs_retrier_new: config->name")?);
     }

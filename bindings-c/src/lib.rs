@@ -13,6 +13,7 @@ pub mod blocking;
 pub mod budget;
 pub mod cancel;
 pub mod config;
+pub mod config_layout;
 pub mod engine;
 pub mod event;
 pub mod ffi;

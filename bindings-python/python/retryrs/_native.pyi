@@ -79,27 +79,45 @@ class RetryingFunction(Generic[P, T]):
 
 @final
 class Retrier:
-    # The options are checked against the core's knob table by tests/test_knobs.py.
+    # The knobs (between the knobgen markers) are written from the core's knob table by
+    # tools/knobgen (`make generate`); the rest are Python's own options.
     def __new__(
         cls,
         *,
         retry_on: Optional[RetryOn] = ...,
+        # knobgen:begin retrier-options
+        # Total calls, the first one included (1 disables retrying).
         max_attempts: int = 5,
+        # Ceiling of the wait after the first failure, in seconds.
         initial_delay: Seconds = 0.2,
+        # Growth of the ceiling per failed attempt.
         multiplier: float = 2.0,
+        # Cap on every backoff delay (hints are not capped), in seconds.
         max_delay: Seconds = 5.0,
+        # How randomness is mixed into each delay.
         jitter: str = "full",
+        # Budget for the whole call, attempts and waits included, in seconds; None: no
+        # deadline (attempts alone bound the call).
         deadline: Optional[Seconds] = 15.0,
+        # A seed for reproducible jitter: same seed, same delays, in every host; None: fresh
+        # random jitter on every call.
+        seed: Optional[int] = None,
+        # Names the retrier in events and errors.
+        name: str = "retry",
+        # A retry budget shared with other retriers; None: no budget (retries are not
+        # rationed).
+        budget: Optional[RetryBudget] = None,
+        # The longest server-asked wait accepted; a longer hint ends the call at once
+        # (exhausted, reason retry_after), in seconds; None: every Retry-After hint is
+        # waited out (the deadline still bounds it).
         max_retry_after: Optional[Seconds] = 60.0,
+        # knobgen:end retrier-options
         # The failure's hint: it gets the exception, or the value retry_on_result rejected.
         retry_after: Optional[Callable[[Any], Union[Hint, Awaitable[Hint]]]] = None,
         # value -> bool, True: retry (may be async in async calls).
         retry_on_result: Optional[Callable[[Any], Union[bool, Awaitable[bool]]]] = None,
         # One listener, or a list / tuple of them (each told every event, in order).
         on_event: Union[Callable[[Event], object], list[Callable[[Event], object]], tuple[Callable[[Event], object], ...], None] = None,
-        budget: Optional[RetryBudget] = None,
-        name: str = "retry",
-        seed: Optional[int] = None,
         attempt_timeout: Optional[Seconds] = None,
     ) -> Retrier: ...
     @staticmethod
@@ -129,6 +147,7 @@ class Retrier:
     def __aiter__(self) -> AsyncAttempts: ...
     @property
     def cancel_token(self) -> Optional[CancelToken]: ...
+    # knobgen:begin retrier-knobs
     @property
     def max_attempts(self) -> int: ...
     @property
@@ -142,13 +161,14 @@ class Retrier:
     @property
     def deadline(self) -> Optional[float]: ...
     @property
-    def max_retry_after(self) -> Optional[float]: ...
+    def seed(self) -> Optional[int]: ...
     @property
     def name(self) -> str: ...
     @property
-    def seed(self) -> Optional[int]: ...
-    @property
     def budget(self) -> Optional[RetryBudget]: ...
+    @property
+    def max_retry_after(self) -> Optional[float]: ...
+    # knobgen:end retrier-knobs
     @property
     def attempt_timeout(self) -> Optional[float]: ...
     @property
@@ -167,6 +187,7 @@ class Retrier:
 class Policy:
     """A named policy from a policy document (retryrs.load_policies): read-only; its
     knobs are the knob table's, durations in seconds, None when off."""
+    # knobgen:begin policy-knobs
     @property
     def max_attempts(self) -> int: ...
     @property
@@ -180,13 +201,14 @@ class Policy:
     @property
     def deadline(self) -> Optional[float]: ...
     @property
-    def max_retry_after(self) -> Optional[float]: ...
-    @property
-    def budget(self) -> Optional[RetryBudget]: ...
+    def seed(self) -> Optional[int]: ...
     @property
     def name(self) -> str: ...
     @property
-    def seed(self) -> Optional[int]: ...
+    def budget(self) -> Optional[RetryBudget]: ...
+    @property
+    def max_retry_after(self) -> Optional[float]: ...
+    # knobgen:end policy-knobs
 
 def _load_policies(
     text: Optional[str], path: Optional[str] = None
