@@ -1,6 +1,6 @@
 //! Python: the knob parts of `_native.pyi` (Retrier's options and properties, Policy's
-//! properties), Retrier's runtime signature (pyo3 takes it as a literal), and the
-//! stubtest allowlist line for the knobs Retrier serves through `__getattr__`.
+//! properties), and Retrier's runtime signature (pyo3 takes it as a literal) and
+//! getters (pyo3 getters keep attribute lookup generic, see retrier.rs).
 //! Python speaks seconds and snake_case, `None` for off.
 
 use retryrs::knob::{Default, Knob, Unit, KNOBS};
@@ -9,14 +9,15 @@ use crate::output::Output;
 use crate::spell::{comment, default_number, py_float, sentence};
 
 const STUB: &str = "bindings-python/python/retryrs/_native.pyi";
+const RETRIER: &str = "bindings-python/src/retrier.rs";
 
 pub fn outputs() -> Vec<Output> {
     vec![
         Output::Region { path: STUB, id: "retrier-options", text: KNOBS.iter().map(option).collect() },
         Output::Region { path: STUB, id: "retrier-knobs", text: KNOBS.iter().map(property).collect() },
         Output::Region { path: STUB, id: "policy-knobs", text: KNOBS.iter().map(property).collect() },
-        Output::Region { path: "bindings-python/src/retrier.rs", id: "signature", text: signature() },
-        Output::Region { path: "bindings-python/stubtest-allowlist.txt", id: "retrier-knobs", text: allowlist() },
+        Output::Region { path: RETRIER, id: "signature", text: signature() },
+        Output::Region { path: RETRIER, id: "getters", text: KNOBS.iter().map(getter).collect() },
     ]
 }
 
@@ -82,7 +83,8 @@ fn signature() -> String {
     format!("    #[pyo3(signature = (**options), text_signature = \"(*, {})\")]\n", params.join(", "))
 }
 
-fn allowlist() -> String {
-    let names: Vec<&str> = KNOBS.iter().map(|k| k.name).collect();
-    format!("retryrs\\._native\\.Retrier\\.({})\n", names.join("|"))
+/// A pyo3 getter of `Retrier` for `k` (a getter, not `__getattr__`: see retrier.rs).
+fn getter(k: &Knob) -> String {
+    let n = k.name;
+    format!("    #[getter]\n    fn {n}(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {{\n        self.knob(py, \"{n}\")\n    }}\n")
 }
