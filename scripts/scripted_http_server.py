@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+import time
 from collections import defaultdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, List, Tuple
@@ -94,6 +95,9 @@ def _handler(server: ScriptedServer) -> type:
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 self.close_connection = True
                 return
+            if isinstance(step, tuple) and step[0] == "slow":
+                time.sleep(step[1])  # then answers 200: a server that took too long
+                step = 200
             status, retry_after = step if isinstance(step, tuple) else (step, None)
             payload = b"ok" if status == 200 else f"HTTP {status} body".encode()
             self.send_response(status)

@@ -239,8 +239,17 @@ impl Retrier {
     /// another classification: `retry_on` a tuple of exception classes, `retry_after` the
     /// hint hook (None: the exception's `retry_after` attribute). The HTTP helpers use it:
     /// their verdicts come from the core's HTTP rules, not from the user's `retry_on`.
-    #[pyo3(signature = (retry_on, retry_after=None))]
-    fn _with_classifier(&self, py: Python<'_>, retry_on: Py<PyAny>, retry_after: Option<Py<PyAny>>) -> Self {
+    /// `attempt_timeout=False` drops the retrier's attempt_timeout, for a helper that bounds
+    /// its attempts itself (the async httpx transport: a request past it is a read timeout,
+    /// judged by the HTTP rules, not an always-transient AttemptTimeout).
+    #[pyo3(signature = (retry_on, retry_after=None, attempt_timeout=true))]
+    fn _with_classifier(
+        &self,
+        py: Python<'_>,
+        retry_on: Py<PyAny>,
+        retry_after: Option<Py<PyAny>>,
+        attempt_timeout: bool,
+    ) -> Self {
         let h = &*self.host;
         let host = HostPolicy::new(
             py,
@@ -249,7 +258,7 @@ impl Retrier {
             // No result predicate: a response is judged by the HTTP rules alone.
             Hooks { retry_after, retry_on_result: None, on_event: h.on_event.as_ref().map(|f| f.clone_ref(py)) },
             h.budget.as_ref().map(|b| b.clone_ref(py)),
-            h.attempt_timeout,
+            h.attempt_timeout.filter(|_| attempt_timeout),
         );
         Retrier { host: Arc::new(host), cancel: self.cancel.as_ref().map(|t| t.clone_ref(py)) }
     }

@@ -400,3 +400,35 @@ def test_each_resend_sets_http_request_resend_count_on_the_current_span(server, 
     spans = {s.name: s for s in exporter.get_finished_spans()}
     assert spans["GET"].attributes.get("http.request.resend_count") == 2
     assert "http.request.resend_count" not in spans["GET once"].attributes
+
+
+def _async_get_or_post(r, method, url):
+    async def go():
+        async with httpx.AsyncClient(transport=AsyncRetryingTransport(r), timeout=5) as c:
+            return (await c.request(method, url, content=b"x" if method == "POST" else None)).status_code
+
+    return asyncio.run(go())
+
+
+def test_async_httpx_a_get_past_attempt_timeout_is_a_read_timeout_and_sent_again(server):
+    p = path()
+    url = server.script(p, [("slow", 1.0), 200])
+    r, events = fast(attempt_timeout=0.2)
+    assert _async_get_or_post(r, "GET", url) == 200
+    assert server.hits(p) == 2
+    retrying = [e for e in events if e.kind == "retrying"]
+    assert len(retrying) == 1 and isinstance(retrying[0].error, RequestFailed)
+    assert isinstance(retrying[0].error.__cause__, httpx.ReadTimeout)
+
+
+def test_async_httpx_a_post_past_attempt_timeout_is_not_sent_again(server):
+    # It may have reached the server: an attempt timeout is a read timeout to the HTTP
+    # rules, not an always-transient AttemptTimeout (which would send a payment twice).
+    p = path()
+    url = server.script(p, [("slow", 1.0), 200])
+    r, events = fast(attempt_timeout=0.2)
+    with pytest.raises(httpx.ReadTimeout) as e:
+        _async_get_or_post(r, "POST", url)
+    assert isinstance(e.value.__cause__, retryrs.AttemptTimeout)
+    assert server.hits(p) == 1
+    assert [ev.kind for ev in events] == ["attempt_failed", "rejected"]

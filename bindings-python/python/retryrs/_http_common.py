@@ -116,15 +116,17 @@ def _statuses(statuses: Iterable[int]) -> Tuple[int, ...]:
 _CLASSES = (RetryableStatus, RequestFailed)
 
 
-def http_retrier(retrier: Optional[_native.Retrier]) -> _native.Retrier:
+def http_retrier(retrier: Optional[_native.Retrier], bounds_attempts: bool = False) -> _native.Retrier:
     """The user's retrier (policy, listener, budget, deadline, cancel token) deciding by
     the HTTP rules: only the helpers' own failures are transient, and their hint is the
-    ``retry_after`` they carry."""
+    ``retry_after`` they carry. ``bounds_attempts``: the helper enforces the retrier's
+    ``attempt_timeout`` itself (read it from the retrier it was given), so the returned
+    one has none."""
     if retrier is None:
         retrier = _native.Retrier()
     elif not isinstance(retrier, _native.Retrier):
         raise TypeError(f"retrier must be a retryrs.Retrier or None, got {type(retrier).__name__}")
-    return retrier._with_classifier(_CLASSES)
+    return retrier._with_classifier(_CLASSES, attempt_timeout=not bounds_attempts)
 
 
 class RequestAttempts:

@@ -4,12 +4,13 @@ request; the core decides which outcomes are transient (``retryrs._http_common.R
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import Any, Awaitable, Iterable, Optional
 
 import httpx  # missing: retryrs.http names the extra to install
 
 from . import _native
-from ._errors import RetryExhausted
+from ._aio import _bounded
+from ._errors import AttemptTimeout, RetryExhausted
 from ._http_common import RequestAttempts, RequestFailed, RetryableStatus, Rules, final_response, http_retrier, redact_url
 
 # httpx's failures in the core's words: no connection was made, or it broke afterwards.
@@ -24,10 +25,28 @@ def _replayable(request: httpx.Request) -> bool:
     return isinstance(request.stream, httpx.ByteStream)
 
 
+async def _within(send: Awaitable[Any], timeout: float, request: httpx.Request) -> Any:
+    """One request bounded by the retrier's attempt_timeout. Past it the request is
+    abandoned as a read timeout: it may have reached the server, so the HTTP rules send
+    it again only for an idempotent method (as for any read timeout); a POST surfaces
+    the ``httpx.ReadTimeout``, its cause the ``AttemptTimeout``."""
+    try:
+        return await _bounded(send, timeout)
+    except AttemptTimeout as e:
+        raise httpx.ReadTimeout(f"{e} (the retrier's attempt_timeout)", request=request) from e
+
+
 class _Base:
-    def __init__(self, retrier: Optional[_native.Retrier], methods: Optional[Iterable[str]], statuses: Optional[Iterable[int]]) -> None:
+    def __init__(
+        self,
+        retrier: Optional[_native.Retrier],
+        methods: Optional[Iterable[str]],
+        statuses: Optional[Iterable[int]],
+        bounds_attempts: bool = False,
+    ) -> None:
         self._rules = Rules(methods, statuses)
-        self._retrier = http_retrier(retrier)
+        self._retrier = http_retrier(retrier, bounds_attempts)
+        self._attempt_timeout = retrier.attempt_timeout if bounds_attempts and retrier is not None else None
 
     @property
     def retrier(self) -> _native.Retrier:
@@ -101,7 +120,9 @@ class RetryingTransport(_Base, httpx.BaseTransport):
 class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
     """``httpx.AsyncClient(transport=AsyncRetryingTransport(retrier))``: as
     ``RetryingTransport``, waiting on the event loop; cancelling the task ends a wait at
-    once. ``transport`` defaults to ``httpx.AsyncHTTPTransport()``."""
+    once. ``transport`` defaults to ``httpx.AsyncHTTPTransport()``. The retrier's
+    ``attempt_timeout`` bounds each request (until its headers arrive): one past it is
+    a read timeout, sent again only for an idempotent method."""
 
     def __init__(
         self,
@@ -113,7 +134,7 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
     ) -> None:
         if transport is not None and not isinstance(transport, httpx.AsyncBaseTransport):
             raise TypeError(f"transport must be an httpx.AsyncBaseTransport, got {type(transport).__name__}")
-        super().__init__(retrier, methods, statuses)
+        super().__init__(retrier, methods, statuses, bounds_attempts=True)
         self._transport = transport if transport is not None else httpx.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -124,10 +145,15 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
         url = redact_url(str(request.url))
         attempts = RequestAttempts()
 
+        timeout = self._attempt_timeout
+
         async def attempt() -> httpx.Response:
             attempts.begin()
             try:
-                resp = await inner.handle_async_request(request)
+                if timeout is None:
+                    resp = await inner.handle_async_request(request)
+                else:
+                    resp = await _within(inner.handle_async_request(request), timeout, request)
             except httpx.TransportError as e:
                 failed = self._failure(method, url, e)
                 if failed is None:
