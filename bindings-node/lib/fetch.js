@@ -4,7 +4,7 @@
 // maps fetch's failures to "connect" or "network", releases retried bodies and unwraps
 // the result.
 const native = require('./native');
-const { Retrier, withClassifier } = require('./retrier');
+const { Retrier, withClassifier, attemptTimeoutMs } = require('./retrier');
 const { RetryExhaustedError } = require('./errors');
 const { retryAfterFromError } = require('./predicate');
 const { parseRetryAfter } = require('./http');
@@ -170,7 +170,12 @@ function retryingFetch(options) {
   }
   const base = options.fetch ?? globalThis.fetch;
   if (typeof base !== 'function') throw new TypeError(`retryingFetch: fetch must be a function, got ${typeName(base)}`);
-  const retrier = withClassifier(options.retrier ?? new Retrier(), isHttpFailure, retryAfterFromError);
+  const given = options.retrier ?? new Retrier();
+  // The retrier's attemptTimeoutMs would fail an attempt with an always-transient
+  // TimeoutError and leave the request running: each request is bounded here instead,
+  // aborted, and judged as a read timeout by the HTTP rules (see attempt below).
+  const retrier = withClassifier(given, isHttpFailure, retryAfterFromError, true);
+  const timeoutMs = attemptTimeoutMs(given);
   const methods = methodList(options.methods);
   const statuses = statusList(options.statuses);
   // The one call into the core's HTTP rule: 'retry', 'response' or 'fail'.
@@ -201,15 +206,31 @@ function retryingFetch(options) {
         held = undefined;
       }
       let res;
+      let timer;
+      let bounded = init;
+      let timedOut;
+      if (timeoutMs > 0) {
+        const controller = new AbortController();
+        timedOut = controller.signal;
+        timer = setTimeout(() => {
+          const why = `retryingFetch: attempt ${n} timed out after ${timeoutMs} ms (the retrier's attemptTimeoutMs)`;
+          controller.abort(new DOMException(why, 'TimeoutError'));
+        }, timeoutMs);
+        bounded = { ...init, signal: signal === undefined ? timedOut : AbortSignal.any([signal, timedOut]) };
+      }
       try {
-        res = await base(input, init);
+        res = await base(input, bounded);
       } catch (err) {
         if (signal?.aborted) throw err;
-        const failure = failureOf(err);
+        // Past attemptTimeoutMs the request may have reached the server: a read timeout
+        // ('network'), sent again only for an idempotent method; a POST rejects with it.
+        const failure = timedOut?.aborted ? 'network' : failureOf(err);
         if (failure !== undefined && transient(method, null, failure)) {
           throw new RequestFailedError(method, url, failure === 'connect', err);
         }
         throw err;
+      } finally {
+        clearTimeout(timer);
       }
       if (!transient(method, res.status, null)) return res;
       const header = res.headers.get('retry-after');

@@ -18,6 +18,7 @@ function isAbortSignal(s) {
 // Options already normalised, for a retrier derived from another (see withClassifier).
 const DERIVED = Symbol('retryrs.derived');
 let derive;
+let attemptTimeoutOf;
 
 // Options already normalised (by fromPolicy): the constructor takes them as they are.
 class Prebuilt {
@@ -41,6 +42,7 @@ class Retrier {
 
   static {
     derive = (retrier, hooks) => new Retrier({ [DERIVED]: Object.freeze({ ...retrier.#o, ...hooks }) });
+    attemptTimeoutOf = (retrier) => retrier.#o.attemptTimeoutMs;
   }
 
   /**
@@ -116,12 +118,21 @@ class Retrier {
 /**
  * The same retrier (policy, listener, budget, attempt timeout) deciding with other hooks:
  * `shouldRetry` and `retryAfterMs`. The HTTP helper uses it: its verdicts are the core's
- * HTTP rules, not the user's predicate. Not part of the public API.
+ * HTTP rules, not the user's predicate. `boundsAttempts`: the helper bounds each attempt
+ * itself (with `attemptTimeoutMs(retrier)`), so the derived retrier has no attempt
+ * timeout. Not part of the public API.
  */
-function withClassifier(retrier, shouldRetry, retryAfterMs) {
+function withClassifier(retrier, shouldRetry, retryAfterMs, boundsAttempts = false) {
   if (!(retrier instanceof Retrier)) throw new TypeError(`retrier must be a Retrier, got ${typeName(retrier)}`);
   // No result predicate: a response is judged by the HTTP rules alone.
-  return derive(retrier, { shouldRetry, retryAfterMs, shouldRetryResult: undefined });
+  const hooks = { shouldRetry, retryAfterMs, shouldRetryResult: undefined };
+  if (boundsAttempts) hooks.attemptTimeoutMs = 0;
+  return derive(retrier, hooks);
 }
 
-module.exports = { Retrier, AttemptContext, withClassifier };
+/** A retrier's attemptTimeoutMs (0: none). Not part of the public API. */
+function attemptTimeoutMs(retrier) {
+  return attemptTimeoutOf(retrier);
+}
+
+module.exports = { Retrier, AttemptContext, withClassifier, attemptTimeoutMs };

@@ -56,6 +56,33 @@ for (const [label, impl] of FETCHES) {
     assert.ok(delays[0] >= 1500 && delays[0] <= 3000, String(delays[0]));
   });
 
+  test(`${label}: a GET past attemptTimeoutMs is aborted as a read timeout and sent again`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    const url = s.script([['slow', 2000], 200]);
+    const { retrier, events } = fast({ attemptTimeoutMs: 200 });
+    const res = await make(retrier)(url);
+    assert.equal(res.status, 200);
+    assert.equal(s.hits(url), 2);
+    const retrying = events.filter((e) => e.kind === 'retrying');
+    assert.equal(retrying.length, 1);
+    assert.ok(retrying[0].error instanceof RequestFailedError);
+    assert.equal(retrying[0].error.cause.name, 'TimeoutError');
+  });
+
+  test(`${label}: a POST past attemptTimeoutMs is not sent again: it rejects with the TimeoutError`, async (t) => {
+    // It may have reached the server (a payment): only an idempotent method is resent.
+    const s = await startServer();
+    t.after(() => s.close());
+    const url = s.script([['slow', 2000], 200]);
+    const { retrier, events } = fast({ attemptTimeoutMs: 200 });
+    const t0 = performance.now();
+    await assert.rejects(make(retrier)(url, { method: 'POST', body: 'pay' }), (err) => err.name === 'TimeoutError' && /attemptTimeoutMs/.test(err.message));
+    assert.ok(performance.now() - t0 < 1500, 'the request was aborted, not waited out');
+    assert.equal(s.hits(url), 1);
+    assert.deepEqual(events.map((e) => e.kind), ['attempt_failed', 'rejected']);
+  });
+
   test(`${label}: a 404 is returned at once`, async (t) => {
     const s = await startServer();
     t.after(() => s.close());

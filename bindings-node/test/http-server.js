@@ -1,8 +1,8 @@
 'use strict';
 // A scripted HTTP/1.1 server on loopback for the retryrs/fetch tests, with keep-alive (so
 // a leaked connection shows) and counts of what it saw. Each path has a script of steps
-// played in order, the last repeating: a status, [status, retryAfter, bodySize], or 'reset' (the
-// socket is destroyed with a TCP RST after the request arrives). Unscripted paths: 200 ok.
+// played in order, the last repeating: a status, [status, retryAfter, bodySize], ['slow', ms]
+// (200 after ms), or 'reset' (the socket is destroyed with a TCP RST after the request arrives). Unscripted paths: 200 ok.
 const http = require('node:http');
 const net = require('node:net');
 
@@ -22,6 +22,13 @@ async function startServer() {
       const step = steps[Math.min(seen.length, steps.length) - 1];
       if (step === 'reset') {
         req.socket.resetAndDestroy();
+        return;
+      }
+      if (Array.isArray(step) && step[0] === 'slow') {
+        // A server that took too long: answers 200 after step[1] ms (if still connected).
+        setTimeout(() => {
+          if (!res.destroyed) res.end('ok');
+        }, step[1]).unref();
         return;
       }
       const [status, retryAfter, size] = Array.isArray(step) ? step : [step, undefined, undefined];
