@@ -236,12 +236,50 @@ impl<'a> Loader<'a> {
     // ---- errors and positions -------------------------------------------------------
 
     fn position(&self, raw: &RawValue) -> (usize, usize) {
-        let offset = (raw.get().as_ptr() as usize).saturating_sub(self.text.as_ptr() as usize).min(self.text.len());
+        self.position_at((raw.get().as_ptr() as usize).saturating_sub(self.text.as_ptr() as usize))
+    }
+
+    /// Line and column (1-based, in characters) of byte `offset` of the text.
+    fn position_at(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.text.len());
         let before = &self.text.as_bytes()[..offset];
         let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
         let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         let column = self.text[line_start..offset].chars().count() + 1;
         (line, column)
+    }
+
+    /// Where the key holding `value` starts (its opening quote): an unknown key's error
+    /// points at the key, not at what it holds. Found by walking back from the value over
+    /// `:` and whitespace to the key's closing quote, then to its unescaped opening one.
+    fn key_position(&self, value: &RawValue) -> (usize, usize) {
+        let bytes = self.text.as_bytes();
+        let offset = (value.get().as_ptr() as usize).saturating_sub(self.text.as_ptr() as usize).min(bytes.len());
+        let skip_space = |mut i: usize| {
+            while i > 0 && bytes[i - 1].is_ascii_whitespace() {
+                i -= 1;
+            }
+            i
+        };
+        let colon = skip_space(offset);
+        let close = if colon > 0 && bytes[colon - 1] == b':' { skip_space(colon - 1) } else { 0 };
+        if close == 0 || bytes[close - 1] != b'"' {
+            return self.position(value);
+        }
+        let mut i = close - 1;
+        while i > 0 {
+            i -= 1;
+            let escapes = bytes[..i].iter().rev().take_while(|&&b| b == b'\\').count();
+            if bytes[i] == b'"' && escapes % 2 == 0 {
+                return self.position_at(i);
+            }
+        }
+        self.position(value)
+    }
+
+    /// [`Loader::err`] for an unknown key, positioned at the key.
+    fn key_err(&self, path: &str, value: &RawValue, what: impl fmt::Display) -> DocumentError {
+        DocumentError { position: Some(self.key_position(value)), ..self.err(path, None, what) }
     }
 
     fn err(&self, path: &str, raw: Option<&RawValue>, what: impl fmt::Display) -> DocumentError {
@@ -302,7 +340,7 @@ impl<'a> Loader<'a> {
                 "budgets" => budgets_raw = Some(*raw),
                 "$schema" => {}
                 other => {
-                    return Err(self.err(other, Some(raw), "unknown key; a policy document holds policies and budgets (or a gRPC service config, methodConfig and retryThrottling)"))
+                    return Err(self.key_err(other, raw, "unknown key; a policy document holds policies and budgets (or a gRPC service config, methodConfig and retryThrottling)"))
                 }
             }
         }
@@ -338,7 +376,7 @@ impl<'a> Loader<'a> {
             match key.as_str() {
                 "max_tokens" => max = Some((self.number(&at, v)?, v)),
                 "token_ratio" => ratio = Some((self.number(&at, v)?, v)),
-                _ => return Err(self.err(&at, Some(v), "unknown key; a budget holds max_tokens and token_ratio")),
+                _ => return Err(self.key_err(&at, v, "unknown key; a budget holds max_tokens and token_ratio")),
             }
         }
         let (Some((m, m_raw)), Some((r, r_raw))) = (max, ratio) else {
@@ -373,9 +411,9 @@ impl<'a> Loader<'a> {
         for (key, raw) in own {
             if crate::knob::knob(key).is_none() {
                 let known: Vec<&str> = KNOBS.iter().map(|k| k.name).collect();
-                return Err(self.err(
+                return Err(self.key_err(
                     &format!("policies.{name}.{key}"),
-                    Some(raw),
+                    raw,
                     format!("unknown key; a policy's keys are {}", known.join(", ")),
                 ));
             }
@@ -487,11 +525,7 @@ impl<'a> Loader<'a> {
                     "maxTokens" => max = Some((self.number(&at, v)?, v)),
                     "tokenRatio" => ratio = Some((self.number(&at, v)?, v)),
                     _ => {
-                        return Err(self.err(
-                            &at,
-                            Some(v),
-                            "unknown key; retryThrottling holds maxTokens and tokenRatio",
-                        ))
+                        return Err(self.key_err(&at, v, "unknown key; retryThrottling holds maxTokens and tokenRatio"))
                     }
                 }
             }
@@ -558,7 +592,7 @@ impl<'a> Loader<'a> {
                 key.as_str(),
                 "maxAttempts" | "initialBackoff" | "maxBackoff" | "backoffMultiplier" | "retryableStatusCodes"
             ) {
-                return Err(self.err(&format!("{rp}.{key}"), Some(v), "unknown or unsupported retryPolicy field"));
+                return Err(self.key_err(&format!("{rp}.{key}"), v, "unknown or unsupported retryPolicy field"));
             }
         }
         let at = |k: &str| format!("{rp}.{k}");
@@ -670,9 +704,9 @@ impl<'a> Loader<'a> {
                     "service" => service = text,
                     "method" => method = text,
                     _ => {
-                        return Err(self.err(
+                        return Err(self.key_err(
                             &format!("{p}.{key}"),
-                            Some(v),
+                            v,
                             "unknown key; a name holds service and method",
                         ))
                     }
