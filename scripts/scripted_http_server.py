@@ -12,7 +12,6 @@ from __future__ import annotations
 import socket
 import struct
 import threading
-import time
 from collections import defaultdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, List, Tuple
@@ -25,6 +24,9 @@ class ScriptedServer:
         self.accepted = 0
         self.open = 0
         self.lock = threading.Lock()
+        # Set by close(): a "slow" step stops waiting and answers nothing, so no handler
+        # outlives the server (a late write would raise in a thread during later tests).
+        self.closing = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         self.base = f"http://127.0.0.1:{self._server.server_address[1]}"
@@ -40,6 +42,7 @@ class ScriptedServer:
             return len(self.requests[path])
 
     def close(self) -> None:
+        self.closing.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -96,7 +99,10 @@ def _handler(server: ScriptedServer) -> type:
                 self.close_connection = True
                 return
             if isinstance(step, tuple) and step[0] == "slow":
-                time.sleep(step[1])  # then answers 200: a server that took too long
+                # A server that takes step[1] s, then answers 200 if the client still waits.
+                if server.closing.wait(step[1]):
+                    self.close_connection = True
+                    return
                 step = 200
             status, retry_after = step if isinstance(step, tuple) else (step, None)
             payload = b"ok" if status == 200 else f"HTTP {status} body".encode()
