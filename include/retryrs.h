@@ -232,7 +232,8 @@ typedef struct retryrs_config {
   // Total calls, the first one included (1 disables retrying); >= 1 and <= 4294967295.
   // Default 5.
   uint64_t max_attempts;
-  // Ceiling of the wait after the first failure, in ms; finite and >= 0. Default 200.
+  // Ceiling of the wait after the first failure, in ms; finite and >= 0 (at most about
+  // 285,000 years). Default 200.
   double initial_delay_ms;
   // Growth of the ceiling per failed attempt; finite and >= 1. Default 2.
   double multiplier;
@@ -247,8 +248,8 @@ typedef struct retryrs_config {
   // false: no deadline (attempts alone bound the call); deadline_ms is ignored. Default
   // true.
   bool has_deadline;
-  // Budget for the whole call, attempts and waits included, in ms; finite and >= 0.
-  // Default 15000.
+  // Budget for the whole call, attempts and waits included, in ms; finite and >= 0 (at
+  // most about 285,000 years). Default 15000.
   double deadline_ms;
   // false: fresh random jitter on every call; true: reproducible jitter from `seed`.
   // Default false.
@@ -265,7 +266,8 @@ typedef struct retryrs_config {
   // max_retry_after_ms is ignored. Default true.
   bool has_max_retry_after;
   // The longest server-asked wait accepted; a longer hint ends the call at once
-  // (exhausted, reason retry_after), in ms; finite and >= 0. Default 60000.
+  // (exhausted, reason retry_after), in ms; finite and >= 0 (at most about 285,000
+  // years). Default 60000.
   double max_retry_after_ms;
 } retryrs_config;
 

@@ -24,7 +24,8 @@ pub struct retryrs_config {
     /// Total calls, the first one included (1 disables retrying); >= 1 and <= 4294967295.
     /// Default 5.
     pub max_attempts: u64,
-    /// Ceiling of the wait after the first failure, in ms; finite and >= 0. Default 200.
+    /// Ceiling of the wait after the first failure, in ms; finite and >= 0 (at most about
+    /// 285,000 years). Default 200.
     pub initial_delay_ms: f64,
     /// Growth of the ceiling per failed attempt; finite and >= 1. Default 2.
     pub multiplier: f64,
@@ -39,8 +40,8 @@ pub struct retryrs_config {
     /// false: no deadline (attempts alone bound the call); deadline_ms is ignored. Default
     /// true.
     pub has_deadline: bool,
-    /// Budget for the whole call, attempts and waits included, in ms; finite and >= 0.
-    /// Default 15000.
+    /// Budget for the whole call, attempts and waits included, in ms; finite and >= 0 (at
+    /// most about 285,000 years). Default 15000.
     pub deadline_ms: f64,
     /// false: fresh random jitter on every call; true: reproducible jitter from `seed`.
     /// Default false.
@@ -57,7 +58,8 @@ pub struct retryrs_config {
     /// max_retry_after_ms is ignored. Default true.
     pub has_max_retry_after: bool,
     /// The longest server-asked wait accepted; a longer hint ends the call at once
-    /// (exhausted, reason retry_after), in ms; finite and >= 0. Default 60000.
+    /// (exhausted, reason retry_after), in ms; finite and >= 0 (at most about 285,000
+    /// years). Default 60000.
     pub max_retry_after_ms: f64,
 }
 

@@ -73,7 +73,7 @@ impl Rule {
     pub fn describe(&self, name: &dyn Fn(&'static str) -> String) -> String {
         match self {
             Rule::Whole { min, max } => format!(">= {min} and <= {max}"),
-            Rule::Duration { not_below: None } => "finite and >= 0".into(),
+            Rule::Duration { not_below: None } => "finite and >= 0 (at most about 285,000 years)".into(),
             Rule::Duration { not_below: Some(other) } => format!(">= {}", name(other)),
             Rule::AtLeast { min } => format!("finite and >= {min}"),
             Rule::Jitter => "one of none, full, equal, decorrelated, proportional(F) with F in [0, 1]".into(),

@@ -458,6 +458,8 @@ mod tests {
             (Policy::builder().multiplier(f64::NAN), "multiplier", "got NaN"),
             (Policy::builder().jitter(Jitter::Proportional(1.5)), "jitter", "proportional(1.5)"),
             (Policy::builder().deadline_ms(Some(-5.0)), "deadline", "got -5 ms"),
+            // Finite but past the limit: the message must say there is one.
+            (Policy::builder().deadline_ms(Some(1e16)), "deadline", "at most about 285,000 years), got 1e16 ms"),
         ];
         for (builder, knob, fragment) in cases {
             let err = builder.build().unwrap_err();
@@ -503,7 +505,10 @@ mod tests {
         // Huge and tiny numbers in exponent form (what C's retryrs_last_error shows), not
         // written out in 301 digits.
         let err = Policy::builder().initial_delay_ms(1e300).max_delay_ms(1e300).build().unwrap_err();
-        assert_eq!(err.to_string(), "initial_delay must be finite and >= 0, got 1e300 ms");
+        assert_eq!(
+            err.to_string(),
+            "initial_delay must be finite and >= 0 (at most about 285,000 years), got 1e300 ms"
+        );
         let err = Policy::builder().multiplier(1e-7).build().unwrap_err();
         assert_eq!(err.to_string(), "multiplier must be finite and >= 1, got 1e-7");
     }

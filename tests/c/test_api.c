@@ -175,7 +175,7 @@ static void test_invalid_config_values_are_named(void) {
   c = d; c.max_attempts = 0; expect_invalid(c, "max_attempts must be >= 1");
   CHECK(contains(retryrs_last_error(), "got 0"));
   c = d; c.max_attempts = 1ULL << 40; expect_invalid(c, "max_attempts");
-  c = d; c.initial_delay_ms = -1; expect_invalid(c, "initial_delay_ms must be finite and >= 0, got -1 ms");
+  c = d; c.initial_delay_ms = -1; expect_invalid(c, "initial_delay_ms must be finite and >= 0 (at most about 285,000 years), got -1 ms");
   c = d; c.initial_delay_ms = NAN; expect_invalid(c, "initial_delay_ms");
   c = d; c.max_delay_ms = INFINITY; expect_invalid(c, "max_delay_ms");
   c = d; c.initial_delay_ms = 2000; c.max_delay_ms = 1000; expect_invalid(c, "max_delay_ms must be >= initial_delay");
@@ -183,7 +183,7 @@ static void test_invalid_config_values_are_named(void) {
   c = d; c.multiplier = NAN; expect_invalid(c, "multiplier");
   c = d; c.jitter = 99; expect_invalid(c, "jitter must be one of");
   c = d; c.jitter = RETRYRS_JITTER_PROPORTIONAL; c.jitter_factor = 1.5; expect_invalid(c, "jitter");
-  c = d; c.has_deadline = true; c.deadline_ms = -5; expect_invalid(c, "deadline_ms must be finite and >= 0, got -5 ms");
+  c = d; c.has_deadline = true; c.deadline_ms = -5; expect_invalid(c, "deadline_ms must be finite and >= 0 (at most about 285,000 years), got -5 ms");
   c = d; c.name = "\xff\xfe"; expect_invalid(c, "config->name is not valid UTF-8");
   /* a deadline that is off is not validated */
   c = d; c.has_deadline = false; c.deadline_ms = -5;
