@@ -151,5 +151,12 @@ pub unsafe fn build(config: *const retryrs_config) -> Result<Policy, Failure> {
     if let Some(budget) = c.budget.as_ref() {
         builder = builder.budget(Some(Arc::clone(&budget.inner)));
     }
-    builder.build().map_err(|e| config_failure("retryrs_retrier_new", &e))
+    builder.build().map_err(|e| match e.knob {
+        // C holds the factor in its own field: name that field, not the jitter kind.
+        "jitter" if c.jitter == RETRYRS_JITTER_PROPORTIONAL => Failure::invalid(format!(
+            "retryrs_retrier_new: config->jitter_factor must be in [0, 1] with RETRYRS_JITTER_PROPORTIONAL, got {}",
+            retryrs::units::compact(c.jitter_factor)
+        )),
+        _ => config_failure("retryrs_retrier_new", &e),
+    })
 }

@@ -182,7 +182,8 @@ static void test_invalid_config_values_are_named(void) {
   c = d; c.multiplier = 0.5; expect_invalid(c, "multiplier must be finite and >= 1, got 0.5");
   c = d; c.multiplier = NAN; expect_invalid(c, "multiplier");
   c = d; c.jitter = 99; expect_invalid(c, "jitter must be one of");
-  c = d; c.jitter = RETRYRS_JITTER_PROPORTIONAL; c.jitter_factor = 1.5; expect_invalid(c, "jitter");
+  c = d; c.jitter = RETRYRS_JITTER_PROPORTIONAL; c.jitter_factor = 1.5; expect_invalid(c, "config->jitter_factor must be in [0, 1] with RETRYRS_JITTER_PROPORTIONAL, got 1.5");
+  c = d; c.jitter = RETRYRS_JITTER_PROPORTIONAL; c.jitter_factor = NAN; expect_invalid(c, "config->jitter_factor must be in [0, 1] with RETRYRS_JITTER_PROPORTIONAL, got NaN");
   c = d; c.has_deadline = true; c.deadline_ms = -5; expect_invalid(c, "deadline_ms must be finite and >= 0 (at most about 285,000 years), got -5 ms");
   c = d; c.name = "\xff\xfe"; expect_invalid(c, "config->name is not valid UTF-8");
   /* a deadline that is off is not validated */
