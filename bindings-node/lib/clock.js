@@ -65,22 +65,18 @@ const testing = Object.freeze({
   },
   /**
    * Runs fn (sync or async) under a fresh virtual clock, then restores the switch as it
-   * was (a clock that was on comes back at the time it had reached).
+   * was (a clock that was on comes back at the time it had reached). Scopes are the
+   * core's counted ones: overlapping scopes may end in any order.
    */
   async scoped(fn) {
     if (typeof fn !== 'function') throw new TypeError('testing.scoped(fn): fn must be a function');
-    const wasOn = isVirtual();
-    const before = wasOn ? native.virtualNowMs() : 0;
-    testing.enable();
+    const scope = new native.VirtualTimeScope();
+    state.virtual = true;
     try {
       return await fn();
     } finally {
-      if (wasOn) {
-        testing.enable();
-        native.virtualAdvance(before);
-      } else {
-        testing.disable();
-      }
+      scope.close();
+      state.virtual = isVirtual();
     }
   },
 });

@@ -46,3 +46,29 @@ pub fn virtual_advance(ms: f64) -> napi::Result<bool> {
         Ok(true)
     })
 }
+
+/// Virtual time until `close()`: one of the core's counted scopes, so scopes that overlap
+/// (two async tests at once, or a worker's) end in any order without turning virtual time
+/// off under a scope still open, or leaving it on after the last one.
+#[napi]
+pub struct VirtualTimeScope {
+    scope: Option<testing::Scope>,
+}
+
+#[napi]
+impl VirtualTimeScope {
+    /// Opens a scope with a fresh virtual clock at zero.
+    #[napi(constructor)]
+    pub fn new() -> napi::Result<Self> {
+        guarded(|| Ok(VirtualTimeScope { scope: Some(testing::scoped()) }))
+    }
+
+    /// Closes the scope (again: nothing). A scope never closed closes when collected.
+    #[napi]
+    pub fn close(&mut self) -> napi::Result<()> {
+        guarded(|| {
+            self.scope.take();
+            Ok(())
+        })
+    }
+}

@@ -82,3 +82,31 @@ test('a budget is shared between retriers: failures drain it, successes refill i
   assert.equal(budget.maxTokens, 4);
   assert.equal(budget.tokenRatio, 0.5);
 });
+
+test('testing.scoped: overlapping scopes end in any order; virtual time stays on until the last one ends', async () => {
+  let endA;
+  let endB;
+  const a = testing.scoped(() => new Promise((resolve) => { endA = resolve; }));
+  const b = testing.scoped(() => new Promise((resolve) => { endB = resolve; }));
+  endA();
+  await a;
+  assert.equal(testing.isOn(), true, 'b is still open');
+  endB();
+  await b;
+  assert.equal(testing.isOn(), false, 'the last scope ended: off again');
+});
+
+test('testing.scoped inside testing.enable(): the global clock comes back where it was', async () => {
+  testing.enable();
+  try {
+    testing.advance(500);
+    await testing.scoped(() => {
+      assert.equal(testing.now(), 0, 'a fresh clock inside');
+      testing.advance(10_000);
+    });
+    assert.equal(testing.isOn(), true);
+    assert.equal(testing.now(), 500);
+  } finally {
+    testing.disable();
+  }
+});
