@@ -14,8 +14,8 @@ test-rust:
 	cargo test --workspace --exclude retryrs-fleet --locked
 
 demo-herd:
-	@echo "== The thundering herd: why jitter (Rust, core/examples/herd.rs) =="
-	cargo run --quiet --release --locked -p retryrs --example herd
+	@echo "== The thundering herd: why jitter (Rust, bench/fleet/examples/herd.rs) =="
+	cargo run --quiet --release --locked -p retryrs-fleet --no-default-features --example herd
 
 # What each host derives from the knob table (core/src/knob.rs) but must hold as source:
 # C's retryrs_config (bindings-c/src/config_layout.rs, then the headers), Python's stub

@@ -1,8 +1,7 @@
-//! Scenario 3, the herd: core/examples/herd.rs as a time series. 1,000 clients fail
-//! together at t = 0 against a server that keeps failing, and retry under the example's
-//! policy (6 attempts, 100 ms x2, 10 s cap); when do their retries land, per 10 ms window?
-//! Client i's jitter is seeded with i, as in the example, so the busiest windows here are
-//! the ones `make demo` prints.
+//! Scenario 3, the herd: 1,000 clients fail together at t = 0 against a server that keeps
+//! failing, and retry (6 attempts, 100 ms x2, 10 s cap); when do their retries land, per
+//! 10 ms window? Client i's jitter is seeded with i. `make demo` prints each kind's
+//! busiest window (examples/herd.rs); `make sim` plots the whole series.
 
 use std::time::Duration;
 

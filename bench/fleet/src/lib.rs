@@ -6,6 +6,7 @@ pub mod contention;
 pub mod herd;
 pub mod outage;
 pub mod peers;
+#[cfg(feature = "plots")]
 pub mod plot;
 pub mod report;
 pub mod rng;

@@ -199,7 +199,7 @@ fn herd(w: &mut String, r: &Results) {
     let _ = writeln!(w, "## 3. The herd\n");
     let _ = writeln!(
         w,
-        "core/examples/herd.rs over time: {} clients fail together at t = 0 and keep failing; each retries \
+        "The herd of `make demo` over time: {} clients fail together at t = 0 and keep failing; each retries \
          under 6 attempts, 100 ms x2, 10 s cap, client i seeded with i as in the example (so the busiest windows are the ones `make demo` prints). Retries per {WINDOW_MS} ms window:\n",
         thousands(r.config.herd_clients)
     );
