@@ -7,8 +7,10 @@ use std::sync::Arc;
 
 use retryrs::{Jitter, Policy, PolicyBuilder, PolicyError};
 
-use crate::config_layout::set_numbers;
+// KNOWN_SIZES: every layout since struct_size came, one per appended knob (generated,
+// so adding a knob keeps programs built against the older header working).
 pub use crate::config_layout::{from_policy_parts, retryrs_config};
+use crate::config_layout::{set_numbers, KNOWN_SIZES};
 use crate::ffi::{arg_mut, c_str, guard_status, Failure};
 use crate::types::*;
 
@@ -31,11 +33,6 @@ pub unsafe extern "C" fn retryrs_config_init(config: *mut retryrs_config, struct
         Ok(())
     })
 }
-
-/// The sizes of retryrs_config this library reads: every layout a release has shipped
-/// with a struct_size. Each is a prefix of the current one (fields are only appended);
-/// the fields past a smaller size take their defaults.
-const KNOWN_SIZES: &[usize] = &[std::mem::size_of::<retryrs_config>()];
 
 pub(crate) fn known_size(size: usize) -> Result<usize, String> {
     if KNOWN_SIZES.contains(&size) {

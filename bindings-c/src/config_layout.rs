@@ -91,15 +91,31 @@ pub fn set_numbers(c: &retryrs_config, mut b: PolicyBuilder) -> Result<PolicyBui
     b = b.set("initial_delay", Setting::Number(c.initial_delay_ms))?;
     b = b.set("multiplier", Setting::Number(c.multiplier))?;
     b = b.set("max_delay", Setting::Number(c.max_delay_ms))?;
-    b = b.set("deadline", on_off(c.has_deadline, c.deadline_ms))?;
-    b = b.set("max_retry_after", on_off(c.has_max_retry_after, c.max_retry_after_ms))?;
+    b = b.set("deadline", on_off(c.has_deadline, Setting::Number(c.deadline_ms)))?;
+    b = b.set("max_retry_after", on_off(c.has_max_retry_after, Setting::Number(c.max_retry_after_ms)))?;
     Ok(b)
 }
 
+/// The sizes of retryrs_config this library reads: the layout struct_size came with and
+/// one more per knob appended since, each a prefix of this one. A program built against
+/// an older header passes its smaller size, and the knobs past it take their defaults.
+#[rustfmt::skip] // one size a line however many (rustfmt would join a short list)
+pub const KNOWN_SIZES: &[usize] = &[
+    size_through(std::mem::offset_of!(retryrs_config, max_retry_after_ms) + std::mem::size_of::<f64>()),
+];
+
+/// A layout's size: to the end of its last field, rounded up to the struct's alignment
+/// (what C's sizeof gives for a struct of those fields).
+const fn size_through(end: usize) -> usize {
+    end.next_multiple_of(std::mem::align_of::<retryrs_config>())
+}
+
+const _: () = assert!(KNOWN_SIZES[KNOWN_SIZES.len() - 1] == std::mem::size_of::<retryrs_config>());
+
 /// A knob that can be off, as its `has_` flag and value say.
-fn on_off(on: bool, value: f64) -> Setting {
+fn on_off(on: bool, value: Setting) -> Setting {
     if on {
-        Setting::Number(value)
+        value
     } else {
         Setting::Off
     }

@@ -10,9 +10,10 @@ export type GlobalFetch = typeof globalThis extends { fetch: infer G extends Fet
 export interface RetryingFetchOptions<F extends FetchFunction = GlobalFetch> {
   /** Policy, listener, budget, deadline (default: `new Retrier()`). Its `shouldRetry`
    * and `retryAfterMs` are not used: the core's HTTP rules decide. Its
-   * `attemptTimeoutMs` aborts each request still waiting for its response headers; that
-   * is a read timeout, sent again only for an idempotent method (a POST rejects with
-   * the TimeoutError). */
+   * `attemptTimeoutMs` aborts each request still waiting for its response headers (one
+   * with a one-shot body too, and one whose `fetch` ignores the signal is abandoned);
+   * that is a read timeout, sent again only for an idempotent method (a POST rejects
+   * with the TimeoutError). */
   retrier?: Retrier;
   /** The fetch that sends (default: the global fetch). */
   fetch?: F;

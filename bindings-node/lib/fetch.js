@@ -154,6 +154,45 @@ async function release(res) {
   return kept;
 }
 
+/**
+ * The retrier's attemptTimeoutMs for one request: `signal` aborts the request, `expired`
+ * rejects with the same TimeoutError (so a fetch that drops init.signal is bounded too).
+ */
+function attemptTimer(timeoutMs, what) {
+  const controller = new AbortController();
+  let expire;
+  const expired = new Promise((_, reject) => {
+    expire = reject;
+  });
+  const timer = setTimeout(() => {
+    controller.abort(new DOMException(`retryingFetch: ${what} timed out after ${timeoutMs} ms (the retrier's attemptTimeoutMs)`, 'TimeoutError'));
+    expire(controller.signal.reason);
+  }, timeoutMs);
+  return { signal: controller.signal, expired, clear: () => clearTimeout(timer) };
+}
+
+/**
+ * `base(input, init)` bounded by `timer` (if any), the caller's `signal` kept: whichever
+ * aborts first aborts the request. A response that still arrives after the timeout has
+ * its body cancelled, freeing its connection.
+ */
+function send(base, input, init, signal, timer) {
+  if (timer === undefined) return base(input, init);
+  const sent = base(input, { ...init, signal: signal === undefined ? timer.signal : AbortSignal.any([signal, timer.signal]) });
+  return Promise.race([sent, timer.expired]).catch((err) => {
+    if (timer.signal.aborted) {
+      sent.then((late) => {
+        try {
+          late?.body?.cancel?.()?.catch?.(() => {});
+        } catch {
+          // A body already locked or gone: nothing left to free.
+        }
+      }, () => {});
+    }
+    throw err;
+  });
+}
+
 const KNOWN = new Set(['retrier', 'fetch', 'methods', 'statuses']);
 const isHttpFailure = (err) => err instanceof HttpRetryError;
 
@@ -189,7 +228,14 @@ function retryingFetch(options) {
     // one, so it is sent once (give the body in init to have it retried).
     const bodyInInit = init !== undefined && init !== null && init.body !== undefined;
     if (bodyInInit ? !replayableBody(init.body) : request !== undefined && request.body !== null) {
-      return base(input, init);
+      // Sent once, but still bounded: past attemptTimeoutMs it rejects with the TimeoutError.
+      if (timeoutMs <= 0) return base(input, init);
+      const timer = attemptTimer(timeoutMs, 'a request with a one-shot body');
+      try {
+        return await send(base, input, init, signal, timer);
+      } finally {
+        timer.clear();
+      }
     }
     const raw = String(request !== undefined ? request.url : input instanceof URL ? input.href : input);
     const url = native.redactUrl(raw);
@@ -206,31 +252,20 @@ function retryingFetch(options) {
         held = undefined;
       }
       let res;
-      let timer;
-      let bounded = init;
-      let timedOut;
-      if (timeoutMs > 0) {
-        const controller = new AbortController();
-        timedOut = controller.signal;
-        timer = setTimeout(() => {
-          const why = `retryingFetch: attempt ${n} timed out after ${timeoutMs} ms (the retrier's attemptTimeoutMs)`;
-          controller.abort(new DOMException(why, 'TimeoutError'));
-        }, timeoutMs);
-        bounded = { ...init, signal: signal === undefined ? timedOut : AbortSignal.any([signal, timedOut]) };
-      }
+      const timer = timeoutMs > 0 ? attemptTimer(timeoutMs, `attempt ${n}`) : undefined;
       try {
-        res = await base(input, bounded);
+        res = await send(base, input, init, signal, timer);
       } catch (err) {
         if (signal?.aborted) throw err;
         // Past attemptTimeoutMs the request may have reached the server: a read timeout
         // ('network'), sent again only for an idempotent method; a POST rejects with it.
-        const failure = timedOut?.aborted ? 'network' : failureOf(err);
+        const failure = timer?.signal.aborted ? 'network' : failureOf(err);
         if (failure !== undefined && transient(method, null, failure)) {
           throw new RequestFailedError(method, url, failure === 'connect', err);
         }
         throw err;
       } finally {
-        clearTimeout(timer);
+        timer?.clear();
       }
       if (!transient(method, res.status, null)) return res;
       const header = res.headers.get('retry-after');

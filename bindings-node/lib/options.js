@@ -43,7 +43,9 @@ const INSTEAD = {
 function unknownOption(key) {
   let hint = Object.hasOwn(INSTEAD, key) ? INSTEAD[key] : undefined;
   if (hint === undefined) {
-    const lower = key.toLowerCase();
+    // Case and underscores aside: a policy document's (and Python's) `max_retry_after`
+    // is Node's `maxRetryAfterMs`.
+    const lower = key.toLowerCase().replace(/_/g, '');
     hint = [...KNOWN].find((k) => k.toLowerCase() === lower || k.toLowerCase() === `${lower}ms`);
   }
   return new TypeError(`Retrier: unknown option '${key}'${hint === undefined ? '' : `; did you mean ${hint}?`}`);

@@ -187,6 +187,15 @@ test("8: p-retry's, cockatiel's and async-retry's option names get a hint", () =
   assert.throws(() => new Retrier({ bogus: 1 }), { message: "Retrier: unknown option 'bogus'" });
 });
 
+test("a knob in the contract's snake_case (a policy document's key) gets its Node spelling as a hint", () => {
+  const { KNOBS } = require('../lib/options');
+  for (const k of KNOBS) {
+    if (k.name === k.option) continue; // one word, no unit: the same in Node
+    assert.throws(() => new Retrier({ [k.name]: 1 }), (e) => e instanceof TypeError && e.message === `Retrier: unknown option '${k.name}'; did you mean ${k.option}?`, k.name);
+  }
+  assert.throws(() => new Retrier({ attempt_timeout: 1 }), /did you mean attemptTimeoutMs\?/);
+});
+
 test('unref: a pending retry wait does not keep the process alive (p-retry, cockatiel)', () => {
   const script = (unref) => `
     const { Retrier } = require('.');

@@ -83,6 +83,49 @@ for (const [label, impl] of FETCHES) {
     assert.deepEqual(events.map((e) => e.kind), ['attempt_failed', 'rejected']);
   });
 
+  test(`${label}: a one-shot body (a stream, a Request's own) is sent once but still bounded by attemptTimeoutMs`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    const { retrier } = fast({ attemptTimeoutMs: 200 });
+    const stream = () => new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode('pay')); c.close(); } });
+    const sends = [
+      (url) => make(retrier)(url, { method: 'POST', body: stream(), duplex: 'half' }),
+      (url) => make(retrier)(new (impl ? undici.Request : Request)(url, { method: 'POST', body: 'pay' })),
+    ];
+    for (const sendOnce of sends) {
+      const url = s.script([['slow', 2000], 200]);
+      const t0 = performance.now();
+      await assert.rejects(sendOnce(url), (err) => err.name === 'TimeoutError' && /attemptTimeoutMs/.test(err.message));
+      assert.ok(performance.now() - t0 < 1500, 'the request was aborted, not waited out');
+      assert.equal(s.hits(url), 1);
+    }
+  });
+
+  test(`${label}: a fetch that drops init.signal is still bounded by attemptTimeoutMs, and its late response freed`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    const url = s.script([['slow', 600], 200]);
+    const late = [];
+    // A wrapper that forgets the signal: the request cannot be aborted, only abandoned.
+    const forgetful = async (input, init) => {
+      const res = await (impl ?? globalThis.fetch)(input, { method: init?.method, headers: init?.headers });
+      late.push(res);
+      return res;
+    };
+    const { retrier, events } = fast({ attemptTimeoutMs: 200 });
+    const t0 = performance.now();
+    const res = await retryingFetch({ retrier, fetch: forgetful })(url);
+    assert.equal(res.status, 200);
+    assert.ok(performance.now() - t0 < 1000, `the first attempt was abandoned at its timeout (${performance.now() - t0} ms)`);
+    assert.deepEqual(events.map((e) => e.kind), ['attempt_failed', 'retrying', 'success']);
+    assert.equal(events[0].error.cause.name, 'TimeoutError');
+    await new Promise((r) => setTimeout(r, 700)); // the abandoned first response arrives
+    assert.equal(late.length, 2);
+    // The abandoned first request's response is the one that came last.
+    const { done } = await late[1].body.getReader().read();
+    assert.ok(done, 'the late body was cancelled (its connection freed), not left unread');
+  });
+
   test(`${label}: a 404 is returned at once`, async (t) => {
     const s = await startServer();
     t.after(() => s.close());

@@ -432,3 +432,93 @@ def test_async_httpx_a_post_past_attempt_timeout_is_not_sent_again(server):
     assert isinstance(e.value.__cause__, retryrs.AttemptTimeout)
     assert server.hits(p) == 1
     assert [ev.kind for ev in events] == ["attempt_failed", "rejected"]
+
+
+def test_async_httpx_a_streamed_body_is_sent_once_but_still_bounded_by_attempt_timeout(server):
+    # A body that cannot be replayed skips the retries, not the timeout the user set.
+    p = path()
+    url = server.script(p, [("slow", 1.5), 200])
+    r, _ = fast(attempt_timeout=0.2)
+
+    async def go():
+        async def body():
+            yield b"pay"
+
+        async with httpx.AsyncClient(transport=AsyncRetryingTransport(r), timeout=5) as c:
+            await c.post(url, content=body())
+
+    t0 = time.monotonic()
+    with pytest.raises(httpx.ReadTimeout) as e:
+        asyncio.run(go())
+    assert time.monotonic() - t0 < 1.0, "the request was abandoned, not waited out"
+    assert isinstance(e.value.__cause__, retryrs.AttemptTimeout)
+    assert server.hits(p) == 1
+
+
+def test_async_httpx_a_response_finished_after_the_attempt_timeout_is_closed():
+    # A transport that completes its response despite the cancel (a shielded read): the
+    # response nobody will read must hand its connection back, not wait for the GC.
+    class Stubborn(httpx.AsyncBaseTransport):
+        made = closed = 0
+
+        async def handle_async_request(self, request):
+            Stubborn.made += 1
+            try:
+                await asyncio.sleep(0.5)
+            except asyncio.CancelledError:
+                pass
+
+            class Body(httpx.AsyncByteStream):
+                async def __aiter__(self):
+                    yield b"late"
+
+                async def aclose(self):
+                    Stubborn.closed += 1
+
+            return httpx.Response(200, stream=Body())
+
+    r, events = fast(attempt_timeout=0.05, max_attempts=2)
+
+    async def go():
+        async with httpx.AsyncClient(transport=AsyncRetryingTransport(r, transport=Stubborn())) as c:
+            await c.get("http://stubborn.invalid/")
+
+    with pytest.raises(retryrs.RetryExhausted):
+        asyncio.run(go())
+    assert (Stubborn.made, Stubborn.closed) == (2, 2)
+    assert [e.kind for e in events] == ["attempt_failed", "retrying", "attempt_failed", "exhausted"]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda r: RetryingTransport(r), lambda r: RetryingAdapter(r)],
+    ids=["httpx-sync", "requests"],
+)
+def test_a_sync_helper_refuses_a_retrier_with_attempt_timeout_when_it_is_made(make):
+    # A blocking request cannot be abandoned: say so when the helper is made, naming what
+    # bounds one, not at the first request with advice about call_async.
+    r, _ = fast(attempt_timeout=0.2)
+    with pytest.raises(ValueError, match=r"attempt_timeout \(0.2 s\) cannot bound a blocking request.*timeout=") as e:
+        make(r)
+    assert type(make(fast()[0])).__name__ in str(e.value)
+
+
+def test_cancelling_the_task_during_a_bounded_request_is_prompt_and_never_retried(server):
+    p = path()
+    url = server.script(p, [("slow", 2.0), 200])
+    r, events = fast(attempt_timeout=1.5)
+
+    async def go():
+        async with httpx.AsyncClient(transport=AsyncRetryingTransport(r), timeout=5) as c:
+            task = asyncio.ensure_future(c.get(url))
+            await asyncio.sleep(0.3)
+            task.cancel()
+            t0 = time.monotonic()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            return time.monotonic() - t0
+
+    assert asyncio.run(go()) < 0.5
+    time.sleep(1.5)  # past the attempt timeout: nothing was sent again
+    assert server.hits(p) == 1
+    assert [e.kind for e in events] == ["cancelled"]

@@ -800,37 +800,7 @@ pub fn json_schema() -> Value {
     use serde_json::json;
     let mut knobs = serde_json::Map::new();
     for k in KNOBS {
-        let mut schema = match k.unit {
-            Unit::Count => json!({ "type": "integer", "minimum": 1 }),
-            Unit::Duration => json!({ "type": "string", "pattern": DURATION_PATTERN }),
-            Unit::Factor => json!({ "type": "number", "minimum": 1 }),
-            Unit::Jitter => json!({
-                "type": "string",
-                "pattern": "^\\s*(?i:none|full|equal|decorrelated|proportional\\(\\s*[0-9.]+\\s*\\)|proportional:\\s*[0-9.]+)\\s*$"
-            }),
-            Unit::Text => json!({ "type": "string" }),
-            Unit::Seed => json!({ "type": "integer", "minimum": 0, "maximum": u64::MAX }),
-            Unit::Budget => json!({ "type": "string", "description": "the name of a budget in budgets" }),
-        };
-        if let crate::knob::Rule::Whole { min, max } = k.rule {
-            schema["minimum"] = json!(min);
-            schema["maximum"] = json!(max);
-        }
-        if k.can_be_off {
-            let t = schema["type"].as_str().unwrap_or("string").to_string();
-            schema["type"] = json!([t, "null"]);
-        }
-        let default = match k.default {
-            crate::knob::Default::Number(n) if k.unit == Unit::Duration => json!(format!("{n}ms")),
-            crate::knob::Default::Number(n) if k.unit == Unit::Count => json!(n as u64),
-            crate::knob::Default::Number(n) => json!(n),
-            crate::knob::Default::Text(t) => json!(t),
-            crate::knob::Default::Off => Value::Null,
-        };
-        let doc = if k.can_be_off { format!("{} (null turns it off)", k.doc) } else { k.doc.to_string() };
-        schema["description"] = json!(doc);
-        schema["default"] = default;
-        knobs.insert(k.name.to_string(), schema);
+        knobs.insert(k.name.to_string(), knob_schema(k));
     }
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -868,5 +838,76 @@ pub fn json_schema() -> Value {
     })
 }
 
+/// One knob's schema: its type by unit, its bounds and default from the table.
+fn knob_schema(k: &crate::knob::Knob) -> Value {
+    use serde_json::json;
+    let mut schema = match k.unit {
+        Unit::Count => json!({ "type": "integer", "minimum": 1 }),
+        Unit::Duration => json!({ "type": "string", "pattern": DURATION_PATTERN }),
+        Unit::Factor => json!({ "type": "number" }),
+        Unit::Jitter => json!({
+            "type": "string",
+            "pattern": "^\\s*(?i:none|full|equal|decorrelated|proportional\\(\\s*[0-9.]+\\s*\\)|proportional:\\s*[0-9.]+)\\s*$"
+        }),
+        Unit::Text => json!({ "type": "string" }),
+        Unit::Seed => json!({ "type": "integer", "minimum": 0, "maximum": u64::MAX }),
+        Unit::Budget => json!({ "type": "string", "description": "the name of a budget in budgets" }),
+    };
+    match k.rule {
+        crate::knob::Rule::Whole { min, max } => {
+            schema["minimum"] = json!(min);
+            schema["maximum"] = json!(max);
+        }
+        // The rule's own bound (a whole one written as an integer, as editors show it).
+        crate::knob::Rule::AtLeast { min } if min.fract() == 0.0 => schema["minimum"] = json!(min as i64),
+        crate::knob::Rule::AtLeast { min } => schema["minimum"] = json!(min),
+        _ => {}
+    }
+    if k.can_be_off {
+        let t = schema["type"].as_str().unwrap_or("string").to_string();
+        schema["type"] = json!([t, "null"]);
+    }
+    let default = match k.default {
+        crate::knob::Default::Number(n) if k.unit == Unit::Duration => json!(format!("{n}ms")),
+        crate::knob::Default::Number(n) if k.unit == Unit::Count => json!(n as u64),
+        crate::knob::Default::Number(n) => json!(n),
+        crate::knob::Default::Text(t) => json!(t),
+        crate::knob::Default::Off => Value::Null,
+    };
+    let doc = if k.can_be_off { format!("{} (null turns it off)", k.doc) } else { k.doc.to_string() };
+    schema["description"] = json!(doc);
+    schema["default"] = default;
+    schema
+}
+
 /// What a duration string looks like (the schema's pattern; the loader says why not).
 const DURATION_PATTERN: &str = "^[0-9]+(\\.[0-9]+)?(ms|s|m)$";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::knob::{Default, Knob, Rule};
+
+    #[test]
+    fn a_knobs_schema_bounds_are_its_rules() {
+        // A factor that may be 0 (a new knob's rule), not the multiplier's 1.
+        let scale = Knob {
+            name: "scale",
+            unit: Unit::Factor,
+            default: Default::Number(0.5),
+            can_be_off: false,
+            off_means: "",
+            rule: Rule::AtLeast { min: 0.0 },
+            doc: "x",
+        };
+        assert_eq!(knob_schema(&scale)["minimum"], 0);
+        let half = Knob { rule: Rule::AtLeast { min: 0.5 }, ..scale };
+        assert_eq!(knob_schema(&half)["minimum"], 0.5);
+        let multiplier = crate::knob::knob("multiplier").unwrap();
+        assert_eq!(knob_schema(multiplier)["minimum"], 1);
+        let count = Knob { unit: Unit::Count, rule: Rule::Whole { min: 0, max: 9 }, can_be_off: true, ..scale };
+        let s = knob_schema(&count);
+        assert_eq!((s["minimum"].clone(), s["maximum"].clone()), (0.into(), 9.into()));
+        assert_eq!(s["type"], serde_json::json!(["integer", "null"]));
+    }
+}

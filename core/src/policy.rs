@@ -349,23 +349,27 @@ impl PolicyBuilder {
         let k = knob::knob(name).filter(|k| k.unit.is_numeric()).ok_or_else(|| {
             PolicyError::new("options", Rule::Any, Given::Text(format!("an unknown numeric knob {name}")))
         })?;
-        let number = match value {
-            Setting::Off if k.can_be_off => None,
-            Setting::Off => return Err(PolicyError::new(k.name, k.rule, Given::Text("off".into()))),
-            Setting::Number(n) => Some(n),
-            // Exact however large (a C `uint64_t`): `build` names the value as it was given.
-            Setting::Whole(n) if k.name == "max_attempts" => return Ok(self.max_attempts(n)),
-            Setting::Whole(n) => Some(n as f64),
+        // A count is checked here against its table rule, for every count knob alike, so
+        // the error quotes the value as given: a C `uint64_t` exactly (not the float it
+        // would round to), a host's 1.5 or 1e300 (not what `as u64` would make of it).
+        let out_of_range = |given: Given| Err(PolicyError::new(k.name, k.rule, given));
+        let number = match (value, k.rule) {
+            (Setting::Off, _) if k.can_be_off => None,
+            (Setting::Off, _) => return Err(PolicyError::new(k.name, k.rule, Given::Text("off".into()))),
+            (Setting::Whole(n), Rule::Whole { min, max }) if !(min..=max).contains(&n) => {
+                return out_of_range(Given::Whole(n))
+            }
+            (Setting::Number(n), Rule::Whole { min, max })
+                if !(n.is_finite() && n.fract() == 0.0 && n >= min as f64 && n <= max as f64) =>
+            {
+                return out_of_range(Given::Number(n))
+            }
+            // In range, so exact as a float (a count's max is far below 2^53).
+            (Setting::Whole(n), _) => Some(n as f64),
+            (Setting::Number(n), _) => Some(n),
         };
         Ok(match (k.name, number) {
-            ("max_attempts", Some(n)) => {
-                // Past u32 is out of range for `build` too, but `n as u64` would saturate
-                // and the error would show 18446744073709551615 instead of what was given.
-                if !(n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n <= f64::from(u32::MAX)) {
-                    return Err(PolicyError::new(k.name, k.rule, Given::Number(n)));
-                }
-                self.max_attempts(n as u64)
-            }
+            ("max_attempts", Some(n)) => self.max_attempts(n as u64),
             ("initial_delay", Some(ms)) => self.initial_delay_ms(ms),
             ("multiplier", Some(m)) => self.multiplier(m),
             ("max_delay", Some(ms)) => self.max_delay_ms(ms),
@@ -491,6 +495,54 @@ mod tests {
         assert_eq!(err.to_string(), "max_attempts must be >= 1 and <= 4294967295, got 4294967296");
         let p = Policy::builder().set("deadline", Setting::Off).unwrap().build().unwrap();
         assert_eq!(p.deadline(), None);
+    }
+
+    #[test]
+    fn every_numeric_knob_obeys_its_table_rule_through_set_and_build() {
+        // What a host does: set, then build. A knob whose hand-written check in `build`
+        // disagrees with its table rule (which hosts print as the requirement), or whose
+        // error misquotes the value, fails here.
+        let check = |name: &str, value: Setting| Policy::builder().set(name, value).and_then(PolicyBuilder::build);
+        for k in knob::numeric() {
+            let bad: Vec<(Setting, &str)> = match k.rule {
+                Rule::Whole { min, max } => {
+                    assert!(
+                        check(k.name, Setting::Whole(min)).is_ok()
+                            && check(k.name, Setting::Number(max as f64)).is_ok()
+                    );
+                    let mut bad = vec![
+                        (Setting::Number(min as f64 + 0.5), ""),
+                        (Setting::Whole(u64::MAX), "18446744073709551615"),
+                    ];
+                    if max < u64::MAX {
+                        bad.push((Setting::Whole(max + 1), ""));
+                    }
+                    if min > 0 {
+                        bad.push((Setting::Number(min as f64 - 1.0), ""));
+                    }
+                    bad
+                }
+                Rule::AtLeast { min } => {
+                    assert!(check(k.name, Setting::Number(min)).is_ok(), "{}", k.name);
+                    vec![(Setting::Number(min - 0.5), ""), (Setting::Number(f64::NAN), "NaN")]
+                }
+                Rule::Duration { not_below } => {
+                    let floor = not_below.and_then(|o| Policy::default().number(o)).unwrap_or(0.0);
+                    assert!(check(k.name, Setting::Number(floor)).is_ok(), "{}", k.name);
+                    vec![(Setting::Number(-1.0), "-1"), (Setting::Number(f64::INFINITY), "inf")]
+                }
+                Rule::Jitter | Rule::Any => vec![],
+            };
+            for (value, quoted) in bad {
+                let err = check(k.name, value).unwrap_err();
+                assert_eq!(err.knob, k.name, "{value:?}");
+                // The table's rule, or for a delay its plain range (-1 is not finite-and->=0,
+                // whatever it must also be >=).
+                let plain = matches!(k.rule, Rule::Duration { .. }) && err.rule == Rule::Duration { not_below: None };
+                assert!(err.rule == k.rule || plain, "{}: reported {:?}", k.name, err.rule);
+                assert!(err.to_string().contains(quoted), "{err} should quote {quoted}");
+            }
+        }
     }
 
     #[test]

@@ -129,6 +129,19 @@ def http_retrier(retrier: Optional[_native.Retrier], bounds_attempts: bool = Fal
     return retrier._with_classifier(_CLASSES, attempt_timeout=not bounds_attempts)
 
 
+def refuse_attempt_timeout(retrier: Optional[_native.Retrier], helper: str, own_timeout: str) -> None:
+    """A sync helper cannot abandon a blocking request, so a retrier's attempt_timeout
+    would fail its first request (the blocking form refuses one): refuse it here, when
+    the helper is made, naming what bounds a blocking request instead."""
+    timeout = getattr(retrier, "attempt_timeout", None)
+    if timeout is not None:
+        raise ValueError(
+            f"{helper}: the retrier's attempt_timeout ({timeout} s) cannot bound a blocking request; give the "
+            f"client its own timeout ({own_timeout}) and a Retrier without attempt_timeout, or use the async "
+            "client (AsyncRetryingTransport), which bounds each request with it"
+        )
+
+
 class RequestAttempts:
     """One request's attempts, as the helpers count them: from the second attempt on
     each is a resend (``mark_resend``), and the failure holding the last retryable

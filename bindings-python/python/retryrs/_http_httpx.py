@@ -11,7 +11,16 @@ import httpx  # missing: retryrs.http names the extra to install
 from . import _native
 from ._aio import _bounded
 from ._errors import AttemptTimeout, RetryExhausted
-from ._http_common import RequestAttempts, RequestFailed, RetryableStatus, Rules, final_response, http_retrier, redact_url
+from ._http_common import (
+    RequestAttempts,
+    RequestFailed,
+    RetryableStatus,
+    Rules,
+    final_response,
+    http_retrier,
+    redact_url,
+    refuse_attempt_timeout,
+)
 
 # httpx's failures in the core's words: no connection was made, or it broke afterwards.
 _CONNECT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
@@ -25,14 +34,25 @@ def _replayable(request: httpx.Request) -> bool:
     return isinstance(request.stream, httpx.ByteStream)
 
 
-async def _within(send: Awaitable[Any], timeout: float, request: httpx.Request) -> Any:
+async def _within(send: Awaitable[httpx.Response], timeout: float, request: httpx.Request) -> httpx.Response:
     """One request bounded by the retrier's attempt_timeout. Past it the request is
     abandoned as a read timeout: it may have reached the server, so the HTTP rules send
     it again only for an idempotent method (as for any read timeout); a POST surfaces
     the ``httpx.ReadTimeout``, its cause the ``AttemptTimeout``."""
+    late: list[httpx.Response] = []
+
+    async def kept() -> httpx.Response:
+        resp = await send
+        late.append(resp)
+        return resp
+
     try:
-        return await _bounded(send, timeout)
+        return await _bounded(kept(), timeout)  # type: ignore[no-any-return]
     except AttemptTimeout as e:
+        # A transport that finished its response despite the cancel: nobody will read
+        # it, so its connection goes back now rather than when it is collected.
+        for resp in late:
+            await resp.aclose()
         raise httpx.ReadTimeout(f"{e} (the retrier's attempt_timeout)", request=request) from e
 
 
@@ -77,6 +97,7 @@ class RetryingTransport(_Base, httpx.BaseTransport):
         if transport is not None and not isinstance(transport, httpx.BaseTransport):
             raise TypeError(f"transport must be an httpx.BaseTransport, got {type(transport).__name__}")
         super().__init__(retrier, methods, statuses)
+        refuse_attempt_timeout(retrier, "RetryingTransport", "httpx.Client(timeout=...)")
         self._transport = transport if transport is not None else httpx.HTTPTransport()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -121,8 +142,8 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
     """``httpx.AsyncClient(transport=AsyncRetryingTransport(retrier))``: as
     ``RetryingTransport``, waiting on the event loop; cancelling the task ends a wait at
     once. ``transport`` defaults to ``httpx.AsyncHTTPTransport()``. The retrier's
-    ``attempt_timeout`` bounds each request (until its headers arrive): one past it is
-    a read timeout, sent again only for an idempotent method."""
+    ``attempt_timeout`` bounds each request (until its headers arrive), a streamed one
+    too: one past it is a read timeout, sent again only for an idempotent method."""
 
     def __init__(
         self,
@@ -139,13 +160,15 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         inner = self._transport
+        timeout = self._attempt_timeout
         if not _replayable(request):
-            return await inner.handle_async_request(request)
+            # Sent once, but still bounded: past attempt_timeout it is a ReadTimeout.
+            if timeout is None:
+                return await inner.handle_async_request(request)
+            return await _within(inner.handle_async_request(request), timeout, request)
         method = request.method
         url = redact_url(str(request.url))
         attempts = RequestAttempts()
-
-        timeout = self._attempt_timeout
 
         async def attempt() -> httpx.Response:
             attempts.begin()

@@ -15,7 +15,16 @@ from urllib3 import exceptions as uex
 
 from . import _native
 from ._errors import RetryExhausted
-from ._http_common import RequestAttempts, RequestFailed, RetryableStatus, Rules, final_response, http_retrier, redact_url
+from ._http_common import (
+    RequestAttempts,
+    RequestFailed,
+    RetryableStatus,
+    Rules,
+    final_response,
+    http_retrier,
+    redact_url,
+    refuse_attempt_timeout,
+)
 
 
 def _outcome(exc: BaseException) -> Optional[str]:
@@ -70,6 +79,7 @@ class RetryingAdapter(HTTPAdapter):
             raise TypeError("RetryingAdapter retries through its Retrier; max_retries would make urllib3 retry as well: leave it out")
         self._rules = Rules(methods, statuses)
         self._retrier = http_retrier(retrier)
+        refuse_attempt_timeout(retrier, "RetryingAdapter", "session.get(url, timeout=...)")
         super().__init__(**adapter_kwargs)
 
     @property

@@ -36,7 +36,11 @@ fn stale(root: &Path, write: bool) -> Result<Vec<String>, String> {
     let mut stale = Vec::new();
     for out in outputs() {
         let path = root.join(out.path());
-        let now = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", out.path()))?;
+        let now = match std::fs::read_to_string(&path) {
+            // A whole generated file may be deleted to start it afresh (see c::appends_only).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && matches!(out, Output::File { .. }) => String::new(),
+            read => read.map_err(|e| format!("{}: {e}", out.path()))?,
+        };
         let wanted = out.apply(&now).map_err(|e| format!("{}: {e}", out.path()))?;
         if wanted != now {
             stale.push(out.describe());
@@ -49,11 +53,12 @@ fn stale(root: &Path, write: bool) -> Result<Vec<String>, String> {
 }
 
 fn main() -> ExitCode {
-    let check = match std::env::args().nth(1).as_deref() {
-        None => false,
-        Some("--check") => true,
-        Some(other) => {
-            eprintln!("knobgen: unknown argument {other:?} (it takes nothing, or --check)");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let check = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        [] => false,
+        ["--check"] => true,
+        _ => {
+            eprintln!("knobgen: unexpected arguments {args:?} (it takes nothing, or --check)");
             return ExitCode::from(2);
         }
     };
