@@ -261,3 +261,16 @@ fn the_schema_file_is_the_knob_table_s() {
         assert!(schema["$defs"]["policy"]["properties"].get(k.name).is_some(), "{}", k.name);
     }
 }
+
+#[test]
+fn the_document_guide_lists_exactly_the_knobs_that_can_be_off() {
+    // docs/policies.md names them for readers; the table decides them.
+    let guide = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/policies.md")).unwrap();
+    let line = guide.lines().find(|l| l.contains("turns off what can be off")).expect("the guide's line on null");
+    let listed = line.split_once('(').and_then(|(_, rest)| rest.split_once(')')).map(|(inside, _)| inside).unwrap();
+    let mut named: Vec<&str> = listed.split(", ").map(|n| n.trim_matches('`')).collect();
+    let mut offable: Vec<&str> = retryrs::KNOBS.iter().filter(|k| k.can_be_off).map(|k| k.name).collect();
+    named.sort_unstable();
+    offable.sort_unstable();
+    assert_eq!(named, offable, "docs/policies.md: {line}");
+}
