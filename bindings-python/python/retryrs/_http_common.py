@@ -170,11 +170,12 @@ class RequestAttempts:
 
 def final_response(exc: RetryExhausted) -> Any:
     """Retries ran out: on a status, the last response (as the client would have returned
-    it); on a network failure, None (the caller re-raises ``exc``)."""
+    it); on a network failure, ``exc`` is raised again."""
     last = exc.last_error
-    if isinstance(last, RetryableStatus):
-        return last._response
-    return None
+    resp = last._response if isinstance(last, RetryableStatus) else None
+    if resp is None:
+        raise exc
+    return resp
 
 
 def redact_url(url: str) -> str:

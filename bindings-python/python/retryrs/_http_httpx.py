@@ -66,7 +66,6 @@ class _Base:
     ) -> None:
         self._rules = Rules(methods, statuses)
         self._retrier = http_retrier(retrier, bounds_attempts)
-        self._attempt_timeout = retrier.attempt_timeout if bounds_attempts and retrier is not None else None
 
     @property
     def retrier(self) -> _native.Retrier:
@@ -129,10 +128,7 @@ class RetryingTransport(_Base, httpx.BaseTransport):
         try:
             return self._retrier.call(attempt)
         except RetryExhausted as e:
-            resp = final_response(e)
-            if resp is None:
-                raise
-            return resp  # type: ignore[no-any-return]
+            return final_response(e)  # type: ignore[no-any-return]
 
     def close(self) -> None:
         self._transport.close()
@@ -156,16 +152,13 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
         if transport is not None and not isinstance(transport, httpx.AsyncBaseTransport):
             raise TypeError(f"transport must be an httpx.AsyncBaseTransport, got {type(transport).__name__}")
         super().__init__(retrier, methods, statuses, bounds_attempts=True)
+        # Taken off the retrier it drives (http_retrier): _send applies it per request.
+        self._attempt_timeout = retrier.attempt_timeout if retrier is not None else None
         self._transport = transport if transport is not None else httpx.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        inner = self._transport
-        timeout = self._attempt_timeout
         if not _replayable(request):
-            # Sent once, but still bounded: past attempt_timeout it is a ReadTimeout.
-            if timeout is None:
-                return await inner.handle_async_request(request)
-            return await _within(inner.handle_async_request(request), timeout, request)
+            return await self._send(request)  # sent once, but still bounded
         method = request.method
         url = redact_url(str(request.url))
         attempts = RequestAttempts()
@@ -173,10 +166,7 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
         async def attempt() -> httpx.Response:
             attempts.begin()
             try:
-                if timeout is None:
-                    resp = await inner.handle_async_request(request)
-                else:
-                    resp = await _within(inner.handle_async_request(request), timeout, request)
+                resp = await self._send(request)
             except httpx.TransportError as e:
                 failed = self._failure(method, url, e)
                 if failed is None:
@@ -194,10 +184,15 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
         try:
             return await self._retrier.call_async(attempt)
         except RetryExhausted as e:
-            resp = final_response(e)
-            if resp is None:
-                raise
-            return resp  # type: ignore[no-any-return]
+            return final_response(e)  # type: ignore[no-any-return]
+
+    async def _send(self, request: httpx.Request) -> httpx.Response:
+        """One request through the inner transport, bounded by the retrier's
+        attempt_timeout when it has one (past it: ``httpx.ReadTimeout``)."""
+        send = self._transport.handle_async_request(request)
+        if self._attempt_timeout is None:
+            return await send
+        return await _within(send, self._attempt_timeout, request)
 
     async def aclose(self) -> None:
         await self._transport.aclose()

@@ -127,7 +127,4 @@ class RetryingAdapter(HTTPAdapter):
         try:
             return self._retrier.call(attempt)
         except RetryExhausted as e:
-            resp = final_response(e)
-            if resp is None:
-                raise
-            return resp  # type: ignore[no-any-return]
+            return final_response(e)  # type: ignore[no-any-return]
