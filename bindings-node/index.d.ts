@@ -229,12 +229,16 @@ export declare function isTransientError(error: unknown): boolean;
 /** The default hint reader: an error's numeric `retryAfterMs`. */
 export declare function retryAfterFromError(error: unknown): number | undefined;
 
-/** Virtual time for tests: waits advance a virtual clock instead of taking real time. */
+/**
+ * Virtual time for tests: waits advance a virtual clock instead of taking real time.
+ * `scoped(fn)` belongs to fn's async context and `enable()` to this thread (main or one
+ * worker); `{ scope: 'process' }` switches every thread of the process.
+ */
 export declare const testing: {
-  enable(): void;
-  disable(): void;
+  enable(options?: { scope?: 'thread' | 'process' }): void;
+  disable(options?: { scope?: 'thread' | 'process' }): void;
   isOn(): boolean;
   now(): number;
   advance(ms: number): void;
-  scoped<T>(fn: () => T | PromiseLike<T>): Promise<Awaited<T>>;
+  scoped<T>(fn: () => T | PromiseLike<T>, options?: { scope?: 'context' | 'process' }): Promise<Awaited<T>>;
 };

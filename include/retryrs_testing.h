@@ -1,10 +1,15 @@
 /*
  * retryrs_testing.h: virtual time for tests of code that uses retryrs.
  *
- * While the switch is on, every wait of a blocking call takes no real time: it advances
- * a process-wide virtual clock instead, so every rule (the deadline included) holds and
- * is observable at once, and retryrs_now_ms() reads the virtual clock. The switch is
- * process-wide: turn it on in tests only. Link with the same -lretryrs.
+ * While virtual time is on for a thread, every wait of a blocking call on that thread
+ * takes no real time: it advances a virtual clock instead, so every rule (the deadline
+ * included) holds and is observable at once, and retryrs_now_ms() on that thread reads
+ * the virtual clock. retryrs_testing_enable() is the calling thread's switch: tests
+ * running in parallel on other threads keep real time, and a thread that exits takes its
+ * switch with it. The whole process is switched only by name:
+ * retryrs_testing_enable_process_wide(), under every thread's own switch. A call made on
+ * another thread (a worker pool) sees the process-wide clock, not this thread's. Turn
+ * it on in tests only. Link with the same -lretryrs.
  */
 
 
@@ -21,18 +26,30 @@
 extern "C" {
 #endif // __cplusplus
 
-// Turns virtual time on for the whole process, with a fresh virtual clock at 0: waits
-// of blocking calls take no real time and advance the virtual clock instead.
+// Turns virtual time on for the calling thread, with a fresh virtual clock at 0: waits
+// of blocking calls on this thread take no real time and advance the virtual clock
+// instead. Other threads keep their own time. (Earlier releases switched the whole
+// process: that is now retryrs_testing_enable_process_wide().)
 retryrs_status retryrs_testing_enable(void);
 
-// Turns virtual time off.
+// Turns the calling thread's virtual time off (the process-wide switch, if on, stays on).
 retryrs_status retryrs_testing_disable(void);
 
-// Moves the virtual clock forward by `ms` (an attempt that "takes" time).
-// RETRYRS_INVALID_ARGUMENT when virtual time is off.
+// Turns virtual time on for every thread of the process, with a fresh virtual clock at
+// 0, under each thread's own switch (a thread that called retryrs_testing_enable() keeps
+// its own clock).
+retryrs_status retryrs_testing_enable_process_wide(void);
+
+// Turns the process-wide switch off (threads' own switches stay as they are).
+retryrs_status retryrs_testing_disable_process_wide(void);
+
+// Moves the calling thread's virtual clock (its own, else the process-wide one) forward
+// by `ms` (an attempt that "takes" time). RETRYRS_INVALID_ARGUMENT when virtual time is
+// off for this thread.
 retryrs_status retryrs_testing_advance(uint64_t ms);
 
-// Whether virtual time is on.
+// Whether virtual time is on for the calling thread (its own switch or the process-wide
+// one).
 bool retryrs_testing_is_on(void);
 
 #ifdef __cplusplus

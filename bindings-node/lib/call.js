@@ -3,7 +3,7 @@
 // deadline, budget, events) comes from the engine's Call (a native handle), started only at
 // the first failure.
 const native = require('./native');
-const { now, isVirtual, lastSeenVirtual } = require('./clock');
+const { now, isVirtual, lastSeenVirtual, advanceVirtual } = require('./clock');
 const { watch, unwatch } = require('./abort');
 const { typeName } = require('./options');
 const { RetryExhaustedError, describe } = require('./errors');
@@ -343,7 +343,7 @@ class CallRun {
     const signal = this.signal;
     if (signal?.aborted) return false;
     if (ms === 0 || isVirtual()) {
-      if (ms > 0) native.virtualAdvance(ms);
+      if (ms > 0) advanceVirtual(ms);
       return new Promise((resolve) => {
         const immediate = setImmediate(() => {
           this.interrupt = null;

@@ -1,84 +1,164 @@
 'use strict';
-// Time for the call loop: performance.now() normally; under the virtual-time testing
-// switch, the core's virtual clock (waits then advance it instead of arming timers).
-// The switch is the core's and process-wide: a worker's enable() is on for every thread.
+// Time for the call loop: performance.now() normally; under virtual time, a virtual clock
+// (waits then advance it instead of arming timers).
+//
+// Virtual time belongs to where it was turned on: testing.scoped(fn) to fn's async
+// context (AsyncLocalStorage: fn and every continuation, timer and task it starts), and
+// testing.enable() to this thread (the main thread or one worker; this module's state is
+// per thread). Other workers and concurrent tests keep real time. The core's process-wide
+// switch is used only when asked for by name ({ scope: 'process' }).
+const { AsyncLocalStorage } = require('node:async_hooks');
 const native = require('./native');
 
 const perf = globalThis.performance;
-const isVirtual = native.virtualTimeIsOn;
 
-// This thread's last reading of the switch: only the happy path's start time trusts it
-// (a native crossing there costs more than the rest of the start). Every other reading
-// asks the core, and a call that needs the engine re-reads its start if the switch moved
-// (another thread turned it) since: see CallRun.engineCall.
-const state = { virtual: isVirtual() };
+// The scope of testing.scoped(fn) that fn runs in: { clock, parent, closed }.
+const als = new AsyncLocalStorage();
 
-/** The time now, on the clock the core's switch says. */
+const state = {
+  // Open scopes of this thread, plus one while enable() is on: 0 means no context of this
+  // thread has virtual time, and no lookup is made.
+  local: 0,
+  // The clock testing.enable() turned on for this thread, or null.
+  thread: null,
+  // This thread's last reading of the process-wide switch: only the happy path's start
+  // time trusts it (a native crossing there costs more than the rest of the start). Every
+  // other reading asks the core, and a call that needs the engine re-reads its start if
+  // the switch moved (another thread turned it) since: see CallRun.engineCall.
+  process: native.virtualTimeProcessWideIsOn(),
+};
+
+// The process-wide clock, as the other clocks are used.
+const PROCESS_WIDE = Object.freeze({
+  nowMs: () => native.virtualProcessWideNowMs(),
+  advance: (ms) => native.virtualProcessWideAdvance(ms),
+});
+
+/** The clock for code running here (its scope's, this thread's, the process's), or null. */
+function current() {
+  if (state.local !== 0) {
+    for (let s = als.getStore(); s !== undefined; s = s.parent) {
+      if (!s.closed) return s.clock;
+    }
+    if (state.thread !== null) return state.thread;
+  }
+  state.process = native.virtualTimeProcessWideIsOn();
+  return state.process ? PROCESS_WIDE : null;
+}
+
+/** The time now, on the clock current here. */
 function now() {
-  const virtual = (state.virtual = isVirtual());
-  return virtual ? native.virtualNowMs() : perf.now();
+  const clock = current();
+  return clock === null ? perf.now() : clock.nowMs();
 }
 
-/** A happy path's start: the clock this thread last saw the switch choose. */
+/** A happy path's start: real time unless this thread has virtual time or last saw the
+ * process-wide switch on. */
 function startTime() {
-  return state.virtual ? native.virtualNowMs() : perf.now();
+  return state.local === 0 && !state.process ? perf.now() : now();
 }
 
-/** Whether the switch this thread last saw was on. */
+/** Whether the process-wide switch this thread last saw was on. */
 function lastSeenVirtual() {
-  return state.virtual;
+  return state.process;
+}
+
+/** Whether the clock current here is virtual. */
+function isVirtual() {
+  return current() !== null;
+}
+
+/** A virtual wait: advances the clock current here by `ms`. */
+function advanceVirtual(ms) {
+  current()?.advance(ms);
 }
 
 function requireOn(what) {
-  if (!isVirtual()) {
-    throw new Error(`retryrs.testing.${what}(): virtual time is off; call testing.enable() first`);
+  const clock = current();
+  if (clock === null) {
+    throw new Error(`retryrs.testing.${what}(): virtual time is off here; call testing.enable() or run inside testing.scoped(fn) first`);
   }
+  return clock;
+}
+
+/** 'thread'/'context' (the default) or 'process', from `{ scope }`. */
+function scopeOf(what, options, local) {
+  if (options === undefined || options === null) return local;
+  if (typeof options !== 'object') throw new TypeError(`testing.${what}: options must be an object, got ${typeof options}`);
+  const scope = options.scope ?? local;
+  if (scope !== local && scope !== 'process') {
+    throw new RangeError(`testing.${what}: scope must be '${local}' or 'process', got ${String(scope)}`);
+  }
+  return scope;
 }
 
 const testing = Object.freeze({
-  /** Turns virtual time on, globally, with a fresh clock at 0 ms. */
-  enable() {
-    native.virtualTimeEnable();
-    state.virtual = true;
+  /**
+   * Turns virtual time on with a fresh clock at 0 ms: for this thread (the main thread or
+   * this worker), or with `{ scope: 'process' }` for every thread of the process.
+   */
+  enable(options) {
+    if (scopeOf('enable(options)', options, 'thread') === 'process') {
+      native.virtualTimeEnableProcessWide();
+      state.process = true;
+      return;
+    }
+    if (state.thread === null) state.local += 1;
+    state.thread = new native.VirtualClock();
   },
-  /** Turns virtual time off. */
-  disable() {
-    native.virtualTimeDisable();
-    state.virtual = isVirtual();
+  /** Turns off what enable(options) turned on (open scopes stay on until they end). */
+  disable(options) {
+    if (scopeOf('disable(options)', options, 'thread') === 'process') {
+      native.virtualTimeDisableProcessWide();
+      state.process = native.virtualTimeProcessWideIsOn();
+      return;
+    }
+    if (state.thread !== null) state.local -= 1;
+    state.thread = null;
   },
-  /** Whether virtual time is on. */
+  /** Whether a call starting here would run on virtual time. */
   isOn() {
     return isVirtual();
   },
-  /** The virtual clock, in milliseconds since testing.enable(). */
+  /** The virtual clock current here, in milliseconds since it was turned on. */
   now() {
-    requireOn('now');
-    return native.virtualNowMs();
+    return requireOn('now').nowMs();
   },
-  /** Moves the virtual clock forward (an attempt that "takes" time, a late timer). */
+  /** Moves the virtual clock current here forward (an attempt that "takes" time, a late timer). */
   advance(ms) {
     if (typeof ms !== 'number' || !(ms >= 0)) {
       throw new RangeError(`testing.advance(ms): ms must be a number >= 0, got ${String(ms)}`);
     }
-    requireOn('advance');
-    native.virtualAdvance(ms);
+    requireOn('advance').advance(ms);
   },
   /**
-   * Runs fn (sync or async) under a fresh virtual clock, then restores the switch as it
-   * was (a clock that was on comes back at the time it had reached). Scopes are the
-   * core's counted ones: overlapping scopes may end in any order.
+   * Runs fn (sync or async) under a fresh virtual clock, then ends it. The clock belongs
+   * to fn's async context (every continuation, timer and task fn starts), so concurrent
+   * tests and other workers keep their own time; with `{ scope: 'process' }` it is on for
+   * every thread of the process. Scopes are counted: overlapping scopes may end in any
+   * order.
    */
-  async scoped(fn) {
+  async scoped(fn, options) {
     if (typeof fn !== 'function') throw new TypeError('testing.scoped(fn): fn must be a function');
-    const scope = new native.VirtualTimeScope();
-    state.virtual = true;
+    if (scopeOf('scoped(fn, options)', options, 'context') === 'process') {
+      const scope = new native.ProcessWideScope();
+      state.process = true;
+      try {
+        return await fn();
+      } finally {
+        scope.close();
+        state.process = native.virtualTimeProcessWideIsOn();
+      }
+    }
+    const scope = { clock: new native.VirtualClock(), parent: als.getStore(), closed: false };
+    state.local += 1;
     try {
-      return await fn();
+      return await als.run(scope, fn);
     } finally {
-      scope.close();
-      state.virtual = isVirtual();
+      scope.closed = true;
+      state.local -= 1;
     }
   },
 });
 
-module.exports = { now, startTime, lastSeenVirtual, isVirtual, testing };
+module.exports = { now, startTime, lastSeenVirtual, isVirtual, advanceVirtual, testing };

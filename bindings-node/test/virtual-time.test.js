@@ -4,6 +4,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { Retrier, RetryBudget, testing } = require('..');
+const { AsyncResource } = require('node:async_hooks');
 const { transient } = require('./helpers');
 
 test('under virtual time a 15 s deadline is reached at once, and holds', async () => {
@@ -83,17 +84,74 @@ test('a budget is shared between retriers: failures drain it, successes refill i
   assert.equal(budget.tokenRatio, 0.5);
 });
 
-test('testing.scoped: overlapping scopes end in any order; virtual time stays on until the last one ends', async () => {
-  let endA;
-  let endB;
-  const a = testing.scoped(() => new Promise((resolve) => { endA = resolve; }));
-  const b = testing.scoped(() => new Promise((resolve) => { endB = resolve; }));
-  endA();
-  await a;
-  assert.equal(testing.isOn(), true, 'b is still open');
-  endB();
-  await b;
-  assert.equal(testing.isOn(), false, 'the last scope ended: off again');
+test('testing.scoped: nested scopes end in any order; a scope that ended is off wherever its context went', async () => {
+  let endOuter;
+  let endInner;
+  let inner;
+  let inOuter;
+  let inInner;
+  const probe = () => [testing.isOn(), testing.isOn() ? testing.now() : null];
+  const outer = testing.scoped(() => {
+    testing.advance(5);
+    inOuter = AsyncResource.bind(probe);
+    inner = testing.scoped(() => {
+      inInner = AsyncResource.bind(probe);
+      return new Promise((resolve) => { endInner = resolve; });
+    });
+    return new Promise((resolve) => { endOuter = resolve; });
+  });
+  assert.deepEqual(inInner(), [true, 0], 'the newest scope is current');
+  assert.deepEqual(testing.isOn(), false, "the test's own context is in neither scope");
+  endOuter();
+  await outer;
+  assert.deepEqual(inOuter(), [false, null], 'the outer scope ended');
+  assert.deepEqual(inInner(), [true, 0], 'the inner scope is still on');
+  endInner();
+  await inner;
+  assert.deepEqual(inInner(), [false, null], 'the last scope ended: off again');
+  // The inner scope ending first hands the clock back to the outer one.
+  await testing.scoped(async () => {
+    testing.advance(5);
+    await testing.scoped(() => testing.advance(1));
+    assert.equal(testing.now(), 5);
+  });
+  assert.equal(testing.isOn(), false);
+});
+
+test('testing.scoped belongs to its async context: a concurrent call outside it waits for real', async () => {
+  let release;
+  let opened;
+  const isOpen = new Promise((resolve) => { opened = resolve; });
+  const held = testing.scoped(async () => {
+    const r = new Retrier({ maxAttempts: 2, initialDelayMs: 100, maxDelayMs: 100, jitter: 'none', deadlineMs: null });
+    await r.call(() => { throw transient(); }).catch(() => {});
+    assert.equal(testing.now(), 100, "the scope's own wait is virtual");
+    opened();
+    await new Promise((resolve) => { release = resolve; });
+  });
+  await isOpen;
+  assert.equal(testing.isOn(), false);
+  const r = new Retrier({ maxAttempts: 2, initialDelayMs: 100, maxDelayMs: 100, jitter: 'none', deadlineMs: null });
+  const t0 = performance.now();
+  await r.call(() => { throw transient(); }).catch(() => {});
+  const took = performance.now() - t0;
+  release();
+  await held;
+  // libuv's timers count whole milliseconds: a 100 ms timer may end 99.x ms later by
+  // performance.now(); a virtual wait takes about none.
+  assert.ok(took >= 99, `a concurrent scope made this 100 ms wait take ${took} ms`);
+});
+
+test('testing: the process-wide scope is asked for by name; a bad scope is an error naming it', async () => {
+  await testing.scoped(async () => {
+    assert.equal(testing.isOn(), true);
+    testing.advance(7);
+    assert.equal(await testing.scoped(() => testing.now()), 0, "this context's scope comes first");
+    assert.equal(testing.now(), 7);
+  }, { scope: 'process' });
+  assert.equal(testing.isOn(), false);
+  await assert.rejects(testing.scoped(() => 1, { scope: 'thread' }), /scope must be 'context' or 'process', got thread/);
+  assert.throws(() => testing.enable({ scope: 'context' }), /scope must be 'thread' or 'process', got context/);
 });
 
 test('testing.scoped inside testing.enable(): the global clock comes back where it was', async () => {

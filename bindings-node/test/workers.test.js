@@ -1,6 +1,6 @@
 'use strict';
-// worker_threads (issue 13, defect 9): one RetryBudget drained by two workers, and the
-// virtual-time switch seen by every thread, as the README says (it is process-wide).
+// worker_threads (issue 13, defect 9): one RetryBudget drained by two workers; a worker's
+// virtual time is its own (issue 22), the process-wide switch is asked for by name.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
@@ -66,10 +66,62 @@ test('9: what postMessage makes of a RetryBudget is its share id; anything else 
   assert.throws(() => RetryBudget.from({ retryrsBudget: 2 ** 31 }), /RetryBudget\.from: no RetryBudget is shared under id/);
 });
 
-test("9: virtual time is process-wide: a worker's enable() is seen by the main thread and by later workers", async () => {
+/** One real 100 ms wait between two attempts, in the code's own thread; resolves with ms taken. */
+const WAIT_100 = `
+  const retrier = new r.Retrier({ maxAttempts: 2, initialDelayMs: 100, maxDelayMs: 100, jitter: 'none', deadlineMs: null });
+  const t0 = performance.now();
+  await retrier.call(() => { throw Object.assign(new Error('reset'), { code: 'ECONNRESET' }); }).catch(() => {});
+  return performance.now() - t0;
+`;
+const wait100 = new Function('r', `return (async () => { ${WAIT_100} })();`);
+
+/**
+ * A worker with virtual time on ('enable': its switch; 'scope': a testing.scoped(fn) that
+ * never ends) that waits 100 ms itself, reports, and holds virtual time until terminated.
+ */
+function virtualWorker(how) {
+  const body = `
+    const retrier = new r.Retrier({ maxAttempts: 2, initialDelayMs: 100, maxDelayMs: 100, jitter: 'none', deadlineMs: null });
+    const t0 = performance.now();
+    await retrier.call(() => { throw Object.assign(new Error('reset'), { code: 'ECONNRESET' }); }).catch(() => {});
+    parentPort.postMessage({ on: r.testing.isOn(), now: r.testing.now(), took: performance.now() - t0 });
+    await new Promise(() => setInterval(() => {}, 1000)); // holds virtual time until terminated
+  `;
+  const code = `
+    const { parentPort } = require('node:worker_threads');
+    const r = require(${JSON.stringify(PKG)});
+    ${how === 'enable' ? `r.testing.enable(); (async () => { ${body} })();` : `r.testing.scoped(async () => { ${body} });`}
+  `;
+  const w = new Worker(code, { eval: true });
+  const ready = new Promise((resolve, reject) => {
+    w.once('message', resolve);
+    w.once('error', reject);
+  });
+  return { w, ready };
+}
+
+for (const how of ['enable', 'scope']) {
+  test(`9: a worker's virtual time (${how}) is its own: other workers and the main thread wait for real, also after it is terminated`, async () => {
+    const { w, ready } = virtualWorker(how);
+    const seen = await ready;
+    assert.equal(seen.on, true);
+    assert.equal(seen.now, 100, "the worker's own wait was virtual");
+    assert.equal(testing.isOn(), false, "the main thread does not see the worker's virtual time");
+    const r = require('..');
+    const [main, other] = await Promise.all([wait100(r), inWorker(WAIT_100)]);
+    assert.ok(main >= 99, `the main thread's 100 ms wait took ${main} ms`);
+    assert.ok(other >= 99, `another worker's 100 ms wait took ${other} ms`);
+    await w.terminate();
+    assert.equal(testing.isOn(), false);
+    const after = await wait100(r);
+    assert.ok(after >= 99, `after the worker was terminated, the wait took ${after} ms`);
+  });
+}
+
+test("9: process-wide virtual time is asked for by name: a worker's enable({ scope: 'process' }) is seen by the main thread and by later workers", async () => {
   assert.equal(testing.isOn(), false);
   try {
-    const seen = await inWorker('r.testing.enable(); r.testing.advance(1234); return r.testing.isOn();');
+    const seen = await inWorker("r.testing.enable({ scope: 'process' }); r.testing.advance(1234); return r.testing.isOn();");
     assert.equal(seen, true);
     assert.equal(testing.isOn(), true, 'the main thread sees the switch a worker turned');
     assert.equal(testing.now(), 1234, 'and the same clock');
@@ -83,9 +135,9 @@ test("9: virtual time is process-wide: a worker's enable() is seen by the main t
     assert.ok(performance.now() - t0 < 5000);
     const later = await inWorker('return [r.testing.isOn(), r.testing.now()];');
     assert.deepEqual(later, [true, 11_234]);
-    await inWorker('r.testing.disable(); return 0;');
-    assert.equal(testing.isOn(), false, "and a worker's disable()");
+    await inWorker("r.testing.disable({ scope: 'process' }); return 0;");
+    assert.equal(testing.isOn(), false, "and a worker's disable({ scope: 'process' })");
   } finally {
-    testing.disable();
+    testing.disable({ scope: 'process' });
   }
 });

@@ -32,7 +32,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<token::PyCancelToken>()?;
     m.add_class::<budget::PyRetryBudget>()?;
     m.add_class::<wrapped::RetryingFunction>()?;
-    m.add_class::<testing::VirtualTime>()?;
+    m.add_class::<testing::VirtualScope>()?;
+    m.add_class::<testing::PyProcessScope>()?;
+    testing::init(m)?;
     m.add_function(wrap_pyfunction!(options::_knobs, m)?)?;
     m.add_class::<document::PyPolicy>()?;
     m.add_function(wrap_pyfunction!(document::_load_policies, m)?)?;
@@ -40,8 +42,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(http::is_retryable_status, m)?)?;
     m.add_function(wrap_pyfunction!(http::classify_http, m)?)?;
     m.add_function(wrap_pyfunction!(http::redact_url, m)?)?;
-    m.add_function(wrap_pyfunction!(testing::_testing_enable, m)?)?;
-    m.add_function(wrap_pyfunction!(testing::_testing_disable, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::_testing_enable_process_wide, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::_testing_disable_process_wide, m)?)?;
     m.add_function(wrap_pyfunction!(testing::_testing_is_on, m)?)?;
     m.add_function(wrap_pyfunction!(testing::_testing_advance, m)?)?;
     m.add_function(wrap_pyfunction!(testing::_testing_now, m)?)?;

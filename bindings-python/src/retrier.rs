@@ -9,7 +9,7 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
-use retryrs::{cancelled_before_start, testing, Call, Verdict, VirtualClock};
+use retryrs::{cancelled_before_start, Call, Verdict, VirtualClock};
 
 use crate::convert::pyfloat;
 use crate::errors;
@@ -51,7 +51,7 @@ impl Retrier {
         if self.host.attempt_timeout.is_some() {
             return Err(attempt_timeout_in_sync_call());
         }
-        let clock = testing::clock();
+        let clock = crate::testing::clock(py);
         let start = now(&clock);
         let mut failure = match f.call(args, kwargs) {
             Ok(value) => {
@@ -360,7 +360,7 @@ impl Retrier {
         if self.cancel.as_ref().is_some_and(|t| t.get().inner.is_cancelled()) {
             return Err(self.cancelled_before_start(py));
         }
-        Ok(u64::try_from(now(&testing::clock()).as_nanos()).unwrap_or(u64::MAX))
+        Ok(u64::try_from(now(&crate::testing::clock(py)).as_nanos()).unwrap_or(u64::MAX))
     }
 
     #[getter]
@@ -385,14 +385,14 @@ impl Retrier {
     }
 
     fn _succeeded(&self, py: Python<'_>, start: u64) -> PyResult<()> {
-        self.report_success(py, Duration::from_nanos(start), &testing::clock())
+        self.report_success(py, Duration::from_nanos(start), &crate::testing::clock(py))
     }
 
     /// The first attempt of an async call failed: engine state starts here.
     fn _begin(&self, py: Python<'_>, start: u64) -> SteppedCall {
         let token = self.cancel.as_ref().map(|t| t.get().inner.clone());
         SteppedCall::new(
-            CallState::begin(self.host.clone(), Duration::from_nanos(start), testing::clock(), token),
+            CallState::begin(self.host.clone(), Duration::from_nanos(start), crate::testing::clock(py), token),
             self.cancel.as_ref().map(|t| t.clone_ref(py)),
         )
     }

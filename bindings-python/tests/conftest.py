@@ -5,9 +5,11 @@ from retryrs import testing
 
 @pytest.fixture(autouse=True)
 def _real_time_between_tests():
-    # The virtual-time switch is process-wide: no test may leak it into the next.
+    # No test may leak virtual time into the next: neither this context's switch nor the
+    # process-wide one.
     yield
     testing.disable()
+    testing.disable(scope="process")
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 //! Time: the clock and sleeper seam of the blocking executor, real or virtual, and the
-//! testing switch that makes every wait virtual.
+//! testing switches that make the waits of a thread (or, asked by name, of the whole
+//! process) virtual.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -87,95 +88,215 @@ impl Clock for VirtualClock {
     }
 }
 
-/// The testing switch: while it is on, every executor that asks [`testing::clock`] gets
-/// one process-wide [`VirtualClock`], so waits take no real time and the deadline still
-/// holds in virtual time. Hosts expose it as their own testing switch.
+/// Virtual time for tests: while it is on, an executor that asks [`testing::clock`] gets a
+/// [`VirtualClock`], so waits take no real time and the deadline still holds in virtual
+/// time. Hosts expose it as their own testing switch.
 ///
-/// Two layers: a global switch ([`testing::enable`] / [`testing::disable`]) and scopes
-/// ([`testing::scoped`]). Open scopes are counted, not stacked by order: the newest open
-/// scope's clock is the current one, closing any scope (in any order, from any thread)
-/// hands the clock back to the newest scope still open, and closing the last one leaves
-/// the global switch as it was. So virtual time never stays on by accident because two
-/// threads left their scopes in the "wrong" order, nor goes off under a scope still open.
+/// Virtual time belongs to where it was turned on:
+/// - **this thread**: [`testing::scoped`] (until the guard drops) and [`testing::enable`] /
+///   [`testing::disable`] (a switch) change only the calling thread, so tests running in
+///   parallel on other threads keep real time. A blocking call reads the clock once, when
+///   it starts, on the thread that runs it; work that hops to another thread takes the
+///   clock along by name: [`testing::scoped_with`]`(scope.clock().clone())` there, or
+///   [`crate::Run::clock`].
+/// - **the whole process**, only when asked for by name: [`testing::scoped_process_wide`],
+///   [`testing::enable_process_wide`] / [`testing::disable_process_wide`].
+///
+/// The current clock is the thread's newest open scope, else the thread's switch, else the
+/// newest open process-wide scope, else the process-wide switch. Open scopes are counted,
+/// not stacked by order: closing any scope (in any order) hands the clock back to the newest
+/// one still open, and closing the last leaves the switch as it was. So virtual time never
+/// stays on by accident because scopes were left in the "wrong" order, nor goes off under a
+/// scope still open. A thread that ends with scopes open or its switch on takes them with
+/// it. Outside any virtual time, [`testing::clock`] costs one relaxed atomic load.
 pub mod testing {
+    use std::cell::RefCell;
+    use std::marker::PhantomData;
+    use std::sync::atomic::AtomicUsize;
+
     use super::*;
 
-    static ON: AtomicBool = AtomicBool::new(false);
-    static SWITCH: Mutex<Switch> = Mutex::new(Switch { global: None, scopes: Vec::new(), next_id: 0 });
+    /// How many things anywhere may make some thread's clock virtual: every open scope, every
+    /// thread's switch, the process-wide layer, and every host hold. Zero: nothing is on
+    /// anywhere, the hot path's answer.
+    static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+    /// Whether the process-wide layer has anything on (checked before its mutex).
+    static PROCESS_ON: AtomicBool = AtomicBool::new(false);
+    static PROCESS: Mutex<Layer> = Mutex::new(Layer::new());
 
-    struct Switch {
-        global: Option<VirtualClock>,
+    /// One layer of virtual time: a switch and counted scopes.
+    struct Layer {
+        switch: Option<VirtualClock>,
         /// Open scopes, oldest first: (id, clock).
         scopes: Vec<(u64, VirtualClock)>,
         next_id: u64,
     }
 
-    impl Switch {
+    impl Layer {
+        const fn new() -> Self {
+            Layer { switch: None, scopes: Vec::new(), next_id: 0 }
+        }
+
         fn current(&self) -> Option<&VirtualClock> {
-            self.scopes.last().map(|(_, c)| c).or(self.global.as_ref())
+            self.scopes.last().map(|(_, c)| c).or(self.switch.as_ref())
+        }
+
+        fn weight(&self) -> usize {
+            self.scopes.len() + usize::from(self.switch.is_some())
+        }
+
+        /// Applies `change`, keeping [`ACTIVE`] equal to the sum of the weights.
+        fn change<R>(&mut self, change: impl FnOnce(&mut Layer) -> R) -> R {
+            let before = self.weight();
+            let r = change(self);
+            let after = self.weight();
+            if after > before {
+                ACTIVE.fetch_add(after - before, Ordering::Release);
+            } else if before > after {
+                ACTIVE.fetch_sub(before - after, Ordering::Release);
+            }
+            r
+        }
+
+        fn open(&mut self, clock: VirtualClock) -> u64 {
+            self.change(|l| {
+                let id = l.next_id;
+                l.next_id += 1;
+                l.scopes.push((id, clock));
+                id
+            })
+        }
+
+        fn close(&mut self, id: u64) {
+            self.change(|l| l.scopes.retain(|(i, _)| *i != id));
         }
     }
 
-    fn switch() -> std::sync::MutexGuard<'static, Switch> {
-        SWITCH.lock().unwrap_or_else(|e| e.into_inner())
+    /// This thread's layer; when the thread ends, what it left on goes with it.
+    struct ThreadLayer(RefCell<Layer>);
+
+    impl Drop for ThreadLayer {
+        fn drop(&mut self) {
+            let l = self.0.get_mut();
+            l.change(|l| *l = Layer::new());
+        }
     }
 
-    fn publish(switch: &Switch) {
-        ON.store(switch.current().is_some(), Ordering::Release);
+    thread_local! {
+        static THREAD: ThreadLayer = const { ThreadLayer(RefCell::new(Layer::new())) };
     }
 
-    /// The clock executors should use now: the virtual one while the switch is on.
+    /// Runs `f` on this thread's layer; `None` while the thread is being torn down (its
+    /// layer is gone: nothing is on for it any more).
+    fn on_thread<R>(f: impl FnOnce(&mut Layer) -> R) -> Option<R> {
+        THREAD.try_with(|t| t.0.try_borrow_mut().ok().map(|mut l| f(&mut l))).ok().flatten()
+    }
+
+    fn process() -> std::sync::MutexGuard<'static, Layer> {
+        PROCESS.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn on_process<R>(f: impl FnOnce(&mut Layer) -> R) -> R {
+        let mut p = process();
+        let r = f(&mut p);
+        PROCESS_ON.store(p.weight() > 0, Ordering::Release);
+        r
+    }
+
+    /// The clock executors on this thread should use now: the virtual one while virtual
+    /// time is on for this thread (its own scope or switch, or the process-wide one).
     pub fn clock() -> Option<VirtualClock> {
-        if !ON.load(Ordering::Acquire) {
-            return None; // the hot path: one atomic load
+        if ACTIVE.load(Ordering::Relaxed) == 0 {
+            return None; // the hot path: one relaxed atomic load
         }
-        switch().current().cloned()
+        on_thread(|l| l.current().cloned()).flatten().or_else(process_wide_clock)
     }
 
-    /// Whether virtual time is on.
+    /// The process-wide clock alone (what a host with its own scopes falls back to).
+    pub fn process_wide_clock() -> Option<VirtualClock> {
+        if !PROCESS_ON.load(Ordering::Acquire) {
+            return None;
+        }
+        process().current().cloned()
+    }
+
+    /// Whether virtual time is on for this thread.
     pub fn is_on() -> bool {
-        ON.load(Ordering::Acquire)
+        clock().is_some()
     }
 
-    /// Turns virtual time on (globally) with a fresh clock at zero, and returns it. Open
-    /// scopes keep their own clocks until they close.
+    /// Whether virtual time may be on anywhere in the process (any thread, the process-wide
+    /// layer, or a host's own scope): one relaxed atomic load. `false` means no clock
+    /// anywhere is virtual, so a host's hot path need look no further.
+    pub fn any_on() -> bool {
+        ACTIVE.load(Ordering::Relaxed) != 0
+    }
+
+    /// Turns virtual time on for this thread with a fresh clock at zero (replacing this
+    /// thread's switch), and returns it. Open scopes keep their own clocks until they close.
     pub fn enable() -> VirtualClock {
         let clock = VirtualClock::new();
-        let mut s = switch();
-        s.global = Some(clock.clone());
-        publish(&s);
+        on_thread(|l| l.change(|l| l.switch = Some(clock.clone())));
         clock
     }
 
-    /// Turns the global switch off. Open scopes stay on until they close.
+    /// Turns this thread's switch off. Open scopes stay on until they close.
     pub fn disable() {
-        let mut s = switch();
-        s.global = None;
-        publish(&s);
+        on_thread(|l| l.change(|l| l.switch = None));
     }
 
-    /// Turns virtual time on, with a fresh clock at zero, until the guard drops. The switch
-    /// is process-wide: a scope on one thread is seen by all.
-    pub fn scoped() -> Scope {
+    /// Turns virtual time on for every thread of the process (under their own scopes and
+    /// switches) with a fresh clock at zero, and returns it.
+    pub fn enable_process_wide() -> VirtualClock {
         let clock = VirtualClock::new();
-        let mut s = switch();
-        let id = s.next_id;
-        s.next_id += 1;
-        s.scopes.push((id, clock.clone()));
-        publish(&s);
-        Scope { clock, id }
+        on_process(|l| l.change(|l| l.switch = Some(clock.clone())));
+        clock
     }
 
-    /// How many scopes are open now.
+    /// Turns the process-wide switch off. Open process-wide scopes stay on until they close.
+    pub fn disable_process_wide() {
+        on_process(|l| l.change(|l| l.switch = None));
+    }
+
+    /// Turns virtual time on for this thread, with a fresh clock at zero, until the guard
+    /// drops. Other threads keep their own time. The guard stays on its thread.
+    pub fn scoped() -> Scope {
+        scoped_with(VirtualClock::new())
+    }
+
+    /// [`scoped`] with a given clock: the way to take a scope's time to another thread
+    /// (`scoped_with(scope.clock().clone())` there), so both threads share one clock.
+    pub fn scoped_with(clock: VirtualClock) -> Scope {
+        let id = on_thread(|l| l.open(clock.clone()));
+        Scope { clock, id, _thread: PhantomData }
+    }
+
+    /// Turns virtual time on for every thread of the process, with a fresh clock at zero,
+    /// until the guard drops (from any thread).
+    pub fn scoped_process_wide() -> ProcessScope {
+        let clock = VirtualClock::new();
+        let id = on_process(|l| l.open(clock.clone()));
+        ProcessScope { clock, id }
+    }
+
+    /// How many scopes are open on this thread now.
     pub fn open_scopes() -> usize {
-        switch().scopes.len()
+        on_thread(|l| l.scopes.len()).unwrap_or(0)
     }
 
-    /// Virtual time for as long as it lives; see [`scoped`].
+    /// How many process-wide scopes are open now.
+    pub fn open_process_wide_scopes() -> usize {
+        process().scopes.len()
+    }
+
+    /// Virtual time on this thread for as long as it lives; see [`scoped`]. Not `Send`: a
+    /// scope ends on the thread it began on.
     #[derive(Debug)]
     pub struct Scope {
         clock: VirtualClock,
-        id: u64,
+        /// `None`: opened while the thread was being torn down (nothing to close).
+        id: Option<u64>,
+        _thread: PhantomData<*const ()>,
     }
 
     impl Scope {
@@ -187,9 +308,48 @@ pub mod testing {
 
     impl Drop for Scope {
         fn drop(&mut self) {
-            let mut s = switch();
-            s.scopes.retain(|(id, _)| *id != self.id);
-            publish(&s);
+            if let Some(id) = self.id {
+                on_thread(|l| l.close(id));
+            }
+        }
+    }
+
+    /// Virtual time for the whole process for as long as it lives; see
+    /// [`scoped_process_wide`].
+    #[derive(Debug)]
+    pub struct ProcessScope {
+        clock: VirtualClock,
+        id: u64,
+    }
+
+    impl ProcessScope {
+        /// The virtual clock of this scope.
+        pub fn clock(&self) -> &VirtualClock {
+            &self.clock
+        }
+    }
+
+    impl Drop for ProcessScope {
+        fn drop(&mut self) {
+            on_process(|l| l.close(self.id));
+        }
+    }
+
+    /// For a host that keeps its own scopes (Python `contextvars`, Node
+    /// `AsyncLocalStorage`): while a hold lives, [`any_on`] is true, so the host's hot path
+    /// (which checks [`any_on`] first) goes on to look in its own context.
+    #[derive(Debug)]
+    pub struct HostHold(());
+
+    /// Opens a [`HostHold`]; it ends when dropped, from any thread.
+    pub fn host_hold() -> HostHold {
+        ACTIVE.fetch_add(1, Ordering::Release);
+        HostHold(())
+    }
+
+    impl Drop for HostHold {
+        fn drop(&mut self) {
+            ACTIVE.fetch_sub(1, Ordering::Release);
         }
     }
 }

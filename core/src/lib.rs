@@ -38,7 +38,7 @@ pub mod redact;
 pub mod retry_after;
 pub mod units;
 
-pub use budget::{BudgetError, RetryBudget};
+pub use budget::{BudgetError, QuotaBudget, RatioBudget, RetryBudget, RetryCause};
 pub use cancel::CancelToken;
 pub use clock::{testing, Clock, SystemClock, VirtualClock};
 pub use document::{DocumentError, LoadOptions, Policies};

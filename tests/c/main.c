@@ -10,6 +10,7 @@
 int main(int argc, char **argv) {
   api_tests();
   thread_tests();
+  virtual_time_tests();
   cpp17_tests();
   contract_v2_tests();
   config_v2_tests();

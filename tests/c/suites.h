@@ -8,6 +8,7 @@ extern "C" {
 
 void api_tests(void);
 void thread_tests(void);
+void virtual_time_tests(void);
 void cpp17_tests(void);
 void contract_v2_tests(void);
 void config_v2_tests(void);

@@ -48,6 +48,9 @@ async function main(): Promise<void> {
   testing.advance(10);
   const t: number = testing.now();
   testing.disable();
+  testing.enable({ scope: 'process' });
+  testing.disable({ scope: 'process' });
+  void testing.scoped(() => 1, { scope: 'context' }).then((n: number) => n);
   void n, s, o, wrong, ms, retry, t;
 }
 
