@@ -40,6 +40,17 @@
  *   call, a new blocking call with the same retrier) may be used from a callback.
  * fork(): an unseeded retrier draws fresh entropy in a child before its first delay, so
  *   forked workers never retry in lockstep; a seeded one gives the same stream everywhere.
+ * Teardown: every function keeps these promises in an atexit handler, a C++ static or
+ *   thread_local destructor and a pthread key destructor, on any thread: the library
+ *   keeps no thread-local that is ever torn down (the last error is a fixed per-thread
+ *   buffer; a message longer than 1023 bytes is cut and ends in "..."), and an unseeded
+ *   retrier draws its seed from the OS (getrandom), not from a thread-local generator.
+ *   A thread whose only calls are made in its key destructors leaks nothing.
+ * Memory: allocation failure is not reported, it aborts. The library allocates with the
+ *   system allocator (malloc) for handles, messages, policy documents and each blocking
+ *   call's state; when an allocation fails, Rust's handler prints "memory allocation of
+ *   N bytes failed" and calls abort(); no function returns an out-of-memory status.
+ *   retryrs_last_error() never allocates.
  * Enums: retryrs_verdict and retryrs_event_kind are int32_t (a fixed width); `enum
  *   retryrs_verdict` / `enum retryrs_event_kind` name the values, so a switch on
  *   `(enum retryrs_event_kind)e->kind` lets -Wswitch report a missing case.
@@ -87,6 +98,10 @@
 
 // Patch version, as in Cargo.toml.
 #define RETRYRS_VERSION_PATCH 0
+
+// The most bytes a last-error message keeps (with its NUL); a longer one is cut at a
+// character boundary and ends in "...".
+#define LAST_ERROR_CAP 1024
 
 // What an event reports. In C `retryrs_event_kind` is an int32_t and `enum
 // retryrs_event_kind` names its values (switch on `(enum retryrs_event_kind)e->kind` for
@@ -479,7 +494,9 @@ void retryrs_call_free(struct retryrs_call *call);
 // Returns this thread's last error message: what the most recent call that returned a
 // status other than RETRYRS_OK on this thread had to say. Never NULL ("" before any
 // failure). The string stays valid until the next failing call on the same thread; a
-// successful call leaves it unchanged, so read it right after the failure.
+// successful call leaves it unchanged, so read it right after the failure. At most 1023
+// bytes: a longer message is cut at a character boundary and ends in "...". Works during
+// thread and process teardown too (see "Teardown").
 const char *retryrs_last_error(void);
 
 // The name of a status ("ok", "rejected", "exhausted", "cancelled",

@@ -8,7 +8,7 @@
 #                     symlinks), libretryrs.a, retryrs.pc, the CMake package, licences
 #   make demo-c       the rates client against scripts/flaky_server.py
 #   make bench-c      bench/c -> build/bench/c.md
-.PHONY: c-lib test-c header-c install-c pkgconfig-c demo-c bench-c c-demo-client c-tools c-curl test-curl-c
+.PHONY: c-lib test-c test-c-teardown header-c install-c pkgconfig-c demo-c bench-c c-demo-client c-tools c-curl test-curl-c
 TEST_TARGETS += test-c test-curl-c
 DEMO_CLIENTS += c-demo-client
 BENCH_TARGETS += bench-c
@@ -74,6 +74,25 @@ $(C_BUILD)/retryrs-tests: c-lib $(C_BUILD)/vectors.c $(C_BUILD)/policies_data.c 
 	$(C_CC) $(C_CFLAGS) $(C_TEST_SRC) $(C_BUILD)/vectors.o $(C_BUILD)/policies_data.o $(C_BUILD)/cpp17.o -o $@ \
 		-L$(C_LIBDIR) -Wl,-rpath,$(C_LIBDIR) -lretryrs -lstdc++ -lpthread -lm
 
+# The edges of a process (tests/c/teardown.c, teardown.cpp): calls from an atexit handler,
+# pthread key destructors, a C++ static and a C++ thread_local destructor. Each program
+# exits 0 only if every check passed; valgrind fails any leak (a thread whose only calls
+# are made in its key destructor included) or invalid access.
+C_TEARDOWN_RUNS := teardown:atexit teardown:key teardown:key-after-use teardown-cpp:static teardown-cpp:thread_local
+$(C_BUILD)/teardown: c-lib tests/c/teardown.c tests/c/teardown.h include/retryrs.h
+	mkdir -p $(C_BUILD)
+	$(C_CC) $(C_CFLAGS) tests/c/teardown.c -o $@ -L$(C_LIBDIR) -Wl,-rpath,$(C_LIBDIR) -lretryrs -lpthread
+$(C_BUILD)/teardown-cpp: c-lib tests/c/teardown.cpp tests/c/teardown.h include/retryrs.h
+	mkdir -p $(C_BUILD)
+	$(C_CXX) $(C_CXXFLAGS) tests/c/teardown.cpp -o $@ -L$(C_LIBDIR) -Wl,-rpath,$(C_LIBDIR) -lretryrs -lpthread
+
+test-c-teardown: c-tools $(C_BUILD)/teardown $(C_BUILD)/teardown-cpp
+	@for run in $(C_TEARDOWN_RUNS); do \
+		echo "teardown: $${run%%:*} $${run#*:}"; \
+		valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,possible \
+			--error-exitcode=99 $(C_BUILD)/$${run%%:*} $${run#*:} || { echo "FAIL teardown: $$run (exit $$?)" >&2; exit 1; }; \
+	done
+
 # First the crate's own checks (the header equals cbindgen's output, every export is
 # panic-guarded, versions agree; test-rust runs them too, but test-c must stand alone).
 # Then the whole C suite under valgrind: any leak or invalid access fails it. The test
@@ -83,6 +102,7 @@ test-c: c-tools $(C_BUILD)/retryrs-tests
 	mkdir -p $(BUILD)/conformance
 	valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,possible \
 		--error-exitcode=99 $(C_BUILD)/retryrs-tests $(BUILD)/conformance/c.txt
+	@$(MAKE) --no-print-directory test-c-teardown
 	tests/c/abi/check.sh $(C_CC) $(C_BUILD)/abi $(C_LIBDIR)
 	@$(MAKE) --no-print-directory pkgconfig-c
 
