@@ -73,6 +73,10 @@
  *   it does not accept answers RETRYRS_TRANSIENT (with the value's hint, if any).
  * Units: every duration is in milliseconds (double in the config so that negative or
  *   non-finite values reach validation; uint64_t for what the engine reports).
+ * Longest wait: every delay_ms the library reports (retryrs_step, retryrs_event) is at
+ *   most RETRYRS_MAX_DELAY_MS (9e15 ms, about 285,000 years), the largest delay a config
+ *   may hold; a longer Retry-After hint is clamped to it. `now + delay_ms` cannot wrap
+ *   for retryrs_now_ms() or any Unix-epoch time in ms.
  */
 
 
@@ -98,6 +102,12 @@
 
 // Patch version, as in Cargo.toml.
 #define RETRYRS_VERSION_PATCH 0
+
+// The longest wait the engine ever asks for, in ms (9e15, about 285,000 years): the
+// largest delay and deadline a config may hold. A server's hint asking for longer (only
+// possible with both the deadline and max_retry_after off) is clamped to it, in every
+// host alike, so `now + delay_ms` never wraps for any time base below 1.8e19 - 9e15.
+#define RETRYRS_MAX_DELAY_MS 9000000000000000
 
 // The most bytes a last-error message keeps (with its NUL); a longer one is cut at a
 // character boundary and ends in "...".
@@ -207,7 +217,8 @@ typedef struct retryrs_event {
   uint32_t attempt;
   // Time since the call began, in ms (virtual under the testing switch).
   uint64_t elapsed_ms;
-  // The wait about to start, in ms (RETRYRS_EVENT_RETRYING only; 0 otherwise).
+  // The wait about to start, in ms (RETRYRS_EVENT_RETRYING only; 0 otherwise); at most
+  // RETRYRS_MAX_DELAY_MS.
   uint64_t delay_ms;
   // Why the call was exhausted (RETRYRS_EVENT_EXHAUSTED only; RETRYRS_REASON_NONE
   // otherwise).
@@ -293,7 +304,7 @@ typedef int32_t retryrs_action;
 typedef struct retryrs_step {
   // One of RETRYRS_ACTION_*.
   retryrs_action action;
-  // RETRY: the wait in ms.
+  // RETRY: the wait in ms, at most RETRYRS_MAX_DELAY_MS.
   uint64_t delay_ms;
   // ATTEMPT: the attempt to run (1-based); RETRY: the attempt that failed; STOP: the
   // attempts made.
@@ -310,7 +321,8 @@ typedef int32_t retryrs_http_outcome;
 // Run attempt `step.attempt` now, then report it with retryrs_call_report().
 #define RETRYRS_ACTION_ATTEMPT 0
 
-// Wait `step.delay_ms` (0: do not wait at all), then call retryrs_call_after_wait().
+// Wait `step.delay_ms` (0: do not wait at all; never more than RETRYRS_MAX_DELAY_MS),
+// then call retryrs_call_after_wait().
 #define RETRYRS_ACTION_RETRY 1
 
 // The call is over: `step.outcome` and `step.reason` say how.
