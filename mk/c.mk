@@ -86,6 +86,12 @@ $(C_BUILD)/teardown-cpp: c-lib tests/c/teardown.cpp tests/c/teardown.h include/r
 	mkdir -p $(C_BUILD)
 	$(C_CXX) $(C_CXXFLAGS) tests/c/teardown.cpp -o $@ -L$(C_LIBDIR) -Wl,-rpath,$(C_LIBDIR) -lretryrs -lpthread
 
+# Scale (tests/c/scale.c): 100,000 policies listed by index, natively (valgrind would time
+# itself); it prints the measured times.
+$(C_BUILD)/scale: c-lib tests/c/scale.c include/retryrs.h
+	mkdir -p $(C_BUILD)
+	$(C_CC) $(C_CFLAGS) tests/c/scale.c -o $@ -L$(C_LIBDIR) -Wl,-rpath,$(C_LIBDIR) -lretryrs
+
 test-c-teardown: c-tools $(C_BUILD)/teardown $(C_BUILD)/teardown-cpp
 	@for run in $(C_TEARDOWN_RUNS); do \
 		echo "teardown: $${run%%:*} $${run#*:}"; \
@@ -103,6 +109,8 @@ test-c: c-tools $(C_BUILD)/retryrs-tests
 	valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,possible \
 		--error-exitcode=99 $(C_BUILD)/retryrs-tests $(BUILD)/conformance/c.txt
 	@$(MAKE) --no-print-directory test-c-teardown
+	@$(MAKE) --no-print-directory $(C_BUILD)/scale
+	$(C_BUILD)/scale
 	tests/c/abi/check.sh $(C_CC) $(C_BUILD)/abi $(C_LIBDIR)
 	@$(MAKE) --no-print-directory pkgconfig-c
 
