@@ -4,7 +4,7 @@
 #   make test-c       C suite (C11 + a C++17 unit + conformance) under valgrind,
 #                     then the pkg-config install smoke test
 #   make header-c     regenerate include/retryrs.h and retryrs_testing.h with cbindgen
-#   make install-c PREFIX=/usr/local   both headers, libretryrs.so.X.Y.Z (+ SONAME and .so
+#   make install-c PREFIX=/usr/local   the headers (C, testing, C++), libretryrs.so.X.Y.Z (+ SONAME and .so
 #                     symlinks), libretryrs.a, retryrs.pc, the CMake package, licences
 #   make demo-c       the rates client against scripts/flaky_server.py
 #   make bench-c      bench/c -> build/bench/c.md
@@ -67,11 +67,13 @@ $(C_BUILD)/policies_data.c: tests/c/gen_policies.py $(wildcard tests/policies/*.
 	mkdir -p $(C_BUILD)
 	python3 tests/c/gen_policies.py $@ tests/policies
 
-$(C_BUILD)/retryrs-tests: c-lib $(C_BUILD)/vectors.c $(C_BUILD)/policies_data.c $(C_TEST_SRC) tests/c/cpp17.cpp tests/c/*.h include/retryrs.h include/retryrs_testing.h
+$(C_BUILD)/retryrs-tests: c-lib $(C_BUILD)/vectors.c $(C_BUILD)/policies_data.c $(C_TEST_SRC) tests/c/cpp17.cpp tests/c/test_cpp.cpp tests/c/*.h include/retryrs.h include/retryrs.hpp include/retryrs_testing.h
+	mkdir -p $(C_BUILD)
 	$(C_CXX) $(C_CXXFLAGS) -c tests/c/cpp17.cpp -o $(C_BUILD)/cpp17.o
+	$(C_CXX) $(C_CXXFLAGS) -c tests/c/test_cpp.cpp -o $(C_BUILD)/test_cpp.o
 	$(C_CC) $(C_CFLAGS) -c $(C_BUILD)/vectors.c -o $(C_BUILD)/vectors.o
 	$(C_CC) $(C_CFLAGS) -c $(C_BUILD)/policies_data.c -o $(C_BUILD)/policies_data.o
-	$(C_CC) $(C_CFLAGS) $(C_TEST_SRC) $(C_BUILD)/vectors.o $(C_BUILD)/policies_data.o $(C_BUILD)/cpp17.o -o $@ \
+	$(C_CC) $(C_CFLAGS) $(C_TEST_SRC) $(C_BUILD)/vectors.o $(C_BUILD)/policies_data.o $(C_BUILD)/cpp17.o $(C_BUILD)/test_cpp.o -o $@ \
 		-L$(C_LIBDIR) -Wl,-rpath,$(C_LIBDIR) -lretryrs -lstdc++ -lpthread -lm
 
 # The edges of a process (tests/c/teardown.c, teardown.cpp): calls from an atexit handler,
@@ -115,7 +117,8 @@ test-c: c-tools $(C_BUILD)/retryrs-tests
 	@$(MAKE) --no-print-directory pkgconfig-c
 
 # The documented install step, into a scratch prefix; then an app is built exactly as a
-# user would, with `cc app.c $(pkg-config --cflags --libs retryrs)`, and run; so is the
+# user would, with `cc app.c $(pkg-config --cflags --libs retryrs)`, and run (and its C++
+# counterpart over retryrs.hpp, with `c++ -std=c++17`); so is the
 # README's metrics example (examples/c/metrics.c), which checks its own counts. The same
 # layout is the C release tarball (mk/dist.mk). The .pc and CMake files find the prefix
 # from their own folder, so the tree can be moved.
@@ -123,6 +126,7 @@ install-c: c-lib
 	install -d $(PREFIX)/include $(PREFIX)/lib/pkgconfig $(PREFIX)/lib/cmake/retryrs $(PREFIX)/share/doc/retryrs
 	install -m 644 include/retryrs.h $(PREFIX)/include/retryrs.h
 	install -m 644 include/retryrs_testing.h $(PREFIX)/include/retryrs_testing.h
+	install -m 644 include/retryrs.hpp $(PREFIX)/include/retryrs.hpp
 	install -m 755 $(C_LIBDIR)/$(C_REAL_SO) $(PREFIX)/lib/$(C_REAL_SO)
 	soname=$$(cat $(C_LIBDIR)/soname); \
 	if [ "$$soname" != $(C_REAL_SO) ]; then ln -sfn $(C_REAL_SO) $(PREFIX)/lib/$$soname; fi; \
@@ -144,6 +148,8 @@ pkgconfig-c: c-tools
 	export PKG_CONFIG_PATH=$(C_BUILD)/prefix/lib/pkgconfig; \
 	$(C_CC) -std=c11 $(C_WARN) tests/c/pkgconfig_app.c -o $(C_BUILD)/pkgconfig-app $$(pkg-config --cflags --libs retryrs) \
 		&& LD_LIBRARY_PATH=$(C_BUILD)/prefix/lib $(C_BUILD)/pkgconfig-app "$$(pkg-config --modversion retryrs)" \
+		&& $(C_CXX) -std=c++17 $(C_WARN) tests/c/pkgconfig_app.cpp -o $(C_BUILD)/pkgconfig-app-cpp $$(pkg-config --cflags --libs retryrs) \
+		&& LD_LIBRARY_PATH=$(C_BUILD)/prefix/lib $(C_BUILD)/pkgconfig-app-cpp "$$(pkg-config --modversion retryrs)" \
 		&& $(C_CC) -std=c11 $(C_WARN) examples/c/metrics.c -o $(C_BUILD)/metrics-example $$(pkg-config --cflags --libs retryrs) \
 		&& LD_LIBRARY_PATH=$(C_BUILD)/prefix/lib $(C_BUILD)/metrics-example
 
