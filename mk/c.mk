@@ -1,14 +1,16 @@
 # C: libretryrs (bindings-c), include/retryrs.h, the C test suite under valgrind, the
 # pkg-config install, the rates demo client and the benchmark.
 #
-#   make test-c       C suite (C11 + a C++17 unit + conformance) under valgrind,
-#                     then the pkg-config install smoke test
+#   make test-c       C suite (C11 + C++17 units + conformance) under valgrind, the
+#                     teardown programs, the thread tests under helgrind and DRD, the
+#                     scale test, then the pkg-config install smoke test (C and C++)
 #   make header-c     regenerate include/retryrs.h and retryrs_testing.h with cbindgen
 #   make install-c PREFIX=/usr/local   the headers (C, testing, C++), libretryrs.so.X.Y.Z (+ SONAME and .so
-#                     symlinks), libretryrs.a, retryrs.pc, the CMake package, licences
+#                     symlinks), libretryrs.a, retryrs.pc, the CMake package, licences,
+#                     the thread checkers' suppressions (share/retryrs/)
 #   make demo-c       the rates client against scripts/flaky_server.py
 #   make bench-c      bench/c -> build/bench/c.md
-.PHONY: c-lib test-c test-c-teardown header-c install-c pkgconfig-c demo-c bench-c c-demo-client c-tools c-curl test-curl-c
+.PHONY: c-lib test-c test-c-teardown test-c-threads header-c install-c pkgconfig-c demo-c bench-c c-demo-client c-tools c-curl test-curl-c
 TEST_TARGETS += test-c test-curl-c
 DEMO_CLIENTS += c-demo-client
 BENCH_TARGETS += bench-c
@@ -88,6 +90,22 @@ $(C_BUILD)/teardown-cpp: c-lib tests/c/teardown.cpp tests/c/teardown.h include/r
 	mkdir -p $(C_BUILD)
 	$(C_CXX) $(C_CXXFLAGS) tests/c/teardown.cpp -o $@ -L$(C_LIBDIR) -Wl,-rpath,$(C_LIBDIR) -lretryrs -lpthread
 
+# The thread tests alone (tests/c/threads_main.c) under helgrind and DRD with the shipped
+# suppressions (bindings-c/suppressions/valgrind.supp: the library's own atomics and
+# std's futex locks, which the tools cannot see): any error fails.
+C_VALGRIND_SUPP := bindings-c/suppressions/valgrind.supp
+$(C_BUILD)/thread-tests: c-lib tests/c/threads_main.c tests/c/harness.c tests/c/test_threads.c tests/c/harness.h tests/c/suites.h include/retryrs.h
+	mkdir -p $(C_BUILD)
+	$(C_CC) $(C_CFLAGS) tests/c/threads_main.c tests/c/harness.c tests/c/test_threads.c -o $@ \
+		-L$(C_LIBDIR) -Wl,-rpath,$(C_LIBDIR) -lretryrs -lpthread
+
+test-c-threads: c-tools $(C_BUILD)/thread-tests
+	@for tool in helgrind drd; do \
+		echo "thread tests under $$tool with $(C_VALGRIND_SUPP)"; \
+		valgrind --tool=$$tool --quiet --suppressions=$(C_VALGRIND_SUPP) --error-exitcode=99 \
+			$(C_BUILD)/thread-tests || { echo "FAIL: $$tool found errors (exit $$?)" >&2; exit 1; }; \
+	done
+
 # Scale (tests/c/scale.c): 100,000 policies listed by index, natively (valgrind would time
 # itself); it prints the measured times.
 $(C_BUILD)/scale: c-lib tests/c/scale.c include/retryrs.h
@@ -111,6 +129,7 @@ test-c: c-tools $(C_BUILD)/retryrs-tests
 	valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,possible \
 		--error-exitcode=99 $(C_BUILD)/retryrs-tests $(BUILD)/conformance/c.txt
 	@$(MAKE) --no-print-directory test-c-teardown
+	@$(MAKE) --no-print-directory test-c-threads
 	@$(MAKE) --no-print-directory $(C_BUILD)/scale
 	$(C_BUILD)/scale
 	tests/c/abi/check.sh $(C_CC) $(C_BUILD)/abi $(C_LIBDIR)
@@ -141,6 +160,8 @@ install-c: c-lib
 	sed -e "$$subst" bindings-c/cmake/retryrsConfigVersion.cmake.in > $(PREFIX)/lib/cmake/retryrs/retryrsConfigVersion.cmake
 	install -m 644 $(C_LIBDIR)/libretryrs.a $(PREFIX)/lib/libretryrs.a
 	install -m 644 LICENSE-MIT LICENSE-APACHE CHANGELOG.md $(PREFIX)/share/doc/retryrs/
+	install -d $(PREFIX)/share/retryrs
+	install -m 644 bindings-c/suppressions/valgrind.supp bindings-c/suppressions/tsan.supp $(PREFIX)/share/retryrs/
 
 pkgconfig-c: c-tools
 	rm -rf $(C_BUILD)/prefix

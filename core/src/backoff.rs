@@ -129,7 +129,10 @@ fn stream(seed: Option<u64>) -> Pcg64Mcg {
 /// destructor, a pthread key destructor) gets a seed like any other, and a thread whose
 /// only call is made there leaves nothing behind. The check costs one `getpid` when an
 /// unseeded call first needs a random delay (after a failure, before a sleep); a call
-/// that succeeds never gets here.
+/// that succeeds never gets here. Never inlined: thread checkers that cannot see atomics
+/// (helgrind, DRD) are told about these two by this function's name
+/// (bindings-c/suppressions/valgrind.supp).
+#[inline(never)]
 fn fresh_seed() -> u64 {
     use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
     // The process the sequence was started in (0: not yet), and the sequence itself.
