@@ -1,14 +1,16 @@
 # C: libretryrs (bindings-c), include/retryrs.h, the C test suite under valgrind, the
 # pkg-config install, the rates demo client and the benchmark.
 #
-#   make test-c       C suite (C11 + a C++17 unit + conformance) under valgrind,
-#                     then the pkg-config install smoke test
+#   make test-c       C suite (C11 + C++17 units + conformance) under valgrind, the
+#                     teardown programs, the thread tests under helgrind and DRD, the
+#                     scale test, then the pkg-config install smoke test (C and C++)
 #   make header-c     regenerate include/retryrs.h and retryrs_testing.h with cbindgen
-#   make install-c PREFIX=/usr/local   both headers, libretryrs.so.X.Y.Z (+ SONAME and .so
-#                     symlinks), libretryrs.a, retryrs.pc, the CMake package, licences
+#   make install-c PREFIX=/usr/local   the headers (C, testing, C++), libretryrs.so.X.Y.Z (+ SONAME and .so
+#                     symlinks), libretryrs.a, retryrs.pc, the CMake package, licences,
+#                     the thread checkers' suppressions (share/retryrs/)
 #   make demo-c       the rates client against scripts/flaky_server.py
 #   make bench-c      bench/c -> build/bench/c.md
-.PHONY: c-lib test-c header-c install-c pkgconfig-c demo-c bench-c c-demo-client c-tools c-curl test-curl-c
+.PHONY: c-lib test-c test-c-teardown test-c-threads header-c install-c pkgconfig-c demo-c bench-c c-demo-client c-tools c-curl test-curl-c
 TEST_TARGETS += test-c test-curl-c
 DEMO_CLIENTS += c-demo-client
 BENCH_TARGETS += bench-c
@@ -67,12 +69,55 @@ $(C_BUILD)/policies_data.c: tests/c/gen_policies.py $(wildcard tests/policies/*.
 	mkdir -p $(C_BUILD)
 	python3 tests/c/gen_policies.py $@ tests/policies
 
-$(C_BUILD)/retryrs-tests: c-lib $(C_BUILD)/vectors.c $(C_BUILD)/policies_data.c $(C_TEST_SRC) tests/c/cpp17.cpp tests/c/*.h include/retryrs.h include/retryrs_testing.h
+$(C_BUILD)/retryrs-tests: c-lib $(C_BUILD)/vectors.c $(C_BUILD)/policies_data.c $(C_TEST_SRC) tests/c/cpp17.cpp tests/c/test_cpp.cpp tests/c/*.h include/retryrs.h include/retryrs.hpp include/retryrs_testing.h
+	mkdir -p $(C_BUILD)
 	$(C_CXX) $(C_CXXFLAGS) -c tests/c/cpp17.cpp -o $(C_BUILD)/cpp17.o
+	$(C_CXX) $(C_CXXFLAGS) -c tests/c/test_cpp.cpp -o $(C_BUILD)/test_cpp.o
 	$(C_CC) $(C_CFLAGS) -c $(C_BUILD)/vectors.c -o $(C_BUILD)/vectors.o
 	$(C_CC) $(C_CFLAGS) -c $(C_BUILD)/policies_data.c -o $(C_BUILD)/policies_data.o
-	$(C_CC) $(C_CFLAGS) $(C_TEST_SRC) $(C_BUILD)/vectors.o $(C_BUILD)/policies_data.o $(C_BUILD)/cpp17.o -o $@ \
+	$(C_CC) $(C_CFLAGS) $(C_TEST_SRC) $(C_BUILD)/vectors.o $(C_BUILD)/policies_data.o $(C_BUILD)/cpp17.o $(C_BUILD)/test_cpp.o -o $@ \
 		-L$(C_LIBDIR) -Wl,-rpath,$(C_LIBDIR) -lretryrs -lstdc++ -lpthread -lm
+
+# The edges of a process (tests/c/teardown.c, teardown.cpp): calls from an atexit handler,
+# pthread key destructors, a C++ static and a C++ thread_local destructor. Each program
+# exits 0 only if every check passed; valgrind fails any leak (a thread whose only calls
+# are made in its key destructor included) or invalid access.
+C_TEARDOWN_RUNS := teardown:atexit teardown:key teardown:key-after-use teardown-cpp:static teardown-cpp:thread_local
+$(C_BUILD)/teardown: c-lib tests/c/teardown.c tests/c/teardown.h include/retryrs.h
+	mkdir -p $(C_BUILD)
+	$(C_CC) $(C_CFLAGS) tests/c/teardown.c -o $@ -L$(C_LIBDIR) -Wl,-rpath,$(C_LIBDIR) -lretryrs -lpthread
+$(C_BUILD)/teardown-cpp: c-lib tests/c/teardown.cpp tests/c/teardown.h include/retryrs.h
+	mkdir -p $(C_BUILD)
+	$(C_CXX) $(C_CXXFLAGS) tests/c/teardown.cpp -o $@ -L$(C_LIBDIR) -Wl,-rpath,$(C_LIBDIR) -lretryrs -lpthread
+
+# The thread tests alone (tests/c/threads_main.c) under helgrind and DRD with the shipped
+# suppressions (bindings-c/suppressions/valgrind.supp: the library's own atomics and
+# std's futex locks, which the tools cannot see): any error fails.
+C_VALGRIND_SUPP := bindings-c/suppressions/valgrind.supp
+$(C_BUILD)/thread-tests: c-lib tests/c/threads_main.c tests/c/harness.c tests/c/test_threads.c tests/c/harness.h tests/c/suites.h include/retryrs.h
+	mkdir -p $(C_BUILD)
+	$(C_CC) $(C_CFLAGS) tests/c/threads_main.c tests/c/harness.c tests/c/test_threads.c -o $@ \
+		-L$(C_LIBDIR) -Wl,-rpath,$(C_LIBDIR) -lretryrs -lpthread
+
+test-c-threads: c-tools $(C_BUILD)/thread-tests
+	@for tool in helgrind drd; do \
+		echo "thread tests under $$tool with $(C_VALGRIND_SUPP)"; \
+		valgrind --tool=$$tool --quiet --suppressions=$(C_VALGRIND_SUPP) --error-exitcode=99 \
+			$(C_BUILD)/thread-tests || { echo "FAIL: $$tool found errors (exit $$?)" >&2; exit 1; }; \
+	done
+
+# Scale (tests/c/scale.c): 100,000 policies listed by index, natively (valgrind would time
+# itself); it prints the measured times.
+$(C_BUILD)/scale: c-lib tests/c/scale.c include/retryrs.h
+	mkdir -p $(C_BUILD)
+	$(C_CC) $(C_CFLAGS) tests/c/scale.c -o $@ -L$(C_LIBDIR) -Wl,-rpath,$(C_LIBDIR) -lretryrs
+
+test-c-teardown: c-tools $(C_BUILD)/teardown $(C_BUILD)/teardown-cpp
+	@for run in $(C_TEARDOWN_RUNS); do \
+		echo "teardown: $${run%%:*} $${run#*:}"; \
+		valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,possible \
+			--error-exitcode=99 $(C_BUILD)/$${run%%:*} $${run#*:} || { echo "FAIL teardown: $$run (exit $$?)" >&2; exit 1; }; \
+	done
 
 # First the crate's own checks (the header equals cbindgen's output, every export is
 # panic-guarded, versions agree; test-rust runs them too, but test-c must stand alone).
@@ -83,11 +128,16 @@ test-c: c-tools $(C_BUILD)/retryrs-tests
 	mkdir -p $(BUILD)/conformance
 	valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,possible \
 		--error-exitcode=99 $(C_BUILD)/retryrs-tests $(BUILD)/conformance/c.txt
+	@$(MAKE) --no-print-directory test-c-teardown
+	@$(MAKE) --no-print-directory test-c-threads
+	@$(MAKE) --no-print-directory $(C_BUILD)/scale
+	$(C_BUILD)/scale
 	tests/c/abi/check.sh $(C_CC) $(C_BUILD)/abi $(C_LIBDIR)
 	@$(MAKE) --no-print-directory pkgconfig-c
 
 # The documented install step, into a scratch prefix; then an app is built exactly as a
-# user would, with `cc app.c $(pkg-config --cflags --libs retryrs)`, and run; so is the
+# user would, with `cc app.c $(pkg-config --cflags --libs retryrs)`, and run (and its C++
+# counterpart over retryrs.hpp, with `c++ -std=c++17`); so is the
 # README's metrics example (examples/c/metrics.c), which checks its own counts. The same
 # layout is the C release tarball (mk/dist.mk). The .pc and CMake files find the prefix
 # from their own folder, so the tree can be moved.
@@ -95,6 +145,7 @@ install-c: c-lib
 	install -d $(PREFIX)/include $(PREFIX)/lib/pkgconfig $(PREFIX)/lib/cmake/retryrs $(PREFIX)/share/doc/retryrs
 	install -m 644 include/retryrs.h $(PREFIX)/include/retryrs.h
 	install -m 644 include/retryrs_testing.h $(PREFIX)/include/retryrs_testing.h
+	install -m 644 include/retryrs.hpp $(PREFIX)/include/retryrs.hpp
 	install -m 755 $(C_LIBDIR)/$(C_REAL_SO) $(PREFIX)/lib/$(C_REAL_SO)
 	soname=$$(cat $(C_LIBDIR)/soname); \
 	if [ "$$soname" != $(C_REAL_SO) ]; then ln -sfn $(C_REAL_SO) $(PREFIX)/lib/$$soname; fi; \
@@ -109,6 +160,8 @@ install-c: c-lib
 	sed -e "$$subst" bindings-c/cmake/retryrsConfigVersion.cmake.in > $(PREFIX)/lib/cmake/retryrs/retryrsConfigVersion.cmake
 	install -m 644 $(C_LIBDIR)/libretryrs.a $(PREFIX)/lib/libretryrs.a
 	install -m 644 LICENSE-MIT LICENSE-APACHE CHANGELOG.md $(PREFIX)/share/doc/retryrs/
+	install -d $(PREFIX)/share/retryrs
+	install -m 644 bindings-c/suppressions/valgrind.supp bindings-c/suppressions/tsan.supp $(PREFIX)/share/retryrs/
 
 pkgconfig-c: c-tools
 	rm -rf $(C_BUILD)/prefix
@@ -116,6 +169,8 @@ pkgconfig-c: c-tools
 	export PKG_CONFIG_PATH=$(C_BUILD)/prefix/lib/pkgconfig; \
 	$(C_CC) -std=c11 $(C_WARN) tests/c/pkgconfig_app.c -o $(C_BUILD)/pkgconfig-app $$(pkg-config --cflags --libs retryrs) \
 		&& LD_LIBRARY_PATH=$(C_BUILD)/prefix/lib $(C_BUILD)/pkgconfig-app "$$(pkg-config --modversion retryrs)" \
+		&& $(C_CXX) -std=c++17 $(C_WARN) tests/c/pkgconfig_app.cpp -o $(C_BUILD)/pkgconfig-app-cpp $$(pkg-config --cflags --libs retryrs) \
+		&& LD_LIBRARY_PATH=$(C_BUILD)/prefix/lib $(C_BUILD)/pkgconfig-app-cpp "$$(pkg-config --modversion retryrs)" \
 		&& $(C_CC) -std=c11 $(C_WARN) examples/c/metrics.c -o $(C_BUILD)/metrics-example $$(pkg-config --cflags --libs retryrs) \
 		&& LD_LIBRARY_PATH=$(C_BUILD)/prefix/lib $(C_BUILD)/metrics-example
 

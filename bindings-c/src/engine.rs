@@ -71,11 +71,18 @@ unsafe fn drive(
     result
 }
 
+/// The longest wait the engine ever asks for, in ms (9e15, about 285,000 years): the
+/// largest delay and deadline a config may hold. A server's hint asking for longer (only
+/// possible with both the deadline and max_retry_after off) is clamped to it, in every
+/// host alike, so `now + delay_ms` never wraps for any time base below 1.8e19 - 9e15.
+pub const RETRYRS_MAX_DELAY_MS: u64 = 9_000_000_000_000_000;
+
 /// What the program does next.
 pub type retryrs_action = i32;
 /// Run attempt `step.attempt` now, then report it with retryrs_call_report().
 pub const RETRYRS_ACTION_ATTEMPT: retryrs_action = 0;
-/// Wait `step.delay_ms` (0: do not wait at all), then call retryrs_call_after_wait().
+/// Wait `step.delay_ms` (0: do not wait at all; never more than RETRYRS_MAX_DELAY_MS),
+/// then call retryrs_call_after_wait().
 pub const RETRYRS_ACTION_RETRY: retryrs_action = 1;
 /// The call is over: `step.outcome` and `step.reason` say how.
 pub const RETRYRS_ACTION_STOP: retryrs_action = 2;
@@ -86,7 +93,7 @@ pub const RETRYRS_ACTION_STOP: retryrs_action = 2;
 pub struct retryrs_step {
     /// One of RETRYRS_ACTION_*.
     pub action: retryrs_action,
-    /// RETRY: the wait in ms.
+    /// RETRY: the wait in ms, at most RETRYRS_MAX_DELAY_MS.
     pub delay_ms: u64,
     /// ATTEMPT: the attempt to run (1-based); RETRY: the attempt that failed; STOP: the
     /// attempts made.

@@ -3,7 +3,7 @@
 
 use std::any::Any;
 use std::cell::RefCell;
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::{c_char, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::types::*;
@@ -25,20 +25,59 @@ impl Failure {
     }
 }
 
+/// The most bytes a last-error message keeps (with its NUL); a longer one is cut at a
+/// character boundary and ends in "...".
+pub const LAST_ERROR_CAP: usize = 1024;
+
+/// Shown when this thread's slot cannot be reached: Rust's thread-local storage refuses
+/// access while a thread is being torn down (unreachable with the slot below, which has no
+/// destructor; kept so no future change of it can turn into an abort).
+const LAST_ERROR_GONE: &CStr =
+    c"retryrs: the message of the last failing call is not available on a thread being torn down";
+
 thread_local! {
-    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    // A fixed buffer, const-initialised and without a destructor: no allocation and no
+    // destructor registration, so it works in an atexit handler, a C++ static destructor
+    // and a pthread key destructor (after Rust's own thread-locals were destroyed), and a
+    // thread whose only call is made in a key destructor leaks nothing.
+    static LAST_ERROR: RefCell<[u8; LAST_ERROR_CAP]> = const { RefCell::new([0; LAST_ERROR_CAP]) };
 }
 
-/// Records `message` as this thread's last error.
+/// `message` as the bytes of a C string of at most [`LAST_ERROR_CAP`] bytes: an interior
+/// NUL becomes a visible `\0`, and a message too long is cut at a character boundary and
+/// marked with "...".
+fn c_message(message: &str, buf: &mut [u8; LAST_ERROR_CAP]) {
+    let text = message.replace('\0', "\\0");
+    let room = LAST_ERROR_CAP - 1;
+    let len = if text.len() <= room {
+        buf[..text.len()].copy_from_slice(text.as_bytes());
+        text.len()
+    } else {
+        let mut cut = room - 3;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        buf[..cut].copy_from_slice(&text.as_bytes()[..cut]);
+        buf[cut..cut + 3].copy_from_slice(b"...");
+        cut + 3
+    };
+    buf[len] = 0;
+}
+
+/// Records `message` as this thread's last error (dropped if the thread's slot cannot be
+/// reached; the reader then gets [`LAST_ERROR_GONE`]).
 pub fn set_last_error(message: &str) {
-    // An interior NUL would truncate the C string; a visible escape keeps the rest.
-    let text = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
-    LAST_ERROR.with(|slot| *slot.borrow_mut() = text);
+    let _ = LAST_ERROR.try_with(|slot| {
+        if let Ok(mut buf) = slot.try_borrow_mut() {
+            c_message(message, &mut buf);
+        }
+    });
 }
 
-/// The pointer handed to C: valid until this thread's next failing call.
+/// The pointer handed to C: valid until this thread's next failing call (or the end of
+/// the thread).
 pub fn last_error_ptr() -> *const c_char {
-    LAST_ERROR.with(|slot| slot.borrow().as_ptr())
+    LAST_ERROR.try_with(|slot| slot.as_ptr().cast::<c_char>().cast_const()).unwrap_or(LAST_ERROR_GONE.as_ptr())
 }
 
 fn panic_message(payload: &(dyn Any + Send)) -> String {
@@ -137,7 +176,9 @@ pub unsafe fn free_handle<T>(p: *mut T) {
 /// Returns this thread's last error message: what the most recent call that returned a
 /// status other than RETRYRS_OK on this thread had to say. Never NULL ("" before any
 /// failure). The string stays valid until the next failing call on the same thread; a
-/// successful call leaves it unchanged, so read it right after the failure.
+/// successful call leaves it unchanged, so read it right after the failure. At most 1023
+/// bytes: a longer message is cut at a character boundary and ends in "...". Works during
+/// thread and process teardown too (see "Teardown").
 #[no_mangle]
 pub extern "C" fn retryrs_last_error() -> *const c_char {
     guard_value(c"".as_ptr(), last_error_ptr)
@@ -172,6 +213,25 @@ mod tests {
         let msg = unsafe { CStr::from_ptr(last_error_ptr()) }.to_str().unwrap().to_string();
         assert!(msg.contains("boom"), "{msg}");
         assert_eq!(guard_value(7, || -> i32 { panic!("x") }), 7);
+    }
+
+    fn last() -> String {
+        unsafe { CStr::from_ptr(last_error_ptr()) }.to_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn a_long_message_is_cut_at_a_character_boundary_and_marked() {
+        // 'é' is two bytes: the cut must not split one.
+        let long = "é".repeat(LAST_ERROR_CAP);
+        set_last_error(&long);
+        let got = last();
+        assert!(got.len() < LAST_ERROR_CAP && got.len() >= LAST_ERROR_CAP - 5, "{}", got.len());
+        assert!(got.ends_with("é..."), "{got}");
+        let fits = "x".repeat(LAST_ERROR_CAP - 1);
+        set_last_error(&fits);
+        assert_eq!(last(), fits);
+        set_last_error("a\0b");
+        assert_eq!(last(), "a\\0b");
     }
 
     #[test]

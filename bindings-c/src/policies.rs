@@ -16,10 +16,27 @@ use crate::types::*;
 /// A loaded policy document (opaque, immutable: any number of threads may look up in it
 /// at once). Owns the names and budgets the configs it hands out point to.
 pub struct retryrs_policies {
-    /// By key: the policy, its name knob and its key, NUL-terminated for C.
-    policies: BTreeMap<String, (Policy, CString, CString)>,
+    /// Sorted by key, so retryrs_policies_name() is one index (O(1)) and a lookup by key
+    /// a binary search.
+    policies: Vec<Entry>,
     /// One C budget handle per shared budget, by the core budget's address.
     budgets: BTreeMap<usize, Box<retryrs_budget>>,
+}
+
+/// One policy of a document.
+struct Entry {
+    key: String,
+    policy: Policy,
+    /// Its name knob, NUL-terminated for C.
+    c_name: CString,
+    /// Its key, NUL-terminated for C.
+    c_key: CString,
+}
+
+impl retryrs_policies {
+    fn get(&self, key: &str) -> Option<&Entry> {
+        self.policies.binary_search_by(|e| e.key.as_str().cmp(key)).ok().map(|i| &self.policies[i])
+    }
 }
 
 /// Loads a policy document (docs/policies.md; a gRPC service config too) from `len`
@@ -50,7 +67,8 @@ pub unsafe extern "C" fn retryrs_policies_from_json(
         let text = std::str::from_utf8(bytes).map_err(|e| fail(format!("document: not UTF-8: {e}")))?;
         let loaded = Policies::from_json(text).map_err(|e| fail(e.to_string()))?;
         let mut budgets = BTreeMap::new();
-        let mut policies = BTreeMap::new();
+        // The core iterates in key order (a BTreeMap): the Vec comes out sorted.
+        let mut policies = Vec::with_capacity(loaded.len());
         for (name, policy) in loaded.iter() {
             if let Some(b) = policy.budget() {
                 budgets
@@ -59,7 +77,7 @@ pub unsafe extern "C" fn retryrs_policies_from_json(
             }
             let c_name = CString::new(policy.name()).map_err(|_| fail(format!("policies.{name}.name contains NUL")))?;
             let key = CString::new(name).map_err(|_| fail(format!("policies.{name:?} contains NUL")))?;
-            policies.insert(name.to_string(), (policy.clone(), c_name, key));
+            policies.push(Entry { key: name.to_string(), policy: policy.clone(), c_name, c_key: key });
         }
         hand_out(out, retryrs_policies { policies, budgets });
         Ok(())
@@ -88,8 +106,8 @@ pub unsafe extern "C" fn retryrs_policies_config(
         }
         let size =
             known_size(struct_size).map_err(|why| Failure::invalid(format!("retryrs_policies_config: {why}")))?;
-        let (policy, c_name, _) = all.policies.get(name).ok_or_else(|| {
-            let known: Vec<&str> = all.policies.keys().map(String::as_str).collect();
+        let Entry { policy, c_name, .. } = all.get(name).ok_or_else(|| {
+            let known: Vec<&str> = all.policies.iter().map(|e| e.key.as_str()).collect();
             Failure::invalid(format!(
                 "retryrs_policies_config: no policy {name:?} in the document (it has {})",
                 known.join(", ")
@@ -119,10 +137,7 @@ pub unsafe extern "C" fn retryrs_policies_count(policies: *const retryrs_policie
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_policies_name(policies: *const retryrs_policies, index: usize) -> *const c_char {
     guard_value(std::ptr::null(), || {
-        policies
-            .as_ref()
-            .and_then(|p| p.policies.values().nth(index))
-            .map_or(std::ptr::null(), |(_, _, key)| key.as_ptr())
+        policies.as_ref().and_then(|p| p.policies.get(index)).map_or(std::ptr::null(), |e| e.c_key.as_ptr())
     })
 }
 

@@ -24,3 +24,9 @@ fn the_header_carries_the_same_numbers() {
         assert!(header.contains(&line), "include/retryrs.h lacks {line:?}");
     }
 }
+
+#[test]
+fn the_longest_wait_is_the_cores() {
+    // cbindgen copies a literal, not a path into another crate: this keeps the two equal.
+    assert_eq!(retryrs_c::engine::RETRYRS_MAX_DELAY_MS, retryrs::knob::MAX_WAIT_MS);
+}

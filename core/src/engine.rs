@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::backoff::Backoff;
 use crate::event::{Event, EventKind, ExhaustReason};
+use crate::knob::MAX_WAIT_MS;
 use crate::policy::Policy;
 
 /// How an attempt ended, as the host's predicate classified it.
@@ -189,7 +190,9 @@ impl<P: Deref<Target = Policy>> Call<P> {
             }
         }
         let backoff_ms = self.backoff.next_delay_ms(&self.policy, self.attempt);
-        let delay = Duration::from_millis(backoff_ms.max(hint.map_or(0, ceil_ms)));
+        // Clamped to the longest wait validation implies (only a hint with both limits
+        // off can be longer), so no host's `now + delay` wraps.
+        let delay = Duration::from_millis(backoff_ms.max(hint.map_or(0, ceil_ms)).min(MAX_WAIT_MS));
         if let Some(deadline) = self.policy.deadline {
             if elapsed.saturating_add(delay) > deadline {
                 return Ok(Decision::Stop(self.exhaust(ExhaustReason::Deadline, elapsed, sink)));
@@ -447,6 +450,28 @@ mod tests {
         let mut call = Call::start(&p, ms(0));
         let d = call.record(Verdict::transient_ms(Some(1e300)), ms(0), &mut |_: &Event<'_>| {});
         assert_eq!(d, Ok(Decision::Stop(Stop::Exhausted(ExhaustReason::Deadline))));
+    }
+
+    #[test]
+    fn a_huge_hint_without_limits_waits_the_longest_wait_and_no_longer() {
+        // No deadline, no max_retry_after: nothing refuses the hint, and the wait is the
+        // documented maximum, not u64::MAX ms (a caller's `now + delay` would wrap).
+        let p = Policy::builder().jitter(Jitter::None).max_retry_after(None).deadline(None).build().unwrap();
+        for hint in [f64::INFINITY, 1e300, u64::MAX as f64, 9.0e15 + 1.0, 1e16] {
+            let mut call = Call::start(&p, ms(0));
+            let mut seen = None;
+            let d = call.record(Verdict::transient_ms(Some(hint)), ms(0), &mut |e: &Event<'_>| {
+                if e.kind == EventKind::Retrying {
+                    seen = e.delay;
+                }
+            });
+            assert_eq!(d, Ok(Decision::Retry(ms(MAX_WAIT_MS))), "hint {hint}");
+            assert_eq!(seen, Some(ms(MAX_WAIT_MS)), "the event reports the clamped wait");
+        }
+        let mut call = Call::start(&p, ms(0));
+        let d = call.record(Verdict::transient_ms(Some(9.0e15 - 1.0)), ms(0), &mut |_: &Event<'_>| {});
+        assert_eq!(d, Ok(Decision::Retry(ms(MAX_WAIT_MS - 1))), "a hint below the maximum is kept");
+        assert_eq!(MAX_WAIT_MS, crate::knob::MAX_MS as u64);
     }
 
     #[test]

@@ -147,6 +147,12 @@ impl Knob {
 /// small enough that every later conversion to `u64` milliseconds or `Duration` is exact.
 pub const MAX_MS: f64 = 9.0e15;
 
+/// The longest wait the engine ever asks for, in ms: [`MAX_MS`], the largest delay and
+/// deadline validation accepts. A longer one can only come from a server's hint with both
+/// the deadline and `max_retry_after` off; it is clamped to this, so `now + delay` in a
+/// host's or a user's event loop never wraps (u64 milliseconds hold 2,000 times more).
+pub const MAX_WAIT_MS: u64 = MAX_MS as u64;
+
 /// Every policy knob, in the order knobs were added. A new knob goes at the end: C's
 /// `retryrs_config` (generated from this table) lays its fields out in this order, and
 /// its ABI only ever appends.

@@ -1,4 +1,4 @@
-/* The C test suite: API tests, thread tests, the C++17 unit and the conformance
+/* The C test suite: API tests, thread tests, the C++17 units and the conformance
  * vectors. argv[1], if given, is where the conformance report ("c N M") goes.
  * The last line printed is "N passed, N failed". */
 #include <stdio.h>
@@ -12,6 +12,7 @@ int main(int argc, char **argv) {
   thread_tests();
   virtual_time_tests();
   cpp17_tests();
+  cpp_tests();
   contract_v2_tests();
   config_v2_tests();
   policies_tests();

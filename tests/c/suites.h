@@ -10,6 +10,7 @@ void api_tests(void);
 void thread_tests(void);
 void virtual_time_tests(void);
 void cpp17_tests(void);
+void cpp_tests(void);
 void contract_v2_tests(void);
 void config_v2_tests(void);
 void policies_tests(void);

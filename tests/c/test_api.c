@@ -473,6 +473,32 @@ static void test_redact_url(void) {
   CHECK(contains(retryrs_last_error(), "buf"));
 }
 
+/* A huge hint with no deadline and no max_retry_after: the engine asks for the longest
+ * wait the header documents, never UINT64_MAX, so an event loop's now + delay_ms holds. */
+static void test_the_longest_wait_is_bounded(void) {
+  retryrs_config c;
+  retryrs_retrier *r = NULL;
+  retryrs_call *call = NULL;
+  retryrs_step step;
+  const double hints[] = {INFINITY, 1e300, 18446744073709551615.0, 9e15 + 1, 9e15 - 1};
+  const uint64_t now = retryrs_now_ms();
+  size_t i;
+  retryrs_config_default(&c);
+  c.jitter = RETRYRS_JITTER_NONE;
+  c.has_deadline = false;
+  c.has_max_retry_after = false;
+  CHECK_STATUS(retryrs_retrier_new(&c, &r), RETRYRS_OK);
+  for (i = 0; i < sizeof hints / sizeof hints[0]; i++) {
+    CHECK_STATUS(retryrs_call_start(r, now, NULL, &call), RETRYRS_OK);
+    CHECK_STATUS(retryrs_call_report(call, RETRYRS_TRANSIENT, hints[i], now, &step), RETRYRS_OK);
+    CHECK(step.action == RETRYRS_ACTION_RETRY);
+    CHECK(step.delay_ms == (i + 1 < sizeof hints / sizeof hints[0] ? RETRYRS_MAX_DELAY_MS : RETRYRS_MAX_DELAY_MS - 1));
+    CHECK(now + step.delay_ms > now);
+    retryrs_call_free(call);
+  }
+  retryrs_retrier_free(r);
+}
+
 void api_tests(void) {
   h_run("version macros and runtime version agree", test_version_agrees);
   h_run("config defaults are the contract's", test_defaults_are_the_contracts);
@@ -489,4 +515,5 @@ void api_tests(void) {
   h_run("seeded jitter repeats", test_seeded_jitter_repeats);
   h_run("Retry-After and statuses", test_retry_after_and_statuses);
   h_run("URLs are redacted by the url.full rule", test_redact_url);
+  h_run("the longest wait is bounded", test_the_longest_wait_is_bounded);
 }

@@ -110,6 +110,11 @@ static void test_one_retrier_and_budget_shared_by_threads(void) {
     args[i].ok = 0;
     CHECK(pthread_create(&t[i], NULL, worker, &args[i]) == 0);
   }
+  /* read the balance while the workers spend and refill it (one atomic, no lock) */
+  for (i = 0; i < 20; i++) {
+    CHECK_STATUS(retryrs_budget_tokens(b, &tokens), RETRYRS_OK);
+    CHECK(tokens >= 995.0 && tokens <= 1000.0);
+  }
   for (i = 0; i < 4; i++) {
     pthread_join(t[i], NULL);
     CHECK(args[i].ok == 50);
@@ -145,7 +150,94 @@ static void test_the_last_error_is_per_thread(void) {
   CHECK(strstr(retryrs_last_error(), "max_attempts must be >= 1") != NULL);
 }
 
+/* Unseeded jittered calls on several threads at once: each draws its seeds from the one
+ * process-wide sequence (atomics). Then every thread waits 30 s on one shared retrier
+ * and one token; the main thread fires the token and at once frees the retrier, so the
+ * last reference to it is dropped on whichever thread gets there last. The only
+ * synchronisation between those threads is the library's own (the token's flag and
+ * condvar, the retrier's reference count): what the thread checkers must not mistake for
+ * races (bindings-c/valgrind/retryrs.supp). */
+typedef struct {
+  const retryrs_retrier *jittered, *slow;
+  const retryrs_cancel *k;
+  pthread_mutex_t *lock;
+  pthread_cond_t *cond;
+  int *started;
+  int exhausted, cancelled;
+} jitter_arg;
+
+static retryrs_verdict announce_then_fail(void *user_data, uint32_t attempt, double *hint_ms) {
+  jitter_arg *a = (jitter_arg *)user_data;
+  (void)hint_ms;
+  if (attempt == 1) {
+    pthread_mutex_lock(a->lock);
+    ++*a->started;
+    pthread_cond_signal(a->cond);
+    pthread_mutex_unlock(a->lock);
+  }
+  return RETRYRS_TRANSIENT;
+}
+
+static void *jittered_calls(void *p) {
+  jitter_arg *a = (jitter_arg *)p;
+  retryrs_outcome out;
+  uint32_t attempts = 0;
+  int i;
+  for (i = 0; i < 20; i++) {
+    if (retryrs_retrier_call(a->jittered, always_transient, &attempts, NULL, NULL, &out) == RETRYRS_EXHAUSTED) a->exhausted++;
+  }
+  if (retryrs_retrier_call(a->slow, announce_then_fail, a, NULL, a->k, &out) == RETRYRS_CANCELLED) a->cancelled++;
+  return NULL;
+}
+
+static void test_unseeded_calls_on_threads_then_one_token_and_a_free(void) {
+  retryrs_config c;
+  retryrs_retrier *r = NULL, *slow = NULL;
+  retryrs_cancel *k = NULL;
+  pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+  int started = 0;
+  pthread_t t[4];
+  jitter_arg args[4];
+  int i;
+  retryrs_config_default(&c);
+  c.max_attempts = 3;
+  c.initial_delay_ms = 1;
+  c.max_delay_ms = 1;
+  CHECK_STATUS(retryrs_retrier_new(&c, &r), RETRYRS_OK);
+  c.initial_delay_ms = 30000;
+  c.max_delay_ms = 30000;
+  c.has_deadline = false;
+  CHECK_STATUS(retryrs_retrier_new(&c, &slow), RETRYRS_OK);
+  CHECK_STATUS(retryrs_cancel_new(&k), RETRYRS_OK);
+  for (i = 0; i < 4; i++) {
+    args[i].jittered = r;
+    args[i].slow = slow;
+    args[i].k = k;
+    args[i].lock = &lock;
+    args[i].cond = &cond;
+    args[i].started = &started;
+    args[i].exhausted = args[i].cancelled = 0;
+    CHECK(pthread_create(&t[i], NULL, jittered_calls, &args[i]) == 0);
+  }
+  /* every call on `slow` has begun (and holds its own reference) before it is freed */
+  pthread_mutex_lock(&lock);
+  while (started < 4) pthread_cond_wait(&cond, &lock);
+  pthread_mutex_unlock(&lock);
+  CHECK_STATUS(retryrs_cancel_fire(k), RETRYRS_OK);
+  retryrs_retrier_free(slow);
+  for (i = 0; i < 4; i++) {
+    pthread_join(t[i], NULL);
+    CHECK(args[i].exhausted == 20 && args[i].cancelled == 1);
+  }
+  retryrs_cancel_free(k);
+  retryrs_retrier_free(r);
+}
+
 void thread_tests(void) {
+  /* First: in tests/c/threads_main.c (the thread checkers' run) its threads are the first
+   * to read the monotonic clock, so they also race to initialise its origin (a OnceLock). */
+  h_run("unseeded calls on threads, then one token and a free for all", test_unseeded_calls_on_threads_then_one_token_and_a_free);
   h_run("the last error is per thread", test_the_last_error_is_per_thread);
   h_run("a cancel from another thread wakes a 30 s wait at once", test_cancel_from_another_thread_wakes_a_long_wait);
   h_run("one retrier and budget shared by threads", test_one_retrier_and_budget_shared_by_threads);

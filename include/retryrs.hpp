@@ -1,0 +1,492 @@
+/*
+ * retryrs.hpp: the C++17 API of retryrs, header-only over the C API (retryrs.h).
+ *
+ * Link exactly as for C (-lretryrs, `pkg-config --cflags --libs retryrs`, or CMake's
+ * retryrs::retryrs_cpp target, which adds C++17). Every decision is the library's; this
+ * header only owns handles, converts std::chrono durations and runs lambdas.
+ *
+ *   retryrs::Retrier retrier(retryrs::Config().name("rates").initial_delay(100ms));
+ *   auto result = retrier.run(
+ *       [&](std::uint32_t) { return fetch(); },                     // the attempt
+ *       [](const Reply& r) {                                       // the predicate
+ *         return r.status == 503 ? retryrs::Verdict::transient(r.retry_after)
+ *                                : retryrs::Verdict::success();
+ *       },
+ *       [](const retryrs::Event& e) { log(e.name(), e.kind(), e.delay()); });  // listener
+ *   if (result.ok()) use(*result.value);
+ *
+ * Ownership: Retrier, Budget, CancelToken and Policies own their C handles (RAII);
+ *   Retrier, Budget and Policies move, CancelToken copies (every copy cancels the same
+ *   token). A retrier keeps its own reference to its budget.
+ * Errors: a C status of RETRYRS_INVALID_ARGUMENT or RETRYRS_INTERNAL_ERROR is thrown as
+ *   retryrs::Error (status() and what(), the library's message). How a call ended
+ *   (OK, REJECTED, EXHAUSTED, CANCELLED) is returned in an Outcome, not thrown.
+ * Exceptions in callbacks: a C++ exception thrown by an attempt, a predicate or a
+ *   listener never unwinds through the library. It is caught at the boundary, the call is
+ *   stopped at once (an attempt ends as a permanent failure; a listener's exception fires
+ *   the call's own cancel token, so an announced wait is not waited out), no callback of
+ *   that call runs again, and the exception is rethrown to the caller of call()/run() once
+ *   the library has returned.
+ * Threads: as in C. A Retrier is immutable and may run calls on many threads at once;
+ *   callbacks run on the calling thread; a CancelToken may be fired from any thread.
+ */
+#ifndef RETRYRS_HPP
+#define RETRYRS_HPP
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "retryrs.h"
+
+namespace retryrs {
+
+/// Fractional milliseconds, the unit of every duration the C API takes.
+using Millis = std::chrono::duration<double, std::milli>;
+
+/// A C status other than the outcomes of a call: RETRYRS_INVALID_ARGUMENT or
+/// RETRYRS_INTERNAL_ERROR, with the library's message.
+class Error : public std::runtime_error {
+ public:
+  Error(retryrs_status status, const std::string &message) : std::runtime_error(message), status_(status) {}
+  retryrs_status status() const noexcept { return status_; }
+
+ private:
+  retryrs_status status_;
+};
+
+namespace detail {
+
+inline void check(retryrs_status status) {
+  if (status != RETRYRS_OK) throw Error(status, retryrs_last_error());
+}
+
+template <class Rep, class Period>
+double to_ms(std::chrono::duration<Rep, Period> d) {
+  return std::chrono::duration_cast<Millis>(d).count();
+}
+
+struct RetrierDelete {
+  void operator()(retryrs_retrier *r) const noexcept { retryrs_retrier_free(r); }
+};
+struct BudgetDelete {
+  void operator()(retryrs_budget *b) const noexcept { retryrs_budget_free(b); }
+};
+struct CancelDelete {
+  void operator()(retryrs_cancel *c) const noexcept { retryrs_cancel_free(c); }
+};
+struct PoliciesDelete {
+  void operator()(retryrs_policies *p) const noexcept { retryrs_policies_free(p); }
+};
+
+inline std::unique_ptr<retryrs_cancel, CancelDelete> new_cancel() {
+  retryrs_cancel *raw = nullptr;
+  check(retryrs_cancel_new(&raw));
+  return std::unique_ptr<retryrs_cancel, CancelDelete>(raw);
+}
+
+}  // namespace detail
+
+/// How an attempt ended, as an attempt callback or a predicate says it.
+class Verdict {
+ public:
+  /// Also from a C verdict (RETRYRS_SUCCESS, RETRYRS_TRANSIENT, RETRYRS_PERMANENT).
+  constexpr Verdict(retryrs_verdict kind) noexcept : kind_(kind) {}  // NOLINT: implicit on purpose
+  static constexpr Verdict success() noexcept { return Verdict(RETRYRS_SUCCESS); }
+  static constexpr Verdict transient() noexcept { return Verdict(RETRYRS_TRANSIENT); }
+  /// A transient failure with a minimum wait (a Retry-After hint).
+  template <class Rep, class Period>
+  static Verdict transient(std::chrono::duration<Rep, Period> hint) {
+    Verdict v(RETRYRS_TRANSIENT);
+    v.hint_ms_ = detail::to_ms(hint);
+    return v;
+  }
+  /// A transient failure whose hint, if any, is optional.
+  static Verdict transient(std::optional<Millis> hint) {
+    return hint ? transient(*hint) : transient();
+  }
+  static constexpr Verdict permanent() noexcept { return Verdict(RETRYRS_PERMANENT); }
+
+  retryrs_verdict kind() const noexcept { return kind_; }
+  /// The hint, if one was given.
+  std::optional<Millis> hint() const {
+    return hint_ms_ >= 0 ? std::optional<Millis>(Millis(hint_ms_)) : std::nullopt;
+  }
+  double hint_ms() const noexcept { return hint_ms_; }
+
+ private:
+  retryrs_verdict kind_;
+  double hint_ms_ = -1;
+};
+
+/// One event of a call, valid during the listener only (copy what you keep).
+class Event {
+ public:
+  explicit Event(const retryrs_event &e) noexcept : e_(e) {}
+  retryrs_event_kind kind() const noexcept { return e_.kind; }
+  std::string_view name() const noexcept { return e_.name; }
+  std::uint32_t attempt() const noexcept { return e_.attempt; }
+  std::chrono::milliseconds elapsed() const noexcept {
+    return std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(e_.elapsed_ms));
+  }
+  /// The wait about to start (RETRYRS_EVENT_RETRYING only; zero otherwise).
+  std::chrono::milliseconds delay() const noexcept {
+    return std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(e_.delay_ms));
+  }
+  retryrs_reason reason() const noexcept { return e_.reason; }
+  const retryrs_event &raw() const noexcept { return e_; }
+
+ private:
+  const retryrs_event &e_;
+};
+
+/// Receives every event of a call, on the calling thread.
+using Listener = std::function<void(const Event &)>;
+
+/// How a call ended: RETRYRS_OK, RETRYRS_REJECTED, RETRYRS_EXHAUSTED (reason says which
+/// limit) or RETRYRS_CANCELLED.
+struct Outcome {
+  retryrs_status status = RETRYRS_OK;
+  std::uint32_t attempts = 0;
+  retryrs_reason reason = RETRYRS_REASON_NONE;
+  bool ok() const noexcept { return status == RETRYRS_OK; }
+};
+
+/// A call of Retrier::run: its outcome and the last value the attempt returned (the
+/// accepted one when ok(); empty if no attempt returned).
+template <class T>
+struct Result : Outcome {
+  std::optional<T> value;
+};
+
+/// A retry budget shared by retriers (RAII over retryrs_budget).
+class Budget {
+ public:
+  /// See retryrs_budget_new(); throws Error on bad values.
+  Budget(double max_tokens, double token_ratio) {
+    retryrs_budget *raw = nullptr;
+    detail::check(retryrs_budget_new(max_tokens, token_ratio, &raw));
+    b_.reset(raw);
+  }
+  double tokens() const {
+    double t = 0;
+    detail::check(retryrs_budget_tokens(b_.get(), &t));
+    return t;
+  }
+  const retryrs_budget *get() const noexcept { return b_.get(); }
+
+ private:
+  std::unique_ptr<retryrs_budget, detail::BudgetDelete> b_;
+};
+
+/// A cancel token; copies share it. Fire it from any thread: a call waiting with it wakes
+/// at once and ends RETRYRS_CANCELLED. Sticky.
+class CancelToken {
+ public:
+  CancelToken() : s_(std::make_shared<State>()) {}
+  void cancel() const {
+    std::lock_guard<std::mutex> lock(s_->m);
+    detail::check(retryrs_cancel_fire(s_->token.get()));
+    for (const retryrs_cancel *t : s_->linked) retryrs_cancel_fire(t);
+  }
+  bool cancelled() const {
+    bool c = false;
+    detail::check(retryrs_cancel_is_cancelled(s_->token.get(), &c));
+    return c;
+  }
+  const retryrs_cancel *get() const noexcept { return s_->token.get(); }
+
+ private:
+  friend class Retrier;
+  struct State {
+    std::unique_ptr<retryrs_cancel, detail::CancelDelete> token = detail::new_cancel();
+    std::mutex m;
+    // The own tokens of the calls running with this token: fired with it.
+    std::vector<const retryrs_cancel *> linked;
+  };
+  std::shared_ptr<State> s_;
+};
+
+/// Every knob of a retrier, from the contract's defaults; setters chain.
+class Config {
+ public:
+  Config() { detail::check(retryrs_config_default(&c_)); }
+  /// From a C config (e.g. one filled by retryrs_policies_get()); its name is copied.
+  explicit Config(const retryrs_config &c) : c_(c), name_(c.name ? c.name : "") {
+    has_name_ = c.name != nullptr;
+  }
+
+  Config &max_attempts(std::uint64_t n) {
+    c_.max_attempts = n;
+    return *this;
+  }
+  template <class Rep, class Period>
+  Config &initial_delay(std::chrono::duration<Rep, Period> d) {
+    c_.initial_delay_ms = detail::to_ms(d);
+    return *this;
+  }
+  Config &multiplier(double m) {
+    c_.multiplier = m;
+    return *this;
+  }
+  template <class Rep, class Period>
+  Config &max_delay(std::chrono::duration<Rep, Period> d) {
+    c_.max_delay_ms = detail::to_ms(d);
+    return *this;
+  }
+  /// RETRYRS_JITTER_*; `factor` for RETRYRS_JITTER_PROPORTIONAL.
+  Config &jitter(retryrs_jitter kind, double factor = 0) {
+    c_.jitter = kind;
+    c_.jitter_factor = factor;
+    return *this;
+  }
+  template <class Rep, class Period>
+  Config &deadline(std::chrono::duration<Rep, Period> d) {
+    c_.has_deadline = true;
+    c_.deadline_ms = detail::to_ms(d);
+    return *this;
+  }
+  Config &no_deadline() {
+    c_.has_deadline = false;
+    return *this;
+  }
+  Config &seed(std::uint64_t s) {
+    c_.has_seed = true;
+    c_.seed = s;
+    return *this;
+  }
+  Config &name(std::string n) {
+    name_ = std::move(n);
+    has_name_ = true;
+    return *this;
+  }
+  /// The retrier keeps its own reference: the Budget may go first.
+  Config &budget(const Budget &b) {
+    c_.budget = b.get();
+    return *this;
+  }
+  template <class Rep, class Period>
+  Config &max_retry_after(std::chrono::duration<Rep, Period> d) {
+    c_.has_max_retry_after = true;
+    c_.max_retry_after_ms = detail::to_ms(d);
+    return *this;
+  }
+  Config &no_max_retry_after() {
+    c_.has_max_retry_after = false;
+    return *this;
+  }
+
+  /// The C config, its name pointing into this object.
+  const retryrs_config &c() const noexcept {
+    c_.name = has_name_ ? name_.c_str() : nullptr;
+    return c_;
+  }
+
+ private:
+  mutable retryrs_config c_{};
+  std::string name_;
+  bool has_name_ = false;
+};
+
+namespace detail {
+
+/// What one call shares with its callbacks: the first exception a callback threw, and the
+/// call's own cancel token, fired to stop the call when that happens.
+struct CallContext {
+  const retryrs_cancel *own = nullptr;
+  const Listener *listener = nullptr;
+  std::exception_ptr error;
+
+  void fail() noexcept {
+    if (!error) error = std::current_exception();
+    retryrs_cancel_fire(own);
+  }
+};
+
+template <class Attempt>
+struct AttemptBox {
+  CallContext *ctx;
+  Attempt *attempt;
+};
+
+template <class Attempt>
+Verdict invoke_attempt(Attempt &attempt, std::uint32_t n) {
+  if constexpr (std::is_invocable_v<Attempt &, std::uint32_t>) {
+    return attempt(n);
+  } else {
+    return attempt();
+  }
+}
+
+template <class Box>
+retryrs_verdict attempt_trampoline(void *user_data, std::uint32_t n, double *hint_ms) noexcept {
+  Box *box = static_cast<Box *>(user_data);
+  if (box->ctx->error) return RETRYRS_PERMANENT;
+  try {
+    const Verdict v = invoke_attempt(*box->attempt, n);
+    if (v.kind() == RETRYRS_TRANSIENT && v.hint_ms() >= 0) *hint_ms = v.hint_ms();
+    return v.kind();
+  } catch (...) {
+    box->ctx->fail();
+    return RETRYRS_PERMANENT;
+  }
+}
+
+inline void listener_trampoline(void *user_data, const retryrs_event *e) noexcept {
+  CallContext *ctx = static_cast<CallContext *>(user_data);
+  if (ctx->error) return;
+  try {
+    (*ctx->listener)(Event(*e));
+  } catch (...) {
+    ctx->fail();
+  }
+}
+
+}  // namespace detail
+
+class Policies;
+
+/// A retrier (RAII over retryrs_retrier): immutable, shareable between threads.
+class Retrier {
+ public:
+  /// Validates the config; throws Error naming the field otherwise.
+  explicit Retrier(const Config &config) {
+    retryrs_retrier *raw = nullptr;
+    detail::check(retryrs_retrier_new(&config.c(), &raw));
+    r_.reset(raw);
+  }
+
+  /// Runs `attempt` (a callable taking the 1-based attempt number, or nothing, and
+  /// returning a Verdict) until it succeeds or the engine stops it. `listener` and
+  /// `cancel` are optional. A C++ exception from a callback is rethrown after the call.
+  template <class Attempt>
+  Outcome call(Attempt &&attempt, const Listener &listener = {}, const CancelToken *cancel = nullptr) const {
+    using Fn = std::remove_reference_t<Attempt>;
+    auto own = detail::new_cancel();
+    detail::CallContext ctx;
+    ctx.own = own.get();
+    ctx.listener = &listener;
+    Link link(cancel, own.get());
+    detail::AttemptBox<Fn> box{&ctx, &attempt};
+    const retryrs_listener l{detail::listener_trampoline, &ctx};
+    retryrs_outcome out{};
+    const retryrs_status status = retryrs_retrier_call(r_.get(), &detail::attempt_trampoline<detail::AttemptBox<Fn>>,
+                                                       &box, listener ? &l : nullptr, own.get(), &out);
+    if (ctx.error) std::rethrow_exception(ctx.error);
+    if (status == RETRYRS_INVALID_ARGUMENT || status == RETRYRS_INTERNAL_ERROR) {
+      throw Error(status, retryrs_last_error());
+    }
+    Outcome outcome;
+    outcome.status = status;
+    outcome.attempts = out.attempts;
+    outcome.reason = out.reason;
+    return outcome;
+  }
+
+  /// Runs `attempt` (returning a value) and asks `accept` (a predicate taking the value,
+  /// returning a Verdict) whether the value will do: a transient verdict retries, with
+  /// the hint it carries. The result holds the outcome and the last value.
+  template <class Attempt, class Accept>
+  auto run(Attempt &&attempt, Accept &&accept, const Listener &listener = {}, const CancelToken *cancel = nullptr) const {
+    using T = std::decay_t<decltype(detail_value(attempt, 1u))>;
+    Result<T> result;
+    auto one = [&](std::uint32_t n) -> Verdict {
+      result.value.reset();
+      result.value.emplace(detail_value(attempt, n));
+      return accept(std::as_const(*result.value));
+    };
+    static_cast<Outcome &>(result) = call(one, listener, cancel);
+    return result;
+  }
+
+  const retryrs_retrier *get() const noexcept { return r_.get(); }
+
+ private:
+  friend class Policies;
+  explicit Retrier(retryrs_retrier *raw) noexcept : r_(raw) {}
+
+  template <class Attempt>
+  static decltype(auto) detail_value(Attempt &attempt, std::uint32_t n) {
+    if constexpr (std::is_invocable_v<Attempt &, std::uint32_t>) {
+      return attempt(n);
+    } else {
+      return attempt();
+    }
+  }
+
+  /// Ties a call's own token to the caller's for the call's duration: firing the
+  /// caller's fires the call's (the C call takes one token; the own one is also what an
+  /// exception fires without cancelling the caller's other calls).
+  class Link {
+   public:
+    Link(const CancelToken *cancel, const retryrs_cancel *own) : s_(cancel ? cancel->s_.get() : nullptr), own_(own) {
+      if (!s_) return;
+      std::lock_guard<std::mutex> lock(s_->m);
+      s_->linked.push_back(own_);
+      bool fired = false;
+      retryrs_cancel_is_cancelled(s_->token.get(), &fired);
+      if (fired) retryrs_cancel_fire(own_);
+    }
+    ~Link() {
+      if (!s_) return;
+      std::lock_guard<std::mutex> lock(s_->m);
+      s_->linked.erase(std::find(s_->linked.begin(), s_->linked.end(), own_));
+    }
+    Link(const Link &) = delete;
+    Link &operator=(const Link &) = delete;
+
+   private:
+    CancelToken::State *s_;
+    const retryrs_cancel *own_;
+  };
+
+  std::unique_ptr<retryrs_retrier, detail::RetrierDelete> r_;
+};
+
+/// A loaded policy document (RAII over retryrs_policies).
+class Policies {
+ public:
+  /// Throws Error saying where and what when the document is invalid.
+  static Policies from_json(std::string_view json) {
+    retryrs_policies *raw = nullptr;
+    detail::check(retryrs_policies_from_json(json.data(), json.size(), &raw));
+    return Policies(raw);
+  }
+  std::size_t size() const noexcept { return retryrs_policies_count(p_.get()); }
+  /// The names, sorted.
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    out.reserve(size());
+    for (std::size_t i = 0; i < size(); i++) out.emplace_back(retryrs_policies_name(p_.get(), i));
+    return out;
+  }
+  /// The policy's config (its budget, if any, stays this document's: build retriers
+  /// from it while the document lives).
+  Config config(const std::string &name) const {
+    retryrs_config c;
+    detail::check(retryrs_policies_get(p_.get(), name.c_str(), &c));
+    return Config(c);
+  }
+  /// A retrier for the named policy; throws Error naming the names there are.
+  Retrier retrier(const std::string &name) const { return Retrier(config(name)); }
+
+ private:
+  explicit Policies(retryrs_policies *raw) noexcept : p_(raw) {}
+  std::unique_ptr<retryrs_policies, detail::PoliciesDelete> p_;
+};
+
+}  // namespace retryrs
+
+#endif
