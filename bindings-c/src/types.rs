@@ -78,6 +78,12 @@ pub enum retryrs_event_kind {
     RETRYRS_EVENT_EXHAUSTED = 4,
     /// The call was cancelled.
     RETRYRS_EVENT_CANCELLED = 5,
+    /// The policy's circuit breaker opened after this call; delay_ms is the break.
+    RETRYRS_EVENT_BREAKER_OPENED = 6,
+    /// The breaker's break is over: this call is a probe (before its first attempt).
+    RETRYRS_EVENT_BREAKER_HALF_OPEN = 7,
+    /// A probe succeeded: the breaker closed.
+    RETRYRS_EVENT_BREAKER_CLOSED = 8,
 }
 
 /// Why a call was exhausted.
@@ -92,6 +98,8 @@ pub const RETRYRS_REASON_DEADLINE: retryrs_reason = 2;
 pub const RETRYRS_REASON_BUDGET: retryrs_reason = 3;
 /// The server asked for a wait longer than max_retry_after_ms.
 pub const RETRYRS_REASON_RETRY_AFTER: retryrs_reason = 4;
+/// The policy's circuit breaker is open: the call was refused, no attempt made.
+pub const RETRYRS_REASON_CIRCUIT_OPEN: retryrs_reason = 5;
 
 /// The C value of an event kind.
 pub fn event_kind(kind: EventKind) -> retryrs_event_kind {
@@ -103,6 +111,9 @@ pub fn event_kind(kind: EventKind) -> retryrs_event_kind {
         EventKind::Rejected => RETRYRS_EVENT_REJECTED,
         EventKind::Exhausted => RETRYRS_EVENT_EXHAUSTED,
         EventKind::Cancelled => RETRYRS_EVENT_CANCELLED,
+        EventKind::BreakerOpened => RETRYRS_EVENT_BREAKER_OPENED,
+        EventKind::BreakerHalfOpen => RETRYRS_EVENT_BREAKER_HALF_OPEN,
+        EventKind::BreakerClosed => RETRYRS_EVENT_BREAKER_CLOSED,
     }
 }
 
@@ -114,6 +125,7 @@ pub fn reason(reason: Option<ExhaustReason>) -> retryrs_reason {
         Some(ExhaustReason::Deadline) => RETRYRS_REASON_DEADLINE,
         Some(ExhaustReason::Budget) => RETRYRS_REASON_BUDGET,
         Some(ExhaustReason::RetryAfter) => RETRYRS_REASON_RETRY_AFTER,
+        Some(ExhaustReason::CircuitOpen) => RETRYRS_REASON_CIRCUIT_OPEN,
     }
 }
 

@@ -9,6 +9,7 @@ use std::ops::Deref;
 use std::time::Duration;
 
 use crate::backoff::Backoff;
+use crate::breaker::{Admission, BreakerState};
 use crate::event::{Event, EventKind, ExhaustReason};
 use crate::knob::MAX_WAIT_MS;
 use crate::policy::Policy;
@@ -108,18 +109,50 @@ impl State {
 /// the call in a host object).
 #[derive(Debug, Clone)]
 pub struct Call<P: Deref<Target = Policy>> {
-    policy: P,
+    pub(crate) policy: P,
     start: Duration,
     attempt: u32,
     state: State,
     backoff: Backoff,
+    /// What the policy's circuit breaker said at the start (`None`: no breaker).
+    pub(crate) admission: Option<Admission>,
 }
 
 impl<P: Deref<Target = Policy>> Call<P> {
     /// Begins a call whose first attempt starts at `now` (any monotonic time base; the
     /// engine only subtracts). Emits nothing: attempt 1 runs next.
+    /// With a circuit breaker in the policy, use [`Call::start_with`] (this one drops the
+    /// breaker's events and the refusal's Exhausted event).
     pub fn start(policy: P, now: Duration) -> Self {
-        Call { policy, start: now, attempt: 1, state: State::Attempting, backoff: Backoff::new() }
+        Self::start_with(policy, now, &mut |_: &Event<'_>| {})
+    }
+
+    /// [`Call::start`], asking the policy's circuit breaker first (if it has one). A
+    /// refused call has ended before it began: [`Call::outcome`] is
+    /// `Exhausted(CircuitOpen)`, attempt 0, one Exhausted event emitted, and the host
+    /// makes no attempt ([`Call::refusal`] says why). A probe emits BreakerHalfOpen first.
+    #[inline]
+    pub fn start_with(policy: P, now: Duration, sink: &mut impl FnMut(&Event<'_>)) -> Self {
+        let mut call =
+            Call { policy, start: now, attempt: 1, state: State::Attempting, backoff: Backoff::new(), admission: None };
+        if let Some(breaker) = &call.policy.breaker {
+            let admission = breaker.admit(now, &mut |t| call.transition(t, Duration::ZERO, sink));
+            call.admission = Some(admission);
+            if let Admission::Refused { .. } = admission {
+                call.attempt = 0;
+                call.exhaust(ExhaustReason::CircuitOpen, Duration::ZERO, sink);
+            }
+        }
+        call
+    }
+
+    /// For a call the circuit breaker refused: the state that refused it and the time
+    /// left before a probe may go.
+    pub fn refusal(&self) -> Option<(BreakerState, Duration)> {
+        match self.admission {
+            Some(Admission::Refused { state, retry_in }) => Some((state, retry_in)),
+            _ => None,
+        }
     }
 
     /// The policy this call runs under.
@@ -161,6 +194,9 @@ impl<P: Deref<Target = Policy>> Call<P> {
             return Err(StateError::NotAttempting(self.state.describe()));
         }
         let elapsed = now.saturating_sub(self.start);
+        if self.admission.is_some() {
+            self.count_attempt(verdict, now, sink);
+        }
         let hint = match verdict {
             Verdict::Success => {
                 if let Some(budget) = &self.policy.budget {
@@ -249,10 +285,13 @@ impl<P: Deref<Target = Policy>> Call<P> {
     ) -> Stop {
         self.state = State::Done(stop);
         self.emit(kind, elapsed, None, reason, sink);
+        if self.admission.is_some() {
+            self.count_call(stop, self.start.saturating_add(elapsed), sink);
+        }
         stop
     }
 
-    fn emit(
+    pub(crate) fn emit(
         &self,
         kind: EventKind,
         elapsed: Duration,

@@ -25,6 +25,12 @@ pub enum EventKind {
     Exhausted,
     /// The call was cancelled.
     Cancelled,
+    /// The policy's circuit breaker opened (after this call's outcome); `delay`: the break.
+    BreakerOpened,
+    /// The breaker's break is over: this call is a probe.
+    BreakerHalfOpen,
+    /// A probe succeeded: the breaker closed.
+    BreakerClosed,
 }
 
 impl EventKind {
@@ -37,21 +43,32 @@ impl EventKind {
             EventKind::Rejected => "rejected",
             EventKind::Exhausted => "exhausted",
             EventKind::Cancelled => "cancelled",
+            EventKind::BreakerOpened => "breaker_opened",
+            EventKind::BreakerHalfOpen => "breaker_half_open",
+            EventKind::BreakerClosed => "breaker_closed",
         }
     }
 }
 
 impl EventKind {
-    /// Whether events of this kind carry the failure they are about: every kind but
+    /// Whether events of this kind carry the failure they are about: every call event but
     /// Success (AttemptFailed, Retrying, Rejected, Exhausted, and Cancelled once an attempt
-    /// has failed; a call cancelled before any failure has none to carry).
+    /// has failed; a call cancelled before any failure has none to carry). The breaker's
+    /// events carry none.
     pub const fn carries_error(self) -> bool {
-        !matches!(self, EventKind::Success)
+        !matches!(self, EventKind::Success) && !self.is_breaker()
     }
 
-    /// Whether events of this kind carry a delay (Retrying: the wait about to start).
+    /// Whether events of this kind carry a delay (Retrying: the wait about to start;
+    /// BreakerOpened: the break).
     pub const fn carries_delay(self) -> bool {
-        matches!(self, EventKind::Retrying)
+        matches!(self, EventKind::Retrying | EventKind::BreakerOpened)
+    }
+
+    /// Whether this is one of the circuit breaker's events (they follow a call's own
+    /// events, or precede its first attempt for BreakerHalfOpen).
+    pub const fn is_breaker(self) -> bool {
+        matches!(self, EventKind::BreakerOpened | EventKind::BreakerHalfOpen | EventKind::BreakerClosed)
     }
 
     /// Whether events of this kind carry an exhaust reason (Exhausted).
@@ -77,16 +94,19 @@ pub enum ExhaustReason {
     Budget,
     /// The server asked for a wait longer than `max_retry_after` (contract step 5).
     RetryAfter,
+    /// The policy's circuit breaker is open: the call was refused, no attempt made.
+    CircuitOpen,
 }
 
 impl ExhaustReason {
-    /// `attempts`, `deadline`, `budget` or `retry_after`.
+    /// `attempts`, `deadline`, `budget`, `retry_after` or `circuit_open`.
     pub fn as_str(&self) -> &'static str {
         match self {
             ExhaustReason::Attempts => "attempts",
             ExhaustReason::Deadline => "deadline",
             ExhaustReason::Budget => "budget",
             ExhaustReason::RetryAfter => "retry_after",
+            ExhaustReason::CircuitOpen => "circuit_open",
         }
     }
 }
@@ -99,6 +119,7 @@ impl ExhaustReason {
             ExhaustReason::Deadline => "deadline reached",
             ExhaustReason::Budget => "retry budget spent",
             ExhaustReason::RetryAfter => "server asked to wait longer than max_retry_after",
+            ExhaustReason::CircuitOpen => "circuit breaker open",
         }
     }
 }
@@ -113,6 +134,7 @@ impl std::str::FromStr for ExhaustReason {
             "deadline" => Ok(ExhaustReason::Deadline),
             "budget" => Ok(ExhaustReason::Budget),
             "retry_after" => Ok(ExhaustReason::RetryAfter),
+            "circuit_open" => Ok(ExhaustReason::CircuitOpen),
             other => Err(format!("unknown exhaust reason {other:?}")),
         }
     }

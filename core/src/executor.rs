@@ -3,7 +3,9 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
+use crate::breaker::BreakerState;
 use crate::cancel::CancelToken;
 use crate::clock::{testing, Clock, SystemClock};
 use crate::engine::{Call, Decision, Resume, Stop, Verdict};
@@ -36,6 +38,9 @@ pub enum RetryError<E, T = ()> {
         /// The last rejected value, when the last failure was a value the result predicate
         /// rejected (it is then the cause).
         value: Option<T>,
+        /// For reason `circuit_open` (no attempt made): the breaker's state and the time
+        /// left before it lets a probe through.
+        refusal: Option<(BreakerState, Duration)>,
     },
     /// The cancel token fired.
     Cancelled {
@@ -78,8 +83,8 @@ impl<E, T> RetryError<E, T> {
     fn without_value(self) -> RetryError<E> {
         match self {
             RetryError::Rejected(e) => RetryError::Rejected(e),
-            RetryError::Exhausted { attempts, reason, errors, .. } => {
-                RetryError::Exhausted { attempts, reason, errors, value: None }
+            RetryError::Exhausted { attempts, reason, errors, refusal, .. } => {
+                RetryError::Exhausted { attempts, reason, errors, value: None, refusal }
             }
             RetryError::Cancelled { attempts, errors, .. } => RetryError::Cancelled { attempts, errors, value: None },
         }
@@ -90,7 +95,7 @@ impl<E: fmt::Display, T: fmt::Debug> fmt::Display for RetryError<E, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RetryError::Rejected(e) => write!(f, "{e}"),
-            RetryError::Exhausted { attempts, reason, errors, value } => {
+            RetryError::Exhausted { attempts, reason, errors, value, .. } => {
                 write!(f, "{}", crate::event::GaveUp { name: None, attempts: *attempts, reason: *reason })?;
                 match (value, errors.last()) {
                     (Some(v), _) => write!(f, ": rejected value {v:?}"),
@@ -219,7 +224,7 @@ impl<E, T> History<E, T> {
             _ => self,
         };
         match stop {
-            Stop::Exhausted(reason) => RetryError::Exhausted { attempts, reason, errors, value },
+            Stop::Exhausted(reason) => RetryError::Exhausted { attempts, reason, errors, value, refusal: None },
             Stop::Cancelled => RetryError::Cancelled { attempts, errors, value },
             Stop::Success | Stop::Rejected => unreachable!("success returns the value; rejection is above"),
         }
@@ -296,7 +301,12 @@ impl Retrier {
             crate::engine::cancelled_before_start(&self.policy, &mut |e| notify(e, None));
             return Err(RetryError::Cancelled { attempts: 0, errors: Vec::new(), value: None });
         }
-        let mut call = Call::start(&*self.policy, clock.now());
+        let mut call = Call::start_with(&*self.policy, clock.now(), &mut |e| notify(e, None));
+        if let Some(refusal) = call.refusal() {
+            let reason = ExhaustReason::CircuitOpen;
+            let refusal = Some(refusal);
+            return Err(RetryError::Exhausted { attempts: 0, reason, errors: Vec::new(), value: None, refusal });
+        }
         // Allocated at the first failure: the happy path allocates nothing.
         let mut history = History { errors: Vec::new(), value: None };
         loop {
@@ -309,7 +319,8 @@ impl Retrier {
                     let hint = match verdict {
                         ValueVerdict::Accept => {
                             // Only the Success event shows this time: without a listener, skip the read.
-                            let now = if has_listener { clock.now() } else { call.started_at() };
+                            let timed = has_listener || self.policy.breaker().is_some();
+                            let now = if timed { clock.now() } else { call.started_at() };
                             let _ = call.record(Verdict::Success, now, &mut |e| notify(e, None));
                             return Ok(value);
                         }
@@ -629,5 +640,44 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(5));
         drop(scope);
         assert!(!testing::is_on());
+    }
+
+    #[test]
+    fn a_shared_breaker_refuses_without_calling_then_probes_after_the_break() {
+        use crate::breaker::{BreakerConfig, CircuitBreaker};
+        let scope = testing::scoped();
+        let mut cfg = BreakerConfig::consecutive(2);
+        cfg.break_duration = Duration::from_secs(30);
+        let breaker = Arc::new(CircuitBreaker::new(cfg).unwrap());
+        let retrier = |name: &str| {
+            let p = Policy::builder().name(name).max_attempts(2).jitter(Jitter::None).breaker(Some(breaker.clone()));
+            Retrier::new(p.build().unwrap())
+        };
+        let (a, b) = (retrier("a"), retrier("b"));
+        let calls = std::cell::Cell::new(0);
+        let down = |n| {
+            calls.set(calls.get() + 1);
+            Err::<(), _>(Failure("503", n))
+        };
+        assert!(matches!(a.run(down, |_| Verdict::TRANSIENT), Err(RetryError::Exhausted { attempts: 2, .. })));
+        assert!(matches!(b.run(down, |_| Verdict::TRANSIENT), Err(RetryError::Exhausted { attempts: 2, .. })));
+        assert_eq!(calls.get(), 4);
+        let refused = a.run(down, |_| Verdict::TRANSIENT);
+        match &refused {
+            Err(e @ RetryError::Exhausted { attempts: 0, reason: ExhaustReason::CircuitOpen, refusal, .. }) => {
+                let (state, left) = refusal.unwrap();
+                assert_eq!(state, BreakerState::Open);
+                assert!(left > Duration::from_secs(29) && left <= Duration::from_secs(30), "{left:?}");
+                assert_eq!(e.attempts(), 0);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(calls.get(), 4, "a refused call does not call the function");
+        scope.clock().advance(Duration::from_secs(30));
+        let mut seen = vec![];
+        let run = Run::default().listener(|e: &Event<'_>, _| seen.push(e.kind.as_str()));
+        assert_eq!(b.execute(run, |_| Ok::<_, Failure>(7), |_| Verdict::TRANSIENT).unwrap(), 7);
+        assert_eq!(seen, ["breaker_half_open", "success", "breaker_closed"]);
+        assert_eq!(breaker.state(scope.clock().now()), BreakerState::Closed);
     }
 }

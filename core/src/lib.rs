@@ -23,6 +23,7 @@
 #![deny(missing_docs)]
 
 pub mod backoff;
+pub mod breaker;
 pub mod budget;
 pub mod cancel;
 pub mod clock;
@@ -38,6 +39,7 @@ pub mod redact;
 pub mod retry_after;
 pub mod units;
 
+pub use breaker::{Admission, BreakerConfig, BreakerModel, BreakerState, CircuitBreaker, Transition};
 pub use budget::{BudgetError, QuotaBudget, RatioBudget, RetryBudget, RetryCause};
 pub use cancel::CancelToken;
 pub use clock::{testing, Clock, SystemClock, VirtualClock};

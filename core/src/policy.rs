@@ -8,6 +8,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
 use crate::knob::{self, Rule, Setting, Unit, MAX_MS};
 use crate::units;
@@ -158,6 +159,7 @@ pub struct Policy {
     pub(crate) deadline: Option<Duration>,
     pub(crate) max_retry_after: Option<Duration>,
     pub(crate) budget: Option<Arc<RetryBudget>>,
+    pub(crate) breaker: Option<Arc<CircuitBreaker>>,
     pub(crate) name: Arc<str>,
     pub(crate) seed: Option<u64>,
 }
@@ -206,6 +208,10 @@ impl Policy {
     pub fn budget(&self) -> Option<&Arc<RetryBudget>> {
         self.budget.as_ref()
     }
+    /// The shared circuit breaker, if one is set.
+    pub fn breaker(&self) -> Option<&Arc<CircuitBreaker>> {
+        self.breaker.as_ref()
+    }
     /// The retrier's name, used in events and errors.
     pub fn name(&self) -> &str {
         &self.name
@@ -246,6 +252,7 @@ pub struct PolicyBuilder {
     deadline_ms: Option<f64>,
     max_retry_after_ms: Option<f64>,
     budget: Option<Arc<RetryBudget>>,
+    breaker: Option<Arc<CircuitBreaker>>,
     name: Arc<str>,
     seed: Option<u64>,
 }
@@ -268,6 +275,7 @@ impl PolicyBuilder {
             deadline_ms: Some(15_000.0),
             max_retry_after_ms: Some(60_000.0),
             budget: None,
+            breaker: None,
             name: Arc::from("retry"),
             seed: None,
         }
@@ -328,6 +336,11 @@ impl PolicyBuilder {
     /// A retry budget shared with other retriers, or `None`.
     pub fn budget(mut self, b: Option<Arc<RetryBudget>>) -> Self {
         self.budget = b;
+        self
+    }
+    /// A circuit breaker shared with other retriers, or `None`.
+    pub fn breaker(mut self, b: Option<Arc<CircuitBreaker>>) -> Self {
+        self.breaker = b;
         self
     }
     /// The name used in events and errors.
@@ -425,6 +438,7 @@ impl PolicyBuilder {
             deadline,
             max_retry_after,
             budget: self.budget,
+            breaker: self.breaker,
             name: self.name,
             seed: self.seed,
         })

@@ -162,7 +162,7 @@ fn run_call(retrier: &Retrier, script: &[Value]) -> Result<Value, String> {
                 return Err(format!("rejected with {e:?}, not the failure of attempt {calls}"));
             }
         }
-        Err(RetryError::Exhausted { attempts, reason, errors, value }) => {
+        Err(RetryError::Exhausted { attempts, reason, errors, value, .. }) => {
             got["outcome"] = json!("exhausted");
             got["reason"] = json!(reason.as_str());
             if let Some(v) = value {
