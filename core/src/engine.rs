@@ -116,6 +116,8 @@ pub struct Call<P: Deref<Target = Policy>> {
     backoff: Backoff,
     /// What the policy's circuit breaker said at the start (`None`: no breaker).
     pub(crate) admission: Option<Admission>,
+    /// What the last retry took from a quota budget (`None`: no retry yet).
+    retry_cost: Option<u64>,
 }
 
 impl<P: Deref<Target = Policy>> Call<P> {
@@ -133,15 +135,26 @@ impl<P: Deref<Target = Policy>> Call<P> {
     /// makes no attempt ([`Call::refusal`] says why). A probe emits BreakerHalfOpen first.
     #[inline]
     pub fn start_with(policy: P, now: Duration, sink: &mut impl FnMut(&Event<'_>)) -> Self {
-        let mut call =
-            Call { policy, start: now, attempt: 1, state: State::Attempting, backoff: Backoff::new(), admission: None };
+        let mut call = Call {
+            policy,
+            start: now,
+            attempt: 1,
+            state: State::Attempting,
+            backoff: Backoff::new(),
+            admission: None,
+            retry_cost: None,
+        };
         if let Some(breaker) = &call.policy.breaker {
             let admission = breaker.admit(now, &mut |t| call.transition(t, Duration::ZERO, sink));
             call.admission = Some(admission);
             if let Admission::Refused { .. } = admission {
                 call.attempt = 0;
                 call.exhaust(ExhaustReason::CircuitOpen, Duration::ZERO, sink);
+                return call;
             }
+        }
+        if let Some(budget) = &call.policy.budget {
+            budget.call_started(now);
         }
         call
     }
@@ -200,7 +213,7 @@ impl<P: Deref<Target = Policy>> Call<P> {
         let hint = match verdict {
             Verdict::Success => {
                 if let Some(budget) = &self.policy.budget {
-                    budget.record_success();
+                    budget.call_succeeded(self.retry_cost);
                 }
                 return Ok(Decision::Stop(self.finish(Stop::Success, EventKind::Success, elapsed, None, sink)));
             }
@@ -212,7 +225,7 @@ impl<P: Deref<Target = Policy>> Call<P> {
         };
         self.emit(EventKind::AttemptFailed, elapsed, None, None, sink);
         if let Some(budget) = &self.policy.budget {
-            budget.record_failure();
+            budget.attempt_failed();
         }
         if self.attempt >= self.policy.max_attempts {
             return Ok(Decision::Stop(self.exhaust(ExhaustReason::Attempts, elapsed, sink)));
@@ -235,8 +248,9 @@ impl<P: Deref<Target = Policy>> Call<P> {
             }
         }
         if let Some(budget) = &self.policy.budget {
-            if !budget.allows_retry() {
-                return Ok(Decision::Stop(self.exhaust(ExhaustReason::Budget, elapsed, sink)));
+            match budget.try_retry(now) {
+                Some(cost) => self.retry_cost = Some(cost),
+                None => return Ok(Decision::Stop(self.exhaust(ExhaustReason::Budget, elapsed, sink))),
             }
         }
         self.state = State::Waiting;

@@ -40,7 +40,7 @@ pub mod retry_after;
 pub mod units;
 
 pub use breaker::{Admission, BreakerConfig, BreakerModel, BreakerState, CircuitBreaker, Transition};
-pub use budget::{BudgetError, QuotaBudget, RatioBudget, RetryBudget, RetryCause};
+pub use budget::{BudgetError, BudgetKind, QuotaBudget, RatioBudget, RetryBudget, RetryCause, TokenBucket};
 pub use cancel::CancelToken;
 pub use clock::{testing, Clock, SystemClock, VirtualClock};
 pub use document::{DocumentError, LoadOptions, Policies};
