@@ -409,6 +409,27 @@ impl CircuitBreaker {
     }
 }
 
+/// Puts a call about to start at `now` to `policy`'s breaker (`None`: it has none). Emits
+/// BreakerHalfOpen when the break is over (this call is then a probe), or, when refused,
+/// the call's one event: Exhausted, attempt 0, reason `circuit_open`. The host makes no
+/// attempt for a refused call; for the others it starts the call with
+/// [`Call::start_admitted`] (or uses [`Call::start_with`], which does both).
+pub fn admit(policy: &Policy, now: Duration, sink: &mut impl FnMut(&Event<'_>)) -> Option<Admission> {
+    let breaker = policy.breaker.as_ref()?;
+    let mut event = |kind, delay, reason| {
+        sink(&Event { kind, name: &policy.name, attempt: 0, elapsed: Duration::ZERO, delay, reason })
+    };
+    let admission = breaker.admit(now, &mut |t| {
+        if t == Transition::HalfOpen {
+            event(EventKind::BreakerHalfOpen, None, None);
+        }
+    });
+    if let Admission::Refused { .. } = admission {
+        event(EventKind::Exhausted, None, Some(crate::event::ExhaustReason::CircuitOpen));
+    }
+    Some(admission)
+}
+
 /// The engine's side: what a call tells its policy's breaker, and the events it emits.
 /// Only reached when the policy has a breaker (`admission` is `Some`).
 impl<P: Deref<Target = Policy>> Call<P> {
@@ -692,7 +713,7 @@ mod tests {
             // After the break: a probe (half-open first), and a success closes it.
             let (stop, log) = run(&c, 1010, Verdict::Success);
             assert_eq!(stop, Some(Stop::Success));
-            assert_eq!(log, ["breaker_half_open:1", "success:1", "breaker_closed:1"]);
+            assert_eq!(log, ["breaker_half_open:0", "success:1", "breaker_closed:1"]);
             assert_eq!(b.state(ms(1010)), BreakerState::Closed);
         }
 

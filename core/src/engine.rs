@@ -135,23 +135,30 @@ impl<P: Deref<Target = Policy>> Call<P> {
     /// makes no attempt ([`Call::refusal`] says why). A probe emits BreakerHalfOpen first.
     #[inline]
     pub fn start_with(policy: P, now: Duration, sink: &mut impl FnMut(&Event<'_>)) -> Self {
+        let admission = match &policy.breaker {
+            Some(_) => crate::breaker::admit(&policy, now, sink),
+            None => None,
+        };
+        Self::start_admitted(policy, now, admission)
+    }
+
+    /// [`Call::start`] for a call the host already put to the breaker with
+    /// [`crate::breaker::admit`] (a host that starts a `Call` only at the first failure).
+    #[inline]
+    pub fn start_admitted(policy: P, now: Duration, admission: Option<Admission>) -> Self {
         let mut call = Call {
             policy,
             start: now,
             attempt: 1,
             state: State::Attempting,
             backoff: Backoff::new(),
-            admission: None,
+            admission,
             retry_cost: None,
         };
-        if let Some(breaker) = &call.policy.breaker {
-            let admission = breaker.admit(now, &mut |t| call.transition(t, Duration::ZERO, sink));
-            call.admission = Some(admission);
-            if let Admission::Refused { .. } = admission {
-                call.attempt = 0;
-                call.exhaust(ExhaustReason::CircuitOpen, Duration::ZERO, sink);
-                return call;
-            }
+        if let Some(Admission::Refused { .. }) = admission {
+            call.attempt = 0;
+            call.state = State::Done(Stop::Exhausted(ExhaustReason::CircuitOpen));
+            return call;
         }
         if let Some(budget) = &call.policy.budget {
             budget.call_started(now);

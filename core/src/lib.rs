@@ -39,7 +39,7 @@ pub mod redact;
 pub mod retry_after;
 pub mod units;
 
-pub use breaker::{Admission, BreakerConfig, BreakerModel, BreakerState, CircuitBreaker, Transition};
+pub use breaker::{admit, Admission, BreakerConfig, BreakerModel, BreakerState, CircuitBreaker, Transition};
 pub use budget::{BudgetError, BudgetKind, QuotaBudget, RatioBudget, RetryBudget, RetryCause, TokenBucket};
 pub use cancel::CancelToken;
 pub use clock::{testing, Clock, SystemClock, VirtualClock};
