@@ -133,6 +133,12 @@ enum retryrs_event_kind
   RETRYRS_EVENT_EXHAUSTED = 4,
   // The call was cancelled.
   RETRYRS_EVENT_CANCELLED = 5,
+  // The policy's circuit breaker opened after this call; delay_ms is the break.
+  RETRYRS_EVENT_BREAKER_OPENED = 6,
+  // The breaker's break is over: this call is a probe (before its first attempt).
+  RETRYRS_EVENT_BREAKER_HALF_OPEN = 7,
+  // A probe succeeded: the breaker closed.
+  RETRYRS_EVENT_BREAKER_CLOSED = 8,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -387,6 +393,9 @@ typedef int32_t retryrs_http_outcome;
 
 // The server asked for a wait longer than max_retry_after_ms.
 #define RETRYRS_REASON_RETRY_AFTER 4
+
+// The policy's circuit breaker is open: the call was refused, no attempt made.
+#define RETRYRS_REASON_CIRCUIT_OPEN 5
 
 #ifdef __cplusplus
 extern "C" {

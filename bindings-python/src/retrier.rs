@@ -9,7 +9,7 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
-use retryrs::{cancelled_before_start, Call, Verdict, VirtualClock};
+use retryrs::{cancelled_before_start, Admission, Call, Verdict, VirtualClock};
 
 use crate::convert::pyfloat;
 use crate::errors;
@@ -53,6 +53,7 @@ impl Retrier {
         }
         let clock = crate::testing::clock(py);
         let start = now(&clock);
+        let admission = self.admit(py, start)?;
         let mut failure = match f.call(args, kwargs) {
             Ok(value) => {
                 if is_coroutine(py, &value)? {
@@ -62,7 +63,7 @@ impl Retrier {
                     if sync_rejects(&self.host, &value)? {
                         Err(value)
                     } else {
-                        self.report_success(py, start, &clock)?;
+                        self.report_success(py, start, &clock, admission)?;
                         return Ok(value.unbind());
                     }
                 } else {
@@ -71,7 +72,7 @@ impl Retrier {
             }
             Err(e) => Ok(e),
         };
-        let mut state = CallState::begin(self.host.clone(), start, clock, token.cloned());
+        let mut state = CallState::begin(self.host.clone(), start, clock, token.cloned(), admission);
         loop {
             let delay = match failure {
                 Ok(err) => state.failed(py, err, false)?,
@@ -96,12 +97,41 @@ impl Retrier {
     /// A first-attempt success still reaches the engine when someone listens or a budget
     /// refills: a short-lived `Call` on the stack, nothing allocated.
     /// A listener's KeyboardInterrupt / SystemExit comes back as the error to raise.
-    fn report_success(&self, py: Python<'_>, start: Duration, clock: &Option<VirtualClock>) -> PyResult<()> {
+    fn report_success(
+        &self,
+        py: Python<'_>,
+        start: Duration,
+        clock: &Option<VirtualClock>,
+        admission: Option<Admission>,
+    ) -> PyResult<()> {
         let host = &*self.host;
-        let mut call = Call::start(&*host.policy, start);
+        let mut call = Call::start_admitted(&*host.policy, start, admission);
         let mut signal = None;
         let _ = call.record(Verdict::Success, now(clock), &mut |e| host.emit(py, e, None, &mut signal));
         signal.map_or(Ok(()), Err)
+    }
+
+    /// Puts the call to the policy's circuit breaker, if it has one: a refused call is
+    /// `RetryExhausted(reason="circuit_open")` at once, the function never called.
+    fn admit(&self, py: Python<'_>, start: Duration) -> PyResult<Option<Admission>> {
+        let host = &*self.host;
+        let Some(breaker) = host.policy.breaker() else { return Ok(None) };
+        let mut signal = None;
+        let admission = retryrs::admit(&host.policy, start, &mut |e| host.emit(py, e, None, &mut signal));
+        match admission {
+            Some(Admission::Refused { state, retry_in }) => {
+                Err(signal.unwrap_or_else(|| errors::circuit_open(py, host.policy.name(), state.as_str(), retry_in)))
+            }
+            Some(admitted) => match signal {
+                // A listener's KeyboardInterrupt: the call never runs, its probe goes back.
+                Some(signal) => {
+                    breaker.release(admitted);
+                    Err(signal)
+                }
+                None => Ok(admission),
+            },
+            None => Ok(None),
+        }
     }
 
     fn cancelled_before_start(&self, py: Python<'_>) -> PyErr {
@@ -110,6 +140,18 @@ impl Retrier {
         cancelled_before_start(&host.policy, &mut |e| host.emit(py, e, None, &mut signal));
         signal.unwrap_or_else(|| errors::cancelled(py, host.policy.name(), 0, &[]))
     }
+}
+
+/// `_start`'s answer back apart: the start time (exact nanoseconds) and the breaker's
+/// admission (0: no breaker, 1: closed, 2: a probe).
+fn unpack(packed: u128) -> (Duration, Option<Admission>) {
+    let start = Duration::from_nanos(packed as u64);
+    let admission = match packed >> 64 {
+        0 => None,
+        2 => Some(Admission::Probe),
+        _ => Some(Admission::Pass),
+    };
+    (start, admission)
 }
 
 /// Whether the result predicate (if any) rejects a value, in a sync call: an awaitable
@@ -166,7 +208,7 @@ impl Retrier {
     /// (in seconds), the signature below is written from it by tools/knobgen.
     #[new]
     // knobgen:begin signature
-    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, seed=None, name='retry', budget=None, max_retry_after=60.0, retry_after=None, retry_on_result=None, on_event=None, attempt_timeout=None)")]
+    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, seed=None, name='retry', budget=None, max_retry_after=60.0, retry_after=None, retry_on_result=None, on_event=None, attempt_timeout=None, breaker=None)")]
     // knobgen:end signature
     fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         Ok(Retrier { host: Arc::new(crate::options::parse(py, options)?), cancel: None })
@@ -312,6 +354,11 @@ impl Retrier {
         self.knob(py, "max_retry_after")
     }
     // knobgen:end getters
+    /// The circuit breaker this Retrier shares, or None (a new handle on the same breaker).
+    #[getter]
+    fn breaker(&self) -> Option<crate::breaker::PyCircuitBreaker> {
+        self.host.policy.breaker().map(|b| crate::breaker::PyCircuitBreaker { inner: b.clone() })
+    }
     #[getter]
     fn attempt_timeout(&self) -> Option<f64> {
         self.host.attempt_timeout
@@ -356,11 +403,19 @@ impl Retrier {
 
     /// Starts an async call: raises RetryCancelled if the token already fired; returns the
     /// start time (nanoseconds, exact, so virtual-time boundaries stay exact).
-    fn _start(&self, py: Python<'_>) -> PyResult<u64> {
+    /// With a circuit breaker, the breaker's answer rides above bit 64 (see [`unpack`]); a
+    /// refused call raises RetryExhausted(reason="circuit_open") here.
+    fn _start(&self, py: Python<'_>) -> PyResult<u128> {
         if self.cancel.as_ref().is_some_and(|t| t.get().inner.is_cancelled()) {
             return Err(self.cancelled_before_start(py));
         }
-        Ok(u64::try_from(now(&crate::testing::clock(py)).as_nanos()).unwrap_or(u64::MAX))
+        let at = now(&crate::testing::clock(py));
+        let code = match self.admit(py, at)? {
+            None => 0u128,
+            Some(Admission::Probe) => 2,
+            Some(_) => 1,
+        };
+        Ok(code << 64 | u128::from(u64::try_from(at.as_nanos()).unwrap_or(u64::MAX)))
     }
 
     #[getter]
@@ -384,15 +439,17 @@ impl Retrier {
         self.host.retry_on_result.as_ref().map(|f| f.clone_ref(py))
     }
 
-    fn _succeeded(&self, py: Python<'_>, start: u64) -> PyResult<()> {
-        self.report_success(py, Duration::from_nanos(start), &crate::testing::clock(py))
+    fn _succeeded(&self, py: Python<'_>, start: u128) -> PyResult<()> {
+        let (start, admission) = unpack(start);
+        self.report_success(py, start, &crate::testing::clock(py), admission)
     }
 
     /// The first attempt of an async call failed: engine state starts here.
-    fn _begin(&self, py: Python<'_>, start: u64) -> SteppedCall {
+    fn _begin(&self, py: Python<'_>, start: u128) -> SteppedCall {
         let token = self.cancel.as_ref().map(|t| t.get().inner.clone());
+        let (start, admission) = unpack(start);
         SteppedCall::new(
-            CallState::begin(self.host.clone(), Duration::from_nanos(start), crate::testing::clock(py), token),
+            CallState::begin(self.host.clone(), start, crate::testing::clock(py), token, admission),
             self.cancel.as_ref().map(|t| t.clone_ref(py)),
         )
     }
