@@ -3,6 +3,7 @@
 // PolicyBuilder, and normalised once into a fixed shape that calls only read.
 const native = require('./native');
 const { budgetHandle } = require('./budget');
+const { breakerHandle } = require('./breaker');
 const { rethrowProblem } = require('./problem');
 const { isTransientError, retryAfterFromError } = require('./predicate');
 const { listenerOf } = require('./events');
@@ -13,7 +14,9 @@ const KNOBS = native.knobs();
 const NUMBERS = KNOBS.filter((k) => k.numeric);
 const FUNCTIONS = ['shouldRetry', 'shouldRetryResult', 'retryAfterMs'];
 const HOST_ONLY = [...FUNCTIONS, 'onEvent', 'attemptTimeoutMs', 'unref'];
-const KNOWN = new Set([...KNOBS.map((k) => k.option), ...HOST_ONLY]);
+// The engine objects that are not knobs of the table (the budget is one): the breaker.
+const OBJECTS = ['breaker'];
+const KNOWN = new Set([...KNOBS.map((k) => k.option), ...HOST_ONLY, ...OBJECTS]);
 // setTimeout cannot arm a longer timer (it would fire at once).
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
@@ -91,10 +94,15 @@ function normalise(options) {
     budget = budgetHandle(options.budget);
     if (!budget) throw new TypeError(`budget must be a RetryBudget, got ${typeName(options.budget)}`);
   }
+  let breaker;
+  if (given('breaker') && options.breaker !== null) {
+    breaker = breakerHandle(options.breaker);
+    if (!breaker) throw new TypeError(`breaker must be a CircuitBreaker, got ${typeName(options.breaker)}`);
+  }
   const hostOptions = hostParts(options);
   let handle;
   try {
-    handle = native.NativePolicy.create(policy, budget);
+    handle = native.NativePolicy.create(policy, budget, breaker);
   } catch (err) {
     rethrowProblem(err);
   }
@@ -143,6 +151,8 @@ function finish(handle, hasBudget, host) {
   const budget = hasBudget ? true : undefined;
   const { options, attemptTimeoutMs } = host;
   const onEvent = listenerOf(options.onEvent);
+  // Every call asks a breaker first and tells it how it ended.
+  const hasBreaker = handle.hasBreaker;
   return Object.freeze({
     policy: handle,
     policyId: handle.id,
@@ -155,14 +165,17 @@ function finish(handle, hasBudget, host) {
     attemptTimeoutMs,
     unref: options.unref === true,
     hasBudget: budget !== undefined,
-    // Whether even a first-attempt success needs the engine (a budget to credit, or an
-    // event to emit) or the full loop (a per-attempt timer, a value to judge).
-    needsFullLoop: onEvent !== undefined || budget !== undefined || attemptTimeoutMs > 0 || options.shouldRetryResult !== undefined,
-    // Whether the engine must hear of a success: to credit a budget or emit an event.
-    recordsSuccess: onEvent !== undefined || budget !== undefined,
-    // Whether a call must read the clock at its start: for the deadline or for events.
-    // Without either, elapsed time changes no decision and the happy path skips the read.
-    needsClock: handle.hasDeadline || onEvent !== undefined,
+    hasBreaker,
+    // Whether even a first-attempt success needs the engine (a budget to credit, a
+    // breaker to ask, or an event to emit) or the full loop (a per-attempt timer, a value
+    // to judge).
+    needsFullLoop: onEvent !== undefined || budget !== undefined || hasBreaker || attemptTimeoutMs > 0 || options.shouldRetryResult !== undefined,
+    // Whether the engine must hear of a success: to credit a budget, tell a breaker, or
+    // emit an event.
+    recordsSuccess: onEvent !== undefined || budget !== undefined || hasBreaker,
+    // Whether a call must read the clock at its start: for the deadline, a breaker or
+    // events. Without any, elapsed time changes no decision and the happy path skips it.
+    needsClock: handle.hasDeadline || onEvent !== undefined || hasBreaker,
   });
 }
 
@@ -178,4 +191,4 @@ function seedOf(seed) {
   throw new TypeError(`seed must be a number or a bigint, got ${typeName(seed)}`);
 }
 
-module.exports = { normalise, normaliseFromPolicy, typeName, KNOBS, HOST_ONLY };
+module.exports = { normalise, normaliseFromPolicy, typeName, KNOBS, HOST_ONLY, OBJECTS };
