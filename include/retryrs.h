@@ -103,6 +103,22 @@
 // Patch version, as in Cargo.toml.
 #define RETRYRS_VERSION_PATCH 0
 
+// A breaker model: after `failures` failed calls in a row.
+#define RETRYRS_BREAKER_CONSECUTIVE 0
+
+// A breaker model (Polly v8's): failures reach `failure_ratio` of at least
+// `minimum_throughput` calls within `sampling_duration_ms`.
+#define RETRYRS_BREAKER_SAMPLING 1
+
+// A breaker state: calls go through.
+#define RETRYRS_BREAKER_CLOSED 0
+
+// A breaker state: calls are refused (RETRYRS_EXHAUSTED, RETRYRS_REASON_CIRCUIT_OPEN).
+#define RETRYRS_BREAKER_OPEN 1
+
+// A breaker state: a bounded number of probe calls go through.
+#define RETRYRS_BREAKER_HALF_OPEN 2
+
 // The longest wait the engine ever asks for, in ms (9e15, about 285,000 years): the
 // largest delay and deadline a config may hold. A server's hint asking for longer (only
 // possible with both the deadline and max_retry_after off) is clamped to it, in every
@@ -171,6 +187,9 @@ typedef enum retryrs_verdict retryrs_verdict;
 typedef int32_t retryrs_verdict;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
+
+// A circuit breaker (opaque). Thread-safe: any number of retriers and threads may use it.
+typedef struct retryrs_breaker retryrs_breaker;
 
 // A retry budget (opaque). Thread-safe: any number of retriers and threads may use
 // it at once.
@@ -249,6 +268,30 @@ typedef struct retryrs_outcome {
   // Why, when the status is RETRYRS_EXHAUSTED; RETRYRS_REASON_NONE otherwise.
   retryrs_reason reason;
 } retryrs_outcome;
+
+// A circuit breaker's settings; fill it with retryrs_breaker_config_init() first.
+typedef struct retryrs_breaker_config {
+  // RETRYRS_BREAKER_CONSECUTIVE (default) or RETRYRS_BREAKER_SAMPLING.
+  int32_t model;
+  // Consecutive: failed calls in a row that open it (>= 1). Default 5.
+  uint32_t failures;
+  // Sampling: the share of failed calls that opens it, in (0, 1]. Default 0.1.
+  double failure_ratio;
+  // Sampling: calls in the window before it may open (>= 2). Default 100.
+  uint32_t minimum_throughput;
+  // Sampling: the sliding window, >= 500 ms. Default 30000.
+  double sampling_duration_ms;
+  // How long it stays open before a probe, 1 ms to 1 day. Default 5000.
+  double break_duration_ms;
+  // Probe calls at once when half-open (>= 1). Default 1.
+  uint32_t half_open_probes;
+  // Growth of the break on each open in a row (>= 1; 1: none). Default 1.
+  double break_multiplier;
+  // The longest break when it grows; 0: one day. Default 0.
+  double max_break_duration_ms;
+  // Count each attempt instead of each call. Default false.
+  bool per_attempt;
+} retryrs_breaker_config;
 
 // The jitter kind of a config.
 typedef int32_t retryrs_jitter;
@@ -420,6 +463,35 @@ retryrs_status retryrs_retrier_call(const struct retryrs_retrier *retrier,
                                     const struct retryrs_cancel *cancel,
                                     struct retryrs_outcome *outcome);
 
+// Fills `*config` with the defaults (each field's comment says its own).
+retryrs_status retryrs_breaker_config_init(struct retryrs_breaker_config *config);
+
+// Creates a closed breaker. RETRYRS_INVALID_ARGUMENT names a setting out of range
+// ("retryrs_breaker_new: config->failures must be a whole number >= 1, got 0"). Free
+// with retryrs_breaker_free().
+retryrs_status retryrs_breaker_new(const struct retryrs_breaker_config *config,
+                                   struct retryrs_breaker **out);
+
+// The state now (RETRYRS_BREAKER_CLOSED, _OPEN or _HALF_OPEN) and the milliseconds left
+// before a probe may go (0 unless open); either out-pointer may be NULL.
+retryrs_status retryrs_breaker_state(const struct retryrs_breaker *breaker,
+                                     int32_t *state,
+                                     double *retry_in_ms);
+
+// Calls refused so far.
+retryrs_status retryrs_breaker_rejections(const struct retryrs_breaker *breaker, uint64_t *out);
+
+// Releases the handle; retriers made with it keep the breaker alive. NULL is a no-op.
+void retryrs_breaker_free(struct retryrs_breaker *breaker);
+
+// A new retrier with `retrier`'s policy and `breaker` (NULL: none): every call asks the
+// breaker first; a refused call returns RETRYRS_EXHAUSTED with reason
+// RETRYRS_REASON_CIRCUIT_OPEN and 0 attempts, the attempt callback never called. Several
+// retriers may share one breaker. Free with retryrs_retrier_free().
+retryrs_status retryrs_retrier_with_breaker(const struct retryrs_retrier *retrier,
+                                            const struct retryrs_breaker *breaker,
+                                            struct retryrs_retrier **out);
+
 // Creates a full budget: max_tokens in [0.001, 1e12], token_ratio in [0.001,
 // max_tokens]; both keep 3 decimals, truncated, as gRPC does (0.1239 adds 0.123), and a
 // value that truncates to 0 is RETRYRS_INVALID_ARGUMENT naming it.
@@ -471,6 +543,11 @@ retryrs_status retryrs_call_start(const struct retryrs_retrier *retrier,
                                   uint64_t now_ms,
                                   const struct retryrs_listener *listener,
                                   struct retryrs_call **out);
+
+// Whether the policy's circuit breaker refused the call at its start: RETRYRS_EXHAUSTED
+// (make no attempt; free the call) with `*retry_in_ms` the milliseconds before a probe
+// may go, or RETRYRS_OK (run attempt 1). `retry_in_ms` may be NULL.
+retryrs_status retryrs_call_refusal(const struct retryrs_call *call, double *retry_in_ms);
 
 // Reports how the current attempt ended at `now_ms`: `verdict` is RETRYRS_SUCCESS,
 // RETRYRS_TRANSIENT (with `hint_ms`, a minimum wait; negative or NaN: no hint) or

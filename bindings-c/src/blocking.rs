@@ -73,9 +73,14 @@ fn run(
     let internal = |e: StateError| Failure { status: RETRYRS_INTERNAL_ERROR, message: format!("internal error: {e}") };
     // Time only matters to the deadline and to events: with neither, the engine is fed a
     // constant and the clock is never read (a read costs more than the rest of a call).
-    let timed = policy.deadline().is_some() || listener.is_some();
+    // A breaker decides on time too, shared with other calls.
+    let timed = policy.deadline().is_some() || listener.is_some() || policy.breaker().is_some();
     let read_time = || if timed { clock.now() } else { Duration::ZERO };
-    let mut call = Call::start(&**policy, read_time());
+    let mut call = Call::start_with(&**policy, read_time(), &mut sink);
+    if let Some(stop) = call.outcome() {
+        // The circuit breaker refused the call: no attempt.
+        return Ok(Ended { stop, attempts: 0, bad_verdict: None });
+    }
     let mut bad_verdict = None;
     loop {
         let n = call.attempt();
@@ -91,7 +96,11 @@ fn run(
             }
         };
         // A success without a listener needs no time: only its event would show it.
-        let now = if verdict == Verdict::Success && listener.is_none() { call.started_at() } else { read_time() };
+        let now = if verdict == Verdict::Success && listener.is_none() && policy.breaker().is_none() {
+            call.started_at()
+        } else {
+            read_time()
+        };
         let delay = match call.record(verdict, now, &mut sink).map_err(internal)? {
             Decision::Stop(stop) => return Ok(Ended { stop, attempts: n, bad_verdict }),
             Decision::Retry(delay) => delay,

@@ -212,6 +212,11 @@ impl Policy {
     pub fn breaker(&self) -> Option<&Arc<CircuitBreaker>> {
         self.breaker.as_ref()
     }
+    /// This policy with `breaker` instead of its own (for hosts whose policies are built
+    /// where no breaker can be named, such as C's config struct).
+    pub fn with_breaker(&self, breaker: Option<Arc<CircuitBreaker>>) -> Policy {
+        Policy { breaker, ..self.clone() }
+    }
     /// The retrier's name, used in events and errors.
     pub fn name(&self) -> &str {
         &self.name

@@ -49,6 +49,9 @@ static const char *kind_name(retryrs_event_kind k) {
     case RETRYRS_EVENT_REJECTED: return "rejected";
     case RETRYRS_EVENT_EXHAUSTED: return "exhausted";
     case RETRYRS_EVENT_CANCELLED: return "cancelled";
+    case RETRYRS_EVENT_BREAKER_OPENED: return "breaker_opened";
+    case RETRYRS_EVENT_BREAKER_HALF_OPEN: return "breaker_half_open";
+    case RETRYRS_EVENT_BREAKER_CLOSED: return "breaker_closed";
     default: return "?";
   }
 }
@@ -59,6 +62,7 @@ static const char *reason_name(retryrs_reason r) {
     case RETRYRS_REASON_DEADLINE: return "deadline";
     case RETRYRS_REASON_BUDGET: return "budget";
     case RETRYRS_REASON_RETRY_AFTER: return "retry_after";
+    case RETRYRS_REASON_CIRCUIT_OPEN: return "circuit_open";
     default: return NULL;
   }
 }

@@ -20,6 +20,9 @@ static const char *event_kind_name(retryrs_event_kind kind) {
     case RETRYRS_EVENT_REJECTED: return "rejected";
     case RETRYRS_EVENT_EXHAUSTED: return "exhausted";
     case RETRYRS_EVENT_CANCELLED: return "cancelled";
+    case RETRYRS_EVENT_BREAKER_OPENED: return "breaker_opened";
+    case RETRYRS_EVENT_BREAKER_HALF_OPEN: return "breaker_half_open";
+    case RETRYRS_EVENT_BREAKER_CLOSED: return "breaker_closed";
   }
   return "?";
 }

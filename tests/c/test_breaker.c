@@ -1,0 +1,148 @@
+/* The circuit breaker shared by retriers (issue 27): a breaker shared by two retriers
+ * opens after the configured failures, refuses the next call without calling the attempt
+ * callback, half-opens after break_duration (virtual time), closes after a successful
+ * probe; the manual engine API sees the refusal; bad settings are named. */
+#include <string.h>
+
+#include "harness.h"
+#include "retryrs.h"
+#include "retryrs_testing.h"
+#include "suites.h"
+
+typedef struct {
+  int calls;
+  int up;
+} dependency;
+
+static retryrs_verdict dep_attempt(void *user_data, uint32_t attempt, double *hint_ms) {
+  dependency *d = user_data;
+  (void)attempt;
+  (void)hint_ms;
+  d->calls++;
+  return d->up ? RETRYRS_SUCCESS : RETRYRS_TRANSIENT;
+}
+
+typedef struct {
+  int kinds[16];
+  int n;
+} kinds_seen;
+
+static void on_event(void *user_data, const retryrs_event *e) {
+  kinds_seen *k = user_data;
+  if (k->n < 16) k->kinds[k->n++] = e->kind;
+}
+
+static retryrs_retrier *retrier_with(uint32_t attempts, const retryrs_breaker *b) {
+  retryrs_config c;
+  retryrs_retrier *plain = NULL, *guarded = NULL;
+  retryrs_config_default(&c);
+  c.max_attempts = attempts;
+  c.initial_delay_ms = 0;
+  c.max_delay_ms = 0;
+  CHECK_STATUS(retryrs_retrier_new(&c, &plain), RETRYRS_OK);
+  CHECK_STATUS(retryrs_retrier_with_breaker(plain, b, &guarded), RETRYRS_OK);
+  retryrs_retrier_free(plain);
+  return guarded;
+}
+
+static void shared_breaker_opens_refuses_half_opens_and_closes(void) {
+  retryrs_breaker_config bc;
+  retryrs_breaker *b = NULL;
+  retryrs_retrier *r1, *r2;
+  retryrs_outcome out;
+  dependency dep = {0, 0};
+  kinds_seen seen;
+  retryrs_listener listener;
+  int32_t state = -1;
+  double left = -1;
+  uint64_t refused = 0;
+  CHECK_STATUS(retryrs_testing_enable(), RETRYRS_OK);
+  CHECK_STATUS(retryrs_breaker_config_init(&bc), RETRYRS_OK);
+  bc.failures = 2;
+  bc.break_duration_ms = 30000;
+  CHECK_STATUS(retryrs_breaker_new(&bc, &b), RETRYRS_OK);
+  r1 = retrier_with(2, b);
+  r2 = retrier_with(3, b);
+  CHECK_STATUS(retryrs_retrier_call(r1, dep_attempt, &dep, NULL, NULL, &out), RETRYRS_EXHAUSTED);
+  CHECK(out.reason == RETRYRS_REASON_ATTEMPTS);
+  CHECK_STATUS(retryrs_retrier_call(r2, dep_attempt, &dep, NULL, NULL, &out), RETRYRS_EXHAUSTED);
+  CHECK(dep.calls == 5);
+  CHECK_STATUS(retryrs_breaker_state(b, &state, &left), RETRYRS_OK);
+  CHECK(state == RETRYRS_BREAKER_OPEN && left == 30000);
+  /* Refused: the callback is not called; the outcome says why. */
+  CHECK_STATUS(retryrs_retrier_call(r1, dep_attempt, &dep, NULL, NULL, &out), RETRYRS_EXHAUSTED);
+  CHECK(out.reason == RETRYRS_REASON_CIRCUIT_OPEN && out.attempts == 0 && dep.calls == 5);
+  CHECK(strstr(retryrs_last_error(), "gave up after 0 attempts (circuit breaker open)") != NULL);
+  CHECK_STATUS(retryrs_breaker_rejections(b, &refused), RETRYRS_OK);
+  CHECK(refused == 1);
+  /* After the break (virtual time): a probe; its success closes the breaker. */
+  CHECK_STATUS(retryrs_testing_advance(29999), RETRYRS_OK);
+  CHECK_STATUS(retryrs_breaker_state(b, &state, &left), RETRYRS_OK);
+  CHECK(state == RETRYRS_BREAKER_OPEN && left == 1);
+  CHECK_STATUS(retryrs_testing_advance(1), RETRYRS_OK);
+  CHECK_STATUS(retryrs_breaker_state(b, &state, NULL), RETRYRS_OK);
+  CHECK(state == RETRYRS_BREAKER_HALF_OPEN);
+  dep.up = 1;
+  memset(&seen, 0, sizeof seen);
+  memset(&listener, 0, sizeof listener);
+  listener.on_event = on_event;
+  listener.user_data = &seen;
+  CHECK_STATUS(retryrs_retrier_call(r2, dep_attempt, &dep, &listener, NULL, &out), RETRYRS_OK);
+  CHECK(seen.n == 3 && seen.kinds[0] == RETRYRS_EVENT_BREAKER_HALF_OPEN && seen.kinds[1] == RETRYRS_EVENT_SUCCESS &&
+        seen.kinds[2] == RETRYRS_EVENT_BREAKER_CLOSED);
+  CHECK_STATUS(retryrs_breaker_state(b, &state, NULL), RETRYRS_OK);
+  CHECK(state == RETRYRS_BREAKER_CLOSED && dep.calls == 6);
+  retryrs_retrier_free(r1);
+  retryrs_retrier_free(r2);
+  retryrs_breaker_free(b);
+  CHECK_STATUS(retryrs_testing_disable(), RETRYRS_OK);
+}
+
+static void the_engine_api_sees_the_refusal(void) {
+  retryrs_breaker_config bc;
+  retryrs_breaker *b = NULL;
+  retryrs_retrier *r;
+  retryrs_call *call = NULL;
+  retryrs_step step;
+  double left = 0;
+  retryrs_breaker_config_init(&bc);
+  bc.failures = 1;
+  bc.break_duration_ms = 1000;
+  CHECK_STATUS(retryrs_breaker_new(&bc, &b), RETRYRS_OK);
+  r = retrier_with(1, b);
+  CHECK_STATUS(retryrs_call_start(r, 100, NULL, &call), RETRYRS_OK);
+  CHECK_STATUS(retryrs_call_refusal(call, &left), RETRYRS_OK);
+  CHECK_STATUS(retryrs_call_report(call, RETRYRS_TRANSIENT, -1, 100, &step), RETRYRS_OK);
+  CHECK(step.action == RETRYRS_ACTION_STOP && step.reason == RETRYRS_REASON_ATTEMPTS);
+  retryrs_call_free(call);
+  call = NULL;
+  CHECK_STATUS(retryrs_call_start(r, 600, NULL, &call), RETRYRS_OK);
+  CHECK_STATUS(retryrs_call_refusal(call, &left), RETRYRS_EXHAUSTED);
+  CHECK(left == 500);
+  retryrs_call_free(call);
+  retryrs_retrier_free(r);
+  retryrs_breaker_free(b);
+}
+
+static void bad_settings_are_named(void) {
+  retryrs_breaker_config bc;
+  retryrs_breaker *b = NULL;
+  retryrs_breaker_config_init(&bc);
+  bc.failures = 0;
+  CHECK_STATUS(retryrs_breaker_new(&bc, &b), RETRYRS_INVALID_ARGUMENT);
+  CHECK(strstr(retryrs_last_error(), "config->failures must be a whole number >= 1, got 0") != NULL);
+  retryrs_breaker_config_init(&bc);
+  bc.model = RETRYRS_BREAKER_SAMPLING;
+  bc.sampling_duration_ms = 10;
+  CHECK_STATUS(retryrs_breaker_new(&bc, &b), RETRYRS_INVALID_ARGUMENT);
+  CHECK(strstr(retryrs_last_error(), "config->sampling_duration_ms must be >= 500 ms") != NULL);
+  bc.model = 7;
+  CHECK_STATUS(retryrs_breaker_new(&bc, &b), RETRYRS_INVALID_ARGUMENT);
+  CHECK(b == NULL);
+}
+
+void breaker_tests(void) {
+  shared_breaker_opens_refuses_half_opens_and_closes();
+  the_engine_api_sees_the_refusal();
+  bad_settings_are_named();
+}
