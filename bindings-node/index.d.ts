@@ -116,6 +116,8 @@ export declare class Retrier<R = unknown> {
   constructor(options?: RetrierOptions<R>);
   /** The retrier's name. */
   readonly name: string;
+  /** The circuit breaker its calls ask first (a policy document's too), or null. */
+  readonly breaker: CircuitBreaker | null;
   /**
    * Runs fn until it succeeds, fails permanently, or the policy gives up. Resolves with
    * fn's value; rejects with the original error (permanent), a RetryExhaustedError, or

@@ -473,10 +473,18 @@ retryrs_status retryrs_breaker_new(const struct retryrs_breaker_config *config,
                                    struct retryrs_breaker **out);
 
 // The state now (RETRYRS_BREAKER_CLOSED, _OPEN or _HALF_OPEN) and the milliseconds left
-// before a probe may go (0 unless open); either out-pointer may be NULL.
+// before a probe may go (0 unless open), on the clock blocking calls use (virtual under
+// the testing switch); either out-pointer may be NULL.
 retryrs_status retryrs_breaker_state(const struct retryrs_breaker *breaker,
                                      int32_t *state,
                                      double *retry_in_ms);
+
+// retryrs_breaker_state() at `now_ms` on the caller's time base: for calls driven with
+// retryrs_call_start(), which give the breaker their own `now_ms`.
+retryrs_status retryrs_breaker_state_at(const struct retryrs_breaker *breaker,
+                                        uint64_t now_ms,
+                                        int32_t *state,
+                                        double *retry_in_ms);
 
 // Calls refused so far.
 retryrs_status retryrs_breaker_rejections(const struct retryrs_breaker *breaker, uint64_t *out);
@@ -676,6 +684,14 @@ size_t retryrs_policies_count(const struct retryrs_policies *policies);
 // The name of the `index`-th policy (sorted by name), NUL-terminated and owned by
 // `policies`; NULL when `index` is out of range or `policies` is NULL.
 const char *retryrs_policies_name(const struct retryrs_policies *policies, size_t index);
+
+// The circuit breaker the policy `name` names (a document's breakers are shared by every
+// policy naming them), as a new handle on it to free with retryrs_breaker_free(), or
+// NULL in `*out` when it names none. A retryrs_config carries no breaker: give it to a
+// retrier made from the policy's config with retryrs_retrier_with_breaker().
+retryrs_status retryrs_policies_breaker(const struct retryrs_policies *policies,
+                                        const char *name,
+                                        struct retryrs_breaker **out);
 
 // Releases the document; retriers created from its configs keep what they need. NULL
 // is a no-op. Must not be called twice for the same document.

@@ -135,16 +135,39 @@ fn clock_now() -> Duration {
 }
 
 /// The state now (RETRYRS_BREAKER_CLOSED, _OPEN or _HALF_OPEN) and the milliseconds left
-/// before a probe may go (0 unless open); either out-pointer may be NULL.
+/// before a probe may go (0 unless open), on the clock blocking calls use (virtual under
+/// the testing switch); either out-pointer may be NULL.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_breaker_state(
     breaker: *const retryrs_breaker,
     state: *mut i32,
     retry_in_ms: *mut f64,
 ) -> retryrs_status {
-    guard_status(|| {
-        let b = &arg(breaker, "breaker")?.inner;
-        let now = clock_now();
+    guard_status(|| write_state(arg(breaker, "breaker")?, clock_now(), state, retry_in_ms))
+}
+
+/// retryrs_breaker_state() at `now_ms` on the caller's time base: for calls driven with
+/// retryrs_call_start(), which give the breaker their own `now_ms`.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_breaker_state_at(
+    breaker: *const retryrs_breaker,
+    now_ms: u64,
+    state: *mut i32,
+    retry_in_ms: *mut f64,
+) -> retryrs_status {
+    guard_status(|| write_state(arg(breaker, "breaker")?, Duration::from_millis(now_ms), state, retry_in_ms))
+}
+
+/// # Safety
+/// `state` and `retry_in_ms` are NULL or writable.
+unsafe fn write_state(
+    breaker: &retryrs_breaker,
+    now: Duration,
+    state: *mut i32,
+    retry_in_ms: *mut f64,
+) -> Result<(), Failure> {
+    {
+        let b = &breaker.inner;
         if let Some(s) = state.as_mut() {
             *s = i32::from(b.state(now).gauge());
         }
@@ -152,7 +175,7 @@ pub unsafe extern "C" fn retryrs_breaker_state(
             *r = b.retry_in(now).as_secs_f64() * 1000.0;
         }
         Ok(())
-    })
+    }
 }
 
 /// Calls refused so far.

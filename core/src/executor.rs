@@ -294,7 +294,8 @@ impl Retrier {
         let listener = &mut run.listener;
         let mut notify = |event: &Event<'_>, failed: Option<Failed<'_, E, T>>| {
             if let Some(listen) = listener.as_mut() {
-                listen(event, failed);
+                // Only the kinds that carry a failure get it (not the breaker's events).
+                listen(event, failed.filter(|_| event.kind.carries_error()));
             }
         };
         if cancel.is_some_and(CancelToken::is_cancelled) {

@@ -42,6 +42,10 @@ typedef struct {
   size_t n_events;
   int has_budget_tokens;
   double budget_tokens;
+  /* When the call starts, in ms from the vector's origin (0 when the vector gives none). */
+  unsigned long long at_ms;
+  /* "closed", "open" or "half_open" after the call; NULL: not compared. */
+  const char *breaker_state;
 } cv_call;
 
 enum { CV_CALLS, CV_ERROR, CV_RETRY_AFTER, CV_STATUS, CV_HTTP };
