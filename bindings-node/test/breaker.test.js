@@ -179,3 +179,74 @@ test('budget kinds: the AWS quota in a total outage, Finagle two calls per retry
     assert.equal((await b.call(dependency().fn).catch((e) => e)).reason, 'circuit_open', 'one breaker for both policies');
   });
 });
+
+const BREAKER_SCENARIO = require(path.join(__dirname, '..', '..', 'tests', 'observability', 'breaker.json'));
+
+/** The shared breaker scenario in virtual time; `checkState(value)` after the calls that say so. */
+async function runBreakerScenario(onEvent, checkState = async () => {}) {
+  const spec = BREAKER_SCENARIO;
+  const breaker = new CircuitBreaker({ failures: spec.breaker.failures, breakDurationMs: spec.breaker.breakDurationMs });
+  const r = new Retrier({ name: spec.retrier.name, maxAttempts: spec.retrier.maxAttempts, breaker, onEvent, shouldRetry: (e) => e.name === 'ConnectionError' });
+  await testing.scoped(async () => {
+    const t0 = testing.now();
+    for (const call of spec.calls) {
+      testing.advance(t0 + call.atMs - testing.now());
+      const steps = [...call.attempts];
+      await r.call(() => {
+        const step = steps.shift();
+        if (step === 'ok') return 'ok';
+        throw Object.assign(new Error(step), { name: step });
+      }).catch(() => {});
+      assert.deepEqual(steps, [], 'every scripted attempt ran');
+      if (call.then) await checkState(call.then.state);
+    }
+  });
+}
+
+test('promListener shows the breaker state and its rejections (tests/observability/breaker.json)', async () => {
+  const prom = require('prom-client');
+  const { promListener } = require('retryrs/prometheus');
+  const register = new prom.Registry();
+  const value = async (name, labels) => {
+    const metric = await register.getSingleMetric(name.replace(/_total$/, '')) ?? register.getSingleMetric(name);
+    const got = (await metric.get()).values.filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x));
+    return got.map((v) => v.value);
+  };
+  await runBreakerScenario(promListener({ register }), async (state) => {
+    assert.deepEqual(await value('retryrs_breaker_state', { retrier: 'db' }), [state]);
+  });
+  const names = register.getMetricsAsArray().map((x) => x.name.replace(/_total$/, '')).sort();
+  assert.deepEqual(names, [...BREAKER_SCENARIO.prometheus.families].sort());
+  for (const want of BREAKER_SCENARIO.prometheus.samples) {
+    const metric = register.getSingleMetric(want.name) ?? register.getSingleMetric(want.name.replace(/_total$/, ''));
+    const got = (await metric.get()).values.filter((v) => {
+      const labels = Object.fromEntries(Object.entries(v.labels).filter(([, x]) => x !== ''));
+      return JSON.stringify(Object.entries(labels).sort()) === JSON.stringify(Object.entries(want.labels).sort());
+    });
+    assert.deepEqual(got.map((v) => v.value), [want.value], want.name);
+  }
+  const plain = new prom.Registry();
+  await new Retrier({ onEvent: promListener({ register: plain }) }).call(() => 1);
+  assert.equal(plain.getSingleMetric('retryrs_breaker_state'), undefined, 'no breaker, no breaker metric');
+});
+
+test('otelListener shows the breaker state and its rejections (tests/observability/breaker.json)', async () => {
+  const { MeterProvider, MetricReader } = require('@opentelemetry/sdk-metrics');
+  const { otelListener } = require('retryrs/otel');
+  class Reader extends MetricReader {
+    async onForceFlush() {}
+    async onShutdown() {}
+  }
+  const reader = new Reader();
+  const meterProvider = new MeterProvider({ readers: [reader] });
+  await runBreakerScenario(otelListener({ meterProvider }));
+  const { resourceMetrics } = await reader.collect();
+  const metrics = Object.fromEntries(resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).map((x) => [x.descriptor.name, x]));
+  for (const inst of BREAKER_SCENARIO.otel.instruments) {
+    const metric = metrics[inst.name];
+    assert.ok(metric, inst.name);
+    assert.equal(metric.descriptor.unit, inst.unit);
+    assert.deepEqual(metric.dataPoints.map((p) => ({ attributes: p.attributes, value: p.value })), inst.points, inst.name);
+  }
+  await meterProvider.shutdown();
+});

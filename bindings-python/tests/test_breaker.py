@@ -2,8 +2,10 @@
 
 import asyncio
 import http.server
+import json
 import threading
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -193,3 +195,78 @@ def test_finagles_ratio_budget(virtual):
     assert info.value.reason == "attempts" and down.calls == 3
     with pytest.raises(ValueError, match="ttl"):
         RetryBudget.ratio(ttl=0.5)
+
+
+BREAKER_SCENARIO = json.loads((Path(__file__).parents[2] / "tests/observability/breaker.json").read_text())
+
+
+def run_breaker_scenario(on_event, check_state=lambda state: None):
+    spec = BREAKER_SCENARIO["breaker"]
+    breaker = CircuitBreaker(failures=spec["failures"], break_duration=spec["breakDurationMs"] / 1000)
+    r = Retrier(name=BREAKER_SCENARIO["retrier"]["name"], max_attempts=BREAKER_SCENARIO["retrier"]["maxAttempts"],
+                breaker=breaker, retry_on=ConnectionError, on_event=on_event)
+    with testing.virtual_time() as clock:
+        for call in BREAKER_SCENARIO["calls"]:
+            clock.advance(call["atMs"] / 1000 - clock.now())
+            steps = iter(call["attempts"])
+
+            def attempt():
+                step = next(steps)
+                if step == "ok":
+                    return "ok"
+                raise ConnectionError(step)
+
+            try:
+                r.call(attempt)
+            except RetryExhausted:
+                pass
+            assert next(steps, None) is None, "every scripted attempt ran, and no other"
+            if "then" in call:
+                check_state(call["then"]["state"])
+
+
+def test_prometheus_shows_the_breakers_state_and_rejections():
+    import retryrs.prometheus
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    registry = CollectorRegistry()
+
+    def samples():
+        text = generate_latest(registry).decode()
+        families = [f for f in text_string_to_metric_families(text) if not f.name.endswith("_created")]
+        return families, [(s.name, {k: v for k, v in s.labels.items() if v != ""}, s.value) for f in families for s in f.samples]
+
+    def state_is(want):
+        _, got = samples()
+        assert [v for n, _, v in got if n == "retryrs_breaker_state"] == [want]
+
+    run_breaker_scenario(retryrs.prometheus.listener(registry=registry), state_is)
+    families, got = samples()
+    assert sorted(f.name for f in families) == sorted(BREAKER_SCENARIO["prometheus"]["families"])
+    for want in BREAKER_SCENARIO["prometheus"]["samples"]:
+        assert [v for n, labels, v in got if n == want["name"] and labels == want["labels"]] == [want["value"]], want
+    # A retrier without a breaker registers no breaker metric.
+    plain = CollectorRegistry()
+    Retrier(on_event=retryrs.prometheus.listener(registry=plain)).call(lambda: 1)
+    assert "retryrs_breaker_state" not in generate_latest(plain).decode()
+
+
+def test_otel_shows_the_breakers_state_and_rejections():
+    import retryrs.otel
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    try:
+        run_breaker_scenario(retryrs.otel.listener(meter_provider=meters))
+        data = reader.get_metrics_data()
+        metrics = {mt.name: mt for rm in data.resource_metrics for sm in rm.scope_metrics for mt in sm.metrics}
+        for inst in BREAKER_SCENARIO["otel"]["instruments"]:
+            metric = metrics[inst["name"]]
+            assert metric.unit == inst["unit"]
+            points = [(dict(p.attributes), p.value) for p in metric.data.data_points]
+            assert points == [(p["attributes"], p["value"]) for p in inst["points"]], inst["name"]
+    finally:
+        meters.shutdown()
