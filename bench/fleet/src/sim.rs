@@ -25,6 +25,8 @@ pub struct Config {
     pub outage: World,
     /// The same world, recovering to half capacity.
     pub outage_half: World,
+    /// The flapping dependency (up 5 s, down 5 s).
+    pub flapping: World,
     /// Clients in the herd.
     pub herd_clients: u64,
 }
@@ -40,6 +42,7 @@ impl Config {
             sweep_trials: 20,
             outage: World::issue(12_000),
             outage_half: World::issue(6_000),
+            flapping: World::flapping(),
             herd_clients: 1_000,
         }
     }
@@ -63,6 +66,7 @@ impl Config {
             sweep_trials: 3,
             outage: shrink(World::issue(12_000)),
             outage_half: shrink(World::issue(6_000)),
+            flapping: World { outage_ms: 8_000, flap_ms: 2_000, ..shrink(World::flapping()) },
             herd_clients: 100,
         }
     }
@@ -81,6 +85,8 @@ pub struct Results {
     pub outage: Vec<outage::Run>,
     /// The half-capacity outage runs, per policy.
     pub outage_half: Vec<outage::Run>,
+    /// The flapping runs, per retryrs policy ([`Peer::RETRYRS`]).
+    pub flapping: Vec<outage::Run>,
     /// The herd: retries per 10 ms window, per jitter kind.
     pub herd: Vec<(Jitter, Vec<u64>)>,
 }
@@ -99,6 +105,7 @@ pub fn simulate(config: &Config) -> Results {
         .collect();
     let outage = Peer::ALL.iter().map(|&p| outage::run(&config.outage, p, seed)).collect();
     let outage_half = Peer::ALL.iter().map(|&p| outage::run(&config.outage_half, p, seed)).collect();
+    let flapping = Peer::RETRYRS.iter().map(|&p| outage::run(&config.flapping, p, seed)).collect();
     let herd = herd::KINDS.iter().map(|&j| (j, herd::windows(config.herd_clients, j))).collect();
-    Results { config: config.clone(), contention, sweep, outage, outage_half, herd }
+    Results { config: config.clone(), contention, sweep, outage, outage_half, flapping, herd }
 }
