@@ -335,11 +335,8 @@ impl CircuitBreaker {
                     on(Transition::Closed);
                 }
             }
-            (_, BreakerState::Closed) => {
-                if self.count(&mut inner, failed, now) {
-                    self.open(&mut inner, now, on);
-                }
-            }
+            // Closed: the outcome is counted (in the guard), and may open it.
+            (_, BreakerState::Closed) if self.count(&mut inner, failed, now) => self.open(&mut inner, now, on),
             // A late outcome of a call that went ahead before the breaker opened, or of a
             // probe after another probe decided: the state already says what it knows.
             _ => {}
