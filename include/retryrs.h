@@ -509,7 +509,31 @@ retryrs_status retryrs_budget_new(double max_tokens,
                                   double token_ratio,
                                   struct retryrs_budget **out);
 
-// The tokens left now.
+// Creates the AWS SDKs' standard retry quota (kind quota): `capacity` (500 in the SDKs)
+// that starts full; a retry is allowed only while what is left covers `retry_cost` (5)
+// and takes it; a call that succeeds gives back its last retry's cost, or
+// `no_retry_increment` (1) when it needed none. `timeout_retry_cost` (10) is the SDKs'
+// price after a timeout, kept for reading; the engine's verdicts do not tell timeouts
+// apart. Whole numbers; capacity and costs in [1, 1e12], the increment in [0, 1e12]:
+// otherwise RETRYRS_INVALID_ARGUMENT naming it. retryrs_budget_tokens() reads the
+// capacity left. Free with retryrs_budget_free().
+retryrs_status retryrs_budget_new_quota(uint64_t capacity,
+                                        uint64_t retry_cost,
+                                        uint64_t timeout_retry_cost,
+                                        uint64_t no_retry_increment,
+                                        struct retryrs_budget **out);
+
+// Creates Finagle's RetryBudget (kind ratio): every call deposits, every retry
+// withdraws (1 / percent_can_retry deposits), both expiring after `ttl_ms` (1 s to 60 s),
+// on top of a reserve of `min_retries_per_sec` retries a second (Finagle's defaults:
+// 10000, 10, 0.2). Out-of-range values: RETRYRS_INVALID_ARGUMENT naming it.
+// retryrs_budget_tokens() reads the retries left. Free with retryrs_budget_free().
+retryrs_status retryrs_budget_new_ratio(uint64_t ttl_ms,
+                                        uint32_t min_retries_per_sec,
+                                        double percent_can_retry,
+                                        struct retryrs_budget **out);
+
+// The tokens left now (a quota: the capacity left; a ratio budget: the retries left).
 retryrs_status retryrs_budget_tokens(const struct retryrs_budget *budget, double *tokens);
 
 // Releases the handle; retriers built with it keep the budget alive. NULL is a no-op.

@@ -15,6 +15,7 @@ void contract_v2_tests(void);
 void config_v2_tests(void);
 void policies_tests(void);
 void breaker_tests(void);
+void budget_kind_tests(void);
 
 #ifdef __cplusplus
 }

@@ -142,7 +142,62 @@ static void bad_settings_are_named(void) {
 }
 
 void breaker_tests(void) {
-  shared_breaker_opens_refuses_half_opens_and_closes();
-  the_engine_api_sees_the_refusal();
-  bad_settings_are_named();
+  h_run("a shared breaker opens, refuses without calling, half-opens and closes",
+        shared_breaker_opens_refuses_half_opens_and_closes);
+  h_run("the engine API sees the breaker's refusal", the_engine_api_sees_the_refusal);
+  h_run("bad breaker settings are named", bad_settings_are_named);
+}
+
+/* The budget kinds in C: the AWS quota's 100 retries in an outage, Finagle's two calls per
+ * retry. */
+static retryrs_verdict always_down(void *user_data, uint32_t attempt, double *hint_ms) {
+  (void)attempt;
+  (void)hint_ms;
+  ++*(int *)user_data;
+  return RETRYRS_TRANSIENT;
+}
+
+static void the_quota_and_the_ratio_budget(void) {
+  retryrs_budget *quota = NULL, *ratio = NULL;
+  retryrs_config c;
+  retryrs_retrier *r = NULL;
+  retryrs_outcome out;
+  double tokens = -1;
+  int calls = 0, i, by_budget = 0;
+  CHECK_STATUS(retryrs_budget_new_quota(500, 5, 10, 1, &quota), RETRYRS_OK);
+  retryrs_config_default(&c);
+  c.max_attempts = 3;
+  c.initial_delay_ms = 0;
+  c.max_delay_ms = 0;
+  c.budget = quota;
+  CHECK_STATUS(retryrs_retrier_new(&c, &r), RETRYRS_OK);
+  for (i = 0; i < 60; i++) {
+    CHECK_STATUS(retryrs_retrier_call(r, always_down, &calls, NULL, NULL, &out), RETRYRS_EXHAUSTED);
+    by_budget += out.reason == RETRYRS_REASON_BUDGET;
+  }
+  CHECK(calls == 160 && by_budget == 10);
+  CHECK_STATUS(retryrs_budget_tokens(quota, &tokens), RETRYRS_OK);
+  CHECK(tokens == 0);
+  retryrs_retrier_free(r);
+  CHECK_STATUS(retryrs_budget_new_quota(500, 0, 10, 1, &quota), RETRYRS_INVALID_ARGUMENT);
+  CHECK(strstr(retryrs_last_error(), "retry_cost") != NULL);
+  retryrs_budget_free(quota);
+
+  CHECK_STATUS(retryrs_budget_new_ratio(60000, 0, 0.5, &ratio), RETRYRS_OK);
+  c.max_attempts = 2;
+  c.budget = ratio;
+  CHECK_STATUS(retryrs_retrier_new(&c, &r), RETRYRS_OK);
+  calls = 0;
+  CHECK_STATUS(retryrs_retrier_call(r, always_down, &calls, NULL, NULL, &out), RETRYRS_EXHAUSTED);
+  CHECK(out.reason == RETRYRS_REASON_BUDGET && calls == 1);
+  CHECK_STATUS(retryrs_retrier_call(r, always_down, &calls, NULL, NULL, &out), RETRYRS_EXHAUSTED);
+  CHECK(out.reason == RETRYRS_REASON_ATTEMPTS && calls == 3);
+  retryrs_retrier_free(r);
+  CHECK_STATUS(retryrs_budget_new_ratio(500, 0, 0.5, &quota), RETRYRS_INVALID_ARGUMENT);
+  CHECK(strstr(retryrs_last_error(), "ttl") != NULL);
+  retryrs_budget_free(ratio);
+}
+
+void budget_kind_tests(void) {
+  h_run("the AWS quota and Finagle's ratio budget", the_quota_and_the_ratio_budget);
 }
