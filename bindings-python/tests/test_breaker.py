@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import retryrs
 from retryrs import CircuitBreaker, Retrier, RetryBudget, RetryExhausted, load_policies, testing
 
 
@@ -270,3 +271,23 @@ def test_otel_shows_the_breakers_state_and_rejections():
             assert points == [(p["attributes"], p["value"]) for p in inst["points"]], inst["name"]
     finally:
         meters.shutdown()
+
+
+def test_log_events_tells_the_breakers_moves(virtual, caplog):
+    import logging
+
+    breaker = CircuitBreaker(failures=1, break_duration=2)
+    r = Retrier(name="db", max_attempts=1, breaker=breaker, on_event=retryrs.log_events())
+    down = Down()
+    with caplog.at_level(logging.INFO, logger="retryrs"):
+        with pytest.raises(RetryExhausted):
+            r.call(down)
+        with pytest.raises(RetryExhausted):
+            r.call(down)
+        virtual.advance(2)
+        down.up = True
+        r.call(down)
+    lines = [rec.getMessage() for rec in caplog.records]
+    assert "db: circuit breaker opened for 2000 ms" in lines
+    assert "db: refused, circuit breaker open (no attempt made)" in lines
+    assert lines[-2:] == ["db: circuit breaker half-open", "db: circuit breaker closed"]
