@@ -93,8 +93,8 @@ impl Peer {
             Peer::Cockatiel => "cockatiel",
             Peer::RetryrsQuota => "retryrs + AWS quota",
             Peer::RetryrsRatio => "retryrs + Finagle ratio",
-            Peer::RetryrsBreaker => "retryrs + budget + breaker",
-            Peer::RetryrsBreakerGrowing => "retryrs + budget + growing breaker",
+            Peer::RetryrsBreaker => "retryrs + breaker",
+            Peer::RetryrsBreakerGrowing => "retryrs + breaker, growing",
         }
     }
 
@@ -111,7 +111,7 @@ impl Peer {
             Peer::Cockatiel => "cockatiel 4.0.0 `Policy.js`, `ExponentialBackoff.js`: maxAttempts unbounded, 128 ms x2, cap 30 s, decorrelated jitter (run as the engine's AWS-style decorrelated jitter; cockatiel's own formula differs in detail)",
             Peer::RetryrsQuota => "the defaults + `QuotaBudget::aws_standard()` per client (capacity 500, a retry costs 5, a success gives back its retry's cost or 1)",
             Peer::RetryrsRatio => "the defaults + `RatioBudget::finagle_default` per client (10 s window, 10 retries/s reserve, 20% of calls)",
-            Peer::RetryrsBreaker => "retryrs + budget + a `CircuitBreaker` per client: open after 5 failed calls in a row, 2 s open, one probe",
+            Peer::RetryrsBreaker => "retryrs + budget (the token bucket above) + a `CircuitBreaker` per client: open after 5 failed calls in a row, 2 s open, one probe",
             Peer::RetryrsBreakerGrowing => "the same, the break doubling on each open in a row up to 16 s (`break_multiplier` 2, `max_break_duration` 16 s)",
         }
     }

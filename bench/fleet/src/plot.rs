@@ -28,7 +28,7 @@ const COLOURS: [RGBColor; 12] = [
 ];
 
 const SIZE: (u32, u32) = (1000, 540);
-const LEGEND_WIDTH: u32 = 210;
+const LEGEND_WIDTH: u32 = 230;
 const SHADE: RGBColor = RGBColor(225, 225, 225);
 
 /// A tick label: 20, 2.5, 40k, 1.5M (no trailing ".0").

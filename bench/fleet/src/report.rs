@@ -194,7 +194,7 @@ fn breaker_targets(w: &mut String, r: &Results) {
     let bound = crate::peers::BREAKER_BREAK.as_secs_f64() + f64::from(world.rtt_ms) / 1000.0;
     let _ = writeln!(
         w,
-        "Targets for retryrs + budget + breaker (issue 27): after the first {} s of the outage (the breakers \
+        "Targets for retryrs + breaker (the budget and a breaker, issue 27): after the first {} s of the outage (the breakers \
          have opened) the server receives {:.3}x the offered load (target <= 0.2x: {}; budget alone {:.2}x); \
          {} calls were refused without an attempt; the steady rate is served {:.1} s after the recovery \
          (target <= break_duration + one probe round trip = {:.2} s, at the 0.1 s resolution of the load \
