@@ -40,17 +40,6 @@
  *   call, a new blocking call with the same retrier) may be used from a callback.
  * fork(): an unseeded retrier draws fresh entropy in a child before its first delay, so
  *   forked workers never retry in lockstep; a seeded one gives the same stream everywhere.
- * Teardown: every function keeps these promises in an atexit handler, a C++ static or
- *   thread_local destructor and a pthread key destructor, on any thread: the library
- *   keeps no thread-local that is ever torn down (the last error is a fixed per-thread
- *   buffer; a message longer than 1023 bytes is cut and ends in "..."), and an unseeded
- *   retrier draws its seed from the OS (getrandom), not from a thread-local generator.
- *   A thread whose only calls are made in its key destructors leaks nothing.
- * Memory: allocation failure is not reported, it aborts. The library allocates with the
- *   system allocator (malloc) for handles, messages, policy documents and each blocking
- *   call's state; when an allocation fails, Rust's handler prints "memory allocation of
- *   N bytes failed" and calls abort(); no function returns an out-of-memory status.
- *   retryrs_last_error() never allocates.
  * Enums: retryrs_verdict and retryrs_event_kind are int32_t (a fixed width); `enum
  *   retryrs_verdict` / `enum retryrs_event_kind` name the values, so a switch on
  *   `(enum retryrs_event_kind)e->kind` lets -Wswitch report a missing case.
@@ -69,14 +58,16 @@
  *   callback) is only ever appended to; retryrs_outcome and retryrs_step, which the
  *   library writes into the program's memory, never change: more would mean new
  *   functions.
+ * Attempt bound: every attempt has the time left before the deadline, or the smaller
+ *   attempt_timeout (none when both are off). An attempt callback reads it with
+ *   retryrs_attempt_remaining_ms(), a sans-IO program with retryrs_call_remaining_ms();
+ *   RETRYRS_UNBOUNDED (UINT64_MAX) means no bound. The library cannot interrupt a
+ *   callback: pass the bound to the attempt's I/O. A failure after the deadline ends the
+ *   call (EXHAUSTED, reason DEADLINE); a success after it is still a success.
  * Rejected results: C needs no result predicate: an attempt callback that got a value
  *   it does not accept answers RETRYRS_TRANSIENT (with the value's hint, if any).
  * Units: every duration is in milliseconds (double in the config so that negative or
  *   non-finite values reach validation; uint64_t for what the engine reports).
- * Longest wait: every delay_ms the library reports (retryrs_step, retryrs_event) is at
- *   most RETRYRS_MAX_DELAY_MS (9e15 ms, about 285,000 years), the largest delay a config
- *   may hold; a longer Retry-After hint is clamped to it. `now + delay_ms` cannot wrap
- *   for retryrs_now_ms() or any Unix-epoch time in ms.
  */
 
 
@@ -103,15 +94,10 @@
 // Patch version, as in Cargo.toml.
 #define RETRYRS_VERSION_PATCH 0
 
-// The longest wait the engine ever asks for, in ms (9e15, about 285,000 years): the
-// largest delay and deadline a config may hold. A server's hint asking for longer (only
-// possible with both the deadline and max_retry_after off) is clamped to it, in every
-// host alike, so `now + delay_ms` never wraps for any time base below 1.8e19 - 9e15.
-#define RETRYRS_MAX_DELAY_MS 9000000000000000
-
-// The most bytes a last-error message keeps (with its NUL); a longer one is cut at a
-// character boundary and ends in "...".
-#define LAST_ERROR_CAP 1024
+// What retryrs_attempt_remaining_ms() and retryrs_call_remaining_ms() report for an
+// attempt that has no bound (neither a deadline nor an attempt timeout): UINT64_MAX.
+// A bounded attempt's time left is always smaller.
+#define RETRYRS_UNBOUNDED UINT64_MAX
 
 // What an event reports. In C `retryrs_event_kind` is an int32_t and `enum
 // retryrs_event_kind` names its values (switch on `(enum retryrs_event_kind)e->kind` for
@@ -202,6 +188,12 @@ typedef int32_t retryrs_status;
 // that got a value it does not accept (an HTTP 503 page, a "try later" reply) answers
 // RETRYRS_TRANSIENT, with the hint the value carries in *hint_ms, and keeps the value
 // itself if it wants to report it after the call.
+//
+// Bounding the attempt: retryrs_attempt_remaining_ms() inside the callback gives the
+// time it has left (the deadline's, or the smaller attempt timeout); pass it to the
+// attempt's I/O. The library cannot interrupt a callback: one that fails after the
+// deadline has passed ends the call (RETRYRS_EXHAUSTED, reason RETRYRS_REASON_DEADLINE);
+// one that succeeds late is still a success.
 typedef retryrs_verdict (*retryrs_attempt_fn)(void *user_data, uint32_t attempt, double *hint_ms);
 
 // Why a call was exhausted.
@@ -217,8 +209,7 @@ typedef struct retryrs_event {
   uint32_t attempt;
   // Time since the call began, in ms (virtual under the testing switch).
   uint64_t elapsed_ms;
-  // The wait about to start, in ms (RETRYRS_EVENT_RETRYING only; 0 otherwise); at most
-  // RETRYRS_MAX_DELAY_MS.
+  // The wait about to start, in ms (RETRYRS_EVENT_RETRYING only; 0 otherwise).
   uint64_t delay_ms;
   // Why the call was exhausted (RETRYRS_EVENT_EXHAUSTED only; RETRYRS_REASON_NONE
   // otherwise).
@@ -295,6 +286,12 @@ typedef struct retryrs_config {
   // (exhausted, reason retry_after), in ms; finite and >= 0 (at most about 285,000
   // years). Default 60000.
   double max_retry_after_ms;
+  // false: no per-attempt bound (the deadline, if on, still bounds every attempt);
+  // attempt_timeout_ms is ignored. Default false.
+  bool has_attempt_timeout;
+  // Bound on each attempt; an attempt's bound is this or the time left before the
+  // deadline, whichever is smaller, in ms; finite and > 0 (at most about 285,000 years).
+  double attempt_timeout_ms;
 } retryrs_config;
 
 // What the program does next.
@@ -304,7 +301,7 @@ typedef int32_t retryrs_action;
 typedef struct retryrs_step {
   // One of RETRYRS_ACTION_*.
   retryrs_action action;
-  // RETRY: the wait in ms, at most RETRYRS_MAX_DELAY_MS.
+  // RETRY: the wait in ms.
   uint64_t delay_ms;
   // ATTEMPT: the attempt to run (1-based); RETRY: the attempt that failed; STOP: the
   // attempts made.
@@ -321,8 +318,7 @@ typedef int32_t retryrs_http_outcome;
 // Run attempt `step.attempt` now, then report it with retryrs_call_report().
 #define RETRYRS_ACTION_ATTEMPT 0
 
-// Wait `step.delay_ms` (0: do not wait at all; never more than RETRYRS_MAX_DELAY_MS),
-// then call retryrs_call_after_wait().
+// Wait `step.delay_ms` (0: do not wait at all), then call retryrs_call_after_wait().
 #define RETRYRS_ACTION_RETRY 1
 
 // The call is over: `step.outcome` and `step.reason` say how.
@@ -395,6 +391,20 @@ extern "C" {
 // The library's version ("MAJOR.MINOR.PATCH"), a static string. Compare it with
 // RETRYRS_VERSION to detect a header/library mismatch.
 const char *retryrs_version(void);
+
+// The time the running attempt has left, for an attempt callback of
+// retryrs_retrier_call() to bound its own I/O with (a socket timeout,
+// CURLOPT_TIMEOUT_MS): its bound (contract section 3a: the time left before the
+// deadline, or the smaller attempt timeout) minus the time the attempt has run, in whole
+// ms rounded down; 0 once the bound has passed; RETRYRS_UNBOUNDED (UINT64_MAX) when the
+// policy has neither a deadline nor an attempt timeout. Measured on the library's clock
+// (retryrs_now_ms(): virtual under the testing switch).
+//
+// Valid only inside an attempt callback, on the thread running it (the innermost one,
+// if a callback runs another blocking call); anywhere else (a listener, another thread,
+// after the call) it returns RETRYRS_INVALID_ARGUMENT, as for a NULL `out`. `*out` is
+// written only on RETRYRS_OK.
+retryrs_status retryrs_attempt_remaining_ms(uint64_t *out);
 
 // Runs `attempt(user_data, n, &hint)` until it succeeds or the engine stops it.
 //
@@ -492,6 +502,15 @@ retryrs_status retryrs_call_cancel(struct retryrs_call *call,
 retryrs_status retryrs_call_cancelled_before_start(const struct retryrs_retrier *retrier,
                                                    const struct retryrs_listener *listener);
 
+// The time left at `now_ms` to the attempt in progress (its bound, contract section 3a:
+// the time left before the deadline, or the smaller attempt timeout), in whole ms
+// rounded down: 0 once it has passed, RETRYRS_UNBOUNDED (UINT64_MAX) when the policy has
+// neither a deadline nor an attempt timeout. Ask it when an attempt starts (step.action
+// RETRYRS_ACTION_ATTEMPT) and bound the attempt's I/O with it. RETRYRS_INVALID_ARGUMENT
+// when `call` or `out` is NULL, when no attempt is in progress (waiting, or ended), or
+// from inside one of the call's own callbacks; `*out` is written only on RETRYRS_OK.
+retryrs_status retryrs_call_remaining_ms(struct retryrs_call *call, uint64_t now_ms, uint64_t *out);
+
 // The library's monotonic clock in ms (the virtual one while the testing switch is on):
 // a time base for retryrs_call_start() and friends.
 uint64_t retryrs_now_ms(void);
@@ -506,9 +525,7 @@ void retryrs_call_free(struct retryrs_call *call);
 // Returns this thread's last error message: what the most recent call that returned a
 // status other than RETRYRS_OK on this thread had to say. Never NULL ("" before any
 // failure). The string stays valid until the next failing call on the same thread; a
-// successful call leaves it unchanged, so read it right after the failure. At most 1023
-// bytes: a longer message is cut at a character boundary and ends in "...". Works during
-// thread and process teardown too (see "Teardown").
+// successful call leaves it unchanged, so read it right after the failure.
 const char *retryrs_last_error(void);
 
 // The name of a status ("ok", "rejected", "exhausted", "cancelled",

@@ -11,7 +11,6 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 use retryrs::{cancelled_before_start, Call, Verdict, VirtualClock};
 
-use crate::convert::pyfloat;
 use crate::errors;
 use crate::host_policy::{Hooks, HostPolicy, RetryOn};
 use crate::state::{now, CallState, Failed};
@@ -166,7 +165,7 @@ impl Retrier {
     /// (in seconds), the signature below is written from it by tools/knobgen.
     #[new]
     // knobgen:begin signature
-    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, seed=None, name='retry', budget=None, max_retry_after=60.0, retry_after=None, retry_on_result=None, on_event=None, attempt_timeout=None)")]
+    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, seed=None, name='retry', budget=None, max_retry_after=60.0, attempt_timeout=None, retry_after=None, retry_on_result=None, on_event=None)")]
     // knobgen:end signature
     fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         Ok(Retrier { host: Arc::new(crate::options::parse(py, options)?), cancel: None })
@@ -251,9 +250,20 @@ impl Retrier {
         attempt_timeout: bool,
     ) -> Self {
         let h = &*self.host;
+        // The attempt timeout is a knob of the core's policy now: dropping it means a
+        // policy without it (the same knobs otherwise).
+        let policy = match (attempt_timeout, h.policy.attempt_timeout()) {
+            (false, Some(_)) => Arc::new(
+                retryrs::PolicyBuilder::from(&*h.policy)
+                    .attempt_timeout(None)
+                    .build()
+                    .expect("a valid policy without its attempt timeout is valid"),
+            ),
+            _ => h.policy.clone(),
+        };
         let host = HostPolicy::new(
             py,
-            h.policy.clone(),
+            policy,
             RetryOn::Classes(retry_on),
             // No result predicate: a response is judged by the HTTP rules alone.
             Hooks { retry_after, retry_on_result: None, on_event: h.on_event.as_ref().map(|f| f.clone_ref(py)) },
@@ -311,11 +321,11 @@ impl Retrier {
     fn max_retry_after(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.knob(py, "max_retry_after")
     }
-    // knobgen:end getters
     #[getter]
-    fn attempt_timeout(&self) -> Option<f64> {
-        self.host.attempt_timeout
+    fn attempt_timeout(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.knob(py, "attempt_timeout")
     }
+    // knobgen:end getters
     #[getter]
     fn retry_on(&self, py: Python<'_>) -> Py<PyAny> {
         match &self.host.retry_on {
@@ -344,9 +354,6 @@ impl Retrier {
             }
             if let Some(f) = &h.on_event {
                 parts.push(format!("on_event={}", py_repr(f.bind(py))));
-            }
-            if let Some(t) = h.attempt_timeout {
-                parts.push(format!("attempt_timeout={}", pyfloat(t)));
             }
         }
         format!("Retrier({})", parts.join(", "))

@@ -15,13 +15,14 @@
 //! let retrier = Retrier::new(Policy::builder().jitter(Jitter::None).initial_delay(Duration::ZERO).build().unwrap());
 //! let mut calls = 0;
 //! let value = retrier.run(
-//!     |_attempt| { calls += 1; if calls < 3 { Err("503") } else { Ok("rate: 1.0842") } },
+//!     |_attempt: &retryrs::Attempt| { calls += 1; if calls < 3 { Err("503") } else { Ok("rate: 1.0842") } },
 //!     |_err| Verdict::TRANSIENT,
 //! );
 //! assert_eq!(value.unwrap(), "rate: 1.0842");
 //! ```
 #![deny(missing_docs)]
 
+pub mod attempt;
 pub mod backoff;
 pub mod budget;
 pub mod cancel;
@@ -38,6 +39,7 @@ pub mod redact;
 pub mod retry_after;
 pub mod units;
 
+pub use attempt::Attempt;
 pub use budget::{BudgetError, QuotaBudget, RatioBudget, RetryBudget, RetryCause};
 pub use cancel::CancelToken;
 pub use clock::{testing, Clock, SystemClock, VirtualClock};
