@@ -40,6 +40,17 @@
  *   call, a new blocking call with the same retrier) may be used from a callback.
  * fork(): an unseeded retrier draws fresh entropy in a child before its first delay, so
  *   forked workers never retry in lockstep; a seeded one gives the same stream everywhere.
+ * Teardown: every function keeps these promises in an atexit handler, a C++ static or
+ *   thread_local destructor and a pthread key destructor, on any thread: the library
+ *   keeps no thread-local that is ever torn down (the last error is a fixed per-thread
+ *   buffer; a message longer than 1023 bytes is cut and ends in "..."), and an unseeded
+ *   retrier draws its seed from the OS (getrandom), not from a thread-local generator.
+ *   A thread whose only calls are made in its key destructors leaks nothing.
+ * Memory: allocation failure is not reported, it aborts. The library allocates with the
+ *   system allocator (malloc) for handles, messages, policy documents and each blocking
+ *   call's state; when an allocation fails, Rust's handler prints "memory allocation of
+ *   N bytes failed" and calls abort(); no function returns an out-of-memory status.
+ *   retryrs_last_error() never allocates.
  * Enums: retryrs_verdict and retryrs_event_kind are int32_t (a fixed width); `enum
  *   retryrs_verdict` / `enum retryrs_event_kind` name the values, so a switch on
  *   `(enum retryrs_event_kind)e->kind` lets -Wswitch report a missing case.
@@ -68,6 +79,10 @@
  *   it does not accept answers RETRYRS_TRANSIENT (with the value's hint, if any).
  * Units: every duration is in milliseconds (double in the config so that negative or
  *   non-finite values reach validation; uint64_t for what the engine reports).
+ * Longest wait: every delay_ms the library reports (retryrs_step, retryrs_event) is at
+ *   most RETRYRS_MAX_DELAY_MS (9e15 ms, about 285,000 years), the largest delay a config
+ *   may hold; a longer Retry-After hint is clamped to it. `now + delay_ms` cannot wrap
+ *   for retryrs_now_ms() or any Unix-epoch time in ms.
  */
 
 
@@ -93,6 +108,16 @@
 
 // Patch version, as in Cargo.toml.
 #define RETRYRS_VERSION_PATCH 0
+
+// The longest wait the engine ever asks for, in ms (9e15, about 285,000 years): the
+// largest delay and deadline a config may hold. A server's hint asking for longer (only
+// possible with both the deadline and max_retry_after off) is clamped to it, in every
+// host alike, so `now + delay_ms` never wraps for any time base below 1.8e19 - 9e15.
+#define RETRYRS_MAX_DELAY_MS 9000000000000000
+
+// The most bytes a last-error message keeps (with its NUL); a longer one is cut at a
+// character boundary and ends in "...".
+#define LAST_ERROR_CAP 1024
 
 // What retryrs_attempt_remaining_ms() and retryrs_call_remaining_ms() report for an
 // attempt that has no bound (neither a deadline nor an attempt timeout): UINT64_MAX.
@@ -209,7 +234,8 @@ typedef struct retryrs_event {
   uint32_t attempt;
   // Time since the call began, in ms (virtual under the testing switch).
   uint64_t elapsed_ms;
-  // The wait about to start, in ms (RETRYRS_EVENT_RETRYING only; 0 otherwise).
+  // The wait about to start, in ms (RETRYRS_EVENT_RETRYING only; 0 otherwise); at most
+  // RETRYRS_MAX_DELAY_MS.
   uint64_t delay_ms;
   // Why the call was exhausted (RETRYRS_EVENT_EXHAUSTED only; RETRYRS_REASON_NONE
   // otherwise).
@@ -301,7 +327,7 @@ typedef int32_t retryrs_action;
 typedef struct retryrs_step {
   // One of RETRYRS_ACTION_*.
   retryrs_action action;
-  // RETRY: the wait in ms.
+  // RETRY: the wait in ms, at most RETRYRS_MAX_DELAY_MS.
   uint64_t delay_ms;
   // ATTEMPT: the attempt to run (1-based); RETRY: the attempt that failed; STOP: the
   // attempts made.
@@ -318,7 +344,8 @@ typedef int32_t retryrs_http_outcome;
 // Run attempt `step.attempt` now, then report it with retryrs_call_report().
 #define RETRYRS_ACTION_ATTEMPT 0
 
-// Wait `step.delay_ms` (0: do not wait at all), then call retryrs_call_after_wait().
+// Wait `step.delay_ms` (0: do not wait at all; never more than RETRYRS_MAX_DELAY_MS),
+// then call retryrs_call_after_wait().
 #define RETRYRS_ACTION_RETRY 1
 
 // The call is over: `step.outcome` and `step.reason` say how.
@@ -525,7 +552,9 @@ void retryrs_call_free(struct retryrs_call *call);
 // Returns this thread's last error message: what the most recent call that returned a
 // status other than RETRYRS_OK on this thread had to say. Never NULL ("" before any
 // failure). The string stays valid until the next failing call on the same thread; a
-// successful call leaves it unchanged, so read it right after the failure.
+// successful call leaves it unchanged, so read it right after the failure. At most 1023
+// bytes: a longer message is cut at a character boundary and ends in "...". Works during
+// thread and process teardown too (see "Teardown").
 const char *retryrs_last_error(void);
 
 // The name of a status ("ok", "rejected", "exhausted", "cancelled",
