@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use crate::budget::RetryBudget;
 use crate::knob::{Setting, Unit, KNOBS};
-use crate::policy::{Given, Jitter, Policy, PolicyBuilder, PolicyError};
+use crate::policy::{Given, Jitter, Policy, PolicyBuilder, PolicyError, Pushback};
 
 /// The largest document accepted, in bytes (16 MiB: a 10,000-policy document is about
 /// 1.5 MiB). Larger input is refused before it is parsed, so a 100 MB string costs nothing.
@@ -96,6 +96,7 @@ impl std::error::Error for DocumentError {}
 pub struct Policies {
     policies: BTreeMap<String, Policy>,
     budgets: BTreeMap<String, Arc<RetryBudget>>,
+    warnings: Vec<String>,
 }
 
 impl Policies {
@@ -174,6 +175,29 @@ impl Policies {
     /// The shared budget called `name` (every policy naming it holds this very bucket).
     pub fn budget(&self, name: &str) -> Option<&Arc<RetryBudget>> {
         self.budgets.get(name)
+    }
+
+    /// What the document says that is valid but probably not meant (each a sentence
+    /// starting with its path), in document order: e.g. a gRPC `tokenRatio` that A6's
+    /// three decimals make 0, or a method config that names no method. Empty for most
+    /// documents; every host hands them over as they are.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The key of the policy a call to `method` of `service` runs under, looked up the way
+    /// gRPC looks up a method config: `service/method`, then the service's own (`service`),
+    /// then `default`. `None` when none of them is in the document (a gRPC call without a
+    /// method config: one attempt). An empty `method` looks up the service's.
+    pub fn method_key(&self, service: &str, method: &str) -> Option<&str> {
+        let key = |k: &str| self.policies.get_key_value(k).map(|(k, _)| k.as_str());
+        let exact = if method.is_empty() { None } else { key(&format!("{service}/{method}")) };
+        exact.or_else(|| key(service)).or_else(|| key(DEFAULT_POLICY))
+    }
+
+    /// The policy of [`Policies::method_key`].
+    pub fn for_method(&self, service: &str, method: &str) -> Option<&Policy> {
+        self.method_key(service, method).and_then(|k| self.policies.get(k))
     }
 }
 
@@ -365,7 +389,7 @@ impl<'a> Loader<'a> {
             let policy = self.policy(name, own, default, &budgets)?;
             policies.insert(name.to_string(), policy);
         }
-        Ok(Policies { policies, budgets })
+        Ok(Policies { policies, budgets, warnings: Vec::new() })
     }
 
     fn budget(&self, path: &str, raw: &'a RawValue) -> Result<RetryBudget, DocumentError> {
@@ -512,51 +536,69 @@ impl<'a> Loader<'a> {
     }
 
     // ---- gRPC service config --------------------------------------------------------
+    //
+    // grpc-go's service config parser is the reference: what it refuses is refused, what
+    // it accepts loads (and where A6 makes an accepted value useless, a warning says so).
 
     fn load_grpc(&self, top: &[(String, &'a RawValue)]) -> Result<Policies, DocumentError> {
         let mut budgets = BTreeMap::new();
+        let mut warnings = Vec::new();
         if let Some((_, raw)) = top.iter().find(|(k, _)| k == "retryThrottling") {
-            let path = "retryThrottling";
-            let mut max = None;
-            let mut ratio = None;
-            for (key, v) in self.object(path, Some(raw))? {
-                let at = format!("{path}.{key}");
-                match key.as_str() {
-                    "maxTokens" => max = Some((self.number(&at, v)?, v)),
-                    "tokenRatio" => ratio = Some((self.number(&at, v)?, v)),
-                    _ => {
-                        return Err(self.key_err(&at, v, "unknown key; retryThrottling holds maxTokens and tokenRatio"))
-                    }
-                }
-            }
-            let (Some((m, m_raw)), Some((r, r_raw))) = (max, ratio) else {
-                let missing = if max.is_none() { "maxTokens" } else { "tokenRatio" };
-                return Err(self.err(path, Some(raw), format!("{missing} is missing")));
-            };
-            // A6: "maxTokens ... must be greater than zero and less than or equal to 1000".
-            if !(m > 0.0 && m <= 1000.0) {
-                return Err(self.err(
-                    "retryThrottling.maxTokens",
-                    Some(m_raw),
-                    format!("must be > 0 and <= 1000, got {m}"),
-                ));
-            }
-            let budget = RetryBudget::new(m, r).map_err(|e| {
-                let (key, at) = if e.knob == "max_tokens" { ("maxTokens", m_raw) } else { ("tokenRatio", r_raw) };
-                self.err(&format!("{path}.{key}"), Some(at), format!("must be {}, got {}", e.requirement, e.value))
-            })?;
+            let budget = self.grpc_throttling(raw, &mut warnings)?;
             budgets.insert(GRPC_BUDGET.to_string(), Arc::new(budget));
         }
         let mut policies = BTreeMap::new();
         if let Some((_, raw)) = top.iter().find(|(k, _)| k == "methodConfig") {
             let configs: Vec<&RawValue> = serde_json::from_str(raw.get())
                 .map_err(|_| self.err("methodConfig", Some(raw), "must be a list of method configs"))?;
+            // Where each name was given, to refuse one given twice (gRPC does).
+            let mut named: BTreeMap<String, String> = BTreeMap::new();
             for (i, config) in configs.iter().enumerate() {
                 let path = format!("methodConfig[{i}]");
-                self.grpc_method(&path, config, budgets.get(GRPC_BUDGET), &mut policies)?;
+                let budget = budgets.get(GRPC_BUDGET);
+                self.grpc_method(&path, config, budget, &mut named, &mut policies, &mut warnings)?;
             }
         }
-        Ok(Policies { policies, budgets })
+        Ok(Policies { policies, budgets, warnings })
+    }
+
+    /// `retryThrottling`: `maxTokens` a whole number in (0, 1000] (A6's uint32, grpc-go's
+    /// range), `tokenRatio` > 0. A ratio that keeps no token at three decimals is valid to
+    /// gRPC, so it loads, with a warning.
+    fn grpc_throttling(&self, raw: &'a RawValue, warnings: &mut Vec<String>) -> Result<RetryBudget, DocumentError> {
+        let path = "retryThrottling";
+        let mut max = None;
+        let mut ratio = None;
+        for (key, v) in self.object(path, Some(raw))? {
+            let at = format!("{path}.{key}");
+            match key.as_str() {
+                "maxTokens" => max = Some((self.number(&at, v)?, v)),
+                "tokenRatio" => ratio = Some((self.number(&at, v)?, v)),
+                _ => return Err(self.key_err(&at, v, "unknown key; retryThrottling holds maxTokens and tokenRatio")),
+            }
+        }
+        let (Some((m, m_raw)), Some((r, r_raw))) = (max, ratio) else {
+            let missing = if max.is_none() { "maxTokens" } else { "tokenRatio" };
+            return Err(self.err(path, Some(raw), format!("{missing} is missing")));
+        };
+        if !(m > 0.0 && m <= 1000.0 && m.fract() == 0.0) {
+            return Err(self.err(
+                "retryThrottling.maxTokens",
+                Some(m_raw),
+                format!("must be a whole number > 0 and <= 1000 (gRPC), got {m}"),
+            ));
+        }
+        if !(r > 0.0 && r.is_finite()) {
+            return Err(self.err("retryThrottling.tokenRatio", Some(r_raw), format!("must be > 0 (gRPC), got {r}")));
+        }
+        let budget = RetryBudget::grpc(m, r);
+        if budget.token_ratio() == 0.0 {
+            warnings.push(format!(
+                "retryThrottling.tokenRatio: {r} is 0 at the three decimals gRPC keeps (A6): successes never refill the bucket, so once {} failures spend half of it no call is retried again",
+                m / 2.0
+            ));
+        }
+        Ok(budget)
     }
 
     fn grpc_method(
@@ -564,10 +606,34 @@ impl<'a> Loader<'a> {
         path: &str,
         raw: &'a RawValue,
         budget: Option<&Arc<RetryBudget>>,
+        named: &mut BTreeMap<String, String>,
         out: &mut BTreeMap<String, Policy>,
+        warnings: &mut Vec<String>,
     ) -> Result<(), DocumentError> {
         let entries = self.object(path, Some(raw))?;
         let get = |k: &str| entries.iter().find(|(key, _)| key == k).map(|(_, v)| *v);
+        // grpc-go skips a method config without names: it applies to no method.
+        let names = match get("name") {
+            None => Vec::new(),
+            Some(n) => self.grpc_names(&format!("{path}.name"), n)?,
+        };
+        if names.is_empty() {
+            warnings.push(format!(
+                "{path}: names no method, so it applies to none (gRPC); {{}} in name makes it every method's default"
+            ));
+            return Ok(());
+        }
+        for (name, at, raw_at) in &names {
+            if let Some(first) = named.get(name) {
+                let what = if name == DEFAULT_POLICY { "the default ({})".to_string() } else { format!("{name:?}") };
+                return Err(self.err(
+                    at,
+                    Some(raw_at),
+                    format!("names {what} again: {first} names it already; gRPC refuses a service config that names a method twice"),
+                ));
+            }
+            named.insert(name.clone(), at.clone());
+        }
         if let Some(h) = get("hedgingPolicy") {
             return Err(self.err(
                 &format!("{path}.hedgingPolicy"),
@@ -575,9 +641,47 @@ impl<'a> Loader<'a> {
                 "is not supported: retryrs retries, it does not hedge",
             ));
         }
-        let Some(retry) = get("retryPolicy") else {
-            return Ok(()); // A method config without retries configures nothing retryrs does.
+        let deadline = match get("timeout") {
+            None => None, // gRPC calls have no deadline unless one is set.
+            Some(t) => match self.value(&format!("{path}.timeout"), t)? {
+                Value::String(s) => {
+                    Some(grpc_duration(&s).map_err(|w| self.err(&format!("{path}.timeout"), Some(t), w))?)
+                }
+                other => {
+                    return Err(self.err(
+                        &format!("{path}.timeout"),
+                        Some(t),
+                        format!("must be a duration such as \"1.5s\", got {}", describe(&other)),
+                    ))
+                }
+            },
         };
+        let base = PolicyBuilder::new().deadline_ms(deadline).pushback(Pushback::Grpc);
+        let builder = match get("retryPolicy") {
+            Some(retry) => self.grpc_retry(path, retry, base, budget)?,
+            // A method config without a retry policy still is the method's config: gRPC
+            // makes one attempt (a service-level policy does not apply to it), and a call
+            // that is not retried spends no throttling token.
+            None => base.max_attempts(1).budget(None),
+        };
+        for (name, _, _) in names {
+            let built = builder.clone().name(&name).build().map_err(|e| {
+                let text = e.render(&|k| k.to_string(), &document_value);
+                self.err(&format!("{path}.timeout"), get("timeout"), format!("retryrs needs {text}"))
+            })?;
+            out.insert(name, built);
+        }
+        Ok(())
+    }
+
+    /// A method config's `retryPolicy`, checked as grpc-go checks it, onto `base`.
+    fn grpc_retry(
+        &self,
+        path: &str,
+        retry: &'a RawValue,
+        base: PolicyBuilder,
+        budget: Option<&Arc<RetryBudget>>,
+    ) -> Result<PolicyBuilder, DocumentError> {
         let rp = format!("{path}.retryPolicy");
         let fields = self.object(&rp, Some(retry))?;
         let field = |k: &str| -> Result<&RawValue, DocumentError> {
@@ -628,60 +732,66 @@ impl<'a> Loader<'a> {
         let mult_raw = field("backoffMultiplier")?;
         let multiplier = self.number(&at("backoffMultiplier"), mult_raw)?;
         let codes_raw = field("retryableStatusCodes")?;
-        match self.value(&at("retryableStatusCodes"), codes_raw)? {
-            Value::Array(a) if !a.is_empty() => {}
-            _ => return Err(self.err(&at("retryableStatusCodes"), Some(codes_raw), "must be a non-empty list (gRPC)")),
+        self.grpc_codes(&at("retryableStatusCodes"), codes_raw)?;
+        let builder = base
+            .max_attempts(attempts)
+            .initial_delay_ms(initial)
+            .max_delay_ms(max)
+            .multiplier(multiplier)
+            .jitter(Jitter::Proportional(0.2))
+            // gRPC obeys grpc-retry-pushback-ms as given: no cap on a server's wait.
+            .set("max_retry_after", Setting::Off)
+            .map_err(|e| self.err(&rp, Some(retry), e))?
+            .budget(budget.cloned());
+        // The knobs' own rules, reported at the gRPC field that broke them.
+        builder.clone().build().map_err(|e| {
+            let (key, raw) = match e.knob {
+                "max_delay" => ("maxBackoff", field("maxBackoff").ok()),
+                "initial_delay" => ("initialBackoff", field("initialBackoff").ok()),
+                "multiplier" => ("backoffMultiplier", Some(mult_raw)),
+                _ => ("maxAttempts", Some(attempts_raw)),
+            };
+            let text = e.render(&|k| k.to_string(), &document_value);
+            self.err(&at(key), raw, format!("retryrs needs {text}"))
+        })?;
+        Ok(builder)
+    }
+
+    /// `retryableStatusCodes`: a non-empty list of gRPC status codes, each a name
+    /// (`"UNAVAILABLE"`) or a number in [0, 16], as grpc-go reads them. Checked, not used:
+    /// which errors are retried is the host's predicate.
+    fn grpc_codes(&self, path: &str, raw: &RawValue) -> Result<(), DocumentError> {
+        let list: Vec<&RawValue> = serde_json::from_str(raw.get())
+            .map_err(|_| self.err(path, Some(raw), "must be a non-empty list (gRPC)"))?;
+        if list.is_empty() {
+            return Err(self.err(path, Some(raw), "must be a non-empty list (gRPC)"));
         }
-        let deadline = match get("timeout") {
-            None => None, // gRPC calls have no deadline unless one is set.
-            Some(t) => match self.value(&format!("{path}.timeout"), t)? {
-                Value::String(s) => {
-                    Some(grpc_duration(&s).map_err(|w| self.err(&format!("{path}.timeout"), Some(t), w))?)
-                }
-                other => {
-                    return Err(self.err(
-                        &format!("{path}.timeout"),
-                        Some(t),
-                        format!("must be a duration such as \"1.5s\", got {}", describe(&other)),
-                    ))
-                }
-            },
-        };
-        let names = match get("name") {
-            None => vec![DEFAULT_POLICY.to_string()],
-            Some(n) => self.grpc_names(&format!("{path}.name"), n)?,
-        };
-        for name in names {
-            let built = PolicyBuilder::new()
-                .name(&name)
-                .max_attempts(attempts)
-                .initial_delay_ms(initial)
-                .max_delay_ms(max)
-                .multiplier(multiplier)
-                .jitter(Jitter::Proportional(0.2))
-                .deadline_ms(deadline)
-                // gRPC obeys grpc-retry-pushback-ms as given: no cap on a server's wait.
-                .set("max_retry_after", Setting::Off)
-                .map_err(|e| self.err(&rp, Some(retry), e))?
-                .budget(budget.cloned())
-                .build()
-                .map_err(|e| {
-                    let (key, raw) = match e.knob {
-                        "max_delay" => ("maxBackoff", field("maxBackoff").ok()),
-                        "initial_delay" => ("initialBackoff", field("initialBackoff").ok()),
-                        "multiplier" => ("backoffMultiplier", Some(mult_raw)),
-                        "deadline" => ("timeout", get("timeout")),
-                        _ => ("maxAttempts", Some(attempts_raw)),
-                    };
-                    let text = e.render(&|k| k.to_string(), &document_value);
-                    self.err(&at(key), raw, format!("retryrs needs {text}"))
-                })?;
-            out.insert(name, built);
+        for (i, code) in list.iter().enumerate() {
+            let p = format!("{path}[{i}]");
+            let valid = match self.value(&p, code)? {
+                Value::String(s) => GRPC_CODES.contains(&s.as_str()),
+                Value::Number(n) => n.as_u64().is_some_and(|n| n < GRPC_CODES.len() as u64),
+                _ => false,
+            };
+            if !valid {
+                return Err(self.err(
+                    &p,
+                    Some(code),
+                    format!(
+                        "{} is not a gRPC status code; write a name such as \"UNAVAILABLE\" or a number from 0 to {}",
+                        shown(code),
+                        GRPC_CODES.len() - 1
+                    ),
+                ));
+            }
         }
         Ok(())
     }
 
-    fn grpc_names(&self, path: &str, raw: &'a RawValue) -> Result<Vec<String>, DocumentError> {
+    /// A method config's names, each with its path: gRPC's `service/method`, `service`
+    /// for all its methods, `default` for `{}` (every method).
+    #[allow(clippy::type_complexity)]
+    fn grpc_names(&self, path: &str, raw: &'a RawValue) -> Result<Vec<(String, String, &'a RawValue)>, DocumentError> {
         let list: Vec<&RawValue> =
             serde_json::from_str(raw.get()).map_err(|_| self.err(path, Some(raw), "must be a list of names"))?;
         let mut out = Vec::new();
@@ -712,17 +822,38 @@ impl<'a> Loader<'a> {
                     }
                 }
             }
-            // gRPC's names: "service/method", "service" for all its methods, {} for all.
-            out.push(match (service.is_empty(), method.is_empty()) {
+            let name = match (service.is_empty(), method.is_empty()) {
                 (true, true) => DEFAULT_POLICY.to_string(),
                 (false, true) => service,
                 (false, false) => format!("{service}/{method}"),
                 (true, false) => return Err(self.err(&p, Some(n), "a method needs its service (gRPC)")),
-            });
+            };
+            out.push((name, p, *n));
         }
         Ok(out)
     }
 }
+
+/// gRPC's status codes by number, as its service config spells them.
+const GRPC_CODES: [&str; 17] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
 
 /// A value as the document spells it: durations as `"100ms"`.
 fn document_value(knob: &'static str, v: &Given) -> String {
