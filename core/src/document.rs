@@ -371,6 +371,9 @@ impl<'a> Loader<'a> {
         let mut budgets = BTreeMap::new();
         if let Some(raw) = budgets_raw {
             for (name, b) in self.object("budgets", Some(raw))? {
+                if !valid_name(&name) {
+                    return Err(self.key_err(&format!("budgets.{name:?}"), b, format!("the key {NAME_RULE}")));
+                }
                 let budget = self.budget(&format!("budgets.{name}"), b)?;
                 budgets.insert(name, Arc::new(budget));
             }
@@ -381,6 +384,9 @@ impl<'a> Loader<'a> {
         let entries = self.object("policies", Some(policies_raw))?;
         let mut written: Vec<(&str, Vec<(String, &'a RawValue)>)> = Vec::with_capacity(entries.len());
         for (name, raw) in &entries {
+            if !valid_name(name) {
+                return Err(self.key_err(&format!("policies.{name:?}"), raw, format!("the key {NAME_RULE}")));
+            }
             written.push((name.as_str(), self.object(&format!("policies.{name}"), Some(raw))?));
         }
         let default = written.iter().find(|(n, _)| *n == DEFAULT_POLICY).map(|(_, e)| e.as_slice()).unwrap_or(&[]);
@@ -508,16 +514,23 @@ impl<'a> Loader<'a> {
                 builder.set(knob.name, setting).map_err(policy_err)
             }
             Unit::Jitter => match &value {
-                Value::String(s) => Ok(builder.jitter(s.parse::<Jitter>().map_err(policy_err)?)),
+                Value::String(s) => Ok(builder.jitter(document_jitter(s).map_err(policy_err)?)),
                 other => Err(bad(format!("must be a jitter spelling such as \"full\", got {}", describe(other)))),
             },
             Unit::Text => match &value {
+                Value::String(s) if !valid_name(s) => Err(bad(NAME_RULE.to_string())),
                 Value::String(s) => Ok(builder.name(s)),
                 other => Err(bad(format!("must be a string, got {}", describe(other)))),
             },
             Unit::Seed => match &value {
                 Value::Null => Ok(builder.seed(None)),
                 Value::Number(n) if n.as_u64().is_some() => Ok(builder.seed(n.as_u64())),
+                // 1e3 or 7.0: JSON's integers, as JSON Schema counts them.
+                Value::Number(n)
+                    if n.as_f64().is_some_and(|f| f.fract() == 0.0 && (0.0..1.8446744073709552e19).contains(&f)) =>
+                {
+                    Ok(builder.seed(n.as_f64().map(|f| f as u64)))
+                }
                 other => Err(bad(format!("must be a whole number in [0, 2^64), got {}", describe(other)))),
             },
             Unit::Budget => match &value {
@@ -895,24 +908,56 @@ fn no_unit(number: &str) -> String {
     format!("\"{number}\" has no unit; write \"{number}ms\" or \"{secs}s\"")
 }
 
-/// A retryrs duration: a decimal number and a unit, `ms`, `s` or `m`, in milliseconds.
+/// A retryrs duration, in milliseconds: digits, optionally a point and more digits, and a
+/// unit, `ms`, `s` or `m`, nothing else (no sign, no spaces, no exponent): the grammar the
+/// schema's pattern states too ([`json_schema`]), so an editor and the loader agree.
 pub fn parse_duration(text: &str) -> Result<f64, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
+    let split = text.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
     let scale = match unit {
-        "" => return Err(no_unit(number)),
+        "" if decimal(number) => return Err(no_unit(number)),
         "ms" => 1.0,
         "s" => 1000.0,
         "m" => 60_000.0,
-        other => return Err(format!("{text:?}: {other:?} is not a unit; write ms, s or m")),
+        "" => return Err(not_a_duration(text)),
+        other if decimal(number) => return Err(format!("{text:?}: {other:?} is not a unit; write ms, s or m")),
+        _ => return Err(not_a_duration(text)),
     };
-    let valid = !number.is_empty() && number.chars().all(|c| c.is_ascii_digit() || c == '.' || c == '-' || c == '+');
-    let n: f64 = number.parse().ok().filter(|_| valid).ok_or_else(|| {
-        format!("{text:?} is not a duration; write a number and a unit, such as \"100ms\", \"1.5s\" or \"2m\"")
-    })?;
+    if !decimal(number) {
+        return Err(not_a_duration(text));
+    }
+    // The range, checked on the decimal as written (a double would read
+    // 9000000000000000.5ms as the limit itself).
+    let limit = (crate::knob::MAX_MS * 1000.0 / (scale * 1000.0)) as u64;
+    let (whole, frac) = number.split_once('.').unwrap_or((number, ""));
+    let whole = whole.trim_start_matches('0');
+    let limit_text = limit.to_string();
+    let over = (whole.len(), whole) > (limit_text.len(), limit_text.as_str())
+        || (whole == limit_text && frac.bytes().any(|b| b != b'0'));
+    if over {
+        return Err(format!("{text:?} is more than the largest duration, {limit}{unit} (about 285,000 years)"));
+    }
+    let n: f64 = number.parse().map_err(|_| not_a_duration(text))?;
     // Whole milliseconds stay exact (0.3s is 300 ms, not 299.99999999999994).
     Ok(crate::units::ms_from_secs(n * scale / 1000.0))
+}
+
+/// Digits, optionally a point and more digits: a duration's number.
+fn decimal(n: &str) -> bool {
+    let (whole, frac) = n.split_once('.').unwrap_or((n, "0"));
+    let digits = |d: &str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
+    digits(whole) && digits(frac)
+}
+
+fn not_a_duration(text: &str) -> String {
+    let why = match text.trim() {
+        t if t != text => "no spaces around it; ",
+        t if t.starts_with('-') => "it cannot be negative; ",
+        t if t.starts_with('+') => "no sign; ",
+        t if t.starts_with('.') || t.contains(".m") || t.contains(".s") => "digits on both sides of the point; ",
+        _ => "",
+    };
+    format!("{text:?} is not a duration; write {why}a number and a unit, such as \"100ms\", \"1.5s\" or \"2m\"")
 }
 
 /// A protobuf JSON duration as gRPC's service config writes it: seconds with an `s`.
@@ -946,11 +991,13 @@ pub fn json_schema() -> Value {
             "policies": {
                 "type": "object",
                 "description": "Policies by name; \"default\" gives every other policy the knobs it omits.",
+                "propertyNames": { "pattern": NAME_PATTERN },
                 "additionalProperties": { "$ref": "#/$defs/policy" }
             },
             "budgets": {
                 "type": "object",
                 "description": "Retry budgets by name; every policy naming one shares that one bucket.",
+                "propertyNames": { "pattern": NAME_PATTERN },
                 "additionalProperties": { "$ref": "#/$defs/budget" }
             }
         },
@@ -961,8 +1008,8 @@ pub fn json_schema() -> Value {
                 "additionalProperties": false,
                 "required": ["max_tokens", "token_ratio"],
                 "properties": {
-                    "max_tokens": { "type": "number", "exclusiveMinimum": 0, "maximum": 1e12, "description": "the bucket's size; it starts full" },
-                    "token_ratio": { "type": "number", "exclusiveMinimum": 0, "description": "tokens a success adds back (<= max_tokens)" }
+                    "max_tokens": { "type": "number", "minimum": 0.001, "maximum": 1e12, "description": "the bucket's size; it starts full (3 decimals kept, truncated)" },
+                    "token_ratio": { "type": "number", "minimum": 0.001, "maximum": 1e12, "description": "tokens a success adds back (<= max_tokens; 3 decimals kept, truncated)" }
                 }
             }
         }
@@ -974,15 +1021,12 @@ fn knob_schema(k: &crate::knob::Knob) -> Value {
     use serde_json::json;
     let mut schema = match k.unit {
         Unit::Count => json!({ "type": "integer", "minimum": 1 }),
-        Unit::Duration => json!({ "type": "string", "pattern": DURATION_PATTERN }),
+        Unit::Duration => json!({ "type": "string", "pattern": duration_pattern() }),
         Unit::Factor => json!({ "type": "number" }),
-        Unit::Jitter => json!({
-            "type": "string",
-            "pattern": "^\\s*(?i:none|full|equal|decorrelated|proportional\\(\\s*[0-9.]+\\s*\\)|proportional:\\s*[0-9.]+)\\s*$"
-        }),
-        Unit::Text => json!({ "type": "string" }),
+        Unit::Jitter => json!({ "type": "string", "pattern": JITTER_PATTERN }),
+        Unit::Text => json!({ "type": "string", "pattern": NAME_PATTERN }),
         Unit::Seed => json!({ "type": "integer", "minimum": 0, "maximum": u64::MAX }),
-        Unit::Budget => json!({ "type": "string", "description": "the name of a budget in budgets" }),
+        Unit::Budget => json!({ "type": "string", "pattern": NAME_PATTERN }),
     };
     match k.rule {
         crate::knob::Rule::Whole { min, max } => {
@@ -1011,8 +1055,67 @@ fn knob_schema(k: &crate::knob::Knob) -> Value {
     schema
 }
 
-/// What a duration string looks like (the schema's pattern; the loader says why not).
-const DURATION_PATTERN: &str = "^[0-9]+(\\.[0-9]+)?(ms|s|m)$";
+/// What a duration string looks like: [`parse_duration`]'s grammar, and a value no
+/// larger than [`crate::knob::MAX_MS`] in its unit (the loader's range), as a pattern.
+fn duration_pattern() -> String {
+    let per_unit: Vec<String> = [("ms", 1.0), ("s", 1000.0), ("m", 60_000.0)]
+        .iter()
+        .map(|(unit, scale)| {
+            let limit = (crate::knob::MAX_MS / scale) as u64;
+            // Below the limit any fraction; the limit itself only with a zero one.
+            format!("0*(?:{})(?:\\.[0-9]+)?{unit}|0*{limit}(?:\\.0+)?{unit}", below(limit))
+        })
+        .collect();
+    format!("^(?:{})$", per_unit.join("|"))
+}
+
+/// A regular expression for the whole numbers in `[0, n)`, without leading zeros.
+fn below(n: u64) -> String {
+    let digits: Vec<u32> = n.to_string().chars().map(|c| c.to_digit(10).unwrap_or(0)).collect();
+    let k = digits.len();
+    let mut parts = vec!["0".to_string()];
+    if k > 1 {
+        parts.push(format!("[1-9][0-9]{{0,{}}}", k - 2));
+    }
+    for (i, &d) in digits.iter().enumerate() {
+        let low = if i == 0 { 1 } else { 0 };
+        if d > low {
+            let prefix: String = digits[..i].iter().map(|d| d.to_string()).collect();
+            let rest = if k - i - 1 > 0 { format!("[0-9]{{{}}}", k - i - 1) } else { String::new() };
+            parts.push(format!("{prefix}[{low}-{}]{rest}", d - 1));
+        }
+    }
+    parts.join("|")
+}
+
+/// A name (a policy's or a budget's key, the `name` knob): not empty, no NUL (C hosts
+/// hand names out as C strings).
+const NAME_PATTERN: &str = "^[^\\u0000]+$";
+const NAME_RULE: &str = "must be a name: not empty, without NUL";
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains('\0')
+}
+
+/// The jitter spellings a document may use: [`document_jitter`]'s grammar as a pattern
+/// (ECMA-262, as JSON Schema requires: no inline flags).
+const JITTER_PATTERN: &str = "^(?:none|full|equal|decorrelated|proportional\\((?:0(?:\\.[0-9]+)?|1(?:\\.0+)?)\\))$";
+
+/// A document's jitter: exactly `none`, `full`, `equal`, `decorrelated` or
+/// `proportional(F)` with F a decimal in [0, 1] (`0.2`, `1`, `0`), lower case, no spaces:
+/// one spelling per jitter, which the schema's pattern states too. (Code may spell it
+/// more freely: [`Jitter`]'s `FromStr`.)
+fn document_jitter(text: &str) -> Result<Jitter, PolicyError> {
+    let factor = text.strip_prefix("proportional(").and_then(|f| f.strip_suffix(')'));
+    let canonical = match factor {
+        Some(f) => f.starts_with(['0', '1']) && decimal(f) && f.parse::<f64>().is_ok_and(|x| x <= 1.0),
+        None => matches!(text, "none" | "full" | "equal" | "decorrelated"),
+    };
+    if !canonical {
+        return Err(PolicyError::new("jitter", crate::knob::Rule::Jitter, Given::Text(text.to_string())));
+    }
+    text.parse()
+}
 
 #[cfg(test)]
 mod tests {

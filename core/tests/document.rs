@@ -166,7 +166,12 @@ fn hostile_input_is_a_clear_error() {
     let err = Policies::from_json(r#"{"policies": {"p": {"deadline": "1e400s"}}}"#).unwrap_err();
     assert!(err.to_string().contains("policies.p.deadline"), "{err}");
     let err = Policies::from_json(r#"{"policies": {"p": {"deadline": "99999999999999999999m"}}}"#).unwrap_err();
-    assert!(err.to_string().contains("policies.p.deadline must be finite and >= 0"), "{err}");
+    assert!(
+        err.to_string().contains(
+            "policies.p.deadline: \"99999999999999999999m\" is more than the largest duration, 150000000000m"
+        ),
+        "{err}"
+    );
     // Not UTF-8 cannot reach from_json (a &str); from_path says so.
     let file = std::env::temp_dir().join(format!("retryrs-doc-bin-{}", std::process::id()));
     std::fs::write(&file, [0xff, 0xfe, 0x00]).unwrap();
@@ -363,4 +368,31 @@ fn a_grpc_policy_waits_exactly_the_pushback_and_then_backs_off_from_the_start() 
         call.record(Verdict::Transient { hint: Some(Duration::from_millis(30)) }, now, &mut |_| {}).unwrap(),
         Decision::Retry(Duration::from_millis(100))
     );
+}
+
+/// tests/policies/schema_cases.json: each document's text as the loader reads it.
+fn schema_case_text(case: &Value) -> String {
+    case.get("text").and_then(Value::as_str).map_or_else(|| case["document"].to_string(), String::from)
+}
+
+#[test]
+fn the_loader_gives_the_shared_schema_cases_their_verdicts() {
+    // The schema validators (ajv in Node, jsonschema in Python) check the same list.
+    let cases: Value = serde_json::from_str(&read("schema_cases.json")).unwrap();
+    let guide = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/policies.md")).unwrap();
+    let beyond = guide.split("## What the schema cannot say").nth(1).expect("docs/policies.md's section");
+    let beyond = beyond.split("\n## ").next().unwrap();
+    let mut reasons = vec![];
+    for case in cases["cases"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let loaded = Policies::from_json(&schema_case_text(case));
+        assert_eq!(loaded.is_ok(), case["loader"].as_bool().unwrap(), "{name}: {:?}", loaded.err());
+        if let Some(why) = case.get("schema_cannot").and_then(Value::as_str) {
+            assert!(beyond.contains(why), "docs/policies.md does not list {why:?}");
+            reasons.push(why);
+        }
+    }
+    // The guide lists exactly the rules the cases show the schema cannot state.
+    let listed = beyond.lines().filter(|l| l.starts_with("- ")).count();
+    assert_eq!(listed, reasons.len(), "{reasons:?}");
 }
