@@ -152,7 +152,18 @@ export declare class Policy {
  * (a string starting with `{`), or an object as JSON.parse gives. Every policy naming one
  * budget shares one RetryBudget. Throws PolicyDocumentError.
  */
-export declare function loadPolicies(source: string | URL | object): Map<string, Policy>;
+export declare function loadPolicies(source: string | URL | object): PolicyDocument;
+
+/** A loaded policy document: a Map of name to Policy, with the loader's warnings and gRPC's lookup. */
+export declare class PolicyDocument extends Map<string, Policy> {
+  private constructor();
+  /** The loader's warnings (valid but probably not meant), in document order, each starting with its path. */
+  readonly warnings: readonly string[];
+  /** The name of the policy `service`/`method` runs under: `service/method`, then `service`, then `default`; null when none. */
+  methodKey(service: string, method?: string): string | null;
+  /** The policy of methodKey(service, method), or null. */
+  forMethod(service: string, method?: string): Policy | null;
+}
 
 /** A policy document that could not be loaded: where (path, line, column, file) and what. */
 export declare class PolicyDocumentError extends Error {

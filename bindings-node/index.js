@@ -6,7 +6,7 @@ const { RetryBudget } = require('./lib/budget');
 const { parseRetryAfter, isRetryableStatus, classifyHttp, RETRYABLE_STATUSES } = require('./lib/http');
 const { isTransientError, retryAfterFromError } = require('./lib/predicate');
 const { testing } = require('./lib/clock');
-const { loadPolicies, Policy, PolicyDocumentError } = require('./lib/policies');
+const { loadPolicies, Policy, PolicyDocument, PolicyDocumentError } = require('./lib/policies');
 
 module.exports = {
   Retrier,
@@ -22,5 +22,6 @@ module.exports = {
   testing,
   loadPolicies,
   Policy,
+  PolicyDocument,
   PolicyDocumentError,
 };

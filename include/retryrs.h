@@ -624,11 +624,39 @@ retryrs_status retryrs_policies_from_json(const char *json,
 // passes sizeof(config). The config's `name` and `budget` point into `policies`: create
 // the retrier (retryrs_retrier_new copies both) before freeing `policies`. An unknown
 // name is RETRYRS_INVALID_ARGUMENT naming it and the names there are; so is a
-// struct_size this library does not know (nothing written).
+// struct_size this library does not know (nothing written). A config holds the knobs
+// only: for a gRPC service config's policy, whose server pushback follows A6, create
+// the retrier with retryrs_policies_retrier instead.
 retryrs_status retryrs_policies_config(const struct retryrs_policies *policies,
                                        const char *name,
                                        struct retryrs_config *config,
                                        size_t struct_size);
+
+// Creates a retrier running the policy called `name` exactly as loaded: unlike a
+// retryrs_config copy, which holds the knobs only, it keeps a gRPC service config's
+// pushback rule (A6: wait exactly grpc-retry-pushback-ms, then restart the backoff; see
+// docs/contract.md). The retrier shares the document's budget and outlives `policies`.
+// An unknown name is RETRYRS_INVALID_ARGUMENT naming it. Free with retryrs_retrier_free().
+retryrs_status retryrs_policies_retrier(const struct retryrs_policies *policies,
+                                        const char *name,
+                                        struct retryrs_retrier **out);
+
+// The key of the policy a call to `method` of `service` (UTF-8, NUL-terminated) runs
+// under, looked up as gRPC looks up a method config: `service/method`, then `service`,
+// then `default`. Owned by `policies`; NULL when none of them is in the document (for a
+// gRPC service config: one attempt), or for a NULL argument (retryrs_last_error() says
+// which). Pass it to retryrs_policies_get or retryrs_policies_retrier.
+const char *retryrs_policies_lookup(const struct retryrs_policies *policies,
+                                    const char *service,
+                                    const char *method);
+
+// How many warnings loading the document gave (0 for NULL): valid input that is probably
+// not meant, such as a gRPC tokenRatio that A6's three decimals make 0.
+size_t retryrs_policies_warning_count(const struct retryrs_policies *policies);
+
+// The `index`-th warning, in document order, NUL-terminated and owned by `policies`;
+// NULL when `index` is out of range or `policies` is NULL.
+const char *retryrs_policies_warning(const struct retryrs_policies *policies, size_t index);
 
 // How many policies the document holds (0 for NULL).
 size_t retryrs_policies_count(const struct retryrs_policies *policies);

@@ -27,7 +27,9 @@ function policyOf(v) {
   for (const key of Object.keys(v.policy || {})) {
     if (!POLICY_KEYS.has(key)) throw new Error(`vector policy has an unknown key ${key}`);
   }
-  return loadPolicies({ policies: { retry: v.policy || {} }, budgets: v.budgets || {} }).get('retry');
+  // A gRPC service config is loaded as it is: its policy is the service "retry".
+  const document = v.service_config ?? { policies: { retry: v.policy || {} }, budgets: v.budgets || {} };
+  return loadPolicies(document).get('retry');
 }
 
 function loadVectors() {

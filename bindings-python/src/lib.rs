@@ -37,6 +37,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     testing::init(m)?;
     m.add_function(wrap_pyfunction!(options::_knobs, m)?)?;
     m.add_class::<document::PyPolicy>()?;
+    m.add_class::<document::PyDocument>()?;
     m.add_function(wrap_pyfunction!(document::_load_policies, m)?)?;
     m.add_function(wrap_pyfunction!(http::parse_retry_after, m)?)?;
     m.add_function(wrap_pyfunction!(http::is_retryable_status, m)?)?;

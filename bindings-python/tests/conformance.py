@@ -72,7 +72,7 @@ def load() -> List[Tuple[str, Dict[str, Any]]]:
 # its policy file.
 POLICY_KEYS = {name for name, unit, _, _ in _native._knobs() if unit != "host"}
 VECTOR_KEYS = {
-    "vector": {"id", "rule", "policy", "budgets", "calls", "expect_error", "retry_after", "status", "http"},
+    "vector": {"id", "rule", "policy", "budgets", "service_config", "calls", "expect_error", "retry_after", "status", "http"},
     "budget": {"max_tokens", "token_ratio"},
     "call": {"attempts", "expect"},
     "attempt": {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait"},
@@ -111,9 +111,10 @@ def unknown_keys(v: Dict[str, Any]) -> List[str]:
 
 def build(v: Dict[str, Any], on_event: Optional[Callable[..., None]] = None) -> Retrier:
     """The vector's policy through the document loader: the policy "retry" (the
-    contract's default name) in a document with the vector's budgets; the host parts
+    contract's default name) in a document with the vector's budgets, or the service
+    "retry" of the vector's gRPC service_config; the host parts
     (which errors and values are failures, the listener) given in code."""
-    document = {"policies": {"retry": v.get("policy", {})}, "budgets": v.get("budgets", {})}
+    document = v.get("service_config") or {"policies": {"retry": v.get("policy", {})}, "budgets": v.get("budgets", {})}
     policy = retryrs.load_policies(document)["retry"]
     if on_event is not None:
         return Retrier.from_policy(policy, retry_on=Transient, retry_on_result=rejects, on_event=on_event)

@@ -216,10 +216,9 @@ impl<P: Deref<Target = Policy>> Call<P> {
                 return Ok(Decision::Stop(self.exhaust(ExhaustReason::RetryAfter, elapsed, sink)));
             }
         }
-        let backoff_ms = self.backoff.next_delay_ms(&self.policy, self.attempt);
         // Clamped to the longest wait validation implies (only a hint with both limits
         // off can be longer), so no host's `now + delay` wraps.
-        let delay = Duration::from_millis(backoff_ms.max(hint.map_or(0, ceil_ms)).min(MAX_WAIT_MS));
+        let delay = Duration::from_millis(self.backoff.wait_ms(&self.policy, self.attempt, hint).min(MAX_WAIT_MS));
         if let Some(deadline) = self.policy.deadline {
             if elapsed.saturating_add(delay) > deadline {
                 return Ok(Decision::Stop(self.exhaust(ExhaustReason::Deadline, elapsed, sink)));
@@ -307,11 +306,6 @@ pub fn cancelled_before_start(policy: &Policy, sink: &mut impl FnMut(&Event<'_>)
         reason: None,
     });
     Stop::Cancelled
-}
-
-/// A hint rounded up to whole milliseconds: never sooner than the server asked.
-fn ceil_ms(hint: Duration) -> u64 {
-    u64::try_from(hint.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

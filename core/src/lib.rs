@@ -51,7 +51,7 @@ pub use http::{
     is_idempotent, is_retryable_status, HttpOutcome, HttpRules, HttpVerdict, IDEMPOTENT_METHODS, RETRYABLE_STATUSES,
 };
 pub use knob::{Knob, Setting, Unit, KNOBS};
-pub use policy::{Given, Jitter, Policy, PolicyBuilder, PolicyError};
+pub use policy::{Given, Jitter, Policy, PolicyBuilder, PolicyError, Pushback};
 pub use redact::redact_url;
 pub use retry_after::{parse_retry_after, parse_retry_after_ms};
 

@@ -161,6 +161,22 @@ pub struct Policy {
     pub(crate) budget: Option<Arc<RetryBudget>>,
     pub(crate) name: Arc<str>,
     pub(crate) seed: Option<u64>,
+    pub(crate) pushback: Pushback,
+}
+
+/// How a server's requested wait (a hint: HTTP's Retry-After, gRPC's
+/// `grpc-retry-pushback-ms`) combines with the backoff. Not a knob: a policy document
+/// cannot choose it; the gRPC service-config loader sets [`Pushback::Grpc`] on the
+/// policies it builds, every other policy has [`Pushback::Floor`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Pushback {
+    /// The contract's rule: wait the larger of the backoff and the hint (never sooner
+    /// than the server asked).
+    #[default]
+    Floor,
+    /// gRPC A6's rule: wait exactly the hint, and the backoff after it restarts from
+    /// `initial_delay`, as if the hinted retry were the first.
+    Grpc,
 }
 
 impl Default for Policy {
@@ -238,6 +254,11 @@ impl Policy {
     pub fn name(&self) -> &str {
         &self.name
     }
+    /// How a server's hint combines with the backoff ([`Pushback::Grpc`] for a policy
+    /// loaded from a gRPC service config).
+    pub fn pushback(&self) -> Pushback {
+        self.pushback
+    }
     /// The jitter seed, if the delays are to be reproducible.
     pub fn seed(&self) -> Option<u64> {
         self.seed
@@ -278,6 +299,7 @@ pub struct PolicyBuilder {
     budget: Option<Arc<RetryBudget>>,
     name: Arc<str>,
     seed: Option<u64>,
+    pushback: Pushback,
 }
 
 impl Default for PolicyBuilder {
@@ -321,6 +343,7 @@ impl PolicyBuilder {
             budget: None,
             name: Arc::from("retry"),
             seed: None,
+            pushback: Pushback::Floor,
         }
     }
     /// Total calls, the first one included (>= 1; 1 disables retrying). Wider than `u32`
@@ -394,6 +417,11 @@ impl PolicyBuilder {
     /// The name used in events and errors.
     pub fn name(mut self, name: impl AsRef<str>) -> Self {
         self.name = Arc::from(name.as_ref());
+        self
+    }
+    /// How a server's hint combines with the backoff (see [`Pushback`]; the gRPC loader's).
+    pub fn pushback(mut self, rule: Pushback) -> Self {
+        self.pushback = rule;
         self
     }
     /// A seed for reproducible jitter, or `None` for fresh randomness per call.
@@ -495,6 +523,7 @@ impl PolicyBuilder {
             budget: self.budget,
             name: self.name,
             seed: self.seed,
+            pushback: self.pushback,
         })
     }
 }

@@ -51,9 +51,13 @@ fn policy_keys() -> Vec<String> {
 }
 
 /// The vector's policy through the document loader, as every host loads it: the policy is
-/// `retry` (the contract's default name) in a document with the vector's budgets.
+/// `retry` (the contract's default name) in a document with the vector's budgets, or the
+/// service `retry` of the vector's gRPC `service_config`.
 fn build_policy(v: &Value) -> Result<Policy, DocumentError> {
-    let doc = json!({"policies": {"retry": v["policy"]}, "budgets": v.get("budgets").cloned().unwrap_or(json!({}))});
+    let doc = match v.get("service_config") {
+        Some(config) => config.clone(),
+        None => json!({"policies": {"retry": v["policy"]}, "budgets": v.get("budgets").cloned().unwrap_or(json!({}))}),
+    };
     Ok(Policies::from_json(&doc.to_string())?.get("retry").expect("the document's one policy").clone())
 }
 
@@ -235,7 +239,7 @@ fn check_vector_keys(v: &Value) -> Result<(), String> {
         .into_iter()
         .find(|b| v.get(b).is_some())
         .unwrap_or("calls");
-    check_keys("vector", v, &["id", "rule", "policy", "budgets", body])?;
+    check_keys("vector", v, &["id", "rule", "policy", "budgets", "service_config", body])?;
     if let Some(p) = v.get("policy") {
         let keys = policy_keys();
         check_keys("policy", p, &keys.iter().map(String::as_str).collect::<Vec<_>>())?;

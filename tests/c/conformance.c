@@ -136,6 +136,9 @@ static retryrs_status make_retrier(const cv_policy *p, retryrs_policies **doc, c
   if (s != RETRYRS_OK) return s;
   if ((s = retryrs_policies_get(*doc, "retry", &c)) != RETRYRS_OK) return s;
   *budget = c.budget;
+  /* Straight from the document for a gRPC service config: its pushback rule is not a
+   * knob, so a retryrs_config copy would not hold it. */
+  if (p->service_config) return retryrs_policies_retrier(*doc, "retry", out);
   return retryrs_retrier_new(&c, out);
 }
 

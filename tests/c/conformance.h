@@ -12,6 +12,9 @@
  * "retry": the runner loads it with retryrs_policies_from_json, as a service would. */
 typedef struct {
   const char *document;
+  /* A gRPC service config: its pushback rule is not a knob, so the retrier comes straight
+   * from the document (retryrs_policies_retrier), not from a retryrs_config copy. */
+  int service_config;
 } cv_policy;
 
 typedef struct {

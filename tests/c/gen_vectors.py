@@ -69,11 +69,12 @@ class Out:
 
 def policy_init(where, v):
     """The vector's policy as the C runner loads it: a document whose one policy is
-    "retry" (the contract's default name), with the vector's budgets."""
+    "retry" (the contract's default name), with the vector's budgets, or the vector's gRPC
+    service_config, whose service "retry" it runs."""
     for name, b in v.get("budgets", {}).items():
         check_keys(f"{where}.budgets.{name}", b, {"max_tokens", "token_ratio"})
-    document = {"policies": {"retry": v.get("policy", {})}, "budgets": v.get("budgets", {})}
-    return "{" + f".document = {c_str(json.dumps(document))}" + "}"
+    document = v.get("service_config") or {"policies": {"retry": v.get("policy", {})}, "budgets": v.get("budgets", {})}
+    return "{" + f".document = {c_str(json.dumps(document))}, .service_config = {int('service_config' in v)}" + "}"
 
 
 def call_init(out, where, c):
@@ -125,7 +126,7 @@ def vector_init(out, path, v):
     bodies = [k for k in ("calls", "expect_error", "retry_after", "status", "http") if k in v]
     if len(bodies) != 1:
         fail(where, f"needs exactly one of calls/expect_error/retry_after/status/http, has {bodies}")
-    check_keys(where, v, {"id", "rule", "policy", "budgets", bodies[0]})
+    check_keys(where, v, {"id", "rule", "policy", "budgets", "service_config", bodies[0]})
     fields = [f".id = {c_str(v['id'])}", f".file = {c_str(path)}"]
     body = bodies[0]
     if body in ("calls", "expect_error"):

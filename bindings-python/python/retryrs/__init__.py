@@ -19,7 +19,7 @@ from types import ModuleType
 from . import testing
 from ._errors import AttemptTimeout, RetryCancelled, RetryError, RetryExhausted
 from ._logging import log_events
-from ._policies import PolicyDocumentError, load_policies
+from ._policies import PolicyDocument, PolicyDocumentError, load_policies
 from ._native import (
     RETRYABLE_STATUSES,
     CancelToken,
@@ -39,6 +39,7 @@ __all__ = [
     "RetryingFunction",
     "Policy",
     "load_policies",
+    "PolicyDocument",
     "PolicyDocumentError",
     "CancelToken",
     "RetryBudget",

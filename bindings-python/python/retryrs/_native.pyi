@@ -216,9 +216,17 @@ class Policy:
     def attempt_timeout(self) -> Optional[float]: ...
     # knobgen:end policy-knobs
 
+@final
+class _Document:
+    @property
+    def warnings(self) -> list[str]: ...
+    def method_key(self, service: str, method: str) -> Optional[str]: ...
+
 def _load_policies(
     text: Optional[str], path: Optional[str] = None
-) -> Tuple[Optional[dict[str, Policy]], Optional[Tuple[str, str, Optional[int], Optional[int], Optional[str]]]]: ...
+) -> Tuple[
+    Optional[Tuple[dict[str, Policy], _Document]], Optional[Tuple[str, str, Optional[int], Optional[int], Optional[str]]]
+]: ...
 
 @final
 class SteppedCall:
