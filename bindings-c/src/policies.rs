@@ -42,6 +42,14 @@ impl retryrs_policies {
     fn get(&self, key: &str) -> Option<&Entry> {
         self.policies.binary_search_by(|e| e.key.as_str().cmp(key)).ok().map(|i| &self.policies[i])
     }
+
+    /// The policy called `name`, or an error from `function` naming it and the names there are.
+    fn entry(&self, name: &str, function: &str) -> Result<&Entry, Failure> {
+        self.get(name).ok_or_else(|| {
+            let known: Vec<&str> = self.policies.iter().map(|e| e.key.as_str()).collect();
+            Failure::invalid(format!("{function}: no policy {name:?} in the document (it has {})", known.join(", ")))
+        })
+    }
 }
 
 /// Loads a policy document (docs/policies.md; a gRPC service config too) from `len`
@@ -116,13 +124,7 @@ pub unsafe extern "C" fn retryrs_policies_config(
         }
         let size =
             known_size(struct_size).map_err(|why| Failure::invalid(format!("retryrs_policies_config: {why}")))?;
-        let Entry { policy, c_name, .. } = all.get(name).ok_or_else(|| {
-            let known: Vec<&str> = all.policies.iter().map(|e| e.key.as_str()).collect();
-            Failure::invalid(format!(
-                "retryrs_policies_config: no policy {name:?} in the document (it has {})",
-                known.join(", ")
-            ))
-        })?;
+        let Entry { policy, c_name, .. } = all.entry(name, "retryrs_policies_config")?;
         let budget = policy
             .budget()
             .and_then(|b| all.budgets.get(&(Arc::as_ptr(b) as usize)))
@@ -151,13 +153,7 @@ pub unsafe extern "C" fn retryrs_policies_retrier(
         let all = arg(policies, "retryrs_policies_retrier: policies")?;
         let name = c_str(name, "retryrs_policies_retrier: name")?;
         arg_mut(out, "retryrs_policies_retrier: out")?;
-        let (policy, c_name, _) = all.policies.get(name).ok_or_else(|| {
-            let known: Vec<&str> = all.policies.keys().map(String::as_str).collect();
-            Failure::invalid(format!(
-                "retryrs_policies_retrier: no policy {name:?} in the document (it has {})",
-                known.join(", ")
-            ))
-        })?;
+        let Entry { policy, c_name, .. } = all.entry(name, "retryrs_policies_retrier")?;
         let shared = Shared { retrier: retryrs::Retrier::new(policy.clone()), name: c_name.clone() };
         hand_out(out, retryrs_retrier { inner: Arc::new(shared) });
         Ok(())
@@ -180,8 +176,8 @@ pub unsafe extern "C" fn retryrs_policies_lookup(
             let all = arg(policies, "retryrs_policies_lookup: policies")?;
             let service = c_str(service, "retryrs_policies_lookup: service")?;
             let method = c_str(method, "retryrs_policies_lookup: method")?;
-            let key = all.loaded.method_key(service, method).and_then(|k| all.policies.get(k));
-            Ok(key.map_or(std::ptr::null(), |(_, _, key)| key.as_ptr()))
+            let key = all.loaded.method_key(service, method).and_then(|k| all.get(k));
+            Ok(key.map_or(std::ptr::null(), |e| e.c_key.as_ptr()))
         };
         // A NULL argument sets retryrs_last_error() and gives NULL, like an unknown method.
         found().unwrap_or_else(|failure| {

@@ -324,6 +324,7 @@ impl From<&Policy> for PolicyBuilder {
             budget: p.budget.clone(),
             name: p.name.clone(),
             seed: p.seed,
+            pushback: p.pushback,
         }
     }
 }
