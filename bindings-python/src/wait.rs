@@ -13,10 +13,13 @@ use retryrs::CancelToken;
 
 /// Set by an `atexit` hook when the interpreter starts to finalize, with the thread that
 /// finalizes. CPython before 3.14 ends any other thread that takes the GIL back from
-/// then on with `pthread_exit`, whose forced unwind through these Rust frames crashes
-/// the process; so a wait on another thread (a daemon thread: the others were joined
-/// before atexit runs) never takes it back, and sleeps until the process ends, as
-/// CPython 3.14 itself makes such threads do.
+/// then on with `pthread_exit`, a forced unwind through these frames. The module is
+/// built with panic = abort (the release-python profile in the workspace Cargo.toml), so
+/// the unwind finds no landing pad here and the thread just ends, wherever it is (in an
+/// attempt, a listener, a wait). On top of that a wait on another thread (a daemon
+/// thread: the others were joined before atexit runs) never takes the GIL back, and
+/// sleeps until the process ends without touching Python, as CPython 3.14 itself makes
+/// such threads do.
 static EXITING: AtomicBool = AtomicBool::new(false);
 static FINALIZER: OnceLock<ThreadId> = OnceLock::new();
 
