@@ -10,7 +10,7 @@ import anyio
 import pytest
 import trio
 
-from retryrs import CancelToken, Retrier, RetryCancelled, RetryExhausted, testing
+from retryrs import AttemptTimeout, CancelToken, Retrier, RetryCancelled, RetryExhausted, testing
 
 
 class Flaky:
@@ -27,9 +27,8 @@ class Flaky:
 
 
 def retrier(delay: float, **kw):
-    return Retrier(
-        retry_on=(ConnectionError,), max_attempts=5, initial_delay=delay, max_delay=delay, jitter="none", deadline=None, **kw
-    )
+    kw.setdefault("max_attempts", 5)
+    return Retrier(retry_on=(ConnectionError,), initial_delay=delay, max_delay=delay, jitter="none", deadline=None, **kw)
 
 
 def test_a_decorated_async_function_retries_under_trio() -> None:
@@ -154,6 +153,35 @@ def test_the_cancel_token_wakes_a_trio_wait_from_a_task_or_a_thread() -> None:
     with pytest.raises(RetryCancelled):
         trio.run(retrier(60).with_cancel(token).call_async, fires_then_fails)
     assert time.monotonic() - t0 < 5
+
+
+def test_attempt_timeout_under_trio() -> None:
+    calls = []
+
+    async def slow() -> str:
+        calls.append(1)
+        await trio.sleep(10)
+        return "late"
+
+    own = TimeoutError("the attempt's own")
+
+    async def times_out_itself() -> None:
+        raise own
+
+    async def main():
+        r = retrier(0, attempt_timeout=0.05, max_attempts=3)
+        t0 = time.monotonic()
+        with pytest.raises(RetryExhausted) as info:
+            await r.call_async(slow)
+        assert time.monotonic() - t0 < 5
+        assert len(calls) == 3 and all(isinstance(e, AttemptTimeout) for e in info.value.errors)
+        # A fast attempt is unaffected; the attempt's own TimeoutError is judged as is.
+        assert await r.call_async(Flaky(1)) == "ok"
+        with pytest.raises(TimeoutError) as raised:
+            await r.call_async(times_out_itself)
+        assert raised.value is own
+
+    trio.run(main)
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])

@@ -15,7 +15,7 @@ from typing import Any, Awaitable, Callable, Dict, Optional, Tuple
 
 from . import _native
 from ._errors import AttemptTimeout
-from ._runtime import sleep as _sleep
+from ._runtime import library as _library, sleep as _sleep, trio_bounded as _trio_bounded
 
 
 async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kwargs: Optional[Dict[str, Any]]) -> Any:
@@ -126,6 +126,8 @@ def _refuse_sync(fn: Any, attempt: Any, exc: BaseException) -> None:
 async def _bounded(coro: Awaitable[Any], timeout: float) -> Any:
     """Runs one attempt for at most ``timeout`` seconds. Unlike ``asyncio.wait_for``, the
     timeout is told apart from a TimeoutError the attempt raises itself."""
+    if _library() == "trio":
+        return await _trio_bounded(coro, timeout)
     task = asyncio.ensure_future(coro)
     try:
         done, _ = await asyncio.wait((task,), timeout=timeout)
