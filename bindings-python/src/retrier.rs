@@ -79,7 +79,7 @@ impl Retrier {
                     Failed::Await(_) => return Err(PyRuntimeError::new_err("retryrs: a sync call was asked to await")),
                 },
             };
-            state.wait_blocking(py, delay)?;
+            state.wait_blocking(py, delay, self.cancel.as_ref())?;
             state.resume(py)?;
             failure = match f.call(args, kwargs) {
                 Ok(value) if sync_rejects(&self.host, &value)? => Err(value),

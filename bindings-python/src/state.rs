@@ -13,6 +13,7 @@ use retryrs::{Call, CancelToken, Clock, Decision, Policy, Resume, Stop, SystemCl
 
 use crate::errors;
 use crate::host_policy::{Classified, HostPolicy};
+use crate::token::PyCancelToken;
 use crate::wait::{self, WaitEnd};
 
 /// Now, on the virtual clock under `retryrs.testing`, else on the monotonic one.
@@ -272,10 +273,16 @@ impl CallState {
 
     /// Waits `delay` in a blocking call: virtual time advances at once; real time passes
     /// with the GIL released, waking at once on the token and promptly on Ctrl-C.
-    pub fn wait_blocking(&mut self, py: Python<'_>, delay: Duration) -> PyResult<()> {
+    /// `cancel` is the Python token whose engine token the call has (for a green wait).
+    pub fn wait_blocking(
+        &mut self,
+        py: Python<'_>,
+        delay: Duration,
+        cancel: Option<&Py<PyCancelToken>>,
+    ) -> PyResult<()> {
         let end = match &self.clock {
             Some(v) => v.sleep(delay, self.token.as_ref()).map_err(|_| WaitEnd::Cancelled),
-            None => wait::blocking(py, delay, self.token.as_ref()),
+            None => wait::blocking(py, delay, self.token.as_ref(), cancel),
         };
         match end {
             Ok(()) => Ok(()),

@@ -22,7 +22,7 @@ impl SteppedCall {
     /// (a zero delay, or virtual time, where the wait has already happened).
     fn after_failure(&mut self, py: Python<'_>, delay: std::time::Duration) -> PyResult<Py<PyAny>> {
         if self.state.clock.is_some() || delay.is_zero() {
-            self.state.wait_blocking(py, delay)?;
+            self.state.wait_blocking(py, delay, self.token.as_ref())?;
             return Ok(0.0f64.into_pyobject(py)?.into_any().unbind());
         }
         Ok(delay.as_secs_f64().into_pyobject(py)?.into_any().unbind())
@@ -79,7 +79,7 @@ impl SteppedCall {
     /// token, Ctrl-C honoured.
     fn wait(&mut self, py: Python<'_>, seconds: f64) -> PyResult<()> {
         let delay = std::time::Duration::try_from_secs_f64(seconds).unwrap_or(std::time::Duration::ZERO);
-        self.state.wait_blocking(py, delay)
+        self.state.wait_blocking(py, delay, self.token.as_ref())
     }
 
     /// The wait is over: raises RetryExhausted if the deadline passed during it.

@@ -1,9 +1,9 @@
 """The asyncio driver and the decorator.
 
 The native call object decides everything (verdicts, delays, deadline, budget, events);
-this module only awaits: the attempt, then ``asyncio.sleep(delay)`` (woken early by a
-CancelToken). Under ``retryrs.testing`` virtual time the native side has already "waited",
-and nothing here sleeps.
+this module only awaits: the attempt, then the wait (``_runtime.sleep``, under asyncio or
+trio, woken early by a CancelToken). Under ``retryrs.testing`` virtual time the native
+side has already "waited", and nothing here sleeps.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any, Awaitable, Callable, Dict, Optional, Tuple
 
 from . import _native
 from ._errors import AttemptTimeout
+from ._runtime import library as _library, sleep as _sleep, trio_bounded as _trio_bounded
 
 
 async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kwargs: Optional[Dict[str, Any]]) -> Any:
@@ -63,12 +64,8 @@ async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[...
         else:
             delay = await _rejected(call, rejected)
         exc = rejected = None  # no frame -> traceback -> frame cycle
-        if delay:
-            await _sleep(call, delay)
-        else:
-            # A zero delay (or virtual time) still yields one turn of the loop: a retry
-            # storm may never starve the other tasks.
-            await asyncio.sleep(0)
+        # (A zero delay, or virtual time, still yields one turn of the loop.)
+        await _sleep(call, delay)
         call.resume()
         try:
             if timeout is None:
@@ -129,6 +126,8 @@ def _refuse_sync(fn: Any, attempt: Any, exc: BaseException) -> None:
 async def _bounded(coro: Awaitable[Any], timeout: float) -> Any:
     """Runs one attempt for at most ``timeout`` seconds. Unlike ``asyncio.wait_for``, the
     timeout is told apart from a TimeoutError the attempt raises itself."""
+    if _library() == "trio":
+        return await _trio_bounded(coro, timeout)
     task = asyncio.ensure_future(coro)
     try:
         done, _ = await asyncio.wait((task,), timeout=timeout)
@@ -140,35 +139,6 @@ async def _bounded(coro: Awaitable[Any], timeout: float) -> Any:
         await asyncio.wait((task,))
         raise AttemptTimeout(timeout)
     return task.result()
-
-
-def _settle(fut: "asyncio.Future[bool]", cancelled: bool) -> None:
-    if not fut.done():
-        fut.set_result(cancelled)
-
-
-async def _sleep(call: _native.SteppedCall, delay: float) -> None:
-    token = call.token
-    try:
-        if token is None:
-            await asyncio.sleep(delay)
-            return
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[bool] = loop.create_future()
-        timer = loop.call_later(delay, _settle, fut, False)
-        sub = token._subscribe(lambda: loop.call_soon_threadsafe(_settle, fut, True))
-        try:
-            cancelled = await fut
-        finally:
-            timer.cancel()
-            token._unsubscribe(sub)
-    except BaseException:
-        # task.cancel() (or Ctrl-C) during the wait: the engine records the cancel and the
-        # CancelledError goes on at once.
-        call.interrupted()
-        raise
-    if cancelled:
-        call.cancelled()  # raises RetryCancelled
 
 
 def decorate(r: _native.Retrier, fn: Any) -> Any:

@@ -19,9 +19,7 @@ from __future__ import annotations
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Optional, Type
 
-import asyncio
-
-from ._aio import _sleep
+from ._runtime import sleep as _sleep
 
 if TYPE_CHECKING:
     from ._native import SteppedCall, Retrier
@@ -155,9 +153,6 @@ class AsyncAttempts(_Base):
         if self._done:
             raise StopAsyncIteration
         if self._call is not None and not self._open:
-            if self._delay:
-                await _sleep(self._call, self._delay)
-            else:
-                await asyncio.sleep(0)  # a zero delay still yields one turn of the loop
+            await _sleep(self._call, self._delay)  # (0: still one turn of the loop)
             self._call.resume()
         return self._next()
