@@ -1036,6 +1036,10 @@ fn knob_schema(k: &crate::knob::Knob) -> Value {
         // The rule's own bound (a whole one written as an integer, as editors show it).
         crate::knob::Rule::AtLeast { min } if min.fract() == 0.0 => schema["minimum"] = json!(min as i64),
         crate::knob::Rule::AtLeast { min } => schema["minimum"] = json!(min),
+        // A zero duration in any unit; typed so that `null` (off) is not refused with it.
+        crate::knob::Rule::Positive if k.unit == Unit::Duration => {
+            schema["not"] = json!({ "type": "string", "pattern": "^0+(?:\\.0+)?(?:ms|s|m)$" })
+        }
         _ => {}
     }
     if k.can_be_off {
