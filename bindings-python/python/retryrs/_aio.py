@@ -11,15 +11,18 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from typing import Any, Awaitable, Callable, Dict, Optional, Tuple
+import types
+from typing import Any, Awaitable, Callable, Dict, Generator, List, Optional, Tuple
 
 from . import _native
 from ._errors import AttemptTimeout
 
+_CURRENT = _native._CURRENT
+_CORO = types.CoroutineType
+
 
 async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kwargs: Optional[Dict[str, Any]]) -> Any:
-    start = r._start()
-    timeout = r.attempt_timeout
+    first = r._start()
     kw = kwargs or {}
     # The attempt is written out here and again in _retry on purpose: a shared helper
     # costs the asyncio happy path ~35 ns a call (measured with bench/python, 1.70x ->
@@ -27,24 +30,37 @@ async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tup
     # `attempt` is kept so that a failure can tell a sync function given by mistake
     # (checked only then: the happy path pays one local store).
     attempt: Any = _NOT_CALLED
+    entered = _CURRENT.set(first)
     try:
         attempt = fn(*args, **kw)
-        if timeout is None:
-            value = await attempt
+        if type(attempt) is _CORO and first._bound is not None and r._interrupts:
+            # The bound interrupts the attempt, but a timer is armed only if the attempt
+            # suspends: one that finishes in its first step (the happy path of cached or
+            # computed values) pays for no loop timer.
+            try:
+                step = attempt.send(None)
+            except StopIteration as done:
+                value = done.value
+            else:
+                value = await _suspended(attempt, step, first)
+        elif first._bound is not None and r._interrupts:
+            value = await _suspended(attempt.__await__(), _FIRST, first)
         else:
-            value = await _bounded(attempt, timeout)
+            value = await attempt
     except BaseException as e:
+        _CURRENT.reset(entered)
         exc: Optional[BaseException] = e
         _refuse_sync(fn, attempt, e)
     else:
+        _CURRENT.reset(entered)
         # The happy path: no engine state unless someone listens, a budget refills or a
         # result predicate looks at the value.
         if r._wants_success:
             if await _rejects(r, value):
-                return await _retry(r, r._begin(start), fn, args, kw, timeout, None, value)
-            r._succeeded(start)
+                return await _retry(r, r._begin(first), fn, args, kw, None, value)
+            r._succeeded(first)
         return value
-    return await _retry(r, r._begin(start), fn, args, kw, timeout, exc, None)
+    return await _retry(r, r._begin(first), fn, args, kw, exc, None)
 
 
 async def _rejects(r: _native.Retrier, value: Any) -> bool:
@@ -55,8 +71,9 @@ async def _rejects(r: _native.Retrier, value: Any) -> bool:
     return bool(await verdict)
 
 
-async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kw: Dict[str, Any], timeout: Optional[float], exc: Optional[BaseException], rejected: Any) -> Any:
+async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kw: Dict[str, Any], exc: Optional[BaseException], rejected: Any) -> Any:
     checks_results = r.retry_on_result is not None
+    interrupts = r._interrupts
     while True:
         if exc is not None:
             delay = await _failed(call, exc, type(exc) is AttemptTimeout)  # raises when the call ends
@@ -69,12 +86,13 @@ async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[...
             # A zero delay (or virtual time) still yields one turn of the loop: a retry
             # storm may never starve the other tasks.
             await asyncio.sleep(0)
-        call.resume()
+        current = call.resume()
+        entered = _CURRENT.set(current)
         try:
-            if timeout is None:
+            if current._bound is None or not interrupts:
                 value = await fn(*args, **kw)
             else:
-                value = await _bounded(fn(*args, **kw), timeout)
+                value = await _suspended(fn(*args, **kw).__await__(), _FIRST, current)
         except BaseException as e:
             exc = e
         else:
@@ -83,6 +101,8 @@ async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[...
                 continue
             call.succeeded()
             return value
+        finally:
+            _CURRENT.reset(entered)
 
 
 async def _failed(call: _native.SteppedCall, exc: BaseException, timed_out: bool) -> float:
@@ -126,20 +146,88 @@ def _refuse_sync(fn: Any, attempt: Any, exc: BaseException) -> None:
     raise TypeError(f"{fn!r} is not async (it {what}): use retrier.call(fn, ...) for a sync function") from exc
 
 
-async def _bounded(coro: Awaitable[Any], timeout: float) -> Any:
-    """Runs one attempt for at most ``timeout`` seconds. Unlike ``asyncio.wait_for``, the
-    timeout is told apart from a TimeoutError the attempt raises itself."""
-    task = asyncio.ensure_future(coro)
+_FIRST: Any = object()  # _suspended: the attempt has not been started yet
+
+
+@types.coroutine
+def _suspended(it: Any, step: Any, current: _native.AttemptInfo) -> Generator[Any, Any, Any]:
+    """Runs the rest of one attempt (``it``, which yielded ``step`` to the loop, or
+    ``_FIRST``: not started) within its bound: past it, the task is cancelled (as
+    ``asyncio.timeout`` does, so whatever the attempt awaits is cancelled with it) and
+    the cancellation comes out as an ``AttemptTimeout``. A cancellation of the task from
+    anywhere else stays one."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task(loop)
+    fired = [False]
+    left = current.remaining
+    handle = loop.call_later(0 if left is None else left, _expire, task, fired)
     try:
-        done, _ = await asyncio.wait((task,), timeout=timeout)
-    except BaseException:
-        task.cancel()
+        if step is _FIRST:
+            step = it.send(None)
+        while True:
+            try:
+                sent = yield step
+            except GeneratorExit:
+                it.close()
+                raise
+            except BaseException as e:
+                step = it.throw(e)
+            else:
+                step = it.send(sent)
+    except StopIteration as done:
+        return done.value
+    except asyncio.CancelledError:
+        if fired[0] and _own_cancel(task, fired):
+            raise AttemptTimeout(current._bound or 0.0) from None
         raise
-    if not done:
-        task.cancel()
-        await asyncio.wait((task,))
-        raise AttemptTimeout(timeout)
-    return task.result()
+    finally:
+        handle.cancel()
+        if fired[0]:
+            _own_cancel(task, fired)  # the attempt swallowed the cancel: take it back
+
+
+def _expire(task: Any, fired: List[bool]) -> None:
+    fired[0] = True
+    task.cancel()
+
+
+def _own_cancel(task: Any, fired: List[bool]) -> bool:
+    """Takes back the cancel the bound requested (once); True when no other cancel of the
+    task is pending (always, before Python 3.11: a task cannot say)."""
+    fired[0] = False
+    uncancel = getattr(task, "uncancel", None)
+    if uncancel is None:
+        return True
+    return bool(uncancel() == 0)
+
+
+class Bound:
+    """The bound of one attempt of the ``async for`` loop form, whose body (a ``with``
+    block) cannot be wrapped: a timer armed when the attempt starts cancels the task past
+    the bound, and ``leave`` turns that cancellation into an ``AttemptTimeout``."""
+
+    __slots__ = ("_task", "_fired", "_handle", "_current")
+
+    def __init__(self, current: _native.AttemptInfo) -> None:
+        loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task(loop)
+        self._fired = [False]
+        self._current = current
+        left = current.remaining
+        self._handle = loop.call_later(0 if left is None else left, _expire, self._task, self._fired)
+
+    def leave(self, exc: Optional[BaseException]) -> Optional[BaseException]:
+        """Disarms; returns the failure to judge: ``exc``, or an ``AttemptTimeout`` in place
+        of the cancellation the bound caused."""
+        self._handle.cancel()
+        if not self._fired[0]:
+            return exc
+        own = _own_cancel(self._task, self._fired)
+        if isinstance(exc, asyncio.CancelledError) and own:
+            timeout = AttemptTimeout(self._current._bound or 0.0)
+            timeout.__context__ = None
+            return timeout
+        return exc
 
 
 def _settle(fut: "asyncio.Future[bool]", cancelled: bool) -> None:
@@ -188,11 +276,6 @@ def decorate(r: _native.Retrier, fn: Any) -> Any:
 
         retrying.retrier = r  # type: ignore[attr-defined]
         return retrying
-    if r.attempt_timeout is not None:
-        raise ValueError(
-            f"attempt_timeout only applies to async functions, and {fn!r} is sync: a blocking attempt cannot be stopped safely; "
-            "use a Retrier without attempt_timeout, or the function's own timeout"
-        )
     wrapper = _native.RetryingFunction(r, fn)
     functools.update_wrapper(wrapper, fn)
     return wrapper
