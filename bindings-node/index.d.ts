@@ -63,6 +63,12 @@ export interface RetrierOptions<R = unknown> {
    * still bounds it). Default 60000.
    */
   maxRetryAfterMs?: number | null;
+  /**
+   * Bound on each attempt; an attempt's bound is this or the time left before the deadline,
+   * whichever is smaller, in ms; null: no per-attempt bound (the deadline, if on, still
+   * bounds every attempt). Default null.
+   */
+  attemptTimeoutMs?: number | null;
   // knobgen:end retrier-options
   /**
    * true: transient (retry); false: permanent (the error surfaces as it is). May answer
@@ -84,8 +90,6 @@ export interface RetrierOptions<R = unknown> {
    * listener's rejection, is reported as a process warning and changes nothing.
    */
   onEvent?: ((event: RetryEvent) => void | PromiseLike<void>) | ReadonlyArray<(event: RetryEvent) => void | PromiseLike<void>>;
-  /** Aborts ctx.signal and fails the attempt with a TimeoutError (transient) after this long. */
-  attemptTimeoutMs?: number | null;
   /** true: a pending retry wait does not keep the process alive (as p-retry's and cockatiel's unref). Default false. */
   unref?: boolean;
 }
@@ -139,6 +143,7 @@ export declare class Policy {
   readonly name: string;
   readonly budget: RetryBudget | null;
   readonly maxRetryAfterMs: number | null;
+  readonly attemptTimeoutMs: number | null;
   // knobgen:end policy-knobs
 }
 

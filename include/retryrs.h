@@ -269,6 +269,12 @@ typedef struct retryrs_config {
   // (exhausted, reason retry_after), in ms; finite and >= 0 (at most about 285,000
   // years). Default 60000.
   double max_retry_after_ms;
+  // false: no per-attempt bound (the deadline, if on, still bounds every attempt);
+  // attempt_timeout_ms is ignored. Default false.
+  bool has_attempt_timeout;
+  // Bound on each attempt; an attempt's bound is this or the time left before the
+  // deadline, whichever is smaller, in ms; finite and > 0 (at most about 285,000 years).
+  double attempt_timeout_ms;
 } retryrs_config;
 
 // What the program does next.

@@ -1,7 +1,9 @@
 //! The attempt in progress, as `retryrs.current_attempt()` shows it: its number and its
 //! bound (the time left before the deadline, or the smaller attempt timeout), which the
-//! engine answers when the attempt starts. Nothing here computes a bound: [`bound`] asks
-//! the engine, and a host only counts the answer down on the clock the call runs on.
+//! engine answers when the attempt starts (`Call::attempt_deadline`, or
+//! `Policy::attempt_deadline` for the first attempt of a call whose engine state starts
+//! lazily). Nothing here computes a bound: it only counts the engine's answer down on
+//! the clock the call runs on.
 //!
 //! Where the attempt is found: the asyncio driver and the loop forms set a `contextvars`
 //! value (tasks interleave on one thread, and `asyncio.to_thread` / child tasks copy the
@@ -20,20 +22,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use retryrs::{Call, Policy, VirtualClock};
 
-use crate::host_policy::HostPolicy;
 use crate::state::now;
-
-/// The engine's bound on an attempt of `call` starting at `now`: the time left before the
-/// deadline, or the smaller attempt timeout; None when both are off.
-pub fn bound<P: Deref<Target = Policy>>(host: &HostPolicy, call: &Call<P>, now: Duration) -> Option<Duration> {
-    // PLACEHOLDER until the core's Call answers it (branch deadline-core).
-    let left = call.policy().deadline().map(|d| d.saturating_sub(now.saturating_sub(call.started_at())));
-    let timeout = host.attempt_timeout.and_then(|t| Duration::try_from_secs_f64(t).ok());
-    match (left, timeout) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
 
 static SEQ: AtomicU64 = AtomicU64::new(0);
 
@@ -49,15 +38,20 @@ pub struct Frame {
 }
 
 impl Frame {
-    pub fn new<P: Deref<Target = Policy>>(
-        host: &HostPolicy,
-        call: &Call<P>,
-        number: u32,
-        at: Duration,
-        clock: Option<VirtualClock>,
-    ) -> Self {
-        let bound = bound(host, call, at);
-        Frame { seq: SEQ.fetch_add(1, Ordering::Relaxed), number, end: bound.map(|b| at.saturating_add(b)), bound, clock }
+    /// Attempt `number`, started at `at`, whose bound ends at `end` (the engine's answer).
+    pub fn new(number: u32, end: Option<Duration>, at: Duration, clock: Option<VirtualClock>) -> Self {
+        let bound = end.map(|end| end.saturating_sub(at));
+        Frame { seq: SEQ.fetch_add(1, Ordering::Relaxed), number, end, bound, clock }
+    }
+
+    /// The first attempt of a call under `policy` starting at `start` (no engine state yet).
+    pub fn first(policy: &Policy, start: Duration, clock: Option<VirtualClock>) -> Self {
+        Frame::new(1, policy.attempt_deadline(start, start), start, clock)
+    }
+
+    /// The attempt `call` has in progress, started at `at`.
+    pub fn of<P: Deref<Target = Policy>>(call: &Call<P>, at: Duration, clock: Option<VirtualClock>) -> Self {
+        Frame::new(call.attempt(), call.attempt_deadline().ok().flatten(), at, clock)
     }
 
     fn remaining(&self) -> Option<Duration> {

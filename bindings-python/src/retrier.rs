@@ -12,7 +12,6 @@ use pyo3::types::{PyDict, PyTuple};
 use retryrs::{cancelled_before_start, testing, Call, Verdict, VirtualClock};
 
 use crate::attempt::{AttemptInfo, Frame, SyncFrame};
-use crate::convert::pyfloat;
 use crate::errors;
 use crate::host_policy::{Hooks, HostPolicy, RetryOn};
 use crate::state::{now, CallState, Failed};
@@ -57,7 +56,7 @@ impl Retrier {
         let start = now(&clock);
         // The attempt's bound, for `retryrs.current_attempt()`: a blocking attempt cannot
         // be interrupted, so it is there to be passed to I/O.
-        let first = Frame::new(&self.host, &Call::start(&*self.host.policy, start), 1, start, clock.clone());
+        let first = Frame::first(&self.host.policy, start, clock.clone());
         let frame = SyncFrame::push(first);
         let mut failure = match f.call(args, kwargs) {
             Ok(value) => {
@@ -165,7 +164,7 @@ impl Retrier {
     /// (in seconds), the signature below is written from it by tools/knobgen.
     #[new]
     // knobgen:begin signature
-    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, seed=None, name='retry', budget=None, max_retry_after=60.0, retry_after=None, retry_on_result=None, on_event=None, attempt_timeout=None)")]
+    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, seed=None, name='retry', budget=None, max_retry_after=60.0, attempt_timeout=None, retry_after=None, retry_on_result=None, on_event=None)")]
     // knobgen:end signature
     fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         Ok(Retrier { host: Arc::new(crate::options::parse(py, options)?), cancel: None, interrupts: true })
@@ -310,11 +309,11 @@ impl Retrier {
     fn max_retry_after(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.knob(py, "max_retry_after")
     }
-    // knobgen:end getters
     #[getter]
-    fn attempt_timeout(&self) -> Option<f64> {
-        self.host.attempt_timeout
+    fn attempt_timeout(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.knob(py, "attempt_timeout")
     }
+    // knobgen:end getters
     #[getter]
     fn retry_on(&self, py: Python<'_>) -> Py<PyAny> {
         match &self.host.retry_on {
@@ -344,9 +343,6 @@ impl Retrier {
             if let Some(f) = &h.on_event {
                 parts.push(format!("on_event={}", py_repr(f.bind(py))));
             }
-            if let Some(t) = h.attempt_timeout {
-                parts.push(format!("attempt_timeout={}", pyfloat(t)));
-            }
         }
         format!("Retrier({})", parts.join(", "))
     }
@@ -361,7 +357,7 @@ impl Retrier {
         }
         let clock = testing::clock();
         let start = now(&clock);
-        let frame = Frame::new(&self.host, &Call::start(&*self.host.policy, start), 1, start, clock);
+        let frame = Frame::first(&self.host.policy, start, clock);
         Ok(AttemptInfo::new(frame, start))
     }
 

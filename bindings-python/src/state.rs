@@ -86,7 +86,7 @@ impl CallState {
 
     /// The attempt starting now (after `resume`), with the engine's bound on it.
     pub fn frame(&self) -> crate::attempt::Frame {
-        crate::attempt::Frame::new(&self.host, &self.call, self.call.attempt(), now(&self.clock), self.clock.clone())
+        crate::attempt::Frame::of(&self.call, now(&self.clock), self.clock.clone())
     }
 
     /// When the call began.

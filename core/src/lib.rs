@@ -22,6 +22,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod attempt;
 pub mod backoff;
 pub mod budget;
 pub mod cancel;
@@ -38,6 +39,7 @@ pub mod redact;
 pub mod retry_after;
 pub mod units;
 
+pub use attempt::Attempt;
 pub use budget::{BudgetError, RetryBudget};
 pub use cancel::CancelToken;
 pub use clock::{testing, Clock, SystemClock, VirtualClock};

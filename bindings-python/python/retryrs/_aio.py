@@ -150,9 +150,9 @@ _FIRST: Any = object()  # _suspended: the attempt has not been started yet
 
 
 @types.coroutine
-def _suspended(it: Any, step: Any, current: _native.AttemptInfo) -> Generator[Any, Any, Any]:
+def _suspended(it: Any, step: Any, current: _native.AttemptInfo, grace: float = 0.0) -> Generator[Any, Any, Any]:
     """Runs the rest of one attempt (``it``, which yielded ``step`` to the loop, or
-    ``_FIRST``: not started) within its bound: past it, the task is cancelled (as
+    ``_FIRST``: not started) within its bound (plus ``grace``): past it, the task is cancelled (as
     ``asyncio.timeout`` does, so whatever the attempt awaits is cancelled with it) and
     the cancellation comes out as an ``AttemptTimeout``. A cancellation of the task from
     anywhere else stays one."""
@@ -160,7 +160,7 @@ def _suspended(it: Any, step: Any, current: _native.AttemptInfo) -> Generator[An
     task = asyncio.current_task(loop)
     fired = [False]
     left = current.remaining
-    handle = loop.call_later(0 if left is None else left, _expire, task, fired)
+    handle = loop.call_later((0 if left is None else left) + grace, _expire, task, fired)
     try:
         if step is _FIRST:
             step = it.send(None)

@@ -111,6 +111,10 @@ class Retrier:
         # (exhausted, reason retry_after), in seconds; None: every Retry-After hint is
         # waited out (the deadline still bounds it).
         max_retry_after: Optional[Seconds] = 60.0,
+        # Bound on each attempt; an attempt's bound is this or the time left before the
+        # deadline, whichever is smaller, in seconds; None: no per-attempt bound (the
+        # deadline, if on, still bounds every attempt).
+        attempt_timeout: Optional[Seconds] = None,
         # knobgen:end retrier-options
         # The failure's hint: it gets the exception, or the value retry_on_result rejected.
         retry_after: Optional[Callable[[Any], Union[Hint, Awaitable[Hint]]]] = None,
@@ -118,7 +122,6 @@ class Retrier:
         retry_on_result: Optional[Callable[[Any], Union[bool, Awaitable[bool]]]] = None,
         # One listener, or a list / tuple of them (each told every event, in order).
         on_event: Union[Callable[[Event], object], list[Callable[[Event], object]], tuple[Callable[[Event], object], ...], None] = None,
-        attempt_timeout: Optional[Seconds] = None,
     ) -> Retrier: ...
     @staticmethod
     def from_policy(
@@ -168,9 +171,9 @@ class Retrier:
     def budget(self) -> Optional[RetryBudget]: ...
     @property
     def max_retry_after(self) -> Optional[float]: ...
-    # knobgen:end retrier-knobs
     @property
     def attempt_timeout(self) -> Optional[float]: ...
+    # knobgen:end retrier-knobs
     @property
     def retry_on(self) -> RetryOn: ...
     @property
@@ -208,6 +211,8 @@ class Policy:
     def budget(self) -> Optional[RetryBudget]: ...
     @property
     def max_retry_after(self) -> Optional[float]: ...
+    @property
+    def attempt_timeout(self) -> Optional[float]: ...
     # knobgen:end policy-knobs
 
 def _load_policies(
