@@ -70,7 +70,7 @@ def _release(resp: requests.Response) -> None:
     except Exception:  # a broken or stalled body: drop the connection instead of reusing it
         pass
     resp._content = b"".join(chunks)
-    resp._content_consumed = True  # type: ignore[attr-defined]
+    resp._content_consumed = True
     if not complete:
         resp.raw.close()  # not read to its end: the connection cannot be reused
     resp.close()  # the connection goes back to the pool (a closed one is replaced)
