@@ -70,12 +70,20 @@ pub struct AttemptInfo {
     pub frame: Frame,
     /// When the call began (engine time): the async driver hands it back to `_begin`.
     pub start: Duration,
+    /// Whether the asyncio driver arms a timer for this attempt: it is bounded and its
+    /// retrier interrupts (one attribute read on the async happy path, not two).
+    arm: bool,
     deadline: OnceLock<Option<f64>>,
 }
 
 impl AttemptInfo {
     pub fn new(frame: Frame, start: Duration) -> Self {
-        AttemptInfo { frame, start, deadline: OnceLock::new() }
+        Self::with_arm(frame, start, false)
+    }
+
+    pub fn with_arm(frame: Frame, start: Duration, interrupts: bool) -> Self {
+        let arm = interrupts && frame.end.is_some();
+        AttemptInfo { frame, start, arm, deadline: OnceLock::new() }
     }
 }
 
@@ -102,6 +110,11 @@ impl AttemptInfo {
         };
         let mono: f64 = py.import("time")?.call_method0("monotonic")?.extract()?;
         Ok(*self.deadline.get_or_init(|| Some(mono + left.as_secs_f64())))
+    }
+
+    #[getter]
+    fn _arm(&self) -> bool {
+        self.arm
     }
 
     /// The bound the engine gave when the attempt started, in seconds (None: unbounded).

@@ -358,7 +358,7 @@ impl Retrier {
         let clock = testing::clock();
         let start = now(&clock);
         let frame = Frame::first(&self.host.policy, start, clock);
-        Ok(AttemptInfo::new(frame, start))
+        Ok(AttemptInfo::with_arm(frame, start, self.interrupts))
     }
 
     #[getter]

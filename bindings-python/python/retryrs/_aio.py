@@ -33,7 +33,7 @@ async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tup
     entered = _CURRENT.set(first)
     try:
         attempt = fn(*args, **kw)
-        if type(attempt) is _CORO and first._bound is not None and r._interrupts:
+        if first._arm and type(attempt) is _CORO:
             # The bound interrupts the attempt, but a timer is armed only if the attempt
             # suspends: one that finishes in its first step (the happy path of cached or
             # computed values) pays for no loop timer.
@@ -43,7 +43,7 @@ async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tup
                 value = done.value
             else:
                 value = await _suspended(attempt, step, first)
-        elif first._bound is not None and r._interrupts:
+        elif first._arm:
             value = await _suspended(attempt.__await__(), _FIRST, first)
         else:
             value = await attempt
