@@ -58,6 +58,12 @@
  *   callback) is only ever appended to; retryrs_outcome and retryrs_step, which the
  *   library writes into the program's memory, never change: more would mean new
  *   functions.
+ * Attempt bound: every attempt has the time left before the deadline, or the smaller
+ *   attempt_timeout (none when both are off). An attempt callback reads it with
+ *   retryrs_attempt_remaining_ms(), a sans-IO program with retryrs_call_remaining_ms();
+ *   RETRYRS_UNBOUNDED (UINT64_MAX) means no bound. The library cannot interrupt a
+ *   callback: pass the bound to the attempt's I/O. A failure after the deadline ends the
+ *   call (EXHAUSTED, reason DEADLINE); a success after it is still a success.
  * Rejected results: C needs no result predicate: an attempt callback that got a value
  *   it does not accept answers RETRYRS_TRANSIENT (with the value's hint, if any).
  * Units: every duration is in milliseconds (double in the config so that negative or
@@ -87,6 +93,11 @@
 
 // Patch version, as in Cargo.toml.
 #define RETRYRS_VERSION_PATCH 0
+
+// What retryrs_attempt_remaining_ms() and retryrs_call_remaining_ms() report for an
+// attempt that has no bound (neither a deadline nor an attempt timeout): UINT64_MAX.
+// A bounded attempt's time left is always smaller.
+#define RETRYRS_UNBOUNDED UINT64_MAX
 
 // What an event reports. In C `retryrs_event_kind` is an int32_t and `enum
 // retryrs_event_kind` names its values (switch on `(enum retryrs_event_kind)e->kind` for
@@ -177,6 +188,12 @@ typedef int32_t retryrs_status;
 // that got a value it does not accept (an HTTP 503 page, a "try later" reply) answers
 // RETRYRS_TRANSIENT, with the hint the value carries in *hint_ms, and keeps the value
 // itself if it wants to report it after the call.
+//
+// Bounding the attempt: retryrs_attempt_remaining_ms() inside the callback gives the
+// time it has left (the deadline's, or the smaller attempt timeout); pass it to the
+// attempt's I/O. The library cannot interrupt a callback: one that fails after the
+// deadline has passed ends the call (RETRYRS_EXHAUSTED, reason RETRYRS_REASON_DEADLINE);
+// one that succeeds late is still a success.
 typedef retryrs_verdict (*retryrs_attempt_fn)(void *user_data, uint32_t attempt, double *hint_ms);
 
 // Why a call was exhausted.
@@ -375,6 +392,20 @@ extern "C" {
 // RETRYRS_VERSION to detect a header/library mismatch.
 const char *retryrs_version(void);
 
+// The time the running attempt has left, for an attempt callback of
+// retryrs_retrier_call() to bound its own I/O with (a socket timeout,
+// CURLOPT_TIMEOUT_MS): its bound (contract section 3a: the time left before the
+// deadline, or the smaller attempt timeout) minus the time the attempt has run, in whole
+// ms rounded down; 0 once the bound has passed; RETRYRS_UNBOUNDED (UINT64_MAX) when the
+// policy has neither a deadline nor an attempt timeout. Measured on the library's clock
+// (retryrs_now_ms(): virtual under the testing switch).
+//
+// Valid only inside an attempt callback, on the thread running it (the innermost one,
+// if a callback runs another blocking call); anywhere else (a listener, another thread,
+// after the call) it returns RETRYRS_INVALID_ARGUMENT, as for a NULL `out`. `*out` is
+// written only on RETRYRS_OK.
+retryrs_status retryrs_attempt_remaining_ms(uint64_t *out);
+
 // Runs `attempt(user_data, n, &hint)` until it succeeds or the engine stops it.
 //
 // Returns RETRYRS_OK (an attempt succeeded), RETRYRS_REJECTED (a permanent failure),
@@ -470,6 +501,15 @@ retryrs_status retryrs_call_cancel(struct retryrs_call *call,
 // and returns RETRYRS_CANCELLED, as the blocking call does for an already-fired token.
 retryrs_status retryrs_call_cancelled_before_start(const struct retryrs_retrier *retrier,
                                                    const struct retryrs_listener *listener);
+
+// The time left at `now_ms` to the attempt in progress (its bound, contract section 3a:
+// the time left before the deadline, or the smaller attempt timeout), in whole ms
+// rounded down: 0 once it has passed, RETRYRS_UNBOUNDED (UINT64_MAX) when the policy has
+// neither a deadline nor an attempt timeout. Ask it when an attempt starts (step.action
+// RETRYRS_ACTION_ATTEMPT) and bound the attempt's I/O with it. RETRYRS_INVALID_ARGUMENT
+// when `call` or `out` is NULL, when no attempt is in progress (waiting, or ended), or
+// from inside one of the call's own callbacks; `*out` is written only on RETRYRS_OK.
+retryrs_status retryrs_call_remaining_ms(struct retryrs_call *call, uint64_t now_ms, uint64_t *out);
 
 // The library's monotonic clock in ms (the virtual one while the testing switch is on):
 // a time base for retryrs_call_start() and friends.

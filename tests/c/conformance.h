@@ -42,6 +42,9 @@ typedef struct {
   size_t n_events;
   int has_budget_tokens;
   double budget_tokens;
+  int has_bounds; /* each attempt's bound at its start; UINT64_MAX: unbounded */
+  const uint64_t *bounds;
+  size_t n_bounds;
 } cv_call;
 
 enum { CV_CALLS, CV_ERROR, CV_RETRY_AFTER, CV_STATUS, CV_HTTP };

@@ -13,7 +13,7 @@ import sys
 # A vector's policy is in the policy-document format (docs/policies.md); the C runner
 # loads it with retryrs_policies_from_json, which rejects unknown keys itself.
 ATTEMPT_KEYS = {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait"}
-EXPECT_KEYS = {"outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens"}
+EXPECT_KEYS = {"outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens", "bounds_ms"}
 EVENT_KEYS = {"kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error", "value"}
 # "error" and "value" (whether the event carries the failure, an error or a rejected value)
 # have no C counterpart: a C event carries no failure (it is the attempt callback's verdict),
@@ -113,6 +113,10 @@ def call_init(out, where, c):
     ]
     if "budget_tokens" in e:
         fields.append(f".has_budget_tokens = 1, .budget_tokens = {num(e['budget_tokens'])}")
+    if "bounds_ms" in e:
+        # Each attempt's bound; null (unbounded) is RETRYRS_UNBOUNDED (UINT64_MAX) in C.
+        bounds = ["UINT64_MAX" if b is None else f"{int(b)}ULL" for b in e["bounds_ms"]]
+        fields.append(f".has_bounds = 1, .bounds = {out.array('uint64_t', bounds)}, .n_bounds = {len(bounds)}")
     return "{" + ", ".join(fields) + "}"
 
 

@@ -12,6 +12,7 @@ void cpp17_tests(void);
 void contract_v2_tests(void);
 void config_v2_tests(void);
 void policies_tests(void);
+void bound_tests(void);
 
 #ifdef __cplusplus
 }
