@@ -172,7 +172,10 @@ pub fn context_var(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
             let kwargs = pyo3::types::PyDict::new(py);
             kwargs.set_item("default", py.None())?;
             Ok::<_, PyErr>(
-                py.import("contextvars")?.getattr("ContextVar")?.call(("retryrs.current_attempt",), Some(&kwargs))?.unbind(),
+                py.import("contextvars")?
+                    .getattr("ContextVar")?
+                    .call(("retryrs.current_attempt",), Some(&kwargs))?
+                    .unbind(),
             )
         })
         .map(|v| v.bind(py))

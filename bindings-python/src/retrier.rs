@@ -180,7 +180,11 @@ impl Retrier {
         policy: &Bound<'_, crate::document::PyPolicy>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
-        Ok(Retrier { host: Arc::new(crate::options::from_policy(py, policy.get(), options)?), cancel: None, interrupts: true })
+        Ok(Retrier {
+            host: Arc::new(crate::options::from_policy(py, policy.get(), options)?),
+            cancel: None,
+            interrupts: true,
+        })
     }
 
     /// Calls `func(*args, **kwargs)`, retrying transient failures; returns its value.
