@@ -54,10 +54,25 @@ def _caller_timeouts(request: httpx.Request) -> Dict[str, Optional[float]]:
     return dict(request.extensions.get("timeout") or {})
 
 
-def _drained(resp: httpx.Response, chunks: List[bytes]) -> None:
-    # Kept on the response, which the caller gets if retries run out: the whole body, or
-    # the part read when it was too long, broken or stalled.
-    resp._content = b"".join(chunks)
+class _Prefix:
+    """What is read of a retried body to keep its connection: at most DRAIN_LIMIT bytes,
+    kept on the response (the caller gets it if retries run out): the whole body, or
+    the part read when it was too long, broken or stalled."""
+
+    __slots__ = ("chunks", "size")
+
+    def __init__(self) -> None:
+        self.chunks: List[bytes] = []
+        self.size = 0
+
+    def take(self, chunk: bytes) -> bool:
+        """Keeps ``chunk``; False once past the limit: read no further."""
+        self.chunks.append(chunk)
+        self.size += len(chunk)
+        return self.size <= DRAIN_LIMIT
+
+    def keep(self, resp: httpx.Response) -> None:
+        resp._content = b"".join(self.chunks)
 
 
 def _drain(resp: httpx.Response) -> None:
@@ -65,36 +80,30 @@ def _drain(resp: httpx.Response) -> None:
     DRAIN_LIMIT bytes is read and kept; a longer, broken or stalled one (each read
     bounded by the attempt's read timeout) is not read on, and closing the response
     closes its connection (the response keeps the part read)."""
-    chunks: List[bytes] = []
-    size = 0
+    prefix = _Prefix()
     try:
         for chunk in resp.iter_bytes():
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > DRAIN_LIMIT:
+            if not prefix.take(chunk):
                 break
     except Exception:
         pass
     finally:
         resp.close()
-    _drained(resp, chunks)
+    prefix.keep(resp)
 
 
 async def _adrain(resp: httpx.Response) -> None:
     """``_drain`` for an async response."""
-    chunks: List[bytes] = []
-    size = 0
+    prefix = _Prefix()
     try:
         async for chunk in resp.aiter_bytes():
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > DRAIN_LIMIT:
+            if not prefix.take(chunk):
                 break
     except Exception:
         pass
     finally:
         await resp.aclose()
-    _drained(resp, chunks)
+    prefix.keep(resp)
 
 
 async def _within(send: Awaitable[httpx.Response], current: Optional[_native.AttemptInfo], request: httpx.Request) -> httpx.Response:
