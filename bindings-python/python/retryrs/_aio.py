@@ -76,7 +76,7 @@ async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[...
     interrupts = r._interrupts
     while True:
         if exc is not None:
-            delay = await _failed(call, exc, type(exc) is AttemptTimeout)  # raises when the call ends
+            delay = await _failed(call, exc)  # raises when the call ends
         else:
             delay = await _rejected(call, rejected)
         exc = rejected = None  # no frame -> traceback -> frame cycle
@@ -105,13 +105,13 @@ async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[...
             _CURRENT.reset(entered)
 
 
-async def _failed(call: _native.SteppedCall, exc: BaseException, timed_out: bool) -> float:
+async def _failed(call: _native.SteppedCall, exc: BaseException) -> float:
     """The engine's answer to a failure. A hook (predicate, hint) that answers with an
     awaitable is awaited here -- never read as "true" -- and the engine asked again with
     the answers so far."""
     answers: Tuple[Any, ...] = ()
     while True:
-        step = call.failed(exc, timed_out, answers)
+        step = call.failed(exc, False, answers)
         if type(step) is float:
             return step
         answers += (await step,)

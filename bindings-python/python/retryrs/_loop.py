@@ -94,9 +94,9 @@ class Attempt:
             judged = self._bound.leave(exc)
             self._bound = None
             if judged is not exc and judged is not None:
-                # The bound cancelled the block: its AttemptTimeout is the failure, and
-                # the cancellation is swallowed if the engine retries.
-                return self._owner._exit(judged, self._result, timed_out=True)
+                # The bound cancelled the block: its AttemptTimeout is the failure (judged
+                # by retry_on), and the cancellation is swallowed if the engine retries.
+                return self._owner._exit(judged, self._result)
         return self._owner._exit(exc, self._result)
 
     def __repr__(self) -> str:
@@ -125,7 +125,7 @@ class _Base:
         """The sync loop form cannot interrupt its block: nothing to arm."""
         return None
 
-    def _exit(self, exc: Optional[BaseException], result: Any = _UNSET, timed_out: bool = False) -> bool:
+    def _exit(self, exc: Optional[BaseException], result: Any = _UNSET) -> bool:
         self._open = False
         if exc is None and result is not _UNSET and self._r.retry_on_result is not None and self._rejects(result):
             if self._call is None:
@@ -143,7 +143,7 @@ class _Base:
             self._call = self._r._begin(self._start)
         # Raises when the call ends. Hooks answer synchronously here (`__exit__` cannot
         # await): one that returns an awaitable is a TypeError naming it.
-        self._delay = self._call.failed(exc, timed_out)
+        self._delay = self._call.failed(exc)
         return True
 
 
