@@ -152,15 +152,16 @@ _FIRST: Any = object()  # _suspended: the attempt has not been started yet
 @types.coroutine
 def _suspended(it: Any, step: Any, current: _native.AttemptInfo, grace: float = 0.0) -> Generator[Any, Any, Any]:
     """Runs the rest of one attempt (``it``, which yielded ``step`` to the loop, or
-    ``_FIRST``: not started) within its bound (plus ``grace``): past it, the task is cancelled (as
-    ``asyncio.timeout`` does, so whatever the attempt awaits is cancelled with it) and
+    ``_FIRST``: not started) within its bound (plus ``grace``): past it, the task is
+    cancelled (as ``asyncio.timeout`` does, so whatever the attempt awaits is cancelled with it) and
     the cancellation comes out as an ``AttemptTimeout``. A cancellation of the task from
     anywhere else stays one."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task(loop)
     fired = [False]
     left = current.remaining
-    handle = loop.call_later((0 if left is None else left) + grace, _expire, task, fired)
+    # Outside a task (a bare coroutine driven by hand) there is nothing to cancel.
+    handle = None if task is None else loop.call_later((0 if left is None else left) + grace, _expire, task, fired)
     try:
         if step is _FIRST:
             step = it.send(None)
@@ -181,7 +182,8 @@ def _suspended(it: Any, step: Any, current: _native.AttemptInfo, grace: float = 
             raise AttemptTimeout(current._bound or 0.0) from None
         raise
     finally:
-        handle.cancel()
+        if handle is not None:
+            handle.cancel()
         if fired[0]:
             _own_cancel(task, fired)  # the attempt swallowed the cancel: take it back
 
@@ -214,12 +216,14 @@ class Bound:
         self._fired = [False]
         self._current = current
         left = current.remaining
-        self._handle = loop.call_later(0 if left is None else left, _expire, self._task, self._fired)
+        task = self._task
+        self._handle = None if task is None else loop.call_later(0 if left is None else left, _expire, task, self._fired)
 
     def leave(self, exc: Optional[BaseException]) -> Optional[BaseException]:
         """Disarms; returns the failure to judge: ``exc``, or an ``AttemptTimeout`` in place
         of the cancellation the bound caused."""
-        self._handle.cancel()
+        if self._handle is not None:
+            self._handle.cancel()
         if not self._fired[0]:
             return exc
         own = _own_cancel(self._task, self._fired)
