@@ -2,9 +2,16 @@
  * blocking call's attempt callback, retryrs_call_remaining_ms() for the sans-IO engine,
  * and where each is refused. Blocking calls run under virtual time: the callbacks advance
  * the clock to stand for the time an attempt takes. */
+#define _POSIX_C_SOURCE 200809L
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "retryrs.h"
@@ -227,6 +234,70 @@ static void test_the_sans_io_call_answers_while_an_attempt_runs(void) {
   retryrs_retrier_free(r);
 }
 
+/* One attempt of the sans-IO loop below: a request to a server that never answers, its
+ * receive timeout the attempt's bound. Returns when the bound has passed. */
+static void ask_silent_server(const struct sockaddr_in *addr, uint64_t bound_ms) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct timeval tv;
+  char buf[64];
+  if (fd < 0) return;
+  if (bound_ms == 0) bound_ms = 1; /* 0 would mean "no timeout" */
+  tv.tv_sec = (time_t)(bound_ms / 1000);
+  tv.tv_usec = (suseconds_t)((bound_ms % 1000) * 1000);
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (connect(fd, (const struct sockaddr *)addr, sizeof *addr) == 0) {
+    (void)!write(fd, "GET / HTTP/1.0\r\n\r\n", 18);
+    (void)!read(fd, buf, sizeof buf); /* the kernel queued the connection; nobody answers */
+  }
+  close(fd);
+}
+
+static void sleep_ms(uint64_t ms) {
+  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+static void test_a_sans_io_loop_against_a_silent_server_ends_at_the_deadline(void) {
+  /* A listener that never accepts: connections complete in the kernel, requests are
+   * never answered. Real time: the deadline (600 ms) must end the call, within the
+   * contract's 250 ms. */
+  struct sockaddr_in addr;
+  socklen_t len = sizeof addr;
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  retryrs_retrier *r = bounded(1000, 600, -1);
+  retryrs_call *call = NULL;
+  retryrs_step step = {RETRYRS_ACTION_ATTEMPT, 0, 1, RETRYRS_OK, RETRYRS_REASON_NONE};
+  uint64_t started, ended, left = 0;
+  memset(&addr, 0, sizeof addr);
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  CHECK(listener >= 0 && bind(listener, (struct sockaddr *)&addr, sizeof addr) == 0 && listen(listener, 64) == 0);
+  CHECK(getsockname(listener, (struct sockaddr *)&addr, &len) == 0);
+  started = retryrs_now_ms();
+  CHECK_STATUS(retryrs_call_start(r, started, NULL, &call), RETRYRS_OK);
+  while (step.action != RETRYRS_ACTION_STOP) {
+    if (retryrs_call_remaining_ms(call, retryrs_now_ms(), &left) != RETRYRS_OK) break;
+    CHECK(left <= 600);
+    ask_silent_server(&addr, left);
+    if (retryrs_call_report(call, RETRYRS_TRANSIENT, -1, retryrs_now_ms(), &step) != RETRYRS_OK) break;
+    if (step.action == RETRYRS_ACTION_RETRY) {
+      sleep_ms(step.delay_ms);
+      if (retryrs_call_after_wait(call, retryrs_now_ms(), &step) != RETRYRS_OK) break;
+    }
+  }
+  ended = retryrs_now_ms();
+  CHECK(step.action == RETRYRS_ACTION_STOP && step.outcome == RETRYRS_EXHAUSTED);
+  CHECK(step.reason == RETRYRS_REASON_DEADLINE);
+  if (ended - started > 600 + 250) {
+    CHECK(!"the call ended within deadline + 250 ms");
+    fprintf(stderr, "    it took %llu ms\n", (unsigned long long)(ended - started));
+  }
+  retryrs_call_free(call);
+  retryrs_retrier_free(r);
+  close(listener);
+}
+
 void bound_tests(void) {
   h_run("bound: the callback reads its bound, counting down", test_the_callback_reads_its_bound_counting_down);
   h_run("bound: an unbounded attempt reads UINT64_MAX", test_an_unbounded_attempt_reads_uint64_max);
@@ -236,4 +307,6 @@ void bound_tests(void) {
   h_run("bound: a nested blocking call has its own bound",
         test_a_nested_blocking_call_has_its_own_bound_and_restores_the_outer);
   h_run("bound: the sans-IO call answers while an attempt runs", test_the_sans_io_call_answers_while_an_attempt_runs);
+  h_run("bound: a sans-IO loop against a silent server ends at the deadline",
+        test_a_sans_io_loop_against_a_silent_server_ends_at_the_deadline);
 }
