@@ -297,3 +297,62 @@ def test_a_post_whose_connect_times_out_is_retried(post):
     assert len(failures) == 3
     assert all(isinstance(f, RequestFailed) and f.connect and f.method == "POST" for f in failures)
     assert took < 3 + SLACK
+
+
+def capturing(seen):
+    """An HTTPAdapter.send that records the timeout it was given and answers 200."""
+
+    def send(self, request, **kw):
+        seen.append(kw["timeout"])
+        resp = requests.Response()
+        resp.status_code = 200
+        return resp
+
+    return send
+
+
+@pytest.mark.parametrize(
+    "given, want",
+    [
+        (None, (1.0, 1.0)),  # no timeout of the caller's: the time left
+        (30, (1.0, 1.0)),  # the smaller wins
+        (0.25, (0.25, 0.25)),
+        ((0.25, None), (0.25, 1.0)),  # (connect, read), each bounded
+        ((30, 0.5), (1.0, 0.5)),
+    ],
+)
+def test_requests_each_attempt_timeout_is_the_smaller_of_the_callers_and_the_time_left(monkeypatch, given, want):
+    seen = []
+    monkeypatch.setattr(requests.adapters.HTTPAdapter, "send", capturing(seen))
+    adapter = RetryingAdapter(Retrier(deadline=None, attempt_timeout=1))
+    request = requests.Request("GET", "http://127.0.0.1:9/").prepare()
+    adapter.send(request, timeout=given)
+    (connect, read), = seen
+    # The time left is read a moment after the attempt started: a hair under 1 s.
+    assert connect == pytest.approx(want[0], abs=0.05) and read == pytest.approx(want[1], abs=0.05)
+    assert connect <= want[0] and read <= want[1]
+
+
+def test_requests_a_urllib3_timeout_is_bounded_too(monkeypatch):
+    from urllib3.util.timeout import Timeout
+
+    seen = []
+    monkeypatch.setattr(requests.adapters.HTTPAdapter, "send", capturing(seen))
+    RetryingAdapter(Retrier(deadline=0.5)).send(requests.Request("GET", "http://127.0.0.1:9/").prepare(), timeout=Timeout(connect=0.1, read=9))
+    (t,) = seen
+    assert t.connect_timeout == 0.1 and 0.4 < t.read_timeout <= 0.5
+
+
+def test_httpx_each_attempt_timeout_extension_is_the_smaller_of_the_callers_and_the_time_left():
+    seen = []
+
+    class Capture(httpx.BaseTransport):
+        def handle_request(self, request):
+            seen.append(dict(request.extensions["timeout"]))
+            return httpx.Response(200)
+
+    with httpx.Client(transport=RetryingTransport(Retrier(deadline=1), transport=Capture()), timeout=httpx.Timeout(30, connect=0.25)) as c:
+        c.get("http://127.0.0.1:9/")
+    (t,) = seen
+    assert t["connect"] == 0.25
+    assert all(0.9 < t[k] <= 1.0 for k in ("read", "write", "pool"))
