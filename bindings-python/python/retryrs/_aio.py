@@ -18,6 +18,9 @@ from . import _native
 from ._errors import AttemptTimeout
 
 _CURRENT = _native._CURRENT
+# Bound once: the async happy path sets and resets the attempt on every call.
+_enter = _CURRENT.set
+_leave = _CURRENT.reset
 _CORO = types.CoroutineType
 
 
@@ -30,7 +33,7 @@ async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tup
     # `attempt` is kept so that a failure can tell a sync function given by mistake
     # (checked only then: the happy path pays one local store).
     attempt: Any = _NOT_CALLED
-    entered = _CURRENT.set(first)
+    entered = _enter(first)
     try:
         attempt = fn(*args, **kw)
         if first._arm and type(attempt) is _CORO:
@@ -48,11 +51,11 @@ async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tup
         else:
             value = await attempt
     except BaseException as e:
-        _CURRENT.reset(entered)
+        _leave(entered)
         exc: Optional[BaseException] = e
         _refuse_sync(fn, attempt, e)
     else:
-        _CURRENT.reset(entered)
+        _leave(entered)
         # The happy path: no engine state unless someone listens, a budget refills or a
         # result predicate looks at the value.
         if r._wants_success:
