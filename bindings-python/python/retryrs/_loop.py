@@ -108,7 +108,7 @@ class _Base:
         self._r = r
         self._start = r._start()
         self._call: Optional[SteppedCall] = None
-        self._next_info: Optional[AttemptInfo] = self._start
+        self._next_info: AttemptInfo = self._start
         self._open = False
         self._done = False
         self._delay = 0.0
@@ -116,10 +116,8 @@ class _Base:
     def _next(self) -> Attempt:
         if self._open:
             raise RuntimeError("each attempt of `for attempt in retrier` must run inside `with attempt:`")
-        info = self._next_info
-        assert info is not None
         self._open = True
-        return Attempt(self, info)
+        return Attempt(self, self._next_info)
 
     def _arm(self, info: "AttemptInfo") -> Optional[Bound]:
         """The sync loop form cannot interrupt its block: nothing to arm."""
