@@ -22,6 +22,8 @@ _CURRENT = _native._CURRENT
 _enter = _CURRENT.set
 _leave = _CURRENT.reset
 _CORO = types.CoroutineType
+_first_step = _native._first_step
+_Pending = _native._Pending
 
 
 async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kwargs: Optional[Dict[str, Any]]) -> Any:
@@ -40,12 +42,9 @@ async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tup
             # The bound interrupts the attempt, but a timer is armed only if the attempt
             # suspends: one that finishes in its first step (the happy path of cached or
             # computed values) pays for no loop timer.
-            try:
-                step = attempt.send(None)
-            except StopIteration as done:
-                value = done.value
-            else:
-                value = await _suspended(attempt, step, first)
+            value = _first_step(attempt)
+            if type(value) is _Pending:
+                value = await _suspended(attempt, value.step, first)
         elif first._arm:
             value = await _suspended(attempt.__await__(), _FIRST, first)
         else:

@@ -45,6 +45,15 @@ class AttemptInfo:
 
 def current_attempt() -> Optional[AttemptInfo]: ...
 
+# The asyncio driver's first step of an attempt (retryrs/_aio.py): the coroutine's value,
+# or a _Pending holding what it yielded to the loop.
+@final
+class _Pending:
+    @property
+    def step(self) -> Any: ...
+
+def _first_step(coro: Coroutine[Any, Any, Any]) -> Any: ...
+
 @final
 class Event:
     """One event of one call (frozen)."""
