@@ -108,9 +108,10 @@ def test_an_async_call_hands_it_to_the_attempt_its_child_tasks_and_threads():
 
     async def attempt():
         a = retryrs.current_attempt()
+        # A thread started in the attempt's first step (before any suspension) sees it.
+        in_thread = await asyncio.to_thread(lambda: retryrs.current_attempt().number)
         await asyncio.sleep(0.01)
         assert retryrs.current_attempt() is a  # still this attempt after a suspension
-        in_thread = await asyncio.to_thread(lambda: retryrs.current_attempt().number)
         in_task = await asyncio.create_task(child())
         seen.append((a.number, in_thread, in_task))
         if a.number == 1:
