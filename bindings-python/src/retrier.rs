@@ -57,7 +57,7 @@ impl Retrier {
         // The attempt's bound, for `retryrs.current_attempt()`: a blocking attempt cannot
         // be interrupted, so it is there to be passed to I/O.
         let first = Frame::first(&self.host.policy, start, clock.clone());
-        let frame = SyncFrame::push(first);
+        let frame = SyncFrame::push(py, first)?;
         let mut failure = match f.call(args, kwargs) {
             Ok(value) => {
                 if is_coroutine(py, &value)? {
@@ -87,7 +87,7 @@ impl Retrier {
             };
             state.wait_blocking(py, delay)?;
             state.resume(py)?;
-            frame.set(state.frame());
+            frame.set(py, state.frame())?;
             failure = match f.call(args, kwargs) {
                 Ok(value) if sync_rejects(&self.host, &value)? => Err(value),
                 Ok(value) => {
