@@ -79,7 +79,7 @@ impl Retrier {
         let mut state = CallState::begin(self.host.clone(), start, clock, token.cloned());
         loop {
             let delay = match failure {
-                Ok(err) => state.failed(py, err, false)?,
+                Ok(err) => state.failed(py, err)?,
                 Err(value) => match state.rejected_value(py, value, None)? {
                     Failed::Wait(delay) => delay,
                     Failed::Await(_) => return Err(PyRuntimeError::new_err("retryrs: a sync call was asked to await")),

@@ -44,16 +44,15 @@ impl SteppedCall {
     /// answers with an awaitable, that awaitable is returned instead of a float, and the
     /// driver calls again with its result appended. Without `answers` (the sync loop
     /// form), such a hook is a TypeError naming it.
-    #[pyo3(signature = (exc, timed_out=false, answers=None))]
+    #[pyo3(signature = (exc, answers=None))]
     fn failed(
         &mut self,
         py: Python<'_>,
         exc: Bound<'_, PyAny>,
-        timed_out: bool,
         answers: Option<Bound<'_, PyTuple>>,
     ) -> PyResult<Py<PyAny>> {
         let err = PyErr::from_value(exc);
-        let delay = match self.state.failed_async(py, err, timed_out, answers.as_ref())? {
+        let delay = match self.state.failed_async(py, err, answers.as_ref())? {
             Failed::Wait(delay) => delay,
             Failed::Await(pending) => return Ok(pending),
         };
@@ -130,10 +129,5 @@ impl SteppedCall {
     #[getter]
     fn token(&self, py: Python<'_>) -> Option<Py<PyCancelToken>> {
         self.token.as_ref().map(|t| t.clone_ref(py))
-    }
-
-    #[getter]
-    fn attempt_timeout(&self) -> Option<f64> {
-        self.state.host.attempt_timeout
     }
 }

@@ -113,7 +113,7 @@ async def _failed(call: _native.SteppedCall, exc: BaseException) -> float:
     the answers so far."""
     answers: Tuple[Any, ...] = ()
     while True:
-        step = call.failed(exc, False, answers)
+        step = call.failed(exc, answers)
         if type(step) is float:
             return step
         answers += (await step,)
