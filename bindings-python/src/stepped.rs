@@ -82,11 +82,15 @@ impl SteppedCall {
         self.state.wait_blocking(py, delay)
     }
 
-    /// The wait is over: raises RetryExhausted if the deadline passed during it; else
-    /// returns the attempt to run now (`retryrs.current_attempt()`, with its bound).
-    fn resume(&mut self, py: Python<'_>) -> PyResult<AttemptInfo> {
-        self.state.resume(py)?;
-        Ok(AttemptInfo::new(self.state.frame(), self.state.started_at()))
+    /// The wait is over: raises RetryExhausted if the deadline passed during it.
+    fn resume(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.state.resume(py)
+    }
+
+    /// The attempt starting now, after `resume` (`retryrs.current_attempt()`, with the
+    /// engine's bound on it).
+    fn current(&self) -> AttemptInfo {
+        AttemptInfo::new(self.state.frame(), self.state.started_at())
     }
 
     fn succeeded(&mut self, py: Python<'_>) -> PyResult<()> {

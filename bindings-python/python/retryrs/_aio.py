@@ -88,7 +88,8 @@ async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[...
             # A zero delay (or virtual time) still yields one turn of the loop: a retry
             # storm may never starve the other tasks.
             await asyncio.sleep(0)
-        current = call.resume()
+        call.resume()
+        current = call.current()
         entered = _CURRENT.set(current)
         try:
             if current._bound is None or not interrupts:

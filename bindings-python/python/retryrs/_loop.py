@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING, Any, Optional, Type
 
 import asyncio
 
-from ._aio import _CURRENT, Bound, _sleep
+from ._aio import _sleep
 
 if TYPE_CHECKING:
     from ._native import AttemptInfo, SteppedCall, Retrier
+
+from ._aio import _CURRENT, Bound
 
 
 _UNSET: Any = object()
@@ -108,7 +110,6 @@ class _Base:
         self._r = r
         self._start = r._start()
         self._call: Optional[SteppedCall] = None
-        self._next_info: AttemptInfo = self._start
         self._open = False
         self._done = False
         self._delay = 0.0
@@ -117,7 +118,8 @@ class _Base:
         if self._open:
             raise RuntimeError("each attempt of `for attempt in retrier` must run inside `with attempt:`")
         self._open = True
-        return Attempt(self, self._next_info)
+        # The first attempt, or the one the call has just resumed with.
+        return Attempt(self, self._start if self._call is None else self._call.current())
 
     def _arm(self, info: "AttemptInfo") -> Optional[Bound]:
         """The sync loop form cannot interrupt its block: nothing to arm."""
@@ -167,7 +169,7 @@ class Attempts(_Base):
         if self._call is not None and not self._open:
             if self._delay:
                 self._call.wait(self._delay)
-            self._next_info = self._call.resume()
+            self._call.resume()
         return self._next()
 
 
@@ -191,5 +193,5 @@ class AsyncAttempts(_Base):
                 await _sleep(self._call, self._delay)
             else:
                 await asyncio.sleep(0)  # a zero delay still yields one turn of the loop
-            self._next_info = self._call.resume()
+            self._call.resume()
         return self._next()
