@@ -170,11 +170,17 @@ def test_attempt_timeout_under_trio() -> None:
 
     async def main():
         r = retrier(0, attempt_timeout=0.05, max_attempts=3)
+        # The bound's AttemptTimeout is judged by retry_on like any failure (contract 3a).
+        judged = Retrier(retry_on=(ConnectionError, AttemptTimeout), initial_delay=0, deadline=None, attempt_timeout=0.05, max_attempts=3)
         t0 = time.monotonic()
         with pytest.raises(RetryExhausted) as info:
-            await r.call_async(slow)
+            await judged.call_async(slow)
         assert time.monotonic() - t0 < 5
         assert len(calls) == 3 and all(isinstance(e, AttemptTimeout) for e in info.value.errors)
+        # Not transient for `r` (ConnectionError only): the first AttemptTimeout ends the call.
+        with pytest.raises(AttemptTimeout):
+            await r.call_async(slow)
+        assert len(calls) == 4
         # A fast attempt is unaffected; the attempt's own TimeoutError is judged as is.
         assert await r.call_async(Flaky(1)) == "ok"
         with pytest.raises(TimeoutError) as raised:
@@ -196,3 +202,25 @@ def test_anyio_on_either_backend(backend: str) -> None:
         return time.monotonic() - t0
 
     assert anyio.run(main, backend=backend) < 5
+
+
+def test_async_for_attempt_is_bounded_under_trio() -> None:
+    """The loop form's bound is a trio cancel scope around the attempt's block."""
+    r = Retrier(retry_on=(AttemptTimeout,), initial_delay=0, deadline=None, attempt_timeout=0.05, max_attempts=2)
+    entered = []
+
+    async def main() -> None:
+        t0 = time.monotonic()
+        with pytest.raises(RetryExhausted) as info:
+            async for attempt in r:
+                with attempt:
+                    entered.append(attempt.number)
+                    await trio.sleep(10)
+        assert time.monotonic() - t0 < 5
+        assert entered == [1, 2] and all(isinstance(e, AttemptTimeout) for e in info.value.errors)
+        # A block that finishes in time is not touched.
+        async for attempt in r:
+            with attempt:
+                await trio.sleep(0)
+
+    trio.run(main)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import sys
 import types
 from typing import Any, Awaitable, Callable, Dict, Generator, List, Optional, Tuple
 
@@ -23,6 +24,7 @@ _CURRENT = _native._CURRENT
 _enter = _CURRENT.set
 _leave = _CURRENT.reset
 _CORO = types.CoroutineType
+_MODULES = sys.modules
 _first_step = _native._first_step
 _Pending = _native._Pending
 
@@ -39,10 +41,12 @@ async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tup
     entered = _enter(first)
     try:
         attempt = fn(*args, **kw)
-        if first._arm and type(attempt) is _CORO:
+        if first._arm and type(attempt) is _CORO and "trio" not in _MODULES:
             # The bound interrupts the attempt, but a timer is armed only if the attempt
             # suspends: one that finishes in its first step (the happy path of cached or
-            # computed values) pays for no loop timer.
+            # computed values) pays for no loop timer. (Not once trio is imported: a trio
+            # cancel scope must be entered before the attempt's first step, for the
+            # scopes the attempt opens to nest inside it.)
             value = _first_step(attempt)
             if type(value) is _Pending:
                 value = await _suspended(attempt, value.step, first)
