@@ -65,6 +65,12 @@ export interface RetrierOptions<R = unknown> {
    * still bounds it). Default 60000.
    */
   maxRetryAfterMs?: number | null;
+  /**
+   * Bound on each attempt; an attempt's bound is this or the time left before the deadline,
+   * whichever is smaller, in ms; null: no per-attempt bound (the deadline, if on, still
+   * bounds every attempt). Default null.
+   */
+  attemptTimeoutMs?: number | null;
   // knobgen:end retrier-options
   /**
    * true: transient (retry); false: permanent (the error surfaces as it is). May answer
@@ -86,8 +92,6 @@ export interface RetrierOptions<R = unknown> {
    * listener's rejection, is reported as a process warning and changes nothing.
    */
   onEvent?: ((event: RetryEvent) => void | PromiseLike<void>) | ReadonlyArray<(event: RetryEvent) => void | PromiseLike<void>>;
-  /** Aborts ctx.signal and fails the attempt with a TimeoutError (transient) after this long. */
-  attemptTimeoutMs?: number | null;
   /** true: a pending retry wait does not keep the process alive (as p-retry's and cockatiel's unref). Default false. */
   unref?: boolean;
   /** A circuit breaker shared with other retriers (and worker threads); null: none. */
@@ -145,6 +149,7 @@ export declare class Policy {
   readonly name: string;
   readonly budget: RetryBudget | null;
   readonly maxRetryAfterMs: number | null;
+  readonly attemptTimeoutMs: number | null;
   // knobgen:end policy-knobs
 }
 
@@ -153,7 +158,18 @@ export declare class Policy {
  * (a string starting with `{`), or an object as JSON.parse gives. Every policy naming one
  * budget shares one RetryBudget. Throws PolicyDocumentError.
  */
-export declare function loadPolicies(source: string | URL | object): Map<string, Policy>;
+export declare function loadPolicies(source: string | URL | object): PolicyDocument;
+
+/** A loaded policy document: a Map of name to Policy, with the loader's warnings and gRPC's lookup. */
+export declare class PolicyDocument extends Map<string, Policy> {
+  private constructor();
+  /** The loader's warnings (valid but probably not meant), in document order, each starting with its path. */
+  readonly warnings: readonly string[];
+  /** The name of the policy `service`/`method` runs under: `service/method`, then `service`, then `default`; null when none. */
+  methodKey(service: string, method?: string): string | null;
+  /** The policy of methodKey(service, method), or null. */
+  forMethod(service: string, method?: string): Policy | null;
+}
 
 /** A policy document that could not be loaded: where (path, line, column, file) and what. */
 export declare class PolicyDocumentError extends Error {

@@ -7,7 +7,7 @@ const { CircuitBreaker } = require('./lib/breaker');
 const { parseRetryAfter, isRetryableStatus, classifyHttp, RETRYABLE_STATUSES } = require('./lib/http');
 const { isTransientError, retryAfterFromError } = require('./lib/predicate');
 const { testing } = require('./lib/clock');
-const { loadPolicies, Policy, PolicyDocumentError } = require('./lib/policies');
+const { loadPolicies, Policy, PolicyDocument, PolicyDocumentError } = require('./lib/policies');
 
 module.exports = {
   Retrier,
@@ -24,5 +24,6 @@ module.exports = {
   testing,
   loadPolicies,
   Policy,
+  PolicyDocument,
   PolicyDocumentError,
 };

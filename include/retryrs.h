@@ -69,6 +69,12 @@
  *   callback) is only ever appended to; retryrs_outcome and retryrs_step, which the
  *   library writes into the program's memory, never change: more would mean new
  *   functions.
+ * Attempt bound: every attempt has the time left before the deadline, or the smaller
+ *   attempt_timeout (none when both are off). An attempt callback reads it with
+ *   retryrs_attempt_remaining_ms(), a sans-IO program with retryrs_call_remaining_ms();
+ *   RETRYRS_UNBOUNDED (UINT64_MAX) means no bound. The library cannot interrupt a
+ *   callback: pass the bound to the attempt's I/O. A failure after the deadline ends the
+ *   call (EXHAUSTED, reason DEADLINE); a success after it is still a success.
  * Rejected results: C needs no result predicate: an attempt callback that got a value
  *   it does not accept answers RETRYRS_TRANSIENT (with the value's hint, if any).
  * Units: every duration is in milliseconds (double in the config so that negative or
@@ -128,6 +134,11 @@
 // The most bytes a last-error message keeps (with its NUL); a longer one is cut at a
 // character boundary and ends in "...".
 #define LAST_ERROR_CAP 1024
+
+// What retryrs_attempt_remaining_ms() and retryrs_call_remaining_ms() report for an
+// attempt that has no bound (neither a deadline nor an attempt timeout): UINT64_MAX.
+// A bounded attempt's time left is always smaller.
+#define RETRYRS_UNBOUNDED UINT64_MAX
 
 // What an event reports. In C `retryrs_event_kind` is an int32_t and `enum
 // retryrs_event_kind` names its values (switch on `(enum retryrs_event_kind)e->kind` for
@@ -227,6 +238,12 @@ typedef int32_t retryrs_status;
 // that got a value it does not accept (an HTTP 503 page, a "try later" reply) answers
 // RETRYRS_TRANSIENT, with the hint the value carries in *hint_ms, and keeps the value
 // itself if it wants to report it after the call.
+//
+// Bounding the attempt: retryrs_attempt_remaining_ms() inside the callback gives the
+// time it has left (the deadline's, or the smaller attempt timeout); pass it to the
+// attempt's I/O. The library cannot interrupt a callback: one that fails after the
+// deadline has passed ends the call (RETRYRS_EXHAUSTED, reason RETRYRS_REASON_DEADLINE);
+// one that succeeds late is still a success.
 typedef retryrs_verdict (*retryrs_attempt_fn)(void *user_data, uint32_t attempt, double *hint_ms);
 
 // Why a call was exhausted.
@@ -344,6 +361,12 @@ typedef struct retryrs_config {
   // (exhausted, reason retry_after), in ms; finite and >= 0 (at most about 285,000
   // years). Default 60000.
   double max_retry_after_ms;
+  // false: no per-attempt bound (the deadline, if on, still bounds every attempt);
+  // attempt_timeout_ms is ignored. Default false.
+  bool has_attempt_timeout;
+  // Bound on each attempt; an attempt's bound is this or the time left before the
+  // deadline, whichever is smaller, in ms; finite and > 0 (at most about 285,000 years).
+  double attempt_timeout_ms;
 } retryrs_config;
 
 // What the program does next.
@@ -447,6 +470,20 @@ extern "C" {
 // The library's version ("MAJOR.MINOR.PATCH"), a static string. Compare it with
 // RETRYRS_VERSION to detect a header/library mismatch.
 const char *retryrs_version(void);
+
+// The time the running attempt has left, for an attempt callback of
+// retryrs_retrier_call() to bound its own I/O with (a socket timeout,
+// CURLOPT_TIMEOUT_MS): its bound (contract section 3a: the time left before the
+// deadline, or the smaller attempt timeout) minus the time the attempt has run, in whole
+// ms rounded down; 0 once the bound has passed; RETRYRS_UNBOUNDED (UINT64_MAX) when the
+// policy has neither a deadline nor an attempt timeout. Measured on the library's clock
+// (retryrs_now_ms(): virtual under the testing switch).
+//
+// Valid only inside an attempt callback, on the thread running it (the innermost one,
+// if a callback runs another blocking call); anywhere else (a listener, another thread,
+// after the call) it returns RETRYRS_INVALID_ARGUMENT, as for a NULL `out`. `*out` is
+// written only on RETRYRS_OK.
+retryrs_status retryrs_attempt_remaining_ms(uint64_t *out);
 
 // Runs `attempt(user_data, n, &hint)` until it succeeds or the engine stops it.
 //
@@ -610,6 +647,15 @@ retryrs_status retryrs_call_cancel(struct retryrs_call *call,
 retryrs_status retryrs_call_cancelled_before_start(const struct retryrs_retrier *retrier,
                                                    const struct retryrs_listener *listener);
 
+// The time left at `now_ms` to the attempt in progress (its bound, contract section 3a:
+// the time left before the deadline, or the smaller attempt timeout), in whole ms
+// rounded down: 0 once it has passed, RETRYRS_UNBOUNDED (UINT64_MAX) when the policy has
+// neither a deadline nor an attempt timeout. Ask it when an attempt starts (step.action
+// RETRYRS_ACTION_ATTEMPT) and bound the attempt's I/O with it. RETRYRS_INVALID_ARGUMENT
+// when `call` or `out` is NULL, when no attempt is in progress (waiting, or ended), or
+// from inside one of the call's own callbacks; `*out` is written only on RETRYRS_OK.
+retryrs_status retryrs_call_remaining_ms(struct retryrs_call *call, uint64_t now_ms, uint64_t *out);
+
 // The library's monotonic clock in ms (the virtual one while the testing switch is on):
 // a time base for retryrs_call_start() and friends.
 uint64_t retryrs_now_ms(void);
@@ -696,11 +742,39 @@ retryrs_status retryrs_policies_from_json(const char *json,
 // passes sizeof(config). The config's `name` and `budget` point into `policies`: create
 // the retrier (retryrs_retrier_new copies both) before freeing `policies`. An unknown
 // name is RETRYRS_INVALID_ARGUMENT naming it and the names there are; so is a
-// struct_size this library does not know (nothing written).
+// struct_size this library does not know (nothing written). A config holds the knobs
+// only: for a gRPC service config's policy, whose server pushback follows A6, create
+// the retrier with retryrs_policies_retrier instead.
 retryrs_status retryrs_policies_config(const struct retryrs_policies *policies,
                                        const char *name,
                                        struct retryrs_config *config,
                                        size_t struct_size);
+
+// Creates a retrier running the policy called `name` exactly as loaded: unlike a
+// retryrs_config copy, which holds the knobs only, it keeps a gRPC service config's
+// pushback rule (A6: wait exactly grpc-retry-pushback-ms, then restart the backoff; see
+// docs/contract.md). The retrier shares the document's budget and outlives `policies`.
+// An unknown name is RETRYRS_INVALID_ARGUMENT naming it. Free with retryrs_retrier_free().
+retryrs_status retryrs_policies_retrier(const struct retryrs_policies *policies,
+                                        const char *name,
+                                        struct retryrs_retrier **out);
+
+// The key of the policy a call to `method` of `service` (UTF-8, NUL-terminated) runs
+// under, looked up as gRPC looks up a method config: `service/method`, then `service`,
+// then `default`. Owned by `policies`; NULL when none of them is in the document (for a
+// gRPC service config: one attempt), or for a NULL argument (retryrs_last_error() says
+// which). Pass it to retryrs_policies_get or retryrs_policies_retrier.
+const char *retryrs_policies_lookup(const struct retryrs_policies *policies,
+                                    const char *service,
+                                    const char *method);
+
+// How many warnings loading the document gave (0 for NULL): valid input that is probably
+// not meant, such as a gRPC tokenRatio that A6's three decimals make 0.
+size_t retryrs_policies_warning_count(const struct retryrs_policies *policies);
+
+// The `index`-th warning, in document order, NUL-terminated and owned by `policies`;
+// NULL when `index` is out of range or `policies` is NULL.
+const char *retryrs_policies_warning(const struct retryrs_policies *policies, size_t index);
 
 // How many policies the document holds (0 for NULL).
 size_t retryrs_policies_count(const struct retryrs_policies *policies);

@@ -57,7 +57,7 @@ dist-python: $(DIST_TOOLS_STAMP)
 	mkdir -p $(DIST)
 	rm -f $(DIST)/retryrs-*.whl $(DIST)/retryrs-[0-9]*.tar.gz
 	cd bindings-python && VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin build \
-		--release --locked --zig --compatibility manylinux2014 --quiet --out $(DIST)
+		--locked --zig --compatibility manylinux2014 --quiet --out $(DIST)
 	cd bindings-python && VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin sdist --out $(DIST)
 	$(PY) scripts/dist/check-wheels $(VENV)/bin/auditwheel $(DIST)
 

@@ -27,7 +27,7 @@ $(PY_DEPS_STAMP): $(PY_TEST_REQUIREMENTS) | $(PY)
 
 $(PY_NATIVE_STAMP): $(PY_NATIVE_SRC) $(PY_DEPS_STAMP)
 	mkdir -p $(PY_BUILD)
-	cd bindings-python && VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin develop --release --locked --quiet
+	cd bindings-python && VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin develop --locked --quiet
 	touch $@
 
 # Builds and installs the package into .venv (editable).

@@ -1,6 +1,7 @@
 //! The blocking call: runs the user's attempt callback until the engine stops, sleeping
 //! between attempts on the core's clock (waking at once on a cancel).
 
+use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,8 +9,9 @@ use std::time::Duration;
 use retryrs::{testing, Call, CancelToken, Clock, Decision, Event, Resume, StateError, Stop, SystemClock, Verdict};
 
 use crate::cancel::retryrs_cancel;
+use crate::engine::library_now;
 use crate::event::retryrs_listener;
-use crate::ffi::{arg, guard_status, write_opt, Failure};
+use crate::ffi::{arg, arg_mut, guard_status, write_opt, Failure};
 use crate::retrier::{retryrs_retrier, Shared};
 use crate::types::*;
 
@@ -23,8 +25,38 @@ use crate::types::*;
 /// that got a value it does not accept (an HTTP 503 page, a "try later" reply) answers
 /// RETRYRS_TRANSIENT, with the hint the value carries in *hint_ms, and keeps the value
 /// itself if it wants to report it after the call.
+///
+/// Bounding the attempt: retryrs_attempt_remaining_ms() inside the callback gives the
+/// time it has left (the deadline's, or the smaller attempt timeout); pass it to the
+/// attempt's I/O. The library cannot interrupt a callback: one that fails after the
+/// deadline has passed ends the call (RETRYRS_EXHAUSTED, reason RETRYRS_REASON_DEADLINE);
+/// one that succeeds late is still a success.
 pub type retryrs_attempt_fn =
     Option<unsafe extern "C" fn(user_data: *mut c_void, attempt: u32, hint_ms: *mut f64) -> retryrs_verdict_value>;
+
+thread_local! {
+    /// The bound of the attempt callback running on this thread: `None` outside one,
+    /// `Some(None)` when it is unbounded, `Some(Some(end))` when it ends at `end` on the
+    /// library's clock. A plain `Cell` (nothing to drop), read with `try_with` only, so it
+    /// is safe during thread and process teardown.
+    static ATTEMPT_BOUND: Cell<Option<Option<Duration>>> = const { Cell::new(None) };
+}
+
+/// This thread is in an attempt callback with `bound` until dropped; then the previous
+/// state is back (a blocking call run from inside another's attempt callback nests).
+struct InAttempt(Option<Option<Duration>>);
+
+impl InAttempt {
+    fn enter(bound: Option<Duration>) -> Self {
+        InAttempt(ATTEMPT_BOUND.try_with(|b| b.replace(Some(bound))).ok().flatten())
+    }
+}
+
+impl Drop for InAttempt {
+    fn drop(&mut self) {
+        let _ = ATTEMPT_BOUND.try_with(|b| b.set(self.0));
+    }
+}
 
 /// How a call ended, beyond its status.
 #[repr(C)]
@@ -71,10 +103,10 @@ fn run(
         return Ok(Ended { stop, attempts: 0, bad_verdict: None });
     }
     let internal = |e: StateError| Failure { status: RETRYRS_INTERNAL_ERROR, message: format!("internal error: {e}") };
-    // Time only matters to the deadline and to events: with neither, the engine is fed a
-    // constant and the clock is never read (a read costs more than the rest of a call).
-    // A breaker decides on time too, shared with other calls.
-    let timed = policy.deadline().is_some() || listener.is_some() || policy.breaker().is_some();
+    // Time only matters to the attempts' bounds, to a breaker or a ratio budget (shared
+    // with other calls) and to events: with none, the engine is fed a constant and the
+    // clock is never read (a read costs more than the rest of a call).
+    let timed = policy.reads_time() || listener.is_some();
     let read_time = || if timed { clock.now() } else { Duration::ZERO };
     let mut call = Call::start_with(&**policy, read_time(), &mut sink);
     if let Some(stop) = call.outcome() {
@@ -85,8 +117,15 @@ fn run(
     loop {
         let n = call.attempt();
         let mut hint = -1.0;
-        // SAFETY: the caller promised a callable function and its user_data.
-        let verdict = match unsafe { attempt(user_data, n, &mut hint) } {
+        // The attempt's bound, for retryrs_attempt_remaining_ms() inside the callback: the
+        // engine's, computed without a clock read (the callback reads it if it asks).
+        let bound = call.attempt_deadline().map_err(internal)?;
+        let answer = {
+            let _in_attempt = InAttempt::enter(bound);
+            // SAFETY: the caller promised a callable function and its user_data.
+            unsafe { attempt(user_data, n, &mut hint) }
+        };
+        let verdict = match answer {
             RETRYRS_SUCCESS => Verdict::Success,
             RETRYRS_TRANSIENT => Verdict::transient_ms(Some(hint)),
             RETRYRS_PERMANENT => Verdict::Permanent,
@@ -115,6 +154,33 @@ fn run(
             return Ok(Ended { stop, attempts: n, bad_verdict });
         }
     }
+}
+
+/// The time the running attempt has left, for an attempt callback of
+/// retryrs_retrier_call() to bound its own I/O with (a socket timeout,
+/// CURLOPT_TIMEOUT_MS): its bound (contract section 3a: the time left before the
+/// deadline, or the smaller attempt timeout) minus the time the attempt has run, in whole
+/// ms rounded down; 0 once the bound has passed; RETRYRS_UNBOUNDED (UINT64_MAX) when the
+/// policy has neither a deadline nor an attempt timeout. Measured on the library's clock
+/// (retryrs_now_ms(): virtual under the testing switch).
+///
+/// Valid only inside an attempt callback, on the thread running it (the innermost one,
+/// if a callback runs another blocking call); anywhere else (a listener, another thread,
+/// after the call) it returns RETRYRS_INVALID_ARGUMENT, as for a NULL `out`. `*out` is
+/// written only on RETRYRS_OK.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_attempt_remaining_ms(out: *mut u64) -> retryrs_status {
+    guard_status(|| {
+        let out = arg_mut(out, "out")?;
+        let bound = ATTEMPT_BOUND.try_with(Cell::get).ok().flatten().ok_or_else(|| {
+            Failure::invalid(
+                "retryrs_attempt_remaining_ms: only valid inside an attempt callback of retryrs_retrier_call(), \
+                 on the thread running it",
+            )
+        })?;
+        *out = remaining_ms(bound.map(|end| end.saturating_sub(library_now())));
+        Ok(())
+    })
 }
 
 /// Runs `attempt(user_data, n, &hint)` until it succeeds or the engine stops it.

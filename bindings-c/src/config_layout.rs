@@ -61,6 +61,12 @@ pub struct retryrs_config {
     /// (exhausted, reason retry_after), in ms; finite and >= 0 (at most about 285,000
     /// years). Default 60000.
     pub max_retry_after_ms: f64,
+    /// false: no per-attempt bound (the deadline, if on, still bounds every attempt);
+    /// attempt_timeout_ms is ignored. Default false.
+    pub has_attempt_timeout: bool,
+    /// Bound on each attempt; an attempt's bound is this or the time left before the
+    /// deadline, whichever is smaller, in ms; finite and > 0 (at most about 285,000 years).
+    pub attempt_timeout_ms: f64,
 }
 
 /// The C config of a validated policy (a document's, or the defaults), with its `text`
@@ -82,6 +88,8 @@ pub fn from_policy_parts(p: &Policy, text: *const c_char, shared: *const retryrs
         budget: shared,
         has_max_retry_after: p.number("max_retry_after").is_some(),
         max_retry_after_ms: p.number("max_retry_after").unwrap_or(0.0),
+        has_attempt_timeout: p.number("attempt_timeout").is_some(),
+        attempt_timeout_ms: p.number("attempt_timeout").unwrap_or(0.0),
     }
 }
 
@@ -93,6 +101,7 @@ pub fn set_numbers(c: &retryrs_config, mut b: PolicyBuilder) -> Result<PolicyBui
     b = b.set("max_delay", Setting::Number(c.max_delay_ms))?;
     b = b.set("deadline", on_off(c.has_deadline, Setting::Number(c.deadline_ms)))?;
     b = b.set("max_retry_after", on_off(c.has_max_retry_after, Setting::Number(c.max_retry_after_ms)))?;
+    b = b.set("attempt_timeout", on_off(c.has_attempt_timeout, Setting::Number(c.attempt_timeout_ms)))?;
     Ok(b)
 }
 
@@ -102,6 +111,7 @@ pub fn set_numbers(c: &retryrs_config, mut b: PolicyBuilder) -> Result<PolicyBui
 #[rustfmt::skip] // one size a line however many (rustfmt would join a short list)
 pub const KNOWN_SIZES: &[usize] = &[
     size_through(std::mem::offset_of!(retryrs_config, max_retry_after_ms) + std::mem::size_of::<f64>()),
+    size_through(std::mem::offset_of!(retryrs_config, attempt_timeout_ms) + std::mem::size_of::<f64>()),
 ];
 
 /// A layout's size: to the end of its last field, rounded up to the struct's alignment

@@ -47,11 +47,11 @@ impl Drop for Busy<'_> {
 ///
 /// # Safety
 /// `call` is NULL or a live handle from retryrs_call_start().
-unsafe fn drive(
+unsafe fn drive<R>(
     call: *mut retryrs_call,
     function: &str,
-    f: impl FnOnce(&mut CallState) -> Result<retryrs_step, Failure>,
-) -> Result<retryrs_step, Failure> {
+    f: impl FnOnce(&mut CallState) -> Result<R, Failure>,
+) -> Result<R, Failure> {
     let c: &retryrs_call = arg(call, "call")?;
     if c.busy.get() {
         return Err(Failure::invalid(format!(
@@ -301,11 +301,42 @@ pub unsafe extern "C" fn retryrs_call_cancelled_before_start(
     })
 }
 
+/// The time left at `now_ms` to the attempt in progress (its bound, contract section 3a:
+/// the time left before the deadline, or the smaller attempt timeout), in whole ms
+/// rounded down: 0 once it has passed, RETRYRS_UNBOUNDED (UINT64_MAX) when the policy has
+/// neither a deadline nor an attempt timeout. Ask it when an attempt starts (step.action
+/// RETRYRS_ACTION_ATTEMPT) and bound the attempt's I/O with it. RETRYRS_INVALID_ARGUMENT
+/// when `call` or `out` is NULL, when no attempt is in progress (waiting, or ended), or
+/// from inside one of the call's own callbacks; `*out` is written only on RETRYRS_OK.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_call_remaining_ms(
+    call: *mut retryrs_call,
+    now_ms: u64,
+    out: *mut u64,
+) -> retryrs_status {
+    guard_status(|| {
+        let out = arg_mut(out, "out")?;
+        *out = drive(call, "retryrs_call_remaining_ms", |c| {
+            c.call
+                .remaining(now(now_ms))
+                .map(remaining_ms)
+                .map_err(|e| Failure::invalid(format!("retryrs_call_remaining_ms: {e}")))
+        })?;
+        Ok(())
+    })
+}
+
+/// The library's clock: the virtual one while the testing switch is on, else the real
+/// monotonic one. What blocking calls run on.
+pub(crate) fn library_now() -> Duration {
+    testing::clock().map_or_else(|| SystemClock.now(), |v| v.now())
+}
+
 /// The library's monotonic clock in ms (the virtual one while the testing switch is on):
 /// a time base for retryrs_call_start() and friends.
 #[no_mangle]
 pub extern "C" fn retryrs_now_ms() -> u64 {
-    guard_value(0, || millis(testing::clock().map_or_else(|| SystemClock.now(), |v| v.now())))
+    guard_value(0, || millis(library_now()))
 }
 
 /// Releases the call (ended or not). NULL is a no-op. Must not be called twice for the

@@ -11,7 +11,8 @@ use retryrs::{Policies, Policy};
 use crate::breaker::retryrs_breaker;
 use crate::budget::retryrs_budget;
 use crate::config::{from_policy_parts, known_size, retryrs_config};
-use crate::ffi::{arg, arg_mut, c_str, free_handle, guard_status, guard_value, hand_out, Failure};
+use crate::ffi::{arg, arg_mut, c_str, free_handle, guard_status, guard_value, hand_out, set_last_error, Failure};
+use crate::retrier::{retryrs_retrier, Shared};
 use crate::types::*;
 
 /// A loaded policy document (opaque, immutable: any number of threads may look up in it
@@ -22,6 +23,10 @@ pub struct retryrs_policies {
     policies: Vec<Entry>,
     /// One C budget handle per shared budget, by the core budget's address.
     budgets: BTreeMap<usize, Box<retryrs_budget>>,
+    /// The loaded document, for lookups by method.
+    loaded: Policies,
+    /// Its warnings, NUL-terminated for C.
+    warnings: Vec<CString>,
 }
 
 /// One policy of a document.
@@ -37,6 +42,14 @@ struct Entry {
 impl retryrs_policies {
     fn get(&self, key: &str) -> Option<&Entry> {
         self.policies.binary_search_by(|e| e.key.as_str().cmp(key)).ok().map(|i| &self.policies[i])
+    }
+
+    /// The policy called `name`, or an error from `function` naming it and the names there are.
+    fn entry(&self, name: &str, function: &str) -> Result<&Entry, Failure> {
+        self.get(name).ok_or_else(|| {
+            let known: Vec<&str> = self.policies.iter().map(|e| e.key.as_str()).collect();
+            Failure::invalid(format!("{function}: no policy {name:?} in the document (it has {})", known.join(", ")))
+        })
     }
 }
 
@@ -80,7 +93,10 @@ pub unsafe extern "C" fn retryrs_policies_from_json(
             let key = CString::new(name).map_err(|_| fail(format!("policies.{name:?} contains NUL")))?;
             policies.push(Entry { key: name.to_string(), policy: policy.clone(), c_name, c_key: key });
         }
-        hand_out(out, retryrs_policies { policies, budgets });
+        // A warning is the core's text (from JSON strings: no NUL), never dropped.
+        let warnings = loaded.warnings().iter().map(|w| CString::new(w.replace('\0', "\\0")).unwrap_or_default());
+        let warnings = warnings.collect();
+        hand_out(out, retryrs_policies { policies, budgets, loaded, warnings });
         Ok(())
     })
 }
@@ -91,7 +107,9 @@ pub unsafe extern "C" fn retryrs_policies_from_json(
 /// passes sizeof(config). The config's `name` and `budget` point into `policies`: create
 /// the retrier (retryrs_retrier_new copies both) before freeing `policies`. An unknown
 /// name is RETRYRS_INVALID_ARGUMENT naming it and the names there are; so is a
-/// struct_size this library does not know (nothing written).
+/// struct_size this library does not know (nothing written). A config holds the knobs
+/// only: for a gRPC service config's policy, whose server pushback follows A6, create
+/// the retrier with retryrs_policies_retrier instead.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_policies_config(
     policies: *const retryrs_policies,
@@ -107,13 +125,7 @@ pub unsafe extern "C" fn retryrs_policies_config(
         }
         let size =
             known_size(struct_size).map_err(|why| Failure::invalid(format!("retryrs_policies_config: {why}")))?;
-        let Entry { policy, c_name, .. } = all.get(name).ok_or_else(|| {
-            let known: Vec<&str> = all.policies.iter().map(|e| e.key.as_str()).collect();
-            Failure::invalid(format!(
-                "retryrs_policies_config: no policy {name:?} in the document (it has {})",
-                known.join(", ")
-            ))
-        })?;
+        let Entry { policy, c_name, .. } = all.entry(name, "retryrs_policies_config")?;
         let budget = policy
             .budget()
             .and_then(|b| all.budgets.get(&(Arc::as_ptr(b) as usize)))
@@ -124,6 +136,71 @@ pub unsafe extern "C" fn retryrs_policies_config(
         // every known size is a prefix of this layout made of whole fields.
         std::ptr::copy_nonoverlapping((&full as *const retryrs_config).cast::<u8>(), config.cast::<u8>(), size);
         Ok(())
+    })
+}
+
+/// Creates a retrier running the policy called `name` exactly as loaded: unlike a
+/// retryrs_config copy, which holds the knobs only, it keeps a gRPC service config's
+/// pushback rule (A6: wait exactly grpc-retry-pushback-ms, then restart the backoff; see
+/// docs/contract.md). The retrier shares the document's budget and outlives `policies`.
+/// An unknown name is RETRYRS_INVALID_ARGUMENT naming it. Free with retryrs_retrier_free().
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_policies_retrier(
+    policies: *const retryrs_policies,
+    name: *const c_char,
+    out: *mut *mut retryrs_retrier,
+) -> retryrs_status {
+    guard_status(|| {
+        let all = arg(policies, "retryrs_policies_retrier: policies")?;
+        let name = c_str(name, "retryrs_policies_retrier: name")?;
+        arg_mut(out, "retryrs_policies_retrier: out")?;
+        let Entry { policy, c_name, .. } = all.entry(name, "retryrs_policies_retrier")?;
+        let shared = Shared { retrier: retryrs::Retrier::new(policy.clone()), name: c_name.clone() };
+        hand_out(out, retryrs_retrier { inner: Arc::new(shared) });
+        Ok(())
+    })
+}
+
+/// The key of the policy a call to `method` of `service` (UTF-8, NUL-terminated) runs
+/// under, looked up as gRPC looks up a method config: `service/method`, then `service`,
+/// then `default`. Owned by `policies`; NULL when none of them is in the document (for a
+/// gRPC service config: one attempt), or for a NULL argument (retryrs_last_error() says
+/// which). Pass it to retryrs_policies_get or retryrs_policies_retrier.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_policies_lookup(
+    policies: *const retryrs_policies,
+    service: *const c_char,
+    method: *const c_char,
+) -> *const c_char {
+    guard_value(std::ptr::null(), || {
+        let found = || -> Result<*const c_char, Failure> {
+            let all = arg(policies, "retryrs_policies_lookup: policies")?;
+            let service = c_str(service, "retryrs_policies_lookup: service")?;
+            let method = c_str(method, "retryrs_policies_lookup: method")?;
+            let key = all.loaded.method_key(service, method).and_then(|k| all.get(k));
+            Ok(key.map_or(std::ptr::null(), |e| e.c_key.as_ptr()))
+        };
+        // A NULL argument sets retryrs_last_error() and gives NULL, like an unknown method.
+        found().unwrap_or_else(|failure| {
+            set_last_error(&failure.message);
+            std::ptr::null()
+        })
+    })
+}
+
+/// How many warnings loading the document gave (0 for NULL): valid input that is probably
+/// not meant, such as a gRPC tokenRatio that A6's three decimals make 0.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_policies_warning_count(policies: *const retryrs_policies) -> usize {
+    guard_value(0, || policies.as_ref().map_or(0, |p| p.warnings.len()))
+}
+
+/// The `index`-th warning, in document order, NUL-terminated and owned by `policies`;
+/// NULL when `index` is out of range or `policies` is NULL.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_policies_warning(policies: *const retryrs_policies, index: usize) -> *const c_char {
+    guard_value(std::ptr::null(), || {
+        policies.as_ref().and_then(|p| p.warnings.get(index)).map_or(std::ptr::null(), |w| w.as_ptr())
     })
 }
 

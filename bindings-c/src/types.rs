@@ -143,3 +143,14 @@ pub fn stop(stop: Stop) -> (retryrs_status, retryrs_reason) {
 pub fn millis(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
+
+/// What retryrs_attempt_remaining_ms() and retryrs_call_remaining_ms() report for an
+/// attempt that has no bound (neither a deadline nor an attempt timeout): UINT64_MAX.
+/// A bounded attempt's time left is always smaller.
+pub const RETRYRS_UNBOUNDED: u64 = u64::MAX;
+
+/// An attempt's time left as the C API reports it: whole milliseconds, rounded down
+/// (never more time than is left), or RETRYRS_UNBOUNDED.
+pub fn remaining_ms(remaining: Option<std::time::Duration>) -> u64 {
+    remaining.map_or(RETRYRS_UNBOUNDED, |d| millis(d).min(RETRYRS_UNBOUNDED - 1))
+}

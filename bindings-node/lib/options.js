@@ -149,7 +149,9 @@ function hostParts(options) {
 /** The fixed shape calls read: a native policy and the host parts. */
 function finish(handle, hasBudget, host) {
   const budget = hasBudget ? true : undefined;
-  const { options, attemptTimeoutMs } = host;
+  const { options } = host;
+  // A knob of the core's policy (a document's included); fromPolicy may override it.
+  const attemptTimeoutMs = host.attemptTimeoutMs > 0 ? host.attemptTimeoutMs : Math.min(handle.number('attempt_timeout') ?? 0, MAX_TIMEOUT_MS);
   const onEvent = listenerOf(options.onEvent);
   // Every call asks a breaker first and tells it how it ended.
   const hasBreaker = handle.hasBreaker;

@@ -67,9 +67,47 @@ function policyParts(policy) {
 }
 
 /**
+ * A loaded policy document: a Map of name to Policy, with the loader's `warnings` (valid
+ * input that is probably not meant, such as a gRPC tokenRatio that A6's three decimals
+ * make 0) and `forMethod`, gRPC's lookup. Read it; it is not meant to be changed.
+ */
+class PolicyDocument extends Map {
+  #loaded;
+  constructor(entries, loaded) {
+    super(entries);
+    this.#loaded = loaded;
+    /** The loader's warnings, in document order, each starting with its path. */
+    this.warnings = Object.freeze(loaded.warnings);
+  }
+
+  /**
+   * The name of the policy a call to `method` of `service` runs under, looked up as gRPC
+   * looks up a method config: `service/method`, then `service`, then `default`; null when
+   * none is in the document (for a gRPC service config: one attempt). The core's lookup.
+   * @param {string} service
+   * @param {string} [method]
+   */
+  methodKey(service, method = '') {
+    if (typeof service !== 'string') throw new TypeError(`service must be a string, got ${typeof service}`);
+    if (typeof method !== 'string') throw new TypeError(`method must be a string, got ${typeof method}`);
+    return this.#loaded.methodKey(service, method) ?? null;
+  }
+
+  /** The Policy of methodKey(service, method), or null. */
+  forMethod(service, method = '') {
+    const key = this.methodKey(service, method);
+    return key === null ? null : this.get(key);
+  }
+
+  static get [Symbol.species]() {
+    return Map;
+  }
+}
+
+/**
  * Loads a policy document: a path, the JSON text itself (a string starting with `{`), or
- * an object as JSON.parse would give. Returns a Map of name to Policy; throws
- * PolicyDocumentError.
+ * an object as JSON.parse would give. Returns a PolicyDocument (a Map of name to Policy);
+ * throws PolicyDocumentError.
  * @param {string | object} source
  */
 function loadPolicies(source) {
@@ -95,16 +133,16 @@ function loadPolicies(source) {
   const error = loaded.error;
   if (error) throw new PolicyDocumentError(error);
   const budgets = new Map();
-  const out = new Map();
+  const out = [];
   for (const row of loaded.rows()) {
     let budget = null;
     if (row.budget !== null && row.budget !== undefined) {
       if (!budgets.has(row.budget)) budgets.set(row.budget, wrapBudget(loaded.budget(row.budget)));
       budget = budgets.get(row.budget);
     }
-    out.set(row.key, makePolicy(row, loaded, budget));
+    out.push([row.key, makePolicy(row, loaded, budget)]);
   }
-  return out;
+  return new PolicyDocument(out, loaded);
 }
 
-module.exports = { loadPolicies, Policy, PolicyDocumentError, policyParts };
+module.exports = { loadPolicies, Policy, PolicyDocument, PolicyDocumentError, policyParts };

@@ -106,6 +106,19 @@ impl NativePolicies {
         })
     }
 
+    /// The loader's warnings, in document order (empty when the document did not load).
+    #[napi(getter)]
+    pub fn warnings(&self) -> napi::Result<Vec<String>> {
+        guarded(|| Ok(self.loaded.as_ref().map(|p| p.warnings().to_vec()).unwrap_or_default()))
+    }
+
+    /// The key of the policy a call to `method` of `service` runs under, in gRPC's order
+    /// (`service/method`, `service`, `default`), or null.
+    #[napi]
+    pub fn method_key(&self, service: String, method: String) -> napi::Result<Option<String>> {
+        guarded(|| Ok(self.loaded.as_ref().ok().and_then(|p| p.method_key(&service, &method)).map(String::from)))
+    }
+
     /// The policy names, sorted.
     #[napi]
     pub fn names(&self) -> napi::Result<Vec<String>> {

@@ -25,9 +25,9 @@ const POLICY_KEYS = new Set([...KNOBS.map((k) => k.name), 'breaker']);
 // Every budget kind's keys and both breaker models' (the loader checks which belong where).
 const BUDGET_KEYS = new Set(['kind', 'max_tokens', 'token_ratio', 'capacity', 'retry_cost', 'timeout_retry_cost', 'no_retry_increment', 'ttl', 'min_retries_per_sec', 'percent_can_retry']);
 const BREAKER_KEYS = new Set(['model', 'failures', 'failure_ratio', 'minimum_throughput', 'sampling_duration', 'break_duration', 'half_open_probes', 'break_multiplier', 'max_break_duration', 'per_attempt']);
-const VECTOR_KEYS = new Set(['file', 'id', 'rule', 'policy', 'budgets', 'breakers', 'calls', 'expect_error', 'retry_after', 'status', 'http']);
+const VECTOR_KEYS = new Set(['file', 'id', 'rule', 'policy', 'budgets', 'breakers', 'service_config', 'calls', 'expect_error', 'retry_after', 'status', 'http']);
 const CALL_KEYS = new Set(['at_ms', 'attempts', 'expect']);
-const EXPECT_KEYS = new Set(['outcome', 'reason', 'attempts', 'value', 'delays_ms', 'events', 'budget_tokens', 'breaker_state']);
+const EXPECT_KEYS = new Set(['outcome', 'reason', 'attempts', 'value', 'delays_ms', 'events', 'budget_tokens', 'breaker_state', 'bounds_ms']);
 
 function checkKeys(where, obj, known) {
   for (const key of Object.keys(obj || {})) {
@@ -48,7 +48,9 @@ function policyOf(v) {
   if (timed.length > 0 && (timed.length !== v.calls.length || timed.some((t, i) => i > 0 && t < timed[i - 1]))) {
     throw new Error('at_ms: every call of the vector gives one, in order');
   }
-  return loadPolicies({ policies: { retry: v.policy || {} }, budgets: v.budgets || {}, breakers: v.breakers || {} }).get('retry');
+  // A gRPC service config is loaded as it is: its policy is the service "retry".
+  const document = v.service_config ?? { policies: { retry: v.policy || {} }, budgets: v.budgets || {}, breakers: v.breakers || {} };
+  return loadPolicies(document).get('retry');
 }
 
 function loadVectors() {

@@ -7,7 +7,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { Retrier, RetryExhaustedError, RetryBudget, loadPolicies, Policy, PolicyDocumentError, testing } = require('..');
+const { Retrier, RetryExhaustedError, RetryBudget, loadPolicies, Policy, PolicyDocument, PolicyDocumentError, testing } = require('..');
 const { KNOBS } = require('../lib/options');
 const { transient, sharedTests } = require('./helpers');
 
@@ -15,6 +15,7 @@ const DATA = sharedTests('policies');
 const EXPECTED = JSON.parse(fs.readFileSync(path.join(DATA, 'expected.json'), 'utf8'));
 const ERRORS = JSON.parse(fs.readFileSync(path.join(DATA, 'errors.json'), 'utf8')).cases;
 const SHARED = path.join(DATA, 'shared.json');
+const GRPC_CASES = JSON.parse(fs.readFileSync(path.join(DATA, 'grpc_cases.json'), 'utf8')).cases;
 
 /** The waits (ms) of a call whose every attempt fails transiently, in virtual time. */
 async function waits(policy) {
@@ -126,4 +127,47 @@ test('ten thousand policies load', () => {
   const loaded = loadPolicies({ policies });
   assert.equal(loaded.size, 10000);
   assert.equal(loaded.get('svc9999').initialDelayMs, 499);
+});
+
+for (const c of GRPC_CASES) {
+  test(`gRPC service config: ${c.name}`, () => {
+    if (c.error) {
+      assert.throws(() => loadPolicies(c.document), (err) => {
+        assert.ok(err instanceof PolicyDocumentError, String(err));
+        assert.equal(err.path, c.error.path);
+        assert.ok(err.message.includes(c.error.fragment), err.message);
+        return true;
+      });
+      return;
+    }
+    const policies = loadPolicies(c.document);
+    assert.ok(policies instanceof PolicyDocument && policies instanceof Map);
+    assert.equal(policies.warnings.length, c.warnings.length, JSON.stringify(policies.warnings));
+    c.warnings.forEach((want, i) => assert.ok(policies.warnings[i].includes(want), policies.warnings[i]));
+    for (const l of c.lookups) {
+      const key = policies.methodKey(l.service, l.method);
+      assert.equal(key, l.key, JSON.stringify(l));
+      const p = policies.forMethod(l.service, l.method);
+      if (key === null) {
+        assert.equal(p, null);
+        continue;
+      }
+      assert.equal(p, policies.get(key));
+      assert.equal(p.maxAttempts, l.max_attempts);
+      assert.equal(p.deadlineMs, l.deadline_ms);
+      assert.equal(p.budget !== null, l.budget);
+    }
+  });
+}
+
+test('a gRPC policy waits exactly the pushback', async () => {
+  const doc = { methodConfig: [{ name: [{ service: 'S' }], retryPolicy: { maxAttempts: 3, initialBackoff: '1s', maxBackoff: '2s', backoffMultiplier: 2, retryableStatusCodes: ['UNAVAILABLE'] } }] };
+  const policies = loadPolicies(doc);
+  assert.deepEqual(policies.warnings, []);
+  assert.throws(() => policies.methodKey(1), TypeError);
+  const events = [];
+  const r = Retrier.fromPolicy(policies.forMethod('S', 'Get'), { onEvent: (e) => events.push(e) });
+  const err = await testing.scoped(() => r.call(() => { throw transient('unavailable', { retryAfterMs: 30 }); }).catch((e) => e));
+  assert.ok(err instanceof RetryExhaustedError, String(err));
+  assert.deepEqual(events.filter((e) => e.kind === 'retrying').map((e) => e.delayMs), [30, 30]);
 });

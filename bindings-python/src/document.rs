@@ -40,6 +40,31 @@ impl PyPolicy {
 /// What went wrong, as data: (message, path, line, column, file).
 type ErrorRow = (String, String, Option<usize>, Option<usize>, Option<String>);
 
+/// A loaded document as the core holds it, for what only the core answers: which policy a
+/// gRPC method runs under (`retryrs.PolicyDocument.for_method`).
+#[pyclass(frozen, module = "retryrs._native", name = "_Document")]
+pub struct PyDocument {
+    loaded: Policies,
+}
+
+#[pymethods]
+impl PyDocument {
+    /// The key of the policy `service`/`method` runs under, in gRPC's order
+    /// (`service/method`, `service`, `default`), or None.
+    fn method_key(&self, service: &str, method: &str) -> Option<String> {
+        self.loaded.method_key(service, method).map(String::from)
+    }
+
+    /// The loader's warnings, in document order.
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.loaded.warnings().to_vec()
+    }
+}
+
+/// A loaded document: its policies by name, and the core's document for lookups.
+type Loaded = (Py<PyDict>, Py<PyDocument>);
+
 /// Loads a document from its text (or from the file `path` when `text` is None): a dict
 /// of name to Policy, or the error as data. Budgets named by several policies come back
 /// as one RetryBudget object.
@@ -49,7 +74,7 @@ pub fn _load_policies(
     py: Python<'_>,
     text: Option<&str>,
     path: Option<std::path::PathBuf>,
-) -> PyResult<(Option<Py<PyDict>>, Option<ErrorRow>)> {
+) -> PyResult<(Option<Loaded>, Option<ErrorRow>)> {
     let loaded = match (text, path) {
         (Some(t), _) => py.detach(|| Policies::from_json(t)),
         (None, Some(p)) => py.detach(|| Policies::from_path(p)),
@@ -80,5 +105,5 @@ pub fn _load_policies(
         };
         out.set_item(name, PyPolicy { policy: Arc::new(policy.clone()), budget })?;
     }
-    Ok((Some(out.unbind()), None))
+    Ok((Some((out.unbind(), Py::new(py, PyDocument { loaded: policies })?)), None))
 }

@@ -6,6 +6,7 @@
 
 use pyo3::prelude::*;
 
+mod attempt;
 mod breaker;
 mod budget;
 mod convert;
@@ -19,6 +20,7 @@ mod listeners;
 mod options;
 mod retrier;
 mod state;
+mod step;
 mod stepped;
 mod testing;
 mod token;
@@ -29,6 +31,11 @@ mod wrapped;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<retrier::Retrier>()?;
     m.add_class::<stepped::SteppedCall>()?;
+    m.add_class::<attempt::AttemptInfo>()?;
+    m.add_function(wrap_pyfunction!(attempt::current_attempt, m)?)?;
+    m.add_class::<step::Pending>()?;
+    m.add_function(wrap_pyfunction!(step::_first_step, m)?)?;
+    m.add("_CURRENT", attempt::context_var(m.py())?)?;
     m.add_class::<event::PyEvent>()?;
     m.add_class::<token::PyCancelToken>()?;
     m.add_class::<budget::PyRetryBudget>()?;
@@ -39,6 +46,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     testing::init(m)?;
     m.add_function(wrap_pyfunction!(options::_knobs, m)?)?;
     m.add_class::<document::PyPolicy>()?;
+    m.add_class::<document::PyDocument>()?;
     m.add_function(wrap_pyfunction!(document::_load_policies, m)?)?;
     m.add_function(wrap_pyfunction!(http::parse_retry_after, m)?)?;
     m.add_function(wrap_pyfunction!(http::is_retryable_status, m)?)?;

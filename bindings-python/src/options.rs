@@ -19,10 +19,15 @@ use crate::host_policy::{Hooks, HostPolicy, RetryOn};
 /// contract's snake_case spelling).
 pub const HOST_ONLY: [&str; 5] = ["retry_on", "retry_after", "retry_on_result", "on_event", "attempt_timeout"];
 
-/// Every keyword a Retrier takes: the knob table's, then Python's own, then the breaker
-/// (an engine object like the budget, not a knob of the table).
+/// Every keyword a Retrier takes: the knob table's, then Python's own (`attempt_timeout`
+/// is both: a knob of the table, which `from_policy` also takes to override a document's),
+/// then the breaker (an engine object like the budget, not a knob of the table).
 pub fn known() -> impl Iterator<Item = &'static str> {
-    retryrs::KNOBS.iter().map(|k| k.name).chain(HOST_ONLY).chain(["breaker"])
+    retryrs::KNOBS
+        .iter()
+        .map(|k| k.name)
+        .chain(HOST_ONLY.into_iter().filter(|n| retryrs::knob::knob(n).is_none()))
+        .chain(["breaker"])
 }
 
 /// Everything a Retrier holds, built from its keyword arguments.
@@ -143,19 +148,17 @@ fn host_parts(
     let retry_on_result =
         callable_or_none(some("retry_on_result"), "retry_on_result", "a callable value -> bool (True: retry)")?;
     let on_event = crate::listeners::on_event(some("on_event"))?;
-    let attempt_timeout = match some("attempt_timeout") {
-        None => None,
+    // A knob of the core's policy; `from_policy` may override a document's (in
+    // `Retrier(...)` the policy already holds it: setting it again changes nothing).
+    let policy = match some("attempt_timeout") {
+        None => policy,
         Some(v) => {
-            let s = seconds(&v, "attempt_timeout")?;
-            if !(s.is_finite() && s > 0.0) {
-                return Err(PyValueError::new_err(format!(
-                    "attempt_timeout must be finite and > 0 seconds, got {}",
-                    repr(&v)
-                )));
-            }
-            Some(s)
+            let timeout = Setting::Number(ms(seconds(&v, "attempt_timeout")?));
+            let builder = PolicyBuilder::from(&*policy).set("attempt_timeout", timeout);
+            Arc::new(builder.and_then(PolicyBuilder::build).map_err(|e| policy_error(&e, options))?)
         }
     };
+    let attempt_timeout = policy.attempt_timeout().map(|d| d.as_secs_f64());
     Ok(HostPolicy::new(py, policy, retry_on, Hooks { retry_after, retry_on_result, on_event }, budget, attempt_timeout))
 }
 
@@ -274,7 +277,7 @@ pub fn _knobs(py: Python<'_>) -> PyResult<Vec<KnobRow>> {
         };
         out.push((k.name, unit, default, k.can_be_off));
     }
-    for name in HOST_ONLY.into_iter().chain(["breaker"]) {
+    for name in HOST_ONLY.into_iter().filter(|n| retryrs::knob::knob(n).is_none()).chain(["breaker"]) {
         out.push((name, "host", py.None(), true));
     }
     Ok(out)

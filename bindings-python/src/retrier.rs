@@ -11,7 +11,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 use retryrs::{cancelled_before_start, Admission, Call, Verdict, VirtualClock};
 
-use crate::convert::pyfloat;
+use crate::attempt::{AttemptInfo, Frame, SyncFrame};
 use crate::errors;
 use crate::host_policy::{Hooks, HostPolicy, RetryOn};
 use crate::state::{now, CallState, Failed};
@@ -25,6 +25,10 @@ use pyo3::exceptions::PyRuntimeError;
 pub struct Retrier {
     pub host: Arc<HostPolicy>,
     pub cancel: Option<Py<PyCancelToken>>,
+    /// Whether the asyncio driver interrupts an attempt at its bound (False for a helper
+    /// that bounds its requests itself, so a request past it is judged as its client's
+    /// timeout by the HTTP rules).
+    pub interrupts: bool,
 }
 
 static DRIVE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -48,12 +52,13 @@ impl Retrier {
         if token.is_some_and(|t| t.is_cancelled()) {
             return Err(self.cancelled_before_start(py));
         }
-        if self.host.attempt_timeout.is_some() {
-            return Err(attempt_timeout_in_sync_call());
-        }
         let clock = crate::testing::clock(py);
         let start = now(&clock);
         let admission = self.admit(py, start)?;
+        // The attempt's bound, for `retryrs.current_attempt()`: a blocking attempt cannot
+        // be interrupted, so it is there to be passed to I/O.
+        let first = Frame::first(&self.host.policy, start, clock.clone());
+        let frame = SyncFrame::push(py, first)?;
         let mut failure = match f.call(args, kwargs) {
             Ok(value) => {
                 if is_coroutine(py, &value)? {
@@ -75,14 +80,15 @@ impl Retrier {
         let mut state = CallState::begin(self.host.clone(), start, clock, token.cloned(), admission);
         loop {
             let delay = match failure {
-                Ok(err) => state.failed(py, err, false)?,
+                Ok(err) => state.failed(py, err)?,
                 Err(value) => match state.rejected_value(py, value, None)? {
                     Failed::Wait(delay) => delay,
                     Failed::Await(_) => return Err(PyRuntimeError::new_err("retryrs: a sync call was asked to await")),
                 },
             };
-            state.wait_blocking(py, delay)?;
+            state.wait_blocking(py, delay, self.cancel.as_ref())?;
             state.resume(py)?;
+            frame.set(py, state.frame())?;
             failure = match f.call(args, kwargs) {
                 Ok(value) if sync_rejects(&self.host, &value)? => Err(value),
                 Ok(value) => {
@@ -142,18 +148,6 @@ impl Retrier {
     }
 }
 
-/// `_start`'s answer back apart: the start time (exact nanoseconds) and the breaker's
-/// admission (0: no breaker, 1: closed, 2: a probe).
-fn unpack(packed: u128) -> (Duration, Option<Admission>) {
-    let start = Duration::from_nanos(packed as u64);
-    let admission = match packed >> 64 {
-        0 => None,
-        2 => Some(Admission::Probe),
-        _ => Some(Admission::Pass),
-    };
-    (start, admission)
-}
-
 /// Whether the result predicate (if any) rejects a value, in a sync call: an awaitable
 /// answer is a TypeError naming `retry_on_result`.
 fn sync_rejects(host: &HostPolicy, value: &Bound<'_, PyAny>) -> PyResult<bool> {
@@ -182,14 +176,6 @@ fn coroutine_in_sync_call(f: &Bound<'_, PyAny>, coroutine: &Bound<'_, PyAny>) ->
     ))
 }
 
-/// A blocking call cannot stop an attempt in progress safely (a thread cannot be
-/// cancelled), so an attempt_timeout there would be a promise not kept: refused.
-pub fn attempt_timeout_in_sync_call() -> PyErr {
-    pyo3::exceptions::PyValueError::new_err(
-        "attempt_timeout only applies to async calls (call_async, async functions, `async for`): a blocking attempt cannot be stopped safely; use a Retrier without attempt_timeout, or the function's own timeout",
-    )
-}
-
 impl Retrier {
     /// The knob `name` of the table, as the generated getters read it.
     fn knob(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
@@ -208,10 +194,10 @@ impl Retrier {
     /// (in seconds), the signature below is written from it by tools/knobgen.
     #[new]
     // knobgen:begin signature
-    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, seed=None, name='retry', budget=None, max_retry_after=60.0, retry_after=None, retry_on_result=None, on_event=None, attempt_timeout=None, breaker=None)")]
+    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, seed=None, name='retry', budget=None, max_retry_after=60.0, attempt_timeout=None, retry_after=None, retry_on_result=None, on_event=None, breaker=None)")]
     // knobgen:end signature
     fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        Ok(Retrier { host: Arc::new(crate::options::parse(py, options)?), cancel: None })
+        Ok(Retrier { host: Arc::new(crate::options::parse(py, options)?), cancel: None, interrupts: true })
     }
 
     /// `Retrier.from_policy(policies["payments"], retry_on=..., on_event=...)`: a retrier
@@ -224,7 +210,11 @@ impl Retrier {
         policy: &Bound<'_, crate::document::PyPolicy>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
-        Ok(Retrier { host: Arc::new(crate::options::from_policy(py, policy.get(), options)?), cancel: None })
+        Ok(Retrier {
+            host: Arc::new(crate::options::from_policy(py, policy.get(), options)?),
+            cancel: None,
+            interrupts: true,
+        })
     }
 
     /// Calls `func(*args, **kwargs)`, retrying transient failures; returns its value.
@@ -274,23 +264,23 @@ impl Retrier {
 
     /// The same retrier whose calls end with `RetryCancelled` as soon as `token` fires.
     fn with_cancel(&self, token: Py<PyCancelToken>) -> Self {
-        Retrier { host: self.host.clone(), cancel: Some(token) }
+        Retrier { host: self.host.clone(), cancel: Some(token), interrupts: self.interrupts }
     }
 
     /// The same retrier (policy, listener, budget, attempt timeout, cancel token) with
     /// another classification: `retry_on` a tuple of exception classes, `retry_after` the
     /// hint hook (None: the exception's `retry_after` attribute). The HTTP helpers use it:
     /// their verdicts come from the core's HTTP rules, not from the user's `retry_on`.
-    /// `attempt_timeout=False` drops the retrier's attempt_timeout, for a helper that bounds
-    /// its attempts itself (the async httpx transport: a request past it is a read timeout,
-    /// judged by the HTTP rules, not an always-transient AttemptTimeout).
-    #[pyo3(signature = (retry_on, retry_after=None, attempt_timeout=true))]
+    /// `interrupts=False`: the asyncio driver leaves each attempt's bound to a helper that
+    /// bounds its requests itself (the async httpx transport: a request past it is its
+    /// client's timeout, judged by the HTTP rules, not an always-transient AttemptTimeout).
+    #[pyo3(signature = (retry_on, retry_after=None, interrupts=true))]
     fn _with_classifier(
         &self,
         py: Python<'_>,
         retry_on: Py<PyAny>,
         retry_after: Option<Py<PyAny>>,
-        attempt_timeout: bool,
+        interrupts: bool,
     ) -> Self {
         let h = &*self.host;
         let host = HostPolicy::new(
@@ -300,9 +290,9 @@ impl Retrier {
             // No result predicate: a response is judged by the HTTP rules alone.
             Hooks { retry_after, retry_on_result: None, on_event: h.on_event.as_ref().map(|f| f.clone_ref(py)) },
             h.budget.as_ref().map(|b| b.clone_ref(py)),
-            h.attempt_timeout.filter(|_| attempt_timeout),
+            h.attempt_timeout,
         );
-        Retrier { host: Arc::new(host), cancel: self.cancel.as_ref().map(|t| t.clone_ref(py)) }
+        Retrier { host: Arc::new(host), cancel: self.cancel.as_ref().map(|t| t.clone_ref(py)), interrupts }
     }
 
     #[getter]
@@ -353,15 +343,15 @@ impl Retrier {
     fn max_retry_after(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.knob(py, "max_retry_after")
     }
+    #[getter]
+    fn attempt_timeout(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.knob(py, "attempt_timeout")
+    }
     // knobgen:end getters
     /// The circuit breaker this Retrier shares, or None (a new handle on the same breaker).
     #[getter]
     fn breaker(&self) -> Option<crate::breaker::PyCircuitBreaker> {
         self.host.policy.breaker().map(|b| crate::breaker::PyCircuitBreaker { inner: b.clone() })
-    }
-    #[getter]
-    fn attempt_timeout(&self) -> Option<f64> {
-        self.host.attempt_timeout
     }
     #[getter]
     fn retry_on(&self, py: Python<'_>) -> Py<PyAny> {
@@ -392,9 +382,6 @@ impl Retrier {
             if let Some(f) = &h.on_event {
                 parts.push(format!("on_event={}", py_repr(f.bind(py))));
             }
-            if let Some(t) = h.attempt_timeout {
-                parts.push(format!("attempt_timeout={}", pyfloat(t)));
-            }
         }
         format!("Retrier({})", parts.join(", "))
     }
@@ -402,20 +389,25 @@ impl Retrier {
     // The asyncio driver's hooks into the engine (see retryrs/_aio.py).
 
     /// Starts an async call: raises RetryCancelled if the token already fired; returns the
-    /// start time (nanoseconds, exact, so virtual-time boundaries stay exact).
-    /// With a circuit breaker, the breaker's answer rides above bit 64 (see [`unpack`]); a
-    /// refused call raises RetryExhausted(reason="circuit_open") here.
-    fn _start(&self, py: Python<'_>) -> PyResult<u128> {
+    /// first attempt (`retryrs.current_attempt()`), which also holds the call's start and,
+    /// with a circuit breaker, its answer: a refused call raises
+    /// RetryExhausted(reason="circuit_open") here. `admit=False`: the breaker is not asked
+    /// (a request the HTTP helpers send once, outside the retry, only wants the bound).
+    #[pyo3(signature = (admit=true))]
+    fn _start(&self, py: Python<'_>, admit: bool) -> PyResult<AttemptInfo> {
         if self.cancel.as_ref().is_some_and(|t| t.get().inner.is_cancelled()) {
             return Err(self.cancelled_before_start(py));
         }
-        let at = now(&crate::testing::clock(py));
-        let code = match self.admit(py, at)? {
-            None => 0u128,
-            Some(Admission::Probe) => 2,
-            Some(_) => 1,
-        };
-        Ok(code << 64 | u128::from(u64::try_from(at.as_nanos()).unwrap_or(u64::MAX)))
+        let clock = crate::testing::clock(py);
+        let start = now(&clock);
+        let admission = if admit { self.admit(py, start)? } else { None };
+        let frame = Frame::first(&self.host.policy, start, clock);
+        Ok(AttemptInfo::with_arm(frame, start, self.interrupts).admitted(admission))
+    }
+
+    #[getter]
+    fn _interrupts(&self) -> bool {
+        self.interrupts
     }
 
     #[getter]
@@ -439,17 +431,17 @@ impl Retrier {
         self.host.retry_on_result.as_ref().map(|f| f.clone_ref(py))
     }
 
-    fn _succeeded(&self, py: Python<'_>, start: u128) -> PyResult<()> {
-        let (start, admission) = unpack(start);
-        self.report_success(py, start, &crate::testing::clock(py), admission)
+    fn _succeeded(&self, py: Python<'_>, first: &Bound<'_, AttemptInfo>) -> PyResult<()> {
+        let first = first.get();
+        self.report_success(py, first.start, &crate::testing::clock(py), first.admission)
     }
 
     /// The first attempt of an async call failed: engine state starts here.
-    fn _begin(&self, py: Python<'_>, start: u128) -> SteppedCall {
+    fn _begin(&self, py: Python<'_>, first: &Bound<'_, AttemptInfo>) -> SteppedCall {
         let token = self.cancel.as_ref().map(|t| t.get().inner.clone());
-        let (start, admission) = unpack(start);
+        let first = first.get();
         SteppedCall::new(
-            CallState::begin(self.host.clone(), start, crate::testing::clock(py), token, admission),
+            CallState::begin(self.host.clone(), first.start, crate::testing::clock(py), token, first.admission),
             self.cancel.as_ref().map(|t| t.clone_ref(py)),
         )
     }

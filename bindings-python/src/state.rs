@@ -13,6 +13,7 @@ use retryrs::{Call, CancelToken, Clock, Decision, Policy, Resume, Stop, SystemCl
 
 use crate::errors;
 use crate::host_policy::{Classified, HostPolicy};
+use crate::token::PyCancelToken;
 use crate::wait::{self, WaitEnd};
 
 /// Now, on the virtual clock under `retryrs.testing`, else on the monotonic one.
@@ -85,12 +86,22 @@ impl CallState {
         self.call.attempt()
     }
 
+    /// The attempt starting now (after `resume`), with the engine's bound on it.
+    pub fn frame(&self) -> crate::attempt::Frame {
+        crate::attempt::Frame::of(&self.call, now(&self.clock), self.clock.clone())
+    }
+
+    /// When the call began.
+    pub fn started_at(&self) -> Duration {
+        self.call.started_at()
+    }
+
     /// An attempt raised `err`. Returns the wait before the next attempt, or the exception
     /// that ends the call: the original (rejected, or a control-flow signal), a
     /// `RetryExhausted`, or an error raised by the predicate / hint hook (original
     /// attached as its cause).
-    pub fn failed(&mut self, py: Python<'_>, err: PyErr, forced_transient: bool) -> Result<Duration, PyErr> {
-        match self.failed_async(py, err, forced_transient, None)? {
+    pub fn failed(&mut self, py: Python<'_>, err: PyErr) -> Result<Duration, PyErr> {
+        match self.failed_async(py, err, None)? {
             Failed::Wait(delay) => Ok(delay),
             Failed::Await(_) => Err(PyRuntimeError::new_err("retryrs: a sync call was asked to await a hook")),
         }
@@ -102,7 +113,6 @@ impl CallState {
         &mut self,
         py: Python<'_>,
         err: PyErr,
-        forced_transient: bool,
         answers: Option<&Bound<'_, PyTuple>>,
     ) -> Result<Failed, PyErr> {
         let value = err.value(py).clone().into_any();
@@ -117,7 +127,7 @@ impl CallState {
             self.errors.clear();
             return Err(err);
         }
-        let verdict = match host.classify(&value, forced_transient, answers) {
+        let verdict = match host.classify(&value, answers) {
             Ok(Classified::Await(pending)) => return Ok(Failed::Await(pending.unbind())),
             Ok(Classified::Verdict(v)) => Ok(v),
             Err(e) => Err(e),
@@ -273,10 +283,16 @@ impl CallState {
 
     /// Waits `delay` in a blocking call: virtual time advances at once; real time passes
     /// with the GIL released, waking at once on the token and promptly on Ctrl-C.
-    pub fn wait_blocking(&mut self, py: Python<'_>, delay: Duration) -> PyResult<()> {
+    /// `cancel` is the Python token whose engine token the call has (for a green wait).
+    pub fn wait_blocking(
+        &mut self,
+        py: Python<'_>,
+        delay: Duration,
+        cancel: Option<&Py<PyCancelToken>>,
+    ) -> PyResult<()> {
         let end = match &self.clock {
             Some(v) => v.sleep(delay, self.token.as_ref()).map_err(|_| WaitEnd::Cancelled),
-            None => wait::blocking(py, delay, self.token.as_ref()),
+            None => wait::blocking(py, delay, self.token.as_ref(), cancel),
         };
         match end {
             Ok(()) => Ok(()),

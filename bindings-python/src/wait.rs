@@ -9,14 +9,20 @@ use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use retryrs::CancelToken;
+
+use crate::token::PyCancelToken;
 
 /// Set by an `atexit` hook when the interpreter starts to finalize, with the thread that
 /// finalizes. CPython before 3.14 ends any other thread that takes the GIL back from
-/// then on with `pthread_exit`, whose forced unwind through these Rust frames crashes
-/// the process; so a wait on another thread (a daemon thread: the others were joined
-/// before atexit runs) never takes it back, and sleeps until the process ends, as
-/// CPython 3.14 itself makes such threads do.
+/// then on with `pthread_exit`, a forced unwind through these frames. The module is
+/// built with panic = abort (the release-python profile in the workspace Cargo.toml), so
+/// the unwind finds no landing pad here and the thread just ends, wherever it is (in an
+/// attempt, a listener, a wait). On top of that a wait on another thread (a daemon
+/// thread: the others were joined before atexit runs) never takes the GIL back, and
+/// sleeps until the process ends without touching Python, as CPython 3.14 itself makes
+/// such threads do.
 static EXITING: AtomicBool = AtomicBool::new(false);
 static FINALIZER: OnceLock<ThreadId> = OnceLock::new();
 
@@ -58,10 +64,34 @@ pub enum WaitEnd {
     Signal(PyErr),
 }
 
-pub fn blocking(py: Python<'_>, delay: Duration, token: Option<&CancelToken>) -> Result<(), WaitEnd> {
+static GREEN_WAITER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// The wait of gevent or eventlet when the program has monkey-patched `time` with it
+/// (`retryrs._green.waiter()`): a native sleep would stall every green thread of this OS
+/// thread.
+fn green_wait(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
+    let waiter = GREEN_WAITER
+        .get_or_try_init(py, || py.import("retryrs._green")?.getattr("waiter").map(Bound::unbind))?
+        .bind(py);
+    let wait = waiter.call0()?;
+    Ok(if wait.is_none() { None } else { Some(wait) })
+}
+
+/// `token` is `cancel`'s engine token; the Python one is for a green wait to subscribe to.
+pub fn blocking(
+    py: Python<'_>,
+    delay: Duration,
+    token: Option<&CancelToken>,
+    cancel: Option<&Py<PyCancelToken>>,
+) -> Result<(), WaitEnd> {
     if delay.is_zero() {
         // A zero delay sleeps not at all; a fired token is still seen.
         return if token.is_some_and(CancelToken::is_cancelled) { Err(WaitEnd::Cancelled) } else { Ok(()) };
+    }
+    if let Some(wait) = green_wait(py).map_err(WaitEnd::Signal)? {
+        // Whatever ends a green wait early (gevent.kill, a Timeout, Ctrl-C) goes on as is.
+        let fired = wait.call1((delay.as_secs_f64(), cancel)).and_then(|f| f.is_truthy()).map_err(WaitEnd::Signal)?;
+        return if fired { Err(WaitEnd::Cancelled) } else { Ok(()) };
     }
     // Only the main thread runs signal handlers, so only it needs to wake every slice;
     // another thread sleeps the whole wait without the GIL. That matters at exit: a

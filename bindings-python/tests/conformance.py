@@ -72,7 +72,8 @@ def load() -> List[Tuple[str, Dict[str, Any]]]:
 # its policy file.
 POLICY_KEYS = {name for name, unit, _, _ in _native._knobs() if unit != "host"} | {"breaker"}
 VECTOR_KEYS = {
-    "vector": {"id", "rule", "policy", "budgets", "breakers", "calls", "expect_error", "retry_after", "status", "http"},
+    "vector": {"id", "rule", "policy", "budgets", "breakers", "service_config", "calls", "expect_error", "retry_after",
+               "status", "http"},
     # Every budget kind's keys (the loader checks which belong to which kind).
     "budget": {"kind", "max_tokens", "token_ratio", "capacity", "retry_cost", "timeout_retry_cost", "no_retry_increment",
                "ttl", "min_retries_per_sec", "percent_can_retry"},
@@ -80,7 +81,8 @@ VECTOR_KEYS = {
                 "half_open_probes", "break_multiplier", "max_break_duration", "per_attempt"},
     "call": {"at_ms", "attempts", "expect"},
     "attempt": {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait"},
-    "expect": {"outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens", "breaker_state"},
+    "expect": {"outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens", "breaker_state",
+               "bounds_ms"},
     "event": {"kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error", "value"},
     "expect_error": {"knob"},
     "retry_after": {"value", "now_unix_s", "expect_ms"},
@@ -120,9 +122,14 @@ def unknown_keys(v: Dict[str, Any]) -> List[str]:
 
 def build(v: Dict[str, Any], on_event: Optional[Callable[..., None]] = None) -> Retrier:
     """The vector's policy through the document loader: the policy "retry" (the
-    contract's default name) in a document with the vector's budgets; the host parts
+    contract's default name) in a document with the vector's budgets, or the service
+    "retry" of the vector's gRPC service_config; the host parts
     (which errors and values are failures, the listener) given in code."""
-    document = {"policies": {"retry": v.get("policy", {})}, "budgets": v.get("budgets", {}), "breakers": v.get("breakers", {})}
+    document = v.get("service_config") or {
+        "policies": {"retry": v.get("policy", {})},
+        "budgets": v.get("budgets", {}),
+        "breakers": v.get("breakers", {}),
+    }
     policy = retryrs.load_policies(document)["retry"]
     if on_event is not None:
         return Retrier.from_policy(policy, retry_on=Transient, retry_on_result=rejects, on_event=on_event)
@@ -142,6 +149,7 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
     failures: List[Tuple[Any, bool]] = []  # every failure in order: (error or value, is_value)
     token = CancelToken()
     count = 0
+    bounds: List[Optional[int]] = []  # each attempt's bound as it saw it when it started
 
     def listener(e: Any) -> None:
         events.append(e)
@@ -163,6 +171,10 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
             failures.append((err, False))
             raise err
         step = script[count - 1]
+        current = retryrs.current_attempt()
+        if current is None or current.number != count:
+            problems.append(f"attempt {count}: current_attempt() is {current!r}")
+        bounds.append(None if current is None else ms(current.remaining))
         if step.get("takes_ms"):
             testing.advance(step["takes_ms"] / 1000)
         if step["result"] == "success":
@@ -263,6 +275,8 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
                     problems.append(f"event {i} ({w['kind']}): {k} = {g.get(k)}, expected {v}")
     if "breaker_state" in expect and state != expect["breaker_state"]:
         problems.append(f"breaker state {state}, expected {expect['breaker_state']}")
+    if "bounds_ms" in expect and bounds != expect["bounds_ms"]:
+        problems.append(f"bounds {bounds} ms, expected {expect['bounds_ms']}")
     if "budget_tokens" in expect:
         tokens = r.budget.tokens if r.budget is not None else None
         if tokens is None or abs(tokens - expect["budget_tokens"]) > 1e-9:

@@ -4,9 +4,9 @@ service config, hostile input. The loader is the core's; these check the wiring.
 
 from __future__ import annotations
 
+import collections.abc
 import json
 import pathlib
-import types
 
 import pytest
 
@@ -16,6 +16,7 @@ from retryrs import PolicyDocumentError, Retrier, RetryExhausted, load_policies
 DATA = pathlib.Path(__file__).resolve().parents[2] / "tests" / "policies"
 EXPECTED = json.loads((DATA / "expected.json").read_text())
 ERRORS = json.loads((DATA / "errors.json").read_text())["cases"]
+GRPC_CASES = json.loads((DATA / "grpc_cases.json").read_text())["cases"]
 
 
 def waits(policy: retryrs.Policy) -> list[int]:
@@ -56,7 +57,8 @@ def test_the_three_sources_load_the_same(virtual: object) -> None:
 
 def test_the_mapping_is_read_only_and_a_policy_answers_its_knobs() -> None:
     policies = load_policies(DATA / "shared.json")
-    assert isinstance(policies, types.MappingProxyType)
+    assert isinstance(policies, collections.abc.Mapping) and isinstance(policies, retryrs.PolicyDocument)
+    assert dict(policies) == {k: policies[k] for k in policies} and policies.warnings == ()
     with pytest.raises(TypeError):
         policies["x"] = policies["payments"]  # type: ignore[index]
     with pytest.raises(AttributeError):
@@ -133,6 +135,51 @@ def test_grpc_s_example_service_config(virtual: object) -> None:
     assert echo.budget is policies["EchoService/Stream"].budget
     w = waits(echo)
     assert len(w) == 3 and all(80 <= ms <= 120 * 2**i for i, ms in enumerate(w))
+
+
+@pytest.mark.parametrize("case", GRPC_CASES, ids=[c["name"] for c in GRPC_CASES])
+def test_grpc_service_configs_load_as_grpc_go_reads_them(case: dict) -> None:
+    if "error" in case:
+        with pytest.raises(PolicyDocumentError) as caught:
+            load_policies(case["document"])
+        assert caught.value.path == case["error"]["path"]
+        assert case["error"]["fragment"] in str(caught.value)
+        return
+    policies = load_policies(case["document"])
+    assert len(policies.warnings) == len(case["warnings"]), policies.warnings
+    for got, want in zip(policies.warnings, case["warnings"]):
+        assert want in got
+    for look in case["lookups"]:
+        key = policies.method_key(look["service"], look["method"])
+        assert key == look["key"], look
+        policy = policies.for_method(look["service"], look["method"])
+        if key is None:
+            assert policy is None
+            continue
+        assert policy is policies[key]
+        assert policy.max_attempts == look["max_attempts"]
+        assert policy.deadline == (None if look["deadline_ms"] is None else look["deadline_ms"] / 1000)
+        assert (policy.budget is not None) == look["budget"]
+
+
+def test_a_grpc_policy_waits_exactly_the_pushback(virtual: object) -> None:
+    doc = {"methodConfig": [{"name": [{"service": "S"}], "retryPolicy": {"maxAttempts": 3, "initialBackoff": "1s",
+           "maxBackoff": "2s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}
+    policy = load_policies(doc).for_method("S", "Get")
+    assert policy is not None
+    events: list[retryrs.Event] = []
+
+    class PushedBack(Exception):
+        retry_after = 0.03
+
+    retrier = Retrier.from_policy(policy, retry_on=PushedBack, retry_after=lambda e: e.retry_after, on_event=events.append)
+
+    def fail() -> None:
+        raise PushedBack()
+
+    with pytest.raises(RetryExhausted):
+        retrier.call(fail)
+    assert [round(e.delay * 1000) for e in events if e.kind == "retrying" and e.delay is not None] == [30, 30]
 
 
 def test_ten_thousand_policies_load() -> None:

@@ -7,7 +7,9 @@
 use rand_core::Rng;
 use rand_pcg::Pcg64Mcg;
 
-use crate::policy::{Jitter, Policy};
+use std::time::Duration;
+
+use crate::policy::{Jitter, Policy, Pushback};
 
 /// The backoff ceiling, in whole milliseconds, after the `failed`-th failed attempt
 /// (1-based): `min(max_delay, initial_delay * multiplier^(failed-1))`, rounded down.
@@ -46,12 +48,34 @@ pub fn ceiling_ms(policy: &Policy, failed: u32) -> u64 {
 pub struct Backoff {
     rng: Option<Pcg64Mcg>,
     previous_ms: Option<f64>,
+    /// The failed attempt whose hint was waited out under [`Pushback::Grpc`] (0: none):
+    /// the backoff counts its failures from the one after it.
+    restarted_at: u32,
 }
 
 impl Backoff {
     /// A fresh state for one call.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The wait, in whole milliseconds, after the `failed`-th failed attempt of a call
+    /// whose failure carried `hint` (a server's requested wait), by the policy's
+    /// [`Pushback`] rule: the larger of the backoff and the hint rounded up (the
+    /// contract's: never sooner than asked), or, for a gRPC policy, exactly the hint, after
+    /// which the backoff starts again from `initial_delay` (A6; no draw is made for it).
+    pub fn wait_ms(&mut self, policy: &Policy, failed: u32, hint: Option<Duration>) -> u64 {
+        match (policy.pushback, hint) {
+            (Pushback::Grpc, Some(hint)) => {
+                self.restarted_at = failed;
+                self.previous_ms = None;
+                ceil_ms(hint)
+            }
+            _ => {
+                let backoff = self.next_delay_ms(policy, failed.saturating_sub(self.restarted_at).max(1));
+                backoff.max(hint.map_or(0, ceil_ms))
+            }
+        }
     }
 
     /// The jittered backoff delay, in milliseconds, after the `failed`-th failed attempt.
@@ -106,6 +130,11 @@ impl Backoff {
         let draw = self.rng.get_or_insert_with(|| stream(policy.seed)).next_u64() as u128;
         lo + ((draw * span) >> 64) as u64
     }
+}
+
+/// A hint rounded up to whole milliseconds: never sooner than the server asked.
+fn ceil_ms(hint: Duration) -> u64 {
+    u64::try_from(hint.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
 }
 
 /// The random stream of one call. A seed is spread over PCG's 128-bit state with

@@ -72,6 +72,16 @@ impl TokenBucket {
         Ok(TokenBucket { milli_tokens: AtomicU64::new(max_milli), max_milli, ratio_milli })
     }
 
+    /// gRPC's `retryThrottling` bucket, whose rules are gRPC's: the caller has checked
+    /// `max_tokens` (a whole number in (0, 1000]) and `token_ratio` (> 0). Unlike
+    /// [`TokenBucket::new`] a ratio above `max_tokens` is fine (a success refills the
+    /// bucket), and so is one that three decimals truncate to 0 (successes add nothing):
+    /// gRPC accepts both.
+    pub(crate) fn grpc(max_tokens: f64, token_ratio: f64) -> Self {
+        let max_milli = thousandths(max_tokens);
+        TokenBucket { milli_tokens: AtomicU64::new(max_milli), max_milli, ratio_milli: thousandths(token_ratio) }
+    }
+
     /// Tokens left now.
     pub fn tokens(&self) -> f64 {
         self.milli_tokens.load(Ordering::Relaxed) as f64 / SCALE

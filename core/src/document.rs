@@ -30,9 +30,9 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::breaker::{BreakerConfig, BreakerModel, CircuitBreaker};
-use crate::budget::{BudgetError, QuotaBudget, RatioBudget, RetryBudget};
+use crate::budget::{BudgetError, QuotaBudget, RatioBudget, RetryBudget, TokenBucket};
 use crate::knob::{Setting, Unit, KNOBS};
-use crate::policy::{Given, Jitter, Policy, PolicyBuilder, PolicyError};
+use crate::policy::{Given, Jitter, Policy, PolicyBuilder, PolicyError, Pushback};
 
 /// The largest document accepted, in bytes (16 MiB: a 10,000-policy document is about
 /// 1.5 MiB). Larger input is refused before it is parsed, so a 100 MB string costs nothing.
@@ -98,6 +98,7 @@ pub struct Policies {
     policies: BTreeMap<String, Policy>,
     budgets: BTreeMap<String, Arc<RetryBudget>>,
     breakers: BTreeMap<String, Arc<CircuitBreaker>>,
+    warnings: Vec<String>,
 }
 
 impl Policies {
@@ -186,6 +187,29 @@ impl Policies {
     /// The shared circuit breaker called `name` (every policy naming it holds this one).
     pub fn breaker(&self, name: &str) -> Option<&Arc<CircuitBreaker>> {
         self.breakers.get(name)
+    }
+
+    /// What the document says that is valid but probably not meant (each a sentence
+    /// starting with its path), in document order: e.g. a gRPC `tokenRatio` that A6's
+    /// three decimals make 0, or a method config that names no method. Empty for most
+    /// documents; every host hands them over as they are.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The key of the policy a call to `method` of `service` runs under, looked up the way
+    /// gRPC looks up a method config: `service/method`, then the service's own (`service`),
+    /// then `default`. `None` when none of them is in the document (a gRPC call without a
+    /// method config: one attempt). An empty `method` looks up the service's.
+    pub fn method_key(&self, service: &str, method: &str) -> Option<&str> {
+        let key = |k: &str| self.policies.get_key_value(k).map(|(k, _)| k.as_str());
+        let exact = if method.is_empty() { None } else { key(&format!("{service}/{method}")) };
+        exact.or_else(|| key(service)).or_else(|| key(DEFAULT_POLICY))
+    }
+
+    /// The policy of [`Policies::method_key`].
+    pub fn for_method(&self, service: &str, method: &str) -> Option<&Policy> {
+        self.method_key(service, method).and_then(|k| self.policies.get(k))
     }
 }
 
@@ -361,6 +385,9 @@ impl<'a> Loader<'a> {
         let mut breakers = BTreeMap::new();
         if let Some(raw) = breakers_raw {
             for (name, b) in self.object("breakers", Some(raw))? {
+                if !valid_name(&name) {
+                    return Err(self.key_err(&format!("breakers.{name:?}"), b, format!("the key {NAME_RULE}")));
+                }
                 let breaker = self.breaker(&format!("breakers.{name}"), b)?;
                 breakers.insert(name, Arc::new(breaker));
             }
@@ -368,6 +395,9 @@ impl<'a> Loader<'a> {
         let mut budgets = BTreeMap::new();
         if let Some(raw) = budgets_raw {
             for (name, b) in self.object("budgets", Some(raw))? {
+                if !valid_name(&name) {
+                    return Err(self.key_err(&format!("budgets.{name:?}"), b, format!("the key {NAME_RULE}")));
+                }
                 let budget = self.budget(&format!("budgets.{name}"), b)?;
                 budgets.insert(name, Arc::new(budget));
             }
@@ -378,6 +408,9 @@ impl<'a> Loader<'a> {
         let entries = self.object("policies", Some(policies_raw))?;
         let mut written: Vec<(&str, Vec<(String, &'a RawValue)>)> = Vec::with_capacity(entries.len());
         for (name, raw) in &entries {
+            if !valid_name(name) {
+                return Err(self.key_err(&format!("policies.{name:?}"), raw, format!("the key {NAME_RULE}")));
+            }
             written.push((name.as_str(), self.object(&format!("policies.{name}"), Some(raw))?));
         }
         let default = written.iter().find(|(n, _)| *n == DEFAULT_POLICY).map(|(_, e)| e.as_slice()).unwrap_or(&[]);
@@ -387,7 +420,7 @@ impl<'a> Loader<'a> {
             policy.breaker = self.policy_breaker(name, own, default, &breakers)?;
             policies.insert(name.to_string(), policy);
         }
-        Ok(Policies { policies, budgets, breakers })
+        Ok(Policies { policies, budgets, breakers, warnings: Vec::new() })
     }
 
     fn budget(&self, path: &str, raw: &'a RawValue) -> Result<RetryBudget, DocumentError> {
@@ -734,16 +767,23 @@ impl<'a> Loader<'a> {
                 builder.set(knob.name, setting).map_err(policy_err)
             }
             Unit::Jitter => match &value {
-                Value::String(s) => Ok(builder.jitter(s.parse::<Jitter>().map_err(policy_err)?)),
+                Value::String(s) => Ok(builder.jitter(document_jitter(s).map_err(policy_err)?)),
                 other => Err(bad(format!("must be a jitter spelling such as \"full\", got {}", describe(other)))),
             },
             Unit::Text => match &value {
+                Value::String(s) if !valid_name(s) => Err(bad(NAME_RULE.to_string())),
                 Value::String(s) => Ok(builder.name(s)),
                 other => Err(bad(format!("must be a string, got {}", describe(other)))),
             },
             Unit::Seed => match &value {
                 Value::Null => Ok(builder.seed(None)),
                 Value::Number(n) if n.as_u64().is_some() => Ok(builder.seed(n.as_u64())),
+                // 1e3 or 7.0: JSON's integers, as JSON Schema counts them.
+                Value::Number(n)
+                    if n.as_f64().is_some_and(|f| f.fract() == 0.0 && (0.0..1.8446744073709552e19).contains(&f)) =>
+                {
+                    Ok(builder.seed(n.as_f64().map(|f| f as u64)))
+                }
                 other => Err(bad(format!("must be a whole number in [0, 2^64), got {}", describe(other)))),
             },
             Unit::Budget => match &value {
@@ -762,51 +802,69 @@ impl<'a> Loader<'a> {
     }
 
     // ---- gRPC service config --------------------------------------------------------
+    //
+    // grpc-go's service config parser is the reference: what it refuses is refused, what
+    // it accepts loads (and where A6 makes an accepted value useless, a warning says so).
 
     fn load_grpc(&self, top: &[(String, &'a RawValue)]) -> Result<Policies, DocumentError> {
         let mut budgets = BTreeMap::new();
+        let mut warnings = Vec::new();
         if let Some((_, raw)) = top.iter().find(|(k, _)| k == "retryThrottling") {
-            let path = "retryThrottling";
-            let mut max = None;
-            let mut ratio = None;
-            for (key, v) in self.object(path, Some(raw))? {
-                let at = format!("{path}.{key}");
-                match key.as_str() {
-                    "maxTokens" => max = Some((self.number(&at, v)?, v)),
-                    "tokenRatio" => ratio = Some((self.number(&at, v)?, v)),
-                    _ => {
-                        return Err(self.key_err(&at, v, "unknown key; retryThrottling holds maxTokens and tokenRatio"))
-                    }
-                }
-            }
-            let (Some((m, m_raw)), Some((r, r_raw))) = (max, ratio) else {
-                let missing = if max.is_none() { "maxTokens" } else { "tokenRatio" };
-                return Err(self.err(path, Some(raw), format!("{missing} is missing")));
-            };
-            // A6: "maxTokens ... must be greater than zero and less than or equal to 1000".
-            if !(m > 0.0 && m <= 1000.0) {
-                return Err(self.err(
-                    "retryThrottling.maxTokens",
-                    Some(m_raw),
-                    format!("must be > 0 and <= 1000, got {m}"),
-                ));
-            }
-            let budget = RetryBudget::new(m, r).map_err(|e| {
-                let (key, at) = if e.knob == "max_tokens" { ("maxTokens", m_raw) } else { ("tokenRatio", r_raw) };
-                self.err(&format!("{path}.{key}"), Some(at), format!("must be {}, got {}", e.requirement, e.value))
-            })?;
+            let budget = self.grpc_throttling(raw, &mut warnings)?;
             budgets.insert(GRPC_BUDGET.to_string(), Arc::new(budget));
         }
         let mut policies = BTreeMap::new();
         if let Some((_, raw)) = top.iter().find(|(k, _)| k == "methodConfig") {
             let configs: Vec<&RawValue> = serde_json::from_str(raw.get())
                 .map_err(|_| self.err("methodConfig", Some(raw), "must be a list of method configs"))?;
+            // Where each name was given, to refuse one given twice (gRPC does).
+            let mut named: BTreeMap<String, String> = BTreeMap::new();
             for (i, config) in configs.iter().enumerate() {
                 let path = format!("methodConfig[{i}]");
-                self.grpc_method(&path, config, budgets.get(GRPC_BUDGET), &mut policies)?;
+                let budget = budgets.get(GRPC_BUDGET);
+                self.grpc_method(&path, config, budget, &mut named, &mut policies, &mut warnings)?;
             }
         }
-        Ok(Policies { policies, budgets, breakers: BTreeMap::new() })
+        Ok(Policies { policies, budgets, breakers: BTreeMap::new(), warnings })
+    }
+
+    /// `retryThrottling`: `maxTokens` a whole number in (0, 1000] (A6's uint32, grpc-go's
+    /// range), `tokenRatio` > 0. A ratio that keeps no token at three decimals is valid to
+    /// gRPC, so it loads, with a warning.
+    fn grpc_throttling(&self, raw: &'a RawValue, warnings: &mut Vec<String>) -> Result<RetryBudget, DocumentError> {
+        let path = "retryThrottling";
+        let mut max = None;
+        let mut ratio = None;
+        for (key, v) in self.object(path, Some(raw))? {
+            let at = format!("{path}.{key}");
+            match key.as_str() {
+                "maxTokens" => max = Some((self.number(&at, v)?, v)),
+                "tokenRatio" => ratio = Some((self.number(&at, v)?, v)),
+                _ => return Err(self.key_err(&at, v, "unknown key; retryThrottling holds maxTokens and tokenRatio")),
+            }
+        }
+        let (Some((m, m_raw)), Some((r, r_raw))) = (max, ratio) else {
+            let missing = if max.is_none() { "maxTokens" } else { "tokenRatio" };
+            return Err(self.err(path, Some(raw), format!("{missing} is missing")));
+        };
+        if !(m > 0.0 && m <= 1000.0 && m.fract() == 0.0) {
+            return Err(self.err(
+                "retryThrottling.maxTokens",
+                Some(m_raw),
+                format!("must be a whole number > 0 and <= 1000 (gRPC), got {m}"),
+            ));
+        }
+        if !(r > 0.0 && r.is_finite()) {
+            return Err(self.err("retryThrottling.tokenRatio", Some(r_raw), format!("must be > 0 (gRPC), got {r}")));
+        }
+        let budget = RetryBudget::from(TokenBucket::grpc(m, r));
+        if budget.token_ratio() == 0.0 {
+            warnings.push(format!(
+                "retryThrottling.tokenRatio: {r} is 0 at the three decimals gRPC keeps (A6): successes never refill the bucket, so once {} failures spend half of it no call is retried again",
+                m / 2.0
+            ));
+        }
+        Ok(budget)
     }
 
     fn grpc_method(
@@ -814,10 +872,34 @@ impl<'a> Loader<'a> {
         path: &str,
         raw: &'a RawValue,
         budget: Option<&Arc<RetryBudget>>,
+        named: &mut BTreeMap<String, String>,
         out: &mut BTreeMap<String, Policy>,
+        warnings: &mut Vec<String>,
     ) -> Result<(), DocumentError> {
         let entries = self.object(path, Some(raw))?;
         let get = |k: &str| entries.iter().find(|(key, _)| key == k).map(|(_, v)| *v);
+        // grpc-go skips a method config without names: it applies to no method.
+        let names = match get("name") {
+            None => Vec::new(),
+            Some(n) => self.grpc_names(&format!("{path}.name"), n)?,
+        };
+        if names.is_empty() {
+            warnings.push(format!(
+                "{path}: names no method, so it applies to none (gRPC); {{}} in name makes it every method's default"
+            ));
+            return Ok(());
+        }
+        for (name, at, raw_at) in &names {
+            if let Some(first) = named.get(name) {
+                let what = if name == DEFAULT_POLICY { "the default ({})".to_string() } else { format!("{name:?}") };
+                return Err(self.err(
+                    at,
+                    Some(raw_at),
+                    format!("names {what} again: {first} names it already; gRPC refuses a service config that names a method twice"),
+                ));
+            }
+            named.insert(name.clone(), at.clone());
+        }
         if let Some(h) = get("hedgingPolicy") {
             return Err(self.err(
                 &format!("{path}.hedgingPolicy"),
@@ -825,9 +907,47 @@ impl<'a> Loader<'a> {
                 "is not supported: retryrs retries, it does not hedge",
             ));
         }
-        let Some(retry) = get("retryPolicy") else {
-            return Ok(()); // A method config without retries configures nothing retryrs does.
+        let deadline = match get("timeout") {
+            None => None, // gRPC calls have no deadline unless one is set.
+            Some(t) => match self.value(&format!("{path}.timeout"), t)? {
+                Value::String(s) => {
+                    Some(grpc_duration(&s).map_err(|w| self.err(&format!("{path}.timeout"), Some(t), w))?)
+                }
+                other => {
+                    return Err(self.err(
+                        &format!("{path}.timeout"),
+                        Some(t),
+                        format!("must be a duration such as \"1.5s\", got {}", describe(&other)),
+                    ))
+                }
+            },
         };
+        let base = PolicyBuilder::new().deadline_ms(deadline).pushback(Pushback::Grpc);
+        let builder = match get("retryPolicy") {
+            Some(retry) => self.grpc_retry(path, retry, base, budget)?,
+            // A method config without a retry policy still is the method's config: gRPC
+            // makes one attempt (a service-level policy does not apply to it), and a call
+            // that is not retried spends no throttling token.
+            None => base.max_attempts(1).budget(None),
+        };
+        for (name, _, _) in names {
+            let built = builder.clone().name(&name).build().map_err(|e| {
+                let text = e.render(&|k| k.to_string(), &document_value);
+                self.err(&format!("{path}.timeout"), get("timeout"), format!("retryrs needs {text}"))
+            })?;
+            out.insert(name, built);
+        }
+        Ok(())
+    }
+
+    /// A method config's `retryPolicy`, checked as grpc-go checks it, onto `base`.
+    fn grpc_retry(
+        &self,
+        path: &str,
+        retry: &'a RawValue,
+        base: PolicyBuilder,
+        budget: Option<&Arc<RetryBudget>>,
+    ) -> Result<PolicyBuilder, DocumentError> {
         let rp = format!("{path}.retryPolicy");
         let fields = self.object(&rp, Some(retry))?;
         let field = |k: &str| -> Result<&RawValue, DocumentError> {
@@ -878,60 +998,66 @@ impl<'a> Loader<'a> {
         let mult_raw = field("backoffMultiplier")?;
         let multiplier = self.number(&at("backoffMultiplier"), mult_raw)?;
         let codes_raw = field("retryableStatusCodes")?;
-        match self.value(&at("retryableStatusCodes"), codes_raw)? {
-            Value::Array(a) if !a.is_empty() => {}
-            _ => return Err(self.err(&at("retryableStatusCodes"), Some(codes_raw), "must be a non-empty list (gRPC)")),
+        self.grpc_codes(&at("retryableStatusCodes"), codes_raw)?;
+        let builder = base
+            .max_attempts(attempts)
+            .initial_delay_ms(initial)
+            .max_delay_ms(max)
+            .multiplier(multiplier)
+            .jitter(Jitter::Proportional(0.2))
+            // gRPC obeys grpc-retry-pushback-ms as given: no cap on a server's wait.
+            .set("max_retry_after", Setting::Off)
+            .map_err(|e| self.err(&rp, Some(retry), e))?
+            .budget(budget.cloned());
+        // The knobs' own rules, reported at the gRPC field that broke them.
+        builder.clone().build().map_err(|e| {
+            let (key, raw) = match e.knob {
+                "max_delay" => ("maxBackoff", field("maxBackoff").ok()),
+                "initial_delay" => ("initialBackoff", field("initialBackoff").ok()),
+                "multiplier" => ("backoffMultiplier", Some(mult_raw)),
+                _ => ("maxAttempts", Some(attempts_raw)),
+            };
+            let text = e.render(&|k| k.to_string(), &document_value);
+            self.err(&at(key), raw, format!("retryrs needs {text}"))
+        })?;
+        Ok(builder)
+    }
+
+    /// `retryableStatusCodes`: a non-empty list of gRPC status codes, each a name
+    /// (`"UNAVAILABLE"`) or a number in [0, 16], as grpc-go reads them. Checked, not used:
+    /// which errors are retried is the host's predicate.
+    fn grpc_codes(&self, path: &str, raw: &RawValue) -> Result<(), DocumentError> {
+        let list: Vec<&RawValue> = serde_json::from_str(raw.get())
+            .map_err(|_| self.err(path, Some(raw), "must be a non-empty list (gRPC)"))?;
+        if list.is_empty() {
+            return Err(self.err(path, Some(raw), "must be a non-empty list (gRPC)"));
         }
-        let deadline = match get("timeout") {
-            None => None, // gRPC calls have no deadline unless one is set.
-            Some(t) => match self.value(&format!("{path}.timeout"), t)? {
-                Value::String(s) => {
-                    Some(grpc_duration(&s).map_err(|w| self.err(&format!("{path}.timeout"), Some(t), w))?)
-                }
-                other => {
-                    return Err(self.err(
-                        &format!("{path}.timeout"),
-                        Some(t),
-                        format!("must be a duration such as \"1.5s\", got {}", describe(&other)),
-                    ))
-                }
-            },
-        };
-        let names = match get("name") {
-            None => vec![DEFAULT_POLICY.to_string()],
-            Some(n) => self.grpc_names(&format!("{path}.name"), n)?,
-        };
-        for name in names {
-            let built = PolicyBuilder::new()
-                .name(&name)
-                .max_attempts(attempts)
-                .initial_delay_ms(initial)
-                .max_delay_ms(max)
-                .multiplier(multiplier)
-                .jitter(Jitter::Proportional(0.2))
-                .deadline_ms(deadline)
-                // gRPC obeys grpc-retry-pushback-ms as given: no cap on a server's wait.
-                .set("max_retry_after", Setting::Off)
-                .map_err(|e| self.err(&rp, Some(retry), e))?
-                .budget(budget.cloned())
-                .build()
-                .map_err(|e| {
-                    let (key, raw) = match e.knob {
-                        "max_delay" => ("maxBackoff", field("maxBackoff").ok()),
-                        "initial_delay" => ("initialBackoff", field("initialBackoff").ok()),
-                        "multiplier" => ("backoffMultiplier", Some(mult_raw)),
-                        "deadline" => ("timeout", get("timeout")),
-                        _ => ("maxAttempts", Some(attempts_raw)),
-                    };
-                    let text = e.render(&|k| k.to_string(), &document_value);
-                    self.err(&at(key), raw, format!("retryrs needs {text}"))
-                })?;
-            out.insert(name, built);
+        for (i, code) in list.iter().enumerate() {
+            let p = format!("{path}[{i}]");
+            let valid = match self.value(&p, code)? {
+                Value::String(s) => GRPC_CODES.contains(&s.as_str()),
+                Value::Number(n) => n.as_u64().is_some_and(|n| n < GRPC_CODES.len() as u64),
+                _ => false,
+            };
+            if !valid {
+                return Err(self.err(
+                    &p,
+                    Some(code),
+                    format!(
+                        "{} is not a gRPC status code; write a name such as \"UNAVAILABLE\" or a number from 0 to {}",
+                        shown(code),
+                        GRPC_CODES.len() - 1
+                    ),
+                ));
+            }
         }
         Ok(())
     }
 
-    fn grpc_names(&self, path: &str, raw: &'a RawValue) -> Result<Vec<String>, DocumentError> {
+    /// A method config's names, each with its path: gRPC's `service/method`, `service`
+    /// for all its methods, `default` for `{}` (every method).
+    #[allow(clippy::type_complexity)]
+    fn grpc_names(&self, path: &str, raw: &'a RawValue) -> Result<Vec<(String, String, &'a RawValue)>, DocumentError> {
         let list: Vec<&RawValue> =
             serde_json::from_str(raw.get()).map_err(|_| self.err(path, Some(raw), "must be a list of names"))?;
         let mut out = Vec::new();
@@ -962,17 +1088,38 @@ impl<'a> Loader<'a> {
                     }
                 }
             }
-            // gRPC's names: "service/method", "service" for all its methods, {} for all.
-            out.push(match (service.is_empty(), method.is_empty()) {
+            let name = match (service.is_empty(), method.is_empty()) {
                 (true, true) => DEFAULT_POLICY.to_string(),
                 (false, true) => service,
                 (false, false) => format!("{service}/{method}"),
                 (true, false) => return Err(self.err(&p, Some(n), "a method needs its service (gRPC)")),
-            });
+            };
+            out.push((name, p, *n));
         }
         Ok(out)
     }
 }
+
+/// gRPC's status codes by number, as its service config spells them.
+const GRPC_CODES: [&str; 17] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
 
 /// A value as the document spells it: durations as `"100ms"`.
 fn document_value(knob: &'static str, v: &Given) -> String {
@@ -1014,24 +1161,56 @@ fn no_unit(number: &str) -> String {
     format!("\"{number}\" has no unit; write \"{number}ms\" or \"{secs}s\"")
 }
 
-/// A retryrs duration: a decimal number and a unit, `ms`, `s` or `m`, in milliseconds.
+/// A retryrs duration, in milliseconds: digits, optionally a point and more digits, and a
+/// unit, `ms`, `s` or `m`, nothing else (no sign, no spaces, no exponent): the grammar the
+/// schema's pattern states too ([`json_schema`]), so an editor and the loader agree.
 pub fn parse_duration(text: &str) -> Result<f64, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
+    let split = text.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
     let scale = match unit {
-        "" => return Err(no_unit(number)),
+        "" if decimal(number) => return Err(no_unit(number)),
         "ms" => 1.0,
         "s" => 1000.0,
         "m" => 60_000.0,
-        other => return Err(format!("{text:?}: {other:?} is not a unit; write ms, s or m")),
+        "" => return Err(not_a_duration(text)),
+        other if decimal(number) => return Err(format!("{text:?}: {other:?} is not a unit; write ms, s or m")),
+        _ => return Err(not_a_duration(text)),
     };
-    let valid = !number.is_empty() && number.chars().all(|c| c.is_ascii_digit() || c == '.' || c == '-' || c == '+');
-    let n: f64 = number.parse().ok().filter(|_| valid).ok_or_else(|| {
-        format!("{text:?} is not a duration; write a number and a unit, such as \"100ms\", \"1.5s\" or \"2m\"")
-    })?;
+    if !decimal(number) {
+        return Err(not_a_duration(text));
+    }
+    // The range, checked on the decimal as written (a double would read
+    // 9000000000000000.5ms as the limit itself).
+    let limit = (crate::knob::MAX_MS * 1000.0 / (scale * 1000.0)) as u64;
+    let (whole, frac) = number.split_once('.').unwrap_or((number, ""));
+    let whole = whole.trim_start_matches('0');
+    let limit_text = limit.to_string();
+    let over = (whole.len(), whole) > (limit_text.len(), limit_text.as_str())
+        || (whole == limit_text && frac.bytes().any(|b| b != b'0'));
+    if over {
+        return Err(format!("{text:?} is more than the largest duration, {limit}{unit} (about 285,000 years)"));
+    }
+    let n: f64 = number.parse().map_err(|_| not_a_duration(text))?;
     // Whole milliseconds stay exact (0.3s is 300 ms, not 299.99999999999994).
     Ok(crate::units::ms_from_secs(n * scale / 1000.0))
+}
+
+/// Digits, optionally a point and more digits: a duration's number.
+fn decimal(n: &str) -> bool {
+    let (whole, frac) = n.split_once('.').unwrap_or((n, "0"));
+    let digits = |d: &str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
+    digits(whole) && digits(frac)
+}
+
+fn not_a_duration(text: &str) -> String {
+    let why = match text.trim() {
+        t if t != text => "no spaces around it; ",
+        t if t.starts_with('-') => "it cannot be negative; ",
+        t if t.starts_with('+') => "no sign; ",
+        t if t.starts_with('.') || t.contains(".m") || t.contains(".s") => "digits on both sides of the point; ",
+        _ => "",
+    };
+    format!("{text:?} is not a duration; write {why}a number and a unit, such as \"100ms\", \"1.5s\" or \"2m\"")
 }
 
 /// A protobuf JSON duration as gRPC's service config writes it: seconds with an `s`.
@@ -1054,8 +1233,9 @@ pub fn json_schema() -> Value {
     }
     knobs.insert(
         "breaker".into(),
-        json!({ "type": ["string", "null"], "description": "the name of a breaker in breakers (null turns it off)", "default": null }),
+        json!({ "type": ["string", "null"], "pattern": NAME_PATTERN, "description": "the name of a breaker in breakers (null turns it off)", "default": null }),
     );
+    let duration = duration_pattern();
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://example.invalid/retryrs/policies.schema.json",
@@ -1069,16 +1249,19 @@ pub fn json_schema() -> Value {
             "policies": {
                 "type": "object",
                 "description": "Policies by name; \"default\" gives every other policy the knobs it omits.",
+                "propertyNames": { "pattern": NAME_PATTERN },
                 "additionalProperties": { "$ref": "#/$defs/policy" }
             },
             "budgets": {
                 "type": "object",
                 "description": "Retry budgets by name; every policy naming one shares that one budget.",
+                "propertyNames": { "pattern": NAME_PATTERN },
                 "additionalProperties": { "$ref": "#/$defs/budget" }
             },
             "breakers": {
                 "type": "object",
                 "description": "Circuit breakers by name; every policy naming one shares that one breaker.",
+                "propertyNames": { "pattern": NAME_PATTERN },
                 "additionalProperties": { "$ref": "#/$defs/breaker" }
             }
         },
@@ -1093,8 +1276,8 @@ pub fn json_schema() -> Value {
                         "required": ["max_tokens", "token_ratio"],
                         "properties": {
                             "kind": { "const": "token_bucket" },
-                            "max_tokens": { "type": "number", "exclusiveMinimum": 0, "maximum": 1e12, "description": "the bucket's size; it starts full" },
-                            "token_ratio": { "type": "number", "exclusiveMinimum": 0, "description": "tokens a success adds back (<= max_tokens)" }
+                            "max_tokens": { "type": "number", "minimum": 0.001, "maximum": 1e12, "description": "the bucket's size; it starts full (3 decimals kept, truncated)" },
+                            "token_ratio": { "type": "number", "minimum": 0.001, "maximum": 1e12, "description": "tokens a success adds back (<= max_tokens; 3 decimals kept, truncated)" }
                         }
                     },
                     {
@@ -1115,7 +1298,7 @@ pub fn json_schema() -> Value {
                         "required": ["kind"],
                         "properties": {
                             "kind": { "const": "ratio" },
-                            "ttl": { "type": "string", "pattern": DURATION_PATTERN, "default": "10s", "description": "how long deposits and withdrawals count, 1 s to 60 s" },
+                            "ttl": { "type": "string", "pattern": duration, "default": "10s", "description": "how long deposits and withdrawals count, 1 s to 60 s" },
                             "min_retries_per_sec": { "type": "integer", "minimum": 0, "maximum": i32::MAX, "default": 10, "description": "retries always allowed per second" },
                             "percent_can_retry": { "type": "number", "minimum": 0, "maximum": 1000, "default": 0.2, "description": "retries allowed per call, on top" }
                         }
@@ -1130,11 +1313,11 @@ pub fn json_schema() -> Value {
                     "failures": { "type": "integer", "minimum": 1, "description": "consecutive: failed calls in a row that open it" },
                     "failure_ratio": { "type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.1, "description": "sampling: the share of failed calls that opens it" },
                     "minimum_throughput": { "type": "integer", "minimum": 2, "default": 100, "description": "sampling: calls in the window before it may open" },
-                    "sampling_duration": { "type": "string", "pattern": DURATION_PATTERN, "default": "30s", "description": "sampling: the sliding window, 500 ms to 1 day" },
-                    "break_duration": { "type": "string", "pattern": DURATION_PATTERN, "default": "5s", "description": "how long it stays open before a probe, 1 ms to 1 day" },
+                    "sampling_duration": { "type": "string", "pattern": duration, "default": "30s", "description": "sampling: the sliding window, 500 ms to 1 day" },
+                    "break_duration": { "type": "string", "pattern": duration, "default": "5s", "description": "how long it stays open before a probe, 1 ms to 1 day" },
                     "half_open_probes": { "type": "integer", "minimum": 1, "default": 1, "description": "probe calls at once when half-open" },
                     "break_multiplier": { "type": "number", "minimum": 1, "default": 1, "description": "growth of the break on each open in a row" },
-                    "max_break_duration": { "type": ["string", "null"], "pattern": DURATION_PATTERN, "default": null, "description": "the longest break when it grows (null: 1 day)" },
+                    "max_break_duration": { "type": ["string", "null"], "pattern": duration, "default": null, "description": "the longest break when it grows (null: 1 day)" },
                     "per_attempt": { "type": "boolean", "default": false, "description": "count each attempt instead of each call" }
                 },
                 "if": { "properties": { "model": { "const": "consecutive" } } },
@@ -1154,15 +1337,12 @@ fn knob_schema(k: &crate::knob::Knob) -> Value {
     use serde_json::json;
     let mut schema = match k.unit {
         Unit::Count => json!({ "type": "integer", "minimum": 1 }),
-        Unit::Duration => json!({ "type": "string", "pattern": DURATION_PATTERN }),
+        Unit::Duration => json!({ "type": "string", "pattern": duration_pattern() }),
         Unit::Factor => json!({ "type": "number" }),
-        Unit::Jitter => json!({
-            "type": "string",
-            "pattern": "^\\s*(?i:none|full|equal|decorrelated|proportional\\(\\s*[0-9.]+\\s*\\)|proportional:\\s*[0-9.]+)\\s*$"
-        }),
-        Unit::Text => json!({ "type": "string" }),
+        Unit::Jitter => json!({ "type": "string", "pattern": JITTER_PATTERN }),
+        Unit::Text => json!({ "type": "string", "pattern": NAME_PATTERN }),
         Unit::Seed => json!({ "type": "integer", "minimum": 0, "maximum": u64::MAX }),
-        Unit::Budget => json!({ "type": "string", "description": "the name of a budget in budgets" }),
+        Unit::Budget => json!({ "type": "string", "pattern": NAME_PATTERN }),
     };
     match k.rule {
         crate::knob::Rule::Whole { min, max } => {
@@ -1172,6 +1352,10 @@ fn knob_schema(k: &crate::knob::Knob) -> Value {
         // The rule's own bound (a whole one written as an integer, as editors show it).
         crate::knob::Rule::AtLeast { min } if min.fract() == 0.0 => schema["minimum"] = json!(min as i64),
         crate::knob::Rule::AtLeast { min } => schema["minimum"] = json!(min),
+        // A zero duration in any unit; typed so that `null` (off) is not refused with it.
+        crate::knob::Rule::Positive if k.unit == Unit::Duration => {
+            schema["not"] = json!({ "type": "string", "pattern": "^0+(?:\\.0+)?(?:ms|s|m)$" })
+        }
         _ => {}
     }
     if k.can_be_off {
@@ -1191,8 +1375,67 @@ fn knob_schema(k: &crate::knob::Knob) -> Value {
     schema
 }
 
-/// What a duration string looks like (the schema's pattern; the loader says why not).
-const DURATION_PATTERN: &str = "^[0-9]+(\\.[0-9]+)?(ms|s|m)$";
+/// What a duration string looks like: [`parse_duration`]'s grammar, and a value no
+/// larger than [`crate::knob::MAX_MS`] in its unit (the loader's range), as a pattern.
+fn duration_pattern() -> String {
+    let per_unit: Vec<String> = [("ms", 1.0), ("s", 1000.0), ("m", 60_000.0)]
+        .iter()
+        .map(|(unit, scale)| {
+            let limit = (crate::knob::MAX_MS / scale) as u64;
+            // Below the limit any fraction; the limit itself only with a zero one.
+            format!("0*(?:{})(?:\\.[0-9]+)?{unit}|0*{limit}(?:\\.0+)?{unit}", below(limit))
+        })
+        .collect();
+    format!("^(?:{})$", per_unit.join("|"))
+}
+
+/// A regular expression for the whole numbers in `[0, n)`, without leading zeros.
+fn below(n: u64) -> String {
+    let digits: Vec<u32> = n.to_string().chars().map(|c| c.to_digit(10).unwrap_or(0)).collect();
+    let k = digits.len();
+    let mut parts = vec!["0".to_string()];
+    if k > 1 {
+        parts.push(format!("[1-9][0-9]{{0,{}}}", k - 2));
+    }
+    for (i, &d) in digits.iter().enumerate() {
+        let low = if i == 0 { 1 } else { 0 };
+        if d > low {
+            let prefix: String = digits[..i].iter().map(|d| d.to_string()).collect();
+            let rest = if k - i - 1 > 0 { format!("[0-9]{{{}}}", k - i - 1) } else { String::new() };
+            parts.push(format!("{prefix}[{low}-{}]{rest}", d - 1));
+        }
+    }
+    parts.join("|")
+}
+
+/// A name (a policy's or a budget's key, the `name` knob): not empty, no NUL (C hosts
+/// hand names out as C strings).
+const NAME_PATTERN: &str = "^[^\\u0000]+$";
+const NAME_RULE: &str = "must be a name: not empty, without NUL";
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains('\0')
+}
+
+/// The jitter spellings a document may use: [`document_jitter`]'s grammar as a pattern
+/// (ECMA-262, as JSON Schema requires: no inline flags).
+const JITTER_PATTERN: &str = "^(?:none|full|equal|decorrelated|proportional\\((?:0(?:\\.[0-9]+)?|1(?:\\.0+)?)\\))$";
+
+/// A document's jitter: exactly `none`, `full`, `equal`, `decorrelated` or
+/// `proportional(F)` with F a decimal in [0, 1] (`0.2`, `1`, `0`), lower case, no spaces:
+/// one spelling per jitter, which the schema's pattern states too. (Code may spell it
+/// more freely: [`Jitter`]'s `FromStr`.)
+fn document_jitter(text: &str) -> Result<Jitter, PolicyError> {
+    let factor = text.strip_prefix("proportional(").and_then(|f| f.strip_suffix(')'));
+    let canonical = match factor {
+        Some(f) => f.starts_with(['0', '1']) && decimal(f) && f.parse::<f64>().is_ok_and(|x| x <= 1.0),
+        None => matches!(text, "none" | "full" | "equal" | "decorrelated"),
+    };
+    if !canonical {
+        return Err(PolicyError::new("jitter", crate::knob::Rule::Jitter, Given::Text(text.to_string())));
+    }
+    text.parse()
+}
 
 #[cfg(test)]
 mod tests {

@@ -85,6 +85,9 @@ pub enum StateError {
     /// `cancel` after the call ended.
     #[error("cancel() on a call that has ended")]
     Ended,
+    /// An attempt's bound asked for while no attempt is in progress.
+    #[error("the attempt's bound needs an attempt in progress; the call is {0}")]
+    NoAttempt(&'static str),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,6 +114,7 @@ impl State {
 pub struct Call<P: Deref<Target = Policy>> {
     pub(crate) policy: P,
     start: Duration,
+    attempt_start: Duration,
     attempt: u32,
     state: State,
     backoff: Backoff,
@@ -149,6 +153,7 @@ impl<P: Deref<Target = Policy>> Call<P> {
         let mut call = Call {
             policy,
             start: now,
+            attempt_start: now,
             attempt: 1,
             state: State::Attempting,
             backoff: Backoff::new(),
@@ -173,6 +178,23 @@ impl<P: Deref<Target = Policy>> Call<P> {
             Some(Admission::Refused { state, retry_in }) => Some((state, retry_in)),
             _ => None,
         }
+    }
+
+    /// When the attempt in progress runs out of time, on the host's time base: the
+    /// call's deadline, or its attempt timeout if that ends sooner; `Ok(None)` when the
+    /// attempt is unbounded. An error unless an attempt is in progress. Needs no clock.
+    pub fn attempt_deadline(&self) -> Result<Option<Duration>, StateError> {
+        if self.state != State::Attempting {
+            return Err(StateError::NoAttempt(self.state.describe()));
+        }
+        Ok(self.policy.attempt_deadline(self.start, self.attempt_start))
+    }
+
+    /// The attempt in progress's bound at `now`: the time it has left (zero once it has
+    /// run past it), or `Ok(None)` when it is unbounded. What a host hands to the attempt
+    /// (contract, "The attempt's bound"). An error unless an attempt is in progress.
+    pub fn remaining(&self, now: Duration) -> Result<Option<Duration>, StateError> {
+        Ok(self.attempt_deadline()?.map(|end| end.saturating_sub(now)))
     }
 
     /// The policy this call runs under.
@@ -234,6 +256,12 @@ impl<P: Deref<Target = Policy>> Call<P> {
         if let Some(budget) = &self.policy.budget {
             budget.attempt_failed();
         }
+        // An attempt that overran the deadline ends the call with reason deadline, checked
+        // before the attempt count and the hint: the deadline is what cut the call short,
+        // on the last attempt too. (A success past the deadline is still a success, above.)
+        if self.past_deadline(elapsed) {
+            return Ok(Decision::Stop(self.exhaust(ExhaustReason::Deadline, elapsed, sink)));
+        }
         if self.attempt >= self.policy.max_attempts {
             return Ok(Decision::Stop(self.exhaust(ExhaustReason::Attempts, elapsed, sink)));
         }
@@ -245,10 +273,9 @@ impl<P: Deref<Target = Policy>> Call<P> {
                 return Ok(Decision::Stop(self.exhaust(ExhaustReason::RetryAfter, elapsed, sink)));
             }
         }
-        let backoff_ms = self.backoff.next_delay_ms(&self.policy, self.attempt);
         // Clamped to the longest wait validation implies (only a hint with both limits
         // off can be longer), so no host's `now + delay` wraps.
-        let delay = Duration::from_millis(backoff_ms.max(hint.map_or(0, ceil_ms)).min(MAX_WAIT_MS));
+        let delay = Duration::from_millis(self.backoff.wait_ms(&self.policy, self.attempt, hint).min(MAX_WAIT_MS));
         if let Some(deadline) = self.policy.deadline {
             if elapsed.saturating_add(delay) > deadline {
                 return Ok(Decision::Stop(self.exhaust(ExhaustReason::Deadline, elapsed, sink)));
@@ -273,12 +300,11 @@ impl<P: Deref<Target = Policy>> Call<P> {
             return Err(StateError::NotWaiting(self.state.describe()));
         }
         let elapsed = now.saturating_sub(self.start);
-        if let Some(deadline) = self.policy.deadline {
-            if elapsed > deadline {
-                return Ok(Resume::Stop(self.exhaust(ExhaustReason::Deadline, elapsed, sink)));
-            }
+        if self.past_deadline(elapsed) {
+            return Ok(Resume::Stop(self.exhaust(ExhaustReason::Deadline, elapsed, sink)));
         }
         self.attempt += 1;
+        self.attempt_start = now;
         self.state = State::Attempting;
         Ok(Resume::Attempt(self.attempt))
     }
@@ -290,6 +316,11 @@ impl<P: Deref<Target = Policy>> Call<P> {
         }
         let elapsed = now.saturating_sub(self.start);
         Ok(self.finish(Stop::Cancelled, EventKind::Cancelled, elapsed, None, sink))
+    }
+
+    /// The deadline has passed: `elapsed > deadline` (exactly at it is still in time).
+    fn past_deadline(&self, elapsed: Duration) -> bool {
+        self.policy.deadline.is_some_and(|deadline| elapsed > deadline)
     }
 
     fn exhaust(&mut self, reason: ExhaustReason, elapsed: Duration, sink: &mut impl FnMut(&Event<'_>)) -> Stop {
@@ -336,11 +367,6 @@ pub fn cancelled_before_start(policy: &Policy, sink: &mut impl FnMut(&Event<'_>)
         reason: None,
     });
     Stop::Cancelled
-}
-
-/// A hint rounded up to whole milliseconds: never sooner than the server asked.
-fn ceil_ms(hint: Duration) -> u64 {
-    u64::try_from(hint.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
@@ -478,6 +504,81 @@ mod tests {
         let mut call = Call::start(&off, ms(0));
         let day = Verdict::Transient { hint: Some(Duration::from_secs(86_400)) };
         assert_eq!(call.record(day, ms(0), &mut |_: &Event<'_>| {}), Ok(Decision::Retry(Duration::from_secs(86_400))));
+    }
+
+    #[test]
+    fn an_attempt_that_overruns_the_deadline_ends_the_call_with_reason_deadline() {
+        let p = Policy::builder()
+            .max_attempts(3)
+            .jitter(Jitter::None)
+            .initial_delay_ms(0.0)
+            .deadline_ms(Some(1000.0))
+            .max_retry_after_ms(Some(10.0))
+            .build()
+            .unwrap();
+        let mut log = vec![];
+        let mut call = Call::start(&p, ms(100));
+        assert_eq!(call.remaining(ms(100)), Ok(Some(ms(1000))));
+        assert_eq!(call.remaining(ms(700)), Ok(Some(ms(400))));
+        assert_eq!(call.remaining(ms(5000)), Ok(Some(Duration::ZERO)));
+        // Failed 1 ms past the deadline, with a zero delay and attempts left: deadline,
+        // recorded like any failure (AttemptFailed first).
+        let d = call.record(Verdict::TRANSIENT, ms(1101), &mut |e: &Event<'_>| log.push((e.kind, e.reason)));
+        assert_eq!(d, Ok(Decision::Stop(Stop::Exhausted(ExhaustReason::Deadline))));
+        assert_eq!(log, [(EventKind::AttemptFailed, None), (EventKind::Exhausted, Some(ExhaustReason::Deadline))]);
+        assert!(call.remaining(ms(1101)).is_err(), "no attempt in progress");
+        // Exactly at the deadline is still in time: a zero wait is allowed.
+        let mut call = Call::start(&p, ms(100));
+        assert_eq!(call.record(Verdict::TRANSIENT, ms(1100), &mut |_: &Event<'_>| {}), Ok(Decision::Retry(ms(0))));
+        assert_eq!(call.after_wait(ms(1100), &mut |_: &Event<'_>| {}), Ok(Resume::Attempt(2)));
+        assert_eq!(call.remaining(ms(1100)), Ok(Some(Duration::ZERO)));
+        // On the last attempt, and with a hint over max_retry_after, the reason is still
+        // deadline: the deadline is what cut the call short.
+        let last = Policy::builder().max_attempts(1).deadline_ms(Some(1000.0)).build().unwrap();
+        let mut call = Call::start(&last, ms(0));
+        let d = call.record(Verdict::TRANSIENT, ms(1001), &mut |_: &Event<'_>| {});
+        assert_eq!(d, Ok(Decision::Stop(Stop::Exhausted(ExhaustReason::Deadline))));
+        let mut call = Call::start(&p, ms(0));
+        let d = call.record(Verdict::Transient { hint: Some(ms(60_000)) }, ms(1001), &mut |_: &Event<'_>| {});
+        assert_eq!(d, Ok(Decision::Stop(Stop::Exhausted(ExhaustReason::Deadline))));
+        // A late success is a success; a late permanent failure is rejected.
+        let mut call = Call::start(&last, ms(0));
+        assert_eq!(call.record(Verdict::Success, ms(9000), &mut |_: &Event<'_>| {}), Ok(Decision::Stop(Stop::Success)));
+        let mut call = Call::start(&p, ms(0));
+        assert_eq!(
+            call.record(Verdict::Permanent, ms(9000), &mut |_: &Event<'_>| {}),
+            Ok(Decision::Stop(Stop::Rejected))
+        );
+    }
+
+    #[test]
+    fn the_attempt_timeout_restarts_with_each_attempt_and_the_deadline_caps_it() {
+        let p = Policy::builder()
+            .jitter(Jitter::None)
+            .initial_delay_ms(100.0)
+            .deadline_ms(Some(1000.0))
+            .attempt_timeout_ms(Some(300.0))
+            .build()
+            .unwrap();
+        let none = &mut |_: &Event<'_>| {};
+        let mut call = Call::start(&p, ms(0));
+        assert_eq!(call.attempt_deadline(), Ok(Some(ms(300))));
+        assert_eq!(call.remaining(ms(250)), Ok(Some(ms(50))));
+        // The attempt timed out at its bound: a transient failure like any other.
+        assert_eq!(call.record(Verdict::TRANSIENT, ms(300), none), Ok(Decision::Retry(ms(100))));
+        assert_eq!(call.attempt_deadline(), Err(StateError::NoAttempt("waiting")));
+        call.after_wait(ms(400), none).unwrap();
+        assert_eq!(call.remaining(ms(400)), Ok(Some(ms(300))));
+        call.record(Verdict::TRANSIENT, ms(700), none).unwrap();
+        call.after_wait(ms(900), none).unwrap();
+        // 100 ms to the deadline, smaller than the timeout.
+        assert_eq!(call.remaining(ms(900)), Ok(Some(ms(100))));
+        // Attempt timeout alone.
+        let alone = Policy::builder().deadline(None).attempt_timeout_ms(Some(50.0)).build().unwrap();
+        let call = Call::start(&alone, ms(10));
+        assert_eq!(call.remaining(ms(10)), Ok(Some(ms(50))));
+        let off = Policy::builder().deadline(None).build().unwrap();
+        assert_eq!(Call::start(&off, ms(10)).remaining(ms(10)), Ok(None));
     }
 
     #[test]

@@ -99,6 +99,16 @@ pub enum ExhaustReason {
 }
 
 impl ExhaustReason {
+    /// Every reason, in declaration order: what documentation and listeners list (a test
+    /// keeps docs/observability.md's list equal to it).
+    pub const ALL: [ExhaustReason; 5] = [
+        ExhaustReason::Attempts,
+        ExhaustReason::Deadline,
+        ExhaustReason::Budget,
+        ExhaustReason::RetryAfter,
+        ExhaustReason::CircuitOpen,
+    ];
+
     /// `attempts`, `deadline`, `budget`, `retry_after` or `circuit_open`.
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -223,6 +233,28 @@ impl fmt::Display for Event<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn all_holds_every_reason() {
+        // No wildcard: a new reason fails to compile here until ALL holds it too.
+        for r in ExhaustReason::ALL {
+            match r {
+                ExhaustReason::Attempts
+                | ExhaustReason::Deadline
+                | ExhaustReason::Budget
+                | ExhaustReason::RetryAfter
+                | ExhaustReason::CircuitOpen => {}
+            }
+        }
+        let count = |r: ExhaustReason| match r {
+            ExhaustReason::Attempts => 0,
+            ExhaustReason::Deadline => 1,
+            ExhaustReason::Budget => 2,
+            ExhaustReason::RetryAfter => 3,
+            ExhaustReason::CircuitOpen => 4,
+        };
+        assert_eq!(ExhaustReason::ALL.map(count), [0, 1, 2, 3, 4]);
+    }
 
     #[test]
     fn the_end_messages_agree_in_number() {

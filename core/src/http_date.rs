@@ -11,12 +11,13 @@ const DAYS: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday",
 
 /// Seconds since 1970-01-01T00:00:00Z (negative before it) of an HTTP-date in any of its
 /// three forms, or `None` if `value` is not one. The weekday must be a weekday name but is
-/// not checked against the date. An RFC 850 two-digit year is read in the century that
-/// puts it at most 50 years after `now_year`, else the most recent past year with those
-/// digits (RFC 9110's rule).
-pub fn parse(value: &str, now_year: i64) -> Option<i64> {
+/// not checked against the date. An RFC 850 two-digit year is read in the century of
+/// `now_s` (Unix seconds), unless that timestamp is more than 50 years after `now_s`:
+/// then it is the most recent past year with those digits (RFC 9110's rule, which
+/// compares timestamps, not calendar years).
+pub fn parse(value: &str, now_s: i64) -> Option<i64> {
     let s = value.as_bytes();
-    imf_fixdate(s).or_else(|| rfc850(s, now_year)).or_else(|| asctime(s))
+    imf_fixdate(s).or_else(|| rfc850(s, now_s)).or_else(|| asctime(s))
 }
 
 /// `Sun, 06 Nov 1994 08:49:37 GMT`
@@ -36,7 +37,7 @@ fn imf_fixdate(s: &[u8]) -> Option<i64> {
 }
 
 /// `Sunday, 06-Nov-94 08:49:37 GMT`
-fn rfc850(s: &[u8], now_year: i64) -> Option<i64> {
+fn rfc850(s: &[u8], now_s: i64) -> Option<i64> {
     let comma = s.iter().position(|&b| b == b',')?;
     let day_name = std::str::from_utf8(&s[..comma]).ok()?;
     if !DAYS.iter().any(|d| d.eq_ignore_ascii_case(day_name)) {
@@ -47,11 +48,17 @@ fn rfc850(s: &[u8], now_year: i64) -> Option<i64> {
         return None;
     }
     let two_digits = number(&s[9..11])?;
-    let mut year = now_year - now_year.rem_euclid(100) + two_digits;
-    if year > now_year + 50 {
-        year -= 100;
+    let (month, day, time) = (month(&s[5..8])?, number(&s[2..4])?, &s[12..20]);
+    let now = civil(now_s);
+    let year = now.0 - now.0.rem_euclid(100) + two_digits;
+    let when = timestamp(year, month, day, time)?;
+    // "More than 50 years in the future": later than the same instant 50 calendar years
+    // on, compared field by field (a 29 February needs no 50-years-later twin).
+    let (h, m, sec) = (number(&time[..2])?, number(&time[3..5])?, number(&time[6..8])?);
+    if (year, month, day, h * 3600 + m * 60 + sec) > (now.0 + 50, now.1, now.2, now.3) {
+        return timestamp(year - 100, month, day, time);
     }
-    timestamp(year, month(&s[5..8])?, number(&s[2..4])?, &s[12..20])
+    Some(when)
 }
 
 /// `Sun Nov  6 08:49:37 1994` (the day of the month space-padded)
@@ -117,8 +124,14 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 }
 
 /// The Gregorian year of a Unix time in seconds.
-pub fn year_of(unix_s: i64) -> i64 {
-    // Inverse of days_from_civil, year part only.
+#[cfg(test)]
+fn year_of(unix_s: i64) -> i64 {
+    civil(unix_s).0
+}
+
+/// The Gregorian date of a Unix time in seconds: year, month, day, second of the day.
+fn civil(unix_s: i64) -> (i64, i64, i64, i64) {
+    // Inverse of days_from_civil.
     let z = unix_s.div_euclid(86_400) + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -126,7 +139,8 @@ pub fn year_of(unix_s: i64) -> i64 {
     let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
     let mp = (5 * doy + 2) / 153;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    yoe + era * 400 + i64::from(month <= 2)
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    (yoe + era * 400 + i64::from(month <= 2), month, day, unix_s.rem_euclid(86_400))
 }
 
 #[cfg(test)]
@@ -136,26 +150,38 @@ mod tests {
     #[test]
     fn the_rfc_examples_in_every_form() {
         let t = 784_111_777; // Sun, 06 Nov 1994 08:49:37 GMT
-        assert_eq!(parse("Sun, 06 Nov 1994 08:49:37 GMT", 1994), Some(t));
-        assert_eq!(parse("Sunday, 06-Nov-94 08:49:37 GMT", 1994), Some(t));
-        assert_eq!(parse("Sun Nov  6 08:49:37 1994", 1994), Some(t));
+        assert_eq!(parse("Sun, 06 Nov 1994 08:49:37 GMT", t), Some(t));
+        assert_eq!(parse("Sunday, 06-Nov-94 08:49:37 GMT", t), Some(t));
+        assert_eq!(parse("Sun Nov  6 08:49:37 1994", t), Some(t));
     }
 
     #[test]
     fn before_1970_and_wrong_weekdays_are_dates() {
-        assert_eq!(parse("Fri, 01 Jan 1960 00:00:00 GMT", 2026), Some(-315_619_200));
-        assert_eq!(parse("Sun, 07 Nov 1994 08:48:37 GMT", 2026), Some(784_111_777 + 86_400 - 60));
-        assert_eq!(parse("Thu, 01 Jan 1970 00:00:00 GMT", 2026), Some(0));
+        assert_eq!(parse("Fri, 01 Jan 1960 00:00:00 GMT", IN_2026), Some(-315_619_200));
+        assert_eq!(parse("Sun, 07 Nov 1994 08:48:37 GMT", IN_2026), Some(784_111_777 + 86_400 - 60));
+        assert_eq!(parse("Thu, 01 Jan 1970 00:00:00 GMT", IN_2026), Some(0));
     }
+
+    /// 2026-12-01T00:00:00Z.
+    const IN_2026: i64 = 1_796_083_200;
 
     #[test]
     fn two_digit_years_follow_the_50_year_rule() {
+        let t = 784_111_777;
         // Read in 2026: 70 is 2070 (44 years ahead), 80 would be 2080 (54 ahead) so 1980.
-        assert_eq!(parse("Wednesday, 01-Jan-70 00:00:00 GMT", 2026).map(year_of), Some(2070));
-        assert_eq!(parse("Tuesday, 01-Jan-80 00:00:00 GMT", 2026).map(year_of), Some(1980));
-        assert_eq!(parse("Monday, 01-Jan-76 00:00:00 GMT", 2026).map(year_of), Some(2076));
-        assert_eq!(parse("Monday, 01-Jan-77 00:00:00 GMT", 2026).map(year_of), Some(1977));
-        assert_eq!(parse("Monday, 01-Jan-94 00:00:00 GMT", 1994).map(year_of), Some(1994));
+        assert_eq!(parse("Wednesday, 01-Jan-70 00:00:00 GMT", IN_2026).map(year_of), Some(2070));
+        assert_eq!(parse("Tuesday, 01-Jan-80 00:00:00 GMT", IN_2026).map(year_of), Some(1980));
+        assert_eq!(parse("Monday, 01-Jan-76 00:00:00 GMT", IN_2026).map(year_of), Some(2076));
+        assert_eq!(parse("Monday, 01-Jan-77 00:00:00 GMT", IN_2026).map(year_of), Some(1977));
+        assert_eq!(parse("Monday, 01-Jan-94 00:00:00 GMT", t).map(year_of), Some(1994));
+        // The rule compares timestamps: on 2026-12-01, 2076-12-01 00:00:00 is exactly 50
+        // years ahead (kept), one second later is more than 50 (the past century).
+        assert_eq!(parse("Tuesday, 01-Dec-76 00:00:00 GMT", IN_2026).map(year_of), Some(2076));
+        assert_eq!(parse("Tuesday, 01-Dec-76 00:00:01 GMT", IN_2026).map(year_of), Some(1976));
+        assert_eq!(parse("Thursday, 31-Dec-76 00:00:00 GMT", IN_2026), Some(220_838_400));
+        assert_eq!(parse("Monday, 30-Nov-76 23:59:59 GMT", IN_2026).map(year_of), Some(2076));
+        // A 29 February 50 years on from a date without one.
+        assert_eq!(parse("Saturday, 29-Feb-76 00:00:00 GMT", 1_772_323_200).map(year_of), Some(2076));
     }
 
     #[test]
@@ -172,14 +198,14 @@ mod tests {
             "Sun Nov 6 08:49:37 1994",
             "",
         ] {
-            assert_eq!(parse(bad, 2026), None, "{bad:?}");
+            assert_eq!(parse(bad, IN_2026), None, "{bad:?}");
         }
     }
 
     #[test]
     fn years_round_trip() {
         for (y, m, d) in [(1960, 1, 1), (1969, 12, 31), (1970, 1, 1), (2000, 2, 29), (2026, 11, 30), (9999, 12, 31)] {
-            assert_eq!(year_of(days_from_civil(y, m, d) * 86_400 + 86_399), y);
+            assert_eq!(civil(days_from_civil(y, m, d) * 86_400 + 86_399), (y, m, d, 86_399));
         }
     }
 }

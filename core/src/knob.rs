@@ -57,6 +57,9 @@ pub enum Rule {
         /// The knob this one may not be below (`max_delay >= initial_delay`).
         not_below: Option<&'static str>,
     },
+    /// A finite duration in `(0, MAX_MS]`: a bound that, when set, must leave time to
+    /// act (an attempt timeout of zero would fail every attempt before it starts).
+    Positive,
     /// A finite number `>= min`.
     AtLeast {
         /// The smallest allowed.
@@ -75,6 +78,7 @@ impl Rule {
             Rule::Whole { min, max } => format!(">= {min} and <= {max}"),
             Rule::Duration { not_below: None } => "finite and >= 0 (at most about 285,000 years)".into(),
             Rule::Duration { not_below: Some(other) } => format!(">= {}", name(other)),
+            Rule::Positive => "finite and > 0 (at most about 285,000 years)".into(),
             Rule::AtLeast { min } => format!("finite and >= {min}"),
             Rule::Jitter => "one of none, full, equal, decorrelated, proportional(F) with F in [0, 1]".into(),
             Rule::Any => "valid".into(),
@@ -252,6 +256,15 @@ pub const KNOBS: &[Knob] = &[
         off_means: "every Retry-After hint is waited out (the deadline still bounds it)",
         rule: Rule::Duration { not_below: None },
         doc: "the longest server-asked wait accepted; a longer hint ends the call at once (exhausted, reason retry_after)",
+    },
+    Knob {
+        name: "attempt_timeout",
+        unit: Unit::Duration,
+        default: Default::Off,
+        can_be_off: true,
+        off_means: "no per-attempt bound (the deadline, if on, still bounds every attempt)",
+        rule: Rule::Positive,
+        doc: "bound on each attempt; an attempt's bound is this or the time left before the deadline, whichever is smaller",
     },
 ];
 

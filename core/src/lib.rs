@@ -15,13 +15,14 @@
 //! let retrier = Retrier::new(Policy::builder().jitter(Jitter::None).initial_delay(Duration::ZERO).build().unwrap());
 //! let mut calls = 0;
 //! let value = retrier.run(
-//!     |_attempt| { calls += 1; if calls < 3 { Err("503") } else { Ok("rate: 1.0842") } },
+//!     |_attempt: &retryrs::Attempt| { calls += 1; if calls < 3 { Err("503") } else { Ok("rate: 1.0842") } },
 //!     |_err| Verdict::TRANSIENT,
 //! );
 //! assert_eq!(value.unwrap(), "rate: 1.0842");
 //! ```
 #![deny(missing_docs)]
 
+pub mod attempt;
 pub mod backoff;
 pub mod breaker;
 pub mod budget;
@@ -39,6 +40,7 @@ pub mod redact;
 pub mod retry_after;
 pub mod units;
 
+pub use attempt::Attempt;
 pub use breaker::{admit, Admission, BreakerConfig, BreakerModel, BreakerState, CircuitBreaker, Transition};
 pub use budget::{BudgetError, BudgetKind, QuotaBudget, RatioBudget, RetryBudget, RetryCause, TokenBucket};
 pub use cancel::CancelToken;
@@ -51,7 +53,7 @@ pub use http::{
     is_idempotent, is_retryable_status, HttpOutcome, HttpRules, HttpVerdict, IDEMPOTENT_METHODS, RETRYABLE_STATUSES,
 };
 pub use knob::{Knob, Setting, Unit, KNOBS};
-pub use policy::{Given, Jitter, Policy, PolicyBuilder, PolicyError};
+pub use policy::{Given, Jitter, Policy, PolicyBuilder, PolicyError, Pushback};
 pub use redact::redact_url;
 pub use retry_after::{parse_retry_after, parse_retry_after_ms};
 

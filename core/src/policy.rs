@@ -158,10 +158,27 @@ pub struct Policy {
     pub(crate) jitter: Jitter,
     pub(crate) deadline: Option<Duration>,
     pub(crate) max_retry_after: Option<Duration>,
+    pub(crate) attempt_timeout: Option<Duration>,
     pub(crate) budget: Option<Arc<RetryBudget>>,
     pub(crate) breaker: Option<Arc<CircuitBreaker>>,
     pub(crate) name: Arc<str>,
     pub(crate) seed: Option<u64>,
+    pub(crate) pushback: Pushback,
+}
+
+/// How a server's requested wait (a hint: HTTP's Retry-After, gRPC's
+/// `grpc-retry-pushback-ms`) combines with the backoff. Not a knob: a policy document
+/// cannot choose it; the gRPC service-config loader sets [`Pushback::Grpc`] on the
+/// policies it builds, every other policy has [`Pushback::Floor`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Pushback {
+    /// The contract's rule: wait the larger of the backoff and the hint (never sooner
+    /// than the server asked).
+    #[default]
+    Floor,
+    /// gRPC A6's rule: wait exactly the hint, and the backoff after it restarts from
+    /// `initial_delay`, as if the hinted retry were the first.
+    Grpc,
 }
 
 impl Default for Policy {
@@ -204,6 +221,40 @@ impl Policy {
     pub fn max_retry_after(&self) -> Option<Duration> {
         self.max_retry_after
     }
+    /// The bound on each attempt, or `None` when off. An attempt's bound is this or the
+    /// time left before the deadline, whichever is smaller
+    /// ([`Policy::attempt_deadline`]).
+    pub fn attempt_timeout(&self) -> Option<Duration> {
+        self.attempt_timeout
+    }
+    /// Whether attempts are bounded at all (a deadline or an attempt timeout is set).
+    /// When not, no decision depends on the time, and a host that emits no events need
+    /// not read a clock.
+    pub fn bounds_attempts(&self) -> bool {
+        self.deadline.is_some() || self.attempt_timeout.is_some()
+    }
+    /// Whether any decision depends on the time: attempts are bounded, or a circuit
+    /// breaker or a ratio budget (both keep time windows shared with other calls) is set.
+    /// When not, a host that emits no events may feed the engine a constant instead of
+    /// reading a clock.
+    pub fn reads_time(&self) -> bool {
+        self.bounds_attempts() || self.breaker.is_some() || self.budget.as_ref().is_some_and(|b| b.as_ratio().is_some())
+    }
+    /// When an attempt that starts at `attempt_start`, in a call that started at
+    /// `call_start`, runs out of time, on the same time base: the call's deadline, or
+    /// the attempt timeout if that ends sooner; `None` when neither is set. The one
+    /// formula of an attempt's bound (contract, "The attempt's bound"): [`Call`] answers
+    /// with it, and a host that starts its [`Call`] lazily asks it for attempt 1.
+    ///
+    /// [`Call`]: crate::engine::Call
+    pub fn attempt_deadline(&self, call_start: Duration, attempt_start: Duration) -> Option<Duration> {
+        let deadline = self.deadline.map(|d| call_start.saturating_add(d));
+        let timeout = self.attempt_timeout.map(|t| attempt_start.saturating_add(t));
+        match (deadline, timeout) {
+            (Some(d), Some(t)) => Some(d.min(t)),
+            (d, t) => d.or(t),
+        }
+    }
     /// The shared retry budget, if one is set.
     pub fn budget(&self) -> Option<&Arc<RetryBudget>> {
         self.budget.as_ref()
@@ -221,6 +272,11 @@ impl Policy {
     pub fn name(&self) -> &str {
         &self.name
     }
+    /// How a server's hint combines with the backoff ([`Pushback::Grpc`] for a policy
+    /// loaded from a gRPC service config).
+    pub fn pushback(&self) -> Pushback {
+        self.pushback
+    }
     /// The jitter seed, if the delays are to be reproducible.
     pub fn seed(&self) -> Option<u64> {
         self.seed
@@ -237,6 +293,7 @@ impl Policy {
             "max_delay" => Some(self.max_delay_ms as f64),
             "deadline" => self.deadline.map(units::ms_from_duration),
             "max_retry_after" => self.max_retry_after.map(units::ms_from_duration),
+            "attempt_timeout" => self.attempt_timeout.map(units::ms_from_duration),
             _ => None,
         }
     }
@@ -256,15 +313,39 @@ pub struct PolicyBuilder {
     jitter: Jitter,
     deadline_ms: Option<f64>,
     max_retry_after_ms: Option<f64>,
+    attempt_timeout_ms: Option<f64>,
     budget: Option<Arc<RetryBudget>>,
     breaker: Option<Arc<CircuitBreaker>>,
     name: Arc<str>,
     seed: Option<u64>,
+    pushback: Pushback,
 }
 
 impl Default for PolicyBuilder {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+impl From<&Policy> for PolicyBuilder {
+    /// A builder holding `policy`'s knobs, to derive a variant of it (a host that lets one
+    /// knob of a loaded policy be overridden).
+    fn from(p: &Policy) -> Self {
+        PolicyBuilder {
+            max_attempts: u64::from(p.max_attempts),
+            initial_delay_ms: p.initial_delay_ms,
+            multiplier: p.multiplier,
+            max_delay_ms: p.max_delay_ms as f64,
+            jitter: p.jitter,
+            deadline_ms: p.deadline.map(units::ms_from_duration),
+            max_retry_after_ms: p.max_retry_after.map(units::ms_from_duration),
+            attempt_timeout_ms: p.attempt_timeout.map(units::ms_from_duration),
+            budget: p.budget.clone(),
+            breaker: p.breaker.clone(),
+            name: p.name.clone(),
+            seed: p.seed,
+            pushback: p.pushback,
+        }
     }
 }
 
@@ -279,10 +360,12 @@ impl PolicyBuilder {
             jitter: Jitter::Full,
             deadline_ms: Some(15_000.0),
             max_retry_after_ms: Some(60_000.0),
+            attempt_timeout_ms: None,
             budget: None,
             breaker: None,
             name: Arc::from("retry"),
             seed: None,
+            pushback: Pushback::Floor,
         }
     }
     /// Total calls, the first one included (>= 1; 1 disables retrying). Wider than `u32`
@@ -338,6 +421,16 @@ impl PolicyBuilder {
         self.max_retry_after_ms = ms;
         self
     }
+    /// The bound on each attempt (> 0), or `None` (the default) for none. Each attempt is
+    /// bounded by this or by the time left before the deadline, whichever is smaller.
+    pub fn attempt_timeout(self, d: Option<Duration>) -> Self {
+        self.attempt_timeout_ms(d.map(units::ms_from_duration))
+    }
+    /// [`PolicyBuilder::attempt_timeout`] in milliseconds.
+    pub fn attempt_timeout_ms(mut self, ms: Option<f64>) -> Self {
+        self.attempt_timeout_ms = ms;
+        self
+    }
     /// A retry budget shared with other retriers, or `None`.
     pub fn budget(mut self, b: Option<Arc<RetryBudget>>) -> Self {
         self.budget = b;
@@ -351,6 +444,11 @@ impl PolicyBuilder {
     /// The name used in events and errors.
     pub fn name(mut self, name: impl AsRef<str>) -> Self {
         self.name = Arc::from(name.as_ref());
+        self
+    }
+    /// How a server's hint combines with the backoff (see [`Pushback`]; the gRPC loader's).
+    pub fn pushback(mut self, rule: Pushback) -> Self {
+        self.pushback = rule;
         self
     }
     /// A seed for reproducible jitter, or `None` for fresh randomness per call.
@@ -393,6 +491,7 @@ impl PolicyBuilder {
             ("max_delay", Some(ms)) => self.max_delay_ms(ms),
             ("deadline", ms) => self.deadline_ms(ms),
             ("max_retry_after", ms) => self.max_retry_after_ms(ms),
+            ("attempt_timeout", ms) => self.attempt_timeout_ms(ms),
             _ => unreachable!("every numeric knob in KNOBS has an arm here (tested)"),
         })
     }
@@ -433,6 +532,11 @@ impl PolicyBuilder {
             None => None,
             Some(ms) => Some(units::duration_from_ms_or_zero(delay("max_retry_after", ms)?)),
         };
+        let attempt_timeout = match self.attempt_timeout_ms {
+            None => None,
+            Some(ms) if ms > 0.0 && ms <= MAX_MS => Some(units::duration_from_ms_or_zero(ms)),
+            Some(ms) => return Err(PolicyError::new("attempt_timeout", Rule::Positive, Given::Number(ms))),
+        };
         Ok(Policy {
             max_attempts,
             initial_delay_ms: initial,
@@ -442,10 +546,12 @@ impl PolicyBuilder {
             jitter: self.jitter,
             deadline,
             max_retry_after,
+            attempt_timeout,
             budget: self.budget,
             breaker: self.breaker,
             name: self.name,
             seed: self.seed,
+            pushback: self.pushback,
         })
     }
 }
@@ -466,6 +572,27 @@ mod tests {
         assert!(p.budget().is_none());
         assert_eq!(p.name(), "retry");
         assert_eq!(p.seed(), None);
+        assert_eq!(p.attempt_timeout(), None);
+    }
+
+    #[test]
+    fn an_attempts_bound_is_the_deadline_or_the_sooner_attempt_timeout() {
+        let ms = Duration::from_millis;
+        let build = |deadline: Option<u64>, timeout: Option<u64>| {
+            Policy::builder().deadline(deadline.map(ms)).attempt_timeout(timeout.map(ms)).build().unwrap()
+        };
+        // Call started at 1000, this attempt at 1800.
+        let at = |p: &Policy| p.attempt_deadline(ms(1000), ms(1800));
+        assert_eq!(at(&build(None, None)), None);
+        assert!(!build(None, None).bounds_attempts());
+        assert_eq!(at(&build(Some(2000), None)), Some(ms(3000)));
+        assert_eq!(at(&build(None, Some(500))), Some(ms(2300)));
+        assert_eq!(at(&build(Some(2000), Some(500))), Some(ms(2300)));
+        assert_eq!(at(&build(Some(1000), Some(500))), Some(ms(2000)));
+        assert!(build(None, Some(500)).bounds_attempts());
+        // Huge values saturate instead of overflowing.
+        let far = Policy::builder().deadline_ms(Some(9e15)).attempt_timeout_ms(Some(9e15)).build().unwrap();
+        assert!(far.attempt_deadline(Duration::MAX, Duration::MAX).is_some());
     }
 
     #[test]
@@ -481,6 +608,8 @@ mod tests {
             (Policy::builder().multiplier(f64::NAN), "multiplier", "got NaN"),
             (Policy::builder().jitter(Jitter::Proportional(1.5)), "jitter", "proportional(1.5)"),
             (Policy::builder().deadline_ms(Some(-5.0)), "deadline", "got -5 ms"),
+            (Policy::builder().attempt_timeout_ms(Some(0.0)), "attempt_timeout", "must be finite and > 0"),
+            (Policy::builder().attempt_timeout_ms(Some(f64::NAN)), "attempt_timeout", "got NaN ms"),
             // Finite but past the limit: the message must say there is one.
             (Policy::builder().deadline_ms(Some(1e16)), "deadline", "at most about 285,000 years), got 1e16 ms"),
         ];
@@ -498,6 +627,8 @@ mod tests {
         for k in knob::numeric() {
             let value = match k.default {
                 knob::Default::Number(n) => n,
+                // Off by default: any valid value reads back.
+                knob::Default::Off if k.can_be_off => 250.0,
                 _ => panic!("{} is numeric without a numeric default", k.name),
             };
             let b = Policy::builder().set(k.name, Setting::Number(value)).unwrap();
@@ -550,6 +681,16 @@ mod tests {
                     assert!(check(k.name, Setting::Number(floor)).is_ok(), "{}", k.name);
                     vec![(Setting::Number(-1.0), "-1"), (Setting::Number(f64::INFINITY), "inf")]
                 }
+                Rule::Positive => {
+                    assert!(check(k.name, Setting::Number(0.001)).is_ok(), "{}", k.name);
+                    vec![
+                        (Setting::Number(0.0), "got 0"),
+                        (Setting::Number(-1.0), "-1"),
+                        (Setting::Number(f64::INFINITY), "inf"),
+                        (Setting::Number(f64::NAN), "NaN"),
+                        (Setting::Number(1e16), "1e16"),
+                    ]
+                }
                 Rule::Jitter | Rule::Any => vec![],
             };
             for (value, quoted) in bad {
@@ -596,6 +737,27 @@ mod tests {
         assert_eq!(p.multiplier(), get("multiplier"));
         assert_eq!(p.max_delay().as_secs_f64() * 1000.0, get("max_delay"));
         assert_eq!(p.deadline().unwrap().as_secs_f64() * 1000.0, get("deadline"));
+    }
+
+    #[test]
+    fn a_builder_from_a_policy_rebuilds_it() {
+        let p = Policy::builder()
+            .max_attempts(7)
+            .initial_delay_ms(0.5)
+            .max_delay_ms(900.0)
+            .multiplier(1.5)
+            .jitter(Jitter::Equal)
+            .deadline_ms(Some(1234.0))
+            .max_retry_after(None)
+            .attempt_timeout_ms(Some(250.0))
+            .name("rates")
+            .seed(Some(9))
+            .build()
+            .unwrap();
+        let again = PolicyBuilder::from(&p).build().unwrap();
+        assert_eq!(format!("{again:?}"), format!("{p:?}"));
+        let other = PolicyBuilder::from(&p).attempt_timeout(None).build().unwrap();
+        assert_eq!((other.attempt_timeout(), other.max_attempts()), (None, 7));
     }
 
     #[test]

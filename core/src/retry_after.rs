@@ -7,9 +7,11 @@ use std::time::{Duration, SystemTime};
 /// Accepts delay-seconds (ASCII digits only, surrounding whitespace allowed) and the three
 /// HTTP-date forms (IMF-fixdate, RFC 850, asctime). A date in the past, before 1970
 /// included, means zero; a weekday that does not match the date is not checked; an RFC 850
-/// two-digit year more than 50 years after `now` is the most recent past year with those
-/// digits (RFC 9110). Garbage, negatives and fractions mean no hint (`None`); huge values
-/// saturate instead of overflowing.
+/// two-digit year whose date would be more than 50 years after `now` is the most recent
+/// past year with those digits (RFC 9110). Garbage, negatives and fractions mean no hint
+/// (`None`). Both forms saturate the same way, at `u64::MAX` seconds: delay-seconds too
+/// large for a `u64`, and never a date (year 9999 is about 2.5e11 s away), so a far date
+/// is its exact wait.
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim_matches(|c: char| c == ' ' || c == '\t' || c == '\r' || c == '\n');
     if value.is_empty() {
@@ -21,9 +23,10 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
         return Some(Duration::from_secs(secs));
     }
     let now_ns = unix_nanos(now);
-    let when_s = crate::http_date::parse(value, crate::http_date::year_of(now_ns.div_euclid(1_000_000_000) as i64))?;
-    let wait_ns = i128::from(when_s) * 1_000_000_000 - now_ns;
-    Some(Duration::from_nanos(u64::try_from(wait_ns.max(0)).unwrap_or(u64::MAX)))
+    let when_s = crate::http_date::parse(value, now_ns.div_euclid(1_000_000_000) as i64)?;
+    let wait_ns = (i128::from(when_s) * 1_000_000_000 - now_ns).max(0);
+    let secs = u64::try_from(wait_ns / 1_000_000_000).unwrap_or(u64::MAX);
+    Some(Duration::new(secs, (wait_ns % 1_000_000_000) as u32))
 }
 
 /// Nanoseconds since the Unix epoch, negative before it.
@@ -89,6 +92,15 @@ mod tests {
         assert_eq!(
             parse_retry_after("Friday, 01-Jan-27 00:00:00 GMT", in_2026),
             Some(Duration::from_secs(1_798_761_600 - 1_796_083_200))
+        );
+        // The 50 years are timestamps, not calendar years: on 2026-12-01, 31-Dec-76 would
+        // be more than 50 years ahead, so it is 1976, long past.
+        let dec_2026 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_083_200);
+        assert_eq!(parse_retry_after("Thursday, 31-Dec-76 00:00:00 GMT", dec_2026), Some(Duration::ZERO));
+        // A far date is its exact wait (no saturation at 2^64 ns, about 584 years).
+        assert_eq!(
+            parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", dec_2026),
+            Some(Duration::from_secs(251_606_217_599))
         );
         // A "now" before 1970 works too.
         let in_1960 = SystemTime::UNIX_EPOCH - Duration::from_secs(315_619_200);

@@ -80,13 +80,17 @@ const BREAKER_KEYS: &[&str] = &[
 ];
 
 /// The vector's policy through the document loader, as every host loads it: the policy is
-/// `retry` (the contract's default name) in a document with the vector's budgets.
+/// `retry` (the contract's default name) in a document with the vector's budgets, or the
+/// service `retry` of the vector's gRPC `service_config`.
 fn build_policy(v: &Value) -> Result<Policy, DocumentError> {
-    let doc = json!({
-        "policies": {"retry": v["policy"]},
-        "budgets": v.get("budgets").cloned().unwrap_or(json!({})),
-        "breakers": v.get("breakers").cloned().unwrap_or(json!({})),
-    });
+    let doc = match v.get("service_config") {
+        Some(config) => config.clone(),
+        None => json!({
+            "policies": {"retry": v["policy"]},
+            "budgets": v.get("budgets").cloned().unwrap_or(json!({})),
+            "breakers": v.get("breakers").cloned().unwrap_or(json!({})),
+        }),
+    };
     Ok(Policies::from_json(&doc.to_string())?.get("retry").expect("the document's one policy").clone())
 }
 
@@ -104,6 +108,8 @@ fn run_call(retrier: &Retrier, script: &[Value], at_ms: Option<u64>) -> Result<V
     let events = RefCell::new(Vec::<Value>::new());
     let mut delays = vec![];
     let mut calls = 0u32;
+    // Each attempt's bound as the attempt sees it, before it takes any time.
+    let mut bounds = vec![];
     let step = |n: u32| -> Option<&Value> { script.get(n as usize - 1) };
     let listener = |e: &retryrs::Event<'_>, failed: Option<Failed<'_, Scripted, u32>>| {
         let err = failed.and_then(Failed::error);
@@ -147,8 +153,10 @@ fn run_call(retrier: &Retrier, script: &[Value], at_ms: Option<u64>) -> Result<V
                 Some(s) if s["result"] == "rejected_value" => ValueVerdict::Retry { hint: hint(s) },
                 _ => ValueVerdict::Accept,
             }),
-        |n| {
+        |attempt: &retryrs::Attempt| {
+            let n = attempt.number;
             calls += 1;
+            bounds.push(attempt.remaining.map(|d| d.as_millis() as u64));
             // Called more often than the script allows: fail with a marker the checks reject.
             let s = step(n).ok_or(Scripted(u32::MAX))?;
             clock.advance(Duration::from_millis(s.get("takes_ms").and_then(Value::as_u64).unwrap_or(0)));
@@ -172,7 +180,7 @@ fn run_call(retrier: &Retrier, script: &[Value], at_ms: Option<u64>) -> Result<V
     if events.iter().any(|e| e.get("error_mismatch").is_some()) {
         return Err(format!("an event carried the wrong failure: {events:?}"));
     }
-    let mut got = json!({"attempts": calls, "delays_ms": delays, "events": events});
+    let mut got = json!({"attempts": calls, "delays_ms": delays, "events": events, "bounds_ms": bounds});
     // The errors a history must keep: the error attempts among the last HISTORY failures.
     let is_error = |n: &u32| step(*n).is_some_and(|s| s["result"] != "rejected_value");
     let kept = |attempts: u32| -> Vec<Scripted> {
@@ -235,7 +243,11 @@ fn check_call_vector(v: &Value) -> Result<(), String> {
         let at_ms = call.get("at_ms").and_then(Value::as_u64);
         let got = run_call(&retrier, call["attempts"].as_array().unwrap(), at_ms)?;
         let want = &call["expect"];
-        for key in ["outcome", "reason", "attempts", "delays_ms", "value"] {
+        for key in ["outcome", "reason", "attempts", "delays_ms", "value", "bounds_ms"] {
+            // bounds_ms is compared where a vector gives it.
+            if key == "bounds_ms" && want.get(key).is_none() {
+                continue;
+            }
             if want.get(key) != got.get(key) {
                 return Err(format!("call {i}: {key}: want {}, got {}", want[key], got[key]));
             }
@@ -274,7 +286,7 @@ fn check_vector_keys(v: &Value) -> Result<(), String> {
         .into_iter()
         .find(|b| v.get(b).is_some())
         .unwrap_or("calls");
-    check_keys("vector", v, &["id", "rule", "policy", "budgets", "breakers", body])?;
+    check_keys("vector", v, &["id", "rule", "policy", "budgets", "breakers", "service_config", body])?;
     if let Some(p) = v.get("policy") {
         let keys = policy_keys();
         check_keys("policy", p, &keys.iter().map(String::as_str).collect::<Vec<_>>())?;
@@ -311,7 +323,17 @@ fn check_vector_keys(v: &Value) -> Result<(), String> {
         check_keys(
             "expect",
             expect,
-            &["outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens", "breaker_state"],
+            &[
+                "outcome",
+                "reason",
+                "attempts",
+                "value",
+                "delays_ms",
+                "events",
+                "budget_tokens",
+                "breaker_state",
+                "bounds_ms",
+            ],
         )?;
         for e in expect.get("events").and_then(Value::as_array).into_iter().flatten() {
             check_keys("event", e, &["kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error", "value"])?;

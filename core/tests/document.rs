@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use retryrs::document::{json_schema, LoadOptions, MAX_DOCUMENT_BYTES};
-use retryrs::{Call, Decision, Jitter, Policies, Policy, Verdict};
+use retryrs::{Call, Decision, Jitter, Policies, Policy, Pushback, Verdict};
 use serde_json::Value;
 
 fn data(name: &str) -> PathBuf {
@@ -166,7 +166,12 @@ fn hostile_input_is_a_clear_error() {
     let err = Policies::from_json(r#"{"policies": {"p": {"deadline": "1e400s"}}}"#).unwrap_err();
     assert!(err.to_string().contains("policies.p.deadline"), "{err}");
     let err = Policies::from_json(r#"{"policies": {"p": {"deadline": "99999999999999999999m"}}}"#).unwrap_err();
-    assert!(err.to_string().contains("policies.p.deadline must be finite and >= 0"), "{err}");
+    assert!(
+        err.to_string().contains(
+            "policies.p.deadline: \"99999999999999999999m\" is more than the largest duration, 150000000000m"
+        ),
+        "{err}"
+    );
     // Not UTF-8 cannot reach from_json (a &str); from_path says so.
     let file = std::env::temp_dir().join(format!("retryrs-doc-bin-{}", std::process::id()));
     std::fs::write(&file, [0xff, 0xfe, 0x00]).unwrap();
@@ -313,4 +318,121 @@ fn budget_kinds_and_breakers_load_and_are_shared() {
         (Duration::from_secs(1), 2.0, Some(Duration::from_secs(8)))
     );
     assert_eq!(doc.breaker_names().collect::<Vec<_>>(), ["db"]);
+}
+
+#[test]
+fn grpc_service_configs_load_as_grpc_go_reads_them() {
+    let cases: Value = serde_json::from_str(&read("grpc_cases.json")).unwrap();
+    let cases = cases["cases"].as_array().unwrap();
+    assert!(cases.len() >= 15);
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let loaded = Policies::from_json(&case["document"].to_string());
+        if let Some(want) = case.get("error") {
+            let err = loaded.err().unwrap_or_else(|| panic!("{name}: loaded; expected an error"));
+            assert_eq!(err.path, want["path"].as_str().unwrap(), "{name}: {err}");
+            assert!(err.message.contains(want["fragment"].as_str().unwrap()), "{name}: {err}");
+            assert!(err.position.is_some(), "{name}: {err} has no position");
+            continue;
+        }
+        let policies = loaded.unwrap_or_else(|e| panic!("{name}: {e}"));
+        let warnings = case["warnings"].as_array().unwrap();
+        assert_eq!(policies.warnings().len(), warnings.len(), "{name}: {:?}", policies.warnings());
+        for (got, want) in policies.warnings().iter().zip(warnings) {
+            assert!(got.contains(want.as_str().unwrap()), "{name}: {got}");
+        }
+        for l in case["lookups"].as_array().unwrap() {
+            let (service, method) = (l["service"].as_str().unwrap(), l["method"].as_str().unwrap());
+            let key = policies.method_key(service, method);
+            assert_eq!(key, l["key"].as_str(), "{name}: {service}/{method}");
+            let Some(key) = key else {
+                assert!(policies.for_method(service, method).is_none());
+                continue;
+            };
+            let p = policies.for_method(service, method).unwrap();
+            assert!(std::ptr::eq(p, policies.get(key).unwrap()));
+            assert_eq!(u64::from(p.max_attempts()), l["max_attempts"].as_u64().unwrap(), "{name}: {key}");
+            assert_eq!(p.deadline().map(|d| d.as_millis() as u64), l["deadline_ms"].as_u64(), "{name}: {key}");
+            assert_eq!(p.budget().is_some(), l["budget"].as_bool().unwrap(), "{name}: {key}");
+            assert_eq!(p.pushback(), Pushback::Grpc, "{name}: {key}: a service config's policy follows A6's pushback");
+        }
+        if let Some(b) = case.get("budget") {
+            let budget = policies.budget("retryThrottling").unwrap();
+            assert_eq!(budget.max_tokens(), b["max_tokens"].as_f64().unwrap(), "{name}");
+            assert_eq!(budget.token_ratio(), b["token_ratio"].as_f64().unwrap(), "{name}");
+        }
+    }
+}
+
+#[test]
+fn a_timeout_only_method_is_not_resent_under_the_service_s_policy() {
+    // The non-idempotent case of issue 29: DeleteAccount fails once, and is not retried.
+    let cases: Value = serde_json::from_str(&read("grpc_cases.json")).unwrap();
+    let doc = cases["cases"][0]["document"].to_string();
+    let policies = Policies::from_json(&doc).unwrap();
+    let service = "google.analytics.admin.v1alpha.AnalyticsAdminService";
+    assert_eq!(waits(policies.for_method(service, "DeleteAccount").unwrap()), Vec::<u64>::new());
+    assert_eq!(waits(policies.for_method(service, "GetAccount").unwrap()).len(), 4);
+}
+
+#[test]
+fn a_grpc_policy_waits_exactly_the_pushback_and_then_backs_off_from_the_start() {
+    let doc = r#"{"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.1s",
+        "maxBackoff": "10s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}"#;
+    let policies = Policies::from_json(doc).unwrap();
+    let grpc = policies.get("default").unwrap();
+    let mut call = Call::start(grpc, Duration::ZERO);
+    let mut now = Duration::ZERO;
+    let mut step = |call: &mut Call<&Policy>, hint_ms: Option<u64>| {
+        let hint = hint_ms.map(Duration::from_millis);
+        let Decision::Retry(d) = call.record(Verdict::Transient { hint }, now, &mut |_| {}).unwrap() else {
+            panic!("expected a retry")
+        };
+        now += d;
+        call.after_wait(now, &mut |_| {}).unwrap();
+        d.as_millis() as u64
+    };
+    // Two backoffs (x U(0.8, 1.2) of 100 then 200), a 30 ms pushback (shorter than the
+    // backoff, still exactly it), then the backoff again from 100 ms.
+    let first = step(&mut call, None);
+    assert!((80..=120).contains(&first), "{first}");
+    let second = step(&mut call, None);
+    assert!((160..=240).contains(&second), "{second}");
+    assert_eq!(step(&mut call, Some(30)), 30, "A6: exactly the pushback, even below the backoff");
+    let after = step(&mut call, None);
+    assert!((80..=120).contains(&after), "the backoff restarts from initialBackoff: {after}");
+    // The same document as a retryrs policy keeps the contract's floor: never sooner than asked.
+    let floor = Policy::builder().initial_delay_ms(100.0).max_delay_ms(10_000.0).jitter(Jitter::None).build().unwrap();
+    let mut call = Call::start(&floor, Duration::ZERO);
+    assert_eq!(
+        call.record(Verdict::Transient { hint: Some(Duration::from_millis(30)) }, now, &mut |_| {}).unwrap(),
+        Decision::Retry(Duration::from_millis(100))
+    );
+}
+
+/// tests/policies/schema_cases.json: each document's text as the loader reads it.
+fn schema_case_text(case: &Value) -> String {
+    case.get("text").and_then(Value::as_str).map_or_else(|| case["document"].to_string(), String::from)
+}
+
+#[test]
+fn the_loader_gives_the_shared_schema_cases_their_verdicts() {
+    // The schema validators (ajv in Node, jsonschema in Python) check the same list.
+    let cases: Value = serde_json::from_str(&read("schema_cases.json")).unwrap();
+    let guide = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/policies.md")).unwrap();
+    let beyond = guide.split("## What the schema cannot say").nth(1).expect("docs/policies.md's section");
+    let beyond = beyond.split("\n## ").next().unwrap();
+    let mut reasons = vec![];
+    for case in cases["cases"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let loaded = Policies::from_json(&schema_case_text(case));
+        assert_eq!(loaded.is_ok(), case["loader"].as_bool().unwrap(), "{name}: {:?}", loaded.err());
+        if let Some(why) = case.get("schema_cannot").and_then(Value::as_str) {
+            assert!(beyond.contains(why), "docs/policies.md does not list {why:?}");
+            reasons.push(why);
+        }
+    }
+    // The guide lists exactly the rules the cases show the schema cannot state.
+    let listed = beyond.lines().filter(|l| l.starts_with("- ")).count();
+    assert_eq!(listed, reasons.len(), "{reasons:?}");
 }

@@ -4,7 +4,18 @@
  * core's: which outcomes are transient (retryrs_http_classify), the waits, the deadline.
  * This file only says what happened to each request.
  *
- *   curl_get [-X METHOD] [-d BODY] [--max-attempts N] URL
+ *   curl_get [-X METHOD] [-d BODY] [--max-attempts N] [--deadline MS]
+ *            [--attempt-timeout MS] [--connect-timeout MS] URL
+ *
+ * Every attempt is bounded by the time the core gives it (retryrs_attempt_remaining_ms:
+ * what is left before the deadline, or the smaller attempt timeout): that is the
+ * request's CURLOPT_TIMEOUT_MS, so a server that never answers cannot hold the call past
+ * its deadline. Connecting has its own, shorter timeout (--connect-timeout, default
+ * 3000 ms, within the bound); a request that timed out before it was sent (no connection
+ * was made) is a connect failure, retried for every method, POST included. A response
+ * that will be retried is read only up to a 64 KiB prefix (enough to keep a small
+ * error page's connection for the next attempt); past that the connection is dropped
+ * rather than the body read whole.
  *
  * Prints the request (URL redacted: no credentials, no signature values), one line per
  * retry and how the call ended:
@@ -18,6 +29,7 @@
  * otherwise. Default policy, name "rates", seed 42: the waits match the other hosts'.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,12 +38,22 @@
 
 #include "retryrs.h"
 
+/* How much of a response that will be retried is read: enough for an error page (and
+ * to keep its connection for the next attempt), never a huge body read whole. */
+#define RETRIED_PREFIX (64 * 1024)
+
 /* The last attempt's answer: a response (status and body) or a network failure. */
 typedef struct {
   CURL *curl;
   const char *method;
+  long connect_timeout_ms;
   char body[4096];
   size_t body_len;
+  size_t body_seen;     /* bytes of this response's body received */
+  int judged;           /* whether this response's status was classified yet */
+  int retried;          /* this response will be retried: read a prefix only */
+  int cut;              /* ...and its body was cut at the prefix */
+  int sent;             /* a connection was made and the request went out */
   long status;          /* 0 when no response arrived */
   char failure[256];    /* what the event lines say about a failed attempt */
 } request_state;
@@ -39,25 +61,65 @@ typedef struct {
 static size_t on_body(char *data, size_t size, size_t n, void *user_data) {
   request_state *st = (request_state *)user_data;
   size_t len = size * n, room = sizeof st->body - 1 - st->body_len;
-  /* The whole body is read (and what does not fit dropped): a response read to the end
-   * leaves its connection reusable for the next attempt. */
+  if (!st->judged) {
+    /* The first body bytes: the status is known. A response the core will retry is not
+     * the answer, so its body is read only up to RETRIED_PREFIX. */
+    long status = 0;
+    retryrs_verdict v = RETRYRS_SUCCESS;
+    st->judged = 1;
+    curl_easy_getinfo(st->curl, CURLINFO_RESPONSE_CODE, &status);
+    st->retried = retryrs_http_classify(st->method, RETRYRS_HTTP_RESPONSE, (int)status, NULL, 0, NULL, 0, &v) ==
+                      RETRYRS_OK && v == RETRYRS_TRANSIENT;
+  }
+  st->body_seen += len;
+  if (st->retried && st->body_seen > RETRIED_PREFIX) {
+    st->cut = 1;
+    return 0; /* libcurl stops (CURLE_WRITE_ERROR) and drops the connection */
+  }
   memcpy(st->body + st->body_len, data, len < room ? len : room);
   st->body_len += len < room ? len : room;
   st->body[st->body_len] = 0;
   return len;
 }
 
-/* libcurl's failures in the core's words: no connection was made, or it broke later. */
-static retryrs_http_outcome outcome_of(CURLcode rc) {
+/* Called once a connection is made (or reused), just before the request is sent. */
+static int on_sending(void *user_data, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port,
+                      int conn_local_port) {
+  (void)conn_primary_ip;
+  (void)conn_local_ip;
+  (void)conn_primary_port;
+  (void)conn_local_port;
+  ((request_state *)user_data)->sent = 1;
+  return CURL_PREREQFUNC_OK;
+}
+
+/* libcurl's failures in the core's words: no connection was made (nothing was sent, so
+ * any method may be sent again), or it broke later. */
+static retryrs_http_outcome outcome_of(CURLcode rc, int sent) {
   switch (rc) {
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
     case CURLE_COULDNT_CONNECT:
     case CURLE_SSL_CONNECT_ERROR:
       return RETRYRS_HTTP_CONNECT_FAILED;
+    case CURLE_OPERATION_TIMEDOUT: /* the connect timeout, or the bound while connecting */
+      return sent ? RETRYRS_HTTP_NETWORK_FAILED : RETRYRS_HTTP_CONNECT_FAILED;
     default:
       return RETRYRS_HTTP_NETWORK_FAILED;
   }
+}
+
+/* The attempt's bound from the core, as libcurl timeouts: the whole request within the
+ * time left (0 would mean "no timeout" to libcurl: a bound that has passed is 1 ms), and
+ * connecting within the connect timeout, if that is shorter. */
+static void bound_the_request(request_state *st) {
+  uint64_t left = RETRYRS_UNBOUNDED;
+  long total = 0, connect = st->connect_timeout_ms;
+  if (retryrs_attempt_remaining_ms(&left) == RETRYRS_OK && left != RETRYRS_UNBOUNDED)
+    total = left == 0 ? 1 : left > (uint64_t)LONG_MAX ? LONG_MAX : (long)left;
+  if (total > 0 && (connect <= 0 || total < connect)) connect = total;
+  curl_easy_setopt(st->curl, CURLOPT_TIMEOUT_MS, total);
+  curl_easy_setopt(st->curl, CURLOPT_CONNECTTIMEOUT_MS, connect);
 }
 
 static retryrs_verdict attempt(void *user_data, uint32_t n, double *hint_ms) {
@@ -68,15 +130,20 @@ static retryrs_verdict attempt(void *user_data, uint32_t n, double *hint_ms) {
   (void)n;
   st->body_len = 0;
   st->body[0] = 0;
+  st->body_seen = 0;
+  st->judged = st->retried = st->cut = st->sent = 0;
   st->status = 0;
+  bound_the_request(st);
   rc = curl_easy_perform(st->curl);
-  if (rc == CURLE_OK) {
+  if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && st->cut)) {
+    /* A response (a retried one cut at its prefix included): its status decides. */
     curl_easy_getinfo(st->curl, CURLINFO_RESPONSE_CODE, &st->status);
     snprintf(st->failure, sizeof st->failure, "HTTP %ld", st->status);
   } else {
-    outcome = outcome_of(rc);
+    outcome = outcome_of(rc, st->sent);
     /* curl_easy_strerror is generic text: it never carries the URL. */
-    snprintf(st->failure, sizeof st->failure, "%s", curl_easy_strerror(rc));
+    snprintf(st->failure, sizeof st->failure, "%s%s", curl_easy_strerror(rc),
+             outcome == RETRYRS_HTTP_CONNECT_FAILED ? " (not sent)" : "");
   }
   if (retryrs_http_classify(st->method, outcome, (int)st->status, NULL, 0, NULL, 0, &verdict) != RETRYRS_OK) {
     snprintf(st->failure, sizeof st->failure, "classify: %s", retryrs_last_error());
@@ -135,6 +202,7 @@ int main(int argc, char **argv) {
   char shown[2048];
   int i, code = 1;
   st.method = "GET";
+  st.connect_timeout_ms = 3000;
   retryrs_config_default(&config);
   config.name = "rates";
   config.has_seed = true;
@@ -143,11 +211,19 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "-X") == 0 && i + 1 < argc) st.method = argv[++i];
     else if (strcmp(argv[i], "-d") == 0 && i + 1 < argc) data = argv[++i];
     else if (strcmp(argv[i], "--max-attempts") == 0 && i + 1 < argc) config.max_attempts = (uint64_t)atoi(argv[++i]);
+    else if (strcmp(argv[i], "--deadline") == 0 && i + 1 < argc) config.deadline_ms = atof(argv[++i]);
+    else if (strcmp(argv[i], "--attempt-timeout") == 0 && i + 1 < argc) {
+      config.has_attempt_timeout = true;
+      config.attempt_timeout_ms = atof(argv[++i]);
+    } else if (strcmp(argv[i], "--connect-timeout") == 0 && i + 1 < argc) st.connect_timeout_ms = atol(argv[++i]);
     else if (!url && argv[i][0] != '-') url = argv[i];
     else url = NULL, i = argc;
   }
   if (!url) {
-    fprintf(stderr, "usage: %s [-X METHOD] [-d BODY] [--max-attempts N] URL\n", argv[0]);
+    fprintf(stderr,
+            "usage: %s [-X METHOD] [-d BODY] [--max-attempts N] [--deadline MS] [--attempt-timeout MS]\n"
+            "       [--connect-timeout MS] URL\n",
+            argv[0]);
     return 2;
   }
   if (retryrs_redact_url(url, shown, sizeof shown, NULL) != RETRYRS_OK) {
@@ -171,8 +247,10 @@ int main(int argc, char **argv) {
   if (data) curl_easy_setopt(st.curl, CURLOPT_POSTFIELDS, data); /* a buffer: replayable */
   curl_easy_setopt(st.curl, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(st.curl, CURLOPT_WRITEDATA, &st);
+  curl_easy_setopt(st.curl, CURLOPT_PREREQFUNCTION, on_sending);
+  curl_easy_setopt(st.curl, CURLOPT_PREREQDATA, &st);
   curl_easy_setopt(st.curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(st.curl, CURLOPT_TIMEOUT, 10L);
+  /* The timeouts are set per attempt, from the core's bound (bound_the_request). */
   printf("%s %s\n", st.method, shown);
   fflush(stdout);
 

@@ -13,6 +13,7 @@
 #include "retryrs_testing.h"
 
 #define MAX_EVENTS 256
+#define MAX_BOUNDS 256
 
 typedef struct {
   retryrs_event_kind kind;
@@ -31,6 +32,9 @@ typedef struct {
   size_t n_events;
   uint64_t ended_at;         /* the engine runner's time when the call ended */
   const char *breaker_state; /* after the call, when the policy has a breaker */
+  uint64_t bounds[MAX_BOUNDS]; /* each attempt's bound, read as it starts */
+  size_t n_bounds;
+  int bound_failed;
 } run_state;
 
 static char why[512];
@@ -107,9 +111,22 @@ static const cv_attempt *script(run_state *st, uint32_t n) {
   return &st->call->attempts[n - 1];
 }
 
+/* The attempt's bound as it starts, through `status` (what retryrs_attempt_remaining_ms or
+ * retryrs_call_remaining_ms returned for `ms`). */
+static void saw_bound(run_state *st, retryrs_status status, uint64_t ms) {
+  if (status != RETRYRS_OK) {
+    st->bound_failed = 1;
+    failf("reading the attempt's bound: %s", retryrs_last_error());
+  }
+  if (st->n_bounds < MAX_BOUNDS) st->bounds[st->n_bounds++] = ms;
+}
+
 static retryrs_verdict attempt_fn(void *user_data, uint32_t attempt, double *hint_ms) {
   run_state *st = (run_state *)user_data;
+  uint64_t bound = 0;
+  retryrs_status s = retryrs_attempt_remaining_ms(&bound);
   const cv_attempt *a = script(st, attempt);
+  saw_bound(st, s, bound);
   if (!a) return RETRYRS_PERMANENT;
   if (a->takes_ms) retryrs_testing_advance(a->takes_ms);
   if (a->has_hint) *hint_ms = a->hint_ms;
@@ -126,6 +143,9 @@ static retryrs_status make_retrier(const cv_policy *p, retryrs_policies **doc, c
   if (s != RETRYRS_OK) return s;
   if ((s = retryrs_policies_get(*doc, "retry", &c)) != RETRYRS_OK) return s;
   *budget = c.budget;
+  /* Straight from the document for a gRPC service config: its pushback rule is not a
+   * knob, so a retryrs_config copy would not hold it (nor a breaker: it has none). */
+  if (p->service_config) return retryrs_policies_retrier(*doc, "retry", out);
   /* A config carries no breaker: the document's is handed to the retrier apart. */
   if ((s = retryrs_policies_breaker(*doc, "retry", breaker)) != RETRYRS_OK) return s;
   if (!*breaker) return retryrs_retrier_new(&c, out);
@@ -161,8 +181,10 @@ static void run_engine(const retryrs_retrier *r, run_state *st, retryrs_status *
     step.reason = RETRYRS_REASON_CIRCUIT_OPEN;
   }
   while (step.action != RETRYRS_ACTION_STOP) {
+    uint64_t bound = 0;
+    retryrs_status s = retryrs_call_remaining_ms(call, now, &bound);
     const cv_attempt *a = script(st, step.attempt);
-    retryrs_status s;
+    saw_bound(st, s, bound);
     if (!a) break;
     now += a->takes_ms;
     s = retryrs_call_report(call, a->result, a->has_hint ? a->hint_ms : -1.0, now, &step);
@@ -222,6 +244,13 @@ static void check_call(const cv_call *c, run_state *st, retryrs_status status, u
               i + 1, kind_name(s->kind), s->attempt, (unsigned long long)s->elapsed_ms,
               (unsigned long long)s->delay_ms, r ? r : "none", e->kind, e->attempt, e->elapsed_ms);
     }
+  }
+  if (c->has_bounds) {
+    if (st->n_bounds != c->n_bounds) failf("%zu attempt bounds read, expected %zu", st->n_bounds, c->n_bounds);
+    for (i = 0; i < st->n_bounds && i < c->n_bounds; i++)
+      if (st->bounds[i] != c->bounds[i])
+        failf("attempt %zu's bound is %llu ms, expected %llu (UINT64_MAX: unbounded)", i + 1,
+              (unsigned long long)st->bounds[i], (unsigned long long)c->bounds[i]);
   }
   if (c->has_budget_tokens) {
     double tokens = -1;

@@ -12,6 +12,9 @@
  * "retry": the runner loads it with retryrs_policies_from_json, as a service would. */
 typedef struct {
   const char *document;
+  /* A gRPC service config: its pushback rule is not a knob, so the retrier comes straight
+   * from the document (retryrs_policies_retrier), not from a retryrs_config copy. */
+  int service_config;
 } cv_policy;
 
 typedef struct {
@@ -46,6 +49,9 @@ typedef struct {
   unsigned long long at_ms;
   /* "closed", "open" or "half_open" after the call; NULL: not compared. */
   const char *breaker_state;
+  int has_bounds; /* each attempt's bound at its start; UINT64_MAX: unbounded */
+  const uint64_t *bounds;
+  size_t n_bounds;
 } cv_call;
 
 enum { CV_CALLS, CV_ERROR, CV_RETRY_AFTER, CV_STATUS, CV_HTTP };

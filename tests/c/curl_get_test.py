@@ -8,8 +8,10 @@ Usage: curl_get_test.py path/to/curl_get
 import email.utils
 import os
 import re
+import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
@@ -139,6 +141,166 @@ def credentials_and_signatures_never_reach_the_output(s):
     code, out = run(url)
     assert code == 0 and "REDACTED:REDACTED@" in out and "sig=REDACTED" in out, out
     assert "s3cretpw" not in out and "zq9sig" not in out, out
+
+
+# The attempt's bound (issue 21): servers that hang rather than answer, each on its own
+# loopback listener (port 0), so the bounds are the client's, never the server's.
+
+
+class RawServer:
+    """A loopback listener whose n-th connection (1-based) is handled by `handle(conn, n)`
+    on its own thread. Handlers that hang wait on `self.stop` so none outlives the test."""
+
+    def __init__(self, handle, backlog=16, accept=True):
+        self.stop = threading.Event()
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(backlog)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.handle = handle
+        self.accepted = 0
+        self.conns = []
+        if accept:
+            threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        self.sock.settimeout(0.05)
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.accepted += 1
+            self.conns.append(conn)
+            threading.Thread(target=self._run, args=(conn, self.accepted), daemon=True).start()
+
+    def _run(self, conn, n):
+        try:
+            self.handle(self, conn, n)
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        for c in self.conns:
+            c.close()
+        self.sock.close()
+
+
+def read_request(conn):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def gave_up_at(out):
+    """The call's own elapsed time when it gave up (the Exhausted event's line)."""
+    m = re.search(r"\[\s*(\d+) ms\] attempt \d+ failed: .* -> giving up \((\w+)\)", out)
+    assert m, out
+    return int(m.group(1)), m.group(2)
+
+
+def timed(*args):
+    """curl_get without valgrind, for the timing cases: its wall time and output."""
+    started = time.monotonic()
+    p = subprocess.run([BINARY, *args], capture_output=True, text=True, timeout=60)
+    return time.monotonic() - started, p.returncode, p.stdout
+
+
+def standalone(fn):
+    name = fn.__name__.replace("_", " ")
+    try:
+        fn()
+        print(f"ok   {name}")
+    except AssertionError as e:
+        failures.append(name)
+        print(f"FAIL {name}: {e}")
+
+
+@standalone
+def a_server_that_accepts_and_never_answers_ends_the_call_at_its_deadline():
+    def silent(server, conn, n):
+        read_request(conn)
+        server.stop.wait(30)
+
+    with RawServer(silent) as server:
+        wall, code, out = timed("--deadline", "2000", server.url + "/rates")
+    at, reason = gave_up_at(out)
+    assert code == 1 and reason == "deadline" and "gave up after" in out and "(deadline)" in out, out
+    # The spec's bound: deadline + 250 ms for the call; the process's start and exit on
+    # top of it are given a generous second.
+    # (The time left is rounded down to whole ms: the request may end just before 2000.)
+    assert 1900 <= at <= 2250, out
+    assert wall < 3.25, f"{wall:.2f} s: {out}"
+
+
+@standalone
+def a_503_whose_body_stalls_is_bounded_by_the_attempt_timeout_and_the_deadline():
+    def stalls(server, conn, n):
+        read_request(conn)
+        conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 100000\r\n\r\npartial body")
+        server.stop.wait(30)
+
+    with RawServer(stalls) as server:
+        wall, code, out = timed("--attempt-timeout", "500", "--deadline", "2000", server.url + "/rates")
+        attempts = server.accepted
+    at, reason = gave_up_at(out)
+    assert code == 1 and reason == "deadline", out
+    assert at <= 2250 and wall < 3.25, f"{wall:.2f} s: {out}"
+    # Each attempt had 500 ms at most: several ran before the deadline.
+    assert attempts >= 3 and "waiting" in out, f"{attempts} attempts: {out}"
+
+
+@standalone
+def a_post_whose_connect_times_out_is_retried_since_it_was_never_sent():
+    # A listener whose accept queue is full (backlog 0, one connection queued and never
+    # accepted): a new connection's SYN is dropped, so connecting times out.
+    with RawServer(None, backlog=0, accept=False) as server:
+        filler = socket.create_connection(server.sock.getsockname(), timeout=2)
+        try:
+            code, out = run("-X", "POST", "-d", "pay", "--max-attempts", "3", "--connect-timeout", "200",
+                            "--deadline", "20000", server.url + "/pay")
+        finally:
+            filler.close()
+    assert code == 1 and "gave up after 3 attempts (attempts)" in out and len(waits(out)) == 2, out
+    assert "(not sent)" in out, out
+
+
+@standalone
+def a_retried_503_with_a_huge_body_is_not_read_whole():
+    size = 256 * 1024 * 1024
+    sent = []
+
+    def big_then_ok(server, conn, n):
+        read_request(conn)
+        if n == 1:
+            conn.sendall(f"HTTP/1.1 503 Service Unavailable\r\nContent-Length: {size}\r\n\r\n".encode())
+            chunk, total = b"x" * 65536, 0
+            try:
+                while total < size and not server.stop.is_set():
+                    conn.sendall(chunk)
+                    total += len(chunk)
+            finally:
+                sent.append(total)
+        else:
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+
+    with RawServer(big_then_ok) as server:
+        code, out = run("--deadline", "60000", server.url + "/rates")
+        deadline = time.monotonic() + 10
+        while not sent and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert code == 0 and "success: ok (attempt 2)" in out, out
+    # The client dropped the connection after a small prefix: the server could write no
+    # more than what the loopback buffers held, far from the whole body.
+    assert sent and sent[0] < 32 * 1024 * 1024, f"the server wrote {sent} of {size} bytes"
 
 
 if failures:

@@ -13,7 +13,8 @@ import sys
 # A vector's policy is in the policy-document format (docs/policies.md); the C runner
 # loads it with retryrs_policies_from_json, which rejects unknown keys itself.
 ATTEMPT_KEYS = {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait"}
-EXPECT_KEYS = {"outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens", "breaker_state"}
+EXPECT_KEYS = {"outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens", "breaker_state",
+               "bounds_ms"}
 # Every budget kind's keys and both breaker models' (the core's loader checks which belong
 # to which kind or model).
 BUDGET_KEYS = {"kind", "max_tokens", "token_ratio", "capacity", "retry_cost", "timeout_retry_cost", "no_retry_increment",
@@ -75,14 +76,15 @@ class Out:
 
 def policy_init(where, v):
     """The vector's policy as the C runner loads it: a document whose one policy is
-    "retry" (the contract's default name), with the vector's budgets."""
+    "retry" (the contract's default name), with the vector's budgets, or the vector's gRPC
+    service_config, whose service "retry" it runs."""
     for name, b in v.get("budgets", {}).items():
         check_keys(f"{where}.budgets.{name}", b, BUDGET_KEYS)
     for name, b in v.get("breakers", {}).items():
         check_keys(f"{where}.breakers.{name}", b, BREAKER_KEYS)
-    document = {"policies": {"retry": v.get("policy", {})}, "budgets": v.get("budgets", {}),
-                "breakers": v.get("breakers", {})}
-    return "{" + f".document = {c_str(json.dumps(document))}" + "}"
+    document = v.get("service_config") or {"policies": {"retry": v.get("policy", {})}, "budgets": v.get("budgets", {}),
+                                           "breakers": v.get("breakers", {})}
+    return "{" + f".document = {c_str(json.dumps(document))}, .service_config = {int('service_config' in v)}" + "}"
 
 
 def call_init(out, where, c):
@@ -124,6 +126,10 @@ def call_init(out, where, c):
         fields.append(f".has_budget_tokens = 1, .budget_tokens = {num(e['budget_tokens'])}")
     fields.append(f".at_ms = {int(c.get('at_ms', 0))}ULL")
     fields.append(f".breaker_state = {c_str(e.get('breaker_state'))}")
+    if "bounds_ms" in e:
+        # Each attempt's bound; null (unbounded) is RETRYRS_UNBOUNDED (UINT64_MAX) in C.
+        bounds = ["UINT64_MAX" if b is None else f"{int(b)}ULL" for b in e["bounds_ms"]]
+        fields.append(f".has_bounds = 1, .bounds = {out.array('uint64_t', bounds)}, .n_bounds = {len(bounds)}")
     return "{" + ", ".join(fields) + "}"
 
 
@@ -132,7 +138,7 @@ def vector_init(out, path, v):
     bodies = [k for k in ("calls", "expect_error", "retry_after", "status", "http") if k in v]
     if len(bodies) != 1:
         fail(where, f"needs exactly one of calls/expect_error/retry_after/status/http, has {bodies}")
-    check_keys(where, v, {"id", "rule", "policy", "budgets", "breakers", bodies[0]})
+    check_keys(where, v, {"id", "rule", "policy", "budgets", "breakers", "service_config", bodies[0]})
     timed = [c["at_ms"] for c in v.get("calls", []) if "at_ms" in c]
     if timed and (len(timed) != len(v["calls"]) or timed != sorted(timed)):
         fail(where, "at_ms: every call of the vector gives one, in order")

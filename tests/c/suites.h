@@ -16,6 +16,7 @@ void config_v2_tests(void);
 void policies_tests(void);
 void breaker_tests(void);
 void budget_kind_tests(void);
+void bound_tests(void);
 
 #ifdef __cplusplus
 }

@@ -139,6 +139,16 @@ static void test_null_arguments_are_rejected_by_name(void) {
   CHECK(contains(retryrs_last_error(), "step"));
   CHECK_STATUS(retryrs_call_after_wait(call, 0, NULL), RETRYRS_INVALID_ARGUMENT);
   CHECK_STATUS(retryrs_call_cancel(call, 0, NULL), RETRYRS_INVALID_ARGUMENT);
+  CHECK_STATUS(retryrs_call_remaining_ms(NULL, 0, &ms), RETRYRS_INVALID_ARGUMENT);
+  CHECK(contains(retryrs_last_error(), "call"));
+  CHECK_STATUS(retryrs_call_remaining_ms(call, 0, NULL), RETRYRS_INVALID_ARGUMENT);
+  CHECK(contains(retryrs_last_error(), "out"));
+  CHECK_STATUS(retryrs_attempt_remaining_ms(NULL), RETRYRS_INVALID_ARGUMENT);
+  CHECK(contains(retryrs_last_error(), "out"));
+  /* Outside an attempt callback: refused, *out untouched. */
+  ms = 7;
+  CHECK_STATUS(retryrs_attempt_remaining_ms(&ms), RETRYRS_INVALID_ARGUMENT);
+  CHECK(contains(retryrs_last_error(), "inside an attempt callback") && ms == 7);
   CHECK_STATUS(retryrs_parse_retry_after(NULL, &flag, &ms), RETRYRS_INVALID_ARGUMENT);
   CHECK(contains(retryrs_last_error(), "value"));
   CHECK_STATUS(retryrs_parse_retry_after("5", NULL, &ms), RETRYRS_INVALID_ARGUMENT);

@@ -190,6 +190,55 @@ static void test_grpc_s_example_service_config(void) {
   retryrs_policies_free(p);
 }
 
+static retryrs_verdict pushes_back_30_ms(void *user_data, uint32_t attempt, double *hint_ms) {
+  (void)user_data;
+  (void)attempt;
+  *hint_ms = 30;
+  return RETRYRS_TRANSIENT;
+}
+
+static void test_grpc_lookup_warnings_and_pushback(void) {
+  static const char json[] =
+      "{\"methodConfig\": ["
+      "{\"name\": [{\"service\": \"S\"}], \"retryPolicy\": {\"maxAttempts\": 3, \"initialBackoff\": \"1s\","
+      " \"maxBackoff\": \"2s\", \"backoffMultiplier\": 2, \"retryableStatusCodes\": [\"UNAVAILABLE\"]}},"
+      "{\"name\": [{\"service\": \"S\", \"method\": \"Delete\"}], \"timeout\": \"2s\"},"
+      "{\"timeout\": \"1s\"}],"
+      " \"retryThrottling\": {\"maxTokens\": 10, \"tokenRatio\": 0.0001}}";
+  retryrs_policies *p = load(json);
+  retryrs_config del;
+  retryrs_retrier *r = NULL;
+  waits_log log;
+  retryrs_listener l = {log_wait, &log};
+  retryrs_outcome out;
+  const char *key;
+  if (p == NULL) return;
+  /* gRPC's order: service/method, then the service, then the default (none here). */
+  key = retryrs_policies_lookup(p, "S", "Delete");
+  CHECK(key != NULL && strcmp(key, "S/Delete") == 0);
+  CHECK_STATUS(retryrs_policies_get(p, key, &del), RETRYRS_OK);
+  CHECK(del.max_attempts == 1 && del.has_deadline && del.deadline_ms == 2000);
+  key = retryrs_policies_lookup(p, "S", "Get");
+  CHECK(key != NULL && strcmp(key, "S") == 0);
+  CHECK(retryrs_policies_lookup(p, "T", "Get") == NULL);
+  CHECK(retryrs_policies_lookup(p, NULL, "Get") == NULL && contains(retryrs_last_error(), "service"));
+  /* Valid but probably not meant: in document order, each starting with its path. */
+  CHECK(retryrs_policies_warning_count(p) == 2);
+  CHECK(contains(retryrs_policies_warning(p, 0), "retryThrottling.tokenRatio"));
+  CHECK(contains(retryrs_policies_warning(p, 1), "methodConfig[2]: names no method"));
+  CHECK(retryrs_policies_warning(p, 2) == NULL && retryrs_policies_warning(NULL, 0) == NULL);
+  /* The retrier from the document keeps A6's pushback: exactly 30 ms each time. */
+  CHECK_STATUS(retryrs_policies_retrier(p, "S", &r), RETRYRS_OK);
+  CHECK_STATUS(retryrs_policies_retrier(p, "nope", &r), RETRYRS_INVALID_ARGUMENT);
+  memset(&log, 0, sizeof log);
+  retryrs_testing_enable();
+  CHECK_STATUS(retryrs_retrier_call(r, pushes_back_30_ms, NULL, &l, NULL, &out), RETRYRS_EXHAUSTED);
+  retryrs_testing_disable();
+  CHECK(log.n == 2 && log.waits[0] == 30 && log.waits[1] == 30);
+  retryrs_retrier_free(r);
+  retryrs_policies_free(p);
+}
+
 void policies_tests(void) {
   h_run("policies: the shared document gives every host's policies", test_the_shared_document_gives_every_host_s_policies);
   h_run("policies: a budget named twice is one bucket", test_a_budget_named_twice_is_one_bucket_and_outlives_the_document);
@@ -197,4 +246,5 @@ void policies_tests(void) {
   h_run("policies: every error names its path", test_every_error_names_its_path);
   h_run("policies: hostile input and NULLs", test_hostile_input_and_nulls);
   h_run("policies: gRPC's example service config", test_grpc_s_example_service_config);
+  h_run("policies: gRPC lookups, warnings and pushback", test_grpc_lookup_warnings_and_pushback);
 }

@@ -19,9 +19,10 @@ from types import ModuleType
 from . import testing
 from ._errors import AttemptTimeout, RetryCancelled, RetryError, RetryExhausted
 from ._logging import log_events
-from ._policies import PolicyDocumentError, load_policies
+from ._policies import PolicyDocument, PolicyDocumentError, load_policies
 from ._native import (
     RETRYABLE_STATUSES,
+    AttemptInfo,
     CancelToken,
     Event,
     Policy,
@@ -31,6 +32,7 @@ from ._native import (
     RetryingFunction,
     __version__,
     classify_http,
+    current_attempt,
     is_retryable_status,
     parse_retry_after,
 )
@@ -40,6 +42,7 @@ __all__ = [
     "RetryingFunction",
     "Policy",
     "load_policies",
+    "PolicyDocument",
     "PolicyDocumentError",
     "CancelToken",
     "RetryBudget",
@@ -49,6 +52,8 @@ __all__ = [
     "RetryExhausted",
     "RetryCancelled",
     "AttemptTimeout",
+    "current_attempt",
+    "AttemptInfo",
     "parse_retry_after",
     "is_retryable_status",
     "classify_http",

@@ -1,9 +1,9 @@
 """The asyncio driver and the decorator.
 
 The native call object decides everything (verdicts, delays, deadline, budget, events);
-this module only awaits: the attempt, then ``asyncio.sleep(delay)`` (woken early by a
-CancelToken). Under ``retryrs.testing`` virtual time the native side has already "waited",
-and nothing here sleeps.
+this module only awaits: the attempt, then the wait (``_runtime.sleep``, under asyncio or
+trio, woken early by a CancelToken). Under ``retryrs.testing`` virtual time the native
+side has already "waited", and nothing here sleeps.
 """
 
 from __future__ import annotations
@@ -11,15 +11,26 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from typing import Any, Awaitable, Callable, Dict, Optional, Tuple
+import sys
+import types
+from typing import Any, Awaitable, Callable, Dict, Generator, List, Optional, Tuple
 
 from . import _native
 from ._errors import AttemptTimeout
+from ._runtime import library as _library, sleep as _sleep, trio_bounded as _trio_bounded
+
+_CURRENT = _native._CURRENT
+# Bound once: the async happy path sets and resets the attempt on every call.
+_enter = _CURRENT.set
+_leave = _CURRENT.reset
+_CORO = types.CoroutineType
+_MODULES = sys.modules
+_first_step = _native._first_step
+_Pending = _native._Pending
 
 
 async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kwargs: Optional[Dict[str, Any]]) -> Any:
-    start = r._start()
-    timeout = r.attempt_timeout
+    first = r._start()
     kw = kwargs or {}
     # The attempt is written out here and again in _retry on purpose: a shared helper
     # costs the asyncio happy path ~35 ns a call (measured with bench/python, 1.70x ->
@@ -27,24 +38,36 @@ async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tup
     # `attempt` is kept so that a failure can tell a sync function given by mistake
     # (checked only then: the happy path pays one local store).
     attempt: Any = _NOT_CALLED
+    entered = _enter(first)
     try:
         attempt = fn(*args, **kw)
-        if timeout is None:
-            value = await attempt
+        if first._arm and type(attempt) is _CORO and "trio" not in _MODULES:
+            # The bound interrupts the attempt, but a timer is armed only if the attempt
+            # suspends: one that finishes in its first step (the happy path of cached or
+            # computed values) pays for no loop timer. (Not once trio is imported: a trio
+            # cancel scope must be entered before the attempt's first step, for the
+            # scopes the attempt opens to nest inside it.)
+            value = _first_step(attempt)
+            if type(value) is _Pending:
+                value = await _suspended(attempt, value.step, first)
+        elif first._arm:
+            value = await _suspended(attempt.__await__(), _FIRST, first)
         else:
-            value = await _bounded(attempt, timeout)
+            value = await attempt
     except BaseException as e:
+        _leave(entered)
         exc: Optional[BaseException] = e
         _refuse_sync(fn, attempt, e)
     else:
+        _leave(entered)
         # The happy path: no engine state unless someone listens, a budget refills or a
         # result predicate looks at the value.
         if r._wants_success:
             if await _rejects(r, value):
-                return await _retry(r, r._begin(start), fn, args, kw, timeout, None, value)
-            r._succeeded(start)
+                return await _retry(r, r._begin(first), fn, args, kw, None, value)
+            r._succeeded(first)
         return value
-    return await _retry(r, r._begin(start), fn, args, kw, timeout, exc, None)
+    return await _retry(r, r._begin(first), fn, args, kw, exc, None)
 
 
 async def _rejects(r: _native.Retrier, value: Any) -> bool:
@@ -55,26 +78,25 @@ async def _rejects(r: _native.Retrier, value: Any) -> bool:
     return bool(await verdict)
 
 
-async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kw: Dict[str, Any], timeout: Optional[float], exc: Optional[BaseException], rejected: Any) -> Any:
+async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kw: Dict[str, Any], exc: Optional[BaseException], rejected: Any) -> Any:
     checks_results = r.retry_on_result is not None
+    interrupts = r._interrupts
     while True:
         if exc is not None:
-            delay = await _failed(call, exc, type(exc) is AttemptTimeout)  # raises when the call ends
+            delay = await _failed(call, exc)  # raises when the call ends
         else:
             delay = await _rejected(call, rejected)
         exc = rejected = None  # no frame -> traceback -> frame cycle
-        if delay:
-            await _sleep(call, delay)
-        else:
-            # A zero delay (or virtual time) still yields one turn of the loop: a retry
-            # storm may never starve the other tasks.
-            await asyncio.sleep(0)
+        # (A zero delay, or virtual time, still yields one turn of the loop.)
+        await _sleep(call, delay)
         call.resume()
+        current = call.current()
+        entered = _CURRENT.set(current)
         try:
-            if timeout is None:
+            if current._bound is None or not interrupts:
                 value = await fn(*args, **kw)
             else:
-                value = await _bounded(fn(*args, **kw), timeout)
+                value = await _suspended(fn(*args, **kw).__await__(), _FIRST, current)
         except BaseException as e:
             exc = e
         else:
@@ -83,15 +105,17 @@ async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[...
                 continue
             call.succeeded()
             return value
+        finally:
+            _CURRENT.reset(entered)
 
 
-async def _failed(call: _native.SteppedCall, exc: BaseException, timed_out: bool) -> float:
+async def _failed(call: _native.SteppedCall, exc: BaseException) -> float:
     """The engine's answer to a failure. A hook (predicate, hint) that answers with an
     awaitable is awaited here -- never read as "true" -- and the engine asked again with
     the answers so far."""
     answers: Tuple[Any, ...] = ()
     while True:
-        step = call.failed(exc, timed_out, answers)
+        step = call.failed(exc, answers)
         if type(step) is float:
             return step
         answers += (await step,)
@@ -126,49 +150,141 @@ def _refuse_sync(fn: Any, attempt: Any, exc: BaseException) -> None:
     raise TypeError(f"{fn!r} is not async (it {what}): use retrier.call(fn, ...) for a sync function") from exc
 
 
-async def _bounded(coro: Awaitable[Any], timeout: float) -> Any:
-    """Runs one attempt for at most ``timeout`` seconds. Unlike ``asyncio.wait_for``, the
-    timeout is told apart from a TimeoutError the attempt raises itself."""
-    task = asyncio.ensure_future(coro)
+_FIRST: Any = object()  # _suspended: the attempt has not been started yet
+
+
+@types.coroutine
+def _suspended(it: Any, step: Any, current: _native.AttemptInfo, grace: float = 0.0) -> Generator[Any, Any, Any]:
+    """Runs the rest of one attempt (``it``, which yielded ``step`` to the loop, or
+    ``_FIRST``: not started) within its bound (plus ``grace``): past it, the task is
+    cancelled (as ``asyncio.timeout`` does, so whatever the attempt awaits is cancelled with it) and
+    the cancellation comes out as an ``AttemptTimeout``. A cancellation of the task from
+    anywhere else stays one."""
+    if _library() == "trio":
+        return (yield from _trio_suspended(it, step, current, grace))
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task(loop)
+    fired = [False]
+    left = current.remaining
+    # Outside a task (a bare coroutine driven by hand) there is nothing to cancel.
+    handle = None if task is None else loop.call_later((0 if left is None else left) + grace, _expire, task, fired)
     try:
-        done, _ = await asyncio.wait((task,), timeout=timeout)
-    except BaseException:
-        task.cancel()
+        return (yield from _forward(it, step))
+    except asyncio.CancelledError:
+        if fired[0] and _own_cancel(task, fired):
+            raise AttemptTimeout(current._bound or 0.0) from None
         raise
-    if not done:
-        task.cancel()
-        await asyncio.wait((task,))
-        raise AttemptTimeout(timeout)
-    return task.result()
+    finally:
+        if handle is not None:
+            handle.cancel()
+        if fired[0]:
+            _own_cancel(task, fired)  # the attempt swallowed the cancel: take it back
 
 
-def _settle(fut: "asyncio.Future[bool]", cancelled: bool) -> None:
-    if not fut.done():
-        fut.set_result(cancelled)
-
-
-async def _sleep(call: _native.SteppedCall, delay: float) -> None:
-    token = call.token
+def _forward(it: Any, step: Any) -> Generator[Any, Any, Any]:
+    """Drives the rest of ``it`` (which yielded ``step``, or ``_FIRST``: not started) for
+    the task running it, whatever the async library: what it yields goes to the loop, what
+    the loop sends or throws goes back to it."""
     try:
-        if token is None:
-            await asyncio.sleep(delay)
-            return
+        if step is _FIRST:
+            step = it.send(None)
+        while True:
+            try:
+                sent = yield step
+            except GeneratorExit:
+                it.close()
+                raise
+            except BaseException as e:
+                step = it.throw(e)
+            else:
+                step = it.send(sent)
+    except StopIteration as done:
+        return done.value
+
+
+def _trio_suspended(it: Any, step: Any, current: _native.AttemptInfo, grace: float) -> Generator[Any, Any, Any]:
+    """``_suspended`` under trio: a cancel scope bounds the attempt (cancelling whatever it
+    awaits); a TimeoutError the attempt raises itself stays its own."""
+    import trio
+
+    left = current.remaining
+    with trio.move_on_after((0 if left is None else left) + grace):
+        return (yield from _forward(it, step))
+    raise AttemptTimeout(current._bound or 0.0)
+
+
+def _expire(task: Any, fired: List[bool]) -> None:
+    fired[0] = True
+    task.cancel()
+
+
+def _own_cancel(task: Any, fired: List[bool]) -> bool:
+    """Takes back the cancel the bound requested (once); True when no other cancel of the
+    task is pending (always, before Python 3.11: a task cannot say)."""
+    fired[0] = False
+    uncancel = getattr(task, "uncancel", None)
+    if uncancel is None:
+        return True
+    return bool(uncancel() == 0)
+
+
+def bound(current: _native.AttemptInfo) -> "Bound | TrioBound":
+    """The bound of one ``async for`` attempt, for the running async library."""
+    return TrioBound(current) if _library() == "trio" else Bound(current)
+
+
+class TrioBound:
+    """``Bound`` under trio: a cancel scope entered when the attempt starts and left with
+    the attempt's block, in the same task; the scope's own cancellation comes out as an
+    ``AttemptTimeout``."""
+
+    __slots__ = ("_scope", "_current")
+
+    def __init__(self, current: _native.AttemptInfo) -> None:
+        import trio
+
+        left = current.remaining
+        self._scope = trio.CancelScope(deadline=trio.current_time() + (0 if left is None else left))
+        self._scope.__enter__()
+        self._current = current
+
+    def leave(self, exc: Optional[BaseException]) -> Optional[BaseException]:
+        scope = self._scope
+        swallowed = scope.__exit__(type(exc) if exc is not None else None, exc, exc.__traceback__ if exc is not None else None)
+        if swallowed and scope.cancelled_caught:
+            return AttemptTimeout(self._current._bound or 0.0)
+        return exc
+
+
+class Bound:
+    """The bound of one attempt of the ``async for`` loop form, whose body (a ``with``
+    block) cannot be wrapped: a timer armed when the attempt starts cancels the task past
+    the bound, and ``leave`` turns that cancellation into an ``AttemptTimeout``."""
+
+    __slots__ = ("_task", "_fired", "_handle", "_current")
+
+    def __init__(self, current: _native.AttemptInfo) -> None:
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[bool] = loop.create_future()
-        timer = loop.call_later(delay, _settle, fut, False)
-        sub = token._subscribe(lambda: loop.call_soon_threadsafe(_settle, fut, True))
-        try:
-            cancelled = await fut
-        finally:
-            timer.cancel()
-            token._unsubscribe(sub)
-    except BaseException:
-        # task.cancel() (or Ctrl-C) during the wait: the engine records the cancel and the
-        # CancelledError goes on at once.
-        call.interrupted()
-        raise
-    if cancelled:
-        call.cancelled()  # raises RetryCancelled
+        self._task = asyncio.current_task(loop)
+        self._fired = [False]
+        self._current = current
+        left = current.remaining
+        task = self._task
+        self._handle = None if task is None else loop.call_later(0 if left is None else left, _expire, task, self._fired)
+
+    def leave(self, exc: Optional[BaseException]) -> Optional[BaseException]:
+        """Disarms; returns the failure to judge: ``exc``, or an ``AttemptTimeout`` in place
+        of the cancellation the bound caused."""
+        if self._handle is not None:
+            self._handle.cancel()
+        if not self._fired[0]:
+            return exc
+        own = _own_cancel(self._task, self._fired)
+        if isinstance(exc, asyncio.CancelledError) and own:
+            timeout = AttemptTimeout(self._current._bound or 0.0)
+            timeout.__context__ = None
+            return timeout
+        return exc
 
 
 def decorate(r: _native.Retrier, fn: Any) -> Any:
@@ -188,11 +304,6 @@ def decorate(r: _native.Retrier, fn: Any) -> Any:
 
         retrying.retrier = r  # type: ignore[attr-defined]
         return retrying
-    if r.attempt_timeout is not None:
-        raise ValueError(
-            f"attempt_timeout only applies to async functions, and {fn!r} is sync: a blocking attempt cannot be stopped safely; "
-            "use a Retrier without attempt_timeout, or the function's own timeout"
-        )
     wrapper = _native.RetryingFunction(r, fn)
     functools.update_wrapper(wrapper, fn)
     return wrapper

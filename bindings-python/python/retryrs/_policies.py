@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import json
 import os
-from types import MappingProxyType
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Dict, Iterator, Mapping, Optional, Tuple, Union
 
-from ._native import Policy, _load_policies
+from ._native import Policy, _Document, _load_policies
 
 
 class PolicyDocumentError(ValueError):
@@ -25,13 +24,55 @@ class PolicyDocumentError(ValueError):
         self.file = file
 
 
+class PolicyDocument(Mapping[str, Policy]):
+    """A loaded policy document: a read-only mapping of name to ``Policy``, with the
+    loader's ``warnings`` (valid input that is probably not meant, such as a gRPC
+    ``tokenRatio`` that A6's three decimals make 0) and ``for_method``, gRPC's lookup."""
+
+    __slots__ = ("_policies", "_document", "_warnings")
+
+    def __init__(self, policies: Dict[str, Policy], document: _Document) -> None:
+        self._policies = policies
+        self._document = document
+        self._warnings: Tuple[str, ...] = tuple(document.warnings)
+
+    def __getitem__(self, name: str) -> Policy:
+        return self._policies[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._policies)
+
+    def __len__(self) -> int:
+        return len(self._policies)
+
+    def __repr__(self) -> str:
+        return f"PolicyDocument({sorted(self._policies)!r})"
+
+    @property
+    def warnings(self) -> Tuple[str, ...]:
+        """The loader's warnings, in document order, each starting with its path."""
+        return self._warnings
+
+    def method_key(self, service: str, method: str = "") -> Optional[str]:
+        """The name of the policy a call to ``method`` of ``service`` runs under, looked up
+        as gRPC looks up a method config: ``service/method``, then ``service``, then
+        ``default``; None when none is in the document (for a gRPC service config: one
+        attempt). The core's lookup, as in every host."""
+        return self._document.method_key(service, method)
+
+    def for_method(self, service: str, method: str = "") -> Optional[Policy]:
+        """The policy of ``method_key(service, method)``, or None."""
+        key = self.method_key(service, method)
+        return None if key is None else self._policies[key]
+
+
 Source = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 
 
-def load_policies(source: Source) -> Mapping[str, Policy]:
+def load_policies(source: Source) -> PolicyDocument:
     """Loads a policy document: a path (``str`` or ``os.PathLike``), the JSON text itself
     (a ``str`` starting with ``{``, or ``[`` for the error it is), or a dict as ``json.load`` would give. Returns a
-    read-only mapping of name to ``Policy``; raises ``PolicyDocumentError``."""
+    read-only ``PolicyDocument``, a mapping of name to ``Policy``; raises ``PolicyDocumentError``."""
     text: Optional[str] = None
     path: Optional[str] = None
     if isinstance(source, Mapping):
@@ -46,9 +87,10 @@ def load_policies(source: Source) -> Mapping[str, Policy]:
         path = os.fspath(source)
     else:
         raise TypeError(f"load_policies needs a path, a JSON string or a dict, got {type(source).__name__}")
-    policies, error = _load_policies(text, path)
+    loaded, error = _load_policies(text, path)
     if error is not None:
         message, where, line, column, file = error
         raise PolicyDocumentError(message, path=where, line=line, column=column, file=file)
-    assert policies is not None
-    return MappingProxyType(policies)
+    assert loaded is not None
+    policies, document = loaded
+    return PolicyDocument(policies, document)
