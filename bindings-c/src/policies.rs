@@ -232,10 +232,8 @@ pub unsafe extern "C" fn retryrs_policies_breaker(
     guard_status(|| {
         let all = arg(policies, "retryrs_policies_breaker: policies")?;
         let name = c_str(name, "retryrs_policies_breaker: name")?;
-        arg_mut(out, "out")?;
-        let entry = all
-            .get(name)
-            .ok_or_else(|| Failure::invalid(format!("retryrs_policies_breaker: no policy {name:?} in the document")))?;
+        arg_mut(out, "retryrs_policies_breaker: out")?;
+        let entry = all.entry(name, "retryrs_policies_breaker")?;
         match entry.policy.breaker() {
             Some(b) => hand_out(out, retryrs_breaker { inner: std::sync::Arc::clone(b) }),
             None => *out = std::ptr::null_mut(),

@@ -655,10 +655,15 @@ impl<'a> Loader<'a> {
         }
     }
 
-    /// A whole number >= 0.
+    /// A whole number >= 0 (1e3 or 7.0 too: JSON's integers, as JSON Schema counts them).
     fn whole(&self, path: &str, raw: &RawValue) -> Result<u64, DocumentError> {
         match self.value(path, raw)? {
             Value::Number(n) if n.as_u64().is_some() => Ok(n.as_u64().unwrap_or(0)),
+            Value::Number(n)
+                if n.as_f64().is_some_and(|f| f.fract() == 0.0 && (0.0..1.8446744073709552e19).contains(&f)) =>
+            {
+                Ok(n.as_f64().map_or(0, |f| f as u64))
+            }
             other => Err(self.err(path, Some(raw), format!("must be a whole number >= 0, got {}", describe(&other)))),
         }
     }
