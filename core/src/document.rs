@@ -1311,30 +1311,40 @@ pub fn json_schema() -> Value {
                 ]
             },
             "breaker": {
-                "type": "object",
-                "required": ["model"],
-                "properties": {
-                    "model": { "enum": ["consecutive", "sampling"], "description": "consecutive: after failures failed calls in a row; sampling: Polly v8's failure ratio over a sliding window" },
-                    "failures": { "type": "integer", "minimum": 1, "description": "consecutive: failed calls in a row that open it" },
-                    "failure_ratio": { "type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.1, "description": "sampling: the share of failed calls that opens it" },
-                    "minimum_throughput": { "type": "integer", "minimum": 2, "default": 100, "description": "sampling: calls in the window before it may open" },
-                    "sampling_duration": { "type": "string", "pattern": duration, "default": "30s", "description": "sampling: the sliding window, 500 ms to 1 day" },
-                    "break_duration": { "type": "string", "pattern": duration, "default": "5s", "description": "how long it stays open before a probe, 1 ms to 1 day" },
-                    "half_open_probes": { "type": "integer", "minimum": 1, "default": 1, "description": "probe calls at once when half-open" },
-                    "break_multiplier": { "type": "number", "minimum": 1, "default": 1, "description": "growth of the break on each open in a row" },
-                    "max_break_duration": { "type": ["string", "null"], "pattern": duration, "default": null, "description": "the longest break when it grows (null: 1 day)" },
-                    "per_attempt": { "type": "boolean", "default": false, "description": "count each attempt instead of each call" }
-                },
-                "if": { "properties": { "model": { "const": "consecutive" } } },
-                "then": {
-                    "required": ["failures"],
-                    "properties": { "failure_ratio": false, "minimum_throughput": false, "sampling_duration": false }
-                },
-                "else": { "properties": { "failures": false } },
-                "unevaluatedProperties": false
+                "description": "model consecutive (after failures failed calls in a row) or sampling (Polly v8's failure ratio over a sliding window)",
+                "oneOf": [breaker_schema("consecutive", &duration), breaker_schema("sampling", &duration)]
             }
         }
     })
+}
+
+/// One breaker model's schema: its own keys (consecutive: `failures`, required; sampling:
+/// the window's) and the keys both models take.
+fn breaker_schema(model: &str, duration: &str) -> Value {
+    use serde_json::json;
+    let mut properties = json!({
+        "model": { "const": model },
+        "break_duration": { "type": "string", "pattern": duration, "default": "5s", "description": "how long it stays open before a probe, 1 ms to 1 day" },
+        "half_open_probes": { "type": "integer", "minimum": 1, "default": 1, "description": "probe calls at once when half-open" },
+        "break_multiplier": { "type": "number", "minimum": 1, "default": 1, "description": "growth of the break on each open in a row" },
+        "max_break_duration": { "type": ["string", "null"], "pattern": duration, "default": null, "description": "the longest break when it grows (null: 1 day)" },
+        "per_attempt": { "type": "boolean", "default": false, "description": "count each attempt instead of each call" }
+    });
+    let (own, required) = if model == "consecutive" {
+        let own = json!({ "failures": { "type": "integer", "minimum": 1, "description": "failed calls in a row that open it" } });
+        (own, json!(["model", "failures"]))
+    } else {
+        let own = json!({
+            "failure_ratio": { "type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.1, "description": "the share of failed calls that opens it" },
+            "minimum_throughput": { "type": "integer", "minimum": 2, "default": 100, "description": "calls in the window before it may open" },
+            "sampling_duration": { "type": "string", "pattern": duration, "default": "30s", "description": "the sliding window, 500 ms to 1 day" }
+        });
+        (own, json!(["model"]))
+    };
+    if let (Some(all), Value::Object(own)) = (properties.as_object_mut(), own) {
+        all.extend(own);
+    }
+    json!({ "type": "object", "additionalProperties": false, "required": required, "properties": properties })
 }
 
 /// One knob's schema: its type by unit, its bounds and default from the table.
