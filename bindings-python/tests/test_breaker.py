@@ -291,3 +291,31 @@ def test_log_events_tells_the_breakers_moves(virtual, caplog):
     assert "db: circuit breaker opened for 2000 ms" in lines
     assert "db: refused, circuit breaker open (no attempt made)" in lines
     assert lines[-2:] == ["db: circuit breaker half-open", "db: circuit breaker closed"]
+
+
+def test_a_request_sent_once_outside_the_retry_takes_no_probe(virtual):
+    # The HTTP helpers send a non-replayable body once, bounded by the first attempt's
+    # bound but outside the retry: the breaker is not asked, so a half-open breaker's one
+    # probe is still there for the next retried call (a probe taken and never reported
+    # would leave it refusing every call).
+    httpx = pytest.importorskip("httpx")
+    from retryrs.http import RetryingTransport
+
+    breaker = CircuitBreaker(failures=1, break_duration=1)
+    r = Retrier(max_attempts=1, breaker=breaker)
+    with pytest.raises(RetryExhausted):
+        r.call(Down())
+    virtual.advance(1)
+    assert breaker.state == "half_open"
+    seen = []
+
+    def handler(request):
+        seen.append(request.method)
+        return httpx.Response(200)
+
+    with httpx.Client(transport=RetryingTransport(r, transport=httpx.MockTransport(handler))) as client:
+        assert client.post("http://test.invalid/upload", content=iter([b"once"])).status_code == 200
+        assert seen == ["POST"] and breaker.state == "half_open" and breaker.rejections == 0
+        # The probe is still free: this retried request takes it, and its success closes it.
+        assert client.get("http://test.invalid/rates").status_code == 200
+    assert seen == ["POST", "GET"] and breaker.state == "closed"
