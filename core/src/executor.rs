@@ -771,6 +771,29 @@ mod tests {
     }
 
     #[test]
+    fn a_ratio_budget_s_window_moves_without_a_deadline_or_a_listener() {
+        use crate::budget::{RatioBudget, RetryBudget};
+        let scope = testing::scoped();
+        // One retry per second of reserve, no deposits: a retry spends it until it expires.
+        let ratio = RatioBudget::new(Duration::from_secs(1), 1, 0.0, Duration::ZERO).unwrap();
+        let budget = Some(Arc::new(RetryBudget::from(ratio)));
+        let p = Policy::builder().max_attempts(2).jitter(Jitter::None).deadline_ms(None).budget(budget);
+        let p = p.build().unwrap();
+        assert!(!p.bounds_attempts() && p.reads_time());
+        let retrier = Retrier::new(p);
+        let down = |attempt: &Attempt| Err::<(), _>(Failure("503", attempt.number));
+        let reason = |r: Result<(), RetryError<Failure>>| match r {
+            Err(RetryError::Exhausted { reason, .. }) => reason,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(reason(retrier.run(down, |_| Verdict::TRANSIENT)), ExhaustReason::Attempts);
+        assert_eq!(reason(retrier.run(down, |_| Verdict::TRANSIENT)), ExhaustReason::Budget);
+        // Past the ttl the withdrawal has expired: the executor read the (virtual) clock.
+        scope.clock().advance(Duration::from_secs(2));
+        assert_eq!(reason(retrier.run(down, |_| Verdict::TRANSIENT)), ExhaustReason::Attempts);
+    }
+
+    #[test]
     fn a_shared_breaker_refuses_without_calling_then_probes_after_the_break() {
         use crate::breaker::{BreakerConfig, CircuitBreaker};
         let scope = testing::scoped();
