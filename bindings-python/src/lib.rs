@@ -6,6 +6,7 @@
 
 use pyo3::prelude::*;
 
+mod attempt;
 mod budget;
 mod convert;
 mod document;
@@ -28,6 +29,9 @@ mod wrapped;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<retrier::Retrier>()?;
     m.add_class::<stepped::SteppedCall>()?;
+    m.add_class::<attempt::AttemptInfo>()?;
+    m.add_function(wrap_pyfunction!(attempt::current_attempt, m)?)?;
+    m.add("_CURRENT", attempt::context_var(m.py())?)?;
     m.add_class::<event::PyEvent>()?;
     m.add_class::<token::PyCancelToken>()?;
     m.add_class::<budget::PyRetryBudget>()?;

@@ -85,6 +85,16 @@ impl CallState {
         self.call.attempt()
     }
 
+    /// The attempt starting now (after `resume`), with the engine's bound on it.
+    pub fn frame(&self) -> crate::attempt::Frame {
+        crate::attempt::Frame::of(&self.call, now(&self.clock), self.clock.clone())
+    }
+
+    /// When the call began.
+    pub fn started_at(&self) -> Duration {
+        self.call.started_at()
+    }
+
     /// An attempt raised `err`. Returns the wait before the next attempt, or the exception
     /// that ends the call: the original (rejected, or a control-flow signal), a
     /// `RetryExhausted`, or an error raised by the predicate / hint hook (original

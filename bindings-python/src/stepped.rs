@@ -8,6 +8,7 @@ use pyo3::{PyTraverseError, PyVisit};
 
 use pyo3::types::PyTuple;
 
+use crate::attempt::AttemptInfo;
 use crate::state::{CallState, Failed};
 use crate::token::PyCancelToken;
 
@@ -82,9 +83,11 @@ impl SteppedCall {
         self.state.wait_blocking(py, delay, self.token.as_ref())
     }
 
-    /// The wait is over: raises RetryExhausted if the deadline passed during it.
-    fn resume(&mut self, py: Python<'_>) -> PyResult<()> {
-        self.state.resume(py)
+    /// The wait is over: raises RetryExhausted if the deadline passed during it; else
+    /// returns the attempt to run now (`retryrs.current_attempt()`, with its bound).
+    fn resume(&mut self, py: Python<'_>) -> PyResult<AttemptInfo> {
+        self.state.resume(py)?;
+        Ok(AttemptInfo::new(self.state.frame(), self.state.started_at()))
     }
 
     fn succeeded(&mut self, py: Python<'_>) -> PyResult<()> {

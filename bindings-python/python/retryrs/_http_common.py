@@ -119,27 +119,37 @@ _CLASSES = (RetryableStatus, RequestFailed)
 def http_retrier(retrier: Optional[_native.Retrier], bounds_attempts: bool = False) -> _native.Retrier:
     """The user's retrier (policy, listener, budget, deadline, cancel token) deciding by
     the HTTP rules: only the helpers' own failures are transient, and their hint is the
-    ``retry_after`` they carry. ``bounds_attempts``: the helper enforces the retrier's
-    ``attempt_timeout`` itself (read it from the retrier it was given), so the returned
-    one has none."""
+    ``retry_after`` they carry. ``bounds_attempts``: the helper interrupts a request at
+    its attempt's bound itself (as its client's timeout, judged by the HTTP rules), so
+    the asyncio driver does not."""
     if retrier is None:
         retrier = _native.Retrier()
     elif not isinstance(retrier, _native.Retrier):
         raise TypeError(f"retrier must be a retryrs.Retrier or None, got {type(retrier).__name__}")
-    return retrier._with_classifier(_CLASSES, attempt_timeout=not bounds_attempts)
+    return retrier._with_classifier(_CLASSES, interrupts=not bounds_attempts)
 
 
-def refuse_attempt_timeout(retrier: Optional[_native.Retrier], helper: str, own_timeout: str) -> None:
-    """A sync helper cannot abandon a blocking request, so a retrier's attempt_timeout
-    would fail its first request (the blocking form refuses one): refuse it here, when
-    the helper is made, naming what bounds a blocking request instead."""
-    timeout = getattr(retrier, "attempt_timeout", None)
-    if timeout is not None:
-        raise ValueError(
-            f"{helper}: the retrier's attempt_timeout ({timeout} s) cannot bound a blocking request; give the "
-            f"client its own timeout ({own_timeout}) and a Retrier without attempt_timeout, or use the async "
-            "client (AsyncRetryingTransport), which bounds each request with it"
-        )
+# A retried response's body is read up to this much, to keep its connection for the next
+# attempt; a longer one is not read on: its connection is closed instead.
+DRAIN_LIMIT = 64 * 1024
+# Clients refuse a zero timeout (or read it as "non-blocking"): an attempt with no time
+# left gets this, fails at once, and the engine ends the call (reason deadline).
+_LEAST = 0.001
+
+
+def time_left(current: Optional[_native.AttemptInfo]) -> Optional[float]:
+    """The attempt's bound now, as a client timeout (seconds), or None: unbounded."""
+    left = None if current is None else current.remaining
+    return None if left is None else max(left, _LEAST)
+
+
+def smaller(timeout: Optional[float], left: Optional[float]) -> Optional[float]:
+    """The caller's timeout or the time left, whichever is smaller (None: no limit)."""
+    if left is None:
+        return timeout
+    if timeout is None:
+        return left
+    return min(timeout, left)
 
 
 class RequestAttempts:

@@ -4,14 +4,15 @@ request; the core decides which outcomes are transient (``retryrs._http_common.R
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Iterable, Optional
+from typing import Any, Awaitable, Dict, Iterable, List, Optional
 
 import httpx  # missing: retryrs.http names the extra to install
 
 from . import _native
-from ._aio import _bounded
+from ._aio import _FIRST, _suspended
 from ._errors import AttemptTimeout, RetryExhausted
 from ._http_common import (
+    DRAIN_LIMIT,
     RequestAttempts,
     RequestFailed,
     RetryableStatus,
@@ -19,7 +20,8 @@ from ._http_common import (
     final_response,
     http_retrier,
     redact_url,
-    refuse_attempt_timeout,
+    smaller,
+    time_left,
 )
 
 # httpx's failures in the core's words: no connection was made, or it broke afterwards.
@@ -34,26 +36,88 @@ def _replayable(request: httpx.Request) -> bool:
     return isinstance(request.stream, httpx.ByteStream)
 
 
-async def _within(send: Awaitable[httpx.Response], timeout: float, request: httpx.Request) -> httpx.Response:
-    """One request bounded by the retrier's attempt_timeout. Past it the request is
-    abandoned as a read timeout: it may have reached the server, so the HTTP rules send
-    it again only for an idempotent method (as for any read timeout); a POST surfaces
-    the ``httpx.ReadTimeout``, its cause the ``AttemptTimeout``."""
-    late: list[httpx.Response] = []
+# The async transport's own interruption of a request comes this long after the bound,
+# so that the client's timeouts (set to the bound, and classified: a connect timeout is
+# retried for every method) fire first; it catches what they do not (a trickle).
+_GRACE = 0.05
+_TIMEOUT_KEYS = ("connect", "read", "write", "pool")
 
-    async def kept() -> httpx.Response:
-        resp = await send
-        late.append(resp)
-        return resp
 
+def _bound_request(request: httpx.Request, caller: Dict[str, Optional[float]], left: Optional[float]) -> None:
+    """Sets the request's timeout extension (what httpx's transports obey) for one
+    attempt: each of connect, read, write, pool is the caller's or the time left,
+    whichever is smaller."""
+    request.extensions["timeout"] = {k: smaller(caller.get(k), left) for k in _TIMEOUT_KEYS}
+
+
+def _caller_timeouts(request: httpx.Request) -> Dict[str, Optional[float]]:
+    return dict(request.extensions.get("timeout") or {})
+
+
+class _Prefix:
+    """What is read of a retried body to keep its connection: at most DRAIN_LIMIT bytes,
+    kept on the response (the caller gets it if retries run out): the whole body, or
+    the part read when it was too long, broken or stalled."""
+
+    __slots__ = ("chunks", "size")
+
+    def __init__(self) -> None:
+        self.chunks: List[bytes] = []
+        self.size = 0
+
+    def take(self, chunk: bytes) -> bool:
+        """Keeps ``chunk``; False once past the limit: read no further."""
+        self.chunks.append(chunk)
+        self.size += len(chunk)
+        return self.size <= DRAIN_LIMIT
+
+    def keep(self, resp: httpx.Response) -> None:
+        resp._content = b"".join(self.chunks)
+
+
+def _drain(resp: httpx.Response) -> None:
+    """Frees the connection of a response that will be retried: a body of at most
+    DRAIN_LIMIT bytes is read and kept; a longer, broken or stalled one (each read
+    bounded by the attempt's read timeout) is not read on, and closing the response
+    closes its connection (the response keeps the part read)."""
+    prefix = _Prefix()
     try:
-        return await _bounded(kept(), timeout)  # type: ignore[no-any-return]
+        for chunk in resp.iter_bytes():
+            if not prefix.take(chunk):
+                break
+    except Exception:
+        pass
+    finally:
+        resp.close()
+    prefix.keep(resp)
+
+
+async def _adrain(resp: httpx.Response) -> None:
+    """``_drain`` for an async response."""
+    prefix = _Prefix()
+    try:
+        async for chunk in resp.aiter_bytes():
+            if not prefix.take(chunk):
+                break
+    except Exception:
+        pass
+    finally:
+        await resp.aclose()
+    prefix.keep(resp)
+
+
+async def _within(send: Awaitable[httpx.Response], current: Optional[_native.AttemptInfo], request: httpx.Request) -> httpx.Response:
+    """One request interrupted at its attempt's bound (the deadline's time left or the
+    attempt timeout), a little after the client's own timeouts. Past it the request is
+    abandoned as a read timeout: it may have reached the server, so the HTTP rules send
+    it again only for an idempotent method; a POST surfaces the ``httpx.ReadTimeout``,
+    its cause the ``AttemptTimeout``."""
+    if current is None or current._bound is None:
+        return await send
+    try:
+        return await _suspended(send.__await__(), _FIRST, current, _GRACE)  # type: ignore[no-any-return]
     except AttemptTimeout as e:
-        # A transport that finished its response despite the cancel: nobody will read
-        # it, so its connection goes back now rather than when it is collected.
-        for resp in late:
-            await resp.aclose()
-        raise httpx.ReadTimeout(f"{e} (the retrier's attempt_timeout)", request=request) from e
+        raise httpx.ReadTimeout(f"{e} (the attempt's bound)", request=request) from e
 
 
 class _Base:
@@ -96,12 +160,14 @@ class RetryingTransport(_Base, httpx.BaseTransport):
         if transport is not None and not isinstance(transport, httpx.BaseTransport):
             raise TypeError(f"transport must be an httpx.BaseTransport, got {type(transport).__name__}")
         super().__init__(retrier, methods, statuses)
-        refuse_attempt_timeout(retrier, "RetryingTransport", "httpx.Client(timeout=...)")
         self._transport = transport if transport is not None else httpx.HTTPTransport()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         inner = self._transport
+        caller = _caller_timeouts(request)
         if not _replayable(request):
+            # Sent once, within one attempt's bound.
+            _bound_request(request, caller, time_left(self._retrier._start()))
             return inner.handle_request(request)
         method = request.method
         url = redact_url(str(request.url))
@@ -109,6 +175,7 @@ class RetryingTransport(_Base, httpx.BaseTransport):
 
         def attempt() -> httpx.Response:
             attempts.begin()
+            _bound_request(request, caller, time_left(_native.current_attempt()))
             try:
                 resp = inner.handle_request(request)
             except httpx.TransportError as e:
@@ -118,10 +185,7 @@ class RetryingTransport(_Base, httpx.BaseTransport):
                 raise failed from e
             if self._rules.transient(method, resp.status_code):
                 retry_after = resp.headers.get("Retry-After")
-                try:
-                    resp.read()  # kept on the response; frees the connection for reuse
-                finally:
-                    resp.close()
+                _drain(resp)
                 raise attempts.hold(RetryableStatus(resp.status_code, method, url, retry_after, resp))
             return resp
 
@@ -137,9 +201,11 @@ class RetryingTransport(_Base, httpx.BaseTransport):
 class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
     """``httpx.AsyncClient(transport=AsyncRetryingTransport(retrier))``: as
     ``RetryingTransport``, waiting on the event loop; cancelling the task ends a wait at
-    once. ``transport`` defaults to ``httpx.AsyncHTTPTransport()``. The retrier's
-    ``attempt_timeout`` bounds each request (until its headers arrive), a streamed one
-    too: one past it is a read timeout, sent again only for an idempotent method."""
+    once. ``transport`` defaults to ``httpx.AsyncHTTPTransport()``. Each request's
+    timeouts are the caller's or the attempt's time left (the deadline, or the smaller
+    ``attempt_timeout``), and the request is interrupted past it (until its headers
+    arrive), a streamed one too: one past it is a read timeout, sent again only for an
+    idempotent method."""
 
     def __init__(
         self,
@@ -152,13 +218,12 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
         if transport is not None and not isinstance(transport, httpx.AsyncBaseTransport):
             raise TypeError(f"transport must be an httpx.AsyncBaseTransport, got {type(transport).__name__}")
         super().__init__(retrier, methods, statuses, bounds_attempts=True)
-        # Taken off the retrier it drives (http_retrier): _send applies it per request.
-        self._attempt_timeout = retrier.attempt_timeout if retrier is not None else None
         self._transport = transport if transport is not None else httpx.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        caller = _caller_timeouts(request)
         if not _replayable(request):
-            return await self._send(request)  # sent once, but still bounded
+            return await self._send(request, caller, self._retrier._start())  # sent once, but still bounded
         method = request.method
         url = redact_url(str(request.url))
         attempts = RequestAttempts()
@@ -166,7 +231,7 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
         async def attempt() -> httpx.Response:
             attempts.begin()
             try:
-                resp = await self._send(request)
+                resp = await self._send(request, caller, _native.current_attempt())
             except httpx.TransportError as e:
                 failed = self._failure(method, url, e)
                 if failed is None:
@@ -174,10 +239,7 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
                 raise failed from e
             if self._rules.transient(method, resp.status_code):
                 retry_after = resp.headers.get("Retry-After")
-                try:
-                    await resp.aread()
-                finally:
-                    await resp.aclose()
+                await _adrain(resp)
                 raise attempts.hold(RetryableStatus(resp.status_code, method, url, retry_after, resp))
             return resp
 
@@ -186,13 +248,12 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
         except RetryExhausted as e:
             return final_response(e)  # type: ignore[no-any-return]
 
-    async def _send(self, request: httpx.Request) -> httpx.Response:
-        """One request through the inner transport, bounded by the retrier's
-        attempt_timeout when it has one (past it: ``httpx.ReadTimeout``)."""
-        send = self._transport.handle_async_request(request)
-        if self._attempt_timeout is None:
-            return await send
-        return await _within(send, self._attempt_timeout, request)
+    async def _send(self, request: httpx.Request, caller: Dict[str, Optional[float]], current: Optional[_native.AttemptInfo]) -> httpx.Response:
+        """One request through the inner transport within the attempt's bound: its
+        timeouts no longer than the time left, and interrupted past it (as an
+        ``httpx.ReadTimeout``)."""
+        _bound_request(request, caller, time_left(current))
+        return await _within(self._transport.handle_async_request(request), current, request)
 
     async def aclose(self) -> None:
         await self._transport.aclose()

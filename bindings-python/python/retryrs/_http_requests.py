@@ -12,10 +12,12 @@ from requests import exceptions as rex
 from requests.adapters import HTTPAdapter
 from requests.utils import rewind_body
 from urllib3 import exceptions as uex
+from urllib3.util.timeout import Timeout
 
 from . import _native
 from ._errors import RetryExhausted
 from ._http_common import (
+    DRAIN_LIMIT,
     RequestAttempts,
     RequestFailed,
     RetryableStatus,
@@ -23,8 +25,11 @@ from ._http_common import (
     final_response,
     http_retrier,
     redact_url,
-    refuse_attempt_timeout,
+    smaller,
+    time_left,
 )
+
+TimeoutArg = Union[None, float, Tuple[Optional[float], Optional[float]], Timeout]
 
 
 def _outcome(exc: BaseException) -> Optional[str]:
@@ -46,13 +51,42 @@ def _outcome(exc: BaseException) -> Optional[str]:
 
 
 def _release(resp: requests.Response) -> None:
-    """Reads the body (kept on the response, which the caller gets if retries run out)
-    and hands the connection back to the pool for the next attempt."""
+    """Frees the connection of a response that will be retried. A body of at most
+    DRAIN_LIMIT bytes is read (kept on the response, which the caller gets if retries run
+    out) and the connection goes back to the pool; a longer, broken or stalled one (each
+    read bounded by the attempt's read timeout) is not read on: the connection is closed,
+    and the response keeps only the part read."""
+    chunks = []
+    size = 0
+    complete = False
     try:
-        resp.content
-    except Exception:  # a broken body: drop the connection instead of reusing it
+        while size <= DRAIN_LIMIT:
+            chunk = resp.raw.read(DRAIN_LIMIT + 1 - size, decode_content=True)
+            if not chunk:
+                complete = True
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except Exception:  # a broken or stalled body: drop the connection instead of reusing it
         pass
-    resp.close()
+    resp._content = b"".join(chunks)
+    resp._content_consumed = True
+    if not complete:
+        resp.raw.close()  # not read to its end: the connection cannot be reused
+    resp.close()  # the connection goes back to the pool (a closed one is replaced)
+
+
+def _bounded(timeout: TimeoutArg, left: Optional[float]) -> TimeoutArg:
+    """requests' ``timeout`` (a number, a (connect, read) pair or a urllib3 Timeout) with
+    each part no longer than ``left``, the attempt's time left."""
+    if left is None:
+        return timeout
+    if isinstance(timeout, Timeout):
+        return Timeout(connect=smaller(timeout.connect_timeout, left), read=smaller(timeout.read_timeout, left))  # type: ignore[arg-type]
+    if isinstance(timeout, tuple):
+        connect, read = timeout
+        return (smaller(connect, left), smaller(read, left))
+    return (smaller(timeout, left), smaller(timeout, left))
 
 
 class RetryingAdapter(HTTPAdapter):
@@ -65,6 +99,10 @@ class RetryingAdapter(HTTPAdapter):
     on a network failure ``RetryExhausted`` is raised. A body that cannot be replayed (a
     generator, a file without ``tell``) is sent once. ``adapter_kwargs`` go to
     ``HTTPAdapter`` (``pool_connections``, ``pool_maxsize``, ``pool_block``).
+
+    Each request's ``timeout`` (connect and read) is the caller's or the attempt's time
+    left (``retryrs.current_attempt().remaining``: the deadline, or the smaller
+    ``attempt_timeout``), whichever is smaller.
     """
 
     def __init__(
@@ -79,7 +117,6 @@ class RetryingAdapter(HTTPAdapter):
             raise TypeError("RetryingAdapter retries through its Retrier; max_retries would make urllib3 retry as well: leave it out")
         self._rules = Rules(methods, statuses)
         self._retrier = http_retrier(retrier)
-        refuse_attempt_timeout(retrier, "RetryingAdapter", "session.get(url, timeout=...)")
         super().__init__(**adapter_kwargs)
 
     @property
@@ -101,7 +138,9 @@ class RetryingAdapter(HTTPAdapter):
         position = getattr(request, "_body_position", None)
         rewinds = hasattr(body, "read")
         if body is not None and not isinstance(body, (bytes, str)) and not (rewinds and isinstance(position, int)):
-            return send(request, **kw)  # a generator or an unrewindable file: sent once
+            # A generator or an unrewindable file: sent once, within one attempt's bound.
+            kw["timeout"] = _bounded(timeout, time_left(self._retrier._start()))
+            return send(request, **kw)
         method = (request.method or "GET").upper()
         url = redact_url(request.url or "")
         rules = self._rules
@@ -111,6 +150,7 @@ class RetryingAdapter(HTTPAdapter):
             attempts.begin()
             if rewinds and attempts.made > 1:  # a resend: the body from its start
                 rewind_body(request)
+            kw["timeout"] = _bounded(timeout, time_left(_native.current_attempt()))
             try:
                 resp = send(request, **kw)
             except (rex.ConnectionError, rex.Timeout) as e:
