@@ -8,9 +8,13 @@
 //! Where the attempt is found: the asyncio driver and the loop forms set a `contextvars`
 //! value (tasks interleave on one thread, and `asyncio.to_thread` / child tasks copy the
 //! context); the blocking executor pushes onto a thread-local stack instead, which costs
-//! its happy path a few nanoseconds rather than a context-variable set and reset. Each
-//! attempt takes a number from one counter, so when both are visible (a sync call inside
-//! an async attempt, or the reverse) the innermost, the later started, wins.
+//! its happy path a few nanoseconds rather than a context-variable set and reset (about
+//! as much again as the whole call). Nothing else can run on a thread while a blocking
+//! call is in progress there, except greenlets (gevent, eventlet: each has its own
+//! context, but they share the thread): once the `greenlet` module is loaded, the
+//! blocking executor sets the context variable too. Each attempt takes a number from one
+//! counter, so when both are visible (a sync call inside an async attempt, or the
+//! reverse) the innermost, the later started, wins.
 
 use std::cell::RefCell;
 use std::ops::Deref;
@@ -136,30 +140,69 @@ thread_local! {
     static SYNC: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
 }
 
-/// A blocking call's place on the thread-local stack: pushed when the call starts,
-/// updated per attempt, popped when it ends (however it ends).
-pub struct SyncFrame(());
+/// A blocking call's place: on the thread-local stack (pushed when the call starts,
+/// updated per attempt, popped when it ends, however it ends), or, where greenlets may
+/// switch within the thread, in the context variable (reset when it ends).
+pub enum SyncFrame {
+    Thread,
+    /// The token of the first set, which restores what was there before the call.
+    Context(Py<PyAny>),
+}
+
+static GREENLET: PyOnceLock<Py<pyo3::types::PyString>> = PyOnceLock::new();
+
+/// Whether the `greenlet` module is loaded (gevent, eventlet, and some libraries that use
+/// it): one dict lookup in `sys.modules`.
+fn greenlets(py: Python<'_>) -> bool {
+    let key = GREENLET.get_or_init(py, || pyo3::types::PyString::new(py, "greenlet").unbind());
+    // SAFETY: with the GIL held, sys.modules (a borrowed reference) and an owned key.
+    unsafe {
+        let modules = pyo3::ffi::PyImport_GetModuleDict();
+        !modules.is_null() && pyo3::ffi::PyDict_Contains(modules, key.as_ptr()) == 1
+    }
+}
+
+fn set_in_context(py: Python<'_>, frame: Frame) -> PyResult<Py<PyAny>> {
+    let info = Py::new(py, AttemptInfo::new(frame, Duration::ZERO))?;
+    Ok(context_var(py)?.call_method1(pyo3::intern!(py, "set"), (info,))?.unbind())
+}
 
 impl SyncFrame {
-    pub fn push(frame: Frame) -> Self {
+    pub fn push(py: Python<'_>, frame: Frame) -> PyResult<Self> {
+        if greenlets(py) {
+            return Ok(SyncFrame::Context(set_in_context(py, frame)?));
+        }
         SYNC.with(|s| s.borrow_mut().push(frame));
-        SyncFrame(())
+        Ok(SyncFrame::Thread)
     }
 
-    pub fn set(&self, frame: Frame) {
-        SYNC.with(|s| {
-            if let Some(top) = s.borrow_mut().last_mut() {
-                *top = frame;
-            }
-        });
+    pub fn set(&self, py: Python<'_>, frame: Frame) -> PyResult<()> {
+        match self {
+            SyncFrame::Thread => SYNC.with(|s| {
+                if let Some(top) = s.borrow_mut().last_mut() {
+                    *top = frame;
+                }
+            }),
+            // The first set's token restores the value from before the call at the end.
+            SyncFrame::Context(_) => drop(set_in_context(py, frame)?),
+        }
+        Ok(())
     }
 }
 
 impl Drop for SyncFrame {
     fn drop(&mut self) {
-        SYNC.with(|s| {
-            s.borrow_mut().pop();
-        });
+        match self {
+            SyncFrame::Thread => SYNC.with(|s| {
+                s.borrow_mut().pop();
+            }),
+            SyncFrame::Context(token) => Python::attach(|py| {
+                // Only fails if the context changed under the call: nothing to restore then.
+                if let Ok(var) = context_var(py) {
+                    let _ = var.call_method1(pyo3::intern!(py, "reset"), (token.bind(py),));
+                }
+            }),
+        }
     }
 }
 

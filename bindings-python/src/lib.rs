@@ -19,6 +19,7 @@ mod listeners;
 mod options;
 mod retrier;
 mod state;
+mod step;
 mod stepped;
 mod testing;
 mod token;
@@ -31,6 +32,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stepped::SteppedCall>()?;
     m.add_class::<attempt::AttemptInfo>()?;
     m.add_function(wrap_pyfunction!(attempt::current_attempt, m)?)?;
+    m.add_class::<step::Pending>()?;
+    m.add_function(wrap_pyfunction!(step::_first_step, m)?)?;
     m.add("_CURRENT", attempt::context_var(m.py())?)?;
     m.add_class::<event::PyEvent>()?;
     m.add_class::<token::PyCancelToken>()?;

@@ -57,7 +57,7 @@ impl Retrier {
         // The attempt's bound, for `retryrs.current_attempt()`: a blocking attempt cannot
         // be interrupted, so it is there to be passed to I/O.
         let first = Frame::first(&self.host.policy, start, clock.clone());
-        let frame = SyncFrame::push(first);
+        let frame = SyncFrame::push(py, first)?;
         let mut failure = match f.call(args, kwargs) {
             Ok(value) => {
                 if is_coroutine(py, &value)? {
@@ -79,7 +79,7 @@ impl Retrier {
         let mut state = CallState::begin(self.host.clone(), start, clock, token.cloned());
         loop {
             let delay = match failure {
-                Ok(err) => state.failed(py, err, false)?,
+                Ok(err) => state.failed(py, err)?,
                 Err(value) => match state.rejected_value(py, value, None)? {
                     Failed::Wait(delay) => delay,
                     Failed::Await(_) => return Err(PyRuntimeError::new_err("retryrs: a sync call was asked to await")),
@@ -87,7 +87,7 @@ impl Retrier {
             };
             state.wait_blocking(py, delay, self.cancel.as_ref())?;
             state.resume(py)?;
-            frame.set(state.frame());
+            frame.set(py, state.frame())?;
             failure = match f.call(args, kwargs) {
                 Ok(value) if sync_rejects(&self.host, &value)? => Err(value),
                 Ok(value) => {

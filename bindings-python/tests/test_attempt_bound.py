@@ -6,6 +6,8 @@ every form hands it over and that asyncio enforces it."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 
 import pytest
@@ -108,9 +110,10 @@ def test_an_async_call_hands_it_to_the_attempt_its_child_tasks_and_threads():
 
     async def attempt():
         a = retryrs.current_attempt()
+        # A thread started in the attempt's first step (before any suspension) sees it.
+        in_thread = await asyncio.to_thread(lambda: retryrs.current_attempt().number)
         await asyncio.sleep(0.01)
         assert retryrs.current_attempt() is a  # still this attempt after a suspension
-        in_thread = await asyncio.to_thread(lambda: retryrs.current_attempt().number)
         in_task = await asyncio.create_task(child())
         seen.append((a.number, in_thread, in_task))
         if a.number == 1:
@@ -274,3 +277,60 @@ def test_an_attempt_that_swallows_the_interruption_keeps_its_late_value():
         return value
 
     assert asyncio.run(go()) == "late"
+
+
+# Greenlets (gevent, eventlet) switch within one thread: once `greenlet` is loaded, a
+# blocking call keeps its attempt in the context variable (each greenlet has its own
+# context) instead of the thread-local stack. A subprocess, so the module table is its own.
+GREENLET_PATH = r"""
+import sys, types, asyncio
+sys.modules.setdefault("greenlet", types.ModuleType("greenlet"))  # the real one, or a stand-in
+import retryrs
+from retryrs import Retrier
+
+class Flaky(Exception):
+    pass
+
+seen = []
+def attempt():
+    a = retryrs.current_attempt()
+    seen.append((a.number, round(a.remaining)))
+    if a.number < 2:
+        raise Flaky()
+    # nested: a blocking call inside is the innermost, and the outer comes back after
+    inner = Retrier(deadline=3).call(lambda: round(retryrs.current_attempt().remaining))
+    return inner, round(retryrs.current_attempt().remaining)
+
+r = Retrier(deadline=9, retry_on=Flaky, initial_delay=0)
+assert r.call(attempt) == (3, 9), seen
+assert seen == [(1, 9), (2, 9)], seen
+assert retryrs.current_attempt() is None
+
+async def outer():
+    return Retrier(deadline=3).call(lambda: round(retryrs.current_attempt().remaining)), round(retryrs.current_attempt().remaining)
+assert asyncio.run(Retrier(deadline=9).call_async(outer)) == (3, 9)
+print("ok")
+"""
+
+
+def test_with_greenlet_loaded_a_blocking_call_keeps_its_attempt_in_the_context():
+    out = subprocess.run([sys.executable, "-c", GREENLET_PATH], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_gevent_greenlets_in_blocking_calls_each_see_their_own_attempt():
+    gevent = pytest.importorskip("gevent")  # in requirements-test.txt once gevent support lands
+    results = {}
+
+    def worker(name, deadline):
+        def attempt():
+            before = retryrs.current_attempt()
+            gevent.sleep(0.05)  # switches to the other greenlet, inside its own call
+            after = retryrs.current_attempt()
+            return before is not None and after is not None and before.number == after.number, after.remaining
+
+        results[name] = Retrier(deadline=deadline).call(attempt)
+
+    gevent.joinall([gevent.spawn(worker, "long", 9), gevent.spawn(worker, "short", 1)])
+    assert results["long"][0] and results["short"][0]
+    assert 8 < results["long"][1] <= 9 and 0 < results["short"][1] <= 1

@@ -24,6 +24,8 @@ _CURRENT = _native._CURRENT
 _enter = _CURRENT.set
 _leave = _CURRENT.reset
 _CORO = types.CoroutineType
+_first_step = _native._first_step
+_Pending = _native._Pending
 
 
 async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kwargs: Optional[Dict[str, Any]]) -> Any:
@@ -43,12 +45,9 @@ async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tup
             # suspends: one that finishes in its first step (the happy path of cached or
             # computed values) pays for no loop timer. (Not under trio: the attempt's
             # first step may enter cancel scopes, which must nest inside the bound's.)
-            try:
-                step = attempt.send(None)
-            except StopIteration as done:
-                value = done.value
-            else:
-                value = await _suspended(attempt, step, first)
+            value = _first_step(attempt)
+            if type(value) is _Pending:
+                value = await _suspended(attempt, value.step, first)
         elif first._arm:
             value = await _suspended(attempt.__await__(), _FIRST, first)
         else:
@@ -88,7 +87,8 @@ async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[...
         exc = rejected = None  # no frame -> traceback -> frame cycle
         # (A zero delay, or virtual time, still yields one turn of the loop.)
         await _sleep(call, delay)
-        current = call.resume()
+        call.resume()
+        current = call.current()
         entered = _CURRENT.set(current)
         try:
             if current._bound is None or not interrupts:
@@ -113,7 +113,7 @@ async def _failed(call: _native.SteppedCall, exc: BaseException) -> float:
     the answers so far."""
     answers: Tuple[Any, ...] = ()
     while True:
-        step = call.failed(exc, False, answers)
+        step = call.failed(exc, answers)
         if type(step) is float:
             return step
         answers += (await step,)

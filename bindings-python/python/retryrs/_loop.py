@@ -19,11 +19,12 @@ from __future__ import annotations
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Optional, Type
 
-from ._aio import _CURRENT, Bound
 from ._runtime import sleep as _sleep
 
 if TYPE_CHECKING:
     from ._native import AttemptInfo, SteppedCall, Retrier
+
+from ._aio import _CURRENT, Bound
 
 
 _UNSET: Any = object()
@@ -107,7 +108,6 @@ class _Base:
         self._r = r
         self._start = r._start()
         self._call: Optional[SteppedCall] = None
-        self._next_info: AttemptInfo = self._start
         self._open = False
         self._done = False
         self._delay = 0.0
@@ -116,7 +116,8 @@ class _Base:
         if self._open:
             raise RuntimeError("each attempt of `for attempt in retrier` must run inside `with attempt:`")
         self._open = True
-        return Attempt(self, self._next_info)
+        # The first attempt, or the one the call has just resumed with.
+        return Attempt(self, self._start if self._call is None else self._call.current())
 
     def _arm(self, info: "AttemptInfo") -> Optional[Bound]:
         """The sync loop form cannot interrupt its block: nothing to arm."""
@@ -166,7 +167,7 @@ class Attempts(_Base):
         if self._call is not None and not self._open:
             if self._delay:
                 self._call.wait(self._delay)
-            self._next_info = self._call.resume()
+            self._call.resume()
         return self._next()
 
 
@@ -187,5 +188,5 @@ class AsyncAttempts(_Base):
             raise StopAsyncIteration
         if self._call is not None and not self._open:
             await _sleep(self._call, self._delay)  # (0: still one turn of the loop)
-            self._next_info = self._call.resume()
+            self._call.resume()
         return self._next()
