@@ -444,3 +444,57 @@ def test_httpx_instrumentation_puts_resend_count_on_each_attempts_span(server):
         spans = [s for s in exporter.get_finished_spans() if s.attributes.get("http.request.method") == "GET" or s.attributes.get("http.method") == "GET"]
         assert len(spans) == 3, how
         assert [s.attributes.get("http.request.resend_count") for s in spans] == [None, 1, 2], how
+
+
+def _one_shot(Client, client, url):
+    """A POST whose body cannot be sent twice, in each client's own way."""
+    if Client is RequestsClient:
+        return client.session.post(url, data=(c for c in [b"pay", b"load"]), timeout=5).status_code
+    if Client is HttpxClient:
+        return client.client.post(url, content=(c for c in [b"pay", b"load"])).status_code
+
+    async def agen():
+        yield b"pay"
+        yield b"load"
+
+    if Client is AsyncHttpxClient:
+        return client.loop.run_until_complete(client.client.post(url, content=agen())).status_code
+
+    async def go():
+        if client.fallback:
+            resp = await client.mw.request(client.session, "POST", url, data=agen())
+        else:
+            resp = await client.session.post(url, data=agen())
+        async with resp:
+            return resp.status
+
+    return client.loop.run_until_complete(go())
+
+
+@pytest.mark.parametrize("Client", CLIENTS, ids=ids)
+def test_a_one_shot_body_is_sent_once_with_the_same_events(server, Client, make):
+    # One attempt, but a call like any other to listeners and metrics.
+    p, q = path(), path()
+    r, events = fast()
+    client = make(Client, r, methods=["POST"])
+    assert _one_shot(Client, client, server.script(p, [503, 200])) == 503
+    assert server.hits(p) == 1 and server.requests[p][0][1] == b"payload"
+    assert [e.kind for e in events] == ["attempt_failed", "exhausted"] and events[-1].error.status == 503
+    del events[:]
+    assert _one_shot(Client, client, server.script(q, [200])) == 200
+    assert [e.kind for e in events] == ["success"]
+
+
+@pytest.mark.parametrize("Client", [AiohttpClient, AiohttpFallbackClient], ids=ids)
+def test_aiohttp_a_reset_after_the_request_was_sent_is_not_resent_for_a_post(server, Client, make):
+    p, g = path(), path()
+    r, events = fast()
+    client = make(Client, r)
+    with pytest.raises(aiohttp.ClientError) as info:
+        client.request("POST", server.script(p, ["reset", 200]))
+    assert server.hits(p) == 1 and not isinstance(info.value, retryrs.RetryExhausted)
+    assert isinstance(info.value, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError))
+    assert events[-1].kind == "rejected"
+    # The same failure for a GET was sent, but a GET may be sent again.
+    assert client.request("GET", server.script(g, ["reset", "reset", 200])).status == 200
+    assert server.hits(g) == 3

@@ -134,9 +134,8 @@ class RetryMiddleware(Helper):
         return await self._run(method.upper(), str(url), key, replay, lambda: session.request(method, url, **kwargs))
 
     async def _run(self, method: str, raw_url: str, key: Optional[str], body: Any, send: Callable[[], Awaitable[aiohttp.ClientResponse]]) -> aiohttp.ClientResponse:
-        rules, retrier = self._for_request(self._own)
-        if not _replayable(body):
-            return await _within(send(), retrier._start())  # sent once, but still bounded
+        # A body that cannot be sent again: one attempt (bounded, with its events).
+        rules, retrier = self._for_request(self._own, not _replayable(body))
         url = rules.redact(raw_url)
         attempts = RequestAttempts()
 

@@ -291,20 +291,24 @@ class Helper:
         self._rules = Rules(methods, statuses, idempotency_key, redact_query)
         self._retrier = http_retrier(retrier, bounds_attempts, type(self).__name__)
         self._bounds_attempts = bounds_attempts
+        # For a body that cannot be sent twice: one attempt, with the same events.
+        self._once = self._retrier._with_classifier(_CLASSES, interrupts=not bounds_attempts, max_attempts=1)
 
     @property
     def retrier(self) -> _native.Retrier:
         return self._retrier
 
-    def _for_request(self, own: Optional[RequestOptions] = None) -> Tuple[Rules, _native.Retrier]:
+    def _for_request(self, own: Optional[RequestOptions] = None, once: bool = False) -> Tuple[Rules, _native.Retrier]:
         """The rules and retrier for one request: the helper's, overridden by the
-        ``request_options`` block around the call, overridden by ``own`` (the request's)."""
+        ``request_options`` block around the call, overridden by ``own`` (the request's).
+        ``once``: its body cannot be sent again, so one attempt (events and metrics as
+        for any call, the response or error as the client gives it)."""
         outer = _OPTIONS.get()
         options = own if outer is None else outer.merged(own)
         if options is None:
-            return self._rules, self._retrier
-        retrier = self._retrier
-        if options.max_attempts is not None:
+            return self._rules, self._once if once else self._retrier
+        retrier = self._once if once else self._retrier
+        if options.max_attempts is not None and not once:
             retrier = retrier._with_classifier(_CLASSES, interrupts=not self._bounds_attempts, max_attempts=options.max_attempts)
         return self._rules.overridden(options), retrier
 

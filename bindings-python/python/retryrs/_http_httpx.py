@@ -150,8 +150,10 @@ class _Base(Helper):
 
     def _prepare(self, request: httpx.Request) -> Tuple[Rules, _native.Retrier, str, str, Optional[str]]:
         """The request's rules and retrier (its ``extensions["retryrs"]`` options over the
-        ``request_options`` block over the helper's), method, redacted URL and key."""
-        rules, retrier = self._for_request(RequestOptions.of(request.extensions.get("retryrs"), 'extensions["retryrs"]'))
+        ``request_options`` block over the helper's; one attempt for a body that cannot be
+        sent again), method, redacted URL and key."""
+        options = RequestOptions.of(request.extensions.get("retryrs"), 'extensions["retryrs"]')
+        rules, retrier = self._for_request(options, not _replayable(request))
         return rules, retrier, request.method, rules.redact(str(request.url)), request.headers.get("Idempotency-Key")
 
 
@@ -190,10 +192,6 @@ class RetryingTransport(_Base, httpx.BaseTransport):
         inner = self._transport
         caller = _caller_timeouts(request)
         rules, retrier, method, url, key = self._prepare(request)
-        if not _replayable(request):
-            # Sent once, within one attempt's bound.
-            _bound_request(request, caller, time_left(retrier._start()))
-            return inner.handle_request(request)
         attempts = RequestAttempts()
 
         def attempt() -> httpx.Response:
@@ -257,8 +255,6 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         caller = _caller_timeouts(request)
         rules, retrier, method, url, key = self._prepare(request)
-        if not _replayable(request):
-            return await self._send(request, caller, retrier._start())  # sent once, but still bounded
         attempts = RequestAttempts()
 
         async def attempt() -> httpx.Response:

@@ -175,14 +175,12 @@ class RetryingAdapter(Helper, HTTPAdapter):
     ) -> requests.Response:
         send = super().send
         kw: Dict[str, Any] = dict(stream=stream, timeout=timeout, verify=verify, cert=cert, proxies=proxies)
-        rules, retrier = self._for_request(RequestOptions.of(getattr(request, "retryrs", None), "PreparedRequest.retryrs"))
         body = request.body
         position = getattr(request, "_body_position", None)
         rewinds = hasattr(body, "read")
-        if body is not None and not isinstance(body, (bytes, str)) and not (rewinds and isinstance(position, int)):
-            # A generator or an unrewindable file: sent once, within one attempt's bound.
-            kw["timeout"] = _bounded(timeout, time_left(retrier._start()))
-            return send(request, **kw)
+        # A generator or an unrewindable file: sent once (one attempt, its events too).
+        once = body is not None and not isinstance(body, (bytes, str)) and not (rewinds and isinstance(position, int))
+        rules, retrier = self._for_request(RequestOptions.of(getattr(request, "retryrs", None), "PreparedRequest.retryrs"), once)
         method = (request.method or "GET").upper()
         url = rules.redact(request.url or "")
         key = request.headers.get("Idempotency-Key")
