@@ -285,12 +285,21 @@ def test_a_cancel_token_ends_a_sync_wait_at_once(server, Client):
     p = path()
     url = server.script(p, [(503, "30"), 200])
     token = retryrs.CancelToken()
-    r = retryrs.Retrier(deadline=None).with_cancel(token)
-    threading.Timer(0.3, token.cancel).start()
-    t0 = time.monotonic()
+    waiting = threading.Event()
+    r = retryrs.Retrier(deadline=None, on_event=lambda e: e.kind == "retrying" and waiting.set()).with_cancel(token)
+    cancelled_at = []
+
+    def cancel_once_waiting():
+        # Cancelled once the 30 s wait has begun (a fixed timer could fire before the
+        # first request on a loaded machine).
+        waiting.wait(10)
+        cancelled_at.append(time.monotonic())
+        token.cancel()
+
+    threading.Thread(target=cancel_once_waiting, daemon=True).start()
     with pytest.raises(retryrs.RetryCancelled):
         Client(r).request("GET", url)
-    assert time.monotonic() - t0 < 2.0
+    assert time.monotonic() - cancelled_at[0] < 2.0
     assert server.hits(p) == 1
 
 
