@@ -498,3 +498,27 @@ def test_aiohttp_a_reset_after_the_request_was_sent_is_not_resent_for_a_post(ser
     # The same failure for a GET was sent, but a GET may be sent again.
     assert client.request("GET", server.script(g, ["reset", "reset", 200])).status == 200
     assert server.hits(g) == 3
+
+
+def test_otel_metrics_for_post_503_say_rejected_with_the_status(server, make):
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    import retryrs.otel
+
+    reader = InMemoryMetricReader()
+    listener = retryrs.otel.listener(MeterProvider(metric_readers=[reader]), span_events=False)
+    r, _ = fast(name="pay", listeners=[listener])
+    p, q = path(), path()
+    assert make(HttpxClient, r).request("POST", server.script(p, [503])).status == 503
+    assert make(HttpxClient, r).request("GET", server.script(q, [503, 200])).status == 200
+    points = {}
+    for rm in reader.get_metrics_data().resource_metrics:
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                for dp in metric.data.data_points:
+                    points[(metric.name, tuple(sorted(dp.attributes.items())))] = getattr(dp, "value", None)
+    rejected = ("retryrs.calls", (("error.type", "503"), ("retryrs.outcome", "rejected"), ("retryrs.retrier.name", "pay")))
+    success = ("retryrs.calls", (("retryrs.outcome", "success"), ("retryrs.retrier.name", "pay")))
+    retry = ("retryrs.retries", (("error.type", "503"), ("retryrs.retrier.name", "pay")))
+    assert points[rejected] == 1 and points[success] == 1 and points[retry] == 1, points
