@@ -522,3 +522,27 @@ def test_otel_metrics_for_post_503_say_rejected_with_the_status(server, make):
     success = ("retryrs.calls", (("retryrs.outcome", "success"), ("retryrs.retrier.name", "pay")))
     retry = ("retryrs.retries", (("error.type", "503"), ("retryrs.retrier.name", "pay")))
     assert points[rejected] == 1 and points[success] == 1 and points[retry] == 1, points
+
+
+def test_requests_instrumentation_span_gets_the_last_resend_count(server):
+    # requests' instrumentation wraps Session.send: one CLIENT span around all attempts,
+    # current while RetryingAdapter resends, so it carries the last resend count.
+    from opentelemetry.instrumentation.requests import RequestsInstrumentor
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    RequestsInstrumentor().instrument(tracer_provider=provider)
+    try:
+        r, _ = fast()
+        session = requests.Session()
+        session.mount("http://", RetryingAdapter(r))
+        assert session.get(server.script(path(), [503, 503, 200]), timeout=5).status_code == 200
+        assert session.get(server.script(path(), [200]), timeout=5).status_code == 200
+    finally:
+        RequestsInstrumentor().uninstrument()
+    spans = exporter.get_finished_spans()
+    assert [s.attributes.get("http.request.resend_count") for s in spans] == [2, None]
