@@ -77,7 +77,7 @@ impl<E, T> RetryError<E, T> {
         }
     }
 
-    fn without_value(self) -> RetryError<E> {
+    pub(crate) fn without_value(self) -> RetryError<E> {
         match self {
             RetryError::Rejected(e) => RetryError::Rejected(e),
             RetryError::Exhausted { attempts, reason, errors, .. } => {
@@ -194,13 +194,13 @@ impl From<Policy> for Retrier {
 
 /// The failures a call keeps: the last [`HISTORY`] errors, and the last value if the last
 /// failure was a rejected value.
-struct History<E, T> {
-    errors: Vec<E>,
-    value: Option<T>,
+pub(crate) struct History<E, T> {
+    pub(crate) errors: Vec<E>,
+    pub(crate) value: Option<T>,
 }
 
 impl<E, T> History<E, T> {
-    fn push_error(&mut self, error: E) {
+    pub(crate) fn push_error(&mut self, error: E) {
         if self.errors.len() == HISTORY {
             self.errors.remove(0);
         }
@@ -208,14 +208,14 @@ impl<E, T> History<E, T> {
         self.value = None;
     }
 
-    fn last(&self) -> Option<Failed<'_, E, T>> {
+    pub(crate) fn last(&self) -> Option<Failed<'_, E, T>> {
         match &self.value {
             Some(v) => Some(Failed::Value(v)),
             None => self.errors.last().map(Failed::Error),
         }
     }
 
-    fn stopped(mut self, stop: Stop, attempts: u32) -> RetryError<E, T> {
+    pub(crate) fn stopped(mut self, stop: Stop, attempts: u32) -> RetryError<E, T> {
         let History { errors, value } = match stop {
             Stop::Rejected => return RetryError::Rejected(self.errors.pop().expect("a rejection follows a failure")),
             _ => self,
@@ -251,6 +251,12 @@ impl Retrier {
     /// `op` gets the [`Attempt`]: its number and its bound (the time left before the
     /// deadline, or the smaller attempt timeout). A blocking attempt cannot be
     /// interrupted: pass `remaining` to its I/O so that it ends in time.
+    ///
+    /// **It blocks the thread**, during the attempts and the waits between them
+    /// (`std::thread::sleep`). Never call it on an async runtime's thread: a
+    /// current-thread runtime stops running every other task until the call ends. In
+    /// async code use [`Retrier::run_async`](crate::async_executor) (feature `tokio`) or
+    /// [`Retrier::run_async_with`] on any runtime's timer.
     ///
     /// ```
     /// use retryrs::{Attempt, Policy, Retrier, Verdict};

@@ -22,6 +22,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod async_executor;
 pub mod attempt;
 pub mod backoff;
 pub mod budget;
@@ -37,8 +38,10 @@ pub mod knob;
 pub mod policy;
 pub mod redact;
 pub mod retry_after;
+pub mod sleep;
 pub mod units;
 
+pub use async_executor::{AsyncRun, TimedOut};
 pub use attempt::Attempt;
 pub use budget::{BudgetError, RetryBudget};
 pub use cancel::CancelToken;
@@ -53,7 +56,10 @@ pub use http::{
 pub use knob::{Knob, Setting, Unit, KNOBS};
 pub use policy::{Given, Jitter, Policy, PolicyBuilder, PolicyError};
 pub use redact::redact_url;
-pub use retry_after::{parse_retry_after, parse_retry_after_ms};
+pub use retry_after::{parse_retry_after, parse_retry_after_ms, transient, RetryAfter};
+pub use sleep::Sleep;
+#[cfg(feature = "tokio")]
+pub use sleep::TokioSleep;
 
 /// The crate version, as in Cargo.toml.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -2,6 +2,52 @@
 
 use std::time::{Duration, SystemTime};
 
+use crate::engine::Verdict;
+
+/// An error that can carry the wait a server asked for (a `Retry-After` it read), so a
+/// classifier can hand it to the engine as the hint: implement it on your error type, no
+/// boxing needed, and pass [`transient`] (or your own classifier using it).
+///
+/// ```
+/// use retryrs::{RetryAfter, Verdict};
+/// use std::time::Duration;
+///
+/// struct Throttled { retry_after: Option<Duration> }
+/// impl RetryAfter for Throttled {
+///     fn retry_after(&self) -> Option<Duration> { self.retry_after }
+/// }
+/// let e = Throttled { retry_after: Some(Duration::from_secs(1)) };
+/// assert_eq!(retryrs::transient(&e), Verdict::Transient { hint: Some(Duration::from_secs(1)) });
+/// ```
+pub trait RetryAfter {
+    /// The minimum wait the failure asks for, if it carries one.
+    fn retry_after(&self) -> Option<Duration>;
+}
+
+impl RetryAfter for std::io::Error {
+    /// An I/O error carries no server hint.
+    fn retry_after(&self) -> Option<Duration> {
+        None
+    }
+}
+
+impl<E: RetryAfter + ?Sized> RetryAfter for &E {
+    fn retry_after(&self) -> Option<Duration> {
+        (**self).retry_after()
+    }
+}
+
+impl<E: RetryAfter + ?Sized> RetryAfter for Box<E> {
+    fn retry_after(&self) -> Option<Duration> {
+        (**self).retry_after()
+    }
+}
+
+/// A classifier: every error is transient, with the hint it carries.
+pub fn transient<E: RetryAfter + ?Sized>(error: &E) -> Verdict {
+    Verdict::Transient { hint: error.retry_after() }
+}
+
 /// The wait a `Retry-After` value asks for, relative to `now`.
 ///
 /// Accepts delay-seconds (ASCII digits only, surrounding whitespace allowed) and the three
