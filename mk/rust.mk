@@ -8,10 +8,25 @@ DEMO_TARGETS += demo-herd
 lint-rust:
 	cargo fmt --all --check
 	cargo clippy --workspace --exclude retryrs-fleet --all-targets --locked -- -D warnings
+	cargo clippy -p retryrs --all-targets --all-features --locked -- -D warnings
+	cargo clippy -p retryrs --all-targets --no-default-features --locked -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc --locked -p retryrs --no-deps --quiet
 
 test-rust:
 	cargo test --workspace --exclude retryrs-fleet --locked
+	# The core's own features: the async executor on tokio (off by default) and the crate
+	# with none at all (the lean build).
+	cargo test --locked -p retryrs --all-features
+	cargo test --locked -p retryrs --no-default-features
+
+# The published crate tests itself: cargo package, then cargo test inside the unpacked
+# package (what a crates.io user or distribution gets), with its own target directory.
+.PHONY: test-rust-package
+test-rust-package:
+	cargo package --locked -p retryrs --allow-dirty
+	rm -rf $(BUILD)/package && mkdir -p $(BUILD)/package
+	tar xzf target/package/retryrs-$$(cargo pkgid -p retryrs | sed 's/.*[#@]//').crate -C $(BUILD)/package
+	cd $(BUILD)/package/retryrs-* && CARGO_TARGET_DIR=$(CURDIR)/target/package-test cargo test --locked --all-features
 
 demo-herd:
 	@echo "== The thundering herd: why jitter (Rust, bench/fleet/examples/herd.rs) =="

@@ -248,7 +248,9 @@ impl Retrier {
     /// use std::time::Duration;
     /// # let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
     /// # rt.block_on(async {
-    /// let retrier = Retrier::new(Policy::builder().initial_delay(Duration::from_secs(30)).max_delay(Duration::from_secs(30)).build().unwrap());
+    /// let retrier = Retrier::new(
+    ///     Policy::builder().initial_delay(Duration::from_secs(30)).max_delay(Duration::from_secs(30)).deadline(None).build().unwrap(),
+    /// );
     /// let token = CancelToken::new();
     /// let got: Result<(), _> = retrier
     ///     .execute_async(

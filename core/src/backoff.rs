@@ -4,8 +4,7 @@
 //! seconds as floats) then sees the same integers, which is what lets the conformance
 //! vectors compare delays exactly.
 
-use rand_core::Rng;
-use rand_pcg::Pcg64Mcg;
+use crate::pcg::Pcg64Mcg;
 
 use crate::policy::{Jitter, Policy};
 
@@ -119,33 +118,73 @@ fn stream(seed: Option<u64>) -> Pcg64Mcg {
     Pcg64Mcg::new((hi << 64) | lo)
 }
 
-/// A seed for an unseeded call, from this thread's generator, reseeded from the OS first if
-/// the process has forked since that thread last drew: a forked child inherits its parent's
-/// generator state, and forked workers of one parent must not retry in lockstep.
+/// A seed for an unseeded call: the next value of one process-wide SplitMix64 sequence,
+/// started from OS entropy, and started again when the process has forked since it last
+/// started: a forked child inherits its parent's state, and forked workers of one parent
+/// must not retry in lockstep.
 ///
-/// The check costs one `getpid` when an unseeded call first needs a random delay (after a
-/// failure, before a sleep); a call that succeeds never gets here.
+/// No thread-local is involved (only atomics and the `getrandom` system call), so a call
+/// made while a thread or the process is being torn down (an atexit handler, a C++ static
+/// destructor, a pthread key destructor) gets a seed like any other, and a thread whose
+/// only call is made there leaves nothing behind. The check costs one `getpid` when an
+/// unseeded call first needs a random delay (after a failure, before a sleep); a call
+/// that succeeds never gets here.
 fn fresh_seed() -> u64 {
-    use rand::RngExt as _;
-    use std::cell::Cell;
-    thread_local! {
-        // The process this thread's generator was last seeded in (0: not yet checked).
-        static SEEDED_IN: Cell<u32> = const { Cell::new(0) };
+    use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+    // The process the sequence was started in (0: not yet), and the sequence itself.
+    static SEEDED_IN: AtomicU32 = AtomicU32::new(0);
+    static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+    let pid = process_id();
+    if SEEDED_IN.load(Ordering::Acquire) != pid {
+        // Two threads starting it at once both store a fresh start: either one will do.
+        SEQUENCE.store(os_entropy(pid), Ordering::Relaxed);
+        SEEDED_IN.store(pid, Ordering::Release);
     }
-    let mut rng = rand::rng();
-    let pid = std::process::id();
-    if SEEDED_IN.get() != pid {
-        // A fresh thread's generator is seeded from the OS anyway; after a fork this is what
-        // gives the child its own stream. If the OS cannot give entropy, the inherited
-        // stream is still better than none (and the mixing below adds the PID).
-        let _ = rng.reseed();
-        SEEDED_IN.set(pid);
-    }
-    rng.random::<u64>() ^ (u64::from(pid) << 32)
+    // SplitMix64's own step: a Weyl sequence shared by all threads (each draw is one
+    // atomic add), each value scrambled by the finaliser.
+    let mut state = SEQUENCE.fetch_add(SPLITMIX_GAMMA, Ordering::Relaxed);
+    splitmix64(&mut state)
 }
 
+/// 64 bits from the operating system; if it cannot give any, the time, the PID and an
+/// address (ASLR) mixed, which still differ between processes and forked children.
+#[cfg(not(all(target_family = "wasm", any(target_os = "unknown", target_os = "none"))))]
+fn os_entropy(pid: u32) -> u64 {
+    getrandom::u64().unwrap_or_else(|_| {
+        let nanos =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        let here = &pid as *const u32 as u64;
+        let mut mixed = nanos ^ (u64::from(pid) << 32) ^ here.rotate_left(17);
+        splitmix64(&mut mixed)
+    })
+}
+
+/// wasm32-unknown-unknown has no operating system to ask (getrandom needs JavaScript
+/// there, and the clock panics): an address of this instance's memory, mixed. Calls in
+/// one instance still differ (the sequence above advances), but two instances may start
+/// alike: give a policy a `seed` from the host (e.g. `crypto.getRandomValues`) where a
+/// fleet of them must not retry in lockstep.
+#[cfg(all(target_family = "wasm", any(target_os = "unknown", target_os = "none")))]
+fn os_entropy(pid: u32) -> u64 {
+    static HERE: u8 = 0;
+    let mut mixed = (&HERE as *const u8 as u64) ^ (&pid as *const u32 as u64).rotate_left(32);
+    splitmix64(&mut mixed)
+}
+
+/// The PID, which changes in a forked child; wasm32-unknown-unknown has neither processes
+/// nor fork (std's `process::id` panics there), so it is one constant process.
+fn process_id() -> u32 {
+    if cfg!(all(target_family = "wasm", any(target_os = "unknown", target_os = "none"))) {
+        1
+    } else {
+        std::process::id()
+    }
+}
+
+const SPLITMIX_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+
 fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    *state = state.wrapping_add(SPLITMIX_GAMMA);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

@@ -20,8 +20,7 @@ fn thousandths(x: f64) -> u64 {
 }
 
 /// Error building a [`RetryBudget`] from out-of-range numbers.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{knob} must be {requirement}, got {value}")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct BudgetError {
     /// `max_tokens` or `token_ratio`.
     pub knob: &'static str,
@@ -30,6 +29,14 @@ pub struct BudgetError {
     /// The rule it broke.
     pub requirement: &'static str,
 }
+
+impl std::fmt::Display for BudgetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} must be {}, got {}", self.knob, self.requirement, self.value)
+    }
+}
+
+impl std::error::Error for BudgetError {}
 
 /// A thread-safe, lock-free token bucket. It starts full at `max_tokens`; each transient
 /// failure costs one token; each success adds `token_ratio` (capped at `max_tokens`); a

@@ -1,6 +1,9 @@
 //! The blocking executor: runs a closure until the engine says stop, sleeping between
 //! attempts on a [`Clock`], waking at once on a [`CancelToken`].
 
+// Without the `blocking` feature only the error types are left here.
+#![cfg_attr(not(feature = "blocking"), allow(unused_imports))]
+
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -275,6 +278,7 @@ impl Retrier {
     /// );
     /// assert_eq!(got.unwrap(), 2);
     /// ```
+    #[cfg(feature = "blocking")]
     pub fn run<T, E>(
         &self,
         op: impl FnMut(&Attempt) -> Result<T, E>,
@@ -297,6 +301,7 @@ impl Retrier {
     /// );
     /// assert!(matches!(got, Err(RetryError::Exhausted { attempts: 3, value: Some(503), .. })));
     /// ```
+    #[cfg(feature = "blocking")]
     pub fn execute<T, E>(
         &self,
         mut run: Run<'_, E, T>,
@@ -443,7 +448,7 @@ impl<'a, E, T> Run<'a, E, T> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "blocking"))]
 mod tests {
     use super::*;
     use crate::clock::VirtualClock;

@@ -56,6 +56,9 @@ pub fn transient<E: RetryAfter + ?Sized>(error: &E) -> Verdict {
 /// two-digit year more than 50 years after `now` is the most recent past year with those
 /// digits (RFC 9110). Garbage, negatives and fractions mean no hint (`None`); huge values
 /// saturate instead of overflowing.
+///
+/// The HTTP-date forms need the `http-date` feature (on by default); without it a date
+/// means no hint.
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim_matches(|c: char| c == ' ' || c == '\t' || c == '\r' || c == '\n');
     if value.is_empty() {
@@ -66,13 +69,26 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
         let secs = value.parse::<u64>().unwrap_or(u64::MAX);
         return Some(Duration::from_secs(secs));
     }
+    http_date_wait(value, now)
+}
+
+/// The wait until an HTTP-date, from `now` (zero when it is past).
+#[cfg(feature = "http-date")]
+fn http_date_wait(value: &str, now: SystemTime) -> Option<Duration> {
     let now_ns = unix_nanos(now);
     let when_s = crate::http_date::parse(value, crate::http_date::year_of(now_ns.div_euclid(1_000_000_000) as i64))?;
     let wait_ns = i128::from(when_s) * 1_000_000_000 - now_ns;
     Some(Duration::from_nanos(u64::try_from(wait_ns.max(0)).unwrap_or(u64::MAX)))
 }
 
+/// Without the `http-date` feature a date is not read: no hint.
+#[cfg(not(feature = "http-date"))]
+fn http_date_wait(_value: &str, _now: SystemTime) -> Option<Duration> {
+    None
+}
+
 /// Nanoseconds since the Unix epoch, negative before it.
+#[cfg(feature = "http-date")]
 fn unix_nanos(t: SystemTime) -> i128 {
     match t.duration_since(SystemTime::UNIX_EPOCH) {
         Ok(d) => d.as_nanos() as i128,
@@ -86,7 +102,17 @@ pub fn parse_retry_after_ms(value: &str, now: SystemTime) -> Option<u64> {
     parse_retry_after(value, now).map(|d| u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX))
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(feature = "http-date")))]
+mod without_dates {
+    #[test]
+    fn a_date_is_no_hint_and_seconds_still_are() {
+        let now = std::time::SystemTime::now();
+        assert_eq!(super::parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now), None);
+        assert_eq!(super::parse_retry_after(" 7 ", now), Some(std::time::Duration::from_secs(7)));
+    }
+}
+
+#[cfg(all(test, feature = "http-date"))]
 mod tests {
     use super::*;
 
