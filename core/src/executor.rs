@@ -91,16 +91,19 @@ impl<E, T> RetryError<E, T> {
     }
 }
 
+/// Says what happened, never the cause: the last error is [`source`](std::error::Error::source)
+/// (a chain printer shows it next), so no chain prints it twice. A rejection is
+/// transparent: it prints as the original error, and its source is that error's source.
+/// A rejected value, which is no error, is printed here.
 impl<E: fmt::Display, T: fmt::Debug> fmt::Display for RetryError<E, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RetryError::Rejected(e) => write!(f, "{e}"),
-            RetryError::Exhausted { attempts, reason, errors, value } => {
+            RetryError::Exhausted { attempts, reason, value, .. } => {
                 write!(f, "{}", crate::event::GaveUp { name: None, attempts: *attempts, reason: *reason })?;
-                match (value, errors.last()) {
-                    (Some(v), _) => write!(f, ": rejected value {v:?}"),
-                    (None, Some(e)) => write!(f, ": {e}"),
-                    (None, None) => Ok(()),
+                match value {
+                    Some(v) => write!(f, ": rejected value {v:?}"),
+                    None => Ok(()),
                 }
             }
             RetryError::Cancelled { attempts, .. } => {
