@@ -21,6 +21,7 @@ fn thousandths(x: f64) -> u64 {
 
 /// Error building a [`RetryBudget`] from out-of-range numbers.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct BudgetError {
     /// `max_tokens` or `token_ratio`.
     pub knob: &'static str,

@@ -73,6 +73,7 @@ pub enum Resume {
 /// A method was called in a state where it means nothing (a host bug, reported instead of
 /// guessed at, so a C program driving the engine by hand learns of it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StateError {
     /// `record` while waiting, or after the call ended.
     NotAttempting(&'static str),

@@ -26,6 +26,7 @@ pub const HISTORY: usize = 64;
 /// `T` is the type of the values a [result predicate](Run::result_predicate) can reject;
 /// [`Retrier::run`] has none and uses the default `()`.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum RetryError<E, T = ()> {
     /// A permanent failure: the original error, unchanged.
     Rejected(E),
@@ -403,6 +404,7 @@ pub type Listener<'a, E, T = ()> = Box<dyn FnMut(&Event<'_>, Option<Failed<'_, E
 pub type ResultPredicate<'a, T> = Box<dyn FnMut(&T) -> ValueVerdict + 'a>;
 
 /// Options of one [`Retrier::execute`] call.
+#[non_exhaustive]
 pub struct Run<'a, E, T = ()> {
     /// Receives every event.
     pub listener: Option<Listener<'a, E, T>>,
