@@ -10,7 +10,8 @@ lint-rust:
 	cargo clippy --workspace --exclude retryrs-fleet --all-targets --locked -- -D warnings
 	cargo clippy -p retryrs --all-targets --all-features --locked -- -D warnings
 	cargo clippy -p retryrs --all-targets --no-default-features --locked -- -D warnings
-	RUSTDOCFLAGS="-D warnings" cargo doc --locked -p retryrs --no-deps --quiet
+	# As docs.rs builds them (package.metadata.docs.rs): every feature on.
+	RUSTDOCFLAGS="-D warnings" cargo doc --locked -p retryrs --no-deps --all-features --quiet
 
 test-rust:
 	cargo test --workspace --exclude retryrs-fleet --locked
