@@ -113,12 +113,18 @@ pub mod executor;
 pub mod http;
 #[cfg(feature = "http-date")]
 mod http_date;
+#[cfg(any(feature = "reqwest", feature = "tower"))]
+mod http_retry;
 pub mod knob;
 mod pcg;
 pub mod policy;
 pub mod redact;
+#[cfg(feature = "reqwest")]
+pub mod reqwest_retry;
 pub mod retry_after;
 pub mod sleep;
+#[cfg(feature = "tower")]
+pub mod tower_retry;
 pub mod units;
 
 pub use async_executor::{AsyncRun, TimedOut};
