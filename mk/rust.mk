@@ -55,3 +55,11 @@ schema:
 BENCH_TARGETS += bench-policies
 bench-policies: c-lib python-dev node-addon
 	bench/policies/run $(BUILD)
+
+# The Rust benchmark: retryrs against backon in the same run, blocking and async
+# (bench/rust -> build/bench/rust.md).
+.PHONY: bench-rust
+BENCH_TARGETS += bench-rust
+bench-rust:
+	mkdir -p $(BUILD)/bench
+	cargo run --quiet --release --locked -p retryrs-bench-rust -- $(BUILD)/bench/rust.md

@@ -313,7 +313,12 @@ impl Retrier {
                 Some(left) if !is_virtual => Some(sleep.sleep(left)),
                 _ => None,
             };
-            let outcome = match race(op(attempt), timer, cancel).await {
+            let raced = match (&timer, cancel) {
+                // Nothing to race against: the attempt alone (the common, unbounded case).
+                (None, None) => Raced::Done(op(attempt).await),
+                _ => race(op(attempt), timer, cancel).await,
+            };
+            let outcome = match raced {
                 Raced::Done(outcome) => outcome,
                 Raced::TimedOut => {
                     Err(E::from(TimedOut { attempt: attempt.number, bound: attempt.remaining.unwrap_or_default() }))
