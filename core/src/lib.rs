@@ -91,6 +91,8 @@
 //! | `blocking` | yes | [`Retrier::run`] and [`Retrier::execute`], which block the thread | none |
 //! | `http-date` | yes | HTTP-date values in [`parse_retry_after`] (without it a date is no hint) | none |
 //! | `tokio` | no | [`Retrier::run_async`] and `TokioSleep` | tokio (`time` only) |
+//! | `reqwest` | no | [`reqwest_retry::RetryMiddleware`] for reqwest-middleware (needs Rust 1.88: url's icu tree) | reqwest-middleware, tokio |
+//! | `tower` | no | [`tower_retry::RetryPolicy`] for tower's `Retry` layer | tower (`retry` only), tokio |
 //! | `documents` | no | policy documents: `Policies::from_json`, `Policies::from_path` | serde, serde_json |
 //!
 //! With no feature at all the crate depends only on `getrandom` (seeds for unseeded

@@ -1,7 +1,9 @@
 //! The declared `rust-version` is true of the dependencies: no crate this one can pull
-//! in (any feature, any target) declares a newer one, or an edition newer than it allows.
-//! Only one toolchain can be installed here, so this is the check that the MSRV is not a
-//! wish: it reads `cargo metadata`, as a resolver would.
+//! in (any feature but `reqwest`, any target) declares a newer one, or an edition newer
+//! than it allows. The `reqwest` feature's tree (url, idna, icu) needs a newer Rust, which
+//! the crate docs' feature table states and this test holds to. Only one toolchain can be
+//! installed here, so this is the check that the MSRV is not a wish: it reads `cargo
+//! metadata`, as a resolver would.
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -22,12 +24,35 @@ fn edition_needs(edition: &str) -> (u64, u64, u64) {
     }
 }
 
+/// What the `reqwest` feature needs, as the crate docs' feature table says.
+const REQWEST_NEEDS: &str = "1.88";
+
 #[test]
 fn no_dependency_needs_a_newer_rust_than_the_declared_rust_version() {
+    let declared = too_new(&["--features", "blocking,http-date,documents,tokio,tower"], None);
+    assert!(declared.1.is_empty(), "rust-version {:?} is false: {:?}", declared.0, declared.1);
+}
+
+#[test]
+fn the_reqwest_feature_needs_no_newer_rust_than_its_docs_say() {
+    let lib = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/lib.rs")).unwrap();
+    let row = lib.lines().find(|l| l.starts_with("//! | `reqwest`")).expect("the feature table has a reqwest row");
+    assert!(
+        row.contains(&format!("Rust {REQWEST_NEEDS}")),
+        "the docs' reqwest row does not say Rust {REQWEST_NEEDS}: {row}"
+    );
+    let all = too_new(&["--all-features"], Some(version(REQWEST_NEEDS)));
+    assert!(all.1.is_empty(), "the reqwest feature needs more than Rust {REQWEST_NEEDS}: {:?}", all.1);
+}
+
+/// The declared rust-version (or `limit`), and what in the tree resolved with `features`
+/// needs a newer Rust.
+fn too_new(features: &[&str], limit: Option<(u64, u64, u64)>) -> ((u64, u64, u64), Vec<String>) {
     let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
     let cargo = option_env!("CARGO").unwrap_or("cargo");
     let out = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--all-features", "--manifest-path", manifest])
+        .args(["metadata", "--format-version", "1", "--manifest-path", manifest])
+        .args(features)
         .output()
         .expect("cargo metadata runs");
     assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
@@ -36,6 +61,7 @@ fn no_dependency_needs_a_newer_rust_than_the_declared_rust_version() {
         meta["packages"].as_array().unwrap().iter().map(|p| (p["id"].as_str().unwrap(), p)).collect();
     let ours = packages.values().find(|p| p["name"] == "retryrs").expect("retryrs in the metadata");
     let declared = version(ours["rust_version"].as_str().expect("retryrs declares a rust-version"));
+    let declared = limit.unwrap_or(declared);
     assert!(edition_needs(ours["edition"].as_str().unwrap()) <= declared, "our own edition needs a newer Rust");
 
     // The normal dependencies, transitively (build scripts' and proc-macros' included:
@@ -69,5 +95,5 @@ fn no_dependency_needs_a_newer_rust_than_the_declared_rust_version() {
             too_new.push(format!("{name} is edition {edition}"));
         }
     }
-    assert!(too_new.is_empty(), "rust-version {declared:?} is false: {too_new:?}");
+    (declared, too_new)
 }
