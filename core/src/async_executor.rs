@@ -76,6 +76,7 @@ use crate::clock::{testing, Clock, SystemClock};
 use crate::engine::{Call, Decision, Resume, Stop, Verdict};
 use crate::event::Event;
 use crate::executor::{Failed, History, Retrier, RetryError, ValueVerdict};
+use crate::judge::Judged;
 use crate::sleep::{yield_now, Sleep};
 
 /// An attempt ran out of its bound and was dropped: the error the async executor hands
@@ -328,36 +329,20 @@ impl Retrier {
                     return Err(history.stopped(Stop::Cancelled, call.attempt()));
                 }
             };
-            let decision = match outcome {
-                Ok(value) => {
-                    let verdict = match result_predicate.as_mut() {
-                        None => ValueVerdict::Accept,
-                        Some(accept) => accept(&value),
-                    };
-                    let hint = match verdict {
-                        ValueVerdict::Accept => {
-                            let now = if has_listener { clock.now() } else { call.started_at() };
-                            let _ = call.record(Verdict::Success, now, &mut |e| notify(e, None));
-                            return Ok(value);
-                        }
-                        ValueVerdict::Retry { hint } => hint,
-                    };
-                    let decision = call
-                        .record(Verdict::Transient { hint }, read_time(), &mut |e| {
-                            notify(e, Some(Failed::Value(&value)))
-                        })
-                        .expect("the executor only records while an attempt is in progress");
-                    history.value = Some(value);
-                    decision
-                }
-                Err(error) => {
-                    let verdict = classify(&error);
-                    let decision = call
-                        .record(verdict, read_time(), &mut |e| notify(e, Some(Failed::Error(&error))))
-                        .expect("the executor only records while an attempt is in progress");
-                    history.push_error(error);
-                    decision
-                }
+            let started = call.started_at();
+            let success_now = || if has_listener { clock.now() } else { started };
+            let predicate = result_predicate.as_deref_mut();
+            let decision = match history.judge(
+                &mut call,
+                outcome,
+                predicate,
+                &mut classify,
+                &mut notify,
+                read_time,
+                success_now,
+            ) {
+                Judged::Accepted(value) => return Ok(value),
+                Judged::Decided(decision) => decision,
             };
             let delay = match decision {
                 Decision::Retry(delay) => delay,

@@ -13,6 +13,7 @@ use crate::cancel::CancelToken;
 use crate::clock::{testing, Clock, SystemClock};
 use crate::engine::{Call, Decision, Resume, Stop, Verdict};
 use crate::event::{Event, ExhaustReason};
+use crate::judge::Judged;
 use crate::policy::Policy;
 
 /// How many failures a [`RetryError`] keeps: the last 64 (the contract's history cap), so
@@ -345,37 +346,22 @@ impl Retrier {
         let mut history = History { errors: Vec::new(), value: None };
         loop {
             let bound = call.attempt_deadline().expect("the executor runs op only while an attempt is in progress");
-            let decision = match op(&Attempt::new(call.attempt(), attempt_start, bound)) {
-                Ok(value) => {
-                    let verdict = match run.result_predicate.as_mut() {
-                        None => ValueVerdict::Accept,
-                        Some(accept) => accept(&value),
-                    };
-                    let hint = match verdict {
-                        ValueVerdict::Accept => {
-                            // Only the Success event shows this time: without a listener, skip the read.
-                            let now = if has_listener { clock.now() } else { call.started_at() };
-                            let _ = call.record(Verdict::Success, now, &mut |e| notify(e, None));
-                            return Ok(value);
-                        }
-                        ValueVerdict::Retry { hint } => hint,
-                    };
-                    let decision = call
-                        .record(Verdict::Transient { hint }, read_time(), &mut |e| {
-                            notify(e, Some(Failed::Value(&value)))
-                        })
-                        .expect("the executor only records while an attempt is in progress");
-                    history.value = Some(value);
-                    decision
-                }
-                Err(error) => {
-                    let verdict = classify(&error);
-                    let decision = call
-                        .record(verdict, read_time(), &mut |e| notify(e, Some(Failed::Error(&error))))
-                        .expect("the executor only records while an attempt is in progress");
-                    history.push_error(error);
-                    decision
-                }
+            let outcome = op(&Attempt::new(call.attempt(), attempt_start, bound));
+            let started = call.started_at();
+            // Only the Success event shows its time: without a listener, skip the read.
+            let success_now = || if has_listener { clock.now() } else { started };
+            let predicate = run.result_predicate.as_deref_mut();
+            let decision = match history.judge(
+                &mut call,
+                outcome,
+                predicate,
+                &mut classify,
+                &mut notify,
+                read_time,
+                success_now,
+            ) {
+                Judged::Accepted(value) => return Ok(value),
+                Judged::Decided(decision) => decision,
             };
             let delay = match decision {
                 Decision::Retry(delay) => delay,

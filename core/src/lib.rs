@@ -117,6 +117,7 @@ pub mod http;
 mod http_date;
 #[cfg(any(feature = "reqwest", feature = "tower"))]
 mod http_retry;
+mod judge;
 pub mod knob;
 mod pcg;
 pub mod policy;
