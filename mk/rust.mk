@@ -2,7 +2,7 @@
 # (core/tests/conformance.rs) writes build/conformance/rust.txt itself. The fleet
 # simulator (bench/fleet) is left to mk/sim.mk, so its plotting crate never builds here.
 .PHONY: test-rust lint-rust demo-herd
-TEST_TARGETS += lint-rust test-rust
+TEST_TARGETS += lint-rust test-rust test-rust-package
 DEMO_TARGETS += demo-herd
 
 lint-rust:
@@ -22,12 +22,14 @@ test-rust:
 
 # The published crate tests itself: cargo package, then cargo test inside the unpacked
 # package (what a crates.io user or distribution gets), with its own target directory.
+# Unpacked outside the checkout: inside it, cargo would take it for a stray member of
+# this workspace.
 .PHONY: test-rust-package
 test-rust-package:
 	cargo package --locked -p retryrs --allow-dirty
-	rm -rf $(BUILD)/package && mkdir -p $(BUILD)/package
-	tar xzf target/package/retryrs-$$(cargo pkgid -p retryrs | sed 's/.*[#@]//').crate -C $(BUILD)/package
-	cd $(BUILD)/package/retryrs-* && CARGO_TARGET_DIR=$(CURDIR)/target/package-test cargo test --locked --all-features
+	dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
+	tar xzf target/package/retryrs-$$(cargo pkgid -p retryrs | sed 's/.*[#@]//').crate -C "$$dir" && \
+	cd "$$dir"/retryrs-* && CARGO_TARGET_DIR=$(CURDIR)/target/package-test cargo test --locked --all-features
 
 demo-herd:
 	@echo "== The thundering herd: why jitter (Rust, bench/fleet/examples/herd.rs) =="
