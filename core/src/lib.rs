@@ -156,6 +156,6 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The README's Rust examples compile and run as doctests (`core/README.md` is the
 /// repository's README, so the packaged crate has it too).
-#[cfg(all(doctest, feature = "documents", feature = "blocking"))]
+#[cfg(all(doctest, feature = "documents", feature = "blocking", feature = "tokio"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
