@@ -189,6 +189,8 @@ fn run_call(retrier: &Retrier, script: &[Value]) -> Result<Value, String> {
                 ));
             }
         }
+        // RetryError is non_exhaustive: an outcome this runner does not know fails the vector.
+        Err(other) => return Err(format!("an outcome the runner does not know: {other:?}")),
     }
     if let Some(budget) = retrier.policy().budget() {
         got["budget_tokens"] = json!(budget.tokens());
