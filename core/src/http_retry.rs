@@ -20,7 +20,11 @@ pub(crate) struct Rules {
 impl Rules {
     fn judge(&self, method: &str, outcome: HttpOutcome) -> HttpVerdict {
         let methods: Option<Vec<&str>> = self.methods.as_ref().map(|m| m.iter().map(String::as_str).collect());
-        classify(method, outcome, &HttpRules { methods: methods.as_deref(), statuses: self.statuses.as_deref() })
+        classify(
+            method,
+            outcome,
+            &HttpRules { methods: methods.as_deref(), statuses: self.statuses.as_deref(), ..HttpRules::default() },
+        )
     }
 
     /// A response: retried (its Retry-After the hint) when the status is retryable and the
