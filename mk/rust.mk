@@ -2,16 +2,34 @@
 # (core/tests/conformance.rs) writes build/conformance/rust.txt itself. The fleet
 # simulator (bench/fleet) is left to mk/sim.mk, so its plotting crate never builds here.
 .PHONY: test-rust lint-rust demo-herd
-TEST_TARGETS += lint-rust test-rust
+TEST_TARGETS += lint-rust test-rust test-rust-package
 DEMO_TARGETS += demo-herd
 
 lint-rust:
 	cargo fmt --all --check
 	cargo clippy --workspace --exclude retryrs-fleet --all-targets --locked -- -D warnings
-	RUSTDOCFLAGS="-D warnings" cargo doc --locked -p retryrs --no-deps --quiet
+	cargo clippy -p retryrs --all-targets --all-features --locked -- -D warnings
+	cargo clippy -p retryrs --all-targets --no-default-features --locked -- -D warnings
+	# As docs.rs builds them (package.metadata.docs.rs): every feature on.
+	RUSTDOCFLAGS="-D warnings" cargo doc --locked -p retryrs --no-deps --all-features --quiet
 
 test-rust:
 	cargo test --workspace --exclude retryrs-fleet --locked
+	# The core's own features: the async executor on tokio (off by default) and the crate
+	# with none at all (the lean build).
+	cargo test --locked -p retryrs --all-features
+	cargo test --locked -p retryrs --no-default-features
+
+# The published crate tests itself: cargo package, then cargo test inside the unpacked
+# package (what a crates.io user or distribution gets), with its own target directory.
+# Unpacked outside the checkout: inside it, cargo would take it for a stray member of
+# this workspace.
+.PHONY: test-rust-package
+test-rust-package:
+	cargo package --locked -p retryrs --allow-dirty
+	dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
+	tar xzf target/package/retryrs-$$(cargo pkgid -p retryrs | sed 's/.*[#@]//').crate -C "$$dir" && \
+	cd "$$dir"/retryrs-* && CARGO_TARGET_DIR=$(CURDIR)/target/package-test cargo test --locked --all-features
 
 demo-herd:
 	@echo "== The thundering herd: why jitter (Rust, bench/fleet/examples/herd.rs) =="
@@ -39,3 +57,11 @@ schema:
 BENCH_TARGETS += bench-policies
 bench-policies: c-lib python-dev node-addon
 	bench/policies/run $(BUILD)
+
+# The Rust benchmark: retryrs against backon in the same run, blocking and async
+# (bench/rust -> build/bench/rust.md).
+.PHONY: bench-rust
+BENCH_TARGETS += bench-rust
+bench-rust:
+	mkdir -p $(BUILD)/bench
+	cargo run --quiet --release --locked -p retryrs-bench-rust -- $(BUILD)/bench/rust.md

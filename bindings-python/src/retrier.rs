@@ -274,25 +274,63 @@ impl Retrier {
     /// `interrupts=False`: the asyncio driver leaves each attempt's bound to a helper that
     /// bounds its requests itself (the async httpx transport: a request past it is its
     /// client's timeout, judged by the HTTP rules, not an always-transient AttemptTimeout).
-    #[pyo3(signature = (retry_on, retry_after=None, interrupts=true))]
+    /// `helper` (the HTTP helper's name) refuses a Retrier whose `retry_on_result` or
+    /// `retry_after` hook would otherwise be silently dropped; `max_attempts` overrides the
+    /// policy's (a per-request attempt limit).
+    #[pyo3(signature = (retry_on, retry_after=None, interrupts=true, helper=None, max_attempts=None))]
     fn _with_classifier(
         &self,
         py: Python<'_>,
         retry_on: Py<PyAny>,
         retry_after: Option<Py<PyAny>>,
         interrupts: bool,
-    ) -> Self {
+        helper: Option<&str>,
+        max_attempts: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
         let h = &*self.host;
+        if let Some(helper) = helper {
+            for (option, set) in
+                [("retry_on_result", h.retry_on_result.is_some()), ("retry_after", h.retry_after.is_some())]
+            {
+                if set {
+                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                        "{helper} does not use the Retrier's {option}: the HTTP rules judge every response \
+                         (statuses=, methods=, a per-request override) and Retry-After is read from the response; \
+                         give a Retrier without {option}"
+                    )));
+                }
+            }
+        }
+        let policy = match max_attempts {
+            None => h.policy.clone(),
+            Some(n) if n.is_none() => h.policy.clone(),
+            Some(n) => {
+                let n: u64 = if n.is_instance_of::<pyo3::types::PyBool>() {
+                    0
+                } else {
+                    n.extract().map_err(|_| {
+                        pyo3::exceptions::PyTypeError::new_err(format!(
+                            "max_attempts must be an int >= 1, got {}",
+                            crate::convert::repr(n)
+                        ))
+                    })?
+                };
+                let built = retryrs::PolicyBuilder::from(&*h.policy).max_attempts(n).build().map_err(|e| {
+                    pyo3::exceptions::PyValueError::new_err(format!("max_attempts must be an int >= 1: {e}"))
+                })?;
+                Arc::new(built)
+            }
+        };
         let host = HostPolicy::new(
             py,
-            h.policy.clone(),
+            policy,
             RetryOn::Classes(retry_on),
             // No result predicate: a response is judged by the HTTP rules alone.
             Hooks { retry_after, retry_on_result: None, on_event: h.on_event.as_ref().map(|f| f.clone_ref(py)) },
             h.budget.as_ref().map(|b| b.clone_ref(py)),
             h.attempt_timeout,
         );
-        Retrier { host: Arc::new(host), cancel: self.cancel.as_ref().map(|t| t.clone_ref(py)), interrupts }
+        Ok(Retrier { host: Arc::new(host), cancel: self.cancel.as_ref().map(|t| t.clone_ref(py)), interrupts })
     }
 
     #[getter]
@@ -391,16 +429,14 @@ impl Retrier {
     /// Starts an async call: raises RetryCancelled if the token already fired; returns the
     /// first attempt (`retryrs.current_attempt()`), which also holds the call's start and,
     /// with a circuit breaker, its answer: a refused call raises
-    /// RetryExhausted(reason="circuit_open") here. `admit=False`: the breaker is not asked
-    /// (a request the HTTP helpers send once, outside the retry, only wants the bound).
-    #[pyo3(signature = (admit=true))]
-    fn _start(&self, py: Python<'_>, admit: bool) -> PyResult<AttemptInfo> {
+    /// RetryExhausted(reason="circuit_open") here.
+    fn _start(&self, py: Python<'_>) -> PyResult<AttemptInfo> {
         if self.cancel.as_ref().is_some_and(|t| t.get().inner.is_cancelled()) {
             return Err(self.cancelled_before_start(py));
         }
         let clock = crate::testing::clock(py);
         let start = now(&clock);
-        let admission = if admit { self.admit(py, start)? } else { None };
+        let admission = self.admit(py, start)?;
         let frame = Frame::first(&self.host.policy, start, clock);
         Ok(AttemptInfo::with_arm(frame, start, self.interrupts).admitted(admission))
     }

@@ -293,11 +293,10 @@ def test_log_events_tells_the_breakers_moves(virtual, caplog):
     assert lines[-2:] == ["db: circuit breaker half-open", "db: circuit breaker closed"]
 
 
-def test_a_request_sent_once_outside_the_retry_takes_no_probe(virtual):
-    # The HTTP helpers send a non-replayable body once, bounded by the first attempt's
-    # bound but outside the retry: the breaker is not asked, so a half-open breaker's one
-    # probe is still there for the next retried call (a probe taken and never reported
-    # would leave it refusing every call).
+def test_a_request_sent_once_is_one_call_the_breaker_admits_and_counts(virtual):
+    # A body that cannot be sent twice is one attempt of the Retrier (same breaker): it is
+    # refused while the breaker is open, and half-open it is the probe whose outcome is
+    # recorded (a probe taken and never reported would leave it refusing every call).
     httpx = pytest.importorskip("httpx")
     from retryrs.http import RetryingTransport
 
@@ -305,8 +304,6 @@ def test_a_request_sent_once_outside_the_retry_takes_no_probe(virtual):
     r = Retrier(max_attempts=1, breaker=breaker)
     with pytest.raises(RetryExhausted):
         r.call(Down())
-    virtual.advance(1)
-    assert breaker.state == "half_open"
     seen = []
 
     def handler(request):
@@ -314,8 +311,12 @@ def test_a_request_sent_once_outside_the_retry_takes_no_probe(virtual):
         return httpx.Response(200)
 
     with httpx.Client(transport=RetryingTransport(r, transport=httpx.MockTransport(handler))) as client:
+        with pytest.raises(RetryExhausted) as info:
+            client.post("http://test.invalid/upload", content=iter([b"once"]))
+        assert info.value.reason == "circuit_open" and seen == [] and breaker.rejections == 1
+        virtual.advance(1)
+        assert breaker.state == "half_open"
         assert client.post("http://test.invalid/upload", content=iter([b"once"])).status_code == 200
-        assert seen == ["POST"] and breaker.state == "half_open" and breaker.rejections == 0
-        # The probe is still free: this retried request takes it, and its success closes it.
+        assert seen == ["POST"] and breaker.state == "closed"
         assert client.get("http://test.invalid/rates").status_code == 200
     assert seen == ["POST", "GET"] and breaker.state == "closed"

@@ -4,8 +4,7 @@
 //! seconds as floats) then sees the same integers, which is what lets the conformance
 //! vectors compare delays exactly.
 
-use rand_core::Rng;
-use rand_pcg::Pcg64Mcg;
+use crate::pcg::Pcg64Mcg;
 
 use std::time::Duration;
 
@@ -167,7 +166,7 @@ fn fresh_seed() -> u64 {
     // The process the sequence was started in (0: not yet), and the sequence itself.
     static SEEDED_IN: AtomicU32 = AtomicU32::new(0);
     static SEQUENCE: AtomicU64 = AtomicU64::new(0);
-    let pid = std::process::id();
+    let pid = process_id();
     if SEEDED_IN.load(Ordering::Acquire) != pid {
         // Two threads starting it at once both store a fresh start: either one will do.
         SEQUENCE.store(os_entropy(pid), Ordering::Relaxed);
@@ -181,6 +180,7 @@ fn fresh_seed() -> u64 {
 
 /// 64 bits from the operating system; if it cannot give any, the time, the PID and an
 /// address (ASLR) mixed, which still differ between processes and forked children.
+#[cfg(not(all(target_family = "wasm", any(target_os = "unknown", target_os = "none"))))]
 fn os_entropy(pid: u32) -> u64 {
     getrandom::u64().unwrap_or_else(|_| {
         let nanos =
@@ -189,6 +189,28 @@ fn os_entropy(pid: u32) -> u64 {
         let mut mixed = nanos ^ (u64::from(pid) << 32) ^ here.rotate_left(17);
         splitmix64(&mut mixed)
     })
+}
+
+/// wasm32-unknown-unknown has no operating system to ask (getrandom needs JavaScript
+/// there, and the clock panics): an address of this instance's memory, mixed. Calls in
+/// one instance still differ (the sequence above advances), but two instances may start
+/// alike: give a policy a `seed` from the host (e.g. `crypto.getRandomValues`) where a
+/// fleet of them must not retry in lockstep.
+#[cfg(all(target_family = "wasm", any(target_os = "unknown", target_os = "none")))]
+fn os_entropy(pid: u32) -> u64 {
+    static HERE: u8 = 0;
+    let mut mixed = (&HERE as *const u8 as u64) ^ (&pid as *const u32 as u64).rotate_left(32);
+    splitmix64(&mut mixed)
+}
+
+/// The PID, which changes in a forked child; wasm32-unknown-unknown has neither processes
+/// nor fork (std's `process::id` panics there), so it is one constant process.
+fn process_id() -> u32 {
+    if cfg!(all(target_family = "wasm", any(target_os = "unknown", target_os = "none"))) {
+        1
+    } else {
+        std::process::id()
+    }
 }
 
 const SPLITMIX_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;

@@ -23,8 +23,8 @@ fn thousandths(x: f64) -> u64 {
 }
 
 /// Error building a [`RetryBudget`] from out-of-range numbers.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{knob} must be {requirement}, got {value}")]
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct BudgetError {
     /// `max_tokens` or `token_ratio`.
     pub knob: &'static str,
@@ -33,6 +33,14 @@ pub struct BudgetError {
     /// The rule it broke.
     pub requirement: &'static str,
 }
+
+impl std::fmt::Display for BudgetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} must be {}, got {}", self.knob, self.requirement, self.value)
+    }
+}
+
+impl std::error::Error for BudgetError {}
 
 /// A thread-safe, lock-free token bucket (gRPC A6 retry throttling). It starts full at
 /// `max_tokens`; each transient failure costs one token; each success adds `token_ratio`
@@ -77,6 +85,7 @@ impl TokenBucket {
     /// [`TokenBucket::new`] a ratio above `max_tokens` is fine (a success refills the
     /// bucket), and so is one that three decimals truncate to 0 (successes add nothing):
     /// gRPC accepts both.
+    #[cfg(feature = "documents")]
     pub(crate) fn grpc(max_tokens: f64, token_ratio: f64) -> Self {
         let max_milli = thousandths(max_tokens);
         TokenBucket { milli_tokens: AtomicU64::new(max_milli), max_milli, ratio_milli: thousandths(token_ratio) }

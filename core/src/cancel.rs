@@ -1,8 +1,12 @@
 //! A cancel token: one side calls [`CancelToken::cancel`], a sleeping executor on another
-//! thread wakes at once (not when its timer would have fired).
+//! thread wakes at once (not when its timer would have fired), and so does an async one
+//! awaiting [`CancelToken::cancelled`].
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 /// Cheap to clone (one `Arc`), `Send + Sync`; every clone cancels the same thing.
@@ -16,8 +20,16 @@ pub struct CancelToken {
 struct Inner {
     cancelled: AtomicBool,
     // The condvar needs a mutex; the flag itself is the atomic, so readers never lock.
-    lock: Mutex<()>,
+    // The mutex also keeps the wakers of the futures awaiting the cancel.
+    lock: Mutex<Waiters>,
     wake: Condvar,
+}
+
+/// The tasks awaiting [`CancelToken::cancelled`], each under the id of its future.
+#[derive(Debug, Default)]
+struct Waiters {
+    next_id: u64,
+    wakers: Vec<(u64, Waker)>,
 }
 
 impl CancelToken {
@@ -26,12 +38,27 @@ impl CancelToken {
         Self::default()
     }
 
-    /// Cancels, and wakes every thread waiting on this token.
+    /// Cancels, and wakes every thread waiting on this token and every task awaiting
+    /// [`CancelToken::cancelled`].
     pub fn cancel(&self) {
         self.inner.cancelled.store(true, Ordering::Release);
         // Taking the lock orders this notify after a waiter's check-then-wait.
-        let _guard = self.inner.lock.lock().unwrap_or_else(|e| e.into_inner());
-        self.inner.wake.notify_all();
+        let wakers = {
+            let mut guard = self.inner.lock.lock().unwrap_or_else(|e| e.into_inner());
+            self.inner.wake.notify_all();
+            std::mem::take(&mut guard.wakers)
+        };
+        // Woken outside the lock: a waker may run a task inline.
+        for (_, waker) in wakers {
+            waker.wake();
+        }
+    }
+
+    /// A future that completes once the token is cancelled (at once if it already is):
+    /// what an async executor races its waits and attempts against. Any runtime: it needs
+    /// nothing but the waker it is polled with. Dropping it unregisters it.
+    pub fn cancelled(&self) -> Cancellation<'_> {
+        Cancellation { token: self, id: None }
     }
 
     /// Whether [`CancelToken::cancel`] was called.
@@ -60,6 +87,56 @@ impl CancelToken {
                 None => Duration::from_secs(86_400),
             };
             guard = self.inner.wake.wait_timeout(guard, left).unwrap_or_else(|e| e.into_inner()).0;
+        }
+    }
+}
+
+/// The future of [`CancelToken::cancelled`].
+#[derive(Debug)]
+#[must_use = "a future does nothing unless awaited"]
+pub struct Cancellation<'a> {
+    token: &'a CancelToken,
+    /// Its place among the token's waiters, once registered.
+    id: Option<u64>,
+}
+
+impl Future for Cancellation<'_> {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.token.is_cancelled() {
+            return Poll::Ready(());
+        }
+        let inner = &self.token.inner;
+        let mut waiters = inner.lock.lock().unwrap_or_else(|e| e.into_inner());
+        // Checked again under the lock: cancel() sets the flag before it takes the lock
+        // to wake the waiters, so a waker registered now is one it will see.
+        if self.token.is_cancelled() {
+            return Poll::Ready(());
+        }
+        match self.id {
+            Some(id) => {
+                if let Some((_, waker)) = waiters.wakers.iter_mut().find(|(i, _)| *i == id) {
+                    waker.clone_from(cx.waker());
+                }
+            }
+            None => {
+                let id = waiters.next_id;
+                waiters.next_id += 1;
+                waiters.wakers.push((id, cx.waker().clone()));
+                drop(waiters);
+                self.id = Some(id);
+            }
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for Cancellation<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id {
+            let mut waiters = self.token.inner.lock.lock().unwrap_or_else(|e| e.into_inner());
+            waiters.wakers.retain(|(i, _)| *i != id);
         }
     }
 }
@@ -94,5 +171,33 @@ mod tests {
         token.cancel();
         assert!(token.wait_timeout(Duration::ZERO));
         assert!(token.wait_timeout(Duration::MAX));
+    }
+
+    #[test]
+    fn the_cancelled_future_wakes_its_task_and_unregisters_when_dropped() {
+        use std::sync::atomic::AtomicUsize;
+        use std::task::Wake;
+        struct Count(AtomicUsize);
+        impl Wake for Count {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = Waker::from(count.clone());
+        let mut cx = Context::from_waker(&waker);
+        let token = CancelToken::new();
+        let mut first = token.cancelled();
+        let mut dropped = token.cancelled();
+        assert_eq!(Pin::new(&mut first).poll(&mut cx), Poll::Pending);
+        assert_eq!(Pin::new(&mut first).poll(&mut cx), Poll::Pending, "polled again: still one registration");
+        assert_eq!(Pin::new(&mut dropped).poll(&mut cx), Poll::Pending);
+        assert_eq!(token.inner.lock.lock().unwrap().wakers.len(), 2);
+        drop(dropped);
+        assert_eq!(token.inner.lock.lock().unwrap().wakers.len(), 1);
+        token.clone().cancel();
+        assert_eq!(count.0.load(Ordering::SeqCst), 1, "the one registered task is woken once");
+        assert_eq!(Pin::new(&mut first).poll(&mut cx), Poll::Ready(()));
+        assert_eq!(Pin::new(&mut token.cancelled()).poll(&mut cx), Poll::Ready(()));
     }
 }

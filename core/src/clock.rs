@@ -9,9 +9,16 @@ use std::time::{Duration, Instant};
 use crate::cancel::CancelToken;
 
 /// A wait ended by a cancel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the wait was cancelled")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cancelled;
+
+impl std::fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the wait was cancelled")
+    }
+}
+
+impl std::error::Error for Cancelled {}
 
 /// Where an executor reads the time and how it waits.
 pub trait Clock: Send + Sync {

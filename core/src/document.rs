@@ -51,6 +51,7 @@ pub const GRPC_BUDGET: &str = "retryThrottling";
 
 /// How a document is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LoadOptions {
     /// The cap on a gRPC `retryPolicy.maxAttempts` (gRPC's clients apply 5).
     pub grpc_max_attempts: u32,
@@ -62,10 +63,19 @@ impl Default for LoadOptions {
     }
 }
 
+impl LoadOptions {
+    /// These options with another cap on a gRPC `retryPolicy.maxAttempts`.
+    pub fn grpc_max_attempts(mut self, cap: u32) -> Self {
+        self.grpc_max_attempts = cap;
+        self
+    }
+}
+
 /// A document that could not be loaded: where (its path in the document, and the line and
 /// column when known) and what was wrong. `Display` gives the whole sentence, the same in
 /// every host.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DocumentError {
     /// The dotted path of the offending value (`policies.payments.initial_delay`), or
     /// `document` for the text as a whole.

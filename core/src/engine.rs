@@ -74,21 +74,35 @@ pub enum Resume {
 
 /// A method was called in a state where it means nothing (a host bug, reported instead of
 /// guessed at, so a C program driving the engine by hand learns of it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StateError {
     /// `record` while waiting, or after the call ended.
-    #[error("record() needs an attempt in progress; the call is {0}")]
     NotAttempting(&'static str),
     /// `after_wait` without a Retry decision before it.
-    #[error("after_wait() needs a retry wait in progress; the call is {0}")]
     NotWaiting(&'static str),
     /// `cancel` after the call ended.
-    #[error("cancel() on a call that has ended")]
     Ended,
     /// An attempt's bound asked for while no attempt is in progress.
-    #[error("the attempt's bound needs an attempt in progress; the call is {0}")]
     NoAttempt(&'static str),
 }
+
+impl std::fmt::Display for StateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StateError::NotAttempting(state) => write!(f, "record() needs an attempt in progress; the call is {state}"),
+            StateError::NotWaiting(state) => {
+                write!(f, "after_wait() needs a retry wait in progress; the call is {state}")
+            }
+            StateError::Ended => f.write_str("cancel() on a call that has ended"),
+            StateError::NoAttempt(state) => {
+                write!(f, "the attempt's bound needs an attempt in progress; the call is {state}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for StateError {}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {

@@ -201,6 +201,7 @@ impl fmt::Display for ExhaustReason {
 
 /// One event of one call.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct Event<'a> {
     /// What happened.
     pub kind: EventKind,

@@ -1,6 +1,9 @@
 //! The blocking executor: runs a closure until the engine says stop, sleeping between
 //! attempts on a [`Clock`], waking at once on a [`CancelToken`].
 
+// Without the `blocking` feature only the error types are left here.
+#![cfg_attr(not(feature = "blocking"), allow(unused_imports))]
+
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,6 +14,7 @@ use crate::cancel::CancelToken;
 use crate::clock::{testing, Clock, SystemClock};
 use crate::engine::{Call, Decision, Resume, Stop, Verdict};
 use crate::event::{Event, ExhaustReason};
+use crate::judge::Judged;
 use crate::policy::Policy;
 
 /// How many failures a [`RetryError`] keeps: the last 64 (the contract's history cap), so
@@ -24,6 +28,7 @@ pub const HISTORY: usize = 64;
 /// `T` is the type of the values a [result predicate](Run::result_predicate) can reject;
 /// [`Retrier::run`] has none and uses the default `()`.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum RetryError<E, T = ()> {
     /// A permanent failure: the original error, unchanged.
     Rejected(E),
@@ -81,7 +86,7 @@ impl<E, T> RetryError<E, T> {
         }
     }
 
-    fn without_value(self) -> RetryError<E> {
+    pub(crate) fn without_value(self) -> RetryError<E> {
         match self {
             RetryError::Rejected(e) => RetryError::Rejected(e),
             RetryError::Exhausted { attempts, reason, errors, refusal, .. } => {
@@ -92,16 +97,19 @@ impl<E, T> RetryError<E, T> {
     }
 }
 
+/// Says what happened, never the cause: the last error is [`source`](std::error::Error::source)
+/// (a chain printer shows it next), so no chain prints it twice. A rejection is
+/// transparent: it prints as the original error, and its source is that error's source.
+/// A rejected value, which is no error, is printed here.
 impl<E: fmt::Display, T: fmt::Debug> fmt::Display for RetryError<E, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RetryError::Rejected(e) => write!(f, "{e}"),
-            RetryError::Exhausted { attempts, reason, errors, value, .. } => {
+            RetryError::Exhausted { attempts, reason, value, .. } => {
                 write!(f, "{}", crate::event::GaveUp { name: None, attempts: *attempts, reason: *reason })?;
-                match (value, errors.last()) {
-                    (Some(v), _) => write!(f, ": rejected value {v:?}"),
-                    (None, Some(e)) => write!(f, ": {e}"),
-                    (None, None) => Ok(()),
+                match value {
+                    Some(v) => write!(f, ": rejected value {v:?}"),
+                    None => Ok(()),
                 }
             }
             RetryError::Cancelled { attempts, .. } => {
@@ -198,13 +206,13 @@ impl From<Policy> for Retrier {
 
 /// The failures a call keeps: the last [`HISTORY`] errors, and the last value if the last
 /// failure was a rejected value.
-struct History<E, T> {
-    errors: Vec<E>,
-    value: Option<T>,
+pub(crate) struct History<E, T> {
+    pub(crate) errors: Vec<E>,
+    pub(crate) value: Option<T>,
 }
 
 impl<E, T> History<E, T> {
-    fn push_error(&mut self, error: E) {
+    pub(crate) fn push_error(&mut self, error: E) {
         if self.errors.len() == HISTORY {
             self.errors.remove(0);
         }
@@ -212,14 +220,14 @@ impl<E, T> History<E, T> {
         self.value = None;
     }
 
-    fn last(&self) -> Option<Failed<'_, E, T>> {
+    pub(crate) fn last(&self) -> Option<Failed<'_, E, T>> {
         match &self.value {
             Some(v) => Some(Failed::Value(v)),
             None => self.errors.last().map(Failed::Error),
         }
     }
 
-    fn stopped(mut self, stop: Stop, attempts: u32) -> RetryError<E, T> {
+    pub(crate) fn stopped(mut self, stop: Stop, attempts: u32) -> RetryError<E, T> {
         let History { errors, value } = match stop {
             Stop::Rejected => return RetryError::Rejected(self.errors.pop().expect("a rejection follows a failure")),
             _ => self,
@@ -256,6 +264,12 @@ impl Retrier {
     /// deadline, or the smaller attempt timeout). A blocking attempt cannot be
     /// interrupted: pass `remaining` to its I/O so that it ends in time.
     ///
+    /// **It blocks the thread**, during the attempts and the waits between them
+    /// (`std::thread::sleep`). Never call it on an async runtime's thread: a
+    /// current-thread runtime stops running every other task until the call ends. In
+    /// async code use [`Retrier::run_async`](crate::async_executor) (feature `tokio`) or
+    /// [`Retrier::run_async_with`] on any runtime's timer.
+    ///
     /// ```
     /// use retryrs::{Attempt, Policy, Retrier, Verdict};
     /// use std::time::Duration;
@@ -273,6 +287,7 @@ impl Retrier {
     /// );
     /// assert_eq!(got.unwrap(), 2);
     /// ```
+    #[cfg(feature = "blocking")]
     pub fn run<T, E>(
         &self,
         op: impl FnMut(&Attempt) -> Result<T, E>,
@@ -295,6 +310,7 @@ impl Retrier {
     /// );
     /// assert!(matches!(got, Err(RetryError::Exhausted { attempts: 3, value: Some(503), .. })));
     /// ```
+    #[cfg(feature = "blocking")]
     pub fn execute<T, E>(
         &self,
         mut run: Run<'_, E, T>,
@@ -337,42 +353,27 @@ impl Retrier {
             return Err(RetryError::Exhausted { attempts: 0, reason, errors: Vec::new(), value: None, refusal });
         }
         let mut attempt_start = call.started_at();
+        let success_timed = has_listener || self.policy.breaker().is_some();
         // Allocated at the first failure: the happy path allocates nothing.
         let mut history = History { errors: Vec::new(), value: None };
         loop {
             let bound = call.attempt_deadline().expect("the executor runs op only while an attempt is in progress");
-            let decision = match op(&Attempt::new(call.attempt(), attempt_start, bound)) {
-                Ok(value) => {
-                    let verdict = match run.result_predicate.as_mut() {
-                        None => ValueVerdict::Accept,
-                        Some(accept) => accept(&value),
-                    };
-                    let hint = match verdict {
-                        ValueVerdict::Accept => {
-                            // Only the Success event shows this time: without a listener, skip the read.
-                            let timed = has_listener || self.policy.breaker().is_some();
-                            let now = if timed { clock.now() } else { call.started_at() };
-                            let _ = call.record(Verdict::Success, now, &mut |e| notify(e, None));
-                            return Ok(value);
-                        }
-                        ValueVerdict::Retry { hint } => hint,
-                    };
-                    let decision = call
-                        .record(Verdict::Transient { hint }, read_time(), &mut |e| {
-                            notify(e, Some(Failed::Value(&value)))
-                        })
-                        .expect("the executor only records while an attempt is in progress");
-                    history.value = Some(value);
-                    decision
-                }
-                Err(error) => {
-                    let verdict = classify(&error);
-                    let decision = call
-                        .record(verdict, read_time(), &mut |e| notify(e, Some(Failed::Error(&error))))
-                        .expect("the executor only records while an attempt is in progress");
-                    history.push_error(error);
-                    decision
-                }
+            let outcome = op(&Attempt::new(call.attempt(), attempt_start, bound));
+            let started = call.started_at();
+            // Only the Success event (and a breaker) needs its time: else skip the read.
+            let success_now = || if success_timed { clock.now() } else { started };
+            let predicate = run.result_predicate.as_deref_mut();
+            let decision = match history.judge(
+                &mut call,
+                outcome,
+                predicate,
+                &mut classify,
+                &mut notify,
+                read_time,
+                success_now,
+            ) {
+                Judged::Accepted(value) => return Ok(value),
+                Judged::Decided(decision) => decision,
             };
             let delay = match decision {
                 Decision::Retry(delay) => delay,
@@ -401,6 +402,7 @@ pub type Listener<'a, E, T = ()> = Box<dyn FnMut(&Event<'_>, Option<Failed<'_, E
 pub type ResultPredicate<'a, T> = Box<dyn FnMut(&T) -> ValueVerdict + 'a>;
 
 /// Options of one [`Retrier::execute`] call.
+#[non_exhaustive]
 pub struct Run<'a, E, T = ()> {
     /// Receives every event.
     pub listener: Option<Listener<'a, E, T>>,
@@ -449,7 +451,7 @@ impl<'a, E, T> Run<'a, E, T> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "blocking"))]
 mod tests {
     use super::*;
     use crate::clock::VirtualClock;

@@ -85,6 +85,7 @@ fn check_factor(f: f64) -> Result<(), PolicyError> {
 /// given (in the core's units), so each host renders it once in its own names and units
 /// ([`PolicyError::render`]). `Display` renders it in the contract's names, delays in ms.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct PolicyError {
     /// The knob's name as the contract spells it (`max_attempts`, `initial_delay`, ...).
     pub knob: &'static str,

@@ -2,6 +2,52 @@
 
 use std::time::{Duration, SystemTime};
 
+use crate::engine::Verdict;
+
+/// An error that can carry the wait a server asked for (a `Retry-After` it read), so a
+/// classifier can hand it to the engine as the hint: implement it on your error type, no
+/// boxing needed, and pass [`transient`] (or your own classifier using it).
+///
+/// ```
+/// use retryrs::{RetryAfter, Verdict};
+/// use std::time::Duration;
+///
+/// struct Throttled { retry_after: Option<Duration> }
+/// impl RetryAfter for Throttled {
+///     fn retry_after(&self) -> Option<Duration> { self.retry_after }
+/// }
+/// let e = Throttled { retry_after: Some(Duration::from_secs(1)) };
+/// assert_eq!(retryrs::transient(&e), Verdict::Transient { hint: Some(Duration::from_secs(1)) });
+/// ```
+pub trait RetryAfter {
+    /// The minimum wait the failure asks for, if it carries one.
+    fn retry_after(&self) -> Option<Duration>;
+}
+
+impl RetryAfter for std::io::Error {
+    /// An I/O error carries no server hint.
+    fn retry_after(&self) -> Option<Duration> {
+        None
+    }
+}
+
+impl<E: RetryAfter + ?Sized> RetryAfter for &E {
+    fn retry_after(&self) -> Option<Duration> {
+        (**self).retry_after()
+    }
+}
+
+impl<E: RetryAfter + ?Sized> RetryAfter for Box<E> {
+    fn retry_after(&self) -> Option<Duration> {
+        (**self).retry_after()
+    }
+}
+
+/// A classifier: every error is transient, with the hint it carries.
+pub fn transient<E: RetryAfter + ?Sized>(error: &E) -> Verdict {
+    Verdict::Transient { hint: error.retry_after() }
+}
+
 /// The wait a `Retry-After` value asks for, relative to `now`.
 ///
 /// Accepts delay-seconds (ASCII digits only, surrounding whitespace allowed) and the three
@@ -12,6 +58,9 @@ use std::time::{Duration, SystemTime};
 /// (`None`). Both forms saturate the same way, at `u64::MAX` seconds: delay-seconds too
 /// large for a `u64`, and never a date (year 9999 is about 2.5e11 s away), so a far date
 /// is its exact wait.
+///
+/// The HTTP-date forms need the `http-date` feature (on by default); without it a date
+/// means no hint.
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim_matches(|c: char| c == ' ' || c == '\t' || c == '\r' || c == '\n');
     if value.is_empty() {
@@ -22,6 +71,12 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
         let secs = value.parse::<u64>().unwrap_or(u64::MAX);
         return Some(Duration::from_secs(secs));
     }
+    http_date_wait(value, now)
+}
+
+/// The wait until an HTTP-date, from `now` (zero when it is past).
+#[cfg(feature = "http-date")]
+fn http_date_wait(value: &str, now: SystemTime) -> Option<Duration> {
     let now_ns = unix_nanos(now);
     let when_s = crate::http_date::parse(value, now_ns.div_euclid(1_000_000_000) as i64)?;
     let wait_ns = (i128::from(when_s) * 1_000_000_000 - now_ns).max(0);
@@ -29,7 +84,14 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     Some(Duration::new(secs, (wait_ns % 1_000_000_000) as u32))
 }
 
+/// Without the `http-date` feature a date is not read: no hint.
+#[cfg(not(feature = "http-date"))]
+fn http_date_wait(_value: &str, _now: SystemTime) -> Option<Duration> {
+    None
+}
+
 /// Nanoseconds since the Unix epoch, negative before it.
+#[cfg(feature = "http-date")]
 fn unix_nanos(t: SystemTime) -> i128 {
     match t.duration_since(SystemTime::UNIX_EPOCH) {
         Ok(d) => d.as_nanos() as i128,
@@ -43,7 +105,17 @@ pub fn parse_retry_after_ms(value: &str, now: SystemTime) -> Option<u64> {
     parse_retry_after(value, now).map(|d| u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX))
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(feature = "http-date")))]
+mod without_dates {
+    #[test]
+    fn a_date_is_no_hint_and_seconds_still_are() {
+        let now = std::time::SystemTime::now();
+        assert_eq!(super::parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now), None);
+        assert_eq!(super::parse_retry_after(" 7 ", now), Some(std::time::Duration::from_secs(7)));
+    }
+}
+
+#[cfg(all(test, feature = "http-date"))]
 mod tests {
     use super::*;
 

@@ -208,7 +208,8 @@ fn grpc_s_example_service_config_behaves_as_grpc_describes() {
     assert_eq!(stream.deadline(), Some(Duration::from_millis(2500)));
     assert_eq!(stream.multiplier(), 1.5);
     let uncapped =
-        Policies::from_json_with(&read("grpc_service_config.json"), LoadOptions { grpc_max_attempts: 10 }).unwrap();
+        Policies::from_json_with(&read("grpc_service_config.json"), LoadOptions::default().grpc_max_attempts(10))
+            .unwrap();
     assert_eq!(uncapped.get("EchoService/Stream").unwrap().max_attempts(), 7);
     // Throttling: one bucket for the config; 10 tokens, retries only while tokens > 5.
     let budget = policies.budget("retryThrottling").unwrap();

@@ -2,6 +2,8 @@
 //! inside a virtual-time scope, do not see each other's clocks. Nothing here turns on the
 //! process-wide switch, so these tests may run beside each other (and do, under the default
 //! parallel harness).
+// The retries here are blocking ones (Retrier::run).
+#![cfg(feature = "blocking")]
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};

@@ -4,7 +4,8 @@ request; the core decides which outcomes are transient (``retryrs._http_common.R
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Dict, Iterable, List, Optional
+import ssl
+from typing import Any, Awaitable, Dict, Iterable, List, Optional, Tuple
 
 import httpx  # missing: retryrs.http names the extra to install
 
@@ -13,13 +14,16 @@ from ._aio import _FIRST, _suspended
 from ._errors import AttemptTimeout, RetryExhausted
 from ._http_common import (
     DRAIN_LIMIT,
+    ErrorStatus,
+    Helper,
     RequestAttempts,
     RequestFailed,
+    RequestOptions,
     RetryableStatus,
     Rules,
     final_response,
-    http_retrier,
-    redact_url,
+    in_tls_handshake,
+    judge_status,
     smaller,
     time_left,
 )
@@ -27,6 +31,17 @@ from ._http_common import (
 # httpx's failures in the core's words: no connection was made, or it broke afterwards.
 _CONNECT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 _NETWORK = (httpx.ReadError, httpx.WriteError, httpx.CloseError, httpx.ReadTimeout, httpx.WriteTimeout, httpx.RemoteProtocolError)
+
+
+_ZERO = __import__("datetime").timedelta(0)
+
+
+def _tls_error(exc: ssl.SSLError, request: httpx.Request) -> httpx.TransportError:
+    """A TLS error the client let through (httpcore's anyio backend does, for a record
+    that fails mid-response) as the httpx error it stands for: ``ConnectError`` in the
+    handshake (nothing sent), ``ReadError`` after (sent)."""
+    kind = httpx.ConnectError if in_tls_handshake(exc) else httpx.ReadError
+    return kind(str(exc) or type(exc).__name__, request=request)
 
 
 def _replayable(request: httpx.Request) -> bool:
@@ -73,6 +88,12 @@ class _Prefix:
 
     def keep(self, resp: httpx.Response) -> None:
         resp._content = b"".join(self.chunks)
+        # A response read inside a transport has no elapsed time yet (the client sets it
+        # when its stream closes, which has happened here): without one, ``.elapsed`` on
+        # the response handed back after retries ran out raised RuntimeError. The client
+        # sets it again (from its own clock) when it closes the response it returns.
+        if not hasattr(resp, "_elapsed"):
+            resp._elapsed = _ZERO
 
 
 def _drain(resp: httpx.Response) -> None:
@@ -120,26 +141,20 @@ async def _within(send: Awaitable[httpx.Response], current: Optional[_native.Att
         raise httpx.ReadTimeout(f"{e} (the attempt's bound)", request=request) from e
 
 
-class _Base:
-    def __init__(
-        self,
-        retrier: Optional[_native.Retrier],
-        methods: Optional[Iterable[str]],
-        statuses: Optional[Iterable[int]],
-        bounds_attempts: bool = False,
-    ) -> None:
-        self._rules = Rules(methods, statuses)
-        self._retrier = http_retrier(retrier, bounds_attempts)
-
-    @property
-    def retrier(self) -> _native.Retrier:
-        return self._retrier
-
-    def _failure(self, method: str, url: str, exc: BaseException) -> Optional[RequestFailed]:
+class _Base(Helper):
+    def _failure(self, rules: Rules, method: str, url: str, key: Optional[str], exc: BaseException) -> Optional[RequestFailed]:
         outcome = "connect" if isinstance(exc, _CONNECT) else "network" if isinstance(exc, _NETWORK) else None
-        if outcome is not None and self._rules.transient(method, outcome):
+        if outcome is not None and rules.transient(method, outcome, key):
             return RequestFailed(method, url, outcome == "connect", exc)
         return None
+
+    def _prepare(self, request: httpx.Request) -> Tuple[Rules, _native.Retrier, str, str, Optional[str]]:
+        """The request's rules and retrier (its ``extensions["retryrs"]`` options over the
+        ``request_options`` block over the helper's; one attempt for a body that cannot be
+        sent again), method, redacted URL and key."""
+        options = RequestOptions.of(request.extensions.get("retryrs"), 'extensions["retryrs"]')
+        rules, retrier = self._for_request(options, not _replayable(request))
+        return rules, retrier, request.method, rules.redact(str(request.url)), request.headers.get("Idempotency-Key")
 
 
 class RetryingTransport(_Base, httpx.BaseTransport):
@@ -147,7 +162,16 @@ class RetryingTransport(_Base, httpx.BaseTransport):
     rules call transient, with the Retrier's backoff, Retry-After, deadline, budget,
     events and cancel token. ``transport`` is the one that sends (default
     ``httpx.HTTPTransport()``). Out of retries on a status: the last response; on a
-    network failure: ``RetryExhausted``. A streamed or file body is sent once."""
+    network failure: an exception that is both httpx's own (``httpx.ConnectError``,
+    ``httpx.ReadError``...) and ``retryrs.RetryExhausted``. A streamed or file body is
+    sent once.
+
+    ``idempotency_key=False``: an ``Idempotency-Key`` header no longer makes a POST/PATCH
+    repeatable. ``redact_query``: more query keys shown as ``REDACTED`` in events, logs
+    and errors. Per request: ``extensions={"retryrs": {"max_attempts": 2, "methods":
+    [...], "statuses": [...], "idempotency_key": False}}``, or
+    ``retryrs.http.request_options(...)`` around the call. The Retrier's
+    ``retry_on_result`` and ``retry_after`` are refused: the HTTP rules judge responses."""
 
     def __init__(
         self,
@@ -156,41 +180,47 @@ class RetryingTransport(_Base, httpx.BaseTransport):
         transport: Optional[httpx.BaseTransport] = None,
         methods: Optional[Iterable[str]] = None,
         statuses: Optional[Iterable[int]] = None,
+        idempotency_key: bool = True,
+        redact_query: Optional[Iterable[str]] = None,
     ) -> None:
         if transport is not None and not isinstance(transport, httpx.BaseTransport):
             raise TypeError(f"transport must be an httpx.BaseTransport, got {type(transport).__name__}")
-        super().__init__(retrier, methods, statuses)
+        super().__init__(retrier, methods, statuses, idempotency_key, redact_query)
         self._transport = transport if transport is not None else httpx.HTTPTransport()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         inner = self._transport
         caller = _caller_timeouts(request)
-        if not _replayable(request):
-            # Sent once, within one attempt's bound.
-            _bound_request(request, caller, time_left(self._retrier._start(admit=False)))
-            return inner.handle_request(request)
-        method = request.method
-        url = redact_url(str(request.url))
+        rules, retrier, method, url, key = self._prepare(request)
         attempts = RequestAttempts()
 
         def attempt() -> httpx.Response:
             attempts.begin()
             _bound_request(request, caller, time_left(_native.current_attempt()))
             try:
-                resp = inner.handle_request(request)
+                with attempts.sending():
+                    try:
+                        resp = inner.handle_request(request)
+                    except ssl.SSLError as e:
+                        raise _tls_error(e, request) from e
             except httpx.TransportError as e:
-                failed = self._failure(method, url, e)
+                failed = self._failure(rules, method, url, key, e)
                 if failed is None:
                     raise
                 raise failed from e
-            if self._rules.transient(method, resp.status_code):
+            verdict = judge_status(rules, method, url, key, resp.status_code)
+            if verdict == "retry":
                 retry_after = resp.headers.get("Retry-After")
                 _drain(resp)
                 raise attempts.hold(RetryableStatus(resp.status_code, method, url, retry_after, resp))
+            if verdict == "error":
+                raise ErrorStatus(resp.status_code, method, url, resp)
             return resp
 
         try:
-            return self._retrier.call(attempt)
+            return retrier.call(attempt)
+        except ErrorStatus as e:
+            return e.take()  # type: ignore[no-any-return]
         except RetryExhausted as e:
             return final_response(e)  # type: ignore[no-any-return]
 
@@ -214,37 +244,45 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
         transport: Optional[httpx.AsyncBaseTransport] = None,
         methods: Optional[Iterable[str]] = None,
         statuses: Optional[Iterable[int]] = None,
+        idempotency_key: bool = True,
+        redact_query: Optional[Iterable[str]] = None,
     ) -> None:
         if transport is not None and not isinstance(transport, httpx.AsyncBaseTransport):
             raise TypeError(f"transport must be an httpx.AsyncBaseTransport, got {type(transport).__name__}")
-        super().__init__(retrier, methods, statuses, bounds_attempts=True)
+        super().__init__(retrier, methods, statuses, idempotency_key, redact_query, bounds_attempts=True)
         self._transport = transport if transport is not None else httpx.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         caller = _caller_timeouts(request)
-        if not _replayable(request):
-            return await self._send(request, caller, self._retrier._start(admit=False))  # sent once, but still bounded
-        method = request.method
-        url = redact_url(str(request.url))
+        rules, retrier, method, url, key = self._prepare(request)
         attempts = RequestAttempts()
 
         async def attempt() -> httpx.Response:
             attempts.begin()
             try:
-                resp = await self._send(request, caller, _native.current_attempt())
+                with attempts.sending():
+                    try:
+                        resp = await self._send(request, caller, _native.current_attempt())
+                    except ssl.SSLError as e:
+                        raise _tls_error(e, request) from e
             except httpx.TransportError as e:
-                failed = self._failure(method, url, e)
+                failed = self._failure(rules, method, url, key, e)
                 if failed is None:
                     raise
                 raise failed from e
-            if self._rules.transient(method, resp.status_code):
+            verdict = judge_status(rules, method, url, key, resp.status_code)
+            if verdict == "retry":
                 retry_after = resp.headers.get("Retry-After")
                 await _adrain(resp)
                 raise attempts.hold(RetryableStatus(resp.status_code, method, url, retry_after, resp))
+            if verdict == "error":
+                raise ErrorStatus(resp.status_code, method, url, resp)
             return resp
 
         try:
-            return await self._retrier.call_async(attempt)
+            return await retrier.call_async(attempt)
+        except ErrorStatus as e:
+            return e.take()  # type: ignore[no-any-return]
         except RetryExhausted as e:
             return final_response(e)  # type: ignore[no-any-return]
 

@@ -1,0 +1,391 @@
+//! The async executor: [`Retrier::run_async`] and [`Retrier::execute_async`], on any
+//! runtime.
+//!
+//! ```
+//! # #[cfg(feature = "tokio")] {
+//! use retryrs::{transient, Attempt, Policy, Retrier, RetryAfter, TimedOut};
+//! use std::time::Duration;
+//!
+//! #[derive(Debug)]
+//! enum ApiError { Busy { retry_after: Option<Duration> }, TimedOut(TimedOut) }
+//! impl RetryAfter for ApiError {
+//!     fn retry_after(&self) -> Option<Duration> {
+//!         match self { ApiError::Busy { retry_after } => *retry_after, ApiError::TimedOut(_) => None }
+//!     }
+//! }
+//! impl From<TimedOut> for ApiError {
+//!     fn from(t: TimedOut) -> Self { ApiError::TimedOut(t) }
+//! }
+//!
+//! # let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+//! # rt.block_on(async {
+//! let retrier = Retrier::new(Policy::builder().attempt_timeout(Some(Duration::from_secs(2))).build().unwrap());
+//! let rate = retrier
+//!     .run_async(
+//!         |attempt: Attempt| async move {
+//!             // attempt.remaining: the time this attempt has; overrunning it drops this future.
+//!             if attempt.number < 3 { Err(ApiError::Busy { retry_after: Some(Duration::from_millis(50)) }) } else { Ok(1.0842) }
+//!         },
+//!         transient, // every error transient, with the wait it asks for
+//!     )
+//!     .await
+//!     .unwrap();
+//! assert_eq!(rate, 1.0842);
+//! # });
+//! # }
+//! ```
+//!
+//! **Why a method on the retrier, not an extension trait on the closure** (backon's
+//! `op.retry(backoff).when(..).notify(..)`): the retrier is the thing a service shares
+//! and configures once (a policy, maybe from a document, with a budget), and the call
+//! reads the same as the blocking [`Retrier::run`]: `retrier.run_async(op, classify)`.
+//! The closure gets each [`Attempt`] (its number and bound), which backon's `FnMut() ->
+//! Fut` has no place for, and the error comes back as a [`RetryError`] with the history.
+//!
+//! What it does, beyond the blocking executor:
+//! - **Runtime-agnostic**: every wait is a [`Sleep`]. [`Retrier::run_async`] uses tokio's
+//!   (feature `tokio`); [`Retrier::run_async_with`] and [`AsyncRun::new`] take any other.
+//! - **The attempt's bound is kept**: an attempt still running when its bound (the time
+//!   left before the deadline, or the attempt timeout if smaller) ends is dropped, and
+//!   fails with the error `E::from(`[`TimedOut`]`)`, judged by `classify` like any error;
+//!   past the deadline a transient one ends the call as exhausted, reason `deadline`.
+//! - **Cancellation**: drop the future (the wait or attempt in flight is dropped with
+//!   it), or fire the [`CancelToken`] of [`AsyncRun::cancel`]: the wait or the attempt in
+//!   flight ends at once, and the call ends as [`RetryError::Cancelled`].
+//! - **Zero-delay retries yield** to the runtime once, so one task's retries never
+//!   starve the others on its thread.
+//! - **No clock read** the policy does not need: with neither a deadline nor an attempt
+//!   timeout (and no listener) the clock is never read.
+//! - Under the testing switch ([`crate::testing`]) or with [`AsyncRun::clock`], waits
+//!   advance that virtual clock and yield instead of sleeping; attempts are then not cut
+//!   short by a timer (virtual time does not pass while an attempt runs), but the
+//!   deadline rule still judges them when they end.
+//!
+//! The future is `Send` when the closures, their futures, the errors and the timer are,
+//! so it can be spawned on a multi-threaded runtime.
+
+use std::fmt;
+use std::future::{poll_fn, Future};
+use std::pin::pin;
+use std::task::Poll;
+use std::time::Duration;
+
+use crate::attempt::Attempt;
+use crate::cancel::CancelToken;
+use crate::clock::{testing, Clock, SystemClock};
+use crate::engine::{Call, Decision, Resume, Stop, Verdict};
+use crate::event::{Event, ExhaustReason};
+use crate::executor::{Failed, History, Retrier, RetryError, ValueVerdict};
+use crate::judge::Judged;
+use crate::policy::Policy;
+use crate::sleep::{yield_now, Sleep};
+
+/// An attempt ran out of its bound and was dropped: the error the async executor hands
+/// to `classify` (as `E::from(TimedOut)`) in its place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TimedOut {
+    /// The attempt's number, 1-based.
+    pub attempt: u32,
+    /// The bound it had when it started (the attempt timeout, or the time left before the
+    /// deadline if smaller).
+    pub bound: Duration,
+}
+
+impl fmt::Display for TimedOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "attempt {} timed out after {} ms", self.attempt, self.bound.as_millis())
+    }
+}
+
+impl std::error::Error for TimedOut {}
+
+impl From<TimedOut> for std::io::Error {
+    /// An I/O error of kind [`TimedOut`](std::io::ErrorKind::TimedOut), so an async
+    /// operation returning `io::Result` needs no error type of its own.
+    fn from(t: TimedOut) -> Self {
+        std::io::Error::new(std::io::ErrorKind::TimedOut, t)
+    }
+}
+
+impl crate::retry_after::RetryAfter for TimedOut {
+    fn retry_after(&self) -> Option<Duration> {
+        None
+    }
+}
+
+/// A listener of an async call: every event, with the failure it is about. `Send`, so
+/// the call's future can move between threads.
+pub type AsyncListener<'a, E, T = ()> = Box<dyn FnMut(&Event<'_>, Option<Failed<'_, E, T>>) + Send + 'a>;
+
+/// A result predicate of an async call.
+pub type AsyncResultPredicate<'a, T> = Box<dyn FnMut(&T) -> ValueVerdict + Send + 'a>;
+
+/// Options of one [`Retrier::execute_async`] call: the timer, and as for the blocking
+/// [`Run`](crate::Run), a cancel token, a listener, a result predicate and a clock.
+#[must_use = "options do nothing until passed to Retrier::execute_async"]
+pub struct AsyncRun<'a, S, E, T = ()> {
+    sleep: S,
+    cancel: Option<&'a CancelToken>,
+    clock: Option<&'a dyn Clock>,
+    listener: Option<AsyncListener<'a, E, T>>,
+    result_predicate: Option<AsyncResultPredicate<'a, T>>,
+}
+
+#[cfg(feature = "tokio")]
+impl<'a, E, T> AsyncRun<'a, crate::sleep::TokioSleep, E, T> {
+    /// Options that wait on tokio's timer (feature `tokio`).
+    pub fn tokio() -> Self {
+        AsyncRun::new(crate::sleep::TokioSleep)
+    }
+}
+
+impl<'a, S: Sleep, E, T> AsyncRun<'a, S, E, T> {
+    /// Options that wait on `sleep`: a runtime's timer, e.g. `|d| async_std::task::sleep(d)`.
+    pub fn new(sleep: S) -> Self {
+        AsyncRun { sleep, cancel: None, clock: None, listener: None, result_predicate: None }
+    }
+    /// Adds a cancel token: when it fires, the wait or the attempt in flight is dropped
+    /// and the call ends as [`RetryError::Cancelled`].
+    pub fn cancel(mut self, token: &'a CancelToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+    /// Adds a listener that sees every event and the failure it is about.
+    pub fn observer(mut self, f: impl FnMut(&Event<'_>, Option<Failed<'_, E, T>>) + Send + 'a) -> Self {
+        self.listener = Some(Box::new(f));
+        self
+    }
+    /// Adds a result predicate (see [`Run::result_predicate`](crate::Run::result_predicate)).
+    pub fn result_predicate(mut self, f: impl FnMut(&T) -> ValueVerdict + Send + 'a) -> Self {
+        self.result_predicate = Some(Box::new(f));
+        self
+    }
+    /// Runs on this virtual clock: waits advance it (and yield) instead of sleeping. Its
+    /// `sleep` must not block; meant for [`VirtualClock`](crate::VirtualClock).
+    pub fn clock(mut self, clock: &'a dyn Clock) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+}
+
+/// How a raced future ended.
+enum Raced<O> {
+    Done(O),
+    Cancelled,
+    TimedOut,
+}
+
+/// Polls `work` until it completes, `cancel` fires or `timer` ends, in that order of
+/// precedence (a result already there wins over a cancel, a cancel over a timeout).
+async fn race<O, W, M>(work: W, timer: Option<M>, cancel: Option<&CancelToken>) -> Raced<O>
+where
+    W: Future<Output = O>,
+    M: Future<Output = ()>,
+{
+    let mut work = pin!(work);
+    let mut timer = pin!(timer);
+    let mut cancelled = pin!(cancel.map(CancelToken::cancelled));
+    poll_fn(|cx| {
+        if let Poll::Ready(out) = work.as_mut().poll(cx) {
+            return Poll::Ready(Raced::Done(out));
+        }
+        if let Some(c) = cancelled.as_mut().as_pin_mut() {
+            if c.poll(cx).is_ready() {
+                return Poll::Ready(Raced::Cancelled);
+            }
+        }
+        if let Some(t) = timer.as_mut().as_pin_mut() {
+            if t.poll(cx).is_ready() {
+                return Poll::Ready(Raced::TimedOut);
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+impl Retrier {
+    /// Runs the async `op` until it succeeds or the engine stops it, waiting on tokio's
+    /// timer (feature `tokio`); `classify` turns each error into a verdict
+    /// ([`transient`](crate::transient) takes every error as transient with its
+    /// [`RetryAfter`](crate::RetryAfter) hint). See [the module](crate::async_executor)
+    /// for what it keeps: the attempt's bound, cancellation, yields.
+    ///
+    /// `op` gets each [`Attempt`] by value (its future may outlive the call to `op`).
+    /// `E: From<TimedOut>` is the error of an attempt dropped at its bound;
+    /// `std::io::Error` and `Box<dyn Error + Send + Sync>` have it already.
+    #[cfg(feature = "tokio")]
+    pub async fn run_async<T, E, F, Fut>(&self, op: F, classify: impl FnMut(&E) -> Verdict) -> Result<T, RetryError<E>>
+    where
+        F: FnMut(Attempt) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: From<TimedOut>,
+    {
+        self.execute_async(AsyncRun::tokio(), op, classify).await.map_err(RetryError::without_value)
+    }
+
+    /// [`Retrier::run_async`] on any runtime's timer: `sleep` is a [`Sleep`], e.g. the
+    /// closure `|d| async_std::task::sleep(d)`.
+    pub async fn run_async_with<T, E, F, Fut>(
+        &self,
+        sleep: impl Sleep,
+        op: F,
+        classify: impl FnMut(&E) -> Verdict,
+    ) -> Result<T, RetryError<E>>
+    where
+        F: FnMut(Attempt) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: From<TimedOut>,
+    {
+        self.execute_async(AsyncRun::new(sleep), op, classify).await.map_err(RetryError::without_value)
+    }
+
+    /// [`Retrier::run_async`] with the options of [`AsyncRun`]: the timer, a cancel
+    /// token, a listener, a result predicate, a clock.
+    ///
+    /// ```
+    /// # #[cfg(feature = "tokio")] {
+    /// use retryrs::{AsyncRun, CancelToken, Policy, Retrier, RetryError, Verdict};
+    /// use std::time::Duration;
+    /// # let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    /// # rt.block_on(async {
+    /// let retrier = Retrier::new(
+    ///     Policy::builder().initial_delay(Duration::from_secs(30)).max_delay(Duration::from_secs(30)).deadline(None).build().unwrap(),
+    /// );
+    /// let token = CancelToken::new();
+    /// let got: Result<(), _> = retrier
+    ///     .execute_async(
+    ///         AsyncRun::tokio().cancel(&token),
+    ///         |_| async { token.cancel(); Err(std::io::Error::other("503")) },
+    ///         |_| Verdict::TRANSIENT,
+    ///     )
+    ///     .await;
+    /// // The 30 s wait ended at once.
+    /// assert!(matches!(got, Err(RetryError::Cancelled { attempts: 1, .. })));
+    /// # });
+    /// # }
+    /// ```
+    pub async fn execute_async<S, T, E, F, Fut>(
+        &self,
+        run: AsyncRun<'_, S, E, T>,
+        mut op: F,
+        mut classify: impl FnMut(&E) -> Verdict,
+    ) -> Result<T, RetryError<E, T>>
+    where
+        S: Sleep,
+        F: FnMut(Attempt) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: From<TimedOut>,
+    {
+        let AsyncRun { sleep, cancel, clock, mut listener, mut result_predicate } = run;
+        let virtual_clock = match clock {
+            Some(_) => None,
+            None => testing::clock(),
+        };
+        // A virtual clock (given, or the testing switch's) is advanced by waits; the real
+        // one is only read, and waits go to the runtime's timer.
+        let (clock, is_virtual): (&dyn Clock, bool) = match (clock, &virtual_clock) {
+            (Some(c), _) => (c, true),
+            (None, Some(v)) => (v, true),
+            (None, None) => (&SystemClock, false),
+        };
+        let has_listener = listener.is_some();
+        let mut notify = |event: &Event<'_>, failed: Option<Failed<'_, E, T>>| {
+            if let Some(listen) = listener.as_mut() {
+                // Only the kinds that carry a failure get it (not the breaker's events).
+                listen(event, failed.filter(|_| event.kind.carries_error()));
+            }
+        };
+        let policy = &**self.policy();
+        if cancel.is_some_and(CancelToken::is_cancelled) {
+            crate::engine::cancelled_before_start(policy, &mut |e| notify(e, None));
+            return Err(RetryError::Cancelled { attempts: 0, errors: Vec::new(), value: None });
+        }
+        // As in the blocking executor: time matters only to the attempts' bounds, to a
+        // breaker or a ratio budget, and to events; with none, the clock is never read.
+        let timed = policy.reads_time() || has_listener;
+        let read_time = || if timed { clock.now() } else { Duration::ZERO };
+        let mut guard = Unreported(Call::start_with(policy, read_time(), &mut |e| notify(e, None)));
+        let call = &mut guard.0;
+        if let Some(refusal) = call.refusal() {
+            let reason = ExhaustReason::CircuitOpen;
+            let refusal = Some(refusal);
+            return Err(RetryError::Exhausted { attempts: 0, reason, errors: Vec::new(), value: None, refusal });
+        }
+        let mut attempt_start = call.started_at();
+        let success_timed = has_listener || policy.breaker().is_some();
+        let mut history = History { errors: Vec::new(), value: None };
+        loop {
+            let bound = call.attempt_deadline().expect("the executor runs op only while an attempt is in progress");
+            let attempt = Attempt::new(call.attempt(), attempt_start, bound);
+            let timer = match attempt.remaining {
+                Some(left) if !is_virtual => Some(sleep.sleep(left)),
+                _ => None,
+            };
+            let raced = match (&timer, cancel) {
+                // Nothing to race against: the attempt alone (the common, unbounded case).
+                (None, None) => Raced::Done(op(attempt).await),
+                _ => race(op(attempt), timer, cancel).await,
+            };
+            let outcome = match raced {
+                Raced::Done(outcome) => outcome,
+                Raced::TimedOut => {
+                    Err(E::from(TimedOut { attempt: attempt.number, bound: attempt.remaining.unwrap_or_default() }))
+                }
+                Raced::Cancelled => {
+                    let _ = call.cancel(read_time(), &mut |e| notify(e, history.last()));
+                    return Err(history.stopped(Stop::Cancelled, call.attempt()));
+                }
+            };
+            let started = call.started_at();
+            let success_now = || if success_timed { clock.now() } else { started };
+            let predicate = result_predicate.as_deref_mut();
+            let decision =
+                match history.judge(call, outcome, predicate, &mut classify, &mut notify, read_time, success_now) {
+                    Judged::Accepted(value) => return Ok(value),
+                    Judged::Decided(decision) => decision,
+                };
+            let delay = match decision {
+                Decision::Retry(delay) => delay,
+                Decision::Stop(stop) => return Err(history.stopped(stop, call.attempt())),
+            };
+            let waited = if is_virtual {
+                let ok = clock.sleep(delay, cancel).is_ok();
+                yield_now().await;
+                ok
+            } else if delay.is_zero() {
+                // Nothing to wait for, but the runtime gets its turn.
+                yield_now().await;
+                true
+            } else {
+                !matches!(race(sleep.sleep(delay), None::<std::future::Ready<()>>, cancel).await, Raced::Cancelled)
+            };
+            if !waited || cancel.is_some_and(CancelToken::is_cancelled) {
+                let _ = call.cancel(read_time(), &mut |e| notify(e, history.last()));
+                return Err(history.stopped(Stop::Cancelled, call.attempt()));
+            }
+            attempt_start = read_time();
+            let resume = call
+                .after_wait(attempt_start, &mut |e| notify(e, history.last()))
+                .expect("the executor only resumes after a retry decision");
+            if let Resume::Stop(stop) = resume {
+                return Err(history.stopped(stop, call.attempt()));
+            }
+        }
+    }
+}
+
+/// A call in progress whose future may be dropped (a Rust future's cancellation: a
+/// `select!`, a timeout around the whole call): a circuit breaker's probe it holds goes
+/// back then, as a cancelled call's does, or the breaker would refuse every call after.
+struct Unreported<'a>(Call<&'a Policy>);
+
+impl Drop for Unreported<'_> {
+    fn drop(&mut self) {
+        if let (None, Some(admission), Some(breaker)) = (self.0.outcome(), self.0.admission, self.0.policy().breaker())
+        {
+            breaker.release(admission);
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! What the HTTP middlewares ([`reqwest_retry`](crate::reqwest_retry),
+//! [`tower_retry`](crate::tower_retry)) share: the contract's HTTP rules (section 6a,
+//! decided by [`crate::http::classify`]) turned into the verdicts the executors take, and
+//! the user's overrides, owned.
+
+use std::time::{Duration, SystemTime};
+
+use crate::engine::Verdict;
+use crate::executor::ValueVerdict;
+use crate::http::{classify, HttpOutcome, HttpRules, HttpVerdict};
+
+/// The methods and statuses a middleware retries: `None` keeps the contract's lists
+/// (idempotent methods; 408, 425, 429, 500, 502, 503, 504).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Rules {
+    pub(crate) methods: Option<Vec<String>>,
+    pub(crate) statuses: Option<Vec<u16>>,
+}
+
+impl Rules {
+    fn judge(&self, method: &str, outcome: HttpOutcome) -> HttpVerdict {
+        let methods: Option<Vec<&str>> = self.methods.as_ref().map(|m| m.iter().map(String::as_str).collect());
+        classify(
+            method,
+            outcome,
+            &HttpRules { methods: methods.as_deref(), statuses: self.statuses.as_deref(), ..HttpRules::default() },
+        )
+    }
+
+    /// A response: retried (its Retry-After the hint) when the status is retryable and the
+    /// method may be repeated; otherwise it is the answer, as it would be without retries.
+    pub(crate) fn response(&self, method: &str, status: u16, retry_after: Option<&[u8]>) -> ValueVerdict {
+        match self.judge(method, HttpOutcome::Status(status)) {
+            HttpVerdict::Retry => ValueVerdict::Retry { hint: retry_after.and_then(hint) },
+            HttpVerdict::Response | HttpVerdict::Fail => ValueVerdict::Accept,
+        }
+    }
+
+    /// A network failure: transient if the connection was never made, or if the method
+    /// may be repeated; otherwise the call ends with it.
+    pub(crate) fn failure(&self, method: &str, connect_failed: bool) -> Verdict {
+        let outcome = if connect_failed { HttpOutcome::ConnectFailed } else { HttpOutcome::NetworkFailed };
+        match self.judge(method, outcome) {
+            HttpVerdict::Retry => Verdict::TRANSIENT,
+            HttpVerdict::Response | HttpVerdict::Fail => Verdict::Permanent,
+        }
+    }
+}
+
+/// A Retry-After header's value as a hint (delay-seconds or an HTTP-date).
+fn hint(value: &[u8]) -> Option<Duration> {
+    crate::retry_after::parse_retry_after(std::str::from_utf8(value).ok()?, SystemTime::now())
+}

@@ -1,0 +1,71 @@
+//! One attempt's outcome, judged: the step both executors (blocking and async) take after
+//! each attempt, in one place. A value goes through the result predicate, an error
+//! through the classifier; the engine records the verdict and the history keeps the
+//! failure.
+
+use std::ops::Deref;
+use std::time::Duration;
+
+use crate::engine::{Call, Decision, Verdict};
+use crate::event::Event;
+use crate::executor::{Failed, History, ValueVerdict};
+use crate::policy::Policy;
+
+/// What became of an attempt's outcome.
+pub(crate) enum Judged<T> {
+    /// The value is the call's result (the engine has recorded the success).
+    Accepted(T),
+    /// A failure, recorded and kept: the engine's decision.
+    Decided(Decision),
+}
+
+impl<E, T> History<E, T> {
+    /// Judges `outcome` of the attempt `call` has in progress. `now` reads the time the
+    /// engine is given for a failure; `success_now` the time of a success (only its event
+    /// shows it, so an executor without a listener need not read the clock).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub(crate) fn judge<P, A>(
+        &mut self,
+        call: &mut Call<P>,
+        outcome: Result<T, E>,
+        predicate: Option<&mut A>,
+        classify: &mut impl FnMut(&E) -> Verdict,
+        notify: &mut impl FnMut(&Event<'_>, Option<Failed<'_, E, T>>),
+        now: impl Fn() -> Duration,
+        success_now: impl FnOnce() -> Duration,
+    ) -> Judged<T>
+    where
+        P: Deref<Target = Policy>,
+        A: FnMut(&T) -> ValueVerdict + ?Sized,
+    {
+        match outcome {
+            Ok(value) => {
+                let verdict = match predicate {
+                    None => ValueVerdict::Accept,
+                    Some(accept) => accept(&value),
+                };
+                let hint = match verdict {
+                    ValueVerdict::Accept => {
+                        let _ = call.record(Verdict::Success, success_now(), &mut |e| notify(e, None));
+                        return Judged::Accepted(value);
+                    }
+                    ValueVerdict::Retry { hint } => hint,
+                };
+                let decision = call
+                    .record(Verdict::Transient { hint }, now(), &mut |e| notify(e, Some(Failed::Value(&value))))
+                    .expect("the executor only records while an attempt is in progress");
+                self.value = Some(value);
+                Judged::Decided(decision)
+            }
+            Err(error) => {
+                let verdict = classify(&error);
+                let decision = call
+                    .record(verdict, now(), &mut |e| notify(e, Some(Failed::Error(&error))))
+                    .expect("the executor only records while an attempt is in progress");
+                self.push_error(error);
+                Judged::Decided(decision)
+            }
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! The timer seam of the async executor: a [`Sleep`] is anything that turns a
+//! [`Duration`] into a future that completes after it. The crate depends on no runtime;
+//! the `tokio` feature provides [`TokioSleep`], and any other runtime's timer plugs in as
+//! a closure:
+//!
+//! ```
+//! use retryrs::Sleep;
+//! use std::time::Duration;
+//!
+//! // async-std: `|d| async_std::task::sleep(d)`; smol: `|d| async { smol::Timer::after(d).await; }`.
+//! // Any `Fn(Duration) -> impl Future<Output = ()>` is a Sleep:
+//! fn takes_a_sleep(_sleep: impl Sleep) {}
+//! takes_a_sleep(|delay: Duration| async move { let _ = delay; /* the runtime's timer */ });
+//! ```
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+/// A runtime's timer: [`Sleep::sleep`] returns a future that completes after `delay`.
+///
+/// The executor drops the future to stop waiting (on a cancel, or when the attempt it
+/// bounds ends first), so the timer must be cancellable by drop, as every runtime's is.
+/// Implemented for every `Fn(Duration) -> Fut` with `Fut: Future<Output = ()>`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a timer retryrs can sleep on",
+    note = "enable retryrs' `tokio` feature and use `TokioSleep`, or pass your runtime's timer as a closure: `|d| async_std::task::sleep(d)`"
+)]
+pub trait Sleep {
+    /// The future of one wait.
+    type Timer: Future<Output = ()>;
+    /// A future that completes after `delay`. A huge delay may be capped by the runtime
+    /// (tokio: about 2 years); the executor never asks for more than the policy allows.
+    fn sleep(&self, delay: Duration) -> Self::Timer;
+}
+
+impl<F, Fut> Sleep for F
+where
+    F: Fn(Duration) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    type Timer = Fut;
+    fn sleep(&self, delay: Duration) -> Fut {
+        self(delay)
+    }
+}
+
+/// tokio's timer (feature `tokio`): `tokio::time::sleep`. Needs a tokio runtime with the
+/// time driver enabled (`enable_time()` or `enable_all()`, as `#[tokio::main]` does).
+#[cfg(feature = "tokio")]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TokioSleep;
+
+#[cfg(feature = "tokio")]
+impl Sleep for TokioSleep {
+    type Timer = tokio::time::Sleep;
+    fn sleep(&self, delay: Duration) -> tokio::time::Sleep {
+        tokio::time::sleep(delay)
+    }
+}
+
+/// Gives the runtime one turn: pending once (after asking to be polled again), then
+/// ready. What a zero-delay retry does instead of looping straight into the next attempt,
+/// so the other tasks on the same thread run in between. Any runtime.
+pub(crate) fn yield_now() -> YieldNow {
+    YieldNow { yielded: false }
+}
+
+pub(crate) struct YieldNow {
+    yielded: bool,
+}
+
+impl Future for YieldNow {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}

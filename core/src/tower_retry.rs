@@ -1,0 +1,168 @@
+//! A [tower](https://docs.rs/tower) retry policy (feature `tower`): tower's own
+//! `Retry` middleware, with the decisions of a [`Retrier`] and the contract's HTTP rules.
+//!
+//! ```
+//! use retryrs::tower_retry::{retry_layer, RetryLayer};
+//! use retryrs::{Policy, Retrier};
+//!
+//! let layer: RetryLayer = retry_layer(Retrier::new(Policy::default()));
+//! // tower::ServiceBuilder::new().layer(layer).service(http_client)
+//! ```
+//!
+//! The service takes `http::Request<B>` with a `Clone` body (tower's `Retry` clones the
+//! request before each attempt) and answers `http::Response<_>`:
+//! - a retryable status (408, 425, 429, 500, 502, 503, 504) on an idempotent method is
+//!   retried, its `Retry-After` the minimum wait; when the retries run out the last
+//!   response is returned, as it would be without retries;
+//! - an error of the inner service is a network failure: retried for an idempotent
+//!   method only (tower does not say whether the connection was made);
+//! - the deadline and the budget are kept between attempts. tower's `Retry` cannot drop
+//!   an attempt in flight: put a `tower::timeout::TimeoutLayer` inside it to bound each
+//!   attempt, or use [`Retrier::run_async`](crate::async_executor) /
+//!   [`reqwest_retry`](crate::reqwest_retry), which keep the attempt's bound themselves.
+//!   A wait that overshoots the deadline runs the attempt tower has already started, and
+//!   no further one.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use crate::clock::{testing, Clock, SystemClock};
+use crate::engine::{Call, Decision, Resume, Verdict};
+use crate::executor::{Retrier, ValueVerdict};
+use crate::http_retry::Rules;
+use crate::policy::Policy;
+
+/// tower's retry layer over a [`RetryPolicy`].
+pub type RetryLayer = tower::retry::RetryLayer<RetryPolicy>;
+
+/// The layer: `ServiceBuilder::new().layer(retry_layer(retrier))`.
+pub fn retry_layer(retrier: impl Into<Retrier>) -> RetryLayer {
+    tower::retry::RetryLayer::new(RetryPolicy::new(retrier))
+}
+
+/// A `tower::retry::Policy` whose decisions are the engine's. Each request gets its own
+/// copy (tower clones the policy per request), holding that request's call.
+#[derive(Debug, Clone)]
+pub struct RetryPolicy {
+    retrier: Retrier,
+    rules: Rules,
+    /// When the request began (set as tower clones the request before the first attempt).
+    started: Duration,
+    call: Option<Call<Arc<Policy>>>,
+    /// The deadline passed during the last wait: no further retry.
+    stopped: bool,
+}
+
+impl RetryPolicy {
+    /// Retries with `retrier`'s policy and the contract's HTTP rules.
+    pub fn new(retrier: impl Into<Retrier>) -> Self {
+        RetryPolicy {
+            retrier: retrier.into(),
+            rules: Rules::default(),
+            started: Duration::ZERO,
+            call: None,
+            stopped: false,
+        }
+    }
+
+    /// The methods that may be retried (replaces the idempotent set).
+    pub fn methods<S: Into<String>>(mut self, methods: impl IntoIterator<Item = S>) -> Self {
+        self.rules.methods = Some(methods.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The statuses worth retrying (replaces 408, 425, 429, 500, 502, 503, 504).
+    pub fn statuses(mut self, statuses: impl IntoIterator<Item = u16>) -> Self {
+        self.rules.statuses = Some(statuses.into_iter().collect());
+        self
+    }
+
+    /// The time, only when the policy bounds attempts (a deadline or an attempt
+    /// timeout): otherwise no clock is read.
+    fn now(&self) -> Duration {
+        if !self.retrier.policy().bounds_attempts() {
+            return Duration::ZERO;
+        }
+        match testing::clock() {
+            Some(virtual_clock) => virtual_clock.now(),
+            None => SystemClock.now(),
+        }
+    }
+}
+
+/// The wait before a retry: tokio's timer, or nothing for a zero delay or under virtual
+/// time (which the wait advances instead).
+#[derive(Debug)]
+pub struct Wait(Option<Pin<Box<tokio::time::Sleep>>>);
+
+impl Future for Wait {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        match self.0.as_mut() {
+            Some(sleep) => sleep.as_mut().poll(cx),
+            None => Poll::Ready(()),
+        }
+    }
+}
+
+fn wait(delay: Duration) -> Wait {
+    if let Some(virtual_clock) = testing::clock() {
+        virtual_clock.advance(delay);
+        return Wait(None);
+    }
+    Wait((!delay.is_zero()).then(|| Box::pin(tokio::time::sleep(delay))))
+}
+
+impl<B: Clone, R, E> tower::retry::Policy<http::Request<B>, http::Response<R>, E> for RetryPolicy {
+    type Future = Wait;
+
+    fn retry(&mut self, req: &mut http::Request<B>, result: &mut Result<http::Response<R>, E>) -> Option<Wait> {
+        if self.stopped {
+            return None;
+        }
+        let method = req.method().as_str();
+        let verdict = match result {
+            Ok(response) => {
+                let retry_after = response.headers().get(http::header::RETRY_AFTER).map(|v| v.as_bytes());
+                match self.rules.response(method, response.status().as_u16(), retry_after) {
+                    ValueVerdict::Accept => Verdict::Success,
+                    ValueVerdict::Retry { hint } => Verdict::Transient { hint },
+                }
+            }
+            Err(_) => self.rules.failure(method, false),
+        };
+        let now = self.now();
+        let started = self.started;
+        let policy = self.retrier.policy();
+        let call = self.call.get_or_insert_with(|| Call::start(policy.clone(), started));
+        match call.record(verdict, now, &mut |_| {}) {
+            Ok(Decision::Retry(delay)) => Some(wait(delay)),
+            _ => None,
+        }
+    }
+
+    fn clone_request(&mut self, req: &http::Request<B>) -> Option<http::Request<B>> {
+        let now = self.now();
+        match self.call.as_mut() {
+            // Before the first attempt (on the service's own copy, cloned into the request's).
+            None => self.started = now,
+            // After a wait: the engine says whether another attempt is in time.
+            Some(call) => {
+                if let Ok(Resume::Stop(_)) = call.after_wait(now, &mut |_| {}) {
+                    self.stopped = true;
+                    return None;
+                }
+            }
+        }
+        let mut clone = http::Request::new(req.body().clone());
+        *clone.method_mut() = req.method().clone();
+        *clone.uri_mut() = req.uri().clone();
+        *clone.version_mut() = req.version();
+        *clone.headers_mut() = req.headers().clone();
+        *clone.extensions_mut() = req.extensions().clone();
+        Some(clone)
+    }
+}

@@ -1,0 +1,105 @@
+//! The reqwest-middleware middleware against a loopback server: the HTTP scenarios of the
+//! Python and Node helpers.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
+use retryrs::reqwest_retry::RetryMiddleware;
+use retryrs::{Jitter, Policy, Retrier};
+use support::http_server::{serve, Reply};
+
+fn client(policy: Policy) -> ClientWithMiddleware {
+    ClientBuilder::new(reqwest::Client::new()).with(RetryMiddleware::new(Retrier::new(policy))).build()
+}
+
+fn quick() -> Policy {
+    Policy::builder().jitter(Jitter::None).initial_delay(Duration::from_millis(10)).build().unwrap()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn two_503s_then_200_make_three_requests_and_return_the_200() {
+    let server = serve(vec![Reply(503, ""), Reply(503, ""), Reply(200, "")]).await;
+    let response = client(quick()).get(&server.url).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(response.text().await.unwrap(), "status 200");
+    assert_eq!(server.requests(), 3);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn retry_after_1_is_waited_out() {
+    let server = serve(vec![Reply(503, "Retry-After: 1\r\n"), Reply(200, "")]).await;
+    let started = Instant::now();
+    let response = client(quick()).get(&server.url).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert!(started.elapsed() >= Duration::from_secs(1), "retried after {:?}", started.elapsed());
+    assert_eq!(server.requests(), 2);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn retry_after_3600_returns_the_429_at_once() {
+    let server = serve(vec![Reply(429, "Retry-After: 3600\r\n"), Reply(200, "")]).await;
+    let started = Instant::now();
+    let response = client(quick()).get(&server.url).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 429);
+    assert_eq!(response.headers()["retry-after"], "3600");
+    assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
+    assert_eq!(server.requests(), 1);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_post_is_not_sent_again() {
+    let server = serve(vec![Reply(503, ""), Reply(200, "")]).await;
+    let response = client(quick()).post(&server.url).body("order=1").send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 503);
+    assert_eq!(*server.methods.lock().unwrap(), ["POST"]);
+    // Unless the user lists it.
+    let server = serve(vec![Reply(503, ""), Reply(200, "")]).await;
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(RetryMiddleware::new(Retrier::new(quick())).methods(["GET", "POST"]))
+        .build();
+    let response = client.post(&server.url).body("order=1").send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(*server.methods.lock().unwrap(), ["POST", "POST"]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn out_of_attempts_the_last_response_is_returned() {
+    let server = serve(vec![Reply(503, ""), Reply(502, "")]).await;
+    let policy = Policy::builder().max_attempts(2).jitter(Jitter::None).initial_delay(Duration::ZERO).build().unwrap();
+    let response = client(policy).get(&server.url).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 502);
+    assert_eq!(server.requests(), 2);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_connection_never_made_is_retried_and_its_error_returned_at_the_end() {
+    // A port nobody listens on: bind, learn it, close.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let policy = Policy::builder().max_attempts(3).jitter(Jitter::None).initial_delay(Duration::ZERO).build().unwrap();
+    let err = client(policy).post(format!("http://127.0.0.1:{port}/")).send().await.unwrap_err();
+    assert!(err.is_connect(), "{err:?}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_deadline_ends_a_hung_request() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    // Accepts and never answers.
+    let hold = tokio::spawn(async move {
+        let mut held = vec![];
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let deadline = Duration::from_millis(500);
+    let policy = Policy::builder().deadline(Some(deadline)).build().unwrap();
+    let started = Instant::now();
+    let err = client(policy).get(&url).send().await.unwrap_err();
+    let took = started.elapsed();
+    hold.abort();
+    assert!(took < deadline + Duration::from_millis(250), "took {took:?}");
+    // The attempt's bound ended it: the client's timeout (set to the bound) or the executor's.
+    assert!(err.is_timeout() || err.to_string().contains("timed out"), "{err:?}");
+}

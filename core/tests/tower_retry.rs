@@ -1,0 +1,96 @@
+//! tower's Retry middleware with the engine's decisions, in front of an HTTP client
+//! service, against a loopback server: the HTTP scenarios of the Python and Node helpers.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use retryrs::tower_retry::retry_layer;
+use retryrs::{Jitter, Policy, Retrier};
+use support::http_server::{serve, Reply};
+use tower::{Service, ServiceBuilder, ServiceExt};
+
+/// An HTTP client as a tower service: http::Request<String> in, http::Response<String> out.
+fn http_client() -> impl Service<
+    http::Request<String>,
+    Response = http::Response<String>,
+    Error = reqwest::Error,
+    Future = impl std::future::Future<Output = Result<http::Response<String>, reqwest::Error>>,
+> + Clone {
+    let client = reqwest::Client::new();
+    tower::service_fn(move |req: http::Request<String>| {
+        let client = client.clone();
+        async move {
+            let response = client.execute(reqwest::Request::try_from(req)?).await?;
+            let mut out = http::Response::new(String::new());
+            *out.status_mut() = response.status();
+            *out.headers_mut() = response.headers().clone();
+            *out.body_mut() = response.text().await?;
+            Ok::<_, reqwest::Error>(out)
+        }
+    })
+}
+
+async fn send(policy: Policy, request: http::Request<String>) -> Result<http::Response<String>, reqwest::Error> {
+    let mut service = ServiceBuilder::new().layer(retry_layer(Retrier::new(policy))).service(http_client());
+    service.ready().await?.call(request).await
+}
+
+fn get(url: &str) -> http::Request<String> {
+    http::Request::get(url).body(String::new()).unwrap()
+}
+
+fn quick() -> Policy {
+    Policy::builder().jitter(Jitter::None).initial_delay(Duration::from_millis(10)).build().unwrap()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn two_503s_then_200_make_three_requests_and_return_the_200() {
+    let server = serve(vec![Reply(503, ""), Reply(503, ""), Reply(200, "")]).await;
+    let response = send(quick(), get(&server.url)).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.body(), "status 200");
+    assert_eq!(server.requests(), 3);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn retry_after_1_is_waited_out() {
+    let server = serve(vec![Reply(503, "Retry-After: 1\r\n"), Reply(200, "")]).await;
+    let started = Instant::now();
+    let response = send(quick(), get(&server.url)).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(started.elapsed() >= Duration::from_secs(1), "retried after {:?}", started.elapsed());
+    assert_eq!(server.requests(), 2);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn retry_after_3600_returns_the_429_at_once() {
+    let server = serve(vec![Reply(429, "Retry-After: 3600\r\n"), Reply(200, "")]).await;
+    let started = Instant::now();
+    let response = send(quick(), get(&server.url)).await.unwrap();
+    assert_eq!(response.status(), 429);
+    assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
+    assert_eq!(server.requests(), 1);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_post_is_not_sent_again() {
+    let server = serve(vec![Reply(503, ""), Reply(200, "")]).await;
+    let post = http::Request::post(&server.url).body("order=1".to_string()).unwrap();
+    let response = send(quick(), post).await.unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(*server.methods.lock().unwrap(), ["POST"]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn out_of_attempts_the_last_response_is_returned_and_each_request_starts_afresh() {
+    let policy = Policy::builder().max_attempts(2).jitter(Jitter::None).initial_delay(Duration::ZERO).build().unwrap();
+    let server = serve(vec![Reply(503, ""), Reply(502, ""), Reply(503, ""), Reply(200, "")]).await;
+    // One service, two requests: the second gets its own two attempts.
+    let mut service = ServiceBuilder::new().layer(retry_layer(Retrier::new(policy))).service(http_client());
+    let first = service.ready().await.unwrap().call(get(&server.url)).await.unwrap();
+    assert_eq!(first.status(), 502);
+    let second = service.ready().await.unwrap().call(get(&server.url)).await.unwrap();
+    assert_eq!(second.status(), 200);
+    assert_eq!(server.requests(), 4);
+}
