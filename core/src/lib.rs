@@ -31,6 +31,7 @@ pub mod document;
 pub mod engine;
 pub mod event;
 pub mod executor;
+pub mod hedge;
 pub mod http;
 mod http_date;
 pub mod knob;
@@ -47,6 +48,7 @@ pub use document::{DocumentError, LoadOptions, Policies};
 pub use engine::{cancelled_before_start, duration_from_ms, Call, Decision, Resume, StateError, Stop, Verdict};
 pub use event::{CancelledAfter, Event, EventKind, ExhaustReason, GaveUp};
 pub use executor::{Failed, Retrier, RetryError, Run, ValueVerdict, HISTORY};
+pub use hedge::{AttemptSet, HedgeCall, HedgeDelay, HedgeError, Hedging, LatencySketch, Step};
 pub use http::{
     is_idempotent, is_retryable_status, HttpOutcome, HttpRules, HttpVerdict, IDEMPOTENT_METHODS, RETRYABLE_STATUSES,
 };

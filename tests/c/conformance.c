@@ -346,11 +346,12 @@ int run_conformance(const char *report_path) {
     h_record(name, !why[0]);
     if (why[0]) failed++; else passed++;
   }
-  printf("conformance: %d passed, %d failed\n", passed, failed);
+  for (i = 0; i < cv_skipped_count; i++) printf("  skipped %s: %s\n", cv_skipped[i], cv_skip_reason);
+  printf("conformance: %d passed, %d failed, %d skipped\n", passed, failed, (int)cv_skipped_count);
   if (report_path) {
     FILE *f = fopen(report_path, "w");
     if (f) {
-      fprintf(f, "c %d %d\n", passed, failed);
+      fprintf(f, "c %d %d %d\n", passed, failed, (int)cv_skipped_count);
       fclose(f);
     } else {
       fprintf(stderr, "cannot write %s\n", report_path);

@@ -77,6 +77,10 @@ typedef struct {
 
 extern const cv_vector cv_vectors[];
 extern const size_t cv_vector_count;
+/* Vectors the C runner cannot run yet (hedging), by file:id, and why: counted as skipped. */
+extern const char *const cv_skipped[];
+extern const size_t cv_skipped_count;
+extern const char *const cv_skip_reason;
 
 /* Runs every vector through the blocking call and the sans-IO engine; prints failures
  * and "conformance: N passed, M failed"; writes "c N M" to report_path if not NULL.
