@@ -933,9 +933,6 @@ impl<'a> Loader<'a> {
                 }
             },
         };
-        if delay < 0.0 {
-            return Err(self.err(&at("hedgingDelay"), get("hedgingDelay"), "must not be negative (gRPC)"));
-        }
         let non_fatal = match get("nonFatalStatusCodes") {
             None => vec![],
             Some(raw) => self.grpc_code_names(&at("nonFatalStatusCodes"), raw, true)?,
@@ -1166,6 +1163,7 @@ pub fn json_schema() -> Value {
     for k in KNOBS {
         knobs.insert(k.name.to_string(), knob_schema(k));
     }
+    knobs.insert(HEDGE_KEY.to_string(), hedge_schema());
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://example.invalid/retryrs/policies.schema.json",
@@ -1200,6 +1198,27 @@ pub fn json_schema() -> Value {
                     "token_ratio": { "type": "number", "minimum": 0.001, "maximum": 1e12, "description": "tokens a success adds back (<= max_tokens; 3 decimals kept, truncated)" }
                 }
             }
+        }
+    })
+}
+
+/// The `hedge` object's schema (what [`Loader::hedge`] reads).
+fn hedge_schema() -> Value {
+    use serde_json::json;
+    let duration = json!({ "type": "string", "pattern": duration_pattern() });
+    json!({
+        "type": ["object", "null"],
+        "additionalProperties": false,
+        "required": ["delay"],
+        "description": "Hedge calls (docs/contract.md, Hedging): launch another attempt beside the first after delay, up to max_attempts; the first success wins (null: no hedging)",
+        "properties": {
+            "max_attempts": { "type": "integer", "minimum": 1, "maximum": crate::hedge::MAX_HEDGE_ATTEMPTS, "default": 2, "description": "attempts at most, the first included (gRPC A6 caps them at 5)" },
+            "delay": { "anyOf": [duration, { "const": "adaptive" }], "description": "the time between launches, or \"adaptive\": a quantile of recent attempt latencies" },
+            "non_fatal": { "type": "array", "items": { "type": ["string", "integer"] }, "description": "the failures that let the other attempts go on (for the host's predicate)" },
+            "quantile": { "type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1, "default": 0.95, "description": "adaptive only: the quantile of recent latencies" },
+            "floor": { "type": "string", "pattern": duration_pattern(), "default": "1ms", "description": "adaptive only: the shortest delay" },
+            "ceiling": { "type": "string", "pattern": duration_pattern(), "default": "1000ms", "description": "adaptive only: the longest delay, and the delay until enough latencies are known" },
+            "window": { "type": "integer", "minimum": 1, "maximum": 1_000_000, "default": crate::hedge::DEFAULT_WINDOW, "description": "adaptive only: how many recent latencies are kept" }
         }
     })
 }
