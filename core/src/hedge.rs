@@ -592,3 +592,99 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
         sink(&Event { kind, name: &self.policy.name, attempt, elapsed, delay, reason });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn hedged(h: Hedging) -> Policy {
+        Policy::builder().hedge(Some(h)).build().unwrap()
+    }
+
+    #[test]
+    fn a_policy_without_hedging_is_one_attempt_and_no_hedge() {
+        let p = Policy::default();
+        let none = &mut |_: &Event<'_>| {};
+        let mut call = HedgeCall::start(&p, ms(0));
+        assert_eq!(call.poll(ms(0), none), Ok(Step::Launch(1)));
+        assert_eq!(call.poll(ms(0), none), Ok(Step::Wait(Some(ms(15_001)))), "only the deadline wakes it");
+        let d = call.record(1, Verdict::TRANSIENT, ms(5), none);
+        assert_eq!(d, Ok(Step::Stop { stop: Stop::Exhausted(ExhaustReason::Attempts), cancel: AttemptSet::EMPTY }));
+    }
+
+    #[test]
+    fn misuse_is_reported_and_late_results_are_dropped() {
+        let p = hedged(Hedging::fixed(3, 10.0).unwrap());
+        let none = &mut |_: &Event<'_>| {};
+        let mut call = HedgeCall::start(&p, ms(0));
+        assert!(call.record(1, Verdict::Success, ms(0), none).is_err(), "attempt 1 was not launched");
+        assert_eq!(call.poll(ms(0), none), Ok(Step::Launch(1)));
+        assert_eq!(call.poll(ms(10), none), Ok(Step::Launch(2)));
+        assert_eq!(call.remaining(2, ms(15)), Ok(Some(ms(14_985))));
+        assert!(call.record(0, Verdict::Success, ms(11), none).is_err());
+        assert!(call.record(3, Verdict::Success, ms(11), none).is_err());
+        let won = call.record(2, Verdict::Success, ms(12), none).unwrap();
+        let cancel = match won {
+            Step::Won { attempt: 2, cancel } => cancel,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(cancel.iter().collect::<Vec<_>>(), [1]);
+        assert_eq!((cancel.len(), cancel.bits(), cancel.contains(1), cancel.contains(2)), (1, 1, true, false));
+        assert_eq!(call.record(1, Verdict::Permanent, ms(20), none), Ok(Step::Dropped));
+        assert_eq!(call.outcome(), Some(Stop::Success));
+        assert_eq!(call.poll(ms(20), none), Err(StateError::Ended));
+        assert!(call.remaining(1, ms(20)).is_err());
+        assert_eq!(call.cancel(ms(20), none), Err(StateError::Ended));
+    }
+
+    #[test]
+    fn cancel_hands_back_every_attempt_in_flight() {
+        let p = hedged(Hedging::fixed(3, 0.0).unwrap());
+        let mut log = vec![];
+        let mut sink = |e: &Event<'_>| log.push((e.kind, e.attempt));
+        let mut call = HedgeCall::start(&p, ms(0));
+        for k in 1..=3 {
+            assert_eq!(call.poll(ms(0), &mut sink), Ok(Step::Launch(k)));
+        }
+        assert_eq!(call.cancel(ms(7), &mut sink).map(|s| s.bits()), Ok(0b111));
+        assert_eq!(call.outcome(), Some(Stop::Cancelled));
+        assert_eq!(log.last(), Some(&(EventKind::Cancelled, 3)));
+    }
+
+    #[test]
+    fn the_sketch_keeps_its_window_and_answers_by_nearest_rank_across_threads() {
+        let sketch = Arc::new(LatencySketch::new(0.95, 100).unwrap());
+        assert_eq!(sketch.estimate(), None);
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let s = Arc::clone(&sketch);
+                std::thread::spawn(move || (0..500).for_each(|i| s.record(ms((i + t) % 100 + 1))))
+            })
+            .collect();
+        threads.into_iter().for_each(|t| t.join().unwrap());
+        assert_eq!(sketch.len(), 100, "bounded by its window");
+        let sketch = LatencySketch::new(0.95, 1000).unwrap();
+        for i in 1..=100 {
+            sketch.record(ms(i));
+        }
+        assert_eq!(sketch.estimate(), Some(ms(95)));
+        sketch.record(ms(1000));
+        assert_eq!(sketch.estimate(), Some(ms(96)), "ceil(0.95 * 101) = 96th smallest");
+        assert!(LatencySketch::new(1.0, 10).is_err() && LatencySketch::new(0.5, 0).is_err());
+    }
+
+    #[test]
+    fn bad_hedging_knobs_name_the_field() {
+        assert_eq!(Hedging::fixed(6, 1.0).unwrap_err().field, "max_attempts");
+        assert_eq!(Hedging::fixed(0, 1.0).unwrap_err().field, "max_attempts");
+        assert_eq!(Hedging::fixed(2, f64::NAN).unwrap_err().field, "delay");
+        assert_eq!(Hedging::adaptive(2, 0.95, 10.0, 5.0).unwrap_err().field, "ceiling");
+        assert_eq!(Hedging::adaptive(2, 0.0, 1.0, 5.0).unwrap_err().field, "quantile");
+        let err = Hedging::fixed(9, 1.0).unwrap_err().to_string();
+        assert_eq!(err, "max_attempts must be >= 1 and <= 5 (gRPC A6's cap), got 9");
+    }
+}

@@ -424,7 +424,8 @@ fn grpc_java_s_hedging_example_loads_as_a6_describes() {
     assert_eq!(h.non_fatal(), ["UNAVAILABLE", "INTERNAL", "ABORTED"]);
     assert_eq!(policies.get("s").unwrap().deadline(), Some(Duration::from_secs(2)));
     // hedgingDelay is optional (A6: 0s, every attempt at once).
-    let zero = Policies::from_json(r#"{"methodConfig": [{"name": [{"service": "s"}], "hedgingPolicy": {"maxAttempts": 2}}]}"#);
+    let zero =
+        Policies::from_json(r#"{"methodConfig": [{"name": [{"service": "s"}], "hedgingPolicy": {"maxAttempts": 2}}]}"#);
     assert_eq!(zero.unwrap().get("s").unwrap().hedging().unwrap().current_delay(), Duration::ZERO);
     for (bad, path, fragment) in [
         (r#"{"maxAttempts": 2, "hedgingDelay": "-1s"}"#, "hedgingPolicy.hedgingDelay", "not a protobuf duration"),
