@@ -248,13 +248,15 @@ impl Hedging {
         &self.non_fatal
     }
 
-    /// The delay between launches for a call starting now.
+    /// The delay between launches for a call starting now (an adaptive one is the
+    /// sketch's quantile rounded up to a whole millisecond, then clamped).
     pub fn current_delay(&self) -> Duration {
         match &self.delay {
             HedgeDelay::Fixed(d) => *d,
-            HedgeDelay::Adaptive { floor, ceiling, sketch } => {
-                sketch.estimate().map_or(*ceiling, |q| q.clamp(*floor, *ceiling))
-            }
+            // Delays have millisecond resolution (the contract): the quantile rounds up.
+            HedgeDelay::Adaptive { floor, ceiling, sketch } => sketch.estimate().map_or(*ceiling, |q| {
+                Duration::from_millis(q.as_micros().div_ceil(1000) as u64).clamp(*floor, *ceiling)
+            }),
         }
     }
 
