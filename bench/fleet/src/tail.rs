@@ -282,7 +282,7 @@ pub struct TailRun {
 pub fn tail(world: &TailWorld, peer: &Peer, seed: u64) -> TailRun {
     let policy = Arc::new(peer.policy(None));
     let starts: Vec<u64> =
-        (0..world.users).flat_map(|u| std::iter::repeat_n(u as u64 * world.gap_us, FAN_OUT)).collect();
+        (0..world.users).flat_map(|u| std::iter::repeat(u as u64 * world.gap_us).take(FAN_OUT)).collect();
     let mut rng = WorldRng::new(seed, 40);
     let calls = run_calls(&starts, &|_| Arc::clone(&policy), &mut |_| latency(&mut rng));
     let mut users: Vec<f64> = calls
