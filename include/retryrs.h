@@ -144,6 +144,9 @@ enum retryrs_event_kind
   RETRYRS_EVENT_EXHAUSTED = 4,
   // The call was cancelled.
   RETRYRS_EVENT_CANCELLED = 5,
+  // A hedged call launched attempt `attempt`, delay_ms after the one before it
+  // (hedging only; no C call hedges yet).
+  RETRYRS_EVENT_HEDGE = 6,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

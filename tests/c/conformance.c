@@ -53,6 +53,7 @@ static const char *kind_name(retryrs_event_kind k) {
     case RETRYRS_EVENT_REJECTED: return "rejected";
     case RETRYRS_EVENT_EXHAUSTED: return "exhausted";
     case RETRYRS_EVENT_CANCELLED: return "cancelled";
+    case RETRYRS_EVENT_HEDGE: return "hedge";
     default: return "?";
   }
 }
