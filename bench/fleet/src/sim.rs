@@ -110,7 +110,13 @@ pub struct Results {
     pub tail: Vec<tail::TailRun>,
     /// The overload table, per peer and budget.
     pub overload: Vec<tail::OverloadRun>,
+    /// The tail variant whose servers get [`SHIFT`] times slower halfway: fixed at the
+    /// first half's p95, and adaptive.
+    pub shifted: Vec<tail::TailRun>,
 }
+
+/// How much slower the servers of the shifted tail variant get halfway.
+pub const SHIFT: f64 = 3.0;
 
 /// Runs every scenario.
 pub fn simulate(config: &Config) -> Results {
@@ -128,7 +134,22 @@ pub fn simulate(config: &Config) -> Results {
     let outage_half = Peer::ALL.iter().map(|&p| outage::run(&config.outage_half, p, seed)).collect();
     let herd = herd::KINDS.iter().map(|&j| (j, herd::windows(config.herd_clients, j))).collect();
     let (tail_p95_ms, tail, overload) = tail_scenarios(config);
-    Results { config: config.clone(), contention, sweep, outage, outage_half, herd, tail_p95_ms, tail, overload }
+    let shifted = [tail::Peer::Fixed(tail_p95_ms), tail::Peer::Adaptive]
+        .iter()
+        .map(|p| tail::tail_shifted(&config.tail, p, Some(SHIFT), seed))
+        .collect();
+    Results {
+        config: config.clone(),
+        contention,
+        sweep,
+        outage,
+        outage_half,
+        herd,
+        tail_p95_ms,
+        tail,
+        overload,
+        shifted,
+    }
 }
 
 /// The budgets of the overload table: gRPC A6's example (10 tokens, 0.1 per success), and

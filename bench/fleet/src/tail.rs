@@ -280,11 +280,21 @@ pub struct TailRun {
 
 /// Runs the tail scenario for one peer.
 pub fn tail(world: &TailWorld, peer: &Peer, seed: u64) -> TailRun {
+    tail_shifted(world, peer, None, seed)
+}
+
+/// The tail scenario where, from the middle user request on, every attempt takes `factor`
+/// times as long (the servers got slower: a deploy, a noisy neighbour), if `shift` is set.
+pub fn tail_shifted(world: &TailWorld, peer: &Peer, shift: Option<f64>, seed: u64) -> TailRun {
     let policy = Arc::new(peer.policy(None));
     let starts: Vec<u64> =
         (0..world.users).flat_map(|u| std::iter::repeat(u as u64 * world.gap_us).take(FAN_OUT)).collect();
     let mut rng = WorldRng::new(seed, 40);
-    let calls = run_calls(&starts, &|_| Arc::clone(&policy), &mut |_| latency(&mut rng));
+    let half = (world.users / 2) as u64 * world.gap_us;
+    let calls = run_calls(&starts, &|_| Arc::clone(&policy), &mut |t| match shift {
+        Some(factor) if t >= half => latency(&mut rng).mul_f64(factor),
+        _ => latency(&mut rng),
+    });
     let mut users: Vec<f64> = calls
         .done
         .chunks(FAN_OUT)
