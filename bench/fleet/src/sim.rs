@@ -77,9 +77,9 @@ impl Config {
             outage: shrink(World::issue(12_000)),
             outage_half: shrink(World::issue(6_000)),
             herd_clients: 100,
-            tail: TailWorld { users: 2_000, gap_us: 10_000 },
+            tail: TailWorld { users: 300, gap_us: 10_000 },
             overload: OverloadWorld {
-                clients: 20,
+                clients: 10,
                 rate_per_client: 100,
                 slow_from_ms: 4_000,
                 slow_until_ms: 14_000,
