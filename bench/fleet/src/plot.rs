@@ -112,7 +112,7 @@ fn tail(r: &Results, dir: &Path) -> Result<(), Failure> {
                 })
                 .take_while(|(_, ms)| ms.is_finite())
                 .collect();
-            (run.peer.label(), points)
+            (run.peer.short(), points)
         })
         .collect();
     lines(
@@ -130,7 +130,8 @@ fn tail(r: &Results, dir: &Path) -> Result<(), Failure> {
         .iter()
         .map(|run| {
             let points = run.bins.iter().enumerate().map(|(b, v)| (b as f64 * bin_s, *v)).collect();
-            (crate::report::overload_label(run), points)
+            let budget = run.budget.map_or(String::new(), |(m, r)| format!(" + {m}/{r}"));
+            (format!("{}{budget}", run.peer.short()), points)
         })
         .collect();
     let shade = (world.slow_from_ms as f64 / 1000.0, world.slow_until_ms as f64 / 1000.0, "every request slow");

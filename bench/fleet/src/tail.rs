@@ -91,6 +91,16 @@ impl Peer {
         .expect("a valid policy")
     }
 
+    /// The peer's name in a plot's legend (short: the legend is narrow).
+    pub fn short(&self) -> String {
+        match self {
+            Peer::NoHedging => "no hedging".into(),
+            Peer::Fixed(ms) => format!("fixed {ms} ms"),
+            Peer::Adaptive => "adaptive".into(),
+            Peer::RetryOnTimeout(ms) => format!("retry at {ms} ms"),
+        }
+    }
+
     /// The peer's name in the tables.
     pub fn label(&self) -> String {
         match self {
