@@ -486,8 +486,9 @@ retryrs_status retryrs_attempt_remaining_ms(uint64_t *out);
 // RETRYRS_EXHAUSTED (outcome->reason says which limit), RETRYRS_CANCELLED (`cancel`
 // fired, before or during a wait), or RETRYRS_INVALID_ARGUMENT (NULL retrier or
 // attempt, or a verdict outside RETRYRS_SUCCESS/TRANSIENT/PERMANENT, which counts as
-// a permanent failure). `listener`, `cancel` and `outcome` may be NULL. Under the
-// testing switch the waits are virtual.
+// a permanent failure, or a retrier whose policy hedges: a blocking call cannot abandon
+// an attempt, see retryrs_hedge_start()). `listener`, `cancel` and `outcome` may be
+// NULL. Under the testing switch the waits are virtual.
 retryrs_status retryrs_retrier_call(const struct retryrs_retrier *retrier,
                                     retryrs_attempt_fn attempt,
                                     void *user_data,
@@ -541,7 +542,8 @@ retryrs_status retryrs_jitter_parse(const char *text,
 // Starts a call whose first attempt begins at `now_ms` (any monotonic millisecond time
 // base, e.g. retryrs_now_ms(); the engine only subtracts). Run attempt 1 next.
 // `listener` may be NULL; it is copied, and its callback gets every event of the call.
-// Free with retryrs_call_free().
+// Free with retryrs_call_free(). RETRYRS_INVALID_ARGUMENT for a retrier whose policy
+// hedges (retryrs_hedge_start() runs those).
 retryrs_status retryrs_call_start(const struct retryrs_retrier *retrier,
                                   uint64_t now_ms,
                                   const struct retryrs_listener *listener,

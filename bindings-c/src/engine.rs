@@ -181,7 +181,8 @@ fn now(ms: u64) -> Duration {
 /// Starts a call whose first attempt begins at `now_ms` (any monotonic millisecond time
 /// base, e.g. retryrs_now_ms(); the engine only subtracts). Run attempt 1 next.
 /// `listener` may be NULL; it is copied, and its callback gets every event of the call.
-/// Free with retryrs_call_free().
+/// Free with retryrs_call_free(). RETRYRS_INVALID_ARGUMENT for a retrier whose policy
+/// hedges (retryrs_hedge_start() runs those).
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_call_start(
     retrier: *const retryrs_retrier,
@@ -192,6 +193,9 @@ pub unsafe extern "C" fn retryrs_call_start(
     guard_status(|| {
         let shared = Arc::clone(&arg(retrier, "retrier")?.inner);
         arg_mut(out, "out")?;
+        if let Some(why) = retryrs::hedge::one_at_a_time_refusal(shared.retrier.policy()) {
+            return Err(Failure::invalid(format!("retryrs_call_start: {why}; use retryrs_hedge_start()")));
+        }
         let call = Call::start(Arc::clone(shared.retrier.policy()), now(now_ms));
         let state = CallState { shared, call, listener: listener.as_ref().copied() };
         hand_out(

@@ -268,6 +268,19 @@ impl Hedging {
     }
 }
 
+/// Why a call that runs one attempt at a time (a blocking call, the retry engine
+/// [`crate::Call`]) refuses `policy`, if it hedges: the one wording every host uses, to
+/// which it appends what to use instead. `None` for a policy without hedging.
+pub fn one_at_a_time_refusal(policy: &Policy) -> Option<String> {
+    policy.hedging().map(|_| {
+        format!(
+            "{}: this policy hedges (runs attempts side by side and abandons the losers), which a call that \
+             runs one attempt at a time cannot do",
+            policy.name()
+        )
+    })
+}
+
 fn check_attempts(n: u64) -> Result<u32, HedgeError> {
     if (1..=u64::from(MAX_HEDGE_ATTEMPTS)).contains(&n) {
         Ok(n as u32)
@@ -677,6 +690,14 @@ mod tests {
         sketch.record(ms(1000));
         assert_eq!(sketch.estimate(), Some(ms(96)), "ceil(0.95 * 101) = 96th smallest");
         assert!(LatencySketch::new(1.0, 10).is_err() && LatencySketch::new(0.5, 0).is_err());
+    }
+
+    #[test]
+    fn only_a_hedging_policy_is_refused_by_one_at_a_time_calls() {
+        assert_eq!(one_at_a_time_refusal(&Policy::default()), None);
+        let p = Policy::builder().name("rates").hedge(Some(Hedging::fixed(2, 5.0).unwrap())).build().unwrap();
+        let why = one_at_a_time_refusal(&p).unwrap();
+        assert!(why.starts_with("rates: this policy hedges"), "{why}");
     }
 
     #[test]

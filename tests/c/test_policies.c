@@ -299,6 +299,15 @@ static void test_a_hedged_call_driven_by_hand(void) {
   CHECK(step.action == RETRYRS_HEDGE_STOP && step.outcome == RETRYRS_CANCELLED && step.cancel == 3u);
   retryrs_hedge_free(h);
   retryrs_hedge_free(NULL);
+  /* A call that runs one attempt at a time refuses a hedging policy, and says why. */
+  {
+    retryrs_call *call = NULL;
+    retryrs_outcome out = {0, 0};
+    CHECK_STATUS(retryrs_call_start(r, 0, NULL, &call), RETRYRS_INVALID_ARGUMENT);
+    CHECK(call == NULL && strstr(retryrs_last_error(), "reads: this policy hedges") != NULL);
+    CHECK_STATUS(retryrs_retrier_call(r, NULL, NULL, NULL, NULL, &out), RETRYRS_INVALID_ARGUMENT);
+    CHECK(strstr(retryrs_last_error(), "retryrs_hedge_start") != NULL);
+  }
   retryrs_retrier_free(r);
   retryrs_policies_free(p);
 }
