@@ -220,16 +220,7 @@ pub unsafe extern "C" fn retryrs_call_report(
 ) -> retryrs_status {
     guard_status(|| {
         let out = arg_mut(step, "step")?;
-        let verdict = match verdict {
-            RETRYRS_SUCCESS => Verdict::Success,
-            RETRYRS_TRANSIENT => Verdict::transient_ms(Some(hint_ms)),
-            RETRYRS_PERMANENT => Verdict::Permanent,
-            other => {
-                return Err(Failure::invalid(format!(
-                    "verdict must be RETRYRS_SUCCESS, RETRYRS_TRANSIENT or RETRYRS_PERMANENT, got {other}"
-                )))
-            }
-        };
+        let verdict = reported(verdict, hint_ms)?;
         *out = drive(call, "retryrs_call_report", |c| {
             c.step(|call, sink| {
                 call.record(verdict, now(now_ms), &mut &mut *sink).map(|d| match d {
@@ -240,6 +231,19 @@ pub unsafe extern "C" fn retryrs_call_report(
         })?;
         Ok(())
     })
+}
+
+/// A verdict a C program reported (with its hint, negative or NaN for none), or the error
+/// naming what it must be.
+pub(crate) fn reported(verdict: retryrs_verdict_value, hint_ms: f64) -> Result<Verdict, Failure> {
+    match verdict {
+        RETRYRS_SUCCESS => Ok(Verdict::Success),
+        RETRYRS_TRANSIENT => Ok(Verdict::transient_ms(Some(hint_ms))),
+        RETRYRS_PERMANENT => Ok(Verdict::Permanent),
+        other => Err(Failure::invalid(format!(
+            "verdict must be RETRYRS_SUCCESS, RETRYRS_TRANSIENT or RETRYRS_PERMANENT, got {other}"
+        ))),
+    }
 }
 
 /// The wait ended at `now_ms`. `*step` gets ATTEMPT (run it now) or STOP (the deadline

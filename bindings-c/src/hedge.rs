@@ -7,9 +7,9 @@ use std::cell::{Cell, UnsafeCell};
 use std::sync::Arc;
 use std::time::Duration;
 
-use retryrs::{HedgeCall, Policy, StateError, Step, Verdict};
+use retryrs::{HedgeCall, Policy, StateError, Step};
 
-use crate::engine::{drive, free_reentrant, Reentrant};
+use crate::engine::{drive, free_reentrant, reported, Reentrant};
 use crate::event::retryrs_listener;
 use crate::ffi::{arg, arg_mut, guard_status, guard_value, hand_out, Failure};
 use crate::retrier::{retryrs_retrier, Shared};
@@ -184,16 +184,7 @@ pub unsafe extern "C" fn retryrs_hedge_report(
 ) -> retryrs_status {
     guard_status(|| {
         let out = arg_mut(step, "step")?;
-        let verdict = match verdict {
-            RETRYRS_SUCCESS => Verdict::Success,
-            RETRYRS_TRANSIENT => Verdict::transient_ms(Some(hint_ms)),
-            RETRYRS_PERMANENT => Verdict::Permanent,
-            other => {
-                return Err(Failure::invalid(format!(
-                    "verdict must be RETRYRS_SUCCESS, RETRYRS_TRANSIENT or RETRYRS_PERMANENT, got {other}"
-                )))
-            }
-        };
+        let verdict = reported(verdict, hint_ms)?;
         *out = drive(hedge, "retryrs_hedge_report", |h| {
             h.step(|c, sink| c.record(attempt, verdict, now(now_ms), &mut &mut *sink))
         })?;
