@@ -78,6 +78,9 @@ pub enum retryrs_event_kind {
     RETRYRS_EVENT_EXHAUSTED = 4,
     /// The call was cancelled.
     RETRYRS_EVENT_CANCELLED = 5,
+    /// A hedged call launched attempt `attempt`, delay_ms after the one before it
+    /// (hedging only; no C call hedges yet).
+    RETRYRS_EVENT_HEDGE = 6,
 }
 
 /// Why a call was exhausted.
@@ -103,6 +106,7 @@ pub fn event_kind(kind: EventKind) -> retryrs_event_kind {
         EventKind::Rejected => RETRYRS_EVENT_REJECTED,
         EventKind::Exhausted => RETRYRS_EVENT_EXHAUSTED,
         EventKind::Cancelled => RETRYRS_EVENT_CANCELLED,
+        EventKind::Hedge => RETRYRS_EVENT_HEDGE,
     }
 }
 

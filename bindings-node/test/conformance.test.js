@@ -2,7 +2,7 @@
 // The conformance vectors (tests/conformance/*.json at the repo root) through the public
 // JS API only: a Retrier with the vector's policy, onEvent to watch, an AbortController
 // fired from the listener for cancel_during_wait, and the virtual-time switch (advance)
-// for takes_ms and wait_overrun_ms. Prints `conformance: N passed, M failed` (none skipped) and writes
+// for takes_ms and wait_overrun_ms. Prints `conformance: N passed, M failed, K skipped` (the hedging vectors) and writes
 // build/conformance/node.txt (or $RETRYRS_CONFORMANCE_DIR) for the summary of `make test`.
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -226,7 +226,20 @@ test('the conformance vectors exist', () => {
   assert.equal(ids.size, vectors.length, 'vector ids are unique');
 });
 
+// A vector whose policy hedges (a policy's "hedge", a service config's hedgingPolicy):
+// Node cannot run it yet, so it is skipped, counted and named with the reason
+// (tests/conformance/README.md allows this skip only).
+const HEDGING_PENDING = 'hedging: host support pending';
+const usesHedging = (v) =>
+  'hedge' in (v.policy || {}) || ((v.service_config || {}).methodConfig || []).some((c) => 'hedgingPolicy' in c);
+let skipped = 0;
+
 for (const v of vectors) {
+  if (usesHedging(v)) {
+    skipped += 1;
+    test(`${v.file} ${v.id}`, { skip: HEDGING_PENDING }, () => {});
+    continue;
+  }
   test(`${v.file} ${v.id}`, async () => {
     try {
       await check(v);
@@ -239,8 +252,8 @@ for (const v of vectors) {
 }
 
 test.after(() => {
-  const line = `conformance: ${passed} passed, ${failed} failed`;
+  const line = `conformance: ${passed} passed, ${failed} failed, ${skipped} skipped`;
   console.log(line);
   fs.mkdirSync(outDir, { recursive: true });
-  fs.writeFileSync(path.join(outDir, 'node.txt'), `node ${passed} ${failed}\n`);
+  fs.writeFileSync(path.join(outDir, 'node.txt'), `node ${passed} ${failed} ${skipped}\n`);
 });

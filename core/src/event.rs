@@ -25,6 +25,9 @@ pub enum EventKind {
     Exhausted,
     /// The call was cancelled.
     Cancelled,
+    /// A hedged call launched attempt `attempt` beside those in flight, `delay` after the
+    /// attempt before it (hedging only).
+    Hedge,
 }
 
 impl EventKind {
@@ -37,6 +40,7 @@ impl EventKind {
             EventKind::Rejected => "rejected",
             EventKind::Exhausted => "exhausted",
             EventKind::Cancelled => "cancelled",
+            EventKind::Hedge => "hedge",
         }
     }
 }
@@ -46,12 +50,13 @@ impl EventKind {
     /// Success (AttemptFailed, Retrying, Rejected, Exhausted, and Cancelled once an attempt
     /// has failed; a call cancelled before any failure has none to carry).
     pub const fn carries_error(self) -> bool {
-        !matches!(self, EventKind::Success)
+        !matches!(self, EventKind::Success | EventKind::Hedge)
     }
 
-    /// Whether events of this kind carry a delay (Retrying: the wait about to start).
+    /// Whether events of this kind carry a delay (Retrying: the wait about to start;
+    /// Hedge: the time since the attempt before it launched).
     pub const fn carries_delay(self) -> bool {
-        matches!(self, EventKind::Retrying)
+        matches!(self, EventKind::Retrying | EventKind::Hedge)
     }
 
     /// Whether events of this kind carry an exhaust reason (Exhausted).

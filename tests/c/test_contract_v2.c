@@ -20,6 +20,7 @@ static const char *event_kind_name(retryrs_event_kind kind) {
     case RETRYRS_EVENT_REJECTED: return "rejected";
     case RETRYRS_EVENT_EXHAUSTED: return "exhausted";
     case RETRYRS_EVENT_CANCELLED: return "cancelled";
+    case RETRYRS_EVENT_HEDGE: return "hedge";
   }
   return "?";
 }
@@ -36,7 +37,8 @@ static const char *verdict_name(retryrs_verdict v) {
 static void test_verdicts_and_event_kinds_keep_their_values(void) {
   CHECK(RETRYRS_SUCCESS == 0 && RETRYRS_TRANSIENT == 1 && RETRYRS_PERMANENT == 2);
   CHECK(RETRYRS_EVENT_SUCCESS == 0 && RETRYRS_EVENT_ATTEMPT_FAILED == 1 && RETRYRS_EVENT_RETRYING == 2);
-  CHECK(RETRYRS_EVENT_REJECTED == 3 && RETRYRS_EVENT_EXHAUSTED == 4 && RETRYRS_EVENT_CANCELLED == 5);
+  CHECK(RETRYRS_EVENT_REJECTED == 3 && RETRYRS_EVENT_EXHAUSTED == 4 && RETRYRS_EVENT_CANCELLED == 5 &&
+        RETRYRS_EVENT_HEDGE == 6);
   CHECK(sizeof(retryrs_verdict) == 4 && sizeof(retryrs_event_kind) == 4);
   CHECK(strcmp(event_kind_name(RETRYRS_EVENT_RETRYING), "retrying") == 0);
   CHECK(strcmp(verdict_name(RETRYRS_PERMANENT), "permanent") == 0);
