@@ -45,14 +45,21 @@ pub const DEFAULT_WINDOW: usize = 1000;
 
 /// A hedging knob out of range: which field (`max_attempts`, `delay`, `quantile`,
 /// `floor`, `ceiling`, `window`) and why.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{field} {message}")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct HedgeError {
     /// The field of the hedging policy.
     pub field: &'static str,
     /// What was wrong with it, with the value given.
     pub message: String,
 }
+
+impl std::fmt::Display for HedgeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.field, self.message)
+    }
+}
+
+impl std::error::Error for HedgeError {}
 
 fn bad(field: &'static str, message: String) -> HedgeError {
     HedgeError { field, message }
