@@ -245,7 +245,7 @@ fn run_hedged_call(policy: &Policy, script: &[Value]) -> Result<Value, String> {
             Step::Wait(until) => {
                 let next = call.running().iter().min_by_key(|k| (ends[*k as usize - 1], *k));
                 match (next, until) {
-                    (Some(k), until) if until.map_or(true, |t| ends[k as usize - 1] <= t) => {
+                    (Some(k), until) if until.is_none_or(|t| ends[k as usize - 1] <= t) => {
                         now = ends[k as usize - 1];
                         step = call.record(k, verdict(step_of(k)?), now, &mut sink).map_err(|e| e.to_string())?;
                     }
