@@ -3,7 +3,9 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
+use crate::attempt::Attempt;
 use crate::cancel::CancelToken;
 use crate::clock::{testing, Clock, SystemClock};
 use crate::engine::{Call, Decision, Resume, Stop, Verdict};
@@ -242,12 +244,34 @@ impl Retrier {
         &self.policy
     }
 
-    /// Runs `op` (given the attempt number) until it succeeds or the engine stops it;
-    /// `classify` turns each error into a verdict. Uses the real clock, or the virtual one
-    /// while the testing switch is on.
+    /// Runs `op` until it succeeds or the engine stops it; `classify` turns each error
+    /// into a verdict. Uses the real clock, or the virtual one while the testing switch is
+    /// on.
+    ///
+    /// `op` gets the [`Attempt`]: its number and its bound (the time left before the
+    /// deadline, or the smaller attempt timeout). A blocking attempt cannot be
+    /// interrupted: pass `remaining` to its I/O so that it ends in time.
+    ///
+    /// ```
+    /// use retryrs::{Attempt, Policy, Retrier, Verdict};
+    /// use std::time::Duration;
+    /// # let _virtual_time = retryrs::testing::scoped();
+    /// let retrier = Retrier::new(
+    ///     Policy::builder().deadline(Some(Duration::from_secs(2))).attempt_timeout(Some(Duration::from_millis(500))).build().unwrap(),
+    /// );
+    /// let got = retrier.run(
+    ///     |attempt: &Attempt| {
+    ///         // e.g. stream.set_read_timeout(attempt.remaining)
+    ///         assert_eq!(attempt.remaining, Some(Duration::from_millis(500)));
+    ///         if attempt.number < 2 { Err("503") } else { Ok(attempt.number) }
+    ///     },
+    ///     |_err| Verdict::TRANSIENT,
+    /// );
+    /// assert_eq!(got.unwrap(), 2);
+    /// ```
     pub fn run<T, E>(
         &self,
-        op: impl FnMut(u32) -> Result<T, E>,
+        op: impl FnMut(&Attempt) -> Result<T, E>,
         classify: impl FnMut(&E) -> Verdict,
     ) -> Result<T, RetryError<E>> {
         self.execute(Run::default(), op, classify).map_err(RetryError::without_value)
@@ -262,7 +286,7 @@ impl Retrier {
     /// let retrier = Retrier::new(Policy::builder().max_attempts(3).build().unwrap());
     /// let got = retrier.execute(
     ///     Run::default().result_predicate(|status: &u16| (*status == 503).into()),
-    ///     |_attempt| Ok::<u16, std::io::Error>(503),
+    ///     |_attempt: &retryrs::Attempt| Ok::<u16, std::io::Error>(503),
     ///     |_err| Verdict::TRANSIENT,
     /// );
     /// assert!(matches!(got, Err(RetryError::Exhausted { attempts: 3, value: Some(503), .. })));
@@ -270,7 +294,7 @@ impl Retrier {
     pub fn execute<T, E>(
         &self,
         mut run: Run<'_, E, T>,
-        mut op: impl FnMut(u32) -> Result<T, E>,
+        mut op: impl FnMut(&Attempt) -> Result<T, E>,
         mut classify: impl FnMut(&E) -> Verdict,
     ) -> Result<T, RetryError<E, T>> {
         let virtual_clock;
@@ -296,11 +320,17 @@ impl Retrier {
             crate::engine::cancelled_before_start(&self.policy, &mut |e| notify(e, None));
             return Err(RetryError::Cancelled { attempts: 0, errors: Vec::new(), value: None });
         }
-        let mut call = Call::start(&*self.policy, clock.now());
+        // Time matters only to the attempts' bounds (a deadline or an attempt timeout) and
+        // to events: with neither, the engine is fed a constant and the clock is never read.
+        let timed = self.policy.bounds_attempts() || has_listener;
+        let read_time = || if timed { clock.now() } else { Duration::ZERO };
+        let mut call = Call::start(&*self.policy, read_time());
+        let mut attempt_start = call.started_at();
         // Allocated at the first failure: the happy path allocates nothing.
         let mut history = History { errors: Vec::new(), value: None };
         loop {
-            let decision = match op(call.attempt()) {
+            let bound = call.attempt_deadline().expect("the executor runs op only while an attempt is in progress");
+            let decision = match op(&Attempt::new(call.attempt(), attempt_start, bound)) {
                 Ok(value) => {
                     let verdict = match run.result_predicate.as_mut() {
                         None => ValueVerdict::Accept,
@@ -316,7 +346,7 @@ impl Retrier {
                         ValueVerdict::Retry { hint } => hint,
                     };
                     let decision = call
-                        .record(Verdict::Transient { hint }, clock.now(), &mut |e| {
+                        .record(Verdict::Transient { hint }, read_time(), &mut |e| {
                             notify(e, Some(Failed::Value(&value)))
                         })
                         .expect("the executor only records while an attempt is in progress");
@@ -326,7 +356,7 @@ impl Retrier {
                 Err(error) => {
                     let verdict = classify(&error);
                     let decision = call
-                        .record(verdict, clock.now(), &mut |e| notify(e, Some(Failed::Error(&error))))
+                        .record(verdict, read_time(), &mut |e| notify(e, Some(Failed::Error(&error))))
                         .expect("the executor only records while an attempt is in progress");
                     history.push_error(error);
                     decision
@@ -337,11 +367,12 @@ impl Retrier {
                 Decision::Stop(stop) => return Err(history.stopped(stop, call.attempt())),
             };
             if clock.sleep(delay, cancel).is_err() {
-                let _ = call.cancel(clock.now(), &mut |e| notify(e, history.last()));
+                let _ = call.cancel(read_time(), &mut |e| notify(e, history.last()));
                 return Err(history.stopped(Stop::Cancelled, call.attempt()));
             }
+            attempt_start = read_time();
             let resume = call
-                .after_wait(clock.now(), &mut |e| notify(e, history.last()))
+                .after_wait(attempt_start, &mut |e| notify(e, history.last()))
                 .expect("the executor only resumes after a retry decision");
             if let Resume::Stop(stop) = resume {
                 return Err(history.stopped(stop, call.attempt()));
@@ -439,7 +470,7 @@ mod tests {
                     sleeps.push(d.as_millis());
                 }
             }),
-            |n| Err(Failure("503", n)),
+            |a| Err(Failure("503", a.number)),
             |_| Verdict::TRANSIENT,
         );
         match res {
@@ -459,9 +490,9 @@ mod tests {
         let r = Retrier::new(policy(5));
         let mut calls = 0;
         let res: Result<(), _> = r.run(
-            |n| {
+            |a| {
                 calls += 1;
-                Err(Failure("404", n))
+                Err(Failure("404", a.number))
             },
             |_| Verdict::Permanent,
         );
@@ -476,7 +507,7 @@ mod tests {
         let mut seen = vec![];
         let v = r.execute(
             Run::default().clock(&clock).listener(|e, err: Option<&Failure>| seen.push((e.kind, err.map(|f| f.1)))),
-            |n| if n < 3 { Err(Failure("503", n)) } else { Ok("done") },
+            |a| if a.number < 3 { Err(Failure("503", a.number)) } else { Ok("done") },
             |_| Verdict::TRANSIENT,
         );
         assert_eq!(v.unwrap(), "done");
@@ -511,7 +542,7 @@ mod tests {
         let started = Instant::now();
         let res: Result<(), _> = r.execute(
             Run::default().cancel(&token).clock(&crate::clock::SystemClock),
-            |n| Err(Failure("503", n)),
+            |a| Err(Failure("503", a.number)),
             |_| Verdict::TRANSIENT,
         );
         let took = started.elapsed();
@@ -533,9 +564,9 @@ mod tests {
         let mut calls = 0;
         let res: Result<(), RetryError<Failure>> = Retrier::new(policy(3)).execute(
             Run::default().cancel(&token),
-            |n| {
+            |a| {
                 calls += 1;
-                Err(Failure("x", n))
+                Err(Failure("x", a.number))
             },
             |_| Verdict::TRANSIENT,
         );
@@ -561,7 +592,7 @@ mod tests {
                 .observer(|e, f: Option<Failed<'_, Failure, u32>>| {
                     seen.push((e.kind, f.and_then(Failed::value).copied(), e.delay))
                 }),
-            Ok::<u32, Failure>,
+            |a| Ok::<u32, Failure>(a.number),
             |_| Verdict::TRANSIENT,
         );
         assert_eq!(res.unwrap(), 3);
@@ -579,7 +610,7 @@ mod tests {
         // Exhausted on a value: the value is the cause, the earlier error is kept.
         let res = Retrier::new(policy(2)).execute(
             Run::default().clock(&clock).result_predicate(|_: &&str| true.into()),
-            |n| if n == 1 { Err(Failure("503", 1)) } else { Ok("busy") },
+            |a| if a.number == 1 { Err(Failure("503", 1)) } else { Ok("busy") },
             |_| Verdict::TRANSIENT,
         );
         match res {
@@ -597,7 +628,7 @@ mod tests {
         let p = Policy::builder().max_attempts(100).initial_delay_ms(0.0).max_delay_ms(0.0).build().unwrap();
         let res: Result<(), _> = Retrier::new(p).execute(
             Run::default().clock(&VirtualClock::new()),
-            |n| Err(Failure("503", n)),
+            |a| Err(Failure("503", a.number)),
             |_| Verdict::TRANSIENT,
         );
         match res {
@@ -608,6 +639,102 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A virtual clock that counts its reads.
+    #[derive(Default)]
+    struct Counting {
+        clock: VirtualClock,
+        reads: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Clock for Counting {
+        fn now(&self) -> Duration {
+            self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.clock.now()
+        }
+        fn sleep(&self, delay: Duration, cancel: Option<&CancelToken>) -> Result<(), crate::clock::Cancelled> {
+            self.clock.sleep(delay, cancel)
+        }
+    }
+
+    #[test]
+    fn each_attempt_gets_its_bound_and_an_unbounded_call_reads_no_clock() {
+        let clock = Counting::default();
+        let p = Policy::builder()
+            .initial_delay_ms(100.0)
+            .jitter(Jitter::None)
+            .deadline_ms(Some(1000.0))
+            .attempt_timeout_ms(Some(400.0))
+            .build()
+            .unwrap();
+        let mut seen = vec![];
+        let res = Retrier::new(p).execute(
+            Run::default().clock(&clock),
+            |a: &Attempt| {
+                seen.push((a.number, a.remaining.map(|d| d.as_millis()), a.deadline.map(|d| d.as_millis())));
+                clock.clock.advance(Duration::from_millis(300));
+                if a.number < 3 {
+                    Err(Failure("503", a.number))
+                } else {
+                    Ok(a.number)
+                }
+            },
+            |_| Verdict::TRANSIENT,
+        );
+        assert_eq!(res.unwrap(), 3);
+        // Attempts start at 0, 400 and 900 (300 ms each, waits of 100 and 200): the
+        // attempt timeout, then the timeout again, then the 100 ms left before the deadline.
+        assert_eq!(seen, [(1, Some(400), Some(400)), (2, Some(400), Some(800)), (3, Some(100), Some(1000))]);
+
+        // Neither a deadline nor an attempt timeout nor a listener: no clock read at all,
+        // failures and waits included.
+        let quiet = Counting::default();
+        let p = Policy::builder().initial_delay_ms(100.0).deadline(None).build().unwrap();
+        let res = Retrier::new(p).execute(
+            Run::default().clock(&quiet),
+            |a: &Attempt| {
+                assert_eq!((a.remaining, a.deadline), (None, None));
+                if a.number < 3 {
+                    Err(Failure("503", a.number))
+                } else {
+                    Ok(())
+                }
+            },
+            |_| Verdict::TRANSIENT,
+        );
+        assert!(res.is_ok());
+        assert_eq!(quiet.reads.load(std::sync::atomic::Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn an_attempt_past_the_deadline_ends_the_call_but_a_late_success_is_kept() {
+        let clock = VirtualClock::new();
+        let p = Policy::builder().deadline_ms(Some(500.0)).build().unwrap();
+        let r = Retrier::new(p);
+        let res: Result<(), _> = r.execute(
+            Run::default().clock(&clock),
+            |a| {
+                clock.advance(Duration::from_millis(600));
+                Err(Failure("slow", a.number))
+            },
+            |_| Verdict::TRANSIENT,
+        );
+        match res {
+            Err(RetryError::Exhausted { attempts: 1, reason: ExhaustReason::Deadline, errors, .. }) => {
+                assert_eq!(errors, [Failure("slow", 1)]);
+            }
+            other => panic!("{other:?}"),
+        }
+        let res = r.execute(
+            Run::default().clock(&clock),
+            |_| -> Result<&str, Failure> {
+                clock.advance(Duration::from_millis(600));
+                Ok("late")
+            },
+            |_| Verdict::TRANSIENT,
+        );
+        assert_eq!(res.unwrap(), "late");
     }
 
     #[test]
@@ -623,7 +750,7 @@ mod tests {
                 .build()
                 .unwrap(),
         );
-        let res: Result<(), _> = r.run(|n| Err(Failure("503", n)), |_| Verdict::TRANSIENT);
+        let res: Result<(), _> = r.run(|a| Err(Failure("503", a.number)), |_| Verdict::TRANSIENT);
         assert!(matches!(res, Err(RetryError::Exhausted { attempts: 5, .. })));
         assert_eq!(scope.clock().now(), Duration::from_secs(40));
         assert!(started.elapsed() < Duration::from_secs(5));

@@ -15,7 +15,7 @@
 //! let retrier = Retrier::new(Policy::builder().jitter(Jitter::None).initial_delay(Duration::ZERO).build().unwrap());
 //! let mut calls = 0;
 //! let value = retrier.run(
-//!     |_attempt| { calls += 1; if calls < 3 { Err("503") } else { Ok("rate: 1.0842") } },
+//!     |_attempt: &retryrs::Attempt| { calls += 1; if calls < 3 { Err("503") } else { Ok("rate: 1.0842") } },
 //!     |_err| Verdict::TRANSIENT,
 //! );
 //! assert_eq!(value.unwrap(), "rate: 1.0842");

@@ -68,6 +68,8 @@ fn run_call(retrier: &Retrier, script: &[Value]) -> Result<Value, String> {
     let events = RefCell::new(Vec::<Value>::new());
     let mut delays = vec![];
     let mut calls = 0u32;
+    // Each attempt's bound as the attempt sees it, before it takes any time.
+    let mut bounds = vec![];
     let step = |n: u32| -> Option<&Value> { script.get(n as usize - 1) };
     let listener = |e: &retryrs::Event<'_>, failed: Option<Failed<'_, Scripted, u32>>| {
         let err = failed.and_then(Failed::error);
@@ -111,8 +113,10 @@ fn run_call(retrier: &Retrier, script: &[Value]) -> Result<Value, String> {
                 Some(s) if s["result"] == "rejected_value" => ValueVerdict::Retry { hint: hint(s) },
                 _ => ValueVerdict::Accept,
             }),
-        |n| {
+        |attempt: &retryrs::Attempt| {
+            let n = attempt.number;
             calls += 1;
+            bounds.push(attempt.remaining.map(|d| d.as_millis() as u64));
             // Called more often than the script allows: fail with a marker the checks reject.
             let s = step(n).ok_or(Scripted(u32::MAX))?;
             clock.advance(Duration::from_millis(s.get("takes_ms").and_then(Value::as_u64).unwrap_or(0)));
@@ -135,7 +139,7 @@ fn run_call(retrier: &Retrier, script: &[Value]) -> Result<Value, String> {
     if events.iter().any(|e| e.get("error_mismatch").is_some()) {
         return Err(format!("an event carried the wrong failure: {events:?}"));
     }
-    let mut got = json!({"attempts": calls, "delays_ms": delays, "events": events});
+    let mut got = json!({"attempts": calls, "delays_ms": delays, "events": events, "bounds_ms": bounds});
     // The errors a history must keep: the error attempts among the last HISTORY failures.
     let is_error = |n: &u32| step(*n).is_some_and(|s| s["result"] != "rejected_value");
     let kept = |attempts: u32| -> Vec<Scripted> {
@@ -194,7 +198,11 @@ fn check_call_vector(v: &Value) -> Result<(), String> {
     for (i, call) in v["calls"].as_array().unwrap().iter().enumerate() {
         let got = run_call(&retrier, call["attempts"].as_array().unwrap())?;
         let want = &call["expect"];
-        for key in ["outcome", "reason", "attempts", "delays_ms", "value"] {
+        for key in ["outcome", "reason", "attempts", "delays_ms", "value", "bounds_ms"] {
+            // bounds_ms is compared where a vector gives it.
+            if key == "bounds_ms" && want.get(key).is_none() {
+                continue;
+            }
             if want.get(key) != got.get(key) {
                 return Err(format!("call {i}: {key}: want {}, got {}", want[key], got[key]));
             }
@@ -248,7 +256,7 @@ fn check_vector_keys(v: &Value) -> Result<(), String> {
         check_keys(
             "expect",
             expect,
-            &["outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens"],
+            &["outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens", "bounds_ms"],
         )?;
         for e in expect.get("events").and_then(Value::as_array).into_iter().flatten() {
             check_keys("event", e, &["kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error", "value"])?;

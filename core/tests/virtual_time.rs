@@ -67,7 +67,7 @@ fn huge_virtual_waits_keep_the_deadline() {
     let scope = testing::scoped();
     let mut calls = 0;
     let r = Retrier::new(policy).run(
-        |_| -> Result<(), ()> {
+        |_: &retryrs::Attempt| -> Result<(), ()> {
             calls += 1;
             Err(())
         },
