@@ -54,10 +54,9 @@ class BoundQueue {
   add(entry) {
     const items = this.items;
     while (this.head < items.length && items[this.head].done) items[this.head++] = undefined;
-    if (this.head === items.length) {
-      items.length = 0;
-      this.head = 0;
-    } else if (this.head > 1024 && this.head * 2 > items.length) {
+    // Emptied slots are dropped now and then, not on every call (an array truncated to
+    // nothing gives up its storage, and the next push allocates it again).
+    if (this.head > 1024 && this.head * 2 > items.length) {
       items.splice(0, this.head);
       this.head = 0;
     }
@@ -74,8 +73,6 @@ class BoundQueue {
   settle(entry) {
     entry.done = true;
     if (--this.live === 0) {
-      this.items.length = 0;
-      this.head = 0;
       if (this.refed) {
         this.timer.unref();
         this.refed = false;
@@ -104,12 +101,7 @@ class BoundQueue {
         expired.push(e);
       }
     }
-    if (this.head === items.length) {
-      items.length = 0;
-      this.head = 0;
-    } else {
-      this.arm(items[this.head].expiresAt - t);
-    }
+    if (this.head < items.length) this.arm(items[this.head].expiresAt - t);
     // Last, with the queue in order: an expiry aborts a signal, whose listeners may start
     // calls (and queue entries) at once.
     for (const e of expired) e.expire();

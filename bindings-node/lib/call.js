@@ -8,7 +8,7 @@ const { watch, unwatch } = require('./abort');
 const { typeName } = require('./options');
 const { RetryExhaustedError, describe } = require('./errors');
 const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, REJECTED, EXHAUSTED } = require('./codes');
-const { AttemptContext, abortAttempt } = require('./attempt');
+const { AttemptContext, BoundedAttemptContext, abortAttempt } = require('./attempt');
 const { armBound, clearBound } = require('./bound');
 const { reportListenerError } = require('./events');
 
@@ -182,7 +182,7 @@ class CallRun {
         this.boundAt = this.attemptStart + bound;
       }
     }
-    const ctx = bound === null ? new AttemptContext(n, signal) : new AttemptContext(n, undefined, bound, this.boundAt);
+    const ctx = bound === null ? new AttemptContext(n, signal) : new BoundedAttemptContext(n, bound, this.boundAt);
     if (bound !== null) this.attemptCtx = ctx;
     return new Promise((resolve) => {
       let timer;
@@ -429,7 +429,7 @@ function boundError(o, n, bound) {
  * a failure first goes on from that failure.
  */
 function boundedFirstAttempt(o, fn, t0) {
-  const ctx = new AttemptContext(1, undefined, o.firstBoundMs, t0 + o.firstBoundMs);
+  const ctx = new BoundedAttemptContext(1, o.firstBoundMs, t0 + o.firstBoundMs);
   let result;
   try {
     result = fn(ctx);
@@ -437,6 +437,10 @@ function boundedFirstAttempt(o, fn, t0) {
     return new CallRun(o, fn, undefined, t0, true).run(err, true);
   }
   if (!isThenable(result)) return Promise.resolve(result);
+  if (!o.interrupts) {
+    // The attempt bounds itself (retryingFetch): nothing to race.
+    return Promise.resolve(result).then(undefined, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
+  }
   return new Promise((resolve) => {
     const entry = new FirstAttempt(o, fn, t0, ctx, resolve);
     o.queue.add(entry);

@@ -83,15 +83,14 @@ class Retrier {
     if (signal !== undefined || o.needsFullLoop) return new CallRun(o, fn, signal, o.needsClock ? now() : 0).run(undefined, false);
     const t0 = o.needsClock ? startTime() : 0;
     // A bounded first attempt is raced against its bound (lib/bound.js).
-    if (o.queue !== null && o.interrupts) return boundedFirstAttempt(o, fn, t0);
+    if (o.bounded) return boundedFirstAttempt(o, fn, t0);
 
     // The fast path: no signal, no timer, no listener, no budget; no allocation but the
     // promise returned and the attempt's context, and no native crossing unless the
     // attempt fails.
     let result;
     try {
-      // Bounded here only when the attempt bounds itself (o.interrupts false).
-      result = fn(o.bounded ? new AttemptContext(1, undefined, o.firstBoundMs, t0 + o.firstBoundMs) : new AttemptContext(1, undefined));
+      result = fn(new AttemptContext(1, undefined));
     } catch (err) {
       return new CallRun(o, fn, undefined, t0, true).run(err, true);
     }
