@@ -19,13 +19,13 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * `unref`; returns what `clearBound` clears.
  */
 function armBound(ms, unref, fire) {
-  const t = { timer: undefined };
+  const t = { timer: undefined, unref };
   let left = ms;
   const arm = () => {
     const chunk = Math.min(left, MAX_TIMER_MS);
     left -= chunk;
     t.timer = setTimeout(left > 0 ? arm : fire, chunk);
-    if (unref) t.timer.unref();
+    if (t.unref) t.timer.unref();
   };
   arm();
   return t;
@@ -33,6 +33,12 @@ function armBound(ms, unref, fire) {
 
 function clearBound(t) {
   clearTimeout(t.timer);
+}
+
+/** From now on the bound does not keep the process alive. */
+function unrefBound(t) {
+  t.unref = true;
+  t.timer.unref();
 }
 
 /** The fast path's first-attempt bounds of one retrier. */
@@ -108,4 +114,4 @@ class BoundQueue {
   }
 }
 
-module.exports = { BoundQueue, armBound, clearBound, MAX_TIMER_MS };
+module.exports = { BoundQueue, armBound, clearBound, unrefBound, MAX_TIMER_MS };

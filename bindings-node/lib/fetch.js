@@ -9,7 +9,7 @@ const native = require('./native');
 const { Retrier, withClassifier, optionsOf } = require('./retrier');
 const { boundOf } = require('./attempt');
 const { isDeadline } = require('./call');
-const { armBound, clearBound } = require('./bound');
+const { armBound, clearBound, unrefBound } = require('./bound');
 const { RetryExhaustedError } = require('./errors');
 const { retryAfterFromError } = require('./predicate');
 const { parseRetryAfter } = require('./http');
@@ -251,7 +251,7 @@ function attemptTimer(boundMs, unref, reason) {
     },
     keepForBody() {
       racing = false;
-      if (timer !== undefined) timer.timer.unref();
+      if (timer !== undefined) unrefBound(timer);
     },
   };
 }

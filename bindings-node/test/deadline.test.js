@@ -183,6 +183,24 @@ test('a 503 whose body stalls, attemptTimeoutMs 500, deadlineMs 2000: retryingFe
   assert.ok(s.hits() >= 2, `the 503 was retried (${s.hits()} requests)`);
 });
 
+test('the response retryingFetch resolves with has its body read bounded by the same attempt bound', async (t) => {
+  const server = http.createServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': 1 << 20 });
+    res.write('x'.repeat(1000));
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  const retrier = new Retrier({ attemptTimeoutMs: 500 });
+  const res = await retryingFetch({ retrier })(`http://127.0.0.1:${server.address().port}/`);
+  assert.equal(res.status, 200);
+  const { error } = await within(500 + SLACK_MS, res.text());
+  assert.equal(error?.name, 'TimeoutError', String(error));
+  assert.match(error.message, /attempt 1 timed out after 500 ms/);
+});
+
 /** Runs `code` in a child node (cwd: the package) fed `input`; resolves with its output. */
 function child(code, args = []) {
   return new Promise((resolve, reject) => {
@@ -318,6 +336,12 @@ test('unref: true also covers the attempt\'s bound: a pending attempt does not k
       assert.equal(res.status, 0, res.stderr);
     }
   }
+  // Without unref, a retrier whose calls have all settled holds nothing (the bound of a
+  // finished attempt is not left armed): the process exits long before the 15 s deadline.
+  const t0 = Date.now();
+  const done = spawnSync(process.execPath, ['-e', script('{}', 'r.call(() => new Promise((resolve) => setTimeout(resolve, 50))).then((v) => console.log("done"));')], { cwd: PKG, encoding: 'utf8', timeout: 30_000 });
+  assert.equal(done.stdout.trim(), 'done', done.stderr);
+  assert.ok(Date.now() - t0 < 10_000, 'a settled call left a bound holding the process');
   // Without unref the bound holds the process until it passes, then the call ends.
   const res = spawnSync(process.execPath, ['-e', script('{ deadlineMs: 300 }', `r.call(${hang}).catch((e) => console.log(e.reason));`)], { cwd: PKG, encoding: 'utf8', timeout: 30_000 });
   assert.equal(res.stdout.trim(), 'deadline', res.stderr);
