@@ -39,14 +39,19 @@ let boundOf;
  * that passes on the call's clock (`boundAt`); its signal is its own, aborted by the call
  * loop (abortAttempt) when the bound passes or the call is aborted.
  */
-class BoundedAttemptContext extends AttemptContext {
-  #signal = undefined;
-  #controller = null;
+// Not `extends AttemptContext`: a derived constructor (super(), then the fields) costs
+// more on every call than this whole object; the prototype chain below still makes it
+// an AttemptContext (instanceof, the signal and remainingMs accessors).
+class BoundedAttemptContext {
+  #signal;
+  #controller;
   #bound;
   #boundAt;
 
   constructor(attempt, bound, boundAt) {
-    super(attempt, undefined);
+    this.attempt = attempt;
+    this.#signal = undefined;
+    this.#controller = null;
     this.#bound = bound;
     this.#boundAt = boundAt;
   }
@@ -73,5 +78,8 @@ class BoundedAttemptContext extends AttemptContext {
     return Math.max(0, this.#boundAt - now());
   }
 }
+
+Object.setPrototypeOf(BoundedAttemptContext.prototype, AttemptContext.prototype);
+Object.setPrototypeOf(BoundedAttemptContext, AttemptContext);
 
 module.exports = { AttemptContext, BoundedAttemptContext, abortAttempt, boundOf };

@@ -6,7 +6,7 @@
 // Every first attempt of one retrier has the same bound (the engine's, read once:
 // NativePolicy.firstBoundMs) and they start in time order, so they expire in the order
 // they were queued: a FIFO with a single timer armed for its oldest live entry (Node's
-// own timer lists per duration work the same way). A settled entry is only marked; it
+// own timer lists per duration work the same way). A settled entry is only cleared; it
 // leaves the queue when it reaches the head.
 
 const perf = globalThis.performance;
@@ -41,49 +41,88 @@ function unrefBound(t) {
   t.timer.unref();
 }
 
-/** The fast path's first-attempt bounds of one retrier. */
+/**
+ * What the queue passes to an entry's callback when its bound passed first (an object no
+ * attempt can reject with).
+ */
+const EXPIRED = Object.freeze({ retryrsBoundExpired: true });
+
+/**
+ * The fast path's first-attempt bounds of one retrier. An entry is the attempt's own
+ * failure callback (called with EXPIRED when the bound passes first) and its expiry time
+ * (performance.now()), kept in two arrays: the call already has the callback, so queueing
+ * allocates nothing. `add` returns the entry's position, which `settle` takes back.
+ */
 class BoundQueue {
-  constructor(boundMs, unref) {
-    this.boundMs = boundMs;
+  constructor(unref) {
     this.unref = unref;
-    this.items = [];
+    this.fns = [];
+    this.times = [];
+    // fns[0] is entry number `base`; fns[head] the oldest that may be live.
+    this.base = 0;
     this.head = 0;
     // Entries queued and not settled: while there are none the timer is unref'd, so an
-    // idle retrier never holds the process.
+    // idle retrier never holds the process. The timer's ref follows `live` at the end of
+    // each turn of the event loop (see check), not on every call.
     this.live = 0;
     this.timer = null;
     this.refed = false;
+    this.checking = false;
     this.fire = () => this.sweep();
+    this.check = () => {
+      this.checking = false;
+      this.follow();
+    };
   }
 
-  /** Queues `entry` ({ expiresAt: performance.now() time, done, expire() }). */
-  add(entry) {
-    const items = this.items;
-    while (this.head < items.length && items[this.head].done) items[this.head++] = undefined;
+  /** Queues `fn`, expiring at `expiresAt` (performance.now() time); returns its position. */
+  add(fn, expiresAt) {
+    const fns = this.fns;
+    let head = this.head;
+    while (head < fns.length && fns[head] === null) head++;
     // Emptied slots are dropped now and then, not on every call (an array truncated to
     // nothing gives up its storage, and the next push allocates it again).
-    if (this.head > 1024 && this.head * 2 > items.length) {
-      items.splice(0, this.head);
-      this.head = 0;
+    if (head > 1024 && head * 2 > fns.length) {
+      fns.splice(0, head);
+      this.times.splice(0, head);
+      this.base += head;
+      head = 0;
     }
-    items.push(entry);
-    this.live++;
-    if (this.timer === null) this.arm(entry.expiresAt - perf.now());
-    else if (!this.refed && !this.unref) {
-      this.timer.ref();
-      this.refed = true;
+    this.head = head;
+    const at = this.base + fns.length;
+    fns.push(fn);
+    this.times.push(expiresAt);
+    if (this.live++ === 0) {
+      if (this.timer === null) this.arm(expiresAt - perf.now());
+      else if (!this.refed) this.soon();
     }
+    return at;
   }
 
-  /** The entry's attempt settled first: it no longer needs the timer. */
-  settle(entry) {
-    entry.done = true;
-    if (--this.live === 0) {
-      if (this.refed) {
-        this.timer.unref();
-        this.refed = false;
-      }
-    }
+  /** The entry at `at` settled before its bound: it no longer needs the timer. */
+  settle(at) {
+    this.fns[at - this.base] = null;
+    if (--this.live === 0 && this.refed) this.soon();
+  }
+
+  /**
+   * Brings the timer's ref in line with `live` at the end of this turn of the event loop
+   * (the immediate itself keeps the process alive until then): a run of calls that settle
+   * within one turn toggles nothing, and the process can only exit between turns.
+   */
+  soon() {
+    if (this.unref || this.checking) return;
+    this.checking = true;
+    setImmediate(this.check);
+  }
+
+  follow() {
+    const want = !this.unref && this.live > 0 && this.timer !== null;
+    if (want === this.refed) return;
+    this.refed = want;
+    if (this.timer === null) return;
+    if (want) this.timer.ref();
+    else this.timer.unref();
   }
 
   arm(ms) {
@@ -94,24 +133,26 @@ class BoundQueue {
 
   sweep() {
     this.timer = null;
-    const items = this.items;
+    this.refed = false;
+    const { fns, times } = this;
     const t = perf.now();
     const expired = [];
-    while (this.head < items.length) {
-      const e = items[this.head];
-      if (!e.done && e.expiresAt > t) break;
-      items[this.head++] = undefined;
-      if (!e.done) {
-        e.done = true;
+    let head = this.head;
+    while (head < fns.length) {
+      const fn = fns[head];
+      if (fn !== null && times[head] > t) break;
+      fns[head++] = null;
+      if (fn !== null) {
         this.live--;
-        expired.push(e);
+        expired.push(fn);
       }
     }
-    if (this.head < items.length) this.arm(items[this.head].expiresAt - t);
+    this.head = head;
+    if (head < fns.length) this.arm(times[head] - t);
     // Last, with the queue in order: an expiry aborts a signal, whose listeners may start
     // calls (and queue entries) at once.
-    for (const e of expired) e.expire();
+    for (const fn of expired) fn(EXPIRED);
   }
 }
 
-module.exports = { BoundQueue, armBound, clearBound, unrefBound, MAX_TIMER_MS };
+module.exports = { BoundQueue, EXPIRED, armBound, clearBound, unrefBound, MAX_TIMER_MS };

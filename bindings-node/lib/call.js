@@ -9,7 +9,7 @@ const { typeName } = require('./options');
 const { RetryExhaustedError, describe } = require('./errors');
 const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, REJECTED, EXHAUSTED } = require('./codes');
 const { AttemptContext, BoundedAttemptContext, abortAttempt } = require('./attempt');
-const { armBound, clearBound } = require('./bound');
+const { armBound, clearBound, EXPIRED } = require('./bound');
 const { reportListenerError } = require('./events');
 
 // Which event kinds carry the failure: the core's rule, read once.
@@ -429,7 +429,8 @@ function boundError(o, n, bound) {
  * a failure first goes on from that failure.
  */
 function boundedFirstAttempt(o, fn, t0) {
-  const ctx = new BoundedAttemptContext(1, o.firstBoundMs, t0 + o.firstBoundMs);
+  const bound = o.firstBoundMs;
+  const ctx = new BoundedAttemptContext(1, bound, t0 + bound);
   let result;
   try {
     result = fn(ctx);
@@ -441,50 +442,38 @@ function boundedFirstAttempt(o, fn, t0) {
     // The attempt bounds itself (retryingFetch): nothing to race.
     return Promise.resolve(result).then(undefined, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
   }
+  const queue = o.queue;
   return new Promise((resolve) => {
-    const entry = new FirstAttempt(o, fn, t0, ctx, resolve);
-    o.queue.add(entry);
-    (result instanceof Promise ? result : Promise.resolve(result)).then(
-      (v) => {
-        if (entry.done) return;
-        o.queue.settle(entry);
-        resolve(v);
-      },
-      (err) => {
-        // After the bound passed, a late failure is dropped (handled: never unhandled).
-        if (entry.done) return;
-        o.queue.settle(entry);
-        resolve(new CallRun(o, fn, undefined, t0, true).run(err, true));
-      },
-    );
+    // The entry's position in the queue; SETTLED once the attempt is over either way.
+    let at = SETTLED;
+    const failed = (err) => {
+      if (at === SETTLED) return; // after the bound passed: a late failure is dropped
+      const run = new CallRun(o, fn, undefined, t0, true);
+      if (err === EXPIRED) {
+        err = boundError(o, 1, bound);
+        abortAttempt(ctx, err);
+        if (isDeadline(o, bound)) {
+          run.deadlineError = err;
+          run.boundAt = t0 + bound;
+        }
+      } else {
+        queue.settle(at);
+      }
+      at = SETTLED;
+      resolve(run.run(err, true));
+    };
+    // On performance.now()'s time base, the queue's: t0 is on it unless virtual time is on.
+    at = queue.add(failed, (lastSeenVirtual() ? perf.now() : t0) + bound);
+    (result instanceof Promise ? result : Promise.resolve(result)).then((v) => {
+      if (at === SETTLED) return;
+      queue.settle(at);
+      at = SETTLED;
+      resolve(v);
+    }, failed);
   });
 }
 
-/** A queued first attempt (see boundedFirstAttempt). */
-class FirstAttempt {
-  constructor(o, fn, t0, ctx, resolve) {
-    this.o = o;
-    this.fn = fn;
-    this.t0 = t0;
-    this.ctx = ctx;
-    this.resolve = resolve;
-    this.done = false;
-    // On performance.now()'s time base, the queue's: t0 is on it unless virtual time was on.
-    this.expiresAt = (lastSeenVirtual() ? perf.now() : t0) + o.firstBoundMs;
-  }
-
-  expire() {
-    const { o, fn, t0, ctx } = this;
-    const err = boundError(o, 1, o.firstBoundMs);
-    abortAttempt(ctx, err);
-    const run = new CallRun(o, fn, undefined, t0, true);
-    if (isDeadline(o, o.firstBoundMs)) {
-      run.deadlineError = err;
-      run.boundAt = t0 + o.firstBoundMs;
-    }
-    this.resolve(run.run(err, true));
-  }
-}
+const SETTLED = -1;
 
 function notBoolean(option, answer) {
   return new TypeError(`${option} must return a boolean (or a Promise of one), got ${typeName(answer)}`);

@@ -184,7 +184,7 @@ function finish(handle, hasBudget, host) {
     // the read.
     needsClock: firstBoundMs !== null || onEvent !== undefined,
     // The first attempts' timers of the fast path (lib/bound.js), one queue per retrier.
-    queue: firstBoundMs !== null ? new BoundQueue(firstBoundMs, options.unref === true) : null,
+    queue: firstBoundMs !== null ? new BoundQueue(options.unref === true) : null,
   });
 }
 

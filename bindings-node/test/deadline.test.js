@@ -345,4 +345,7 @@ test('unref: true also covers the attempt\'s bound: a pending attempt does not k
   // Without unref the bound holds the process until it passes, then the call ends.
   const res = spawnSync(process.execPath, ['-e', script('{ deadlineMs: 300 }', `r.call(${hang}).catch((e) => console.log(e.reason));`)], { cwd: PKG, encoding: 'utf8', timeout: 30_000 });
   assert.equal(res.stdout.trim(), 'deadline', res.stderr);
+  // The same after a call that settled (its timer, left armed and let go, is held again).
+  const again = spawnSync(process.execPath, ['-e', script('{ deadlineMs: 300 }', `r.call(async () => 1).then(() => setTimeout(() => r.call(${hang}).catch((e) => console.log(e.reason)), 20));`)], { cwd: PKG, encoding: 'utf8', timeout: 30_000 });
+  assert.equal(again.stdout.trim(), 'deadline', again.stderr);
 });
