@@ -9,7 +9,8 @@ const { typeName } = require('./options');
 const { RetryExhaustedError, describe } = require('./errors');
 const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, REJECTED, EXHAUSTED } = require('./codes');
 const { AttemptContext, BoundedAttemptContext, abortAttempt } = require('./attempt');
-const { armBound, clearBound, EXPIRED } = require('./bound');
+// MAX_TIMER_MS: the longest single setTimeout; longer waits are armed in chunks.
+const { armBound, clearBound, EXPIRED, MAX_TIMER_MS } = require('./bound');
 const { reportListenerError } = require('./events');
 
 // Which event kinds carry the failure: the core's rule, read once.
@@ -17,9 +18,6 @@ const CARRIES_ERROR = new Set(native.eventKindsCarryingError());
 
 // How many failures a call keeps (the last ones): the core's history cap.
 const HISTORY = native.historyCap();
-
-// The longest single setTimeout; longer waits are armed in chunks.
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const perf = globalThis.performance;
 
