@@ -1,7 +1,9 @@
 'use strict';
-// The timers that bound attempts: one setTimeout per attempt on the retry path, and on
-// the fast path (a call's first attempt) one queue per retrier, since a timer armed and
-// cleared on every call would cost more than the rest of the call.
+// The timers that bound attempts. A call's first attempt (fast path or loop) is an entry
+// of its retrier's queue, since a timer armed and cleared on every call would cost more
+// than the rest of the call; when that first bound is the deadline the call keeps the
+// entry to cut later attempts too. Otherwise a call arms one setTimeout for its deadline,
+// and an attempt timeout one per attempt (armBound).
 //
 // Every first attempt of one retrier has the same bound (the engine's, read once:
 // NativePolicy.firstBoundMs) and they start in time order, so they expire in the order
