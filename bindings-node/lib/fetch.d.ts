@@ -8,12 +8,14 @@ export type FetchFunction = (input: any, init?: any) => Promise<any>;
 export type GlobalFetch = typeof globalThis extends { fetch: infer G extends FetchFunction } ? G : FetchFunction;
 
 export interface RetryingFetchOptions<F extends FetchFunction = GlobalFetch> {
-  /** Policy, listener, budget, deadline (default: `new Retrier()`). Its `shouldRetry`
-   * and `retryAfterMs` are not used: the core's HTTP rules decide. Its
-   * `attemptTimeoutMs` aborts each request still waiting for its response headers (one
-   * with a one-shot body too, and one whose `fetch` ignores the signal is abandoned);
-   * that is a read timeout, sent again only for an idempotent method (a POST rejects
-   * with the TimeoutError). */
+  /** Policy, listener, budget, deadline, attempt timeout (default: `new Retrier()`). Its
+   * `shouldRetry` and `retryAfterMs` are not used: the core's HTTP rules decide. Each
+   * request, and the body read of the response it resolves with, is bounded by its
+   * attempt's bound (the time left before the deadline, or `attemptTimeoutMs` when
+   * sooner; one whose `fetch` ignores the signal is abandoned there). A request cut there
+   * is a read timeout, sent again only for an idempotent method (a POST rejects with the
+   * TimeoutError), unless undici reports it never wrote its headers (the connection was
+   * never made): a connect failure, sent again for every method. */
   retrier?: Retrier;
   /** The fetch that sends (default: the global fetch). */
   fetch?: F;
@@ -44,7 +46,10 @@ export declare class HttpRetryError extends Error {
   readonly url: string;
 }
 
-/** A retryable status (its body already released); `retryAfterMs` from Retry-After. */
+/**
+ * A retryable status; `retryAfterMs` from Retry-After. At most the first 64 KiB of its
+ * body were read to free the connection, a longer or stalled body cancelled.
+ */
 export declare class RetryableStatusError extends HttpRetryError {
   readonly status: number;
   readonly retryAfterMs: number | undefined;

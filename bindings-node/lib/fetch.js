@@ -3,8 +3,13 @@
 // outcomes are transient (native.classifyHttp, called from `transient` only); this file
 // maps fetch's failures to "connect" or "network", releases retried bodies and unwraps
 // the result.
+const dc = require('node:diagnostics_channel');
+const { AsyncLocalStorage } = require('node:async_hooks');
 const native = require('./native');
-const { Retrier, withClassifier, attemptTimeoutMs } = require('./retrier');
+const { Retrier, withClassifier, optionsOf } = require('./retrier');
+const { boundOf } = require('./attempt');
+const { isDeadline } = require('./call');
+const { armBound, clearBound, unrefBound } = require('./bound');
 const { RetryExhaustedError } = require('./errors');
 const { retryAfterFromError } = require('./predicate');
 const { parseRetryAfter } = require('./http');
@@ -29,9 +34,10 @@ class HttpRetryError extends Error {
 
 /**
  * A response with a retryable status for a method that may be retried. `status`,
- * `retryAfterMs` (its Retry-After, the engine's hint). Its body was read and its
- * connection released before the wait; out of retries, retryingFetch resolves with the
- * response itself.
+ * `retryAfterMs` (its Retry-After, the engine's hint). At most the first 64 KiB of its
+ * body were read (to keep the connection) before the wait, a longer or stalled body
+ * cancelled; out of retries, retryingFetch resolves with the response itself (see
+ * release).
  */
 class RetryableStatusError extends HttpRetryError {
   #response;
@@ -135,40 +141,119 @@ function isRequest(v) {
   return typeof v === 'object' && v !== null && typeof v.url === 'string' && typeof v.method === 'string' && 'bodyUsed' in v;
 }
 
-/** Reads a retried response's body (freeing its connection) into a response to keep. */
+// How much of a retried response's body is read to keep its connection: past this (or
+// past the attempt's bound) the body is cancelled and the connection closed instead.
+const DRAIN_LIMIT = 64 * 1024;
+
+/**
+ * Frees a retried response's connection, reading at most DRAIN_LIMIT bytes of its body
+ * (within the attempt's bound: its signal aborts the read), and returns a response to
+ * keep: the same status and headers, and the body read; a body cut short (too long,
+ * stalled past the bound, broken) yields what was read, then errors saying so.
+ */
 async function release(res) {
   // Not a fetch Response (a custom fetch's own object): nothing to read or rebuild.
   if (typeof res.arrayBuffer !== 'function' || typeof res.constructor !== 'function') return res;
-  let body = null;
-  try {
-    body = await res.arrayBuffer();
-  } catch {
-    // A broken body: the connection is gone anyway; keep the status and headers.
+  const chunks = [];
+  let size = 0;
+  let cut = null;
+  const body = res.body;
+  if (body !== null && body !== undefined && typeof body.getReader === 'function') {
+    let reader;
+    try {
+      reader = body.getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        if (size + value.byteLength > DRAIN_LIMIT) {
+          chunks.push(value.subarray(0, DRAIN_LIMIT - size));
+          size = DRAIN_LIMIT;
+          cut = new Error(`retryingFetch: the body of a retried ${res.status} response was cut after ${DRAIN_LIMIT} bytes (retried bodies are not read whole)`);
+          break;
+        }
+        chunks.push(value);
+        size += value.byteLength;
+      }
+    } catch (err) {
+      cut = new Error(`retryingFetch: the body of a retried ${res.status} response was cut after ${size} bytes: ${err?.message ?? String(err)}`, { cause: err });
+    }
+    // Cancelling closes the connection; a body read to its end keeps it.
+    if (cut !== null) reader?.cancel(cut).catch(() => {});
   }
-  const kept = new res.constructor(res.status === 204 || res.status === 304 ? null : body, {
+  let kept = null;
+  if (res.status !== 204 && res.status !== 304) {
+    const bytes = Buffer.concat(chunks, size);
+    kept = cut === null
+      ? bytes
+      : new ReadableStream({
+          start(controller) {
+            if (size > 0) controller.enqueue(new Uint8Array(bytes));
+            controller.error(cut);
+          },
+        });
+  }
+  const copy = new res.constructor(kept, {
     status: res.status,
     statusText: res.statusText,
     headers: res.headers,
   });
-  Object.defineProperty(kept, 'url', { value: res.url, enumerable: true });
-  return kept;
+  Object.defineProperty(copy, 'url', { value: res.url, enumerable: true });
+  return copy;
+}
+
+// Whether a request's headers were written before its attempt ran out of time, from
+// undici's diagnostics channels (Node's global fetch is undici): a request created but
+// never sent never left (its connection was not made: a connect timeout), so it is sent
+// again whatever its method. Another fetch reports nothing, and is taken as maybe sent.
+let sending = null;
+const undiciRequests = new WeakMap();
+
+function watchSends() {
+  if (sending !== null) return;
+  sending = new AsyncLocalStorage();
+  dc.subscribe('undici:request:create', ({ request }) => {
+    const state = sending.getStore();
+    if (state !== undefined && request !== null && typeof request === 'object') {
+      state.created = true;
+      undiciRequests.set(request, state);
+    }
+  });
+  dc.subscribe('undici:client:sendHeaders', ({ request }) => {
+    const state = request !== null && typeof request === 'object' ? undiciRequests.get(request) : undefined;
+    if (state !== undefined) state.sent = true;
+  });
 }
 
 /**
- * The retrier's attemptTimeoutMs for one request: `signal` aborts the request, `expired`
- * rejects with the same TimeoutError (so a fetch that drops init.signal is bounded too).
+ * One attempt's bound for its request: `signal` aborts the request (and later its body
+ * read), `expired` rejects with the same TimeoutError while the response is awaited (so
+ * a fetch that drops init.signal is bounded too). After the response, `keepForBody()`
+ * leaves the timer armed, unref'd, to bound the body read; `clear()` disarms it.
  */
-function attemptTimer(timeoutMs, what) {
+function attemptTimer(boundMs, unref, reason) {
   const controller = new AbortController();
   let expire;
+  let racing = true;
   const expired = new Promise((_, reject) => {
     expire = reject;
   });
-  const timer = setTimeout(() => {
-    controller.abort(new DOMException(`retryingFetch: ${what} timed out after ${timeoutMs} ms (the retrier's attemptTimeoutMs)`, 'TimeoutError'));
-    expire(controller.signal.reason);
-  }, timeoutMs);
-  return { signal: controller.signal, expired, clear: () => clearTimeout(timer) };
+  let timer = armBound(boundMs, unref, () => {
+    timer = undefined;
+    controller.abort(reason());
+    if (racing) expire(controller.signal.reason);
+  });
+  return {
+    signal: controller.signal,
+    expired,
+    clear() {
+      racing = false;
+      if (timer !== undefined) clearBound(timer);
+    },
+    keepForBody() {
+      racing = false;
+      if (timer !== undefined) unrefBound(timer);
+    },
+  };
 }
 
 /**
@@ -210,15 +295,23 @@ function retryingFetch(options) {
   const base = options.fetch ?? globalThis.fetch;
   if (typeof base !== 'function') throw new TypeError(`retryingFetch: fetch must be a function, got ${typeName(base)}`);
   const given = options.retrier ?? new Retrier();
-  // The retrier's attemptTimeoutMs would fail an attempt with an always-transient
-  // TimeoutError and leave the request running: each request is bounded here instead,
-  // aborted, and judged as a read timeout by the HTTP rules (see attempt below).
+  // Each request is bounded here, with the engine's bound for the attempt (ctx, see
+  // attempt below), aborted, and judged by the HTTP rules; the call loop's own cut (a
+  // TimeoutError the user's predicate would judge, the request left running) is off.
   const retrier = withClassifier(given, isHttpFailure, retryAfterFromError, true);
-  const timeoutMs = attemptTimeoutMs(given);
+  const o = optionsOf(given);
   const methods = methodList(options.methods);
   const statuses = statusList(options.statuses);
   // The one call into the core's HTTP rule: 'retry', 'response' or 'fail'.
   const transient = (method, status, failure) => native.classifyHttp(method, status, failure, methods, statuses) === 'retry';
+  watchSends();
+  // What a request cut short by its bound rejects with.
+  const timeoutError = (what, bound) => () => new DOMException(
+    isDeadline(o, bound)
+      ? `retryingFetch: ${what} ran past the deadline (it had ${Math.round(bound)} ms left)`
+      : `retryingFetch: ${what} timed out after ${o.attemptTimeoutMs} ms (the retrier's attemptTimeoutMs)`,
+    'TimeoutError',
+  );
 
   return async function fetchWithRetries(input, init) {
     const request = isRequest(input) ? input : undefined;
@@ -228,13 +321,17 @@ function retryingFetch(options) {
     // one, so it is sent once (give the body in init to have it retried).
     const bodyInInit = init !== undefined && init !== null && init.body !== undefined;
     if (bodyInInit ? !replayableBody(init.body) : request !== undefined && request.body !== null) {
-      // Sent once, but still bounded: past attemptTimeoutMs it rejects with the TimeoutError.
-      if (timeoutMs <= 0) return base(input, init);
-      const timer = attemptTimer(timeoutMs, 'a request with a one-shot body');
+      // Sent once, but still bounded (the first attempt's bound): past it, it rejects
+      // with the TimeoutError.
+      if (o.firstBoundMs === null) return base(input, init);
+      const timer = attemptTimer(o.firstBoundMs, o.unref, timeoutError('a request with a one-shot body', o.firstBoundMs));
       try {
-        return await send(base, input, init, signal, timer);
-      } finally {
+        const res = await send(base, input, init, signal, timer);
+        timer.keepForBody();
+        return res;
+      } catch (err) {
         timer.clear();
+        throw err;
       }
     }
     const raw = String(request !== undefined ? request.url : input instanceof URL ? input.href : input);
@@ -245,31 +342,46 @@ function retryingFetch(options) {
     }
     let held;
 
-    const attempt = async ({ attempt: n }) => {
+    const attempt = async (ctx) => {
+      const n = ctx.attempt;
       if (n > 1) markResend(n);
       if (held !== undefined) {
         RetryableStatusError.takeResponse(held);
         held = undefined;
       }
+      // The engine's bound for this attempt (the deadline or the attempt timeout): it
+      // bounds the request, the body read of the response returned, and the release of
+      // a retried one.
+      const bound = boundOf(ctx);
+      const timer = bound === null ? undefined : attemptTimer(bound, o.unref, timeoutError(`attempt ${n}`, bound));
+      const sent = { created: false, sent: false };
       let res;
-      const timer = timeoutMs > 0 ? attemptTimer(timeoutMs, `attempt ${n}`) : undefined;
       try {
-        res = await send(base, input, init, signal, timer);
+        res = await sending.run(sent, () => send(base, input, init, signal, timer));
       } catch (err) {
+        timer?.clear();
         if (signal?.aborted) throw err;
-        // Past attemptTimeoutMs the request may have reached the server: a read timeout
-        // ('network'), sent again only for an idempotent method; a POST rejects with it.
-        const failure = timer?.signal.aborted ? 'network' : failureOf(err);
+        // Past its bound a request may have reached the server: a read timeout
+        // ('network'), sent again only for an idempotent method (a POST rejects with the
+        // TimeoutError); one undici never sent was not connected: a connect failure.
+        const failure = timer?.signal.aborted ? (sent.created && !sent.sent ? 'connect' : 'network') : failureOf(err);
         if (failure !== undefined && transient(method, null, failure)) {
           throw new RequestFailedError(method, url, failure === 'connect', err);
         }
         throw err;
+      }
+      if (!transient(method, res.status, null)) {
+        // The caller reads the body within the same bound.
+        timer?.keepForBody();
+        return res;
+      }
+      const header = res.headers.get('retry-after');
+      let kept;
+      try {
+        kept = await release(res);
       } finally {
         timer?.clear();
       }
-      if (!transient(method, res.status, null)) return res;
-      const header = res.headers.get('retry-after');
-      const kept = await release(res);
       held = new RetryableStatusError(res.status, method, url, header === null ? undefined : parseRetryAfter(header), kept);
       throw held;
     };

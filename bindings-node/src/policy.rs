@@ -5,10 +5,11 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
-use retryrs::{Jitter, Policy, Setting};
+use retryrs::{units, Jitter, Policy, PolicyBuilder, Setting};
 
 use crate::budget::NativeBudget;
 use crate::guard::guarded;
@@ -153,6 +154,30 @@ impl NativePolicy {
     #[napi(getter)]
     pub fn has_deadline(&self) -> napi::Result<bool> {
         guarded(|| Ok(self.inner.deadline().is_some()))
+    }
+
+    /// The bound of a call's first attempt, in ms (the engine's `attempt_deadline` for a
+    /// call and an attempt both starting at 0: the deadline or the sooner attempt
+    /// timeout), or null when attempts are unbounded. Read once per retrier: the JS layer
+    /// starts its engine call lazily, at the first failure, so attempt 1 asks here.
+    #[napi(getter)]
+    pub fn first_bound_ms(&self) -> napi::Result<Option<f64>> {
+        guarded(|| Ok(self.inner.attempt_deadline(Duration::ZERO, Duration::ZERO).map(units::ms_from_duration)))
+    }
+
+    /// The same policy with another attempt timeout (ms, or null for none): what
+    /// `Retrier.fromPolicy(policy, { attemptTimeoutMs })` runs. A bad value throws like
+    /// `create` does.
+    #[napi]
+    pub fn with_attempt_timeout(&self, ms: Option<f64>) -> napi::Result<NativePolicy> {
+        guarded(|| {
+            let given: HashMap<String, f64> = ms.map(|v| ("attempt_timeout".to_string(), v)).into_iter().collect();
+            let built = PolicyBuilder::from(&*self.inner)
+                .attempt_timeout_ms(ms)
+                .build()
+                .map_err(|e| Problem::from_policy(e, &given).into_error())?;
+            NativePolicy::from_policy(Arc::new(built))
+        })
     }
 
     /// Whether the policy has a budget (a first-attempt success must then be recorded).

@@ -49,6 +49,9 @@ async function runCall(retrier, script) {
   const cancelReason = new Error('cancelled by the vector');
   const thrown = [];
   const events = [];
+  // Each attempt's bound as the attempt sees it when it starts (ctx.remainingMs, before
+  // takes_ms advances the clock): compared where a vector gives bounds_ms.
+  const bounds = [];
   let calls = 0;
   let overcalled = false;
   retrier.script = script;
@@ -63,6 +66,7 @@ async function runCall(retrier, script) {
     const step = script[calls];
     calls += 1;
     assert.equal(ctx.attempt, calls, 'ctx.attempt counts the calls of fn');
+    bounds.push(ctx.remainingMs);
     if (!step) {
       overcalled = true;
       throw new TypeError('fn called more often than the script has entries');
@@ -103,7 +107,7 @@ async function runCall(retrier, script) {
   } finally {
     testing.disable();
   }
-  return { value, error, outcome, events, thrown, calls, overcalled };
+  return { value, error, outcome, events, thrown, calls, overcalled, bounds };
 }
 
 async function checkCallVector(v) {
@@ -142,6 +146,10 @@ async function checkCallVector(v) {
     if (want.delays_ms) {
       const delays = got.events.filter((e) => e.kind === 'retrying').map((e) => e.delayMs);
       assert.deepEqual(delays, want.delays_ms, `${where}: delays`);
+    }
+    if (want.bounds_ms !== undefined) {
+      // Exact: on the virtual clock the time left is a whole number of milliseconds.
+      assert.deepEqual(got.bounds, want.bounds_ms, `${where}: each attempt's bound (ctx.remainingMs)`);
     }
     if (want.events) {
       const seen = got.events.map((e, k) => {

@@ -241,12 +241,30 @@ for (const [label, impl] of FETCHES) {
     const { retrier } = fast();
     const f = make(retrier);
     for (let i = 0; i < 100; i++) {
-      // A 1 MiB error body: more than the socket and stream buffers hold, so a response
-      // left unread would keep its connection busy and each retry would open another.
-      const res = await f(s.script([[503, undefined, 1 << 20], 200]));
+      // A 60 KiB error body, under the 64 KiB read to keep a connection: a response left
+      // unread would keep its connection busy and each retry would open another.
+      const res = await f(s.script([[503, undefined, 60 * 1024], 200]));
       assert.equal(await res.text(), 'ok');
     }
     assert.ok(s.stats.accepted <= 2, `${s.stats.accepted} connections`);
+  });
+
+  test(`${label}: a longer retried body is cancelled, not read whole: its connection is closed, none left open`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    const { retrier } = fast({ maxAttempts: 2 });
+    const f = make(retrier);
+    for (let i = 0; i < 20; i++) {
+      const res = await f(s.script([[503, undefined, 1 << 20], 200]));
+      assert.equal(await res.text(), 'ok');
+    }
+    // Out of retries, the last 503 comes back with what was read, then an error saying so.
+    const last = await f(s.script([[503, undefined, 1 << 20]]));
+    assert.equal(last.status, 503);
+    await assert.rejects(last.text(), /cut after 65536 bytes/);
+    // Each cancelled body closed its connection (the server sees it go).
+    for (let i = 0; i < 100 && s.stats.open > 2; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.ok(s.stats.open <= 2, `${s.stats.open} connections still open`);
   });
 
   test(`${label}: aborting mid-wait rejects at once with the signal's reason`, async (t) => {
