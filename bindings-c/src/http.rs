@@ -155,7 +155,8 @@ pub unsafe extern "C" fn retryrs_http_classify(
             ),
         };
         let method_refs: Option<Vec<&str>> = methods.as_ref().map(|l| l.iter().map(|m| m.as_ref()).collect());
-        let rules = HttpRules { methods: method_refs.as_deref(), statuses: statuses.as_deref() };
+        let rules =
+            HttpRules { methods: method_refs.as_deref(), statuses: statuses.as_deref(), ..HttpRules::default() };
         *out = match classify(&method, outcome, &rules) {
             HttpVerdict::Retry => RETRYRS_TRANSIENT,
             HttpVerdict::Response => RETRYRS_SUCCESS,

@@ -74,7 +74,7 @@ pub fn classify_http(
             None => None,
             Some(l) => Some(l.into_iter().map(as_status).collect::<napi::Result<_>>()?),
         };
-        let rules = HttpRules { methods: methods.as_deref(), statuses: statuses.as_deref() };
+        let rules = HttpRules { methods: methods.as_deref(), statuses: statuses.as_deref(), ..HttpRules::default() };
         Ok(classify(&method, outcome, &rules).as_str().to_owned())
     })
 }

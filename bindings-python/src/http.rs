@@ -60,16 +60,23 @@ pub fn is_retryable_status(status: &Bound<'_, PyAny>) -> PyResult<bool> {
 /// as it is) or "fail" (a network failure that must not be repeated). Give a `status`, or a
 /// `failure` of "connect" (never connected: nothing was sent) or "network" (anything
 /// else); `retry_methods` / `retry_statuses` replace the default lists.
+///
+/// `idempotency_key` is the request's `Idempotency-Key` header value, if it has one: a POST
+/// or PATCH carrying one is repeatable like an idempotent method unless
+/// `honour_idempotency_key` is false.
 #[pyfunction]
-#[pyo3(signature = (method, status=None, failure=None, retry_methods=None, retry_statuses=None))]
+#[pyo3(signature = (method, status=None, failure=None, retry_methods=None, retry_statuses=None, idempotency_key=None, honour_idempotency_key=true))]
+#[allow(clippy::too_many_arguments)]
 pub fn classify_http(
     method: &str,
     status: Option<&Bound<'_, PyAny>>,
     failure: Option<&str>,
     retry_methods: Option<Vec<String>>,
     retry_statuses: Option<Vec<i64>>,
+    idempotency_key: Option<&str>,
+    honour_idempotency_key: bool,
 ) -> PyResult<&'static str> {
-    use retryrs::http::{classify, HttpOutcome, HttpRules};
+    use retryrs::http::{classify_request, HttpOutcome, HttpRules};
     let status = match status {
         Some(s) if !s.is_none() => Some(is_status(s)?),
         _ => None,
@@ -95,7 +102,12 @@ pub fn classify_http(
                 .collect::<PyResult<_>>()?,
         ),
     };
-    Ok(classify(method, outcome, &HttpRules { methods: methods.as_deref(), statuses: statuses.as_deref() }).as_str())
+    let rules = HttpRules {
+        methods: methods.as_deref(),
+        statuses: statuses.as_deref(),
+        idempotency_key: honour_idempotency_key,
+    };
+    Ok(classify_request(method, idempotency_key, outcome, &rules).as_str())
 }
 
 fn is_status(status: &Bound<'_, PyAny>) -> PyResult<u16> {
@@ -107,9 +119,28 @@ fn is_status(status: &Bound<'_, PyAny>) -> PyResult<u16> {
     u16::try_from(code).map_err(|_| PyValueError::new_err(format!("status must be an HTTP status, got {code}")))
 }
 
-/// The URL with credentials and signing query values replaced by `REDACTED`
-/// (OpenTelemetry's `url.full` rule), for `retryrs.http`'s events and errors.
+/// The URL with credentials and the values of credential query parameters replaced by
+/// `REDACTED` (OpenTelemetry's `url.full` rule and the core's list of credential names),
+/// for `retryrs.http`'s events, logs and errors; `extra` adds query keys (ASCII
+/// case-insensitive, like the built-in ones).
 #[pyfunction]
-pub fn redact_url(url: &str) -> String {
-    retryrs::redact_url(url)
+#[pyo3(signature = (url, extra=None))]
+pub fn redact_url(url: &str, extra: Option<Vec<String>>) -> String {
+    match extra {
+        None => retryrs::redact_url(url),
+        Some(keys) => retryrs::redact_url_with(url, &keys),
+    }
+}
+
+/// Checks the query keys a helper was given to redact (`redact_query=`): a ValueError
+/// names a key that could never match a query parameter.
+#[pyfunction]
+pub fn check_redact_keys(keys: Vec<String>) -> PyResult<()> {
+    retryrs::check_redact_keys(&keys).map_err(|e| PyValueError::new_err(format!("redact_query: {e}")))
+}
+
+/// Every query key whose value is redacted by default (`retryrs.http.REDACTED_QUERY_KEYS`).
+#[pyfunction]
+pub fn redacted_query_keys() -> Vec<&'static str> {
+    retryrs::REDACTED_QUERY_KEYS.to_vec()
 }

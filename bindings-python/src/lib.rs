@@ -43,6 +43,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(http::is_retryable_status, m)?)?;
     m.add_function(wrap_pyfunction!(http::classify_http, m)?)?;
     m.add_function(wrap_pyfunction!(http::redact_url, m)?)?;
+    m.add_function(wrap_pyfunction!(http::check_redact_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(http::redacted_query_keys, m)?)?;
     m.add_function(wrap_pyfunction!(testing::_testing_enable_process_wide, m)?)?;
     m.add_function(wrap_pyfunction!(testing::_testing_disable_process_wide, m)?)?;
     m.add_function(wrap_pyfunction!(testing::_testing_is_on, m)?)?;

@@ -55,17 +55,44 @@ impl HttpVerdict {
     }
 }
 
+/// The request header that makes a POST or PATCH safe to send again (IETF httpapi
+/// draft "The Idempotency-Key HTTP Header Field"): the server keeps the first outcome for
+/// the key and answers a repeat with it.
+pub const IDEMPOTENCY_KEY_HEADER: &str = "Idempotency-Key";
+
+/// The methods an `Idempotency-Key` header makes repeatable (the draft's scope).
+pub const IDEMPOTENCY_KEY_METHODS: [&str; 2] = ["POST", "PATCH"];
+
 /// The user's overrides of the defaults: `None` keeps the contract's list.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct HttpRules<'a> {
     /// Methods that may be retried after a network failure or a retryable status
     /// (replaces the idempotent set; compared ignoring ASCII case).
     pub methods: Option<&'a [&'a str]>,
     /// Statuses worth retrying (replaces [`RETRYABLE_STATUSES`]).
     pub statuses: Option<&'a [u16]>,
+    /// Whether a POST or PATCH carrying a non-empty `Idempotency-Key` header may be
+    /// repeated like an idempotent method, whatever `methods` says (default `true`).
+    pub idempotency_key: bool,
+}
+
+impl Default for HttpRules<'_> {
+    fn default() -> Self {
+        HttpRules { methods: None, statuses: None, idempotency_key: true }
+    }
 }
 
 impl HttpRules<'_> {
+    /// Whether a request may be sent again: its method is in the list (the idempotent
+    /// set by default), or it is a POST/PATCH with an `Idempotency-Key` (value given as
+    /// `idempotency_key`; a blank one does not count) and the rules honour the header.
+    pub fn repeatable(&self, method: &str, idempotency_key: Option<&str>) -> bool {
+        self.retries_method(method)
+            || (self.idempotency_key
+                && idempotency_key.is_some_and(|k| !k.trim().is_empty())
+                && IDEMPOTENCY_KEY_METHODS.iter().any(|m| m.eq_ignore_ascii_case(method)))
+    }
+
     fn retries_method(&self, method: &str) -> bool {
         match self.methods {
             Some(list) => list.iter().any(|m| m.eq_ignore_ascii_case(method)),
@@ -85,11 +112,25 @@ impl HttpRules<'_> {
 /// method (nothing was sent); any other network failure, and a retryable status, are
 /// transient only for a method that may be repeated; any other status is a response.
 pub fn classify(method: &str, outcome: HttpOutcome, rules: &HttpRules<'_>) -> HttpVerdict {
+    classify_request(method, None, outcome, rules)
+}
+
+/// [`classify`] for a request whose `Idempotency-Key` header value (if it has one) is
+/// `idempotency_key`: with the header, a POST or PATCH is repeatable like an idempotent
+/// method (see [`HttpRules::repeatable`]).
+pub fn classify_request(
+    method: &str,
+    idempotency_key: Option<&str>,
+    outcome: HttpOutcome,
+    rules: &HttpRules<'_>,
+) -> HttpVerdict {
     match outcome {
         HttpOutcome::ConnectFailed => HttpVerdict::Retry,
-        HttpOutcome::NetworkFailed if rules.retries_method(method) => HttpVerdict::Retry,
+        HttpOutcome::NetworkFailed if rules.repeatable(method, idempotency_key) => HttpVerdict::Retry,
         HttpOutcome::NetworkFailed => HttpVerdict::Fail,
-        HttpOutcome::Status(s) if rules.retries_status(s) && rules.retries_method(method) => HttpVerdict::Retry,
+        HttpOutcome::Status(s) if rules.retries_status(s) && rules.repeatable(method, idempotency_key) => {
+            HttpVerdict::Retry
+        }
         HttpOutcome::Status(_) => HttpVerdict::Response,
     }
 }
@@ -98,7 +139,7 @@ pub fn classify(method: &str, outcome: HttpOutcome, rules: &HttpRules<'_>) -> Ht
 mod tests {
     use super::*;
 
-    const DEFAULT: HttpRules<'static> = HttpRules { methods: None, statuses: None };
+    const DEFAULT: HttpRules<'static> = HttpRules { methods: None, statuses: None, idempotency_key: true };
 
     #[test]
     fn retryable_statuses() {
@@ -137,13 +178,44 @@ mod tests {
     fn user_lists_replace_the_defaults() {
         use HttpOutcome::*;
         use HttpVerdict::*;
-        let post = HttpRules { methods: Some(&["POST"]), statuses: None };
+        let post = HttpRules { methods: Some(&["POST"]), ..HttpRules::default() };
         assert_eq!(classify("post", Status(503), &post), Retry);
         assert_eq!(classify("GET", Status(503), &post), Response, "the list replaces, not extends");
         assert_eq!(classify("POST", NetworkFailed, &post), Retry);
-        let only_409 = HttpRules { methods: None, statuses: Some(&[409]) };
+        let only_409 = HttpRules { statuses: Some(&[409]), ..HttpRules::default() };
         assert_eq!(classify("PUT", Status(409), &only_409), Retry);
         assert_eq!(classify("PUT", Status(503), &only_409), Response);
-        assert_eq!(classify("POST", ConnectFailed, &HttpRules { methods: Some(&[]), statuses: Some(&[]) }), Retry);
+        assert_eq!(
+            classify(
+                "POST",
+                ConnectFailed,
+                &HttpRules { methods: Some(&[]), statuses: Some(&[]), idempotency_key: true }
+            ),
+            Retry
+        );
+    }
+
+    #[test]
+    fn an_idempotency_key_makes_post_and_patch_repeatable() {
+        use HttpOutcome::*;
+        use HttpVerdict::*;
+        assert!(HttpRules::default().idempotency_key, "on by default");
+        for method in ["POST", "patch"] {
+            assert_eq!(classify_request(method, Some("k-1"), Status(503), &DEFAULT), Retry, "{method}");
+            assert_eq!(classify_request(method, Some("k-1"), NetworkFailed, &DEFAULT), Retry, "{method}");
+            assert_eq!(classify_request(method, None, Status(503), &DEFAULT), Response, "{method}");
+            assert_eq!(classify_request(method, Some("  "), Status(503), &DEFAULT), Response, "blank key");
+            assert_eq!(classify_request(method, Some("k-1"), Status(404), &DEFAULT), Response);
+        }
+        // Only POST and PATCH: the header does not make CONNECT or a custom method safe.
+        assert_eq!(classify_request("CONNECT", Some("k"), Status(503), &DEFAULT), Response);
+        // Turned off: the header is ignored.
+        let off = HttpRules { idempotency_key: false, ..HttpRules::default() };
+        assert_eq!(classify_request("POST", Some("k-1"), Status(503), &off), Response);
+        assert_eq!(classify_request("POST", Some("k-1"), NetworkFailed, &off), Fail);
+        // A method list narrower than the defaults still lets the header count.
+        let get_only = HttpRules { methods: Some(&["GET"]), ..HttpRules::default() };
+        assert_eq!(classify_request("POST", Some("k"), Status(503), &get_only), Retry);
+        assert_eq!(classify("POST", Status(503), &get_only), Response);
     }
 }

@@ -48,11 +48,12 @@ pub use engine::{cancelled_before_start, duration_from_ms, Call, Decision, Resum
 pub use event::{CancelledAfter, Event, EventKind, ExhaustReason, GaveUp};
 pub use executor::{Failed, Retrier, RetryError, Run, ValueVerdict, HISTORY};
 pub use http::{
-    is_idempotent, is_retryable_status, HttpOutcome, HttpRules, HttpVerdict, IDEMPOTENT_METHODS, RETRYABLE_STATUSES,
+    classify_request, is_idempotent, is_retryable_status, HttpOutcome, HttpRules, HttpVerdict, IDEMPOTENCY_KEY_HEADER,
+    IDEMPOTENT_METHODS, RETRYABLE_STATUSES,
 };
 pub use knob::{Knob, Setting, Unit, KNOBS};
 pub use policy::{Given, Jitter, Policy, PolicyBuilder, PolicyError, Pushback};
-pub use redact::redact_url;
+pub use redact::{check_redact_keys, redact_url, redact_url_with, REDACTED_QUERY_KEYS};
 pub use retry_after::{parse_retry_after, parse_retry_after_ms};
 
 /// The crate version, as in Cargo.toml.

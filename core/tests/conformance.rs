@@ -332,7 +332,7 @@ fn check_http_vector(h: &Value) -> Result<(), String> {
         h.get("retry_methods").map(|l| l.as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect());
     let statuses: Option<Vec<u16>> =
         h.get("retry_statuses").map(|l| l.as_array().unwrap().iter().map(|s| s.as_u64().unwrap() as u16).collect());
-    let rules = HttpRules { methods: methods.as_deref(), statuses: statuses.as_deref() };
+    let rules = HttpRules { methods: methods.as_deref(), statuses: statuses.as_deref(), ..HttpRules::default() };
     let got = classify(method, outcome, &rules).as_str();
     let want = h["expect"].as_str().unwrap();
     (got == want).then_some(()).ok_or_else(|| format!("{method} {outcome:?}: want {want}, got {got}"))
