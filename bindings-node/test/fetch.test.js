@@ -126,14 +126,15 @@ for (const [label, impl] of FETCHES) {
     assert.ok(done, 'the late body was cancelled (its connection freed), not left unread');
   });
 
-  test(`${label}: a 404 is returned at once`, async (t) => {
+  test(`${label}: a 404 is returned at once, the call counted rejected (not a success)`, async (t) => {
     const s = await startServer();
     t.after(() => s.close());
     const url = s.script([404, 200]);
     const { retrier, events } = fast();
     assert.equal((await make(retrier)(url)).status, 404);
     assert.equal(s.hits(url), 1);
-    assert.deepEqual(events.map((e) => e.kind), ['success']);
+    assert.deepEqual(events.map((e) => e.kind), ['attempt_failed', 'rejected']);
+    assert.equal(events[1].error.status, 404);
   });
 
   test(`${label}: a POST answered 503 is not retried; a POST answered by a reset rejects with fetch's error`, async (t) => {
@@ -154,10 +155,13 @@ for (const [label, impl] of FETCHES) {
       () => assert.fail('resolved'),
       (e) => e,
     );
-    assert.ok(err instanceof RetryExhaustedError);
+    // fetch's own error (its TypeError), carrying the retry information.
+    assert.ok(err instanceof TypeError && err instanceof RetryExhaustedError);
     assert.equal(err.attempts, 3);
-    assert.ok(err.cause instanceof RequestFailedError && err.cause.connect);
-    assert.match(err.cause.message, /could not connect: ECONNREFUSED/);
+    assert.equal(err.reason, 'attempts');
+    assert.equal(err.cause.code, 'ECONNREFUSED');
+    assert.ok(err.errors.at(-1) instanceof RequestFailedError && err.errors.at(-1).connect);
+    assert.match(err.errors.at(-1).message, /could not connect: ECONNREFUSED/);
     assert.equal(events.filter((e) => e.kind === 'retrying').length, 2);
   });
 
@@ -185,15 +189,15 @@ for (const [label, impl] of FETCHES) {
     assert.equal(events.at(-1).error.status, 503);
   });
 
-  test(`${label}: out of retries on resets, RetryExhaustedError with the reset as cause`, async (t) => {
+  test(`${label}: out of retries on resets, fetch's TypeError that is also a RetryExhaustedError`, async (t) => {
     const s = await startServer();
     t.after(() => s.close());
     const url = s.script(['reset']);
     const { retrier } = fast({ maxAttempts: 3 });
     const err = await make(retrier)(url).then(() => assert.fail('resolved'), (e) => e);
-    assert.ok(err instanceof RetryExhaustedError);
-    assert.ok(err.cause instanceof RequestFailedError && !err.cause.connect);
-    assert.ok(err.cause.cause instanceof TypeError); // fetch's "fetch failed"
+    assert.ok(err instanceof RetryExhaustedError && err instanceof TypeError); // fetch's "fetch failed"
+    assert.equal(err.attempts, 3);
+    assert.ok(err.errors.every((e) => e instanceof RequestFailedError && !e.connect));
     assert.equal(s.hits(url), 3);
   });
 
