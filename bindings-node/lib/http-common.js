@@ -13,6 +13,8 @@ const { RetryExhaustedError, markExhausted } = require('./errors');
 const { ERROR_TYPE } = require('./metrics');
 const { typeName } = require('./options');
 const { armBound, clearBound, unrefBound } = require('./bound');
+const { boundOf } = require('./attempt');
+const { parseRetryAfter } = require('./http');
 
 /** Base of the failures an HTTP helper hands its Retrier: `method` and `url` (redacted). */
 class HttpRetryError extends Error {
@@ -314,6 +316,79 @@ function isExhausted(err) {
 }
 
 /**
+ * One request through a helper (axios, undici, got; fetch has its own, for its bodies):
+ * the retrier's call loop over `io.send(signal, n)`, one attempt each, with the engine's
+ * bound for the attempt as a timer whose abort reaches the client through `signal`.
+ * `io.send` resolves with the attempt's outcome `{ status, retryAfter, release() }` (its
+ * Retry-After header value, or null; release frees a retried response) or rejects with
+ * the client's error; `io.failureOf(err)` maps that error to 'connect', 'network' or
+ * undefined (final). `req`: `{ method, url (redacted), key (Idempotency-Key or null),
+ * replayable, signal }`.
+ *
+ * Resolves with the last outcome: a success, a final error response (the call counted
+ * rejected) or the last retried response when retries ran out. Rejects with the client's
+ * error: as it was for a final failure, or carrying the retry information when retries
+ * ran out on the network (exhaustedAs).
+ */
+async function runHttp(h, rules, req, io) {
+  const { method, url, key, replayable, signal } = req;
+  const o = h.o;
+  const verdict = (status, failure) => (replayable
+    ? classify(rules, method, status, failure, key)
+    : status !== null ? 'response' : 'fail');
+  const timeoutError = (n, bound) => () => new DOMException(
+    o.attemptTimeoutMs === 0 || bound < o.attemptTimeoutMs
+      ? `${h.where}: attempt ${n} ran past the deadline (it had ${Math.round(bound)} ms left)`
+      : `${h.where}: attempt ${n} timed out after ${o.attemptTimeoutMs} ms (the retrier's attemptTimeoutMs)`,
+    'TimeoutError',
+  );
+  let held;
+  const attempt = async (ctx) => {
+    const n = ctx.attempt;
+    if (held !== undefined) {
+      RetryableStatusError.takeResponse(held);
+      held = undefined;
+    }
+    const bound = boundOf(ctx);
+    const timer = bound === null ? undefined : attemptTimer(bound, o.unref, timeoutError(n, bound));
+    const attemptSignal = timer === undefined ? signal : signal === undefined ? timer.signal : AbortSignal.any([signal, timer.signal]);
+    let out;
+    try {
+      const sent = io.send(attemptSignal, n);
+      out = await (timer === undefined ? sent : Promise.race([sent, timer.expired]));
+    } catch (err) {
+      timer?.clear();
+      if (signal?.aborted) throw err;
+      // Past its bound the request may have reached the server: a read timeout.
+      const failure = timer?.signal.aborted ? (io.unsent?.(err) ? 'connect' : 'network') : io.failureOf(err);
+      if (failure !== undefined && verdict(null, failure) === 'retry') {
+        throw new RequestFailedError(method, url, failure === 'connect', err);
+      }
+      throw err;
+    }
+    timer?.clear();
+    if (verdict(out.status, null) !== 'retry') {
+      if (isFailedStatus(out.status)) throw new FinalStatusError(out.status, method, url, undefined, out);
+      return out;
+    }
+    await out.release();
+    const ra = out.retryAfter;
+    held = new RetryableStatusError(out.status, method, url, ra === null || ra === undefined ? undefined : parseRetryAfter(String(ra)), out);
+    throw held;
+  };
+  try {
+    return await rules.retrier.call(attempt, signal !== undefined ? { signal } : undefined);
+  } catch (err) {
+    if (err instanceof FinalStatusError) return FinalStatusError.takeResponse(err);
+    if (isExhausted(err)) {
+      if (err.cause instanceof RetryableStatusError) return RetryableStatusError.takeResponse(err.cause);
+      if (err.cause instanceof RequestFailedError) throw exhaustedAs(err.cause.cause, err);
+    }
+    throw err;
+  }
+}
+
+/**
  * One attempt's bound for its request: `signal` aborts the request (and later its body
  * read), `expired` rejects with the same TimeoutError while the response is awaited (so
  * a fetch that drops init.signal is bounded too). After the response, `keepForBody()`
@@ -346,6 +421,7 @@ function attemptTimer(boundMs, unref, reason) {
 }
 module.exports = {
   attemptTimer,
+  runHttp,
 
   HttpRetryError,
   HttpStatusError,

@@ -1,0 +1,70 @@
+'use strict';
+// retryrs/axios on the scripted server: the issue 23 scenarios, then axios specifics.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const https = require('node:https');
+const axios = require('axios');
+const { Retrier } = require('retryrs');
+const { retryAxios } = require('retryrs/axios');
+const { scenarios, fast } = require('./http-scenarios');
+const { startServer } = require('./http-server');
+
+/** An instance with retries; a request resolves with { status } for any response. */
+function make(retrier, options = {}) {
+  const instance = axios.create();
+  retryAxios(instance, { retrier, ...options });
+  return (url, { method = 'GET', body, headers, retry, ca } = {}) => instance.request({
+    url, method, data: body, headers, retry,
+    ...(ca ? { httpsAgent: new https.Agent({ ca }) } : {}),
+  }).then(
+    (res) => ({ status: res.status }),
+    (err) => {
+      if (axios.isAxiosError(err) && err.response) return { status: err.response.status };
+      throw err;
+    },
+  );
+}
+
+scenarios({ name: 'axios', make, isClientError: (err) => axios.isAxiosError(err) && err instanceof axios.AxiosError });
+
+test('axios: a status failure out of retries rejects with the AxiosError carrying the last response', async (t) => {
+  const s = await startServer();
+  t.after(() => s.close());
+  const instance = axios.create();
+  retryAxios(instance, { retrier: fast({ maxAttempts: 2 }).retrier });
+  const url = s.script([503]);
+  const err = await instance.get(url).then(() => assert.fail('resolved'), (e) => e);
+  assert.ok(axios.isAxiosError(err));
+  assert.equal(err.response.status, 503);
+  assert.equal(err.response.data, 'HTTP 503 body');
+  assert.equal(s.hits(url), 2);
+});
+
+test('axios: validateStatus still decides what rejects; interceptors run once per request', async (t) => {
+  const s = await startServer();
+  t.after(() => s.close());
+  const instance = axios.create({ validateStatus: () => true });
+  let requests = 0;
+  instance.interceptors.request.use((c) => {
+    requests++;
+    return c;
+  });
+  const uninstall = retryAxios(instance, { retrier: fast().retrier });
+  const url = s.script([503, 200]);
+  assert.equal((await instance.get(url)).status, 200);
+  assert.equal(s.hits(url), 2);
+  assert.equal(requests, 1);
+  assert.throws(() => retryAxios(instance), /already installed/);
+  uninstall();
+  const once = s.script([503, 200]);
+  assert.equal((await instance.get(once)).status, 503);
+});
+
+test('axios: retrier hooks the helper cannot honour are refused by name', () => {
+  assert.throws(() => retryAxios(axios.create(), { retrier: new Retrier({ shouldRetry: () => true }) }), /shouldRetry/);
+  assert.throws(() => retryAxios(axios.create(), { retrier: new Retrier({ shouldRetryResult: () => true }) }), /shouldRetryResult/);
+  assert.throws(() => retryAxios(axios.create(), { retrier: new Retrier({ retryAfterMs: () => 1 }) }), /retryAfterMs/);
+  assert.throws(() => retryAxios(axios.create(), { redactQuery: ['a=b'] }), /redactQuery/);
+  assert.throws(() => retryAxios(axios.create(), { retries: 3 }), /unknown option 'retries'/);
+  assert.throws(() => retryAxios({}), /axios instance/);
+});
