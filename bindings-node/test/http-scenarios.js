@@ -211,8 +211,12 @@ function scenarios(client) {
     assert.ok(err instanceof RetryExhaustedError);
     assert.equal(err.attempts, 3);
     assert.equal(err.reason, 'attempts');
-    assert.ok(err.cause !== undefined);
+    // The client's own cause stays (axios's, got's, fetch's underlying error; undici's
+    // refused connect is Node's error itself); each failure of the history has the
+    // client's error as its cause.
     assert.equal(err.errors.length, 3);
+    assert.equal(err.errors.at(-1).cause, err);
+    assert.ok(err.errors.every((e) => e.connect === true && e.cause !== undefined));
     assert.equal(events.filter((e) => e.kind === 'retrying').length, 2);
     assert.equal(require('../lib/metrics').errorType(events.at(-1).error), 'ECONNREFUSED');
   });
