@@ -9,7 +9,8 @@ const { typeName } = require('./options');
 const { RetryExhaustedError, describe } = require('./errors');
 const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, REJECTED, EXHAUSTED } = require('./codes');
 const { AttemptContext, BoundedAttemptContext, abortAttempt } = require('./attempt');
-const { armBound, clearBound, EXPIRED } = require('./bound');
+// MAX_TIMER_MS: the longest single setTimeout; longer waits are armed in chunks.
+const { armBound, clearBound, EXPIRED, MAX_TIMER_MS } = require('./bound');
 const { reportListenerError } = require('./events');
 
 // Which event kinds carry the failure: the core's rule, read once.
@@ -17,9 +18,6 @@ const CARRIES_ERROR = new Set(native.eventKindsCarryingError());
 
 // How many failures a call keeps (the last ones): the core's history cap.
 const HISTORY = native.historyCap();
-
-// The longest single setTimeout; longer waits are armed in chunks.
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const perf = globalThis.performance;
 
@@ -62,6 +60,9 @@ class CallRun {
     this.deadlineError = null;
     // When the attempt after a wait started (the engine's after-wait time).
     this.attemptStart = 0;
+    // The call's deadline timer (see attempt), and what it does: cut the attempt running.
+    this.deadlineTimer = undefined;
+    this.cut = null;
   }
 
   /** The call's signal aborted: end the phase in progress (attempt or wait) at once. */
@@ -160,6 +161,7 @@ class CallRun {
       }
     } finally {
       if (signal !== undefined) unwatch(signal, this);
+      if (this.deadlineTimer !== undefined) clearBound(this.deadlineTimer);
       if (this.engine !== null) native.callFree(this.engine);
     }
   }
@@ -192,6 +194,7 @@ class CallRun {
         settled = true;
         this.interrupt = null;
         this.attemptCtx = null;
+        this.cut = null;
         if (timer !== undefined) clearBound(timer);
         if (outcome === OK) this.value = payload;
         else if (outcome === FAILED) this.error = payload;
@@ -199,12 +202,26 @@ class CallRun {
       };
       this.interrupt = () => settle(ABORTED);
       if (bound !== null && o.interrupts) {
-        timer = armBound(bound, o.unref, () => {
+        const cut = () => {
           const err = boundError(o, n, bound);
           if (isDeadline(o, bound)) this.deadlineError = err;
           abortAttempt(ctx, err);
           settle(FAILED, err);
-        });
+        };
+        if (isDeadline(o, bound)) {
+          // Every attempt the deadline bounds ends at the same time: one timer for the
+          // call, armed at the first of them, cuts whichever attempt is running then.
+          this.cut = cut;
+          if (this.deadlineTimer === undefined) {
+            this.deadlineTimer = armBound(bound, o.unref, () => {
+              // Fired (perhaps during a wait, a little early): a later attempt arms anew.
+              this.deadlineTimer = undefined;
+              this.cut?.();
+            });
+          }
+        } else {
+          timer = armBound(bound, o.unref, cut);
+        }
       }
       let result;
       try {
