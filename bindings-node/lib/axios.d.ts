@@ -1,7 +1,12 @@
 // retryrs/axios: retries for an axios instance (optional peer: axios >= 1.7).
-import type { AxiosInstance } from 'axios';
-import type { Retrier } from '../index';
 import type { HttpHelperOptions, RequestRetryOptions } from './fetch';
+
+/** What retryAxios needs of an axios instance (axios ships separate CommonJS and ES
+ * module typings; this matches both). */
+export interface AxiosInstanceLike {
+  defaults: { adapter?: unknown };
+  getUri(config?: any): string;
+}
 
 /**
  * Installs retries on an axios instance (`axios.create()`, or the default `axios`) by
@@ -17,8 +22,10 @@ import type { HttpHelperOptions, RequestRetryOptions } from './fetch';
  * `attempts`, `reason`, `retrier` and `errors` and is `instanceof RetryExhaustedError`.
  * Returns a function that removes the retries.
  */
-export declare function retryAxios(instance: AxiosInstance, options?: HttpHelperOptions): () => void;
+export declare function retryAxios(instance: AxiosInstanceLike, options?: HttpHelperOptions): () => void;
 
+// A request's `retry` config option, for the CommonJS typings of axios (an ES module
+// program may spread `{ retry } as object` into its config).
 declare module 'axios' {
   interface AxiosRequestConfig {
     /** retryrs/axios: this request's own attempt limit, methods, statuses, Idempotency-Key rule. */
