@@ -375,3 +375,46 @@ test('each resend sets http.request.resend_count on the active span (OpenTelemet
   assert.equal(spans.GET.attributes['http.request.resend_count'], 2);
   assert.equal('http.request.resend_count' in spans['GET once'].attributes, false);
 });
+
+test('retryingFetch({ fetch: undici.fetch }) retries a body built with undici\'s own FormData', async (t) => {
+  const s = await startServer();
+  t.after(() => s.close());
+  assert.notEqual(undici.FormData, globalThis.FormData, 'undici\'s FormData is not the global one');
+  const form = new undici.FormData();
+  form.append('field', 'value');
+  const url = s.script([503, 200]);
+  const { retrier } = fast();
+  const res = await retryingFetch({ retrier, fetch: undici.fetch })(url, { method: 'PUT', body: form });
+  assert.equal(res.status, 200);
+  const bodies = s.requests.get(new URL(url).pathname).map((r) => r.body);
+  assert.equal(bodies.length, 2);
+  assert.ok(bodies.every((b) => b.includes('value')));
+});
+
+test('retryingFetch: a one-shot body emits the same events as any request', async (t) => {
+  const s = await startServer();
+  t.after(() => s.close());
+  const { retrier, events } = fast();
+  const ok = s.script([200]);
+  const stream = () => new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode('x')); c.close(); } });
+  assert.equal((await retryingFetch({ retrier })(ok, { method: 'PUT', body: stream(), duplex: 'half' })).status, 200);
+  assert.deepEqual(events.map((e) => e.kind), ['success']);
+  events.length = 0;
+  const failed = s.script([503, 200]);
+  assert.equal((await retryingFetch({ retrier })(failed, { method: 'PUT', body: stream(), duplex: 'half' })).status, 503);
+  assert.equal(s.hits(failed), 1);
+  assert.deepEqual(events.map((e) => e.kind), ['attempt_failed', 'rejected']);
+});
+
+test('retryingFetch refuses retrier hooks it cannot honour, naming them', () => {
+  assert.throws(() => retryingFetch({ retrier: new Retrier({ shouldRetry: () => true }) }), /retrier's shouldRetry cannot apply to HTTP/);
+  assert.throws(() => retryingFetch({ retrier: new Retrier({ shouldRetryResult: () => false }) }), /retrier's shouldRetryResult/);
+  assert.throws(() => retryingFetch({ retrier: new Retrier({ retryAfterMs: () => 5 }) }), /retrier's retryAfterMs/);
+  assert.throws(() => retryingFetch({ redactQuery: 'token' }), /redactQuery must be an array/);
+  assert.throws(() => retryingFetch({ redactQuery: ['a&b'] }), /redactQuery: .*a&b/);
+});
+
+test('redactUrl: the core\'s list (case-insensitive) and extra keys', () => {
+  assert.equal(redactUrl('https://h/p?token=abc&X-AMZ-SIGNATURE=def&x=1'), 'https://h/p?token=REDACTED&X-AMZ-SIGNATURE=REDACTED&x=1');
+  assert.equal(redactUrl('https://h/p?session=abc', ['session']), 'https://h/p?session=REDACTED');
+});
