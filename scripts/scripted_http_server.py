@@ -3,22 +3,27 @@ retryrs.http, the C curl_get example), with keep-alive (so
 a leaked connection shows) and counts of what it saw.
 
 Each path has a script of steps, played in order, the last repeating: an int status, a
-(status, retry_after) pair, or "reset" (the connection is dropped with a TCP RST after
-the request is read: no response). Unscripted paths answer 200 "ok".
+(status, retry_after) pair, "reset" (the connection is dropped with a TCP RST after
+the request is read: no response), or "cut" (after the request is read, the connection
+breaks mid-response: under TLS a record that does not decrypt, a TLS error; in the clear,
+part of a response). Unscripted
+paths answer 200 "ok". ``tls``: an ``ssl.SSLContext`` (server side) makes it an HTTPS
+server; ``ScriptedServer.tls_context()`` makes one with a throwaway CA (trustme).
 """
 
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 import threading
 from collections import defaultdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 
 class ScriptedServer:
-    def __init__(self) -> None:
+    def __init__(self, tls: Optional[ssl.SSLContext] = None) -> None:
         self.scripts: Dict[str, List[Any]] = {}
         self.requests: Dict[str, List[Tuple[str, bytes]]] = defaultdict(list)
         self.accepted = 0
@@ -29,7 +34,10 @@ class ScriptedServer:
         self.closing = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
-        self.base = f"http://127.0.0.1:{self._server.server_address[1]}"
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
+        scheme = "https" if tls is not None else "http"
+        self.base = f"{scheme}://127.0.0.1:{self._server.server_address[1]}"
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def script(self, path: str, steps: List[Any]) -> str:
@@ -40,6 +48,22 @@ class ScriptedServer:
     def hits(self, path: str) -> int:
         with self.lock:
             return len(self.requests[path])
+
+    @staticmethod
+    def tls_context() -> Tuple[ssl.SSLContext, str]:
+        """A server context for 127.0.0.1 signed by a throwaway CA, and the CA's PEM file
+        (for the client's ``verify=`` / ``ssl.create_default_context(cafile=...)``)."""
+        import tempfile
+
+        import trustme
+
+        ca = trustme.CA()
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ca.issue_cert("127.0.0.1", "localhost").configure_cert(ctx)
+        pem = tempfile.NamedTemporaryFile(prefix="retryrs-test-ca-", suffix=".pem", delete=False)
+        pem.write(ca.cert_pem.bytes())
+        pem.close()
+        return ctx, pem.name
 
     def close(self) -> None:
         self.closing.set()
@@ -94,6 +118,17 @@ def _handler(server: ScriptedServer) -> type:
                 n = len(server.requests[path])
                 steps = server.scripts.get(path) or [200]
                 step = steps[min(n, len(steps)) - 1]
+            if step == "cut":
+                # Mid-response, the connection breaks. Under TLS: a record that does not
+                # decrypt (written under the TLS layer), so the client's TLS library
+                # fails after the request was written; in the clear: part of a response.
+                if isinstance(self.connection, ssl.SSLSocket):
+                    socket.socket.sendall(self.connection, b"\x17\x03\x03\x00\x20" + bytes(32))
+                else:
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n")
+                    self.wfile.flush()
+                self.close_connection = True
+                return
             if step == "reset":
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 self.close_connection = True

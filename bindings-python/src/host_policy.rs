@@ -90,29 +90,27 @@ impl HostPolicy {
     pub fn classify<'py>(
         &self,
         exc: &Bound<'py, PyAny>,
-        forced_transient: bool,
         answers: Option<&Bound<'py, PyTuple>>,
     ) -> PyResult<Classified<'py>> {
         let py = exc.py();
         let mut asked = 0usize;
-        let transient = forced_transient
-            || match &self.retry_on {
-                RetryOn::Classes(classes) => exc.is_instance(classes.bind(py))?,
-                RetryOn::Predicate(f) => {
-                    let answer = match answered(answers, asked)? {
-                        Some(a) => a,
-                        None => {
-                            let a = f.bind(py).call1((exc,))?;
-                            if let Some(pending) = awaitable(&a, "retry_on", answers.is_some())? {
-                                return Ok(pending);
-                            }
-                            a
+        let transient = match &self.retry_on {
+            RetryOn::Classes(classes) => exc.is_instance(classes.bind(py))?,
+            RetryOn::Predicate(f) => {
+                let answer = match answered(answers, asked)? {
+                    Some(a) => a,
+                    None => {
+                        let a = f.bind(py).call1((exc,))?;
+                        if let Some(pending) = awaitable(&a, "retry_on", answers.is_some())? {
+                            return Ok(pending);
                         }
-                    };
-                    asked += 1;
-                    answer.is_truthy()?
-                }
-            };
+                        a
+                    }
+                };
+                asked += 1;
+                answer.is_truthy()?
+            }
+        };
         if !transient {
             return Ok(Classified::Verdict(Verdict::Permanent));
         }

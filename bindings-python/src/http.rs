@@ -45,6 +45,13 @@ pub fn parse_retry_after(value: &Bound<'_, PyAny>, now: Option<&Bound<'_, PyAny>
     Ok(retryrs::parse_retry_after(&text, now).map(secs))
 }
 
+/// Whether a final response's status reports a failure (400 and up): the call's outcome is
+/// then `rejected` or `exhausted`, not `success`.
+#[pyfunction]
+pub fn is_error_status(status: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(retryrs::http::is_error_status(is_status(status)?))
+}
+
 /// Whether an HTTP status is worth retrying (408, 425, 429, 500, 502, 503, 504).
 #[pyfunction]
 pub fn is_retryable_status(status: &Bound<'_, PyAny>) -> PyResult<bool> {

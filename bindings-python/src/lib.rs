@@ -6,6 +6,7 @@
 
 use pyo3::prelude::*;
 
+mod attempt;
 mod budget;
 mod convert;
 mod document;
@@ -18,6 +19,7 @@ mod listeners;
 mod options;
 mod retrier;
 mod state;
+mod step;
 mod stepped;
 mod testing;
 mod token;
@@ -28,6 +30,11 @@ mod wrapped;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<retrier::Retrier>()?;
     m.add_class::<stepped::SteppedCall>()?;
+    m.add_class::<attempt::AttemptInfo>()?;
+    m.add_function(wrap_pyfunction!(attempt::current_attempt, m)?)?;
+    m.add_class::<step::Pending>()?;
+    m.add_function(wrap_pyfunction!(step::_first_step, m)?)?;
+    m.add("_CURRENT", attempt::context_var(m.py())?)?;
     m.add_class::<event::PyEvent>()?;
     m.add_class::<token::PyCancelToken>()?;
     m.add_class::<budget::PyRetryBudget>()?;
@@ -44,6 +51,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(http::classify_http, m)?)?;
     m.add_function(wrap_pyfunction!(http::redact_url, m)?)?;
     m.add_function(wrap_pyfunction!(http::check_redact_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(http::is_error_status, m)?)?;
     m.add_function(wrap_pyfunction!(http::redacted_query_keys, m)?)?;
     m.add_function(wrap_pyfunction!(testing::_testing_enable_process_wide, m)?)?;
     m.add_function(wrap_pyfunction!(testing::_testing_disable_process_wide, m)?)?;

@@ -11,6 +11,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 use retryrs::{cancelled_before_start, Call, Verdict, VirtualClock};
 
+use crate::attempt::{AttemptInfo, Frame, SyncFrame};
 use crate::errors;
 use crate::host_policy::{Hooks, HostPolicy, RetryOn};
 use crate::state::{now, CallState, Failed};
@@ -24,6 +25,10 @@ use pyo3::exceptions::PyRuntimeError;
 pub struct Retrier {
     pub host: Arc<HostPolicy>,
     pub cancel: Option<Py<PyCancelToken>>,
+    /// Whether the asyncio driver interrupts an attempt at its bound (False for a helper
+    /// that bounds its requests itself, so a request past it is judged as its client's
+    /// timeout by the HTTP rules).
+    pub interrupts: bool,
 }
 
 static DRIVE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -47,11 +52,12 @@ impl Retrier {
         if token.is_some_and(|t| t.is_cancelled()) {
             return Err(self.cancelled_before_start(py));
         }
-        if self.host.attempt_timeout.is_some() {
-            return Err(attempt_timeout_in_sync_call());
-        }
         let clock = crate::testing::clock(py);
         let start = now(&clock);
+        // The attempt's bound, for `retryrs.current_attempt()`: a blocking attempt cannot
+        // be interrupted, so it is there to be passed to I/O.
+        let first = Frame::first(&self.host.policy, start, clock.clone());
+        let frame = SyncFrame::push(py, first)?;
         let mut failure = match f.call(args, kwargs) {
             Ok(value) => {
                 if is_coroutine(py, &value)? {
@@ -73,7 +79,7 @@ impl Retrier {
         let mut state = CallState::begin(self.host.clone(), start, clock, token.cloned());
         loop {
             let delay = match failure {
-                Ok(err) => state.failed(py, err, false)?,
+                Ok(err) => state.failed(py, err)?,
                 Err(value) => match state.rejected_value(py, value, None)? {
                     Failed::Wait(delay) => delay,
                     Failed::Await(_) => return Err(PyRuntimeError::new_err("retryrs: a sync call was asked to await")),
@@ -81,6 +87,7 @@ impl Retrier {
             };
             state.wait_blocking(py, delay, self.cancel.as_ref())?;
             state.resume(py)?;
+            frame.set(py, state.frame())?;
             failure = match f.call(args, kwargs) {
                 Ok(value) if sync_rejects(&self.host, &value)? => Err(value),
                 Ok(value) => {
@@ -139,14 +146,6 @@ fn coroutine_in_sync_call(f: &Bound<'_, PyAny>, coroutine: &Bound<'_, PyAny>) ->
     ))
 }
 
-/// A blocking call cannot stop an attempt in progress safely (a thread cannot be
-/// cancelled), so an attempt_timeout there would be a promise not kept: refused.
-pub fn attempt_timeout_in_sync_call() -> PyErr {
-    pyo3::exceptions::PyValueError::new_err(
-        "attempt_timeout only applies to async calls (call_async, async functions, `async for`): a blocking attempt cannot be stopped safely; use a Retrier without attempt_timeout, or the function's own timeout",
-    )
-}
-
 impl Retrier {
     /// The knob `name` of the table, as the generated getters read it.
     fn knob(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
@@ -168,7 +167,7 @@ impl Retrier {
     #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, seed=None, name='retry', budget=None, max_retry_after=60.0, attempt_timeout=None, retry_after=None, retry_on_result=None, on_event=None)")]
     // knobgen:end signature
     fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        Ok(Retrier { host: Arc::new(crate::options::parse(py, options)?), cancel: None })
+        Ok(Retrier { host: Arc::new(crate::options::parse(py, options)?), cancel: None, interrupts: true })
     }
 
     /// `Retrier.from_policy(policies["payments"], retry_on=..., on_event=...)`: a retrier
@@ -181,7 +180,11 @@ impl Retrier {
         policy: &Bound<'_, crate::document::PyPolicy>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
-        Ok(Retrier { host: Arc::new(crate::options::from_policy(py, policy.get(), options)?), cancel: None })
+        Ok(Retrier {
+            host: Arc::new(crate::options::from_policy(py, policy.get(), options)?),
+            cancel: None,
+            interrupts: true,
+        })
     }
 
     /// Calls `func(*args, **kwargs)`, retrying transient failures; returns its value.
@@ -231,35 +234,62 @@ impl Retrier {
 
     /// The same retrier whose calls end with `RetryCancelled` as soon as `token` fires.
     fn with_cancel(&self, token: Py<PyCancelToken>) -> Self {
-        Retrier { host: self.host.clone(), cancel: Some(token) }
+        Retrier { host: self.host.clone(), cancel: Some(token), interrupts: self.interrupts }
     }
 
     /// The same retrier (policy, listener, budget, attempt timeout, cancel token) with
     /// another classification: `retry_on` a tuple of exception classes, `retry_after` the
     /// hint hook (None: the exception's `retry_after` attribute). The HTTP helpers use it:
     /// their verdicts come from the core's HTTP rules, not from the user's `retry_on`.
-    /// `attempt_timeout=False` drops the retrier's attempt_timeout, for a helper that bounds
-    /// its attempts itself (the async httpx transport: a request past it is a read timeout,
-    /// judged by the HTTP rules, not an always-transient AttemptTimeout).
-    #[pyo3(signature = (retry_on, retry_after=None, attempt_timeout=true))]
+    /// `interrupts=False`: the asyncio driver leaves each attempt's bound to a helper that
+    /// bounds its requests itself (the async httpx transport: a request past it is its
+    /// client's timeout, judged by the HTTP rules, not an always-transient AttemptTimeout).
+    /// `helper` (the HTTP helper's name) refuses a Retrier whose `retry_on_result` or
+    /// `retry_after` hook would otherwise be silently dropped; `max_attempts` overrides the
+    /// policy's (a per-request attempt limit).
+    #[pyo3(signature = (retry_on, retry_after=None, interrupts=true, helper=None, max_attempts=None))]
     fn _with_classifier(
         &self,
         py: Python<'_>,
         retry_on: Py<PyAny>,
         retry_after: Option<Py<PyAny>>,
-        attempt_timeout: bool,
-    ) -> Self {
+        interrupts: bool,
+        helper: Option<&str>,
+        max_attempts: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
         let h = &*self.host;
-        // The attempt timeout is a knob of the core's policy now: dropping it means a
-        // policy without it (the same knobs otherwise).
-        let policy = match (attempt_timeout, h.policy.attempt_timeout()) {
-            (false, Some(_)) => Arc::new(
-                retryrs::PolicyBuilder::from(&*h.policy)
-                    .attempt_timeout(None)
-                    .build()
-                    .expect("a valid policy without its attempt timeout is valid"),
-            ),
-            _ => h.policy.clone(),
+        if let Some(helper) = helper {
+            for (option, set) in
+                [("retry_on_result", h.retry_on_result.is_some()), ("retry_after", h.retry_after.is_some())]
+            {
+                if set {
+                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                        "{helper} does not use the Retrier's {option}: the HTTP rules judge every response \
+                         (statuses=, methods=, a per-request override) and Retry-After is read from the response; \
+                         give a Retrier without {option}"
+                    )));
+                }
+            }
+        }
+        let policy = match max_attempts {
+            None => h.policy.clone(),
+            Some(n) if n.is_none() => h.policy.clone(),
+            Some(n) => {
+                let n: u64 = if n.is_instance_of::<pyo3::types::PyBool>() {
+                    0
+                } else {
+                    n.extract().map_err(|_| {
+                        pyo3::exceptions::PyTypeError::new_err(format!(
+                            "max_attempts must be an int >= 1, got {}",
+                            crate::convert::repr(n)
+                        ))
+                    })?
+                };
+                let built = retryrs::PolicyBuilder::from(&*h.policy).max_attempts(n).build().map_err(|e| {
+                    pyo3::exceptions::PyValueError::new_err(format!("max_attempts must be an int >= 1: {e}"))
+                })?;
+                Arc::new(built)
+            }
         };
         let host = HostPolicy::new(
             py,
@@ -268,9 +298,9 @@ impl Retrier {
             // No result predicate: a response is judged by the HTTP rules alone.
             Hooks { retry_after, retry_on_result: None, on_event: h.on_event.as_ref().map(|f| f.clone_ref(py)) },
             h.budget.as_ref().map(|b| b.clone_ref(py)),
-            h.attempt_timeout.filter(|_| attempt_timeout),
+            h.attempt_timeout,
         );
-        Retrier { host: Arc::new(host), cancel: self.cancel.as_ref().map(|t| t.clone_ref(py)) }
+        Ok(Retrier { host: Arc::new(host), cancel: self.cancel.as_ref().map(|t| t.clone_ref(py)), interrupts })
     }
 
     #[getter]
@@ -362,12 +392,20 @@ impl Retrier {
     // The asyncio driver's hooks into the engine (see retryrs/_aio.py).
 
     /// Starts an async call: raises RetryCancelled if the token already fired; returns the
-    /// start time (nanoseconds, exact, so virtual-time boundaries stay exact).
-    fn _start(&self, py: Python<'_>) -> PyResult<u64> {
+    /// first attempt (`retryrs.current_attempt()`), which also holds the call's start.
+    fn _start(&self, py: Python<'_>) -> PyResult<AttemptInfo> {
         if self.cancel.as_ref().is_some_and(|t| t.get().inner.is_cancelled()) {
             return Err(self.cancelled_before_start(py));
         }
-        Ok(u64::try_from(now(&crate::testing::clock(py)).as_nanos()).unwrap_or(u64::MAX))
+        let clock = crate::testing::clock(py);
+        let start = now(&clock);
+        let frame = Frame::first(&self.host.policy, start, clock);
+        Ok(AttemptInfo::with_arm(frame, start, self.interrupts))
+    }
+
+    #[getter]
+    fn _interrupts(&self) -> bool {
+        self.interrupts
     }
 
     #[getter]
@@ -391,15 +429,15 @@ impl Retrier {
         self.host.retry_on_result.as_ref().map(|f| f.clone_ref(py))
     }
 
-    fn _succeeded(&self, py: Python<'_>, start: u64) -> PyResult<()> {
-        self.report_success(py, Duration::from_nanos(start), &crate::testing::clock(py))
+    fn _succeeded(&self, py: Python<'_>, first: &Bound<'_, AttemptInfo>) -> PyResult<()> {
+        self.report_success(py, first.get().start, &crate::testing::clock(py))
     }
 
     /// The first attempt of an async call failed: engine state starts here.
-    fn _begin(&self, py: Python<'_>, start: u64) -> SteppedCall {
+    fn _begin(&self, py: Python<'_>, first: &Bound<'_, AttemptInfo>) -> SteppedCall {
         let token = self.cancel.as_ref().map(|t| t.get().inner.clone());
         SteppedCall::new(
-            CallState::begin(self.host.clone(), Duration::from_nanos(start), crate::testing::clock(py), token),
+            CallState::begin(self.host.clone(), first.get().start, crate::testing::clock(py), token),
             self.cancel.as_ref().map(|t| t.clone_ref(py)),
         )
     }

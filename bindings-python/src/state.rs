@@ -85,12 +85,22 @@ impl CallState {
         self.call.attempt()
     }
 
+    /// The attempt starting now (after `resume`), with the engine's bound on it.
+    pub fn frame(&self) -> crate::attempt::Frame {
+        crate::attempt::Frame::of(&self.call, now(&self.clock), self.clock.clone())
+    }
+
+    /// When the call began.
+    pub fn started_at(&self) -> Duration {
+        self.call.started_at()
+    }
+
     /// An attempt raised `err`. Returns the wait before the next attempt, or the exception
     /// that ends the call: the original (rejected, or a control-flow signal), a
     /// `RetryExhausted`, or an error raised by the predicate / hint hook (original
     /// attached as its cause).
-    pub fn failed(&mut self, py: Python<'_>, err: PyErr, forced_transient: bool) -> Result<Duration, PyErr> {
-        match self.failed_async(py, err, forced_transient, None)? {
+    pub fn failed(&mut self, py: Python<'_>, err: PyErr) -> Result<Duration, PyErr> {
+        match self.failed_async(py, err, None)? {
             Failed::Wait(delay) => Ok(delay),
             Failed::Await(_) => Err(PyRuntimeError::new_err("retryrs: a sync call was asked to await a hook")),
         }
@@ -102,7 +112,6 @@ impl CallState {
         &mut self,
         py: Python<'_>,
         err: PyErr,
-        forced_transient: bool,
         answers: Option<&Bound<'_, PyTuple>>,
     ) -> Result<Failed, PyErr> {
         let value = err.value(py).clone().into_any();
@@ -117,7 +126,7 @@ impl CallState {
             self.errors.clear();
             return Err(err);
         }
-        let verdict = match host.classify(&value, forced_transient, answers) {
+        let verdict = match host.classify(&value, answers) {
             Ok(Classified::Await(pending)) => return Ok(Failed::Await(pending.unbind())),
             Ok(Classified::Verdict(v)) => Ok(v),
             Err(e) => Err(e),

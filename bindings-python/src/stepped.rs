@@ -8,6 +8,7 @@ use pyo3::{PyTraverseError, PyVisit};
 
 use pyo3::types::PyTuple;
 
+use crate::attempt::AttemptInfo;
 use crate::state::{CallState, Failed};
 use crate::token::PyCancelToken;
 
@@ -43,16 +44,15 @@ impl SteppedCall {
     /// answers with an awaitable, that awaitable is returned instead of a float, and the
     /// driver calls again with its result appended. Without `answers` (the sync loop
     /// form), such a hook is a TypeError naming it.
-    #[pyo3(signature = (exc, timed_out=false, answers=None))]
+    #[pyo3(signature = (exc, answers=None))]
     fn failed(
         &mut self,
         py: Python<'_>,
         exc: Bound<'_, PyAny>,
-        timed_out: bool,
         answers: Option<Bound<'_, PyTuple>>,
     ) -> PyResult<Py<PyAny>> {
         let err = PyErr::from_value(exc);
-        let delay = match self.state.failed_async(py, err, timed_out, answers.as_ref())? {
+        let delay = match self.state.failed_async(py, err, answers.as_ref())? {
             Failed::Wait(delay) => delay,
             Failed::Await(pending) => return Ok(pending),
         };
@@ -85,6 +85,12 @@ impl SteppedCall {
     /// The wait is over: raises RetryExhausted if the deadline passed during it.
     fn resume(&mut self, py: Python<'_>) -> PyResult<()> {
         self.state.resume(py)
+    }
+
+    /// The attempt starting now, after `resume` (`retryrs.current_attempt()`, with the
+    /// engine's bound on it).
+    fn current(&self) -> AttemptInfo {
+        AttemptInfo::new(self.state.frame(), self.state.started_at())
     }
 
     fn succeeded(&mut self, py: Python<'_>) -> PyResult<()> {
@@ -127,10 +133,5 @@ impl SteppedCall {
     #[getter]
     fn token(&self, py: Python<'_>) -> Option<Py<PyCancelToken>> {
         self.token.as_ref().map(|t| t.clone_ref(py))
-    }
-
-    #[getter]
-    fn attempt_timeout(&self) -> Option<f64> {
-        self.state.host.attempt_timeout
     }
 }

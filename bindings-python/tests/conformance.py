@@ -76,7 +76,7 @@ VECTOR_KEYS = {
     "budget": {"max_tokens", "token_ratio"},
     "call": {"attempts", "expect"},
     "attempt": {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait"},
-    "expect": {"outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens"},
+    "expect": {"outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens", "bounds_ms"},
     "event": {"kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error", "value"},
     "expect_error": {"knob"},
     "retry_after": {"value", "now_unix_s", "expect_ms"},
@@ -134,6 +134,7 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
     failures: List[Tuple[Any, bool]] = []  # every failure in order: (error or value, is_value)
     token = CancelToken()
     count = 0
+    bounds: List[Optional[int]] = []  # each attempt's bound as it saw it when it started
 
     def listener(e: Any) -> None:
         events.append(e)
@@ -155,6 +156,10 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
             failures.append((err, False))
             raise err
         step = script[count - 1]
+        current = retryrs.current_attempt()
+        if current is None or current.number != count:
+            problems.append(f"attempt {count}: current_attempt() is {current!r}")
+        bounds.append(None if current is None else ms(current.remaining))
         if step.get("takes_ms"):
             testing.advance(step["takes_ms"] / 1000)
         if step["result"] == "success":
@@ -243,6 +248,8 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
             for k, v in w.items():
                 if g.get(k) != v:
                     problems.append(f"event {i} ({w['kind']}): {k} = {g.get(k)}, expected {v}")
+    if "bounds_ms" in expect and bounds != expect["bounds_ms"]:
+        problems.append(f"bounds {bounds} ms, expected {expect['bounds_ms']}")
     if "budget_tokens" in expect:
         tokens = r.budget.tokens if r.budget is not None else None
         if tokens is None or abs(tokens - expect["budget_tokens"]) > 1e-9:

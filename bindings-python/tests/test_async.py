@@ -71,9 +71,9 @@ def test_cancelled_error_from_the_attempt_is_never_retried():
     assert f.calls == 1 and offered == []
 
 
-def test_attempt_timeout_bounds_each_attempt_and_counts_as_transient():
+def test_attempt_timeout_bounds_each_attempt_and_is_judged_by_retry_on():
     events = []
-    r = Retrier(attempt_timeout=0.05, initial_delay=0, max_attempts=3, retry_on=KeyError, on_event=events.append)
+    r = Retrier(attempt_timeout=0.05, initial_delay=0, max_attempts=3, retry_on=(KeyError, AttemptTimeout), on_event=events.append)
     slow = AFlaky(0, sleep=10)
     t0 = time.monotonic()
     with pytest.raises(RetryExhausted) as info:
@@ -86,6 +86,10 @@ def test_attempt_timeout_bounds_each_attempt_and_counts_as_transient():
     with pytest.raises(TimeoutError) as info:
         run(r.call_async(AFlaky(1, lambda n: own)))
     assert info.value is own
+    # A predicate that does not call it transient: the AttemptTimeout ends the call.
+    strict = Retrier(attempt_timeout=0.05, max_attempts=3, retry_on=KeyError)
+    with pytest.raises(AttemptTimeout):
+        run(strict.call_async(AFlaky(0, sleep=10)))
 
 
 def test_cancel_token_from_another_thread_wakes_an_async_wait():

@@ -169,7 +169,8 @@ def test_attempt_timeout_under_trio() -> None:
         raise own
 
     async def main():
-        r = retrier(0, attempt_timeout=0.05, max_attempts=3)
+        # AttemptTimeout is judged by retry_on like any failure (contract 3a).
+        r = Retrier(retry_on=(ConnectionError, AttemptTimeout), initial_delay=0, max_delay=0, jitter="none", deadline=None, attempt_timeout=0.05, max_attempts=3)
         t0 = time.monotonic()
         with pytest.raises(RetryExhausted) as info:
             await r.call_async(slow)
@@ -196,3 +197,28 @@ def test_anyio_on_either_backend(backend: str) -> None:
         return time.monotonic() - t0
 
     assert anyio.run(main, backend=backend) < 5
+
+
+def test_the_async_for_form_is_bounded_under_trio() -> None:
+    """The ``async for`` block's bound is a cancel scope entered when the attempt starts:
+    a block past it ends as an AttemptTimeout, judged by retry_on."""
+    blocks = []
+
+    async def main():
+        r = Retrier(retry_on=(AttemptTimeout,), initial_delay=0, max_delay=0, jitter="none", deadline=None, attempt_timeout=0.05, max_attempts=2)
+        t0 = time.monotonic()
+        with pytest.raises(RetryExhausted) as info:
+            async for attempt in r:
+                with attempt:
+                    blocks.append(attempt.number)
+                    await trio.sleep(10)
+        assert time.monotonic() - t0 < 5
+        assert blocks == [1, 2] and all(isinstance(e, AttemptTimeout) for e in info.value.errors)
+        # A block within its bound is untouched.
+        async for attempt in r:
+            with attempt:
+                await trio.sleep(0)
+                value = "ok"
+        assert value == "ok"
+
+    trio.run(main)

@@ -126,9 +126,14 @@ def main() -> None:
         last_value: object = gave_up.result
         assert last_value is None and gave_up.reason == "attempts"
     number = 0
+    left: Optional[float] = None
     for attempt in retrier:
         with attempt:
             number = attempt.number
+            left = attempt.remaining
+            current: Optional[retryrs.AttemptInfo] = retryrs.current_attempt()
+            assert current is not None and current.number == number and current.deadline is None
+    assert left is None  # deadline=None: unbounded
     logged = Retrier(on_event=retryrs.log_events(logging.getLogger("typed")))
     with retryrs.testing.virtual_time() as clock:
         clock.advance(0.5)

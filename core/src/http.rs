@@ -14,6 +14,13 @@ pub fn is_retryable_status(status: u16) -> bool {
     RETRYABLE_STATUSES.contains(&status)
 }
 
+/// Whether a final response reports a failure, for telemetry: a status of 400 or more
+/// (OpenTelemetry's HTTP client rule). A call that ends on one is `rejected` (or
+/// `exhausted`, when it was retried), never `success`, and its `error.type` is the status.
+pub fn is_error_status(status: u16) -> bool {
+    status >= 400
+}
+
 /// Whether a request method is idempotent (GET, HEAD, OPTIONS, TRACE, PUT, DELETE).
 /// Method names are compared ignoring ASCII case, since clients disagree on spelling.
 pub fn is_idempotent(method: &str) -> bool {
@@ -149,6 +156,12 @@ mod tests {
         for s in [200, 400, 401, 404, 409, 501, 505] {
             assert!(!is_retryable_status(s), "{s}");
         }
+    }
+
+    #[test]
+    fn error_statuses_are_400_and_up() {
+        assert!(!is_error_status(200) && !is_error_status(304) && !is_error_status(399));
+        assert!(is_error_status(400) && is_error_status(404) && is_error_status(503));
     }
 
     #[test]

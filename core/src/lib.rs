@@ -48,8 +48,8 @@ pub use engine::{cancelled_before_start, duration_from_ms, Call, Decision, Resum
 pub use event::{CancelledAfter, Event, EventKind, ExhaustReason, GaveUp};
 pub use executor::{Failed, Retrier, RetryError, Run, ValueVerdict, HISTORY};
 pub use http::{
-    classify_request, is_idempotent, is_retryable_status, HttpOutcome, HttpRules, HttpVerdict, IDEMPOTENCY_KEY_HEADER,
-    IDEMPOTENT_METHODS, RETRYABLE_STATUSES,
+    classify_request, is_error_status, is_idempotent, is_retryable_status, HttpOutcome, HttpRules, HttpVerdict,
+    IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_METHODS, RETRYABLE_STATUSES,
 };
 pub use knob::{Knob, Setting, Unit, KNOBS};
 pub use policy::{Given, Jitter, Policy, PolicyBuilder, PolicyError, Pushback};

@@ -22,6 +22,7 @@ from ._logging import log_events
 from ._policies import PolicyDocument, PolicyDocumentError, load_policies
 from ._native import (
     RETRYABLE_STATUSES,
+    AttemptInfo,
     CancelToken,
     Event,
     Policy,
@@ -30,6 +31,7 @@ from ._native import (
     RetryingFunction,
     __version__,
     classify_http,
+    current_attempt,
     is_retryable_status,
     parse_retry_after,
 )
@@ -48,6 +50,8 @@ __all__ = [
     "RetryExhausted",
     "RetryCancelled",
     "AttemptTimeout",
+    "current_attempt",
+    "AttemptInfo",
     "parse_retry_after",
     "is_retryable_status",
     "classify_http",

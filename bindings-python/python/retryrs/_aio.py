@@ -3,7 +3,8 @@
 The native call object decides everything (verdicts, delays, deadline, budget, events);
 this module only awaits: the attempt, then the wait (``_runtime.sleep``, under asyncio or
 trio, woken early by a CancelToken). Under ``retryrs.testing`` virtual time the native
-side has already "waited", and nothing here sleeps.
+side has already "waited", and nothing here sleeps. An attempt's bound interrupts it under
+either library: a timer cancelling the task under asyncio, a cancel scope under trio.
 """
 
 from __future__ import annotations
@@ -11,16 +12,24 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from typing import Any, Awaitable, Callable, Dict, Optional, Tuple
+import types
+from typing import Any, Awaitable, Callable, Dict, Generator, List, Optional, Tuple
 
 from . import _native
 from ._errors import AttemptTimeout
-from ._runtime import library as _library, sleep as _sleep, trio_bounded as _trio_bounded
+from ._runtime import library as _library, sleep as _sleep
+
+_CURRENT = _native._CURRENT
+# Bound once: the async happy path sets and resets the attempt on every call.
+_enter = _CURRENT.set
+_leave = _CURRENT.reset
+_CORO = types.CoroutineType
+_first_step = _native._first_step
+_Pending = _native._Pending
 
 
 async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kwargs: Optional[Dict[str, Any]]) -> Any:
-    start = r._start()
-    timeout = r.attempt_timeout
+    first = r._start()
     kw = kwargs or {}
     # The attempt is written out here and again in _retry on purpose: a shared helper
     # costs the asyncio happy path ~35 ns a call (measured with bench/python, 1.70x ->
@@ -28,24 +37,35 @@ async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tup
     # `attempt` is kept so that a failure can tell a sync function given by mistake
     # (checked only then: the happy path pays one local store).
     attempt: Any = _NOT_CALLED
+    entered = _enter(first)
     try:
         attempt = fn(*args, **kw)
-        if timeout is None:
-            value = await attempt
+        if first._arm and type(attempt) is _CORO and _library() == "asyncio":
+            # The bound interrupts the attempt, but a timer is armed only if the attempt
+            # suspends: one that finishes in its first step (the happy path of cached or
+            # computed values) pays for no loop timer. (Not under trio: the attempt's
+            # first step may enter cancel scopes, which must nest inside the bound's.)
+            value = _first_step(attempt)
+            if type(value) is _Pending:
+                value = await _suspended(attempt, value.step, first)
+        elif first._arm:
+            value = await _suspended(attempt.__await__(), _FIRST, first)
         else:
-            value = await _bounded(attempt, timeout)
+            value = await attempt
     except BaseException as e:
+        _leave(entered)
         exc: Optional[BaseException] = e
         _refuse_sync(fn, attempt, e)
     else:
+        _leave(entered)
         # The happy path: no engine state unless someone listens, a budget refills or a
         # result predicate looks at the value.
         if r._wants_success:
             if await _rejects(r, value):
-                return await _retry(r, r._begin(start), fn, args, kw, timeout, None, value)
-            r._succeeded(start)
+                return await _retry(r, r._begin(first), fn, args, kw, None, value)
+            r._succeeded(first)
         return value
-    return await _retry(r, r._begin(start), fn, args, kw, timeout, exc, None)
+    return await _retry(r, r._begin(first), fn, args, kw, exc, None)
 
 
 async def _rejects(r: _native.Retrier, value: Any) -> bool:
@@ -56,22 +76,25 @@ async def _rejects(r: _native.Retrier, value: Any) -> bool:
     return bool(await verdict)
 
 
-async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kw: Dict[str, Any], timeout: Optional[float], exc: Optional[BaseException], rejected: Any) -> Any:
+async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kw: Dict[str, Any], exc: Optional[BaseException], rejected: Any) -> Any:
     checks_results = r.retry_on_result is not None
+    interrupts = r._interrupts
     while True:
         if exc is not None:
-            delay = await _failed(call, exc, type(exc) is AttemptTimeout)  # raises when the call ends
+            delay = await _failed(call, exc)  # raises when the call ends
         else:
             delay = await _rejected(call, rejected)
         exc = rejected = None  # no frame -> traceback -> frame cycle
         # (A zero delay, or virtual time, still yields one turn of the loop.)
         await _sleep(call, delay)
         call.resume()
+        current = call.current()
+        entered = _CURRENT.set(current)
         try:
-            if timeout is None:
+            if current._bound is None or not interrupts:
                 value = await fn(*args, **kw)
             else:
-                value = await _bounded(fn(*args, **kw), timeout)
+                value = await _suspended(fn(*args, **kw).__await__(), _FIRST, current)
         except BaseException as e:
             exc = e
         else:
@@ -80,15 +103,17 @@ async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[...
                 continue
             call.succeeded()
             return value
+        finally:
+            _CURRENT.reset(entered)
 
 
-async def _failed(call: _native.SteppedCall, exc: BaseException, timed_out: bool) -> float:
+async def _failed(call: _native.SteppedCall, exc: BaseException) -> float:
     """The engine's answer to a failure. A hook (predicate, hint) that answers with an
     awaitable is awaited here -- never read as "true" -- and the engine asked again with
     the answers so far."""
     answers: Tuple[Any, ...] = ()
     while True:
-        step = call.failed(exc, timed_out, answers)
+        step = call.failed(exc, answers)
         if type(step) is float:
             return step
         answers += (await step,)
@@ -123,22 +148,136 @@ def _refuse_sync(fn: Any, attempt: Any, exc: BaseException) -> None:
     raise TypeError(f"{fn!r} is not async (it {what}): use retrier.call(fn, ...) for a sync function") from exc
 
 
-async def _bounded(coro: Awaitable[Any], timeout: float) -> Any:
-    """Runs one attempt for at most ``timeout`` seconds. Unlike ``asyncio.wait_for``, the
-    timeout is told apart from a TimeoutError the attempt raises itself."""
+_FIRST: Any = object()  # _suspended: the attempt has not been started yet
+
+
+@types.coroutine
+def _suspended(it: Any, step: Any, current: _native.AttemptInfo, grace: float = 0.0) -> Generator[Any, Any, Any]:
+    """Runs the rest of one attempt (``it``, which yielded ``step`` to the loop, or
+    ``_FIRST``: not started) within its bound (plus ``grace``): past it, the task is
+    cancelled (as ``asyncio.timeout`` does, so whatever the attempt awaits is cancelled with it) and
+    the cancellation comes out as an ``AttemptTimeout``. A cancellation of the task from
+    anywhere else stays one. Under trio, a cancel scope does the same."""
     if _library() == "trio":
-        return await _trio_bounded(coro, timeout)
-    task = asyncio.ensure_future(coro)
+        return (yield from _trio_suspended(it, step, current, grace))
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task(loop)
+    fired = [False]
+    left = current.remaining
+    # Outside a task (a bare coroutine driven by hand) there is nothing to cancel.
+    handle = None if task is None else loop.call_later((0 if left is None else left) + grace, _expire, task, fired)
     try:
-        done, _ = await asyncio.wait((task,), timeout=timeout)
-    except BaseException:
-        task.cancel()
+        return (yield from _steps(it, step))
+    except asyncio.CancelledError:
+        if fired[0] and _own_cancel(task, fired):
+            raise AttemptTimeout(current._bound or 0.0) from None
         raise
-    if not done:
-        task.cancel()
-        await asyncio.wait((task,))
-        raise AttemptTimeout(timeout)
-    return task.result()
+    finally:
+        if handle is not None:
+            handle.cancel()
+        if fired[0]:
+            _own_cancel(task, fired)  # the attempt swallowed the cancel: take it back
+
+
+def _steps(it: Any, step: Any) -> Generator[Any, Any, Any]:
+    """Passes the rest of an attempt's steps through to the loop; its value."""
+    try:
+        if step is _FIRST:
+            step = it.send(None)
+        while True:
+            try:
+                sent = yield step
+            except GeneratorExit:
+                it.close()
+                raise
+            except BaseException as e:
+                step = it.throw(e)
+            else:
+                step = it.send(sent)
+    except StopIteration as done:
+        return done.value
+
+
+def _trio_suspended(it: Any, step: Any, current: _native.AttemptInfo, grace: float) -> Generator[Any, Any, Any]:
+    """``_suspended`` under trio: the attempt runs in a cancel scope ending at its bound;
+    a TimeoutError (or trio.TooSlowError) the attempt raises itself stays its own."""
+    import trio
+
+    left = current.remaining
+    with trio.move_on_after((0 if left is None else left) + grace):
+        return (yield from _steps(it, step))
+    raise AttemptTimeout(current._bound or 0.0)
+
+
+def _expire(task: Any, fired: List[bool]) -> None:
+    fired[0] = True
+    task.cancel()
+
+
+def _own_cancel(task: Any, fired: List[bool]) -> bool:
+    """Takes back the cancel the bound requested (once); True when no other cancel of the
+    task is pending (always, before Python 3.11: a task cannot say)."""
+    fired[0] = False
+    uncancel = getattr(task, "uncancel", None)
+    if uncancel is None:
+        return True
+    return bool(uncancel() == 0)
+
+
+class Bound:
+    """The bound of one attempt of the ``async for`` loop form, whose body (a ``with``
+    block) cannot be wrapped: a timer armed when the attempt starts cancels the task past
+    the bound, and ``leave`` turns that cancellation into an ``AttemptTimeout``."""
+
+    __slots__ = ("_task", "_fired", "_handle", "_current", "_scope")
+
+    def __init__(self, current: _native.AttemptInfo) -> None:
+        self._current = current
+        self._scope: Any = None
+        if _library() == "trio":
+            # The block runs inside a cancel scope entered here and left in ``leave``
+            # (the attempt's ``__enter__``/``__exit__``, in the same task and nesting).
+            import trio
+
+            left = current.remaining
+            self._scope = trio.move_on_after(0 if left is None else left)
+            self._scope.__enter__()
+            return
+        loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task(loop)
+        self._fired = [False]
+        self._current = current
+        left = current.remaining
+        task = self._task
+        self._handle = None if task is None else loop.call_later(0 if left is None else left, _expire, task, self._fired)
+
+    def leave(self, exc: Optional[BaseException]) -> Optional[BaseException]:
+        """Disarms; returns the failure to judge: ``exc``, or an ``AttemptTimeout`` in place
+        of the cancellation the bound caused."""
+        if self._scope is not None:
+            scope, self._scope = self._scope, None
+            if exc is None:
+                scope.__exit__(None, None, None)
+                return None
+            try:
+                swallowed = scope.__exit__(type(exc), exc, exc.__traceback__)
+            except BaseException as e:  # the scope replaced the exception (a MultiError)
+                return e
+            if swallowed and scope.cancelled_caught:
+                timeout = AttemptTimeout(self._current._bound or 0.0)
+                timeout.__context__ = None
+                return timeout
+            return exc
+        if self._handle is not None:
+            self._handle.cancel()
+        if not self._fired[0]:
+            return exc
+        own = _own_cancel(self._task, self._fired)
+        if isinstance(exc, asyncio.CancelledError) and own:
+            timeout = AttemptTimeout(self._current._bound or 0.0)
+            timeout.__context__ = None
+            return timeout
+        return exc
 
 
 def decorate(r: _native.Retrier, fn: Any) -> Any:
@@ -158,11 +297,6 @@ def decorate(r: _native.Retrier, fn: Any) -> Any:
 
         retrying.retrier = r  # type: ignore[attr-defined]
         return retrying
-    if r.attempt_timeout is not None:
-        raise ValueError(
-            f"attempt_timeout only applies to async functions, and {fn!r} is sync: a blocking attempt cannot be stopped safely; "
-            "use a Retrier without attempt_timeout, or the function's own timeout"
-        )
     wrapper = _native.RetryingFunction(r, fn)
     functools.update_wrapper(wrapper, fn)
     return wrapper

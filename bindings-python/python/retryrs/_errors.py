@@ -53,7 +53,11 @@ class RetryCancelled(RetryError):
 
 
 class AttemptTimeout(RetryError, TimeoutError):
-    """An async attempt ran past the Retrier's ``attempt_timeout`` (always transient)."""
+    """An async attempt ran past its bound: the Retrier's ``attempt_timeout``, or the time
+    left before its deadline. A ``TimeoutError``, judged by ``retry_on`` like any failure
+    (transient under the default ``OSError``); past the deadline a transient one ends the
+    call with reason ``deadline``. ``timeout``: the bound, in seconds, when the attempt
+    started."""
 
     def __init__(self, timeout: float) -> None:
         super().__init__(f"attempt took longer than {timeout} s")

@@ -7,8 +7,11 @@ which client outcome is a status, a connect failure or another network failure.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
-from typing import Any, Iterable, Optional, Tuple
+import threading
+from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple
 
 from . import _native
 from ._errors import RetryExhausted
@@ -25,6 +28,31 @@ class HTTPRetryError(Exception):
         self.method = method
         self.url = url
 
+    def __reduce__(self) -> Any:
+        # Picklable (RetryExhausted.errors holds these) without the response it may hold.
+        state = {k: v for k, v in self.__dict__.items() if k != "_response"}
+        return (_rebuild_http_error, (type(self), self.args, state))
+
+    @property
+    def otel_error_type(self) -> str:
+        """OpenTelemetry's ``error.type`` for this failure (what retryrs.otel and
+        retryrs.prometheus record): the status code as a string (``"503"``) for a
+        response, the client's exception type for a network failure."""
+        status = getattr(self, "status", None)
+        if status is not None:
+            return str(status)
+        from ._metrics import error_type
+
+        cause = self.__cause__
+        return error_type(cause) if cause is not None else type(self).__qualname__
+
+
+def _rebuild_http_error(cls: Any, args: Tuple[Any, ...], state: Dict[str, Any]) -> Any:
+    obj = cls.__new__(cls)
+    Exception.__init__(obj, *args)
+    obj.__dict__.update(state)
+    return obj
+
 
 class RetryableStatus(HTTPRetryError):
     """A response with a retryable status, for a method that may be retried.
@@ -40,6 +68,22 @@ class RetryableStatus(HTTPRetryError):
         self.retry_after = retry_after
         # Not public, and dropped once a later attempt starts: headers stay out of events.
         self._response = response
+
+
+class ErrorStatus(HTTPRetryError):
+    """A final response with an error status (400 and up) the rules do not retry (a 404,
+    or a 503 to a POST): the call ends as ``rejected`` (``error.type`` the status) and
+    the helper hands the response back as the client would have. Seen only in events."""
+
+    def __init__(self, status: int, method: str, url: str, response: Any) -> None:
+        super().__init__(f"HTTP {status} from {method} {url}", method, url)
+        self.status = status
+        self._response = response
+
+    def take(self) -> Any:
+        """The response, let go of here (events may outlive the call)."""
+        resp, self._response = self._response, None
+        return resp
 
 
 class RequestFailed(HTTPRetryError):
@@ -73,22 +117,123 @@ def _describe(exc: BaseException) -> str:
 
 
 class Rules:
-    """A helper's ``methods`` and ``statuses``, checked once, and the one call site of the
-    core's HTTP classification."""
+    """A helper's ``methods``, ``statuses``, ``idempotency_key`` switch and extra
+    ``redact_query`` keys, checked once, and the one call site of the core's HTTP
+    classification and redaction."""
 
-    __slots__ = ("methods", "statuses")
+    __slots__ = ("methods", "statuses", "idempotency_key", "redact_keys")
 
-    def __init__(self, methods: Optional[Iterable[str]], statuses: Optional[Iterable[int]]) -> None:
+    def __init__(
+        self,
+        methods: Optional[Iterable[str]],
+        statuses: Optional[Iterable[int]],
+        idempotency_key: bool = True,
+        redact_query: Optional[Iterable[str]] = None,
+    ) -> None:
         self.methods = None if methods is None else _methods(methods)
         self.statuses = None if statuses is None else _statuses(statuses)
+        if not isinstance(idempotency_key, bool):
+            raise TypeError(f"idempotency_key must be True or False, got {idempotency_key!r}")
+        self.idempotency_key = idempotency_key
+        self.redact_keys = None if redact_query is None else _redact_keys(redact_query)
 
-    def transient(self, method: str, outcome: Any) -> bool:
-        """``outcome``: a status, ``"connect"`` or ``"network"``."""
+    def transient(self, method: str, outcome: Any, key: Optional[str] = None) -> bool:
+        """``outcome``: a status, ``"connect"`` or ``"network"``; ``key``: the request's
+        ``Idempotency-Key`` header, if it has one."""
         if isinstance(outcome, str):
-            verdict = _native.classify_http(method, None, outcome, self.methods, self.statuses)
+            verdict = _native.classify_http(method, None, outcome, self.methods, self.statuses, key, self.idempotency_key)
         else:
-            verdict = _native.classify_http(method, outcome, None, self.methods, self.statuses)
+            verdict = _native.classify_http(method, outcome, None, self.methods, self.statuses, key, self.idempotency_key)
         return verdict == "retry"
+
+    def redact(self, url: str) -> str:
+        return _native.redact_url(url, self.redact_keys)
+
+    def overridden(self, options: "RequestOptions") -> "Rules":
+        """These rules with one request's overrides."""
+        out = Rules.__new__(Rules)
+        out.methods = self.methods if options.methods is None else options.methods
+        out.statuses = self.statuses if options.statuses is None else options.statuses
+        out.idempotency_key = self.idempotency_key if options.idempotency_key is None else options.idempotency_key
+        out.redact_keys = self.redact_keys
+        return out
+
+
+def _redact_keys(keys: Iterable[str]) -> Tuple[str, ...]:
+    if isinstance(keys, (str, bytes)):
+        raise TypeError(f"redact_query must be a collection of query keys such as ['session'], got the string {keys!r}")
+    out = tuple(keys)
+    for k in out:
+        if not isinstance(k, str):
+            raise TypeError(f"redact_query must hold str query keys, got {k!r}")
+    _native.check_redact_keys(list(out))
+    return out
+
+
+class RequestOptions:
+    """One request's overrides of its helper (``retryrs.http.request_options``, httpx's
+    ``extensions={"retryrs": {...}}``, aiohttp's ``retryrs=`` request argument, requests'
+    ``PreparedRequest.retryrs``): ``max_attempts``, ``methods``, ``statuses``,
+    ``idempotency_key``. None: the helper's own."""
+
+    __slots__ = ("max_attempts", "methods", "statuses", "idempotency_key")
+    KEYS = ("max_attempts", "methods", "statuses", "idempotency_key")
+
+    def __init__(self, max_attempts: Optional[int] = None, methods: Optional[Iterable[str]] = None, statuses: Optional[Iterable[int]] = None, idempotency_key: Optional[bool] = None) -> None:
+        if max_attempts is not None and (isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1):
+            raise ValueError(f"max_attempts must be an int >= 1, got {max_attempts!r}")
+        if idempotency_key is not None and not isinstance(idempotency_key, bool):
+            raise TypeError(f"idempotency_key must be True or False, got {idempotency_key!r}")
+        self.max_attempts = max_attempts
+        self.methods = None if methods is None else _methods(methods)
+        self.statuses = None if statuses is None else _statuses(statuses)
+        self.idempotency_key = idempotency_key
+
+    @classmethod
+    def of(cls, given: Any, where: str) -> Optional["RequestOptions"]:
+        """``given``: None, a RequestOptions or a mapping of its keys (``where`` names the
+        place it came from in the error for an unknown key)."""
+        if given is None or isinstance(given, RequestOptions):
+            return given
+        if not isinstance(given, Mapping):
+            raise TypeError(f"{where} must be a dict of retryrs request options ({', '.join(cls.KEYS)}), got {given!r}")
+        unknown = [k for k in given if k not in cls.KEYS]
+        if unknown:
+            raise ValueError(f"{where}: unknown retryrs request option {unknown[0]!r}; the options are {', '.join(cls.KEYS)}")
+        return cls(**given)
+
+    def merged(self, inner: Optional["RequestOptions"]) -> "RequestOptions":
+        """These options, with ``inner``'s (closer to the request) taking precedence."""
+        if inner is None:
+            return self
+        out = RequestOptions()
+        for k in self.KEYS:
+            v = getattr(inner, k)
+            setattr(out, k, getattr(self, k) if v is None else v)
+        return out
+
+
+_OPTIONS: "contextvars.ContextVar[Optional[RequestOptions]]" = contextvars.ContextVar("retryrs.http.request_options", default=None)
+
+
+@contextlib.contextmanager
+def request_options(*, max_attempts: Optional[int] = None, methods: Optional[Iterable[str]] = None, statuses: Optional[Iterable[int]] = None, idempotency_key: Optional[bool] = None) -> Iterator[RequestOptions]:
+    """Overrides for the requests made inside the block, with every helper (the way to
+    reach requests' adapter from ``session.get(...)``)::
+
+        with retryrs.http.request_options(max_attempts=2, methods=["POST"]):
+            session.post(url, json=body)
+
+    ``max_attempts`` (the Retrier's, for these requests), ``methods``/``statuses``
+    (replace the helper's lists), ``idempotency_key`` (False: the header does not make a
+    POST/PATCH repeatable). Nested blocks combine, the inner one winning."""
+    given = RequestOptions(max_attempts, methods, statuses, idempotency_key)
+    outer = _OPTIONS.get()
+    token = _OPTIONS.set(given if outer is None else outer.merged(given))
+    try:
+        yield given
+    finally:
+        _OPTIONS.reset(token)
 
 
 def _methods(methods: Iterable[str]) -> Tuple[str, ...]:
@@ -116,30 +261,79 @@ def _statuses(statuses: Iterable[int]) -> Tuple[int, ...]:
 _CLASSES = (RetryableStatus, RequestFailed)
 
 
-def http_retrier(retrier: Optional[_native.Retrier], bounds_attempts: bool = False) -> _native.Retrier:
+def http_retrier(retrier: Optional[_native.Retrier], bounds_attempts: bool = False, helper: Optional[str] = None) -> _native.Retrier:
     """The user's retrier (policy, listener, budget, deadline, cancel token) deciding by
     the HTTP rules: only the helpers' own failures are transient, and their hint is the
-    ``retry_after`` they carry. ``bounds_attempts``: the helper enforces the retrier's
-    ``attempt_timeout`` itself (read it from the retrier it was given), so the returned
-    one has none."""
+    ``retry_after`` they carry. ``bounds_attempts``: the helper interrupts a request at
+    its attempt's bound itself (as its client's timeout, judged by the HTTP rules), so
+    the asyncio driver does not. ``helper`` names the helper in the error refusing a
+    Retrier with a ``retry_on_result`` or ``retry_after`` hook (they would be ignored)."""
     if retrier is None:
         retrier = _native.Retrier()
     elif not isinstance(retrier, _native.Retrier):
         raise TypeError(f"retrier must be a retryrs.Retrier or None, got {type(retrier).__name__}")
-    return retrier._with_classifier(_CLASSES, attempt_timeout=not bounds_attempts)
+    return retrier._with_classifier(_CLASSES, interrupts=not bounds_attempts, helper=helper)
 
 
-def refuse_attempt_timeout(retrier: Optional[_native.Retrier], helper: str, own_timeout: str) -> None:
-    """A sync helper cannot abandon a blocking request, so a retrier's attempt_timeout
-    would fail its first request (the blocking form refuses one): refuse it here, when
-    the helper is made, naming what bounds a blocking request instead."""
-    timeout = getattr(retrier, "attempt_timeout", None)
-    if timeout is not None:
-        raise ValueError(
-            f"{helper}: the retrier's attempt_timeout ({timeout} s) cannot bound a blocking request; give the "
-            f"client its own timeout ({own_timeout}) and a Retrier without attempt_timeout, or use the async "
-            "client (AsyncRetryingTransport), which bounds each request with it"
-        )
+class Helper:
+    """What every HTTP helper holds: its rules and its HTTP retrier, and, for one request,
+    both with the request's overrides applied."""
+
+    def __init__(
+        self,
+        retrier: Optional[_native.Retrier],
+        methods: Optional[Iterable[str]],
+        statuses: Optional[Iterable[int]],
+        idempotency_key: bool = True,
+        redact_query: Optional[Iterable[str]] = None,
+        bounds_attempts: bool = False,
+    ) -> None:
+        self._rules = Rules(methods, statuses, idempotency_key, redact_query)
+        self._retrier = http_retrier(retrier, bounds_attempts, type(self).__name__)
+        self._bounds_attempts = bounds_attempts
+        # For a body that cannot be sent twice: one attempt, with the same events.
+        self._once = self._retrier._with_classifier(_CLASSES, interrupts=not bounds_attempts, max_attempts=1)
+
+    @property
+    def retrier(self) -> _native.Retrier:
+        return self._retrier
+
+    def _for_request(self, own: Optional[RequestOptions] = None, once: bool = False) -> Tuple[Rules, _native.Retrier]:
+        """The rules and retrier for one request: the helper's, overridden by the
+        ``request_options`` block around the call, overridden by ``own`` (the request's).
+        ``once``: its body cannot be sent again, so one attempt (events and metrics as
+        for any call, the response or error as the client gives it)."""
+        outer = _OPTIONS.get()
+        options = own if outer is None else outer.merged(own)
+        if options is None:
+            return self._rules, self._once if once else self._retrier
+        retrier = self._once if once else self._retrier
+        if options.max_attempts is not None and not once:
+            retrier = retrier._with_classifier(_CLASSES, interrupts=not self._bounds_attempts, max_attempts=options.max_attempts)
+        return self._rules.overridden(options), retrier
+
+
+# A retried response's body is read up to this much, to keep its connection for the next
+# attempt; a longer one is not read on: its connection is closed instead.
+DRAIN_LIMIT = 64 * 1024
+# Clients refuse a zero timeout (or read it as "non-blocking"): an attempt with no time
+# left gets this, fails at once, and the engine ends the call (reason deadline).
+_LEAST = 0.001
+
+
+def time_left(current: Optional[_native.AttemptInfo]) -> Optional[float]:
+    """The attempt's bound now, as a client timeout (seconds), or None: unbounded."""
+    left = None if current is None else current.remaining
+    return None if left is None else max(left, _LEAST)
+
+
+def smaller(timeout: Optional[float], left: Optional[float]) -> Optional[float]:
+    """The caller's timeout or the time left, whichever is smaller (None: no limit)."""
+    if left is None:
+        return timeout
+    if timeout is None:
+        return left
+    return min(timeout, left)
 
 
 class RequestAttempts:
@@ -162,39 +356,167 @@ class RequestAttempts:
             self._held._response = None
             self._held = None
 
+    @contextlib.contextmanager
+    def sending(self) -> Iterator[None]:
+        """Around the client's send of this attempt: ``RESEND_COUNT`` says which resend it
+        is, for the span an instrumented client makes inside."""
+        token = RESEND_COUNT.set(self.made - 1)
+        try:
+            yield
+        finally:
+            RESEND_COUNT.reset(token)
+
     def hold(self, failure: RetryableStatus) -> RetryableStatus:
         """Keeps ``failure`` (and its response) until the next attempt; returns it to raise."""
         self._held = failure
         return failure
 
 
+# Where a TLS error raised during the connection's setup passed (urllib3 1.26 and 2.x,
+# http.client, anyio, ssl): the handshake and the certificate checks that follow it.
+_HANDSHAKE_FRAMES = frozenset({
+    "do_handshake", "_validate_conn", "_new_conn", "connect", "_connect_tls_proxy", "ssl_wrap_socket",
+    "_ssl_wrap_socket_and_match_hostname", "_ssl_wrap_socket_impl", "wrap_socket", "match_hostname", "_match_hostname",
+    "start_tls", "connect_tcp",
+})
+
+
+def in_tls_handshake(exc: BaseException) -> bool:
+    """Whether a TLS error came from setting up the TLS connection (nothing was sent)
+    rather than from a connection the request was written to. Clients wrap both alike
+    (urllib3 as one SSLError; anyio lets ssl.SSLError through), so the TLS library's own
+    error says where it was raised: its traceback runs through the handshake (or the
+    certificate checks after it), or through a read or write. Unknown: "sent" (never
+    resend what may have arrived)."""
+    seen = set()
+    todo = [exc]
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        tb = e.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_name in _HANDSHAKE_FRAMES:
+                return True
+            tb = tb.tb_next
+        todo.extend(x for x in (e.__cause__, e.__context__, getattr(e, "reason", None)) if isinstance(x, BaseException))
+        todo.extend(a for a in e.args if isinstance(a, BaseException))
+    return False
+
+
+def judge_status(rules: Rules, method: str, url: str, key: Optional[str], status: int) -> str:
+    """What a response's status means: ``"retry"`` (drain it and raise
+    ``RetryableStatus``), ``"error"`` (a final error status: raise ``ErrorStatus`` so the
+    call ends as rejected, and hand the response back) or ``"ok"``."""
+    if rules.transient(method, status, key):
+        return "retry"
+    if _native.is_error_status(status):
+        return "error"
+    return "ok"
+
+
 def final_response(exc: RetryExhausted) -> Any:
     """Retries ran out: on a status, the last response (as the client would have returned
-    it); on a network failure, ``exc`` is raised again."""
+    it); on a network failure, an exception that is both the client's own (its type, so
+    ``except requests.ConnectionError`` / ``except httpx.ConnectError`` still catch it)
+    and ``retryrs.RetryExhausted`` (attempts, reason, errors), raised here."""
     last = exc.last_error
-    resp = last._response if isinstance(last, RetryableStatus) else None
-    if resp is None:
+    if isinstance(last, RetryableStatus) and last._response is not None:
+        return last._response
+    client = last.__cause__ if isinstance(last, RequestFailed) else None
+    if client is None or isinstance(client, RetryExhausted):
         raise exc
-    return resp
+    raise exhausted_as(client, exc) from exc.__cause__
 
 
-def redact_url(url: str) -> str:
+_EXHAUSTED: Dict[type, type] = {}
+_EXHAUSTED_LOCK = threading.Lock()
+
+
+def exhausted_type(client_type: type) -> type:
+    """The class that is both ``client_type`` and ``RetryExhausted`` (made once per
+    client type): what a helper raises when retries run out on a network failure."""
+    found = _EXHAUSTED.get(client_type)
+    if found is not None:
+        return found
+    with _EXHAUSTED_LOCK:
+        found = _EXHAUSTED.get(client_type)
+        if found is None:
+            name = f"{client_type.__name__}RetryExhausted"
+            found = type(
+                name,
+                (client_type, RetryExhausted),
+                {
+                    "__module__": "retryrs.http",
+                    "__qualname__": name,
+                    "__doc__": f"Retries ran out on {client_type.__module__}.{client_type.__qualname__}: both that and retryrs.RetryExhausted.",
+                    # retryrs's message (the URL redacted), whatever the client's __str__ does.
+                    "__str__": BaseException.__str__,
+                    "__reduce__": _reduce_exhausted,
+                    "_client_type": client_type,
+                },
+            )
+            _EXHAUSTED[client_type] = found
+    return found
+
+
+def exhausted_as(client: BaseException, exc: RetryExhausted) -> BaseException:
+    """``exc`` (the history) as an instance of ``exhausted_type(type(client))``, carrying
+    the client exception's attributes too (``request``, ``response``, ``errno``...)."""
+    return _rebuild_exhausted(type(client), exc.args, {**client.__dict__, **exc.__dict__}, client)
+
+
+_EXHAUSTED_STATE = ("attempts", "reason", "errors", "name", "result")
+
+
+def _reduce_exhausted(self: Any) -> Any:
+    # RetryExhausted's own state: the client's (a request, a connection key holding an
+    # SSL context) may not pickle.
+    state = {k: self.__dict__[k] for k in _EXHAUSTED_STATE if k in self.__dict__}
+    return (_rebuild_exhausted, (self._client_type, self.args, state))
+
+
+def _rebuild_exhausted(client_type: type, args: Tuple[Any, ...], state: Dict[str, Any], client: Optional[BaseException] = None) -> BaseException:
+    cls = exhausted_type(client_type)
+    obj: BaseException = cls.__new__(cls, *args)
+    BaseException.__init__(obj, *args)
+    if isinstance(client, OSError):
+        obj.errno, obj.strerror = client.errno, client.strerror  # type: ignore[attr-defined]
+    obj.__dict__.update(state)
+    return obj
+
+
+def redact_url(url: str, extra: Optional[Sequence[str]] = None) -> str:
     """The URL as events, errors and logs show it: ``user:password@`` becomes
-    ``REDACTED:REDACTED@`` and the values of ``AWSAccessKeyId``, ``Signature``, ``sig``
-    and ``X-Goog-Signature`` become ``REDACTED`` (OpenTelemetry's ``url.full`` rule)."""
-    return _native.redact_url(url)
+    ``REDACTED:REDACTED@`` and the values of the query keys in ``REDACTED_QUERY_KEYS``
+    (OpenTelemetry's ``url.full`` list and the common credential names: ``token``,
+    ``access_token``, ``api_key``, ``X-Amz-Signature``...), matched without regard to
+    case, and of the ``extra`` keys, become ``REDACTED``."""
+    return _native.redact_url(url, None if extra is None else list(extra))
+
+
+REDACTED_QUERY_KEYS: Tuple[str, ...] = tuple(_native.redacted_query_keys())
 
 
 # OpenTelemetry's trace API when opentelemetry-api is installed, False when it is not,
 # None until a first resend asks: a request that succeeds at once never imports it.
 _otel_trace: Any = None
+_CLIENT_KIND: Any = None
+
+# The resend count of the attempt in flight (0: a first attempt), for the span the
+# client's own instrumentation makes per attempt (retryrs.otel.resend_count_hook and
+# ResendCountSpanProcessor read it).
+RESEND_COUNT: "contextvars.ContextVar[int]" = contextvars.ContextVar("retryrs.http.resend_count", default=0)
 
 
 def mark_resend(attempt: int) -> None:
-    """Sets OpenTelemetry's ``http.request.resend_count`` (``attempt - 1``) on the current
-    span for a resend (attempt 2 on), when opentelemetry-api is installed; with no SDK
-    configured the current span is a no-op one. See ``retryrs.otel.record_resend_count``."""
-    global _otel_trace
+    """For a resend (attempt 2 on): sets OpenTelemetry's ``http.request.resend_count``
+    (``attempt - 1``) on the current span if it is an HTTP client span (``SpanKind.CLIENT``:
+    an instrumentation's span around the whole request, as requests' makes), never on
+    the application's own span. The per-attempt spans of an instrumented transport get it
+    from ``RESEND_COUNT`` (see retryrs.otel). Needs opentelemetry-api, else nothing."""
+    global _otel_trace, _CLIENT_KIND
     if attempt < 2:
         return
     if _otel_trace is None:
@@ -204,5 +526,8 @@ def mark_resend(attempt: int) -> None:
             _otel_trace = False
         else:
             _otel_trace = trace
+            _CLIENT_KIND = trace.SpanKind.CLIENT
     if _otel_trace:
-        _otel_trace.get_current_span().set_attribute("http.request.resend_count", attempt - 1)
+        span = _otel_trace.get_current_span()
+        if getattr(span, "kind", None) == _CLIENT_KIND:
+            span.set_attribute("http.request.resend_count", attempt - 1)

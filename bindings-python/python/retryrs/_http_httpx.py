@@ -4,27 +4,44 @@ request; the core decides which outcomes are transient (``retryrs._http_common.R
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Iterable, Optional
+import ssl
+from typing import Any, Awaitable, Dict, Iterable, List, Optional, Tuple
 
 import httpx  # missing: retryrs.http names the extra to install
 
 from . import _native
-from ._aio import _bounded
+from ._aio import _FIRST, _suspended
 from ._errors import AttemptTimeout, RetryExhausted
 from ._http_common import (
+    DRAIN_LIMIT,
+    ErrorStatus,
+    Helper,
     RequestAttempts,
     RequestFailed,
+    RequestOptions,
     RetryableStatus,
     Rules,
     final_response,
-    http_retrier,
-    redact_url,
-    refuse_attempt_timeout,
+    in_tls_handshake,
+    judge_status,
+    smaller,
+    time_left,
 )
 
 # httpx's failures in the core's words: no connection was made, or it broke afterwards.
 _CONNECT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 _NETWORK = (httpx.ReadError, httpx.WriteError, httpx.CloseError, httpx.ReadTimeout, httpx.WriteTimeout, httpx.RemoteProtocolError)
+
+
+_ZERO = __import__("datetime").timedelta(0)
+
+
+def _tls_error(exc: ssl.SSLError, request: httpx.Request) -> httpx.TransportError:
+    """A TLS error the client let through (httpcore's anyio backend does, for a record
+    that fails mid-response) as the httpx error it stands for: ``ConnectError`` in the
+    handshake (nothing sent), ``ReadError`` after (sent)."""
+    kind = httpx.ConnectError if in_tls_handshake(exc) else httpx.ReadError
+    return kind(str(exc) or type(exc).__name__, request=request)
 
 
 def _replayable(request: httpx.Request) -> bool:
@@ -34,48 +51,110 @@ def _replayable(request: httpx.Request) -> bool:
     return isinstance(request.stream, httpx.ByteStream)
 
 
-async def _within(send: Awaitable[httpx.Response], timeout: float, request: httpx.Request) -> httpx.Response:
-    """One request bounded by the retrier's attempt_timeout. Past it the request is
-    abandoned as a read timeout: it may have reached the server, so the HTTP rules send
-    it again only for an idempotent method (as for any read timeout); a POST surfaces
-    the ``httpx.ReadTimeout``, its cause the ``AttemptTimeout``."""
-    late: list[httpx.Response] = []
+# The async transport's own interruption of a request comes this long after the bound,
+# so that the client's timeouts (set to the bound, and classified: a connect timeout is
+# retried for every method) fire first; it catches what they do not (a trickle).
+_GRACE = 0.05
+_TIMEOUT_KEYS = ("connect", "read", "write", "pool")
 
-    async def kept() -> httpx.Response:
-        resp = await send
-        late.append(resp)
-        return resp
 
+def _bound_request(request: httpx.Request, caller: Dict[str, Optional[float]], left: Optional[float]) -> None:
+    """Sets the request's timeout extension (what httpx's transports obey) for one
+    attempt: each of connect, read, write, pool is the caller's or the time left,
+    whichever is smaller."""
+    request.extensions["timeout"] = {k: smaller(caller.get(k), left) for k in _TIMEOUT_KEYS}
+
+
+def _caller_timeouts(request: httpx.Request) -> Dict[str, Optional[float]]:
+    return dict(request.extensions.get("timeout") or {})
+
+
+class _Prefix:
+    """What is read of a retried body to keep its connection: at most DRAIN_LIMIT bytes,
+    kept on the response (the caller gets it if retries run out): the whole body, or
+    the part read when it was too long, broken or stalled."""
+
+    __slots__ = ("chunks", "size")
+
+    def __init__(self) -> None:
+        self.chunks: List[bytes] = []
+        self.size = 0
+
+    def take(self, chunk: bytes) -> bool:
+        """Keeps ``chunk``; False once past the limit: read no further."""
+        self.chunks.append(chunk)
+        self.size += len(chunk)
+        return self.size <= DRAIN_LIMIT
+
+    def keep(self, resp: httpx.Response) -> None:
+        resp._content = b"".join(self.chunks)
+        # A response read inside a transport has no elapsed time yet (the client sets it
+        # when its stream closes, which has happened here): without one, ``.elapsed`` on
+        # the response handed back after retries ran out raised RuntimeError. The client
+        # sets it again (from its own clock) when it closes the response it returns.
+        if not hasattr(resp, "_elapsed"):
+            resp._elapsed = _ZERO
+
+
+def _drain(resp: httpx.Response) -> None:
+    """Frees the connection of a response that will be retried: a body of at most
+    DRAIN_LIMIT bytes is read and kept; a longer, broken or stalled one (each read
+    bounded by the attempt's read timeout) is not read on, and closing the response
+    closes its connection (the response keeps the part read)."""
+    prefix = _Prefix()
     try:
-        return await _bounded(kept(), timeout)  # type: ignore[no-any-return]
+        for chunk in resp.iter_bytes():
+            if not prefix.take(chunk):
+                break
+    except Exception:
+        pass
+    finally:
+        resp.close()
+    prefix.keep(resp)
+
+
+async def _adrain(resp: httpx.Response) -> None:
+    """``_drain`` for an async response."""
+    prefix = _Prefix()
+    try:
+        async for chunk in resp.aiter_bytes():
+            if not prefix.take(chunk):
+                break
+    except Exception:
+        pass
+    finally:
+        await resp.aclose()
+    prefix.keep(resp)
+
+
+async def _within(send: Awaitable[httpx.Response], current: Optional[_native.AttemptInfo], request: httpx.Request) -> httpx.Response:
+    """One request interrupted at its attempt's bound (the deadline's time left or the
+    attempt timeout), a little after the client's own timeouts. Past it the request is
+    abandoned as a read timeout: it may have reached the server, so the HTTP rules send
+    it again only for an idempotent method; a POST surfaces the ``httpx.ReadTimeout``,
+    its cause the ``AttemptTimeout``."""
+    if current is None or current._bound is None:
+        return await send
+    try:
+        return await _suspended(send.__await__(), _FIRST, current, _GRACE)  # type: ignore[no-any-return]
     except AttemptTimeout as e:
-        # A transport that finished its response despite the cancel: nobody will read
-        # it, so its connection goes back now rather than when it is collected.
-        for resp in late:
-            await resp.aclose()
-        raise httpx.ReadTimeout(f"{e} (the retrier's attempt_timeout)", request=request) from e
+        raise httpx.ReadTimeout(f"{e} (the attempt's bound)", request=request) from e
 
 
-class _Base:
-    def __init__(
-        self,
-        retrier: Optional[_native.Retrier],
-        methods: Optional[Iterable[str]],
-        statuses: Optional[Iterable[int]],
-        bounds_attempts: bool = False,
-    ) -> None:
-        self._rules = Rules(methods, statuses)
-        self._retrier = http_retrier(retrier, bounds_attempts)
-
-    @property
-    def retrier(self) -> _native.Retrier:
-        return self._retrier
-
-    def _failure(self, method: str, url: str, exc: BaseException) -> Optional[RequestFailed]:
+class _Base(Helper):
+    def _failure(self, rules: Rules, method: str, url: str, key: Optional[str], exc: BaseException) -> Optional[RequestFailed]:
         outcome = "connect" if isinstance(exc, _CONNECT) else "network" if isinstance(exc, _NETWORK) else None
-        if outcome is not None and self._rules.transient(method, outcome):
+        if outcome is not None and rules.transient(method, outcome, key):
             return RequestFailed(method, url, outcome == "connect", exc)
         return None
+
+    def _prepare(self, request: httpx.Request) -> Tuple[Rules, _native.Retrier, str, str, Optional[str]]:
+        """The request's rules and retrier (its ``extensions["retryrs"]`` options over the
+        ``request_options`` block over the helper's; one attempt for a body that cannot be
+        sent again), method, redacted URL and key."""
+        options = RequestOptions.of(request.extensions.get("retryrs"), 'extensions["retryrs"]')
+        rules, retrier = self._for_request(options, not _replayable(request))
+        return rules, retrier, request.method, rules.redact(str(request.url)), request.headers.get("Idempotency-Key")
 
 
 class RetryingTransport(_Base, httpx.BaseTransport):
@@ -83,7 +162,16 @@ class RetryingTransport(_Base, httpx.BaseTransport):
     rules call transient, with the Retrier's backoff, Retry-After, deadline, budget,
     events and cancel token. ``transport`` is the one that sends (default
     ``httpx.HTTPTransport()``). Out of retries on a status: the last response; on a
-    network failure: ``RetryExhausted``. A streamed or file body is sent once."""
+    network failure: an exception that is both httpx's own (``httpx.ConnectError``,
+    ``httpx.ReadError``...) and ``retryrs.RetryExhausted``. A streamed or file body is
+    sent once.
+
+    ``idempotency_key=False``: an ``Idempotency-Key`` header no longer makes a POST/PATCH
+    repeatable. ``redact_query``: more query keys shown as ``REDACTED`` in events, logs
+    and errors. Per request: ``extensions={"retryrs": {"max_attempts": 2, "methods":
+    [...], "statuses": [...], "idempotency_key": False}}``, or
+    ``retryrs.http.request_options(...)`` around the call. The Retrier's
+    ``retry_on_result`` and ``retry_after`` are refused: the HTTP rules judge responses."""
 
     def __init__(
         self,
@@ -92,41 +180,47 @@ class RetryingTransport(_Base, httpx.BaseTransport):
         transport: Optional[httpx.BaseTransport] = None,
         methods: Optional[Iterable[str]] = None,
         statuses: Optional[Iterable[int]] = None,
+        idempotency_key: bool = True,
+        redact_query: Optional[Iterable[str]] = None,
     ) -> None:
         if transport is not None and not isinstance(transport, httpx.BaseTransport):
             raise TypeError(f"transport must be an httpx.BaseTransport, got {type(transport).__name__}")
-        super().__init__(retrier, methods, statuses)
-        refuse_attempt_timeout(retrier, "RetryingTransport", "httpx.Client(timeout=...)")
+        super().__init__(retrier, methods, statuses, idempotency_key, redact_query)
         self._transport = transport if transport is not None else httpx.HTTPTransport()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         inner = self._transport
-        if not _replayable(request):
-            return inner.handle_request(request)
-        method = request.method
-        url = redact_url(str(request.url))
+        caller = _caller_timeouts(request)
+        rules, retrier, method, url, key = self._prepare(request)
         attempts = RequestAttempts()
 
         def attempt() -> httpx.Response:
             attempts.begin()
+            _bound_request(request, caller, time_left(_native.current_attempt()))
             try:
-                resp = inner.handle_request(request)
+                with attempts.sending():
+                    try:
+                        resp = inner.handle_request(request)
+                    except ssl.SSLError as e:
+                        raise _tls_error(e, request) from e
             except httpx.TransportError as e:
-                failed = self._failure(method, url, e)
+                failed = self._failure(rules, method, url, key, e)
                 if failed is None:
                     raise
                 raise failed from e
-            if self._rules.transient(method, resp.status_code):
+            verdict = judge_status(rules, method, url, key, resp.status_code)
+            if verdict == "retry":
                 retry_after = resp.headers.get("Retry-After")
-                try:
-                    resp.read()  # kept on the response; frees the connection for reuse
-                finally:
-                    resp.close()
+                _drain(resp)
                 raise attempts.hold(RetryableStatus(resp.status_code, method, url, retry_after, resp))
+            if verdict == "error":
+                raise ErrorStatus(resp.status_code, method, url, resp)
             return resp
 
         try:
-            return self._retrier.call(attempt)
+            return retrier.call(attempt)
+        except ErrorStatus as e:
+            return e.take()  # type: ignore[no-any-return]
         except RetryExhausted as e:
             return final_response(e)  # type: ignore[no-any-return]
 
@@ -137,9 +231,11 @@ class RetryingTransport(_Base, httpx.BaseTransport):
 class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
     """``httpx.AsyncClient(transport=AsyncRetryingTransport(retrier))``: as
     ``RetryingTransport``, waiting on the event loop; cancelling the task ends a wait at
-    once. ``transport`` defaults to ``httpx.AsyncHTTPTransport()``. The retrier's
-    ``attempt_timeout`` bounds each request (until its headers arrive), a streamed one
-    too: one past it is a read timeout, sent again only for an idempotent method."""
+    once. ``transport`` defaults to ``httpx.AsyncHTTPTransport()``. Each request's
+    timeouts are the caller's or the attempt's time left (the deadline, or the smaller
+    ``attempt_timeout``), and the request is interrupted past it (until its headers
+    arrive), a streamed one too: one past it is a read timeout, sent again only for an
+    idempotent method."""
 
     def __init__(
         self,
@@ -148,51 +244,54 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
         transport: Optional[httpx.AsyncBaseTransport] = None,
         methods: Optional[Iterable[str]] = None,
         statuses: Optional[Iterable[int]] = None,
+        idempotency_key: bool = True,
+        redact_query: Optional[Iterable[str]] = None,
     ) -> None:
         if transport is not None and not isinstance(transport, httpx.AsyncBaseTransport):
             raise TypeError(f"transport must be an httpx.AsyncBaseTransport, got {type(transport).__name__}")
-        super().__init__(retrier, methods, statuses, bounds_attempts=True)
-        # Taken off the retrier it drives (http_retrier): _send applies it per request.
-        self._attempt_timeout = retrier.attempt_timeout if retrier is not None else None
+        super().__init__(retrier, methods, statuses, idempotency_key, redact_query, bounds_attempts=True)
         self._transport = transport if transport is not None else httpx.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if not _replayable(request):
-            return await self._send(request)  # sent once, but still bounded
-        method = request.method
-        url = redact_url(str(request.url))
+        caller = _caller_timeouts(request)
+        rules, retrier, method, url, key = self._prepare(request)
         attempts = RequestAttempts()
 
         async def attempt() -> httpx.Response:
             attempts.begin()
             try:
-                resp = await self._send(request)
+                with attempts.sending():
+                    try:
+                        resp = await self._send(request, caller, _native.current_attempt())
+                    except ssl.SSLError as e:
+                        raise _tls_error(e, request) from e
             except httpx.TransportError as e:
-                failed = self._failure(method, url, e)
+                failed = self._failure(rules, method, url, key, e)
                 if failed is None:
                     raise
                 raise failed from e
-            if self._rules.transient(method, resp.status_code):
+            verdict = judge_status(rules, method, url, key, resp.status_code)
+            if verdict == "retry":
                 retry_after = resp.headers.get("Retry-After")
-                try:
-                    await resp.aread()
-                finally:
-                    await resp.aclose()
+                await _adrain(resp)
                 raise attempts.hold(RetryableStatus(resp.status_code, method, url, retry_after, resp))
+            if verdict == "error":
+                raise ErrorStatus(resp.status_code, method, url, resp)
             return resp
 
         try:
-            return await self._retrier.call_async(attempt)
+            return await retrier.call_async(attempt)
+        except ErrorStatus as e:
+            return e.take()  # type: ignore[no-any-return]
         except RetryExhausted as e:
             return final_response(e)  # type: ignore[no-any-return]
 
-    async def _send(self, request: httpx.Request) -> httpx.Response:
-        """One request through the inner transport, bounded by the retrier's
-        attempt_timeout when it has one (past it: ``httpx.ReadTimeout``)."""
-        send = self._transport.handle_async_request(request)
-        if self._attempt_timeout is None:
-            return await send
-        return await _within(send, self._attempt_timeout, request)
+    async def _send(self, request: httpx.Request, caller: Dict[str, Optional[float]], current: Optional[_native.AttemptInfo]) -> httpx.Response:
+        """One request through the inner transport within the attempt's bound: its
+        timeouts no longer than the time left, and interrupted past it (as an
+        ``httpx.ReadTimeout``)."""
+        _bound_request(request, caller, time_left(current))
+        return await _within(self._transport.handle_async_request(request), current, request)
 
     async def aclose(self) -> None:
         await self._transport.aclose()

@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any, Optional, Type
 from ._runtime import sleep as _sleep
 
 if TYPE_CHECKING:
-    from ._native import SteppedCall, Retrier
+    from ._native import AttemptInfo, SteppedCall, Retrier
+
+from ._aio import _CURRENT, Bound
 
 
 _UNSET: Any = object()
@@ -41,14 +43,32 @@ class Attempt:
     block again; when retries run out, ``RetryExhausted.result`` holds it). An attempt
     that sets no result is a success. The predicate answers synchronously here (``with``
     cannot await), also under ``async for``.
+
+    ``remaining`` and ``deadline`` are the attempt's bound, as ``retryrs.current_attempt()``
+    gives them (which also works inside the ``with`` block): under ``async for`` the
+    bound interrupts the block (an ``AttemptTimeout``); under ``for`` it cannot, pass
+    ``remaining`` to the I/O as its timeout.
     """
 
-    __slots__ = ("number", "_owner", "_result")
+    __slots__ = ("number", "_owner", "_result", "_info", "_entered", "_bound")
 
-    def __init__(self, owner: "_Base", number: int) -> None:
-        self.number = number
+    def __init__(self, owner: "_Base", info: "AttemptInfo") -> None:
+        self.number = info.number
         self._owner = owner
         self._result: Any = _UNSET
+        self._info = info
+        self._entered: Any = None
+        self._bound: Optional[Bound] = None
+
+    @property
+    def remaining(self) -> Optional[float]:
+        """Seconds left of this attempt's bound (never below 0), or None: unbounded."""
+        return self._info.remaining
+
+    @property
+    def deadline(self) -> Optional[float]:
+        """When this attempt's bound ends, a ``time.monotonic()`` value, or None."""
+        return self._info.deadline
 
     @property
     def result(self) -> Any:
@@ -62,9 +82,21 @@ class Attempt:
         self._result = value
 
     def __enter__(self) -> "Attempt":
+        self._entered = _CURRENT.set(self._info)
+        self._bound = self._owner._arm(self._info)
         return self
 
     def __exit__(self, et: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]) -> bool:
+        if self._entered is not None:
+            _CURRENT.reset(self._entered)
+            self._entered = None
+        if self._bound is not None:
+            judged = self._bound.leave(exc)
+            self._bound = None
+            if judged is not exc and judged is not None:
+                # The bound cancelled the block: its AttemptTimeout is the failure (judged
+                # by retry_on), and the cancellation is swallowed if the engine retries.
+                return self._owner._exit(judged, self._result)
         return self._owner._exit(exc, self._result)
 
     def __repr__(self) -> str:
@@ -76,7 +108,6 @@ class _Base:
         self._r = r
         self._start = r._start()
         self._call: Optional[SteppedCall] = None
-        self._number = 0
         self._open = False
         self._done = False
         self._delay = 0.0
@@ -84,9 +115,13 @@ class _Base:
     def _next(self) -> Attempt:
         if self._open:
             raise RuntimeError("each attempt of `for attempt in retrier` must run inside `with attempt:`")
-        self._number += 1
         self._open = True
-        return Attempt(self, self._number)
+        # The first attempt, or the one the call has just resumed with.
+        return Attempt(self, self._start if self._call is None else self._call.current())
+
+    def _arm(self, info: "AttemptInfo") -> Optional[Bound]:
+        """The sync loop form cannot interrupt its block: nothing to arm."""
+        return None
 
     def _exit(self, exc: Optional[BaseException], result: Any = _UNSET) -> bool:
         self._open = False
@@ -120,15 +155,8 @@ class _Base:
 
 
 class Attempts(_Base):
-    """``for attempt in retrier:`` (waits block, GIL released)."""
-
-    def __init__(self, r: "Retrier") -> None:
-        if r.attempt_timeout is not None:
-            raise ValueError(
-                "attempt_timeout only applies to async calls (`async for`, call_async): a blocking attempt cannot be stopped safely; "
-                "use a Retrier without attempt_timeout here"
-            )
-        super().__init__(r)
+    """``for attempt in retrier:`` (waits block, GIL released). A block cannot be
+    interrupted: its bound is ``attempt.remaining``, to pass to I/O."""
 
     def __iter__(self) -> "Attempts":
         return self
@@ -144,7 +172,13 @@ class Attempts(_Base):
 
 
 class AsyncAttempts(_Base):
-    """``async for attempt in retrier:`` (waits are awaited)."""
+    """``async for attempt in retrier:`` (waits are awaited; the bound interrupts the
+    block, as an ``AttemptTimeout``)."""
+
+    def _arm(self, info: "AttemptInfo") -> Optional[Bound]:
+        if info._bound is None or not self._r._interrupts:
+            return None
+        return Bound(info)
 
     def __aiter__(self) -> "AsyncAttempts":
         return self

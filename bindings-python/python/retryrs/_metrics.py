@@ -47,9 +47,15 @@ FAILED_OUTCOMES = frozenset({"rejected", "exhausted"})
 
 def error_type(error: Optional[BaseException]) -> str:
     """OpenTelemetry's `error.type`: the exception's fully qualified class name (builtins
-    unqualified, as Python prints them), `_OTHER` if there is none."""
+    unqualified, as Python prints them), `_OTHER` if there is none; an exception's own
+    ``otel_error_type`` str when it has one (retryrs.http's: the status code)."""
     if error is None:
         return "_OTHER"
+    # retryrs.http's failures say their own: the status ("503"), or the client's
+    # exception type for a network failure (OpenTelemetry's HTTP conventions).
+    own = getattr(error, "otel_error_type", None)
+    if type(own) is str:
+        return own
     cls = type(error)
     module = getattr(cls, "__module__", None)
     if module in (None, "builtins", "__main__"):

@@ -23,7 +23,7 @@ except ImportError as e:  # pragma: no cover - exercised by a subprocess test
 from . import _metrics as m
 from ._native import Event, __version__
 
-__all__ = ["listener", "record_resend_count", "RESEND_COUNT"]
+__all__ = ["listener", "record_resend_count", "resend_count_hook", "ResendCountSpanProcessor", "RESEND_COUNT"]
 
 #: OpenTelemetry's HTTP attribute for a resent request (semconv v1.23+, stable).
 RESEND_COUNT = "http.request.resend_count"
@@ -99,3 +99,54 @@ def record_resend_count(attempt: int, span: Optional[trace.Span] = None) -> None
         return
     target = span if span is not None else trace.get_current_span()
     target.set_attribute(RESEND_COUNT, attempt - 1)
+
+
+def _resend_count() -> int:
+    from ._http_common import RESEND_COUNT as current
+
+    return current.get()
+
+
+def resend_count_hook(span: trace.Span, *_: object) -> None:
+    """A ``request_hook`` for the client's own OpenTelemetry instrumentation, which makes
+    one span per physical request: sets ``http.request.resend_count`` on that span when
+    retryrs.http is resending (nothing on a first attempt)::
+
+        HTTPXClientInstrumentor().instrument(request_hook=retryrs.otel.resend_count_hook)
+        RequestsInstrumentor().instrument(request_hook=retryrs.otel.resend_count_hook)
+        AioHttpClientInstrumentor().instrument(request_hook=retryrs.otel.resend_count_hook)
+
+    (httpx's instrumentation wraps the transport that sends, so it makes a span per
+    attempt of ``RetryingTransport``; requests' wraps ``Session.send``, one span around
+    all attempts, which retryrs.http marks itself since it is current.)"""
+    n = _resend_count()
+    if n and span.is_recording():
+        span.set_attribute(RESEND_COUNT, n)
+
+
+try:
+    from opentelemetry.sdk.trace import SpanProcessor as _SpanProcessor
+except ImportError:  # pragma: no cover - the SDK is the application's
+    _SpanProcessor = object  # type: ignore[assignment,misc]
+
+
+class ResendCountSpanProcessor(_SpanProcessor):
+    """The same as ``resend_count_hook`` for every instrumentation at once, without
+    hooks: add it to the SDK's ``TracerProvider``
+    (``provider.add_span_processor(ResendCountSpanProcessor())``) and each client span
+    (``SpanKind.CLIENT``) started while retryrs.http resends a request gets
+    ``http.request.resend_count``. Needs opentelemetry-sdk."""
+
+    def on_start(self, span: trace.Span, parent_context: object = None) -> None:
+        n = _resend_count()
+        if n and getattr(span, "kind", None) == trace.SpanKind.CLIENT:
+            span.set_attribute(RESEND_COUNT, n)
+
+    def on_end(self, span: object) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True

@@ -1,0 +1,188 @@
+"""``RetryMiddleware``: an aiohttp client middleware (aiohttp >= 3.12) that sends each
+request through a retryrs Retrier, calling aiohttp's handler once per attempt; and
+``RetryMiddleware.request``, the same loop around ``session.request`` for older aiohttp.
+The core decides which outcomes are transient (``retryrs._http_common.Rules``)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Awaitable, Callable, Iterable, Optional
+
+import aiohttp  # missing: retryrs.http names the extra to install
+from aiohttp import payload as _payload
+
+from . import _native
+from ._aio import _FIRST, _suspended
+from ._errors import AttemptTimeout, RetryExhausted
+from ._http_common import (
+    DRAIN_LIMIT,
+    ErrorStatus,
+    Helper,
+    RequestAttempts,
+    RequestFailed,
+    RequestOptions,
+    RetryableStatus,
+    Rules,
+    final_response,
+    judge_status,
+)
+
+# aiohttp's failures in the core's words. Never sent: the connection (TCP, proxy, TLS
+# handshake, certificate) was not made, or its setup timed out. Sent: it broke after.
+_CONNECT: Any = (aiohttp.ClientConnectorError,) + ((aiohttp.ConnectionTimeoutError,) if hasattr(aiohttp, "ConnectionTimeoutError") else ())
+_NETWORK: Any = (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError, aiohttp.ServerTimeoutError, aiohttp.ClientConnectionError, asyncio.TimeoutError)
+
+# The helper's own interruption of a request comes this long after its bound, so that
+# aiohttp's timeouts (if the caller set them tighter) fire first.
+_GRACE = 0.05
+
+
+def _outcome(exc: BaseException) -> Optional[str]:
+    if isinstance(exc, _CONNECT):
+        return "connect"
+    if isinstance(exc, _NETWORK):
+        return "network"
+    return None
+
+
+def _replayable(body: Any) -> bool:
+    """bytes, str, JSON and urlencoded form bodies can be sent again; a stream, a file or
+    a multipart writer is sent once."""
+    return body is None or body == b"" or isinstance(body, (bytes, str, _payload.BytesPayload))
+
+
+async def _drain(resp: aiohttp.ClientResponse) -> None:
+    """Frees the connection of a response that will be retried: a body of at most
+    DRAIN_LIMIT bytes is read and kept (``read()`` gives it if retries run out); a
+    longer, broken or stalled one is not read on: the connection is closed."""
+    chunks = []
+    size = 0
+    complete = False
+    try:
+        while size <= DRAIN_LIMIT:
+            chunk = await resp.content.read(DRAIN_LIMIT + 1 - size)
+            if not chunk:
+                complete = True
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except Exception:
+        pass
+    resp._body = b"".join(chunks)
+    if complete:
+        resp.release()
+    else:
+        resp.close()
+
+
+class RetryMiddleware(Helper):
+    """``aiohttp.ClientSession(middlewares=(RetryMiddleware(retrier),))`` (aiohttp >=
+    3.12): retries what the core's HTTP rules call transient (connect failures, TLS
+    handshake and certificate failures included, for every method; other network failures
+    and 408/425/429/500/502/503/504 for idempotent methods, or ``methods``/``statuses``;
+    a POST/PATCH with an ``Idempotency-Key`` header like an idempotent method unless
+    ``idempotency_key=False``), with the Retrier's backoff, Retry-After, deadline, budget,
+    events and cancel token; cancelling the task ends a wait at once.
+
+    Out of retries on a status: the last response (its body read, up to 64 KiB); on a
+    network failure: an exception that is both aiohttp's own (``ClientConnectorError``,
+    ``ServerDisconnectedError``..., all ``aiohttp.ClientError``) and
+    ``retryrs.RetryExhausted``. A streamed, file or multipart body is sent once. Each
+    attempt is interrupted at its bound (the deadline's time left, or the smaller
+    ``attempt_timeout``) as a timeout, sent again only for an idempotent method.
+
+    Per request: ``session.post(url, middlewares=(mw.options(max_attempts=2),))`` (a
+    request's middlewares replace the session's), or ``retryrs.http.request_options(...)``
+    around the call. ``redact_query``: more query keys shown as ``REDACTED``. The
+    Retrier's ``retry_on_result`` and ``retry_after`` are refused.
+
+    Older aiohttp (no client middlewares): ``await mw.request(session, "GET", url,
+    **kwargs)`` runs the same retries around ``session.request``.
+    """
+
+    def __init__(
+        self,
+        retrier: Optional[_native.Retrier] = None,
+        *,
+        methods: Optional[Iterable[str]] = None,
+        statuses: Optional[Iterable[int]] = None,
+        idempotency_key: bool = True,
+        redact_query: Optional[Iterable[str]] = None,
+    ) -> None:
+        super().__init__(retrier, methods, statuses, idempotency_key, redact_query, bounds_attempts=True)
+        self._own: Optional[RequestOptions] = None
+
+    def options(self, **overrides: Any) -> "RetryMiddleware":
+        """This middleware with per-request overrides (``max_attempts``, ``methods``,
+        ``statuses``, ``idempotency_key``), for one request's ``middlewares=``."""
+        derived = RetryMiddleware.__new__(RetryMiddleware)
+        derived.__dict__.update(self.__dict__)
+        given = RequestOptions.of(overrides, "RetryMiddleware.options()")
+        derived._own = given if self._own is None else self._own.merged(given)
+        return derived
+
+    async def __call__(self, request: aiohttp.ClientRequest, handler: Callable[[aiohttp.ClientRequest], Awaitable[aiohttp.ClientResponse]]) -> aiohttp.ClientResponse:
+        return await self._run(request.method, str(request.url), request.headers.get("Idempotency-Key"), request.body, lambda: handler(request))
+
+    async def request(self, session: aiohttp.ClientSession, method: str, url: Any, **kwargs: Any) -> aiohttp.ClientResponse:
+        """The fallback for aiohttp before 3.12: ``session.request(method, url, **kwargs)``
+        through the same retries (one call of it per attempt)."""
+        headers = kwargs.get("headers") or {}
+        key = next((v for k, v in dict(headers).items() if k.lower() == "idempotency-key"), None)
+        body = kwargs.get("data", kwargs.get("json"))
+        replay: Any = b"" if "json" in kwargs else body
+        return await self._run(method.upper(), str(url), key, replay, lambda: session.request(method, url, **kwargs))
+
+    async def _run(self, method: str, raw_url: str, key: Optional[str], body: Any, send: Callable[[], Awaitable[aiohttp.ClientResponse]]) -> aiohttp.ClientResponse:
+        # A body that cannot be sent again: one attempt (bounded, with its events).
+        rules, retrier = self._for_request(self._own, not _replayable(body))
+        url = rules.redact(raw_url)
+        attempts = RequestAttempts()
+
+        async def attempt() -> aiohttp.ClientResponse:
+            attempts.begin()
+            try:
+                with attempts.sending():
+                    resp = await _within(send(), _native.current_attempt())
+            except Exception as e:
+                failed = _failure(rules, method, url, key, e)
+                if failed is None:
+                    raise
+                raise failed from e
+            verdict = judge_status(rules, method, url, key, resp.status)
+            if verdict == "retry":
+                retry_after = resp.headers.get("Retry-After")
+                await _drain(resp)
+                raise attempts.hold(RetryableStatus(resp.status, method, url, retry_after, resp))
+            if verdict == "error":
+                raise ErrorStatus(resp.status, method, url, resp)
+            return resp
+
+        try:
+            return await retrier.call_async(attempt)
+        except ErrorStatus as e:
+            return e.take()  # type: ignore[no-any-return]
+        except RetryExhausted as e:
+            return final_response(e)  # type: ignore[no-any-return]
+
+
+def _failure(rules: Rules, method: str, url: str, key: Optional[str], exc: BaseException) -> Optional[RequestFailed]:
+    outcome = _outcome(exc)
+    if outcome is not None and rules.transient(method, outcome, key):
+        return RequestFailed(method, url, outcome == "connect", exc)
+    return None
+
+
+async def _within(send: Awaitable[aiohttp.ClientResponse], current: Optional[_native.AttemptInfo]) -> aiohttp.ClientResponse:
+    """One request interrupted at its attempt's bound, as aiohttp's own read timeout
+    (``ServerTimeoutError``: it may have reached the server, so only an idempotent
+    method is sent again), its cause the ``AttemptTimeout``."""
+    if current is None or current._bound is None:
+        return await send
+    try:
+        return await _suspended(send.__await__(), _FIRST, current, _GRACE)  # type: ignore[no-any-return]
+    except AttemptTimeout as e:
+        raise aiohttp.ServerTimeoutError(f"{e} (the attempt's bound)") from e
+
+
+__all__ = ["RetryMiddleware"]

@@ -1,0 +1,239 @@
+//! The attempt in progress, as `retryrs.current_attempt()` shows it: its number and its
+//! bound (the time left before the deadline, or the smaller attempt timeout), which the
+//! engine answers when the attempt starts (`Call::attempt_deadline`, or
+//! `Policy::attempt_deadline` for the first attempt of a call whose engine state starts
+//! lazily). Nothing here computes a bound: it only counts the engine's answer down on
+//! the clock the call runs on.
+//!
+//! Where the attempt is found: the asyncio driver and the loop forms set a `contextvars`
+//! value (tasks interleave on one thread, and `asyncio.to_thread` / child tasks copy the
+//! context); the blocking executor pushes onto a thread-local stack instead, which costs
+//! its happy path a few nanoseconds rather than a context-variable set and reset (about
+//! as much again as the whole call). Nothing else can run on a thread while a blocking
+//! call is in progress there, except greenlets (gevent, eventlet: each has its own
+//! context, but they share the thread): once the `greenlet` module is loaded, the
+//! blocking executor sets the context variable too. Each attempt takes a number from one
+//! counter, so when both are visible (a sync call inside an async attempt, or the
+//! reverse) the innermost, the later started, wins.
+
+use std::cell::RefCell;
+use std::ops::Deref;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use retryrs::{Call, Policy, VirtualClock};
+
+use crate::state::now;
+
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// One attempt's place: its number, when its bound ends (engine time), the clock it runs on.
+#[derive(Clone)]
+pub struct Frame {
+    pub seq: u64,
+    pub number: u32,
+    pub end: Option<Duration>,
+    /// The bound as the engine gave it when the attempt started (for messages).
+    pub bound: Option<Duration>,
+    pub clock: Option<VirtualClock>,
+}
+
+impl Frame {
+    /// Attempt `number`, started at `at`, whose bound ends at `end` (the engine's answer).
+    pub fn new(number: u32, end: Option<Duration>, at: Duration, clock: Option<VirtualClock>) -> Self {
+        let bound = end.map(|end| end.saturating_sub(at));
+        Frame { seq: SEQ.fetch_add(1, Ordering::Relaxed), number, end, bound, clock }
+    }
+
+    /// The first attempt of a call under `policy` starting at `start` (no engine state yet).
+    pub fn first(policy: &Policy, start: Duration, clock: Option<VirtualClock>) -> Self {
+        Frame::new(1, policy.attempt_deadline(start, start), start, clock)
+    }
+
+    /// The attempt `call` has in progress, started at `at`.
+    pub fn of<P: Deref<Target = Policy>>(call: &Call<P>, at: Duration, clock: Option<VirtualClock>) -> Self {
+        Frame::new(call.attempt(), call.attempt_deadline().ok().flatten(), at, clock)
+    }
+
+    fn remaining(&self) -> Option<Duration> {
+        self.end.map(|end| end.saturating_sub(now(&self.clock)))
+    }
+}
+
+/// `retryrs.current_attempt()`: the attempt in progress.
+///
+/// ``number`` (1-based); ``remaining``: seconds left of this attempt's bound (the time
+/// left before the deadline, or the smaller ``attempt_timeout``) when read, never below
+/// 0, or None when unbounded; ``deadline``: when the bound ends, as a ``time.monotonic()``
+/// value, or None. Pass ``remaining`` to I/O as its timeout.
+#[pyclass(frozen, module = "retryrs", name = "AttemptInfo")]
+pub struct AttemptInfo {
+    pub frame: Frame,
+    /// When the call began (engine time): the async driver hands it back to `_begin`.
+    pub start: Duration,
+    /// Whether the asyncio driver arms a timer for this attempt: it is bounded and its
+    /// retrier interrupts (one attribute read on the async happy path, not two).
+    arm: bool,
+    deadline: OnceLock<Option<f64>>,
+}
+
+impl AttemptInfo {
+    pub fn new(frame: Frame, start: Duration) -> Self {
+        Self::with_arm(frame, start, false)
+    }
+
+    pub fn with_arm(frame: Frame, start: Duration, interrupts: bool) -> Self {
+        let arm = interrupts && frame.end.is_some();
+        AttemptInfo { frame, start, arm, deadline: OnceLock::new() }
+    }
+}
+
+#[pymethods]
+impl AttemptInfo {
+    #[getter]
+    fn number(&self) -> u32 {
+        self.frame.number
+    }
+
+    #[getter]
+    fn remaining(&self) -> Option<f64> {
+        self.frame.remaining().map(|d| d.as_secs_f64())
+    }
+
+    /// Read once: `time.monotonic()` then plus what is left.
+    #[getter]
+    fn deadline(&self, py: Python<'_>) -> PyResult<Option<f64>> {
+        if let Some(d) = self.deadline.get() {
+            return Ok(*d);
+        }
+        let Some(left) = self.frame.remaining() else {
+            return Ok(*self.deadline.get_or_init(|| None));
+        };
+        let mono: f64 = py.import("time")?.call_method0("monotonic")?.extract()?;
+        Ok(*self.deadline.get_or_init(|| Some(mono + left.as_secs_f64())))
+    }
+
+    #[getter]
+    fn _arm(&self) -> bool {
+        self.arm
+    }
+
+    /// The bound the engine gave when the attempt started, in seconds (None: unbounded).
+    #[getter]
+    fn _bound(&self) -> Option<f64> {
+        self.frame.bound.map(|d| d.as_secs_f64())
+    }
+
+    fn __repr__(&self) -> String {
+        match self.frame.remaining() {
+            Some(left) => format!("<AttemptInfo number={} remaining={:.3}>", self.frame.number, left.as_secs_f64()),
+            None => format!("<AttemptInfo number={} remaining=None>", self.frame.number),
+        }
+    }
+}
+
+thread_local! {
+    /// The blocking executor's attempts on this thread, innermost last.
+    static SYNC: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A blocking call's place: on the thread-local stack (pushed when the call starts,
+/// updated per attempt, popped when it ends, however it ends), or, where greenlets may
+/// switch within the thread, in the context variable (reset when it ends).
+pub enum SyncFrame {
+    Thread,
+    /// The token of the first set, which restores what was there before the call.
+    Context(Py<PyAny>),
+}
+
+static GREENLET: PyOnceLock<Py<pyo3::types::PyString>> = PyOnceLock::new();
+
+/// Whether the `greenlet` module is loaded (gevent, eventlet, and some libraries that use
+/// it): one dict lookup in `sys.modules`.
+fn greenlets(py: Python<'_>) -> bool {
+    let key = GREENLET.get_or_init(py, || pyo3::types::PyString::new(py, "greenlet").unbind());
+    // SAFETY: with the GIL held, sys.modules (a borrowed reference) and an owned key.
+    unsafe {
+        let modules = pyo3::ffi::PyImport_GetModuleDict();
+        !modules.is_null() && pyo3::ffi::PyDict_Contains(modules, key.as_ptr()) == 1
+    }
+}
+
+fn set_in_context(py: Python<'_>, frame: Frame) -> PyResult<Py<PyAny>> {
+    let info = Py::new(py, AttemptInfo::new(frame, Duration::ZERO))?;
+    Ok(context_var(py)?.call_method1(pyo3::intern!(py, "set"), (info,))?.unbind())
+}
+
+impl SyncFrame {
+    pub fn push(py: Python<'_>, frame: Frame) -> PyResult<Self> {
+        if greenlets(py) {
+            return Ok(SyncFrame::Context(set_in_context(py, frame)?));
+        }
+        SYNC.with(|s| s.borrow_mut().push(frame));
+        Ok(SyncFrame::Thread)
+    }
+
+    pub fn set(&self, py: Python<'_>, frame: Frame) -> PyResult<()> {
+        match self {
+            SyncFrame::Thread => SYNC.with(|s| {
+                if let Some(top) = s.borrow_mut().last_mut() {
+                    *top = frame;
+                }
+            }),
+            // The first set's token restores the value from before the call at the end.
+            SyncFrame::Context(_) => drop(set_in_context(py, frame)?),
+        }
+        Ok(())
+    }
+}
+
+impl Drop for SyncFrame {
+    fn drop(&mut self) {
+        match self {
+            SyncFrame::Thread => SYNC.with(|s| {
+                s.borrow_mut().pop();
+            }),
+            SyncFrame::Context(token) => Python::attach(|py| {
+                // Only fails if the context changed under the call: nothing to restore then.
+                if let Ok(var) = context_var(py) {
+                    let _ = var.call_method1(pyo3::intern!(py, "reset"), (token.bind(py),));
+                }
+            }),
+        }
+    }
+}
+
+static CURRENT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// The context variable the asyncio driver and the loop forms set (`_native._CURRENT`).
+pub fn context_var(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    CURRENT
+        .get_or_try_init(py, || {
+            let kwargs = pyo3::types::PyDict::new(py);
+            kwargs.set_item("default", py.None())?;
+            Ok::<_, PyErr>(
+                py.import("contextvars")?
+                    .getattr("ContextVar")?
+                    .call(("retryrs.current_attempt",), Some(&kwargs))?
+                    .unbind(),
+            )
+        })
+        .map(|v| v.bind(py))
+}
+
+/// `retryrs.current_attempt()`: the attempt in progress (an `AttemptInfo`), or None
+/// outside any.
+#[pyfunction]
+pub fn current_attempt(py: Python<'_>) -> PyResult<Option<Py<AttemptInfo>>> {
+    let sync = SYNC.with(|s| s.borrow().last().cloned());
+    let var = context_var(py)?.call_method0("get")?;
+    let in_context = var.cast::<AttemptInfo>().ok().map(|a| a.clone().unbind());
+    match (sync, in_context) {
+        (Some(s), Some(c)) if c.get().frame.seq > s.seq => Ok(Some(c)),
+        (Some(s), _) => Ok(Some(Py::new(py, AttemptInfo::new(s, Duration::ZERO))?)),
+        (None, c) => Ok(c),
+    }
+}
