@@ -104,11 +104,15 @@ pub fn redacted_query_keys() -> napi::Result<Vec<String>> {
     guarded(|| Ok(retryrs::REDACTED_QUERY_KEYS.iter().map(|k| (*k).to_string()).collect()))
 }
 
-/// Whether a final response's status is a failure (4xx, 5xx): the call then ends
-/// `rejected`, not `success`, in events and metrics.
+/// Whether a final response's status is an error (the core's `is_error_status`): the call
+/// then ends `rejected`, not `success`, in events and metrics.
 #[napi]
 pub fn is_failed_status(status: f64) -> napi::Result<bool> {
-    guarded(|| Ok(status >= 400.0))
+    guarded(|| {
+        Ok(status.fract() == 0.0
+            && (0.0..=f64::from(u16::MAX)).contains(&status)
+            && retryrs::http::is_error_status(status as u16))
+    })
 }
 
 /// The idempotent methods (GET, HEAD, OPTIONS, TRACE, PUT, DELETE).
