@@ -57,16 +57,25 @@ function retryAxios(instance, options) {
       replayable: replayableData(config.data),
       signal: config.signal ?? undefined,
     };
-    const out = await runHttp(h, rules, req, {
-      send: (signal) => inner({ ...config, signal }).then(
-        (response) => outcome(response, undefined),
-        (err) => {
-          if (axios.isAxiosError(err) && err.response !== undefined && err.response !== null) return outcome(err.response, err);
-          throw err;
-        },
-      ),
-      failureOf: failureOfAxios,
-    });
+    let out;
+    try {
+      out = await runHttp(h, rules, req, {
+          send: (signal) => inner({ ...config, signal }).then(
+            (response) => outcome(response, undefined),
+            (err) => {
+              if (axios.isAxiosError(err) && err.response !== undefined && err.response !== null) return outcome(err.response, err);
+              throw err;
+            },
+          ),
+        failureOf: failureOfAxios,
+      });
+    } catch (err) {
+      // The caller's abort during a wait: axios's own CanceledError, as without retries.
+      if (req.signal?.aborted && !axios.isAxiosError(err) && !axios.isCancel(err)) {
+        throw new axios.CanceledError(undefined, undefined, config);
+      }
+      throw err;
+    }
     if (out.error !== undefined) throw out.error;
     return out.response;
   };

@@ -51,18 +51,22 @@ function startCall(h, options) {
     ended: false,
     exhausted: null,
     held: undefined,
+    ctx: null, // the attempt in progress's context (its bound: ctx.remainingMs)
+    // Ends the call when got ends the request without telling the hooks (a cancel).
+    controller: new AbortController(),
   };
-  state.call = rules.retrier.call(() => new Promise((resolve, reject) => {
+  state.call = rules.retrier.call((ctx) => new Promise((resolve, reject) => {
     if (state.held !== undefined) {
       RetryableStatusError.takeResponse(state.held);
       state.held = undefined;
     }
+    state.ctx = ctx;
     state.current = { resolve, reject };
     // A retry: got may go on (its calculateDelay waited for this).
     const next = state.next;
     state.next = null;
     next?.(1);
-  }));
+  }), { signal: state.controller.signal });
   state.call.then(
     () => end(state, null),
     (err) => end(state, err),
@@ -134,11 +138,31 @@ function retryGot(options) {
       enforceRetryRules: false,
       calculateDelay,
     },
+    // Each promise request runs one retrier call, started here and ended when got's
+    // promise settles (a request got cancels tells no hook). A stream request
+    // (got.stream) is not retried: got leaves its retries to the caller.
+    handlers: [
+      (opts, next) => {
+        if (opts.isStream) return next(opts);
+        const state = startCall(h, opts);
+        opts.context[STATE] = state;
+        const result = next(opts);
+        const settled = () => setImmediate(() => {
+          if (!state.ended) state.controller.abort(new DOMException('got ended the request', 'AbortError'));
+        });
+        Promise.resolve(result).then(settled, settled);
+        return result;
+      },
+    ],
     hooks: {
       beforeRequest: [
-        (opts, context) => {
-          if (opts.context[STATE] === undefined || (context?.retryCount ?? 0) === 0) {
-            opts.context[STATE] = startCall(h, opts);
+        (opts) => {
+          // The engine's bound for this attempt (the deadline or the attempt timeout)
+          // bounds got's request, as got's own timeout.request does.
+          const ms = opts.context[STATE]?.ctx?.remainingMs;
+          if (typeof ms === 'number') {
+            const own = opts.timeout.request;
+            opts.timeout = { ...opts.timeout, request: Math.max(1, Math.min(own ?? Infinity, Math.ceil(ms))) };
           }
         },
       ],

@@ -68,3 +68,17 @@ test('axios: retrier hooks the helper cannot honour are refused by name', () => 
   assert.throws(() => retryAxios(axios.create(), { retries: 3 }), /unknown option 'retries'/);
   assert.throws(() => retryAxios({}), /axios instance/);
 });
+
+test('axios: the caller\'s abort during a wait rejects with axios\'s CanceledError', async (t) => {
+  const s = await startServer();
+  t.after(() => s.close());
+  const instance = axios.create();
+  retryAxios(instance, { retrier: new Retrier({ initialDelayMs: 5000, jitter: 'none' }) });
+  const url = s.script([503, 200]);
+  const c = new AbortController();
+  const p = instance.get(url, { signal: c.signal });
+  setTimeout(() => c.abort(), 100);
+  const err = await p.then(() => assert.fail('resolved'), (e) => e);
+  assert.ok(axios.isCancel(err), String(err));
+  assert.equal(s.hits(url), 1);
+});

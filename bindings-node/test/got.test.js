@@ -71,3 +71,32 @@ test('got: retrier hooks the helper cannot honour are refused by name', () => {
   assert.throws(() => retryGot({ retrier: new Retrier({ retryAfterMs: () => 1 }) }), /retryAfterMs/);
   assert.throws(() => retryGot({ limit: 2 }), /unknown option 'limit'/);
 });
+
+test('got: the attempt\'s bound (attemptTimeoutMs) bounds got\'s request: a slow GET is sent again', async (t) => {
+  const s = await startServer();
+  t.after(() => s.close());
+  const { retrier, events } = fast({ attemptTimeoutMs: 200 });
+  const client = gotModule.default.extend(retryGot({ retrier }));
+  const url = s.script([['slow', 2000], 200]);
+  const res = await client(url);
+  assert.equal(res.statusCode, 200);
+  assert.equal(s.hits(url), 2);
+  assert.equal(events.filter((e) => e.kind === 'retrying').length, 1);
+});
+
+test('got: a request cancelled during the wait ends its retrier call (cancelled), nothing left pending', async (t) => {
+  const s = await startServer();
+  t.after(() => s.close());
+  const events = [];
+  const retrier = new Retrier({ initialDelayMs: 300, jitter: 'none', onEvent: (e) => events.push(e) });
+  const client = gotModule.default.extend(retryGot({ retrier }));
+  const url = s.script([503, 200]);
+  const p = client(url);
+  await new Promise((r) => setTimeout(r, 100));
+  p.cancel();
+  await assert.rejects(p, (err) => err instanceof gotModule.CancelError);
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(events.at(-1).kind, 'cancelled');
+  await new Promise((r) => setTimeout(r, 400));
+  assert.equal(s.hits(url), 1);
+});
