@@ -60,13 +60,13 @@ function retryAxios(instance, options) {
     let out;
     try {
       out = await runHttp(h, rules, req, {
-          send: (signal) => inner({ ...config, signal }).then(
-            (response) => outcome(response, undefined),
-            (err) => {
-              if (axios.isAxiosError(err) && err.response !== undefined && err.response !== null) return outcome(err.response, err);
-              throw err;
-            },
-          ),
+        send: (signal) => inner({ ...config, signal }).then(
+          (response) => outcome(response, undefined),
+          (err) => {
+            if (axios.isAxiosError(err) && err.response !== undefined && err.response !== null) return outcome(err.response, err);
+            throw err;
+          },
+        ),
         failureOf: failureOfAxios,
       });
     } catch (err) {
