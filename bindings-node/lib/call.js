@@ -21,6 +21,9 @@ const HISTORY = native.historyCap();
 
 const perf = globalThis.performance;
 
+// A queue position (lib/bound.js) that is no longer queued.
+const SETTLED = -1;
+
 
 // Attempt outcomes inside the loop.
 const OK = 0;
@@ -61,9 +64,18 @@ class CallRun {
     // When the attempt after a wait started (the engine's after-wait time).
     this.attemptStart = 0;
     // The call's deadline timer (see attempt), and what it does: cut the attempt running.
+    // A first bound that is the deadline is an entry of the retrier's queue instead
+    // (`queued`, its position), kept for the whole call: no timer of its own.
     this.deadlineTimer = undefined;
+    this.queued = SETTLED;
     this.cut = null;
   }
+
+  /** The retrier's queue: the call's deadline (its first bound) passed. */
+  expired = () => {
+    this.queued = SETTLED;
+    this.cut?.();
+  };
 
   /** The call's signal aborted: end the phase in progress (attempt or wait) at once. */
   onAbort() {
@@ -162,6 +174,7 @@ class CallRun {
     } finally {
       if (signal !== undefined) unwatch(signal, this);
       if (this.deadlineTimer !== undefined) clearBound(this.deadlineTimer);
+      if (this.queued !== SETTLED) this.o.queue.settle(this.queued);
       if (this.engine !== null) native.callFree(this.engine);
     }
   }
@@ -210,9 +223,12 @@ class CallRun {
         };
         if (isDeadline(o, bound)) {
           // Every attempt the deadline bounds ends at the same time: one timer for the
-          // call, armed at the first of them, cuts whichever attempt is running then.
+          // call, armed at the first of them, cuts whichever attempt is running then:
+          // the retrier's queue for a first attempt (all of them share its bound).
           this.cut = cut;
-          if (this.deadlineTimer === undefined) {
+          if (this.engine === null && o.queue !== null) {
+            this.queued = o.queue.add(this.expired, (lastSeenVirtual() ? perf.now() : this.t0) + bound);
+          } else if (this.queued === SETTLED && this.deadlineTimer === undefined) {
             this.deadlineTimer = armBound(bound, o.unref, () => {
               // Fired (perhaps during a wait, a little early): a later attempt arms anew.
               this.deadlineTimer = undefined;
@@ -463,9 +479,13 @@ function boundedFirstAttempt(o, fn, t0) {
   return new Promise((resolve) => {
     // The entry's position in the queue; SETTLED once the attempt is over either way.
     let at = SETTLED;
+    // The call loop, once the attempt failed: a first bound that is the deadline is the
+    // call's deadline, so the entry is handed over to it rather than settled.
+    let run = null;
     const failed = (err) => {
+      if (err === EXPIRED && run !== null) return run.expired();
       if (at === SETTLED) return; // after the bound passed: a late failure is dropped
-      const run = new CallRun(o, fn, undefined, t0, true);
+      run = new CallRun(o, fn, undefined, t0, true);
       if (err === EXPIRED) {
         err = boundError(o, 1, bound);
         abortAttempt(ctx, err);
@@ -473,6 +493,8 @@ function boundedFirstAttempt(o, fn, t0) {
           run.deadlineError = err;
           run.boundAt = t0 + bound;
         }
+      } else if (isDeadline(o, bound)) {
+        run.queued = at;
       } else {
         queue.settle(at);
       }
@@ -490,7 +512,6 @@ function boundedFirstAttempt(o, fn, t0) {
   });
 }
 
-const SETTLED = -1;
 
 function notBoolean(option, answer) {
   return new TypeError(`${option} must return a boolean (or a Promise of one), got ${typeName(answer)}`);

@@ -137,6 +137,19 @@ test('ctx.signal aborts when the bound passes (deadline or attempt timeout), and
   assert.equal((await seen).message, 'stop');
 });
 
+test('the deadline cuts a later attempt too, whatever the attempt does with its signal (fast path and loop)', async () => {
+  const reset = () => Object.assign(new Error('reset'), { code: 'ECONNRESET' });
+  for (const options of [undefined, { signal: new AbortController().signal }]) {
+    let n = 0;
+    const r = new Retrier({ deadlineMs: 300, initialDelayMs: 1, jitter: 'none' });
+    const { error } = await within(300 + 2000, r.call(() => (++n === 1 ? Promise.reject(reset()) : new Promise(() => {})), options));
+    assert.ok(error instanceof RetryExhaustedError, String(error));
+    assert.equal(error.reason, 'deadline');
+    assert.equal(error.attempts, 2);
+    assert.match(error.cause.message, /attempt 2 ran past the deadline/);
+  }
+});
+
 test('a late rejection after the bound is dropped, and a hundred concurrent fast-path calls each end at their own bound', async () => {
   const r = new Retrier({ deadlineMs: 150, maxAttempts: 1 });
   const late = (ctx) => new Promise((_, reject) => ctx.signal.addEventListener('abort', () => setTimeout(() => reject(new Error('late')), 10)));
