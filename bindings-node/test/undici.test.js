@@ -91,3 +91,19 @@ test('undici interceptor: options and retrier hooks are checked when it is made'
   assert.throws(() => retryInterceptor({ maxRetries: 3 }), /unknown option 'maxRetries'/);
   assert.throws(() => retryInterceptor({ statuses: [999] }), /statuses/);
 });
+
+test('undici interceptor: the caller\'s abort during a wait ends the request and its retries', async (t) => {
+  const s = await startServer();
+  t.after(() => s.close());
+  const events = [];
+  const retrier = new Retrier({ initialDelayMs: 5000, jitter: 'none', onEvent: (e) => events.push(e) });
+  const url = s.script([503, 200]);
+  const c = new AbortController();
+  setTimeout(() => c.abort(), 100);
+  const t0 = performance.now();
+  await assert.rejects(undici.request(url, { dispatcher: dispatcherFor(retrier), signal: c.signal }), (err) => err.name === 'AbortError' || err.code === 'UND_ERR_ABORTED');
+  assert.ok(performance.now() - t0 < 4000);
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(events.at(-1).kind, 'cancelled');
+  assert.equal(s.hits(url), 1);
+});
