@@ -82,3 +82,30 @@ test('axios: the caller\'s abort during a wait rejects with axios\'s CanceledErr
   assert.ok(axios.isCancel(err), String(err));
   assert.equal(s.hits(url), 1);
 });
+
+test('retryrs and its HTTP subpaths load without axios, undici or got; retryAxios says what to install', () => {
+  const { spawnSync } = require('node:child_process');
+  const path = require('node:path');
+  const root = path.join(__dirname, '..');
+  const code = `
+const Module = require('node:module');
+const resolve = Module._resolveFilename;
+Module._resolveFilename = function (request, ...rest) {
+  if (request === 'axios' || request === 'got' || request === 'undici') {
+    throw Object.assign(new Error("Cannot find module '" + request + "'"), { code: 'MODULE_NOT_FOUND' });
+  }
+  return resolve.call(this, request, ...rest);
+};
+require(${JSON.stringify(root)});
+require(${JSON.stringify(root)} + '/lib/undici.js').retryInterceptor();
+require(${JSON.stringify(root)} + '/lib/got.js').retryGot();
+try {
+  require(${JSON.stringify(root)} + '/lib/axios.js').retryAxios({ defaults: {}, getUri: () => '' });
+} catch (e) {
+  console.log(e.message);
+}
+`;
+  const res = spawnSync(process.execPath, ['-e', code], { encoding: 'utf8' });
+  assert.equal(res.status, 0, res.stderr);
+  assert.equal(res.stdout.trim(), 'retryrs/axios needs the optional peer dependency axios: npm install axios');
+});
