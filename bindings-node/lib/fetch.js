@@ -12,7 +12,7 @@ const { parseRetryAfter } = require('./http');
 const { typeName } = require('./options');
 const {
   HttpRetryError, RetryableStatusError, FinalStatusError, RequestFailedError, httpHelper, classify,
-  isFailedStatus, idempotencyKeyOf, failureOf, exhaustedAs, isExhausted, attemptTimer,
+  isFailedStatus, idempotencyKeyOf, failureOf, exhaustedAs, isExhausted, attemptTimer, markResend,
 } = require('./http-common');
 
 const IDEMPOTENT_METHODS = Object.freeze(native.idempotentMethods());
@@ -270,22 +270,6 @@ function retryingFetch(options) {
       throw err;
     }
   };
-}
-
-// OpenTelemetry's trace API when @opentelemetry/api is installed (null when it is not),
-// looked up at the first resend: a request that succeeds at once never loads it.
-let otelTrace;
-
-/** `http.request.resend_count` (attempt - 1) on the active span, for a resend. */
-function markResend(attempt) {
-  if (otelTrace === undefined) {
-    try {
-      otelTrace = require('@opentelemetry/api').trace;
-    } catch {
-      otelTrace = null;
-    }
-  }
-  otelTrace?.getActiveSpan()?.setAttribute('http.request.resend_count', attempt - 1);
 }
 
 module.exports = {

@@ -9,7 +9,7 @@
 const { parseRetryAfter } = require('./http');
 const {
   httpHelper, idempotencyKeyOf, failureOf, classify, isFailedStatus, exhaustedAs, isExhausted,
-  RetryableStatusError, FinalStatusError, RequestFailedError,
+  RetryableStatusError, FinalStatusError, RequestFailedError, markResend,
 } = require('./http-common');
 
 // Where a request's retrier call lives: in got's per-request `context` (shallow-copied
@@ -61,6 +61,7 @@ function startCall(h, options) {
       state.held = undefined;
     }
     state.ctx = ctx;
+    if (ctx.attempt > 1) markResend(ctx.attempt);
     state.current = { resolve, reject };
     // A retry: got may go on (its calculateDelay waited for this).
     const next = state.next;

@@ -345,6 +345,7 @@ async function runHttp(h, rules, req, io) {
   let held;
   const attempt = async (ctx) => {
     const n = ctx.attempt;
+    if (n > 1) markResend(n);
     if (held !== undefined) {
       RetryableStatusError.takeResponse(held);
       held = undefined;
@@ -419,8 +420,25 @@ function attemptTimer(boundMs, unref, reason) {
     },
   };
 }
+// OpenTelemetry's trace API when @opentelemetry/api is installed (null when it is not),
+// looked up at the first resend: a request that succeeds at once never loads it.
+let otelTrace;
+
+/** `http.request.resend_count` (attempt - 1) on the active span, for a resend. */
+function markResend(attempt) {
+  if (otelTrace === undefined) {
+    try {
+      otelTrace = require('@opentelemetry/api').trace;
+    } catch {
+      otelTrace = null;
+    }
+  }
+  otelTrace?.getActiveSpan()?.setAttribute('http.request.resend_count', attempt - 1);
+}
+
 module.exports = {
   attemptTimer,
+  markResend,
   runHttp,
 
   HttpRetryError,
