@@ -8,7 +8,8 @@ import type { HttpHelperOptions, RequestRetryOptions } from './fetch';
  * global fetch once set with `setGlobalDispatcher`. One attempt is one dispatch
  * downstream; a retried response's body is read (at most 64 KiB, else the connection is
  * closed) and dropped; a final one streams to the caller. A streamed request body is sent
- * once. What is retried is the core's HTTP rule; waits, the deadline, Retry-After, the
+ * once, and fetch (undici's or the global one) always hands the dispatcher its body as a
+ * stream: a fetch with a body is sent once here (retryrs/fetch retries those). What is retried is the core's HTTP rule; waits, the deadline, Retry-After, the
  * budget and events are the retrier's.
  *
  * A request's `retry` dispatch option (RequestRetryOptions) overrides the rules for it.

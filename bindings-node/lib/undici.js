@@ -134,6 +134,11 @@ function retryInterceptor(options) {
             handler.onRequestUpgrade?.(proxy, statusCode, headers, socket);
           },
           onResponseStart(c, statusCode, headers, statusMessage) {
+            // An attempt abandoned at its bound: its late response frees its connection.
+            if (signal?.aborted) {
+              c.abort(signal.reason);
+              return;
+            }
             // Held until the rules have judged it (runHttp decides asynchronously).
             c.pause();
             mode = 'held';

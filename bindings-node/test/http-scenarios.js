@@ -241,6 +241,21 @@ function scenarios(client) {
     }
   });
 
+  test(`${name}: the attempt's bound (attemptTimeoutMs) cuts a slow GET, sent again; a slow POST is not`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    const { retrier, events } = fast({ attemptTimeoutMs: 300 });
+    const url = s.script([['slow', 3000], 200]);
+    const t0 = performance.now();
+    assert.equal((await make(retrier)(url)).status, 200);
+    assert.equal(s.hits(url), 2);
+    assert.ok(performance.now() - t0 < 2500, `${performance.now() - t0} ms: the first attempt was cut at its bound`);
+    assert.equal(events.filter((e) => e.kind === 'retrying').length, 1);
+    const post = s.script([['slow', 3000], 200]);
+    await assert.rejects(make(retrier)(post, { method: 'POST', body: 'pay' }));
+    assert.equal(s.hits(post), 1);
+  });
+
   test(`${name}: 200 retried calls leave no sockets or memory behind`, async (t) => {
     const s = await startServer();
     t.after(() => s.close());
