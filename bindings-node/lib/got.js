@@ -139,19 +139,25 @@ function retryGot(options) {
       enforceRetryRules: false,
       calculateDelay,
     },
-    // Each promise request runs one retrier call, started here and ended when got's
-    // promise settles (a request got cancels tells no hook). A stream request
-    // (got.stream) is not retried: got leaves its retries to the caller.
+    // Each promise request runs one retrier call, started here, ended by the hooks below
+    // (or by a cancel). A stream request (got.stream) is not retried: got leaves its
+    // retries to the caller.
     handlers: [
       (opts, next) => {
         if (opts.isStream) return next(opts);
         const state = startCall(h, opts);
         opts.context[STATE] = state;
         const result = next(opts);
-        const settled = () => setImmediate(() => {
-          if (!state.ended) state.controller.abort(new DOMException('got ended the request', 'AbortError'));
-        });
-        Promise.resolve(result).then(settled, settled);
+        // A cancel ends the request without a hook hearing of it: it ends the call too
+        // (cancelled). The promise gets no handler of ours, so an unhandled rejection
+        // is still reported as without retries.
+        const cancel = result?.cancel;
+        if (typeof cancel === 'function') {
+          result.cancel = function cancelWithRetries(...args) {
+            if (!state.ended) state.controller.abort(new DOMException('the got request was cancelled', 'AbortError'));
+            return cancel.apply(this, args);
+          };
+        }
         return result;
       },
     ],
