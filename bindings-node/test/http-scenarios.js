@@ -203,6 +203,19 @@ function scenarios(client) {
     assert.equal(events.filter((e) => e.kind === 'retrying').length, 0);
   });
 
+  test(`${name}: a TLS handshake failure (an untrusted certificate) never sent the POST: it is retried`, async (t) => {
+    const s = await startCuttingTlsServer();
+    t.after(() => s.close());
+    const { retrier, events } = fast({ maxAttempts: 3 });
+    // No ca: the self-signed certificate fails the handshake.
+    const err = await make(retrier)(s.url, { method: 'POST', body: 'pay' }).then(() => assert.fail('resolved'), (e) => e);
+    assert.ok(err instanceof RetryExhaustedError, `${err?.name}: ${err?.message}`);
+    assert.equal(err.attempts, 3);
+    assert.ok(err.errors.every((e) => e.connect === true));
+    assert.equal(events.filter((e) => e.kind === 'retrying').length, 2);
+    assert.equal(s.hits(), 0);
+  });
+
   test(`${name}: connection refused until out of retries rejects with the client's own error carrying retryrs's`, async () => {
     const { retrier, events } = fast({ maxAttempts: 3 });
     const url = `http://127.0.0.1:${await closedPort()}/x`;
