@@ -102,7 +102,11 @@ class BoundQueue {
   /** The entry at `at` settled before its bound: it no longer needs the timer. */
   settle(at) {
     this.fns[at - this.base] = null;
-    if (--this.live === 0 && this.refed) this.soon();
+    // Let go at once (only a timer a turn's end found needed is ref'd).
+    if (--this.live === 0 && this.refed) {
+      this.refed = false;
+      this.timer.unref();
+    }
   }
 
   /**
