@@ -217,7 +217,7 @@ def test_retry_after_3600_hands_back_the_429_at_once(server, Client, make, virtu
     r, events = fast()
     before = virtual.now()
     res = make(Client, r).request("GET", server.script(p, [(429, "3600"), 200]))
-    assert res.status == 429 and server.hits(p) == 1
+    assert (res.status, res.text) == (429, "HTTP 429 body") and server.hits(p) == 1  # its body still readable
     assert virtual.now() - before < 1.0
     assert events[-1].kind == "exhausted" and events[-1].reason == "retry_after"
 
@@ -498,3 +498,51 @@ def test_aiohttp_a_reset_after_the_request_was_sent_is_not_resent_for_a_post(ser
     # The same failure for a GET was sent, but a GET may be sent again.
     assert client.request("GET", server.script(g, ["reset", "reset", 200])).status == 200
     assert server.hits(g) == 3
+
+
+def test_otel_metrics_for_post_503_say_rejected_with_the_status(server, make):
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    import retryrs.otel
+
+    reader = InMemoryMetricReader()
+    listener = retryrs.otel.listener(MeterProvider(metric_readers=[reader]), span_events=False)
+    r, _ = fast(name="pay", listeners=[listener])
+    p, q = path(), path()
+    assert make(HttpxClient, r).request("POST", server.script(p, [503])).status == 503
+    assert make(HttpxClient, r).request("GET", server.script(q, [503, 200])).status == 200
+    points = {}
+    for rm in reader.get_metrics_data().resource_metrics:
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                for dp in metric.data.data_points:
+                    points[(metric.name, tuple(sorted(dp.attributes.items())))] = getattr(dp, "value", None)
+    rejected = ("retryrs.calls", (("error.type", "503"), ("retryrs.outcome", "rejected"), ("retryrs.retrier.name", "pay")))
+    success = ("retryrs.calls", (("retryrs.outcome", "success"), ("retryrs.retrier.name", "pay")))
+    retry = ("retryrs.retries", (("error.type", "503"), ("retryrs.retrier.name", "pay")))
+    assert points[rejected] == 1 and points[success] == 1 and points[retry] == 1, points
+
+
+def test_requests_instrumentation_span_gets_the_last_resend_count(server):
+    # requests' instrumentation wraps Session.send: one CLIENT span around all attempts,
+    # current while RetryingAdapter resends, so it carries the last resend count.
+    from opentelemetry.instrumentation.requests import RequestsInstrumentor
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    RequestsInstrumentor().instrument(tracer_provider=provider)
+    try:
+        r, _ = fast()
+        session = requests.Session()
+        session.mount("http://", RetryingAdapter(r))
+        assert session.get(server.script(path(), [503, 503, 200]), timeout=5).status_code == 200
+        assert session.get(server.script(path(), [200]), timeout=5).status_code == 200
+    finally:
+        RequestsInstrumentor().uninstrument()
+    spans = exporter.get_finished_spans()
+    assert [s.attributes.get("http.request.resend_count") for s in spans] == [2, None]

@@ -169,13 +169,18 @@ def test_attempt_timeout_under_trio() -> None:
         raise own
 
     async def main():
-        # AttemptTimeout is judged by retry_on like any failure (contract 3a).
-        r = Retrier(retry_on=(ConnectionError, AttemptTimeout), initial_delay=0, max_delay=0, jitter="none", deadline=None, attempt_timeout=0.05, max_attempts=3)
+        r = retrier(0, attempt_timeout=0.05, max_attempts=3)
+        # The bound's AttemptTimeout is judged by retry_on like any failure (contract 3a).
+        judged = Retrier(retry_on=(ConnectionError, AttemptTimeout), initial_delay=0, deadline=None, attempt_timeout=0.05, max_attempts=3)
         t0 = time.monotonic()
         with pytest.raises(RetryExhausted) as info:
-            await r.call_async(slow)
+            await judged.call_async(slow)
         assert time.monotonic() - t0 < 5
         assert len(calls) == 3 and all(isinstance(e, AttemptTimeout) for e in info.value.errors)
+        # Not transient for `r` (ConnectionError only): the first AttemptTimeout ends the call.
+        with pytest.raises(AttemptTimeout):
+            await r.call_async(slow)
+        assert len(calls) == 4
         # A fast attempt is unaffected; the attempt's own TimeoutError is judged as is.
         assert await r.call_async(Flaky(1)) == "ok"
         with pytest.raises(TimeoutError) as raised:
@@ -199,26 +204,23 @@ def test_anyio_on_either_backend(backend: str) -> None:
     assert anyio.run(main, backend=backend) < 5
 
 
-def test_the_async_for_form_is_bounded_under_trio() -> None:
-    """The ``async for`` block's bound is a cancel scope entered when the attempt starts:
-    a block past it ends as an AttemptTimeout, judged by retry_on."""
-    blocks = []
+def test_async_for_attempt_is_bounded_under_trio() -> None:
+    """The loop form's bound is a trio cancel scope around the attempt's block."""
+    r = Retrier(retry_on=(AttemptTimeout,), initial_delay=0, deadline=None, attempt_timeout=0.05, max_attempts=2)
+    entered = []
 
-    async def main():
-        r = Retrier(retry_on=(AttemptTimeout,), initial_delay=0, max_delay=0, jitter="none", deadline=None, attempt_timeout=0.05, max_attempts=2)
+    async def main() -> None:
         t0 = time.monotonic()
         with pytest.raises(RetryExhausted) as info:
             async for attempt in r:
                 with attempt:
-                    blocks.append(attempt.number)
+                    entered.append(attempt.number)
                     await trio.sleep(10)
         assert time.monotonic() - t0 < 5
-        assert blocks == [1, 2] and all(isinstance(e, AttemptTimeout) for e in info.value.errors)
-        # A block within its bound is untouched.
+        assert entered == [1, 2] and all(isinstance(e, AttemptTimeout) for e in info.value.errors)
+        # A block that finishes in time is not touched.
         async for attempt in r:
             with attempt:
                 await trio.sleep(0)
-                value = "ok"
-        assert value == "ok"
 
     trio.run(main)

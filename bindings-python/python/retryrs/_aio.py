@@ -3,8 +3,7 @@
 The native call object decides everything (verdicts, delays, deadline, budget, events);
 this module only awaits: the attempt, then the wait (``_runtime.sleep``, under asyncio or
 trio, woken early by a CancelToken). Under ``retryrs.testing`` virtual time the native
-side has already "waited", and nothing here sleeps. An attempt's bound interrupts it under
-either library: a timer cancelling the task under asyncio, a cancel scope under trio.
+side has already "waited", and nothing here sleeps.
 """
 
 from __future__ import annotations
@@ -12,18 +11,20 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import sys
 import types
 from typing import Any, Awaitable, Callable, Dict, Generator, List, Optional, Tuple
 
 from . import _native
 from ._errors import AttemptTimeout
-from ._runtime import library as _library, sleep as _sleep
+from ._runtime import library as _library, sleep as _sleep, trio_bounded as _trio_bounded
 
 _CURRENT = _native._CURRENT
 # Bound once: the async happy path sets and resets the attempt on every call.
 _enter = _CURRENT.set
 _leave = _CURRENT.reset
 _CORO = types.CoroutineType
+_MODULES = sys.modules
 _first_step = _native._first_step
 _Pending = _native._Pending
 
@@ -40,11 +41,12 @@ async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tup
     entered = _enter(first)
     try:
         attempt = fn(*args, **kw)
-        if first._arm and type(attempt) is _CORO and _library() == "asyncio":
+        if first._arm and type(attempt) is _CORO and "trio" not in _MODULES:
             # The bound interrupts the attempt, but a timer is armed only if the attempt
             # suspends: one that finishes in its first step (the happy path of cached or
-            # computed values) pays for no loop timer. (Not under trio: the attempt's
-            # first step may enter cancel scopes, which must nest inside the bound's.)
+            # computed values) pays for no loop timer. (Not once trio is imported: a trio
+            # cancel scope must be entered before the attempt's first step, for the
+            # scopes the attempt opens to nest inside it.)
             value = _first_step(attempt)
             if type(value) is _Pending:
                 value = await _suspended(attempt, value.step, first)
@@ -157,7 +159,7 @@ def _suspended(it: Any, step: Any, current: _native.AttemptInfo, grace: float = 
     ``_FIRST``: not started) within its bound (plus ``grace``): past it, the task is
     cancelled (as ``asyncio.timeout`` does, so whatever the attempt awaits is cancelled with it) and
     the cancellation comes out as an ``AttemptTimeout``. A cancellation of the task from
-    anywhere else stays one. Under trio, a cancel scope does the same."""
+    anywhere else stays one."""
     if _library() == "trio":
         return (yield from _trio_suspended(it, step, current, grace))
     loop = asyncio.get_running_loop()
@@ -167,7 +169,7 @@ def _suspended(it: Any, step: Any, current: _native.AttemptInfo, grace: float = 
     # Outside a task (a bare coroutine driven by hand) there is nothing to cancel.
     handle = None if task is None else loop.call_later((0 if left is None else left) + grace, _expire, task, fired)
     try:
-        return (yield from _steps(it, step))
+        return (yield from _forward(it, step))
     except asyncio.CancelledError:
         if fired[0] and _own_cancel(task, fired):
             raise AttemptTimeout(current._bound or 0.0) from None
@@ -179,8 +181,10 @@ def _suspended(it: Any, step: Any, current: _native.AttemptInfo, grace: float = 
             _own_cancel(task, fired)  # the attempt swallowed the cancel: take it back
 
 
-def _steps(it: Any, step: Any) -> Generator[Any, Any, Any]:
-    """Passes the rest of an attempt's steps through to the loop; its value."""
+def _forward(it: Any, step: Any) -> Generator[Any, Any, Any]:
+    """Drives the rest of ``it`` (which yielded ``step``, or ``_FIRST``: not started) for
+    the task running it, whatever the async library: what it yields goes to the loop, what
+    the loop sends or throws goes back to it."""
     try:
         if step is _FIRST:
             step = it.send(None)
@@ -199,13 +203,13 @@ def _steps(it: Any, step: Any) -> Generator[Any, Any, Any]:
 
 
 def _trio_suspended(it: Any, step: Any, current: _native.AttemptInfo, grace: float) -> Generator[Any, Any, Any]:
-    """``_suspended`` under trio: the attempt runs in a cancel scope ending at its bound;
-    a TimeoutError (or trio.TooSlowError) the attempt raises itself stays its own."""
+    """``_suspended`` under trio: a cancel scope bounds the attempt (cancelling whatever it
+    awaits); a TimeoutError the attempt raises itself stays its own."""
     import trio
 
     left = current.remaining
     with trio.move_on_after((0 if left is None else left) + grace):
-        return (yield from _steps(it, step))
+        return (yield from _forward(it, step))
     raise AttemptTimeout(current._bound or 0.0)
 
 
@@ -224,25 +228,42 @@ def _own_cancel(task: Any, fired: List[bool]) -> bool:
     return bool(uncancel() == 0)
 
 
+def bound(current: _native.AttemptInfo) -> "Bound | TrioBound":
+    """The bound of one ``async for`` attempt, for the running async library."""
+    return TrioBound(current) if _library() == "trio" else Bound(current)
+
+
+class TrioBound:
+    """``Bound`` under trio: a cancel scope entered when the attempt starts and left with
+    the attempt's block, in the same task; the scope's own cancellation comes out as an
+    ``AttemptTimeout``."""
+
+    __slots__ = ("_scope", "_current")
+
+    def __init__(self, current: _native.AttemptInfo) -> None:
+        import trio
+
+        left = current.remaining
+        self._scope = trio.CancelScope(deadline=trio.current_time() + (0 if left is None else left))
+        self._scope.__enter__()
+        self._current = current
+
+    def leave(self, exc: Optional[BaseException]) -> Optional[BaseException]:
+        scope = self._scope
+        swallowed = scope.__exit__(type(exc) if exc is not None else None, exc, exc.__traceback__ if exc is not None else None)
+        if swallowed and scope.cancelled_caught:
+            return AttemptTimeout(self._current._bound or 0.0)
+        return exc
+
+
 class Bound:
     """The bound of one attempt of the ``async for`` loop form, whose body (a ``with``
     block) cannot be wrapped: a timer armed when the attempt starts cancels the task past
     the bound, and ``leave`` turns that cancellation into an ``AttemptTimeout``."""
 
-    __slots__ = ("_task", "_fired", "_handle", "_current", "_scope")
+    __slots__ = ("_task", "_fired", "_handle", "_current")
 
     def __init__(self, current: _native.AttemptInfo) -> None:
-        self._current = current
-        self._scope: Any = None
-        if _library() == "trio":
-            # The block runs inside a cancel scope entered here and left in ``leave``
-            # (the attempt's ``__enter__``/``__exit__``, in the same task and nesting).
-            import trio
-
-            left = current.remaining
-            self._scope = trio.move_on_after(0 if left is None else left)
-            self._scope.__enter__()
-            return
         loop = asyncio.get_running_loop()
         self._task = asyncio.current_task(loop)
         self._fired = [False]
@@ -254,20 +275,6 @@ class Bound:
     def leave(self, exc: Optional[BaseException]) -> Optional[BaseException]:
         """Disarms; returns the failure to judge: ``exc``, or an ``AttemptTimeout`` in place
         of the cancellation the bound caused."""
-        if self._scope is not None:
-            scope, self._scope = self._scope, None
-            if exc is None:
-                scope.__exit__(None, None, None)
-                return None
-            try:
-                swallowed = scope.__exit__(type(exc), exc, exc.__traceback__)
-            except BaseException as e:  # the scope replaced the exception (a MultiError)
-                return e
-            if swallowed and scope.cancelled_caught:
-                timeout = AttemptTimeout(self._current._bound or 0.0)
-                timeout.__context__ = None
-                return timeout
-            return exc
         if self._handle is not None:
             self._handle.cancel()
         if not self._fired[0]:

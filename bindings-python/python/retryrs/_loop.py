@@ -24,7 +24,7 @@ from ._runtime import sleep as _sleep
 if TYPE_CHECKING:
     from ._native import AttemptInfo, SteppedCall, Retrier
 
-from ._aio import _CURRENT, Bound
+from ._aio import _CURRENT, Bound, TrioBound, bound
 
 
 _UNSET: Any = object()
@@ -58,7 +58,7 @@ class Attempt:
         self._result: Any = _UNSET
         self._info = info
         self._entered: Any = None
-        self._bound: Optional[Bound] = None
+        self._bound: "Optional[Bound | TrioBound]" = None
 
     @property
     def remaining(self) -> Optional[float]:
@@ -119,7 +119,7 @@ class _Base:
         # The first attempt, or the one the call has just resumed with.
         return Attempt(self, self._start if self._call is None else self._call.current())
 
-    def _arm(self, info: "AttemptInfo") -> Optional[Bound]:
+    def _arm(self, info: "AttemptInfo") -> "Optional[Bound | TrioBound]":
         """The sync loop form cannot interrupt its block: nothing to arm."""
         return None
 
@@ -175,10 +175,10 @@ class AsyncAttempts(_Base):
     """``async for attempt in retrier:`` (waits are awaited; the bound interrupts the
     block, as an ``AttemptTimeout``)."""
 
-    def _arm(self, info: "AttemptInfo") -> Optional[Bound]:
+    def _arm(self, info: "AttemptInfo") -> "Optional[Bound | TrioBound]":
         if info._bound is None or not self._r._interrupts:
             return None
-        return Bound(info)
+        return bound(info)
 
     def __aiter__(self) -> "AsyncAttempts":
         return self
