@@ -11,8 +11,8 @@ const { isDeadline } = require('./call');
 const { parseRetryAfter } = require('./http');
 const { typeName } = require('./options');
 const {
-  HttpRetryError, RetryableStatusError, FinalStatusError, RequestFailedError, httpHelper, classify,
-  isFailedStatus, idempotencyKeyOf, failureOf, exhaustedAs, isExhausted, attemptTimer, markResend,
+  HttpRetryError, RetryableStatusError, FinalStatusError, RequestFailedError, FinalNetworkError, httpHelper,
+  classify, isFailedStatus, idempotencyKeyOf, failureOf, settleHttp, attemptTimer, markResend,
 } = require('./http-common');
 
 const IDEMPOTENT_METHODS = Object.freeze(native.idempotentMethods());
@@ -235,10 +235,9 @@ function retryingFetch(options) {
         // is a TLS failure before the request was written.
         const unsent = sent.created && !sent.sent;
         const failure = timer?.signal.aborted ? (unsent ? 'connect' : 'network') : failureOf(err, !sent.created || unsent);
-        if (failure !== undefined && verdict(null, failure) === 'retry') {
-          throw new RequestFailedError(method, url, failure === 'connect' || unsent, err);
-        }
-        throw err;
+        if (failure === undefined) throw err;
+        const Failure = verdict(null, failure) === 'retry' ? RequestFailedError : FinalNetworkError;
+        throw new Failure(method, url, failure === 'connect' || unsent, err);
       }
       if (verdict(res.status, null) !== 'retry') {
         // The caller reads the body within the same bound.
@@ -261,13 +260,11 @@ function retryingFetch(options) {
     try {
       return await rules.retrier.call(attempt, signal !== undefined ? { signal } : undefined);
     } catch (err) {
-      if (err instanceof FinalStatusError) return FinalStatusError.takeResponse(err);
-      if (isExhausted(err)) {
-        if (err.cause instanceof RetryableStatusError) return RetryableStatusError.takeResponse(err.cause);
-        // Out of retries on the network: fetch's own TypeError, with the retry information.
-        if (err.cause instanceof RequestFailedError) throw exhaustedAs(err.cause.cause, err);
-      }
-      throw err;
+      // A final or last retried response is resolved with; fetch's own error is thrown
+      // (out of retries on the network: with the retry information).
+      const end = settleHttp(err);
+      if ('response' in end) return end.response;
+      throw end.error;
     }
   };
 }

@@ -9,7 +9,7 @@
 const { parseRetryAfter } = require('./http');
 const {
   httpHelper, idempotencyKeyOf, failureOf, classify, isFailedStatus, exhaustedAs, isExhausted,
-  RetryableStatusError, FinalStatusError, RequestFailedError, markResend,
+  RetryableStatusError, FinalStatusError, RequestFailedError, FinalNetworkError, markResend,
 } = require('./http-common');
 
 // Where a request's retrier call lives: in got's per-request `context` (shallow-copied
@@ -117,7 +117,11 @@ function retryGot(options) {
       }
     } else {
       const kind = failureOfGot(error);
-      failure = kind !== undefined && verdict(state, null, kind) === 'retry' ? new RequestFailedError(state.method, state.url, kind === 'connect', error) : error;
+      if (kind === undefined) failure = error;
+      else {
+        const Failure = verdict(state, null, kind) === 'retry' ? RequestFailedError : FinalNetworkError;
+        failure = new Failure(state.method, state.url, kind === 'connect', error);
+      }
     }
     return new Promise((resolve) => {
       state.next = (delay) => {

@@ -78,7 +78,14 @@ class RequestFailedError extends HttpRetryError {
     return networkErrorType(this.cause);
   }
 }
-for (const C of [HttpRetryError, HttpStatusError, RetryableStatusError, FinalStatusError, RequestFailedError]) {
+/**
+ * A network failure the rules do not repeat (a reset after a POST was written): the
+ * call ends `rejected`, error.type the client's code; the helper rejects with the
+ * client's own error (`cause`).
+ */
+class FinalNetworkError extends RequestFailedError {}
+
+for (const C of [HttpRetryError, HttpStatusError, RetryableStatusError, FinalStatusError, RequestFailedError, FinalNetworkError]) {
   Object.defineProperty(C.prototype, 'name', { value: C.name, writable: true, configurable: true });
 }
 
@@ -182,7 +189,7 @@ const REQUEST_RETRY = ['limit', 'methods', 'statuses', 'idempotencyKey'];
 // How many per-request attempt limits a helper keeps a retrier for.
 const LIMITS_KEPT = 32;
 
-const isHttpFailure = (err) => err instanceof HttpRetryError && !(err instanceof FinalStatusError);
+const isHttpFailure = (err) => err instanceof HttpRetryError && !(err instanceof FinalStatusError) && !(err instanceof FinalNetworkError);
 
 /**
  * Refuses a retrier option the helper cannot honour, naming it: the core's HTTP rules
@@ -362,10 +369,9 @@ async function runHttp(h, rules, req, io) {
       if (signal?.aborted) throw err;
       // Past its bound the request may have reached the server: a read timeout.
       const failure = timer?.signal.aborted ? (io.unsent?.(err) ? 'connect' : 'network') : io.failureOf(err);
-      if (failure !== undefined && verdict(null, failure) === 'retry') {
-        throw new RequestFailedError(method, url, failure === 'connect', err);
-      }
-      throw err;
+      if (failure === undefined) throw err;
+      const Failure = verdict(null, failure) === 'retry' ? RequestFailedError : FinalNetworkError;
+      throw new Failure(method, url, failure === 'connect', err);
     }
     timer?.clear();
     if (verdict(out.status, null) !== 'retry') {
@@ -380,13 +386,25 @@ async function runHttp(h, rules, req, io) {
   try {
     return await rules.retrier.call(attempt, signal !== undefined ? { signal } : undefined);
   } catch (err) {
-    if (err instanceof FinalStatusError) return FinalStatusError.takeResponse(err);
-    if (isExhausted(err)) {
-      if (err.cause instanceof RetryableStatusError) return RetryableStatusError.takeResponse(err.cause);
-      if (err.cause instanceof RequestFailedError) throw exhaustedAs(err.cause.cause, err);
-    }
-    throw err;
+    const end = settleHttp(err);
+    if ('response' in end) return end.response;
+    throw end.error;
   }
+}
+
+/**
+ * What a helper's call ended with, as the client would have it: a response (returned:
+ * the final or last retried one), or the client's own error (thrown: as it was, or
+ * carrying the retry information when retries ran out on the network).
+ */
+function settleHttp(err) {
+  if (err instanceof FinalStatusError) return { response: FinalStatusError.takeResponse(err) };
+  if (err instanceof FinalNetworkError) return { error: err.cause };
+  if (isExhausted(err)) {
+    if (err.cause instanceof RetryableStatusError) return { response: RetryableStatusError.takeResponse(err.cause) };
+    if (err.cause instanceof RequestFailedError) return { error: exhaustedAs(err.cause.cause, err) };
+  }
+  return { error: err };
 }
 
 /**
@@ -446,7 +464,9 @@ module.exports = {
   RetryableStatusError,
   FinalStatusError,
   RequestFailedError,
+  FinalNetworkError,
   httpHelper,
+  settleHttp,
   classify,
   isFailedStatus,
   idempotencyKeyOf,

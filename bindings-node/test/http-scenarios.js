@@ -150,6 +150,20 @@ function scenarios(client) {
     assert.equal(count('success'), 1);
   });
 
+  test(`${name}: a POST reset after it was sent is not resent: the client's own error, rejected, error.type its code`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    const { errorType } = require('../lib/metrics');
+    const { retrier, events } = fast();
+    const url = s.script(['reset', 200]);
+    const err = await make(retrier)(url, { method: 'POST', body: 'pay' }).then(() => assert.fail('resolved'), (e) => e);
+    assert.ok(isClientError(err) || err instanceof Error, String(err));
+    assert.ok(!(err instanceof RetryExhaustedError));
+    assert.equal(s.hits(url), 1);
+    assert.equal(events.at(-1).kind, 'rejected');
+    assert.match(errorType(events.at(-1).error), /^(ECONNRESET|UND_ERR_SOCKET|EPIPE)$/);
+  });
+
   test(`${name}: POST with an Idempotency-Key, 503 then 200, is sent twice; not when turned off`, async (t) => {
     const s = await startServer();
     t.after(() => s.close());
