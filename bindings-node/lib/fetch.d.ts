@@ -93,3 +93,10 @@ export declare class RequestFailedError extends HttpRetryError {
   readonly connect: boolean;
   readonly cause: unknown;
 }
+
+declare global {
+  interface RequestInit {
+    /** retryrs/fetch: this request's own attempt limit, methods, statuses, Idempotency-Key rule. */
+    retry?: RequestRetryOptions;
+  }
+}

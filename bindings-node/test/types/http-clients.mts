@@ -35,3 +35,10 @@ void s;
 declare const e: FinalStatusError;
 const status: number = e.status;
 void status;
+
+// fetch's init takes a request's retry option (a global RequestInit augmentation).
+const init: RequestInit = { method: 'POST', retry: { limit: 2, idempotencyKey: false } };
+void init;
+// @ts-expect-error limit is a number
+const badInit: RequestInit = { retry: { limit: 'two' } };
+void badInit;
