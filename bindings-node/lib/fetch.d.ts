@@ -94,6 +94,10 @@ export declare class RequestFailedError extends HttpRetryError {
   readonly cause: unknown;
 }
 
+/** A network failure the rules do not repeat (a POST reset after it was sent): the call
+ * ends `rejected`, error.type the client's code; the helper rejects with `cause`. */
+export declare class FinalNetworkError extends RequestFailedError {}
+
 declare global {
   interface RequestInit {
     /** retryrs/fetch: this request's own attempt limit, methods, statuses, Idempotency-Key rule. */

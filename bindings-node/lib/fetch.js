@@ -276,5 +276,6 @@ module.exports = {
   RetryableStatusError,
   FinalStatusError,
   RequestFailedError,
+  FinalNetworkError,
   IDEMPOTENT_METHODS,
 };
