@@ -546,3 +546,12 @@ def test_requests_instrumentation_span_gets_the_last_resend_count(server):
         RequestsInstrumentor().uninstrument()
     spans = exporter.get_finished_spans()
     assert [s.attributes.get("http.request.resend_count") for s in spans] == [2, None]
+
+
+def test_classify_http_takes_the_idempotency_key_from_the_core():
+    assert retryrs.classify_http("POST", 503) == "response"
+    assert retryrs.classify_http("POST", 503, idempotency_key="k1") == "retry"
+    assert retryrs.classify_http("patch", failure="network", idempotency_key="k1") == "retry"
+    assert retryrs.classify_http("POST", 503, idempotency_key="  ") == "response"
+    assert retryrs.classify_http("POST", 503, idempotency_key="k1", honour_idempotency_key=False) == "response"
+    assert retryrs.classify_http("CONNECT", 503, idempotency_key="k1") == "response"

@@ -172,8 +172,8 @@ def _redact_keys(keys: Iterable[str]) -> Tuple[str, ...]:
 
 class RequestOptions:
     """One request's overrides of its helper (``retryrs.http.request_options``, httpx's
-    ``extensions={"retryrs": {...}}``, aiohttp's ``retryrs=`` request argument, requests'
-    ``PreparedRequest.retryrs``): ``max_attempts``, ``methods``, ``statuses``,
+    ``extensions={"retryrs": {...}}``, aiohttp's ``middlewares=(mw.options(...),)``,
+    requests' ``PreparedRequest.retryrs``): ``max_attempts``, ``methods``, ``statuses``,
     ``idempotency_key``. None: the helper's own."""
 
     __slots__ = ("max_attempts", "methods", "statuses", "idempotency_key")
