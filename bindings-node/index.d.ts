@@ -244,6 +244,11 @@ export interface HttpRequestOutcome {
   retryMethods?: string[];
   /** Replaces the retryable statuses (408, 425, 429, 500, 502, 503, 504). */
   retryStatuses?: number[];
+  /** The request's Idempotency-Key header value: a POST or PATCH with a non-empty one is
+   * repeatable like an idempotent method. */
+  idempotencyKey?: string | null;
+  /** Whether the Idempotency-Key header counts (default true). */
+  honourIdempotencyKey?: boolean;
 }
 
 /**

@@ -6,6 +6,7 @@ const native = require('./native');
 const { now, startTime } = require('./clock');
 const { normalise, normaliseFromPolicy, typeName } = require('./options');
 const { policyParts } = require('./policies');
+const { rethrowProblem } = require('./problem');
 const { AttemptContext } = require('./attempt');
 const { reportListenerError } = require('./events');
 const { CallRun, isThenable, boundedFirstAttempt } = require('./call');
@@ -132,9 +133,25 @@ function withClassifier(retrier, shouldRetry, retryAfterMs, boundsAttempts = fal
   return derive(retrier, hooks);
 }
 
+/**
+ * The same retrier with another attempt limit (the engine's policy with max_attempts
+ * changed; hooks, listener, budget and bounds kept): an HTTP request's retry.limit. Not
+ * part of the public API.
+ */
+function withMaxAttempts(retrier, n) {
+  if (!(retrier instanceof Retrier)) throw new TypeError(`retrier must be a Retrier, got ${typeName(retrier)}`);
+  let handle;
+  try {
+    handle = optionsOf(retrier).policy.withMaxAttempts(n);
+  } catch (err) {
+    rethrowProblem(err);
+  }
+  return derive(retrier, { policy: handle, policyId: handle.id });
+}
+
 /** A retrier's normalised options (lib/options.js, finish). Not part of the public API. */
 function optionsOfRetrier(retrier) {
   return optionsOf(retrier);
 }
 
-module.exports = { Retrier, AttemptContext, withClassifier, optionsOf: optionsOfRetrier };
+module.exports = { Retrier, AttemptContext, withClassifier, withMaxAttempts, optionsOf: optionsOfRetrier };

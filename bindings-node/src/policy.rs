@@ -180,6 +180,21 @@ impl NativePolicy {
         })
     }
 
+    /// The same policy with another attempt limit: what an HTTP helper runs for a request
+    /// whose `retry.limit` differs from its retrier's (the budget, deadline and the other
+    /// knobs kept). A bad value throws like `create` does.
+    #[napi]
+    pub fn with_max_attempts(&self, n: f64) -> napi::Result<NativePolicy> {
+        guarded(|| {
+            let given: HashMap<String, f64> = [("max_attempts".to_string(), n)].into_iter().collect();
+            let built = PolicyBuilder::from(&*self.inner)
+                .set("max_attempts", Setting::Number(n))
+                .and_then(|b| b.build())
+                .map_err(|e| Problem::from_policy(e, &given).into_error())?;
+            NativePolicy::from_policy(Arc::new(built))
+        })
+    }
+
     /// Whether the policy has a budget (a first-attempt success must then be recorded).
     #[napi(getter)]
     pub fn has_budget(&self) -> napi::Result<bool> {
