@@ -92,7 +92,10 @@ export interface RetrierOptions<R = unknown> {
    * listener's rejection, is reported as a process warning and changes nothing.
    */
   onEvent?: ((event: RetryEvent) => void | PromiseLike<void>) | ReadonlyArray<(event: RetryEvent) => void | PromiseLike<void>>;
-  /** true: a pending retry wait does not keep the process alive (as p-retry's and cockatiel's unref). Default false. */
+  /**
+   * true: a pending retry wait, or the bound of a pending attempt, does not keep the
+   * process alive (as p-retry's and cockatiel's unref). Default false.
+   */
   unref?: boolean;
   /** A circuit breaker shared with other retriers (and worker threads); null: none. */
   breaker?: CircuitBreaker | SharedCircuitBreaker | null;
@@ -103,8 +106,17 @@ export declare class AttemptContext {
   private constructor();
   /** 1-based attempt number. */
   readonly attempt: number;
-  /** Aborts when the call is aborted or this attempt's timeout fires. */
+  /**
+   * Aborts when the call is aborted (with its reason) or this attempt's bound passes
+   * (with a TimeoutError): the deadline or the attempt timeout, whichever comes first.
+   */
   readonly signal: AbortSignal;
+  /**
+   * The time this attempt has left, in ms, read now (never negative): until the deadline
+   * or the attempt timeout, whichever is sooner, as the engine bounds each attempt; null
+   * when neither is set (the attempt is unbounded).
+   */
+  readonly remainingMs: number | null;
 }
 
 export interface CallOptions {
@@ -291,6 +303,11 @@ export interface HttpRequestOutcome {
   retryMethods?: string[];
   /** Replaces the retryable statuses (408, 425, 429, 500, 502, 503, 504). */
   retryStatuses?: number[];
+  /** The request's Idempotency-Key header value: a POST or PATCH with a non-empty one is
+   * repeatable like an idempotent method. */
+  idempotencyKey?: string | null;
+  /** Whether the Idempotency-Key header counts (default true). */
+  honourIdempotencyKey?: boolean;
 }
 
 /**

@@ -160,12 +160,15 @@ enum retryrs_event_kind
   RETRYRS_EVENT_EXHAUSTED = 4,
   // The call was cancelled.
   RETRYRS_EVENT_CANCELLED = 5,
+  // A hedged call launched attempt `attempt`, delay_ms after the one before it
+  // (hedging only).
+  RETRYRS_EVENT_HEDGE = 6,
   // The policy's circuit breaker opened after this call; delay_ms is the break.
-  RETRYRS_EVENT_BREAKER_OPENED = 6,
+  RETRYRS_EVENT_BREAKER_OPENED = 7,
   // The breaker's break is over: this call is a probe (before its first attempt).
-  RETRYRS_EVENT_BREAKER_HALF_OPEN = 7,
+  RETRYRS_EVENT_BREAKER_HALF_OPEN = 8,
   // A probe succeeded: the breaker closed.
-  RETRYRS_EVENT_BREAKER_CLOSED = 8,
+  RETRYRS_EVENT_BREAKER_CLOSED = 9,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -216,6 +219,12 @@ typedef struct retryrs_call retryrs_call;
 // Cancelling is sticky.
 typedef struct retryrs_cancel retryrs_cancel;
 
+// One hedged call driven by hand (opaque). Not thread-safe: drive it from one thread at a
+// time. Not re-entrant: a function driving it, called from its own listener, is refused
+// (RETRYRS_INVALID_ARGUMENT); retryrs_hedge_free() from its listener is deferred until
+// the function that ran the listener returns.
+typedef struct retryrs_hedge retryrs_hedge;
+
 // A loaded policy document (opaque, immutable: any number of threads may look up in it
 // at once). Owns the names and budgets the configs it hands out point to.
 typedef struct retryrs_policies retryrs_policies;
@@ -259,7 +268,8 @@ typedef struct retryrs_event {
   uint32_t attempt;
   // Time since the call began, in ms (virtual under the testing switch).
   uint64_t elapsed_ms;
-  // The wait about to start, in ms (RETRYRS_EVENT_RETRYING only; 0 otherwise); at most
+  // The wait about to start, in ms (RETRYRS_EVENT_RETRYING), or the time since the
+  // previous attempt launched (RETRYRS_EVENT_HEDGE); 0 otherwise; at most
   // RETRYRS_MAX_DELAY_MS.
   uint64_t delay_ms;
   // Why the call was exhausted (RETRYRS_EVENT_EXHAUSTED only; RETRYRS_REASON_NONE
@@ -387,6 +397,26 @@ typedef struct retryrs_step {
   retryrs_reason reason;
 } retryrs_step;
 
+// What the program does next with a hedged call.
+typedef int32_t retryrs_hedge_action;
+
+// The engine's answer for a hedged call.
+typedef struct retryrs_hedge_step {
+  // One of RETRYRS_HEDGE_*.
+  retryrs_hedge_action action;
+  // LAUNCH: the attempt to launch (1-based); WON: the winner; STOP: attempts launched.
+  uint32_t attempt;
+  // WAIT: when to poll again, on the caller's time base; RETRYRS_UNBOUNDED when only
+  // an attempt's end can move the call on.
+  uint64_t wake_ms;
+  // WON and STOP: the attempts to cancel, bit k-1 for attempt k (at most 5 attempts).
+  uint32_t cancel;
+  // WON: RETRYRS_OK; STOP: RETRYRS_REJECTED, RETRYRS_EXHAUSTED or RETRYRS_CANCELLED.
+  retryrs_status outcome;
+  // STOP with RETRYRS_EXHAUSTED: why; RETRYRS_REASON_NONE otherwise.
+  retryrs_reason reason;
+} retryrs_hedge_step;
+
 // How an HTTP request ended, for retryrs_http_classify().
 typedef int32_t retryrs_http_outcome;
 
@@ -399,6 +429,23 @@ typedef int32_t retryrs_http_outcome;
 
 // The call is over: `step.outcome` and `step.reason` say how.
 #define RETRYRS_ACTION_STOP 2
+
+// Launch attempt `step.attempt` now, beside those in flight; then retryrs_hedge_poll().
+#define RETRYRS_HEDGE_LAUNCH 0
+
+// Wait until `step.wake_ms` (RETRYRS_UNBOUNDED: no timer) or until an attempt in flight
+// ends, whichever is first; then retryrs_hedge_poll() or retryrs_hedge_report().
+#define RETRYRS_HEDGE_WAIT 1
+
+// Attempt `step.attempt` won: use its result, cancel the attempts in `step.cancel`.
+#define RETRYRS_HEDGE_WON 2
+
+// The call is over without a winner: cancel the attempts in `step.cancel`;
+// `step.outcome` and `step.reason` say how it ended.
+#define RETRYRS_HEDGE_STOP 3
+
+// The result reported came after its attempt was cancelled or the call ended: drop it.
+#define RETRYRS_HEDGE_DROPPED 4
 
 // A response arrived; `status` is its status.
 #define RETRYRS_HTTP_RESPONSE 0
@@ -491,8 +538,9 @@ retryrs_status retryrs_attempt_remaining_ms(uint64_t *out);
 // RETRYRS_EXHAUSTED (outcome->reason says which limit), RETRYRS_CANCELLED (`cancel`
 // fired, before or during a wait), or RETRYRS_INVALID_ARGUMENT (NULL retrier or
 // attempt, or a verdict outside RETRYRS_SUCCESS/TRANSIENT/PERMANENT, which counts as
-// a permanent failure). `listener`, `cancel` and `outcome` may be NULL. Under the
-// testing switch the waits are virtual.
+// a permanent failure, or a retrier whose policy hedges: a blocking call cannot abandon
+// an attempt, see retryrs_hedge_start()). `listener`, `cancel` and `outcome` may be
+// NULL. Under the testing switch the waits are virtual.
 retryrs_status retryrs_retrier_call(const struct retryrs_retrier *retrier,
                                     retryrs_attempt_fn attempt,
                                     void *user_data,
@@ -607,7 +655,8 @@ retryrs_status retryrs_jitter_parse(const char *text,
 // Starts a call whose first attempt begins at `now_ms` (any monotonic millisecond time
 // base, e.g. retryrs_now_ms(); the engine only subtracts). Run attempt 1 next.
 // `listener` may be NULL; it is copied, and its callback gets every event of the call.
-// Free with retryrs_call_free().
+// Free with retryrs_call_free(). RETRYRS_INVALID_ARGUMENT for a retrier whose policy
+// hedges (retryrs_hedge_start() runs those).
 retryrs_status retryrs_call_start(const struct retryrs_retrier *retrier,
                                   uint64_t now_ms,
                                   const struct retryrs_listener *listener,
@@ -678,6 +727,55 @@ const char *retryrs_last_error(void);
 // The name of a status ("ok", "rejected", "exhausted", "cancelled",
 // "invalid_argument", "internal_error"; "unknown" for any other value). Static string.
 const char *retryrs_status_name(retryrs_status status);
+
+// Starts a hedged call at `now_ms` (any monotonic millisecond time base, e.g.
+// retryrs_now_ms()) under the retrier's policy, which should hedge (a policy document's
+// `hedge` or a service config's `hedgingPolicy`, through retryrs_policies_retrier());
+// one without hedging runs as one attempt. `listener` may be NULL; it is copied. Then
+// call retryrs_hedge_poll(), which launches attempt 1 (or, when the policy's circuit
+// breaker refuses the call, STOP with reason circuit_open and nothing launched). Free with retryrs_hedge_free().
+retryrs_status retryrs_hedge_start(const struct retryrs_retrier *retrier,
+                                   uint64_t now_ms,
+                                   const struct retryrs_listener *listener,
+                                   struct retryrs_hedge **out);
+
+// What to do at `now_ms`: `*step` gets LAUNCH, WAIT or STOP (the deadline passed, or
+// nothing is in flight and nothing more may launch). RETRYRS_INVALID_ARGUMENT once the
+// call has ended.
+retryrs_status retryrs_hedge_poll(struct retryrs_hedge *hedge,
+                                  uint64_t now_ms,
+                                  struct retryrs_hedge_step *step);
+
+// Attempt `attempt` ended at `now_ms` with `verdict`: RETRYRS_SUCCESS (it wins),
+// RETRYRS_TRANSIENT (a non-fatal failure; `hint_ms` a server's pushback, negative or
+// NaN for none) or RETRYRS_PERMANENT (fatal: the call ends). `*step` gets what to do
+// next, or DROPPED for an attempt already cancelled. RETRYRS_INVALID_ARGUMENT for an
+// attempt never launched or an unknown verdict.
+retryrs_status retryrs_hedge_report(struct retryrs_hedge *hedge,
+                                    uint32_t attempt,
+                                    retryrs_verdict verdict,
+                                    double hint_ms,
+                                    uint64_t now_ms,
+                                    struct retryrs_hedge_step *step);
+
+// Cancels the hedged call at `now_ms`: emits Cancelled; `*step` gets STOP with
+// RETRYRS_CANCELLED and the attempts to cancel. RETRYRS_INVALID_ARGUMENT once ended.
+retryrs_status retryrs_hedge_cancel(struct retryrs_hedge *hedge,
+                                    uint64_t now_ms,
+                                    struct retryrs_hedge_step *step);
+
+// Attempt `attempt`'s time left at `now_ms` (its bound: the deadline, or its own attempt
+// timeout if sooner), in whole ms rounded down; RETRYRS_UNBOUNDED when the policy has
+// neither. RETRYRS_INVALID_ARGUMENT unless that attempt is in flight; `*out` is written
+// only on RETRYRS_OK.
+retryrs_status retryrs_hedge_remaining_ms(struct retryrs_hedge *hedge,
+                                          uint32_t attempt,
+                                          uint64_t now_ms,
+                                          uint64_t *out);
+
+// Releases the hedged call (ended or not). NULL is a no-op; not twice. From inside its
+// own listener the free is deferred until the function that ran the listener returns.
+void retryrs_hedge_free(struct retryrs_hedge *hedge);
 
 // Parses a Retry-After header value (delay-seconds or any HTTP-date form) relative to
 // the current system time. On RETRYRS_OK, *has_hint says whether the value was valid

@@ -49,7 +49,7 @@ generate:
 # stale (core/tests/document.rs), and this writes it again.
 .PHONY: schema
 schema:
-	RETRYRS_WRITE_SCHEMA=1 cargo test --locked -p retryrs --test document the_schema_file
+	RETRYRS_WRITE_SCHEMA=1 cargo test --locked -p retryrs --features documents --test document the_schema_file
 
 # The policy-document benchmark: one 10,000-policy file loaded by every host's loader,
 # each against a baseline from the same run (bench/policies/run -> build/bench/policies.md).

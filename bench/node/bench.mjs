@@ -23,12 +23,21 @@ const args = process.argv.slice(2);
 const outIndex = args.indexOf('--out');
 const outFile = outIndex >= 0 ? args[outIndex + 1] : undefined;
 const quick = args.includes('--quick');
+// --cpu: CPU time (user + system) per call instead of wall time: steadier on a machine
+// other processes load (what a call costs, not how long it waited for a core).
+const cpu = args.includes('--cpu');
 
 const ROUNDS = quick ? 3 : 7;
 const ROUND_MS = quick ? 60 : 250;
 
 // Runs fn `iters` times, one after the other, each awaited; returns ns per call.
 async function timeLoop(fn, iters) {
+  if (cpu) {
+    const c0 = process.cpuUsage();
+    for (let i = 0; i < iters; i++) await fn();
+    const c = process.cpuUsage(c0);
+    return ((c.user + c.system) * 1000) / iters;
+  }
   const t0 = process.hrtime.bigint();
   for (let i = 0; i < iters; i++) await fn();
   return Number(process.hrtime.bigint() - t0) / iters;
@@ -152,7 +161,7 @@ for (const [scenario, list] of [['a', happy], ['b', flaky]]) {
 const label = { a: '(a) happy path', b: '(b) 2 failures, then success, zero delay' };
 const base = { a: 'bare await', b: 'yielding hand loop' };
 const lines = [
-  `# Node benchmark (${process.version}, ${new Date().toISOString().slice(0, 10)})`,
+  `# Node benchmark (${process.version}, ${new Date().toISOString().slice(0, 10)}${cpu ? ', CPU time per call' : ''})`,
   '',
   '| scenario | contender | per call | x baseline |',
   '|---|---|---:|---:|',

@@ -189,8 +189,9 @@ pub unsafe extern "C" fn retryrs_attempt_remaining_ms(out: *mut u64) -> retryrs_
 /// RETRYRS_EXHAUSTED (outcome->reason says which limit), RETRYRS_CANCELLED (`cancel`
 /// fired, before or during a wait), or RETRYRS_INVALID_ARGUMENT (NULL retrier or
 /// attempt, or a verdict outside RETRYRS_SUCCESS/TRANSIENT/PERMANENT, which counts as
-/// a permanent failure). `listener`, `cancel` and `outcome` may be NULL. Under the
-/// testing switch the waits are virtual.
+/// a permanent failure, or a retrier whose policy hedges: a blocking call cannot abandon
+/// an attempt, see retryrs_hedge_start()). `listener`, `cancel` and `outcome` may be
+/// NULL. Under the testing switch the waits are virtual.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_retrier_call(
     retrier: *const retryrs_retrier,
@@ -204,6 +205,9 @@ pub unsafe extern "C" fn retryrs_retrier_call(
         write_opt(outcome, retryrs_outcome::default());
         // The call's own reference: another thread may free the retrier while it runs.
         let shared = Arc::clone(&arg(retrier, "retrier")?.inner);
+        if let Some(why) = retryrs::hedge::one_at_a_time_refusal(shared.retrier.policy()) {
+            return Err(Failure::invalid(format!("retryrs_retrier_call: {why}; drive it with retryrs_hedge_start()")));
+        }
         let attempt = attempt.ok_or_else(|| Failure::invalid("attempt must not be NULL"))?;
         let listener = listener.as_ref().filter(|l| l.on_event.is_some());
         let cancel = cancel.as_ref().map(|c| &c.token);

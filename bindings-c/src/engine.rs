@@ -26,7 +26,7 @@ pub struct retryrs_call {
     state: UnsafeCell<CallState>,
 }
 
-struct CallState {
+pub(crate) struct CallState {
     shared: Arc<Shared>,
     call: Call<Arc<Policy>>,
     listener: Option<retryrs_listener>,
@@ -41,31 +41,69 @@ impl Drop for Busy<'_> {
     }
 }
 
+/// A handle driven by hand from C whose steps run callbacks (a call, a hedged call): it
+/// refuses a re-entrant step and defers a free asked from inside a callback.
+pub(crate) trait Reentrant {
+    /// What a step mutates.
+    type State;
+    /// Set while a step runs.
+    fn busy(&self) -> &Cell<bool>;
+    /// A free was asked from inside a callback.
+    fn free_pending(&self) -> &Cell<bool>;
+    /// The state, touched only through [`drive`].
+    fn state(&self) -> *mut Self::State;
+}
+
+impl Reentrant for retryrs_call {
+    type State = CallState;
+    fn busy(&self) -> &Cell<bool> {
+        &self.busy
+    }
+    fn free_pending(&self) -> &Cell<bool> {
+        &self.free_pending
+    }
+    fn state(&self) -> *mut CallState {
+        self.state.get()
+    }
+}
+
+/// Frees a [`Reentrant`] handle, or, from inside one of its callbacks, marks it to be
+/// freed when the step that ran the callback returns. NULL is a no-op.
+///
+/// # Safety
+/// `h` is NULL or a live handle that was handed out and not freed yet.
+pub(crate) unsafe fn free_reentrant<H: Reentrant>(h: *mut H) {
+    match h.as_ref() {
+        Some(c) if c.busy().get() => c.free_pending().set(true),
+        _ => free_handle(h),
+    }
+}
+
 /// Runs one step of `call` (the export named `function`): refuses a re-entrant step, and
 /// performs a free that a callback asked for once the step is over. `call` must not be
 /// used by the caller after a step whose callback freed it.
 ///
 /// # Safety
-/// `call` is NULL or a live handle from retryrs_call_start().
-unsafe fn drive<R>(
-    call: *mut retryrs_call,
+/// `call` is NULL or a live handle from retryrs_call_start() (or retryrs_hedge_start()).
+pub(crate) unsafe fn drive<H: Reentrant, R>(
+    call: *mut H,
     function: &str,
-    f: impl FnOnce(&mut CallState) -> Result<R, Failure>,
+    f: impl FnOnce(&mut H::State) -> Result<R, Failure>,
 ) -> Result<R, Failure> {
-    let c: &retryrs_call = arg(call, "call")?;
-    if c.busy.get() {
+    let c: &H = arg(call, "call")?;
+    if c.busy().get() {
         return Err(Failure::invalid(format!(
             "{function}: called from inside one of this call's own callbacks; a call may not be \
              re-entered: drive it after the callback returns"
         )));
     }
     let result = {
-        c.busy.set(true);
-        let _busy = Busy(&c.busy);
+        c.busy().set(true);
+        let _busy = Busy(c.busy());
         // SAFETY: `busy` guarantees no other `&mut` to the state is live.
-        f(&mut *c.state.get())
+        f(&mut *c.state())
     };
-    if c.free_pending.get() {
+    if c.free_pending().get() {
         drop(Box::from_raw(call));
     }
     result
@@ -143,7 +181,8 @@ fn now(ms: u64) -> Duration {
 /// Starts a call whose first attempt begins at `now_ms` (any monotonic millisecond time
 /// base, e.g. retryrs_now_ms(); the engine only subtracts). Run attempt 1 next.
 /// `listener` may be NULL; it is copied, and its callback gets every event of the call.
-/// Free with retryrs_call_free().
+/// Free with retryrs_call_free(). RETRYRS_INVALID_ARGUMENT for a retrier whose policy
+/// hedges (retryrs_hedge_start() runs those).
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_call_start(
     retrier: *const retryrs_retrier,
@@ -154,6 +193,9 @@ pub unsafe extern "C" fn retryrs_call_start(
     guard_status(|| {
         let shared = Arc::clone(&arg(retrier, "retrier")?.inner);
         arg_mut(out, "out")?;
+        if let Some(why) = retryrs::hedge::one_at_a_time_refusal(shared.retrier.policy()) {
+            return Err(Failure::invalid(format!("retryrs_call_start: {why}; use retryrs_hedge_start()")));
+        }
         let listener = listener.as_ref().copied();
         // A policy with a breaker asks it here, on `now_ms`'s time base (use one base for
         // every call that shares the breaker); a refused call has ended already: see
@@ -216,16 +258,7 @@ pub unsafe extern "C" fn retryrs_call_report(
 ) -> retryrs_status {
     guard_status(|| {
         let out = arg_mut(step, "step")?;
-        let verdict = match verdict {
-            RETRYRS_SUCCESS => Verdict::Success,
-            RETRYRS_TRANSIENT => Verdict::transient_ms(Some(hint_ms)),
-            RETRYRS_PERMANENT => Verdict::Permanent,
-            other => {
-                return Err(Failure::invalid(format!(
-                    "verdict must be RETRYRS_SUCCESS, RETRYRS_TRANSIENT or RETRYRS_PERMANENT, got {other}"
-                )))
-            }
-        };
+        let verdict = reported(verdict, hint_ms)?;
         *out = drive(call, "retryrs_call_report", |c| {
             c.step(|call, sink| {
                 call.record(verdict, now(now_ms), &mut &mut *sink).map(|d| match d {
@@ -236,6 +269,19 @@ pub unsafe extern "C" fn retryrs_call_report(
         })?;
         Ok(())
     })
+}
+
+/// A verdict a C program reported (with its hint, negative or NaN for none), or the error
+/// naming what it must be.
+pub(crate) fn reported(verdict: retryrs_verdict_value, hint_ms: f64) -> Result<Verdict, Failure> {
+    match verdict {
+        RETRYRS_SUCCESS => Ok(Verdict::Success),
+        RETRYRS_TRANSIENT => Ok(Verdict::transient_ms(Some(hint_ms))),
+        RETRYRS_PERMANENT => Ok(Verdict::Permanent),
+        other => Err(Failure::invalid(format!(
+            "verdict must be RETRYRS_SUCCESS, RETRYRS_TRANSIENT or RETRYRS_PERMANENT, got {other}"
+        ))),
+    }
 }
 
 /// The wait ended at `now_ms`. `*step` gets ATTEMPT (run it now) or STOP (the deadline
@@ -346,8 +392,5 @@ pub extern "C" fn retryrs_now_ms() -> u64 {
 /// not use the call after that.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_call_free(call: *mut retryrs_call) {
-    guard_value((), || match call.as_ref() {
-        Some(c) if c.busy.get() => c.free_pending.set(true),
-        _ => free_handle(call),
-    })
+    guard_value((), || free_reentrant(call))
 }

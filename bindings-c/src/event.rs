@@ -18,7 +18,8 @@ pub struct retryrs_event {
     pub attempt: u32,
     /// Time since the call began, in ms (virtual under the testing switch).
     pub elapsed_ms: u64,
-    /// The wait about to start, in ms (RETRYRS_EVENT_RETRYING only; 0 otherwise); at most
+    /// The wait about to start, in ms (RETRYRS_EVENT_RETRYING), or the time since the
+    /// previous attempt launched (RETRYRS_EVENT_HEDGE); 0 otherwise; at most
     /// RETRYRS_MAX_DELAY_MS.
     pub delay_ms: u64,
     /// Why the call was exhausted (RETRYRS_EVENT_EXHAUSTED only; RETRYRS_REASON_NONE

@@ -78,12 +78,15 @@ pub enum retryrs_event_kind {
     RETRYRS_EVENT_EXHAUSTED = 4,
     /// The call was cancelled.
     RETRYRS_EVENT_CANCELLED = 5,
+    /// A hedged call launched attempt `attempt`, delay_ms after the one before it
+    /// (hedging only).
+    RETRYRS_EVENT_HEDGE = 6,
     /// The policy's circuit breaker opened after this call; delay_ms is the break.
-    RETRYRS_EVENT_BREAKER_OPENED = 6,
+    RETRYRS_EVENT_BREAKER_OPENED = 7,
     /// The breaker's break is over: this call is a probe (before its first attempt).
-    RETRYRS_EVENT_BREAKER_HALF_OPEN = 7,
+    RETRYRS_EVENT_BREAKER_HALF_OPEN = 8,
     /// A probe succeeded: the breaker closed.
-    RETRYRS_EVENT_BREAKER_CLOSED = 8,
+    RETRYRS_EVENT_BREAKER_CLOSED = 9,
 }
 
 /// Why a call was exhausted.
@@ -111,6 +114,7 @@ pub fn event_kind(kind: EventKind) -> retryrs_event_kind {
         EventKind::Rejected => RETRYRS_EVENT_REJECTED,
         EventKind::Exhausted => RETRYRS_EVENT_EXHAUSTED,
         EventKind::Cancelled => RETRYRS_EVENT_CANCELLED,
+        EventKind::Hedge => RETRYRS_EVENT_HEDGE,
         EventKind::BreakerOpened => RETRYRS_EVENT_BREAKER_OPENED,
         EventKind::BreakerHalfOpen => RETRYRS_EVENT_BREAKER_HALF_OPEN,
         EventKind::BreakerClosed => RETRYRS_EVENT_BREAKER_CLOSED,

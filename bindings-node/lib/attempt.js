@@ -1,7 +1,8 @@
 'use strict';
 // What fn receives on each attempt.
+const { now } = require('./clock');
 
-/** What fn receives: the attempt number and a signal for this attempt. */
+/** What fn receives: the attempt number, a signal for this attempt and the time it has left. */
 class AttemptContext {
   #signal;
 
@@ -10,13 +11,75 @@ class AttemptContext {
     this.#signal = signal;
   }
 
-  /** Aborts when the call is aborted or this attempt's timeout fires. */
+  /**
+   * Aborts when the call is aborted or this attempt's bound passes (the deadline or the
+   * attempt timeout, whichever comes first).
+   */
   get signal() {
-    // Without a call signal or a timeout it never aborts, but it is still this attempt's
+    // Without a call signal or a bound it never aborts, but it is still this attempt's
     // own (one shared signal collected a listener per concurrent fetch and warned
     // MaxListenersExceeded); created on first use, since most attempts never look.
     return (this.#signal ??= new AbortController().signal);
   }
+
+  /**
+   * The time this attempt has left, in ms, now (never negative): until the deadline or
+   * the attempt timeout, whichever is sooner; null when neither is set (unbounded).
+   */
+  get remainingMs() {
+    return null;
+  }
 }
 
-module.exports = { AttemptContext };
+let abortAttempt;
+let boundOf;
+
+/**
+ * A bounded attempt's context: the engine's bound when it started (`bound`, ms) and when
+ * that passes on the call's clock (`boundAt`); its signal is its own, aborted by the call
+ * loop (abortAttempt) when the bound passes or the call is aborted.
+ */
+// Not `extends AttemptContext`: a derived constructor (super(), then the fields) costs
+// more on every call than this whole object; the prototype chain below still makes it
+// an AttemptContext (instanceof, the signal and remainingMs accessors).
+class BoundedAttemptContext {
+  #signal;
+  #controller;
+  #bound;
+  #boundAt;
+
+  constructor(attempt, bound, boundAt) {
+    this.attempt = attempt;
+    this.#signal = undefined;
+    this.#controller = null;
+    this.#bound = bound;
+    this.#boundAt = boundAt;
+  }
+
+  static {
+    // The call loop's (not public): aborts the attempt's signal, made or not yet.
+    abortAttempt = (ctx, reason) => {
+      if (ctx.#controller !== null) ctx.#controller.abort(reason);
+      else if (ctx.#signal === undefined) ctx.#signal = AbortSignal.abort(reason);
+    };
+    // The bound the attempt started with, for a helper that bounds itself (fetch).
+    boundOf = (ctx) => (ctx instanceof BoundedAttemptContext ? ctx.#bound : null);
+  }
+
+  get signal() {
+    if (this.#signal === undefined) {
+      this.#controller = new AbortController();
+      this.#signal = this.#controller.signal;
+    }
+    return this.#signal;
+  }
+
+  get remainingMs() {
+    return Math.max(0, this.#boundAt - now());
+  }
+}
+
+Object.setPrototypeOf(BoundedAttemptContext.prototype, AttemptContext.prototype);
+Object.setPrototypeOf(BoundedAttemptContext, AttemptContext);
+
+module.exports = { AttemptContext, BoundedAttemptContext, abortAttempt, boundOf };

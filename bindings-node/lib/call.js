@@ -8,7 +8,9 @@ const { watch, unwatch } = require('./abort');
 const { typeName } = require('./options');
 const { RetryExhaustedError, describe } = require('./errors');
 const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, REJECTED, EXHAUSTED } = require('./codes');
-const { AttemptContext } = require('./attempt');
+const { AttemptContext, BoundedAttemptContext, abortAttempt } = require('./attempt');
+// MAX_TIMER_MS: the longest single setTimeout; longer waits are armed in chunks.
+const { armBound, clearBound, EXPIRED, MAX_TIMER_MS } = require('./bound');
 const { reportListenerError } = require('./events');
 
 // Which event kinds carry the failure: the core's rule, read once.
@@ -17,8 +19,10 @@ const CARRIES_ERROR = new Set(native.eventKindsCarryingError());
 // How many failures a call keeps (the last ones): the core's history cap.
 const HISTORY = native.historyCap();
 
-// The longest single setTimeout; longer waits are armed in chunks.
-const MAX_TIMER_MS = 2 ** 31 - 1;
+const perf = globalThis.performance;
+
+// A queue position (lib/bound.js) that is no longer queued.
+const SETTLED = -1;
 
 
 // Attempt outcomes inside the loop.
@@ -53,12 +57,32 @@ class CallRun {
     this.recordedAt = 0;
     // Set by the phase in progress (attempt or wait) so an abort can end it at once.
     this.interrupt = null;
-    this.attemptController = null;
+    // The bounded attempt in progress (its signal is its own: the call's abort reaches it
+    // through onAbort).
+    this.attemptCtx = null;
+    // When the attempt in progress runs out of time, on the call's clock.
+    this.boundAt = 0;
+    // The failure of an attempt the deadline cut short (see fail).
+    this.deadlineError = null;
+    // When the attempt after a wait started (the engine's after-wait time).
+    this.attemptStart = 0;
+    // The call's deadline timer (see attempt), and what it does: cut the attempt running.
+    // A first bound that is the deadline is an entry of the retrier's queue instead
+    // (`queued`, its position), kept for the whole call: no timer of its own.
+    this.deadlineTimer = undefined;
+    this.queued = SETTLED;
+    this.cut = null;
   }
+
+  /** The retrier's queue: the call's deadline (its first bound) passed. */
+  expired = () => {
+    this.queued = SETTLED;
+    this.cut?.();
+  };
 
   /** The call's signal aborted: end the phase in progress (attempt or wait) at once. */
   onAbort() {
-    this.attemptController?.abort(this.signal.reason);
+    if (this.attemptCtx !== null) abortAttempt(this.attemptCtx, this.signal.reason);
     const interrupt = this.interrupt;
     this.interrupt = null;
     if (interrupt !== null) interrupt();
@@ -103,7 +127,8 @@ class CallRun {
   async run(firstError, hasFirstError) {
     const signal = this.signal;
     if (signal !== undefined) watch(signal, this);
-    const plain = signal === undefined && this.o.attemptTimeoutMs === 0;
+    // Nothing can interrupt an attempt without a signal or a bound.
+    const plain = signal === undefined && !this.o.bounded;
     try {
       let attempt = 1;
       let outcome = FAILED;
@@ -132,7 +157,9 @@ class CallRun {
         } else if (!(await this.wait(delay))) {
           throw this.cancel();
         }
-        const next = native.callAfterWait(this.engine, now() + this.base);
+        // The next attempt starts now: its bound is asked at this same time (attempt).
+        const started = (this.attemptStart = now());
+        const next = native.callAfterWait(this.engine, started + this.base);
         this.emit(this.errors[this.errors.length - 1]);
         if (next < 0) throw this.exhausted();
         attempt = next;
@@ -152,19 +179,32 @@ class CallRun {
       }
     } finally {
       if (signal !== undefined) unwatch(signal, this);
+      if (this.deadlineTimer !== undefined) clearBound(this.deadlineTimer);
+      if (this.queued !== SETTLED) this.o.queue.settle(this.queued);
       if (this.engine !== null) native.callFree(this.engine);
     }
   }
 
-  /** Runs fn once; settles with OK, FAILED (this.error) or ABORTED, never rejects. */
+  /**
+   * Runs fn once; settles with OK, FAILED (this.error) or ABORTED, never rejects. A
+   * bounded attempt (a deadline or an attempt timeout) gets the engine's bound as
+   * ctx.remainingMs, and past it its signal aborts and it fails with a TimeoutError.
+   */
   attempt(n) {
     const { o, signal } = this;
-    let ctxSignal = signal;
-    let controller = null;
-    if (o.attemptTimeoutMs > 0) {
-      controller = this.attemptController = new AbortController();
-      ctxSignal = controller.signal;
+    let bound = null;
+    if (o.bounded) {
+      if (this.engine === null) {
+        // Attempt 1 (the engine starts at the first failure): the policy's first bound.
+        bound = o.firstBoundMs;
+        this.boundAt = this.t0 + bound;
+      } else {
+        bound = native.callRemainingMs(this.engine, this.attemptStart + this.base);
+        this.boundAt = this.attemptStart + bound;
+      }
     }
+    const ctx = bound === null ? new AttemptContext(n, signal) : new BoundedAttemptContext(n, bound, this.boundAt);
+    if (bound !== null) this.attemptCtx = ctx;
     return new Promise((resolve) => {
       let timer;
       let settled = false;
@@ -172,26 +212,42 @@ class CallRun {
         if (settled) return;
         settled = true;
         this.interrupt = null;
-        if (controller !== null) {
-          clearTimeout(timer);
-          this.attemptController = null;
-        }
+        this.attemptCtx = null;
+        this.cut = null;
+        if (timer !== undefined) clearBound(timer);
         if (outcome === OK) this.value = payload;
         else if (outcome === FAILED) this.error = payload;
         resolve(outcome);
       };
       this.interrupt = () => settle(ABORTED);
-      if (controller !== null) {
-        const ms = o.attemptTimeoutMs;
-        timer = setTimeout(() => {
-          const err = new DOMException(`${o.name}: attempt ${n} timed out after ${ms} ms`, 'TimeoutError');
-          controller.abort(err);
+      if (bound !== null && o.interrupts) {
+        const cut = () => {
+          const err = boundError(o, n, bound);
+          if (isDeadline(o, bound)) this.deadlineError = err;
+          abortAttempt(ctx, err);
           settle(FAILED, err);
-        }, ms);
+        };
+        if (isDeadline(o, bound)) {
+          // Every attempt the deadline bounds ends at the same time: one timer for the
+          // call, armed at the first of them, cuts whichever attempt is running then:
+          // the retrier's queue for a first attempt (all of them share its bound).
+          this.cut = cut;
+          if (this.engine === null && o.queue !== null) {
+            this.queued = o.queue.add(this.expired, (lastSeenVirtual() ? perf.now() : this.t0) + bound);
+          } else if (this.queued === SETTLED && this.deadlineTimer === undefined) {
+            this.deadlineTimer = armBound(bound, o.unref, () => {
+              // Fired (perhaps during a wait, a little early): a later attempt arms anew.
+              this.deadlineTimer = undefined;
+              this.cut?.();
+            });
+          }
+        } else {
+          timer = armBound(bound, o.unref, cut);
+        }
       }
       let result;
       try {
-        result = o.attemptTimeoutMs > 0 || signal !== undefined ? this.fn(new AttemptContext(n, ctxSignal)) : this.fn(new AttemptContext(n, undefined));
+        result = this.fn(ctx);
       } catch (err) {
         settle(FAILED, err);
         return;
@@ -218,6 +274,13 @@ class CallRun {
   fail(error) {
     this.keep(error);
     this.lastWasValue = false;
+    if (error === this.deadlineError) {
+      // The deadline cut the attempt short: the call cannot go on, whatever shouldRetry
+      // would say of a TimeoutError. Recorded at its bound at the earliest (a timer may
+      // fire a little early on the clock), so the engine ends the call with reason
+      // deadline.
+      return this.record(error, V_TRANSIENT, undefined, false, Math.max(now(), this.boundAt));
+    }
     let answer;
     try {
       answer = this.o.shouldRetry(error);
@@ -304,9 +367,9 @@ class CallRun {
   }
 
   /** Tells the engine; returns the wait or throws the outcome (hookFailed throws its own). */
-  record(error, verdict, hint, fromHook = false) {
+  record(error, verdict, hint, fromHook = false, at = now()) {
     const id = this.engineCall();
-    this.recordedAt = now();
+    this.recordedAt = at;
     const decision = native.callRecord(id, verdict, hint, this.recordedAt + this.base);
     this.emit(error);
     if (decision >= 0) return decision;
@@ -396,6 +459,77 @@ class CallRun {
   }
 }
 
+/** Whether an attempt bound of `bound` ms was the deadline (not the attempt timeout). */
+function isDeadline(o, bound) {
+  return o.attemptTimeoutMs === 0 || bound < o.attemptTimeoutMs;
+}
+
+/** What an attempt cut short by its bound fails with (a TimeoutError, as fetch's). */
+function boundError(o, n, bound) {
+  const message = isDeadline(o, bound)
+    ? `${o.name}: attempt ${n} ran past the deadline (it had ${Math.round(bound)} ms left)`
+    : `${o.name}: attempt ${n} timed out after ${o.attemptTimeoutMs} ms`;
+  return new DOMException(message, 'TimeoutError');
+}
+
+/**
+ * The fast path's bounded first attempt (no signal, no listener, no budget): fn's
+ * promise raced against the retrier's queued timer (lib/bound.js) instead of a timer of
+ * its own. Past the bound its signal aborts and the call goes on from the TimeoutError;
+ * a failure first goes on from that failure.
+ */
+function boundedFirstAttempt(o, fn, t0) {
+  const bound = o.firstBoundMs;
+  const ctx = new BoundedAttemptContext(1, bound, t0 + bound);
+  let result;
+  try {
+    result = fn(ctx);
+  } catch (err) {
+    return new CallRun(o, fn, undefined, t0, true).run(err, true);
+  }
+  if (!isThenable(result)) return Promise.resolve(result);
+  if (!o.interrupts) {
+    // The attempt bounds itself (retryingFetch): nothing to race.
+    return Promise.resolve(result).then(undefined, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
+  }
+  const queue = o.queue;
+  return new Promise((resolve) => {
+    // The entry's position in the queue; SETTLED once the attempt is over either way.
+    let at = SETTLED;
+    // The call loop, once the attempt failed: a first bound that is the deadline is the
+    // call's deadline, so the entry is handed over to it rather than settled.
+    let run = null;
+    const failed = (err) => {
+      if (err === EXPIRED && run !== null) return run.expired();
+      if (at === SETTLED) return; // after the bound passed: a late failure is dropped
+      run = new CallRun(o, fn, undefined, t0, true);
+      if (err === EXPIRED) {
+        err = boundError(o, 1, bound);
+        abortAttempt(ctx, err);
+        if (isDeadline(o, bound)) {
+          run.deadlineError = err;
+          run.boundAt = t0 + bound;
+        }
+      } else if (isDeadline(o, bound)) {
+        run.queued = at;
+      } else {
+        queue.settle(at);
+      }
+      at = SETTLED;
+      resolve(run.run(err, true));
+    };
+    // On performance.now()'s time base, the queue's: t0 is on it unless virtual time is on.
+    at = queue.add(failed, (lastSeenVirtual() ? perf.now() : t0) + bound);
+    (result instanceof Promise ? result : Promise.resolve(result)).then((v) => {
+      if (at === SETTLED) return;
+      queue.settle(at);
+      at = SETTLED;
+      resolve(v);
+    }, failed);
+  });
+}
+
+
 function notBoolean(option, answer) {
   return new TypeError(`${option} must return a boolean (or a Promise of one), got ${typeName(answer)}`);
 }
@@ -422,4 +556,4 @@ function hookError(thrown, original) {
   return wrapped;
 }
 
-module.exports = { CallRun, isThenable };
+module.exports = { CallRun, isThenable, boundedFirstAttempt, isDeadline };

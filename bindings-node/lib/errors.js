@@ -48,4 +48,19 @@ Object.defineProperty(RetryExhaustedError.prototype, 'name', {
   configurable: true,
 });
 
-module.exports = { RetryExhaustedError, describe };
+// An HTTP helper's client error that ended a call out of retries (lib/http-common.js,
+// exhaustedAs): it stays the client's own type and is also a RetryExhaustedError.
+const EXHAUSTED = Symbol('retryrs.exhausted');
+const ownInstance = Function.prototype[Symbol.hasInstance];
+Object.defineProperty(RetryExhaustedError, Symbol.hasInstance, {
+  value(v) {
+    return ownInstance.call(this, v) || (this === RetryExhaustedError && v !== null && typeof v === 'object' && v[EXHAUSTED] === true);
+  },
+  configurable: true,
+});
+
+function markExhausted(err) {
+  Object.defineProperty(err, EXHAUSTED, { value: true, configurable: true, enumerable: false });
+}
+
+module.exports = { RetryExhaustedError, describe, markExhausted };

@@ -7,33 +7,63 @@ export type FetchFunction = (input: any, init?: any) => Promise<any>;
 /** The global fetch's own type where the program has one (DOM lib or @types/node). */
 export type GlobalFetch = typeof globalThis extends { fetch: infer G extends FetchFunction } ? G : FetchFunction;
 
-export interface RetryingFetchOptions<F extends FetchFunction = GlobalFetch> {
-  /** Policy, listener, budget, deadline (default: `new Retrier()`). Its `shouldRetry`
-   * and `retryAfterMs` are not used: the core's HTTP rules decide. Its
-   * `attemptTimeoutMs` aborts each request still waiting for its response headers (one
-   * with a one-shot body too, and one whose `fetch` ignores the signal is abandoned);
-   * that is a read timeout, sent again only for an idempotent method (a POST rejects
-   * with the TimeoutError). */
+/** The options every HTTP helper takes (retryrs/fetch, retryrs/axios, retryrs/undici, retryrs/got). */
+export interface HttpHelperOptions {
+  /** Policy, listener, budget, deadline, attempt timeout (default: `new Retrier()`). A
+   * retrier with its own `shouldRetry`, `shouldRetryResult` or `retryAfterMs` is refused
+   * (a TypeError naming the option): the core's HTTP rules decide, and Retry-After is the
+   * hint. */
   retrier?: Retrier;
-  /** The fetch that sends (default: the global fetch). */
-  fetch?: F;
   /** Methods whose network failures and listed statuses are retried (default:
    * IDEMPOTENT_METHODS). A failed connection is retried for every method. */
   methods?: readonly string[];
   /** Statuses retried (default: RETRYABLE_STATUSES: 408, 425, 429, 500, 502, 503, 504). */
   statuses?: readonly number[];
+  /** Query keys whose values are redacted in events and error messages, on top of the
+   * core's list (OpenTelemetry's url.full keys, token, access_token, api_key, key,
+   * password, X-Amz-Signature, ...), matched ignoring case. */
+  redactQuery?: readonly string[];
+  /** Whether a POST or PATCH with a non-empty Idempotency-Key header is resent like an
+   * idempotent method (default true). */
+  idempotencyKey?: boolean;
+}
+
+/** A request's own rules (fetch's `init.retry`, axios's and got's `retry`, undici's `retryrs`). */
+export interface RequestRetryOptions {
+  /** This request's attempt limit (the first attempt included; the retrier's other limits still apply). */
+  limit?: number;
+  methods?: readonly string[];
+  statuses?: readonly number[];
+  idempotencyKey?: boolean;
+}
+
+export interface RetryingFetchOptions<F extends FetchFunction = GlobalFetch> extends HttpHelperOptions {
+  /** Policy, listener, budget, deadline, attempt timeout (default: `new Retrier()`). Its
+   * `shouldRetry`, `shouldRetryResult` and `retryAfterMs` are refused: the core's HTTP rules decide. Each
+   * request, and the body read of the response it resolves with, is bounded by its
+   * attempt's bound (the time left before the deadline, or `attemptTimeoutMs` when
+   * sooner; one whose `fetch` ignores the signal is abandoned there). A request cut there
+   * is a read timeout, sent again only for an idempotent method (a POST rejects with the
+   * TimeoutError), unless undici reports it never wrote its headers (the connection was
+   * never made): a connect failure, sent again for every method. */
+  retrier?: Retrier;
+  /** The fetch that sends (default: the global fetch). */
+  fetch?: F;
 }
 
 /**
  * A function with `fetch`'s signature that retries what the core calls transient. Out of
  * retries on a status it resolves with the last response; on a network failure it rejects
- * with RetryExhaustedError. `init.signal` cancels waits and attempts.
+ * with fetch's own error (a TypeError) carrying `attempts`, `reason`, `retrier` and
+ * `errors`, which is also `instanceof RetryExhaustedError`. `init.signal` cancels waits
+ * and attempts; `init.retry` (RequestRetryOptions) overrides the rules for one request.
+ * A body that can be read once (a stream) is sent once, through the retrier (events).
  */
 export declare function retryingFetch<F extends FetchFunction>(options: RetryingFetchOptions<F> & { fetch: F }): F;
 export declare function retryingFetch(options?: RetryingFetchOptions<GlobalFetch>): GlobalFetch;
 
-/** The URL with `user:pass@` and signing query values replaced by REDACTED. */
-export declare function redactUrl(url: string): string;
+/** The URL with `user:pass@` and the values of the core's query keys (and `keys`) replaced by REDACTED. */
+export declare function redactUrl(url: string, keys?: readonly string[]): string;
 
 /** GET, HEAD, OPTIONS, TRACE, PUT, DELETE. */
 export declare const IDEMPOTENT_METHODS: readonly string[];
@@ -44,14 +74,33 @@ export declare class HttpRetryError extends Error {
   readonly url: string;
 }
 
-/** A retryable status (its body already released); `retryAfterMs` from Retry-After. */
+/**
+ * A retryable status; `retryAfterMs` from Retry-After. At most the first 64 KiB of its
+ * body were read to free the connection, a longer or stalled body cancelled.
+ */
 export declare class RetryableStatusError extends HttpRetryError {
   readonly status: number;
   readonly retryAfterMs: number | undefined;
+}
+
+/** A final response that is not a success (4xx, 5xx not retried): the call ends `rejected`, error.type the status. */
+export declare class FinalStatusError extends HttpRetryError {
+  readonly status: number;
 }
 
 /** A transient network failure; `connect`: no connection was made. `cause`: fetch's error. */
 export declare class RequestFailedError extends HttpRetryError {
   readonly connect: boolean;
   readonly cause: unknown;
+}
+
+/** A network failure the rules do not repeat (a POST reset after it was sent): the call
+ * ends `rejected`, error.type the client's code; the helper rejects with `cause`. */
+export declare class FinalNetworkError extends RequestFailedError {}
+
+declare global {
+  interface RequestInit {
+    /** retryrs/fetch: this request's own attempt limit, methods, statuses, Idempotency-Key rule. */
+    retry?: RequestRetryOptions;
+  }
 }

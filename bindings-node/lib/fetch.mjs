@@ -2,5 +2,5 @@
 // one Retrier class.
 import cjs from './fetch.js';
 
-export const { retryingFetch, redactUrl, HttpRetryError, RetryableStatusError, RequestFailedError, IDEMPOTENT_METHODS } = cjs;
+export const { retryingFetch, redactUrl, HttpRetryError, RetryableStatusError, FinalStatusError, RequestFailedError, FinalNetworkError, IDEMPOTENT_METHODS } = cjs;
 export default cjs;

@@ -38,16 +38,18 @@ function isRetryableStatus(status) {
  * response back as it is) or 'fail' (a network failure that must not be repeated).
  * Give `status`, or `failure`: 'connect' (never connected, nothing sent) or 'network'.
  * `retryMethods` / `retryStatuses` replace the default lists (idempotent methods; 408,
- * 425, 429, 500, 502, 503, 504).
+ * 425, 429, 500, 502, 503, 504). `idempotencyKey`: the request's Idempotency-Key header
+ * value (a POST or PATCH with one is repeatable unless `honourIdempotencyKey` is false).
  * @param {{ method: string, status?: number, failure?: 'connect' | 'network',
- *   retryMethods?: string[], retryStatuses?: number[] }} request
+ *   retryMethods?: string[], retryStatuses?: number[], idempotencyKey?: string | null,
+ *   honourIdempotencyKey?: boolean }} request
  * @returns {'retry' | 'response' | 'fail'}
  */
 function classifyHttp(request) {
   if (request === null || typeof request !== 'object') {
     throw new TypeError(`classifyHttp(request): request must be an object, got ${request === null ? 'null' : typeof request}`);
   }
-  const { method, status, failure, retryMethods, retryStatuses } = request;
+  const { method, status, failure, retryMethods, retryStatuses, idempotencyKey, honourIdempotencyKey } = request;
   if (typeof method !== 'string') throw new TypeError(`classifyHttp: method must be a string, got ${typeof method}`);
   if ((status === undefined) === (failure === undefined)) {
     throw new TypeError("classifyHttp: give exactly one of status or failure ('connect' or 'network')");
@@ -64,7 +66,13 @@ function classifyHttp(request) {
   if (retryStatuses !== undefined && !(Array.isArray(retryStatuses) && retryStatuses.every((s) => Number.isInteger(s) && s >= 0 && s <= 65535))) {
     throw new TypeError('classifyHttp: retryStatuses must be an array of HTTP statuses');
   }
-  return native.classifyHttp(method, status ?? null, failure ?? null, retryMethods ?? null, retryStatuses ?? null);
+  if (idempotencyKey !== undefined && idempotencyKey !== null && typeof idempotencyKey !== 'string') {
+    throw new TypeError(`classifyHttp: idempotencyKey must be the header's value (a string), got ${typeof idempotencyKey}`);
+  }
+  if (honourIdempotencyKey !== undefined && typeof honourIdempotencyKey !== 'boolean') {
+    throw new TypeError(`classifyHttp: honourIdempotencyKey must be a boolean, got ${typeof honourIdempotencyKey}`);
+  }
+  return native.classifyHttp(method, status ?? null, failure ?? null, retryMethods ?? null, retryStatuses ?? null, idempotencyKey ?? null, honourIdempotencyKey ?? true);
 }
 
 const RETRYABLE_STATUSES = Object.freeze(native.retryableStatuses());

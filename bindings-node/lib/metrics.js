@@ -45,6 +45,9 @@ const RETRY_SPAN_EVENT = 'retryrs.retry';
 // Retry-After); the default policy caps backoff at 5 s. Same in every host.
 const DELAY_BUCKETS = Object.freeze([0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]);
 
+// The key under which an error states its own error.type (lib/http-common.js).
+const ERROR_TYPE = Symbol.for('retryrs.errorType');
+
 // The events that end a call (each counts one call, itself the outcome), and those that
 // end with the caller's error, the only ones that carry error.type.
 const OUTCOMES = new Set(['success', 'rejected', 'exhausted', 'cancelled']);
@@ -58,6 +61,9 @@ const FAILED_OUTCOMES = new Set(['rejected', 'exhausted']);
  */
 function errorType(error) {
   if (error !== null && (typeof error === 'object' || typeof error === 'function')) {
+    // An HTTP helper's failure says its own: the status code, or the client's error code.
+    const stated = error[ERROR_TYPE];
+    if (typeof stated === 'string' && stated !== '') return stated;
     const name = typeof error.name === 'string' && error.name !== '' ? error.name : undefined;
     const ctor = typeof error.constructor === 'function' ? error.constructor : undefined;
     const ctorName = ctor && typeof ctor.name === 'string' && ctor.name !== '' ? ctor.name : undefined;
@@ -128,5 +134,5 @@ function rejectUnknownOptions(where, options, known) {
 module.exports = {
   CALLS, RETRIES, RETRY_DELAY, UNITS, HELP, ATTR, LABEL, RETRY_SPAN_EVENT, DELAY_BUCKETS,
   BREAKER_STATE, BREAKER_REJECTIONS, BREAKER_UNITS, BREAKER_HELP,
-  errorType, promName, measure, requirePeer, rejectUnknownOptions,
+  ERROR_TYPE, errorType, promName, measure, requirePeer, rejectUnknownOptions,
 };

@@ -7,18 +7,20 @@ const { breakerHandle } = require('./breaker');
 const { rethrowProblem } = require('./problem');
 const { isTransientError, retryAfterFromError } = require('./predicate');
 const { listenerOf } = require('./events');
+const { BoundQueue } = require('./bound');
 
 // The policy's knobs come from the core's knob table (Node spelling included); only the
 // options that exist in Node alone are declared here.
 const KNOBS = native.knobs();
 const NUMBERS = KNOBS.filter((k) => k.numeric);
 const FUNCTIONS = ['shouldRetry', 'shouldRetryResult', 'retryAfterMs'];
-const HOST_ONLY = [...FUNCTIONS, 'onEvent', 'attemptTimeoutMs', 'unref'];
+const HOST_ONLY = [...FUNCTIONS, 'onEvent', 'unref'];
 // The engine objects that are not knobs of the table (the budget is one): the breaker.
 const OBJECTS = ['breaker'];
 const KNOWN = new Set([...KNOBS.map((k) => k.option), ...HOST_ONLY, ...OBJECTS]);
-// setTimeout cannot arm a longer timer (it would fire at once).
-const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+// What Retrier.fromPolicy takes: the host options, and the one knob code may override
+// (the attempt timeout: how long one request may take is often the caller's to say).
+const FROM_POLICY = [...HOST_ONLY, 'attemptTimeoutMs'];
 
 // Option names from p-retry, cockatiel and async-retry (and near misses of ours), and
 // what to write instead: `unknown option` alone leaves a migrating user guessing.
@@ -113,15 +115,28 @@ function normalise(options) {
  * A document's policy (lib/policies.js) with the options only code can give; the knobs
  * are the document's, so passing one is a TypeError.
  */
-function normaliseFromPolicy(handle, hasBudget, options) {
+function normaliseFromPolicy(policyHandle, hasBudget, options) {
+  let handle = policyHandle;
   if (options === undefined || options === null) options = {};
   if (typeof options !== 'object') throw new TypeError(`Retrier.fromPolicy options must be an object, got ${typeName(options)}`);
   for (const key of Object.keys(options)) {
-    if (!HOST_ONLY.includes(key)) {
-      throw new TypeError(`Retrier.fromPolicy: unknown option '${key}' (it takes ${HOST_ONLY.join(', ')}; the knobs come from the policy)`);
+    if (!FROM_POLICY.includes(key)) {
+      throw new TypeError(`Retrier.fromPolicy: unknown option '${key}' (it takes ${FROM_POLICY.join(', ')}; the knobs come from the policy)`);
     }
   }
-  return finish(handle, hasBudget, hostParts(options));
+  const host = hostParts(options);
+  if (options.attemptTimeoutMs !== undefined) {
+    // The document's policy with the caller's attempt timeout (null: none), validated by
+    // the engine like any knob.
+    const t = options.attemptTimeoutMs;
+    if (t !== null && typeof t !== 'number') throw new TypeError(`attemptTimeoutMs must be a number or null (off), got ${typeName(t)}`);
+    try {
+      handle = handle.withAttemptTimeout(t);
+    } catch (err) {
+      rethrowProblem(err);
+    }
+  }
+  return finish(handle, hasBudget, host);
 }
 
 /** The options that exist in Node alone, checked. */
@@ -136,25 +151,19 @@ function hostParts(options) {
     if (!ok) throw new TypeError(`onEvent must be a function or an array of functions, got ${typeName(l)}`);
   }
   if (given('unref') && typeof options.unref !== 'boolean') throw new TypeError(`unref must be a boolean, got ${typeName(options.unref)}`);
-  let attemptTimeoutMs = 0;
-  if (given('attemptTimeoutMs') && options.attemptTimeoutMs !== null) {
-    const t = options.attemptTimeoutMs;
-    if (typeof t !== 'number') throw new TypeError(`attemptTimeoutMs must be a number, got ${typeName(t)}`);
-    if (!(t > 0 && t <= MAX_TIMEOUT_MS)) throw new RangeError(`attemptTimeoutMs must be > 0 and <= ${MAX_TIMEOUT_MS}, got ${t}`);
-    attemptTimeoutMs = t;
-  }
-  return { options, attemptTimeoutMs };
+  return { options };
 }
 
 /** The fixed shape calls read: a native policy and the host parts. */
 function finish(handle, hasBudget, host) {
   const budget = hasBudget ? true : undefined;
   const { options } = host;
-  // A knob of the core's policy (a document's included); fromPolicy may override it.
-  const attemptTimeoutMs = host.attemptTimeoutMs > 0 ? host.attemptTimeoutMs : Math.min(handle.number('attempt_timeout') ?? 0, MAX_TIMEOUT_MS);
   const onEvent = listenerOf(options.onEvent);
   // Every call asks a breaker first and tells it how it ended.
   const hasBreaker = handle.hasBreaker;
+  // The engine's bound on a call's first attempt (null: unbounded): later attempts ask
+  // the engine's call (native.callRemainingMs).
+  const firstBoundMs = handle.firstBoundMs;
   return Object.freeze({
     policy: handle,
     policyId: handle.id,
@@ -164,20 +173,30 @@ function finish(handle, hasBudget, host) {
     // None by default: every value is a success (the contract's default).
     shouldRetryResult: options.shouldRetryResult,
     onEvent,
-    attemptTimeoutMs,
+    // The policy's knob (0: off), read to say which bound ended an attempt.
+    attemptTimeoutMs: handle.number('attempt_timeout') ?? 0,
+    firstBoundMs,
+    // Whether attempts are bounded (a deadline or an attempt timeout): each then has a
+    // timer and ctx.remainingMs.
+    bounded: firstBoundMs !== null,
+    // Whether the call loop arms the attempt's timer and interrupts it (false: the
+    // attempt bounds itself with ctx.remainingMs, as retryingFetch does).
+    interrupts: true,
     unref: options.unref === true,
     hasBudget: budget !== undefined,
     hasBreaker,
     // Whether even a first-attempt success needs the engine (a budget to credit, a
-    // breaker to ask, or an event to emit) or the full loop (a per-attempt timer, a value
-    // to judge).
-    needsFullLoop: onEvent !== undefined || budget !== undefined || hasBreaker || attemptTimeoutMs > 0 || options.shouldRetryResult !== undefined,
+    // breaker to ask, or an event to emit) or the full loop (a value to judge).
+    needsFullLoop: onEvent !== undefined || budget !== undefined || hasBreaker || options.shouldRetryResult !== undefined,
     // Whether the engine must hear of a success: to credit a budget, tell a breaker, or
     // emit an event.
     recordsSuccess: onEvent !== undefined || budget !== undefined || hasBreaker,
-    // Whether a call must read the clock at its start: for the deadline, a breaker or
-    // events. Without any, elapsed time changes no decision and the happy path skips it.
-    needsClock: handle.hasDeadline || onEvent !== undefined || hasBreaker,
+    // Whether a call must read the clock at its start: for the attempts' bounds, a
+    // breaker or events. Without any, elapsed time changes no decision and the happy path
+    // skips the read.
+    needsClock: firstBoundMs !== null || onEvent !== undefined || hasBreaker,
+    // The first attempts' timers of the fast path (lib/bound.js), one queue per retrier.
+    queue: firstBoundMs !== null ? new BoundQueue(options.unref === true) : null,
   });
 }
 
@@ -193,4 +212,4 @@ function seedOf(seed) {
   throw new TypeError(`seed must be a number or a bigint, got ${typeName(seed)}`);
 }
 
-module.exports = { normalise, normaliseFromPolicy, typeName, KNOBS, HOST_ONLY, OBJECTS };
+module.exports = { normalise, normaliseFromPolicy, typeName, KNOBS, HOST_ONLY, OBJECTS, FROM_POLICY };

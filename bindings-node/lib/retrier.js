@@ -6,9 +6,10 @@ const native = require('./native');
 const { now, startTime } = require('./clock');
 const { normalise, normaliseFromPolicy, typeName } = require('./options');
 const { policyParts } = require('./policies');
+const { rethrowProblem } = require('./problem');
 const { AttemptContext } = require('./attempt');
 const { reportListenerError } = require('./events');
-const { CallRun, isThenable } = require('./call');
+const { CallRun, isThenable, boundedFirstAttempt } = require('./call');
 const { wrapBreaker } = require('./breaker');
 
 // The CircuitBreaker object of each native policy, made on first ask.
@@ -22,7 +23,7 @@ function isAbortSignal(s) {
 // Options already normalised, for a retrier derived from another (see withClassifier).
 const DERIVED = Symbol('retryrs.derived');
 let derive;
-let attemptTimeoutOf;
+let optionsOf;
 
 // Options already normalised (by fromPolicy): the constructor takes them as they are.
 class Prebuilt {
@@ -46,7 +47,7 @@ class Retrier {
 
   static {
     derive = (retrier, hooks) => new Retrier({ [DERIVED]: Object.freeze({ ...retrier.#o, ...hooks }) });
-    attemptTimeoutOf = (retrier) => retrier.#o.attemptTimeoutMs;
+    optionsOf = (retrier) => retrier.#o;
   }
 
   /**
@@ -98,6 +99,8 @@ class Retrier {
     if (signal !== undefined && signal.aborted) return this.#abortedBeforeStart(o, signal);
     if (signal !== undefined || o.needsFullLoop) return new CallRun(o, fn, signal, o.needsClock ? now() : 0).run(undefined, false);
     const t0 = o.needsClock ? startTime() : 0;
+    // A bounded first attempt is raced against its bound (lib/bound.js).
+    if (o.bounded) return boundedFirstAttempt(o, fn, t0);
 
     // The fast path: no signal, no timer, no listener, no budget; no allocation but the
     // promise returned and the attempt's context, and no native crossing unless the
@@ -132,23 +135,39 @@ class Retrier {
 }
 
 /**
- * The same retrier (policy, listener, budget, attempt timeout) deciding with other hooks:
+ * The same retrier (policy, listener, budget, bounds) deciding with other hooks:
  * `shouldRetry` and `retryAfterMs`. The HTTP helper uses it: its verdicts are the core's
  * HTTP rules, not the user's predicate. `boundsAttempts`: the helper bounds each attempt
- * itself (with `attemptTimeoutMs(retrier)`), so the derived retrier has no attempt
- * timeout. Not part of the public API.
+ * itself (with ctx.remainingMs, the engine's bound), so the call loop arms no timer and
+ * never interrupts its attempts. Not part of the public API.
  */
 function withClassifier(retrier, shouldRetry, retryAfterMs, boundsAttempts = false) {
   if (!(retrier instanceof Retrier)) throw new TypeError(`retrier must be a Retrier, got ${typeName(retrier)}`);
   // No result predicate: a response is judged by the HTTP rules alone.
   const hooks = { shouldRetry, retryAfterMs, shouldRetryResult: undefined };
-  if (boundsAttempts) hooks.attemptTimeoutMs = 0;
+  if (boundsAttempts) hooks.interrupts = false;
   return derive(retrier, hooks);
 }
 
-/** A retrier's attemptTimeoutMs (0: none). Not part of the public API. */
-function attemptTimeoutMs(retrier) {
-  return attemptTimeoutOf(retrier);
+/**
+ * The same retrier with another attempt limit (the engine's policy with max_attempts
+ * changed; hooks, listener, budget and bounds kept): an HTTP request's retry.limit. Not
+ * part of the public API.
+ */
+function withMaxAttempts(retrier, n) {
+  if (!(retrier instanceof Retrier)) throw new TypeError(`retrier must be a Retrier, got ${typeName(retrier)}`);
+  let handle;
+  try {
+    handle = optionsOf(retrier).policy.withMaxAttempts(n);
+  } catch (err) {
+    rethrowProblem(err);
+  }
+  return derive(retrier, { policy: handle, policyId: handle.id });
 }
 
-module.exports = { Retrier, AttemptContext, withClassifier, attemptTimeoutMs };
+/** A retrier's normalised options (lib/options.js, finish). Not part of the public API. */
+function optionsOfRetrier(retrier) {
+  return optionsOf(retrier);
+}
+
+module.exports = { Retrier, AttemptContext, withClassifier, withMaxAttempts, optionsOf: optionsOfRetrier };

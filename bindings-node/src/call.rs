@@ -221,6 +221,18 @@ pub fn call_refusal(id: f64) -> napi::Result<Option<(String, f64)>> {
     })
 }
 
+/// The bound of the attempt in progress at `now_ms`: the time it has left before the
+/// deadline or its attempt timeout, whichever is sooner (0 once past it), in ms; null when
+/// it is unbounded. The engine's answer (`Call::remaining`): the JS layer arms its timer
+/// and `ctx.remainingMs` from it and never computes a bound itself.
+#[napi]
+pub fn call_remaining_ms(id: f64, now_ms: f64) -> napi::Result<Option<f64>> {
+    with_slot(id, |slot| {
+        let left = slot.call.remaining(duration(now_ms)).map_err(|e| napi::Error::from_reason(e.to_string()))?;
+        Ok(left.map(retryrs::units::ms_from_duration))
+    })
+}
+
 /// The current attempt; once ended, the number of attempts made.
 #[napi]
 pub fn call_attempt(id: f64) -> napi::Result<u32> {

@@ -48,9 +48,11 @@ pub fn classify_http(
     failure: Option<String>,
     retry_methods: Option<Vec<String>>,
     retry_statuses: Option<Vec<f64>>,
+    idempotency_key: Option<String>,
+    honour_idempotency_key: Option<bool>,
 ) -> napi::Result<String> {
     guarded(|| {
-        use retryrs::http::{classify, HttpOutcome, HttpRules};
+        use retryrs::http::{classify_request, HttpOutcome, HttpRules};
         let as_status = |s: f64| -> napi::Result<u16> {
             if s.fract() == 0.0 && (0.0..=f64::from(u16::MAX)).contains(&s) {
                 Ok(s as u16)
@@ -74,16 +76,43 @@ pub fn classify_http(
             None => None,
             Some(l) => Some(l.into_iter().map(as_status).collect::<napi::Result<_>>()?),
         };
-        let rules = HttpRules { methods: methods.as_deref(), statuses: statuses.as_deref(), ..HttpRules::default() };
-        Ok(classify(&method, outcome, &rules).as_str().to_owned())
+        let rules = HttpRules {
+            methods: methods.as_deref(),
+            statuses: statuses.as_deref(),
+            idempotency_key: honour_idempotency_key.unwrap_or(true),
+        };
+        Ok(classify_request(&method, idempotency_key.as_deref(), outcome, &rules).as_str().to_owned())
     })
 }
 
-/// The URL with credentials and signing query values replaced by `REDACTED`
-/// (OpenTelemetry's `url.full` rule).
+/// The URL with credentials and the values of the core's query keys (and `extra` ones)
+/// replaced by `REDACTED` (OpenTelemetry's `url.full` rule, widened).
 #[napi]
-pub fn redact_url(url: String) -> napi::Result<String> {
-    guarded(|| Ok(retryrs::redact_url(&url)))
+pub fn redact_url(url: String, extra: Option<Vec<String>>) -> napi::Result<String> {
+    guarded(|| Ok(retryrs::redact_url_with(&url, extra.as_deref().unwrap_or(&[]))))
+}
+
+/// Checks a helper's `redactQuery` keys when it is made: an error names the bad key.
+#[napi]
+pub fn check_redact_keys(keys: Vec<String>) -> napi::Result<()> {
+    guarded(|| retryrs::check_redact_keys(&keys).map_err(|m| napi::Error::new(napi::Status::InvalidArg, m)))
+}
+
+/// The query keys every helper redacts (the core's one list).
+#[napi]
+pub fn redacted_query_keys() -> napi::Result<Vec<String>> {
+    guarded(|| Ok(retryrs::REDACTED_QUERY_KEYS.iter().map(|k| (*k).to_string()).collect()))
+}
+
+/// Whether a final response's status is an error (the core's `is_error_status`): the call
+/// then ends `rejected`, not `success`, in events and metrics.
+#[napi]
+pub fn is_failed_status(status: f64) -> napi::Result<bool> {
+    guarded(|| {
+        Ok(status.fract() == 0.0
+            && (0.0..=f64::from(u16::MAX)).contains(&status)
+            && retryrs::http::is_error_status(status as u16))
+    })
 }
 
 /// The idempotent methods (GET, HEAD, OPTIONS, TRACE, PUT, DELETE).

@@ -34,6 +34,7 @@ pub fn event_kinds_carrying_error() -> napi::Result<Vec<String>> {
             EventKind::Rejected,
             EventKind::Exhausted,
             EventKind::Cancelled,
+            EventKind::Hedge,
         ];
         Ok(all.iter().filter(|k| k.carries_error()).map(|k| k.as_str().to_string()).collect())
     })

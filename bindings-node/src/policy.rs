@@ -5,10 +5,11 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
-use retryrs::{Jitter, Policy, Setting};
+use retryrs::{units, Jitter, Policy, PolicyBuilder, Setting};
 
 use crate::breaker::NativeBreaker;
 use crate::budget::NativeBudget;
@@ -161,6 +162,45 @@ impl NativePolicy {
     #[napi(getter)]
     pub fn has_deadline(&self) -> napi::Result<bool> {
         guarded(|| Ok(self.inner.deadline().is_some()))
+    }
+
+    /// The bound of a call's first attempt, in ms (the engine's `attempt_deadline` for a
+    /// call and an attempt both starting at 0: the deadline or the sooner attempt
+    /// timeout), or null when attempts are unbounded. Read once per retrier: the JS layer
+    /// starts its engine call lazily, at the first failure, so attempt 1 asks here.
+    #[napi(getter)]
+    pub fn first_bound_ms(&self) -> napi::Result<Option<f64>> {
+        guarded(|| Ok(self.inner.attempt_deadline(Duration::ZERO, Duration::ZERO).map(units::ms_from_duration)))
+    }
+
+    /// The same policy with another attempt timeout (ms, or null for none): what
+    /// `Retrier.fromPolicy(policy, { attemptTimeoutMs })` runs. A bad value throws like
+    /// `create` does.
+    #[napi]
+    pub fn with_attempt_timeout(&self, ms: Option<f64>) -> napi::Result<NativePolicy> {
+        guarded(|| {
+            let given: HashMap<String, f64> = ms.map(|v| ("attempt_timeout".to_string(), v)).into_iter().collect();
+            let built = PolicyBuilder::from(&*self.inner)
+                .attempt_timeout_ms(ms)
+                .build()
+                .map_err(|e| Problem::from_policy(e, &given).into_error())?;
+            NativePolicy::from_policy(Arc::new(built))
+        })
+    }
+
+    /// The same policy with another attempt limit: what an HTTP helper runs for a request
+    /// whose `retry.limit` differs from its retrier's (the budget, deadline and the other
+    /// knobs kept). A bad value throws like `create` does.
+    #[napi]
+    pub fn with_max_attempts(&self, n: f64) -> napi::Result<NativePolicy> {
+        guarded(|| {
+            let given: HashMap<String, f64> = [("max_attempts".to_string(), n)].into_iter().collect();
+            let built = PolicyBuilder::from(&*self.inner)
+                .set("max_attempts", Setting::Number(n))
+                .and_then(|b| b.build())
+                .map_err(|e| Problem::from_policy(e, &given).into_error())?;
+            NativePolicy::from_policy(Arc::new(built))
+        })
     }
 
     /// Whether the policy has a budget (a first-attempt success must then be recorded).

@@ -2,7 +2,7 @@
 // The conformance vectors (tests/conformance/*.json at the repo root) through the public
 // JS API only: a Retrier with the vector's policy, onEvent to watch, an AbortController
 // fired from the listener for cancel_during_wait, and the virtual-time switch (advance)
-// for takes_ms and wait_overrun_ms. Prints `conformance: N passed, M failed` (none skipped) and writes
+// for takes_ms and wait_overrun_ms. Prints `conformance: N passed, M failed, K skipped` (the hedging vectors) and writes
 // build/conformance/node.txt (or $RETRYRS_CONFORMANCE_DIR) for the summary of `make test`.
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -72,6 +72,9 @@ async function runCall(retrier, script, atMs) {
   const cancelReason = new Error('cancelled by the vector');
   const thrown = [];
   const events = [];
+  // Each attempt's bound as the attempt sees it when it starts (ctx.remainingMs, before
+  // takes_ms advances the clock): compared where a vector gives bounds_ms.
+  const bounds = [];
   let calls = 0;
   let overcalled = false;
   retrier.script = script;
@@ -86,6 +89,7 @@ async function runCall(retrier, script, atMs) {
     const step = script[calls];
     calls += 1;
     assert.equal(ctx.attempt, calls, 'ctx.attempt counts the calls of fn');
+    bounds.push(ctx.remainingMs);
     if (!step) {
       overcalled = true;
       throw new TypeError('fn called more often than the script has entries');
@@ -128,7 +132,7 @@ async function runCall(retrier, script, atMs) {
     breakerState = retrier.retrier.breaker?.state;
     testing.disable();
   }
-  return { value, error, outcome, events, thrown, calls, overcalled, breakerState };
+  return { value, error, outcome, events, thrown, calls, overcalled, bounds, breakerState };
 }
 
 async function checkCallVector(v) {
@@ -167,6 +171,10 @@ async function checkCallVector(v) {
     if (want.delays_ms) {
       const delays = got.events.filter((e) => e.kind === 'retrying').map((e) => e.delayMs);
       assert.deepEqual(delays, want.delays_ms, `${where}: delays`);
+    }
+    if (want.bounds_ms !== undefined) {
+      // Exact: on the virtual clock the time left is a whole number of milliseconds.
+      assert.deepEqual(got.bounds, want.bounds_ms, `${where}: each attempt's bound (ctx.remainingMs)`);
     }
     if (want.events) {
       const seen = got.events.map((e, k) => {
@@ -252,7 +260,20 @@ test('the conformance vectors exist', () => {
   assert.equal(ids.size, vectors.length, 'vector ids are unique');
 });
 
+// A vector whose policy hedges (a policy's "hedge", a service config's hedgingPolicy):
+// Node cannot run it yet, so it is skipped, counted and named with the reason
+// (tests/conformance/README.md allows this skip only).
+const HEDGING_PENDING = 'hedging: host support pending';
+const usesHedging = (v) =>
+  'hedge' in (v.policy || {}) || ((v.service_config || {}).methodConfig || []).some((c) => 'hedgingPolicy' in c);
+let skipped = 0;
+
 for (const v of vectors) {
+  if (usesHedging(v)) {
+    skipped += 1;
+    test(`${v.file} ${v.id}`, { skip: HEDGING_PENDING }, () => {});
+    continue;
+  }
   test(`${v.file} ${v.id}`, async () => {
     try {
       await check(v);
@@ -265,8 +286,8 @@ for (const v of vectors) {
 }
 
 test.after(() => {
-  const line = `conformance: ${passed} passed, ${failed} failed`;
+  const line = `conformance: ${passed} passed, ${failed} failed, ${skipped} skipped`;
   console.log(line);
   fs.mkdirSync(outDir, { recursive: true });
-  fs.writeFileSync(path.join(outDir, 'node.txt'), `node ${passed} ${failed}\n`);
+  fs.writeFileSync(path.join(outDir, 'node.txt'), `node ${passed} ${failed} ${skipped}\n`);
 });

@@ -28,3 +28,14 @@ test('a call works through the ESM entry point', async () => {
   assert.equal(parseRetryAfter('2'), 2000);
   assert.equal(isRetryableStatus(503), true);
 });
+
+test('the HTTP helpers\' subpaths import as ES modules, with named exports', async () => {
+  const { retryAxios } = await import('retryrs/axios');
+  const { retryInterceptor } = await import('retryrs/undici');
+  const { retryGot } = await import('retryrs/got');
+  const { FinalStatusError } = await import('retryrs/fetch');
+  assert.equal(retryAxios, require('retryrs/axios').retryAxios);
+  assert.equal(typeof retryInterceptor, 'function');
+  assert.equal(typeof retryGot, 'function');
+  assert.equal(FinalStatusError, require('retryrs/fetch').FinalStatusError);
+});

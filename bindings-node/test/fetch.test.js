@@ -126,14 +126,15 @@ for (const [label, impl] of FETCHES) {
     assert.ok(done, 'the late body was cancelled (its connection freed), not left unread');
   });
 
-  test(`${label}: a 404 is returned at once`, async (t) => {
+  test(`${label}: a 404 is returned at once, the call counted rejected (not a success)`, async (t) => {
     const s = await startServer();
     t.after(() => s.close());
     const url = s.script([404, 200]);
     const { retrier, events } = fast();
     assert.equal((await make(retrier)(url)).status, 404);
     assert.equal(s.hits(url), 1);
-    assert.deepEqual(events.map((e) => e.kind), ['success']);
+    assert.deepEqual(events.map((e) => e.kind), ['attempt_failed', 'rejected']);
+    assert.equal(events[1].error.status, 404);
   });
 
   test(`${label}: a POST answered 503 is not retried; a POST answered by a reset rejects with fetch's error`, async (t) => {
@@ -154,10 +155,13 @@ for (const [label, impl] of FETCHES) {
       () => assert.fail('resolved'),
       (e) => e,
     );
-    assert.ok(err instanceof RetryExhaustedError);
+    // fetch's own error (its TypeError), carrying the retry information.
+    assert.ok(err instanceof TypeError && err instanceof RetryExhaustedError);
     assert.equal(err.attempts, 3);
-    assert.ok(err.cause instanceof RequestFailedError && err.cause.connect);
-    assert.match(err.cause.message, /could not connect: ECONNREFUSED/);
+    assert.equal(err.reason, 'attempts');
+    assert.equal(err.cause.code, 'ECONNREFUSED');
+    assert.ok(err.errors.at(-1) instanceof RequestFailedError && err.errors.at(-1).connect);
+    assert.match(err.errors.at(-1).message, /could not connect: ECONNREFUSED/);
     assert.equal(events.filter((e) => e.kind === 'retrying').length, 2);
   });
 
@@ -185,15 +189,15 @@ for (const [label, impl] of FETCHES) {
     assert.equal(events.at(-1).error.status, 503);
   });
 
-  test(`${label}: out of retries on resets, RetryExhaustedError with the reset as cause`, async (t) => {
+  test(`${label}: out of retries on resets, fetch's TypeError that is also a RetryExhaustedError`, async (t) => {
     const s = await startServer();
     t.after(() => s.close());
     const url = s.script(['reset']);
     const { retrier } = fast({ maxAttempts: 3 });
     const err = await make(retrier)(url).then(() => assert.fail('resolved'), (e) => e);
-    assert.ok(err instanceof RetryExhaustedError);
-    assert.ok(err.cause instanceof RequestFailedError && !err.cause.connect);
-    assert.ok(err.cause.cause instanceof TypeError); // fetch's "fetch failed"
+    assert.ok(err instanceof RetryExhaustedError && err instanceof TypeError); // fetch's "fetch failed"
+    assert.equal(err.attempts, 3);
+    assert.ok(err.errors.every((e) => e instanceof RequestFailedError && !e.connect));
     assert.equal(s.hits(url), 3);
   });
 
@@ -241,12 +245,30 @@ for (const [label, impl] of FETCHES) {
     const { retrier } = fast();
     const f = make(retrier);
     for (let i = 0; i < 100; i++) {
-      // A 1 MiB error body: more than the socket and stream buffers hold, so a response
-      // left unread would keep its connection busy and each retry would open another.
-      const res = await f(s.script([[503, undefined, 1 << 20], 200]));
+      // A 60 KiB error body, under the 64 KiB read to keep a connection: a response left
+      // unread would keep its connection busy and each retry would open another.
+      const res = await f(s.script([[503, undefined, 60 * 1024], 200]));
       assert.equal(await res.text(), 'ok');
     }
     assert.ok(s.stats.accepted <= 2, `${s.stats.accepted} connections`);
+  });
+
+  test(`${label}: a longer retried body is cancelled, not read whole: its connection is closed, none left open`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    const { retrier } = fast({ maxAttempts: 2 });
+    const f = make(retrier);
+    for (let i = 0; i < 20; i++) {
+      const res = await f(s.script([[503, undefined, 1 << 20], 200]));
+      assert.equal(await res.text(), 'ok');
+    }
+    // Out of retries, the last 503 comes back with what was read, then an error saying so.
+    const last = await f(s.script([[503, undefined, 1 << 20]]));
+    assert.equal(last.status, 503);
+    await assert.rejects(last.text(), /cut after 65536 bytes/);
+    // Each cancelled body closed its connection (the server sees it go).
+    for (let i = 0; i < 100 && s.stats.open > 2; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.ok(s.stats.open <= 2, `${s.stats.open} connections still open`);
   });
 
   test(`${label}: aborting mid-wait rejects at once with the signal's reason`, async (t) => {
@@ -352,4 +374,47 @@ test('each resend sets http.request.resend_count on the active span (OpenTelemet
   const spans = Object.fromEntries(exporter.getFinishedSpans().map((sp) => [sp.name, sp]));
   assert.equal(spans.GET.attributes['http.request.resend_count'], 2);
   assert.equal('http.request.resend_count' in spans['GET once'].attributes, false);
+});
+
+test('retryingFetch({ fetch: undici.fetch }) retries a body built with undici\'s own FormData', async (t) => {
+  const s = await startServer();
+  t.after(() => s.close());
+  assert.notEqual(undici.FormData, globalThis.FormData, 'undici\'s FormData is not the global one');
+  const form = new undici.FormData();
+  form.append('field', 'value');
+  const url = s.script([503, 200]);
+  const { retrier } = fast();
+  const res = await retryingFetch({ retrier, fetch: undici.fetch })(url, { method: 'PUT', body: form });
+  assert.equal(res.status, 200);
+  const bodies = s.requests.get(new URL(url).pathname).map((r) => r.body);
+  assert.equal(bodies.length, 2);
+  assert.ok(bodies.every((b) => b.includes('value')));
+});
+
+test('retryingFetch: a one-shot body emits the same events as any request', async (t) => {
+  const s = await startServer();
+  t.after(() => s.close());
+  const { retrier, events } = fast();
+  const ok = s.script([200]);
+  const stream = () => new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode('x')); c.close(); } });
+  assert.equal((await retryingFetch({ retrier })(ok, { method: 'PUT', body: stream(), duplex: 'half' })).status, 200);
+  assert.deepEqual(events.map((e) => e.kind), ['success']);
+  events.length = 0;
+  const failed = s.script([503, 200]);
+  assert.equal((await retryingFetch({ retrier })(failed, { method: 'PUT', body: stream(), duplex: 'half' })).status, 503);
+  assert.equal(s.hits(failed), 1);
+  assert.deepEqual(events.map((e) => e.kind), ['attempt_failed', 'rejected']);
+});
+
+test('retryingFetch refuses retrier hooks it cannot honour, naming them', () => {
+  assert.throws(() => retryingFetch({ retrier: new Retrier({ shouldRetry: () => true }) }), /retrier's shouldRetry cannot apply to HTTP/);
+  assert.throws(() => retryingFetch({ retrier: new Retrier({ shouldRetryResult: () => false }) }), /retrier's shouldRetryResult/);
+  assert.throws(() => retryingFetch({ retrier: new Retrier({ retryAfterMs: () => 5 }) }), /retrier's retryAfterMs/);
+  assert.throws(() => retryingFetch({ redactQuery: 'token' }), /redactQuery must be an array/);
+  assert.throws(() => retryingFetch({ redactQuery: ['a&b'] }), /redactQuery: .*a&b/);
+});
+
+test('redactUrl: the core\'s list (case-insensitive) and extra keys', () => {
+  assert.equal(redactUrl('https://h/p?token=abc&X-AMZ-SIGNATURE=def&x=1'), 'https://h/p?token=REDACTED&X-AMZ-SIGNATURE=REDACTED&x=1');
+  assert.equal(redactUrl('https://h/p?session=abc', ['session']), 'https://h/p?session=REDACTED');
 });

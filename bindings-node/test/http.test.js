@@ -118,3 +118,12 @@ test('classifyHttp: the core rule, and bad input named', () => {
   assert.throws(() => classifyHttp({ method: 'GET', status: 503, retryMethods: 'GET' }), TypeError);
   assert.throws(() => classifyHttp({ method: 'GET', status: 503, retryStatuses: [-1] }), TypeError);
 });
+
+test('classifyHttp: an Idempotency-Key makes a POST or PATCH repeatable (the core\'s rule), unless turned off', () => {
+  assert.equal(classifyHttp({ method: 'POST', status: 503 }), 'response');
+  assert.equal(classifyHttp({ method: 'POST', status: 503, idempotencyKey: 'k-1' }), 'retry');
+  assert.equal(classifyHttp({ method: 'PATCH', failure: 'network', idempotencyKey: 'k-1' }), 'retry');
+  assert.equal(classifyHttp({ method: 'POST', status: 503, idempotencyKey: '  ' }), 'response');
+  assert.equal(classifyHttp({ method: 'POST', status: 503, idempotencyKey: 'k-1', honourIdempotencyKey: false }), 'response');
+  assert.throws(() => classifyHttp({ method: 'POST', status: 503, idempotencyKey: 1 }), /idempotencyKey must be/);
+});

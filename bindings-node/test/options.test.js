@@ -31,7 +31,10 @@ test('out-of-range options throw RangeError naming the option and the value', ()
   throwsNaming({ seed: 1.5 }, RangeError, 'seed');
   throwsNaming({ seed: 2n ** 64n }, RangeError, 'seed');
   throwsNaming({ attemptTimeoutMs: 0 }, RangeError, 'attemptTimeoutMs');
-  throwsNaming({ attemptTimeoutMs: 2 ** 31 }, RangeError, 'attemptTimeoutMs');
+  throwsNaming({ attemptTimeoutMs: -1 }, RangeError, 'attemptTimeoutMs', '-1');
+  throwsNaming({ attemptTimeoutMs: 1e16 }, RangeError, 'attemptTimeoutMs', 'got 10000000000000000');
+  // Past setTimeout's longest timer it is armed in chunks, as the deadline is.
+  new Retrier({ attemptTimeoutMs: 2 ** 31 });
 });
 
 test('the value in a RangeError is spelt as JavaScript prints it', () => {

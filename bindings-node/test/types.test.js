@@ -12,6 +12,12 @@ test('index.d.ts types real use and rejects misuse (tsc --noEmit)', () => {
   assert.equal(res.status, 0, `tsc failed:\n${res.stdout}${res.stderr}`);
 });
 
+test('the HTTP helpers\' declarations fit axios, undici and got (tsc --noEmit)', () => {
+  const tsc = require.resolve('typescript/bin/tsc');
+  const res = spawnSync(process.execPath, [tsc, '-p', path.join(__dirname, 'types', 'tsconfig.http.json')], { encoding: 'utf8' });
+  assert.equal(res.status, 0, `tsc failed:\n${res.stdout}${res.stderr}`);
+});
+
 test("index.d.ts's RetrierOptions lists exactly the core's knob table plus Node's own options", () => {
   const ts = require('typescript');
   const { KNOBS, HOST_ONLY, OBJECTS } = require('../lib/options');

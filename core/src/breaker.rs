@@ -427,47 +427,78 @@ pub fn admit(policy: &Policy, now: Duration, sink: &mut impl FnMut(&Event<'_>)) 
     Some(admission)
 }
 
-/// The engine's side: what a call tells its policy's breaker, and the events it emits.
-/// Only reached when the policy has a breaker (`admission` is `Some`).
+/// What a call (one at a time or hedged) tells its policy's breaker: the engine's side,
+/// one piece of code for both. `admission` is what [`admit`] said at the start (`None`: no
+/// breaker); `on` gets each state change.
+pub(crate) fn count_attempt(
+    policy: &Policy,
+    admission: &mut Option<Admission>,
+    verdict: Verdict,
+    now: Duration,
+    on: &mut impl FnMut(Transition),
+) {
+    let (Some(breaker), Some(admitted)) = (&policy.breaker, *admission) else { return };
+    if !breaker.config.per_attempt || matches!(admitted, Admission::Refused { .. }) {
+        return;
+    }
+    let failed = matches!(verdict, Verdict::Transient { .. });
+    breaker.record(admitted, failed, now, on);
+    // After the first, the call counts as an ordinary one (a probe is decided by its first
+    // attempt).
+    *admission = Some(Admission::Pass);
+}
+
+/// The call ended with `stop` at `now`: per call, its outcome counts (exhausted: a
+/// failure; success or rejected: a success); a cancelled call gives its probe back.
+pub(crate) fn count_call(
+    policy: &Policy,
+    admission: Option<Admission>,
+    stop: Stop,
+    now: Duration,
+    on: &mut impl FnMut(Transition),
+) {
+    let (Some(breaker), Some(admitted)) = (&policy.breaker, admission) else { return };
+    if matches!(admitted, Admission::Refused { .. }) {
+        return;
+    }
+    let failed = match stop {
+        Stop::Cancelled => return breaker.release(admitted),
+        _ if breaker.config.per_attempt => return,
+        Stop::Success | Stop::Rejected => false,
+        Stop::Exhausted(_) => true,
+    };
+    breaker.record(admitted, failed, now, on);
+}
+
+/// A transition's event: its kind and the delay it carries.
+pub(crate) fn transition_event(t: Transition) -> (EventKind, Option<Duration>) {
+    match t {
+        Transition::Opened(d) => (EventKind::BreakerOpened, Some(d)),
+        Transition::HalfOpen => (EventKind::BreakerHalfOpen, None),
+        Transition::Closed => (EventKind::BreakerClosed, None),
+    }
+}
+
+/// The one-at-a-time engine's side.
 impl<P: Deref<Target = Policy>> Call<P> {
     /// Emits a transition's event at `elapsed`.
-    pub(crate) fn transition(&self, t: Transition, elapsed: Duration, sink: &mut impl FnMut(&Event<'_>)) {
-        let (kind, delay) = match t {
-            Transition::Opened(d) => (EventKind::BreakerOpened, Some(d)),
-            Transition::HalfOpen => (EventKind::BreakerHalfOpen, None),
-            Transition::Closed => (EventKind::BreakerClosed, None),
-        };
+    fn transition(&self, t: Transition, elapsed: Duration, sink: &mut impl FnMut(&Event<'_>)) {
+        let (kind, delay) = transition_event(t);
         self.emit(kind, elapsed, delay, None, sink);
     }
 
-    /// Per-attempt counting: an attempt's verdict at `now`. After the first, the call counts
-    /// as an ordinary one (a probe is decided by its first attempt).
+    /// Per-attempt counting: an attempt's verdict at `now`.
     pub(crate) fn count_attempt(&mut self, verdict: Verdict, now: Duration, sink: &mut impl FnMut(&Event<'_>)) {
-        let (Some(breaker), Some(admission)) = (&self.policy.breaker, self.admission) else { return };
-        if !breaker.config.per_attempt || matches!(admission, Admission::Refused { .. }) {
-            return;
-        }
-        let failed = matches!(verdict, Verdict::Transient { .. });
         let elapsed = now.saturating_sub(self.started_at());
-        breaker.record(admission, failed, now, &mut |t| self.transition(t, elapsed, sink));
-        self.admission = Some(Admission::Pass);
+        let mut admission = self.admission;
+        count_attempt(&self.policy, &mut admission, verdict, now, &mut |t| self.transition(t, elapsed, sink));
+        self.admission = admission;
     }
 
-    /// The call ended with `stop` at `now`: per call, its outcome counts (exhausted: a
-    /// failure; success or rejected: a success); a cancelled call gives its probe back.
+    /// The call ended with `stop` at `now` (see [`count_call`]).
     pub(crate) fn count_call(&mut self, stop: Stop, now: Duration, sink: &mut impl FnMut(&Event<'_>)) {
-        let (Some(breaker), Some(admission)) = (&self.policy.breaker, self.admission) else { return };
-        if matches!(admission, Admission::Refused { .. }) {
-            return;
-        }
-        let failed = match stop {
-            Stop::Cancelled => return breaker.release(admission),
-            _ if breaker.config.per_attempt => return,
-            Stop::Success | Stop::Rejected => false,
-            Stop::Exhausted(_) => true,
-        };
         let elapsed = now.saturating_sub(self.started_at());
-        breaker.record(admission, failed, now, &mut |t| self.transition(t, elapsed, sink));
+        count_call(&self.policy, self.admission, stop, now, &mut |t| self.transition(t, elapsed, sink));
     }
 }
 

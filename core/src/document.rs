@@ -31,6 +31,7 @@ use serde_json::Value;
 
 use crate::breaker::{BreakerConfig, BreakerModel, CircuitBreaker};
 use crate::budget::{BudgetError, QuotaBudget, RatioBudget, RetryBudget, TokenBucket};
+use crate::hedge::Hedging;
 use crate::knob::{Setting, Unit, KNOBS};
 use crate::policy::{Given, Jitter, Policy, PolicyBuilder, PolicyError, Pushback};
 
@@ -41,6 +42,9 @@ pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
 /// gRPC's own cap on `maxAttempts` (A6: "values greater than 5 are treated as 5"),
 /// applied to service configs unless [`LoadOptions::grpc_max_attempts`] says otherwise.
 pub const GRPC_MAX_ATTEMPTS: u32 = 5;
+
+/// A policy's hedging object in a retryrs document (not a knob: it holds several).
+pub const HEDGE_KEY: &str = "hedge";
 
 /// The policy every other inherits from.
 pub const DEFAULT_POLICY: &str = "default";
@@ -707,8 +711,8 @@ impl<'a> Loader<'a> {
         budgets: &BTreeMap<String, Arc<RetryBudget>>,
     ) -> Result<Policy, DocumentError> {
         for (key, raw) in own {
-            if crate::knob::knob(key).is_none() && key != "breaker" {
-                let known: Vec<&str> = KNOBS.iter().map(|k| k.name).chain(["breaker"]).collect();
+            if crate::knob::knob(key).is_none() && key != "breaker" && key != HEDGE_KEY {
+                let known: Vec<&str> = KNOBS.iter().map(|k| k.name).chain(["breaker", HEDGE_KEY]).collect();
                 return Err(self.key_err(
                     &format!("policies.{name}.{key}"),
                     raw,
@@ -734,12 +738,120 @@ impl<'a> Loader<'a> {
             let path = format!("policies.{}.{}", at.path_owner, knob.name);
             builder = self.knob(builder, knob, &path, at.raw, budgets)?;
         }
+        // `hedge` is an object, not a knob: its own, else the default policy's.
+        let hedge = match find(own, HEDGE_KEY) {
+            Some(raw) => Some((name, raw)),
+            None => find(default, HEDGE_KEY).map(|raw| (DEFAULT_POLICY, raw)),
+        };
+        if let Some((owner, raw)) = hedge {
+            builder = builder.hedge(self.hedge(&format!("policies.{owner}.{HEDGE_KEY}"), raw)?);
+        }
         builder.build().map_err(|e| {
             let at = origin.get(e.knob);
             let path = format!("policies.{}.{}", at.map_or(name, |a| a.path_owner), e.knob);
             let text = e.render(&|k| if k == e.knob { path.clone() } else { k.to_string() }, &document_value);
             DocumentError { message: text, position: at.map(|a| self.position(a.raw)), path, file: None }
         })
+    }
+
+    /// A policy's `hedge`: `{max_attempts, delay, non_fatal}`, `delay` a duration or
+    /// `"adaptive"` (then `quantile`, `floor`, `ceiling`, `window` may follow); `null`
+    /// for none.
+    fn hedge(&self, path: &str, raw: &'a RawValue) -> Result<Option<Hedging>, DocumentError> {
+        if raw.get().trim() == "null" {
+            return Ok(None);
+        }
+        let fields = self.object(path, Some(raw))?;
+        let get = |k: &str| fields.iter().find(|(key, _)| key == k).map(|(_, v)| *v);
+        const KEYS: [&str; 7] = ["max_attempts", "delay", "non_fatal", "quantile", "floor", "ceiling", "window"];
+        for (key, v) in &fields {
+            if !KEYS.contains(&key.as_str()) {
+                return Err(self.key_err(
+                    &format!("{path}.{key}"),
+                    v,
+                    format!("unknown key; hedge holds {}", KEYS.join(", ")),
+                ));
+            }
+        }
+        let at = |k: &str| format!("{path}.{k}");
+        let whole = |k: &str, default: u64| -> Result<u64, DocumentError> {
+            let Some(v) = get(k) else { return Ok(default) };
+            let n = self.number(&at(k), v)?;
+            if n.fract() == 0.0 && (0.0..1e9).contains(&n) {
+                Ok(n as u64)
+            } else {
+                Err(self.err(&at(k), Some(v), format!("must be a whole number, got {}", crate::units::compact(n))))
+            }
+        };
+        let dur = |k: &str, default: f64| -> Result<f64, DocumentError> {
+            let Some(v) = get(k) else { return Ok(default) };
+            match self.value(&at(k), v)? {
+                Value::String(s) => parse_duration(&s).map_err(|w| self.err(&at(k), Some(v), w)),
+                Value::Number(n) => Err(self.err(&at(k), Some(v), no_unit(&n.to_string()))),
+                other => Err(self.err(
+                    &at(k),
+                    Some(v),
+                    format!("must be a duration such as \"50ms\", got {}", describe(&other)),
+                )),
+            }
+        };
+        let attempts = whole("max_attempts", 2)?;
+        let delay_raw = get("delay").ok_or_else(|| {
+            self.err(path, Some(raw), "delay is missing; write a duration such as \"50ms\" or \"adaptive\"")
+        })?;
+        let adaptive = matches!(self.value(&at("delay"), delay_raw)?, Value::String(s) if s == "adaptive");
+        let hedging = if adaptive {
+            let quantile = match get("quantile") {
+                Some(v) => self.number(&at("quantile"), v)?,
+                None => 0.95,
+            };
+            let window = whole("window", crate::hedge::DEFAULT_WINDOW as u64)?;
+            Hedging::adaptive_window(attempts, quantile, dur("floor", 1.0)?, dur("ceiling", 1000.0)?, window as usize)
+        } else {
+            for k in ["quantile", "floor", "ceiling", "window"] {
+                if let Some(v) = get(k) {
+                    return Err(self.key_err(&at(k), v, "applies only to \"delay\": \"adaptive\""));
+                }
+            }
+            Hedging::fixed(attempts, dur("delay", 0.0)?)
+        }
+        .map_err(|e| {
+            let key = if e.field == "quantile"
+                || e.field == "floor"
+                || e.field == "ceiling"
+                || e.field == "window"
+                || e.field == "max_attempts"
+            {
+                e.field
+            } else {
+                "delay"
+            };
+            self.err(&at(key), get(key), format!("must {}", e.message.trim_start_matches("must ")))
+        })?;
+        let non_fatal = match get("non_fatal") {
+            None => vec![],
+            Some(v) => self.names_list(&at("non_fatal"), v)?,
+        };
+        Ok(Some(hedging.with_non_fatal(non_fatal)))
+    }
+
+    /// A list of failure names (strings) or numbers (statuses), kept as text.
+    fn names_list(&self, path: &str, raw: &RawValue) -> Result<Vec<String>, DocumentError> {
+        match self.value(path, raw)? {
+            Value::Array(items) => items
+                .iter()
+                .map(|i| match i {
+                    Value::String(s) if !s.is_empty() => Ok(s.clone()),
+                    Value::Number(n) if n.as_u64().is_some() => Ok(n.to_string()),
+                    other => Err(self.err(
+                        path,
+                        Some(raw),
+                        format!("must list names or status numbers, got {}", describe(other)),
+                    )),
+                })
+                .collect(),
+            other => Err(self.err(path, Some(raw), format!("must be a list, got {}", describe(&other)))),
+        }
     }
 
     /// Applies one written knob, converted by its unit in the table.
@@ -915,11 +1027,15 @@ impl<'a> Loader<'a> {
             }
             named.insert(name.clone(), at.clone());
         }
-        if let Some(h) = get("hedgingPolicy") {
+        if let (Some(_), Some(h)) = (get("retryPolicy"), get("hedgingPolicy")) {
+            let methods: Vec<&str> = names.iter().map(|(n, _, _)| n.as_str()).collect();
             return Err(self.err(
                 &format!("{path}.hedgingPolicy"),
                 Some(h),
-                "is not supported: retryrs retries, it does not hedge",
+                format!(
+                    "and retryPolicy are both set for {}: a method is retried or hedged, not both (gRPC A6)",
+                    methods.join(", ")
+                ),
             ));
         }
         let deadline = match get("timeout") {
@@ -938,12 +1054,13 @@ impl<'a> Loader<'a> {
             },
         };
         let base = PolicyBuilder::new().deadline_ms(deadline).pushback(Pushback::Grpc);
-        let builder = match get("retryPolicy") {
-            Some(retry) => self.grpc_retry(path, retry, base, budget)?,
+        let builder = match (get("retryPolicy"), get("hedgingPolicy")) {
+            (Some(retry), _) => self.grpc_retry(path, retry, base, budget)?,
+            (None, Some(hedge)) => self.grpc_hedging(path, hedge, base, budget)?,
             // A method config without a retry policy still is the method's config: gRPC
             // makes one attempt (a service-level policy does not apply to it), and a call
             // that is not retried spends no throttling token.
-            None => base.max_attempts(1).budget(None),
+            (None, None) => base.max_attempts(1).budget(None),
         };
         for (name, _, _) in names {
             let built = builder.clone().name(&name).build().map_err(|e| {
@@ -1038,23 +1155,91 @@ impl<'a> Loader<'a> {
         Ok(builder)
     }
 
+    /// A method config's `hedgingPolicy`, as A6 and grpc-java read it: `maxAttempts` a
+    /// whole number > 1 (capped at 5, or [`LoadOptions::grpc_max_attempts`] if lower),
+    /// `hedgingDelay` a duration >= 0 (0s when omitted: every attempt at once),
+    /// `nonFatalStatusCodes` a list of status codes (none when omitted: every failure is
+    /// fatal). Hedges are throttled by `retryThrottling`, as A6 says.
+    fn grpc_hedging(
+        &self,
+        path: &str,
+        hedge: &'a RawValue,
+        base: PolicyBuilder,
+        budget: Option<&Arc<RetryBudget>>,
+    ) -> Result<PolicyBuilder, DocumentError> {
+        let hp = format!("{path}.hedgingPolicy");
+        let fields = self.object(&hp, Some(hedge))?;
+        for (key, v) in &fields {
+            if !matches!(key.as_str(), "maxAttempts" | "hedgingDelay" | "nonFatalStatusCodes") {
+                return Err(self.key_err(&format!("{hp}.{key}"), v, "unknown hedgingPolicy field"));
+            }
+        }
+        let get = |k: &str| fields.iter().find(|(key, _)| key == k).map(|(_, v)| *v);
+        let at = |k: &str| format!("{hp}.{k}");
+        let attempts_raw = get("maxAttempts")
+            .ok_or_else(|| self.err(&hp, Some(hedge), "maxAttempts is missing (gRPC requires it)"))?;
+        let attempts = self.number(&at("maxAttempts"), attempts_raw)?;
+        if !(attempts.fract() == 0.0 && attempts > 1.0) {
+            return Err(self.err(
+                &at("maxAttempts"),
+                Some(attempts_raw),
+                format!("must be a whole number > 1 (gRPC), got {attempts}"),
+            ));
+        }
+        let cap = self.options.grpc_max_attempts.clamp(1, crate::hedge::MAX_HEDGE_ATTEMPTS);
+        let attempts = attempts.min(f64::from(cap)) as u64;
+        let delay = match get("hedgingDelay") {
+            None => 0.0,
+            Some(raw) => match self.value(&at("hedgingDelay"), raw)? {
+                Value::String(s) => grpc_duration(&s).map_err(|w| self.err(&at("hedgingDelay"), Some(raw), w))?,
+                other => {
+                    return Err(self.err(
+                        &at("hedgingDelay"),
+                        Some(raw),
+                        format!("must be a duration in seconds such as \"0.5s\", got {}", describe(&other)),
+                    ))
+                }
+            },
+        };
+        let non_fatal = match get("nonFatalStatusCodes") {
+            None => vec![],
+            Some(raw) => self.grpc_code_names(&at("nonFatalStatusCodes"), raw, true)?,
+        };
+        let hedging = Hedging::fixed(attempts, delay)
+            .map_err(|e| self.err(&at("hedgingDelay"), get("hedgingDelay"), format!("retryrs needs {e}")))?
+            .with_non_fatal(non_fatal);
+        Ok(base
+            .hedge(Some(hedging))
+            .set("max_retry_after", Setting::Off)
+            .map_err(|e| self.err(&hp, Some(hedge), e))?
+            .budget(budget.cloned()))
+    }
+
     /// `retryableStatusCodes`: a non-empty list of gRPC status codes, each a name
     /// (`"UNAVAILABLE"`) or a number in [0, 16], as grpc-go reads them. Checked, not used:
     /// which errors are retried is the host's predicate.
     fn grpc_codes(&self, path: &str, raw: &RawValue) -> Result<(), DocumentError> {
+        self.grpc_code_names(path, raw, false).map(|_| ())
+    }
+
+    /// A list of gRPC status codes (names or numbers), as names; empty only if `may_be_empty`.
+    fn grpc_code_names(&self, path: &str, raw: &RawValue, may_be_empty: bool) -> Result<Vec<String>, DocumentError> {
         let list: Vec<&RawValue> = serde_json::from_str(raw.get())
             .map_err(|_| self.err(path, Some(raw), "must be a non-empty list (gRPC)"))?;
-        if list.is_empty() {
+        if list.is_empty() && !may_be_empty {
             return Err(self.err(path, Some(raw), "must be a non-empty list (gRPC)"));
         }
+        let mut names = Vec::with_capacity(list.len());
         for (i, code) in list.iter().enumerate() {
             let p = format!("{path}[{i}]");
-            let valid = match self.value(&p, code)? {
-                Value::String(s) => GRPC_CODES.contains(&s.as_str()),
-                Value::Number(n) => n.as_u64().is_some_and(|n| n < GRPC_CODES.len() as u64),
-                _ => false,
+            let found = match self.value(&p, code)? {
+                Value::String(s) => GRPC_CODES.iter().find(|c| **c == s.as_str()).copied(),
+                Value::Number(n) => n.as_u64().and_then(|n| GRPC_CODES.get(n as usize)).copied(),
+                _ => None,
             };
-            if !valid {
+            if let Some(name) = found {
+                names.push(name.to_string());
+            } else {
                 return Err(self.err(
                     &p,
                     Some(code),
@@ -1066,7 +1251,7 @@ impl<'a> Loader<'a> {
                 ));
             }
         }
-        Ok(())
+        Ok(names)
     }
 
     /// A method config's names, each with its path: gRPC's `service/method`, `service`
@@ -1250,6 +1435,7 @@ pub fn json_schema() -> Value {
         "breaker".into(),
         json!({ "type": ["string", "null"], "pattern": NAME_PATTERN, "description": "the name of a breaker in breakers (null turns it off)", "default": null }),
     );
+    knobs.insert(HEDGE_KEY.to_string(), hedge_schema());
     let duration = duration_pattern();
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -1355,6 +1541,27 @@ fn breaker_schema(model: &str, duration: &str) -> Value {
         all.extend(own);
     }
     json!({ "type": "object", "additionalProperties": false, "required": required, "properties": properties })
+}
+
+/// The `hedge` object's schema (what [`Loader::hedge`] reads).
+fn hedge_schema() -> Value {
+    use serde_json::json;
+    let duration = json!({ "type": "string", "pattern": duration_pattern() });
+    json!({
+        "type": ["object", "null"],
+        "additionalProperties": false,
+        "required": ["delay"],
+        "description": "Hedge calls (docs/contract.md, Hedging): launch another attempt beside the first after delay, up to max_attempts; the first success wins (null: no hedging)",
+        "properties": {
+            "max_attempts": { "type": "integer", "minimum": 1, "maximum": crate::hedge::MAX_HEDGE_ATTEMPTS, "default": 2, "description": "attempts at most, the first included (gRPC A6 caps them at 5)" },
+            "delay": { "anyOf": [duration, { "const": "adaptive" }], "description": "the time between launches, or \"adaptive\": a quantile of recent attempt latencies" },
+            "non_fatal": { "type": "array", "items": { "type": ["string", "integer"] }, "description": "the failures that let the other attempts go on (for the host's predicate)" },
+            "quantile": { "type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1, "default": 0.95, "description": "adaptive only: the quantile of recent latencies" },
+            "floor": { "type": "string", "pattern": duration_pattern(), "default": "1ms", "description": "adaptive only: the shortest delay" },
+            "ceiling": { "type": "string", "pattern": duration_pattern(), "default": "1000ms", "description": "adaptive only: the longest delay, and the delay until enough latencies are known" },
+            "window": { "type": "integer", "minimum": 1, "maximum": 1_000_000, "default": crate::hedge::DEFAULT_WINDOW, "description": "adaptive only: how many recent latencies are kept" }
+        }
+    })
 }
 
 /// One knob's schema: its type by unit, its bounds and default from the table.

@@ -25,6 +25,9 @@ pub enum EventKind {
     Exhausted,
     /// The call was cancelled.
     Cancelled,
+    /// A hedged call launched attempt `attempt` beside those in flight, `delay` after the
+    /// attempt before it (hedging only).
+    Hedge,
     /// The policy's circuit breaker opened (after this call's outcome); `delay`: the break.
     BreakerOpened,
     /// The breaker's break is over: this call is a probe.
@@ -43,6 +46,7 @@ impl EventKind {
             EventKind::Rejected => "rejected",
             EventKind::Exhausted => "exhausted",
             EventKind::Cancelled => "cancelled",
+            EventKind::Hedge => "hedge",
             EventKind::BreakerOpened => "breaker_opened",
             EventKind::BreakerHalfOpen => "breaker_half_open",
             EventKind::BreakerClosed => "breaker_closed",
@@ -52,17 +56,17 @@ impl EventKind {
 
 impl EventKind {
     /// Whether events of this kind carry the failure they are about: every call event but
-    /// Success (AttemptFailed, Retrying, Rejected, Exhausted, and Cancelled once an attempt
+    /// Success and Hedge (AttemptFailed, Retrying, Rejected, Exhausted, and Cancelled once an attempt
     /// has failed; a call cancelled before any failure has none to carry). The breaker's
     /// events carry none.
     pub const fn carries_error(self) -> bool {
-        !matches!(self, EventKind::Success) && !self.is_breaker()
+        !matches!(self, EventKind::Success | EventKind::Hedge) && !self.is_breaker()
     }
 
     /// Whether events of this kind carry a delay (Retrying: the wait about to start;
-    /// BreakerOpened: the break).
+    /// Hedge: the time since the attempt before it launched; BreakerOpened: the break).
     pub const fn carries_delay(self) -> bool {
-        matches!(self, EventKind::Retrying | EventKind::BreakerOpened)
+        matches!(self, EventKind::Retrying | EventKind::Hedge | EventKind::BreakerOpened)
     }
 
     /// Whether this is one of the circuit breaker's events (they follow a call's own

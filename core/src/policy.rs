@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
+use crate::hedge::Hedging;
 use crate::knob::{self, Rule, Setting, Unit, MAX_MS};
 use crate::units;
 
@@ -165,6 +166,7 @@ pub struct Policy {
     pub(crate) name: Arc<str>,
     pub(crate) seed: Option<u64>,
     pub(crate) pushback: Pushback,
+    pub(crate) hedge: Option<Hedging>,
 }
 
 /// How a server's requested wait (a hint: HTTP's Retry-After, gRPC's
@@ -282,6 +284,10 @@ impl Policy {
     pub fn seed(&self) -> Option<u64> {
         self.seed
     }
+    /// The hedging policy, if calls are hedged (run with [`crate::hedge::HedgeCall`]).
+    pub fn hedging(&self) -> Option<&Hedging> {
+        self.hedge.as_ref()
+    }
 
     /// The numeric knob `name` (a [`knob::KNOBS`] entry) in the core's units
     /// (milliseconds for durations); `None` when it is off or not a numeric knob. Hosts
@@ -320,6 +326,7 @@ pub struct PolicyBuilder {
     name: Arc<str>,
     seed: Option<u64>,
     pushback: Pushback,
+    hedge: Option<Hedging>,
 }
 
 impl Default for PolicyBuilder {
@@ -346,6 +353,7 @@ impl From<&Policy> for PolicyBuilder {
             name: p.name.clone(),
             seed: p.seed,
             pushback: p.pushback,
+            hedge: p.hedge.clone(),
         }
     }
 }
@@ -367,6 +375,7 @@ impl PolicyBuilder {
             name: Arc::from("retry"),
             seed: None,
             pushback: Pushback::Floor,
+            hedge: None,
         }
     }
     /// Total calls, the first one included (>= 1; 1 disables retrying). Wider than `u32`
@@ -450,6 +459,11 @@ impl PolicyBuilder {
     /// How a server's hint combines with the backoff (see [`Pushback`]; the gRPC loader's).
     pub fn pushback(mut self, rule: Pushback) -> Self {
         self.pushback = rule;
+        self
+    }
+    /// Hedges calls by this policy ([`crate::hedge`]), or `None` (the default) for none.
+    pub fn hedge(mut self, hedging: Option<Hedging>) -> Self {
+        self.hedge = hedging;
         self
     }
     /// A seed for reproducible jitter, or `None` for fresh randomness per call.
@@ -553,6 +567,7 @@ impl PolicyBuilder {
             name: self.name,
             seed: self.seed,
             pushback: self.pushback,
+            hedge: self.hedge,
         })
     }
 }

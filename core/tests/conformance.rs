@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime};
 
 use retryrs::http::{classify, HttpOutcome, HttpRules};
 use retryrs::{
-    is_retryable_status, parse_retry_after_ms, CancelToken, Clock, DocumentError, EventKind, Failed, Policies, Policy,
-    Retrier, RetryError, Run, ValueVerdict, Verdict, VirtualClock, HISTORY,
+    is_retryable_status, parse_retry_after_ms, CancelToken, Clock, DocumentError, EventKind, Failed, HedgeCall,
+    Policies, Policy, Retrier, RetryError, Run, Step, Stop, ValueVerdict, Verdict, VirtualClock, HISTORY,
 };
 use serde_json::{json, Value};
 
@@ -48,7 +48,7 @@ fn check_keys(where_: &str, obj: &Value, allowed: &[&str]) -> Result<(), String>
 /// The vectors' policy keys: every knob in the table, by its name (the document format),
 /// and the breaker a policy names.
 fn policy_keys() -> Vec<String> {
-    retryrs::KNOBS.iter().map(|k| k.name.to_string()).chain(["breaker".to_string()]).collect()
+    retryrs::KNOBS.iter().map(|k| k.name.to_string()).chain(["breaker".to_string(), "hedge".to_string()]).collect()
 }
 
 /// A budget's keys, every kind's (the loader checks which belong to which kind).
@@ -238,8 +238,117 @@ fn run_call(retrier: &Retrier, script: &[Value], at_ms: Option<u64>) -> Result<V
     Ok(got)
 }
 
+/// Runs one hedged call of a call vector through the sans-IO [`HedgeCall`] on virtual
+/// time: attempt k, once launched, ends `takes_ms` later with its script's result. At one
+/// instant, outcomes are reported (in attempt order) before the engine is polled again.
+/// After the call, each cancelled loser's late result is reported too: it must be
+/// dropped, changing neither the events nor the budget.
+fn run_hedged_call(policy: &Policy, script: &[Value]) -> Result<Value, String> {
+    let events = RefCell::new(Vec::<Value>::new());
+    let mut sink = |e: &retryrs::Event<'_>| {
+        let mut ev = json!({"kind": e.kind.as_str(), "attempt": e.attempt, "elapsed_ms": e.elapsed.as_millis() as u64});
+        if let Some(d) = e.delay {
+            ev["delay_ms"] = json!(d.as_millis() as u64);
+        }
+        if let Some(r) = e.reason {
+            ev["reason"] = json!(r.as_str());
+        }
+        events.borrow_mut().push(ev);
+    };
+    let ms = |n: u64| Duration::from_millis(n);
+    let step_of =
+        |k: u32| script.get(k as usize - 1).ok_or(format!("attempt {k} launched; the script has {}", script.len()));
+    let verdict = |s: &Value| {
+        let hint = s.get("hint_ms").and_then(Value::as_f64).and_then(retryrs::duration_from_ms);
+        match s["result"].as_str() {
+            Some("success") => Verdict::Success,
+            Some("transient") => Verdict::Transient { hint },
+            _ => Verdict::Permanent,
+        }
+    };
+    let mut call = HedgeCall::start_with(policy, ms(0), &mut sink);
+    let mut now = ms(0);
+    let mut launched = vec![];
+    let mut bounds = vec![];
+    // When each launched attempt ends.
+    let mut ends: Vec<Duration> = vec![];
+    let mut step = call.poll(now, &mut sink).map_err(|e| e.to_string())?;
+    let (outcome, cancel) = loop {
+        match step {
+            Step::Launch(k) => {
+                launched.push(now.as_millis() as u64);
+                bounds.push(call.remaining(k, now).map_err(|e| e.to_string())?.map(|d| d.as_millis() as u64));
+                let takes = step_of(k)?.get("takes_ms").and_then(Value::as_u64).unwrap_or(0);
+                ends.push(now + ms(takes));
+                step = call.poll(now, &mut sink).map_err(|e| e.to_string())?;
+            }
+            Step::Wait(until) => {
+                let next = call.running().iter().min_by_key(|k| (ends[*k as usize - 1], *k));
+                match (next, until) {
+                    (Some(k), until) if until.is_none_or(|t| ends[k as usize - 1] <= t) => {
+                        now = ends[k as usize - 1];
+                        step = call.record(k, verdict(step_of(k)?), now, &mut sink).map_err(|e| e.to_string())?;
+                    }
+                    (_, Some(t)) => {
+                        if t < now {
+                            return Err(format!("asked to wait until {t:?}, which is before now ({now:?})"));
+                        }
+                        now = t;
+                        step = call.poll(now, &mut sink).map_err(|e| e.to_string())?;
+                    }
+                    _ => return Err("told to wait for an outcome with nothing in flight".into()),
+                }
+            }
+            Step::Won { attempt, cancel } => break ((json!("success"), Some(attempt), None), cancel),
+            Step::Stop { stop, cancel } => {
+                let (name, reason) = match stop {
+                    Stop::Success => return Err("Stop(Success) without a winner".into()),
+                    Stop::Rejected => ("rejected", None),
+                    Stop::Exhausted(r) => ("exhausted", Some(r.as_str())),
+                    Stop::Cancelled => ("cancelled", None),
+                };
+                break ((json!(name), None, reason), cancel);
+            }
+            Step::Dropped => return Err("a result was dropped while its attempt was in flight".into()),
+        }
+    };
+    // The losers' late results: dropped, counted nowhere.
+    let tokens = policy.budget().map(|b| b.tokens());
+    let before = events.borrow().len();
+    for k in cancel.iter() {
+        let late = call.record(k, verdict(step_of(k)?), ends[k as usize - 1], &mut sink);
+        if late != Ok(Step::Dropped) {
+            return Err(format!("the late result of cancelled attempt {k} was not dropped: {late:?}"));
+        }
+    }
+    if events.borrow().len() != before || policy.budget().map(|b| b.tokens()) != tokens {
+        return Err("a late result changed the events or the budget".into());
+    }
+    let (outcome, winner, reason) = outcome;
+    let mut got = json!({
+        "outcome": outcome, "attempts": launched.len(), "launched_ms": launched,
+        "cancelled": cancel.iter().collect::<Vec<_>>(), "events": events.into_inner(), "bounds_ms": bounds,
+    });
+    if let Some(w) = winner {
+        got["winner"] = json!(w);
+    }
+    if let Some(r) = reason {
+        got["reason"] = json!(r);
+    }
+    if let Some(budget) = policy.budget() {
+        got["budget_tokens"] = json!(budget.tokens());
+    }
+    if let Some(breaker) = policy.breaker() {
+        got["breaker_state"] = json!(breaker.state(now).as_str());
+    }
+    Ok(got)
+}
+
 fn check_call_vector(v: &Value) -> Result<(), String> {
     let policy = build_policy(v).map_err(|e| format!("policy did not build: {e}"))?;
+    if policy.hedging().is_some() {
+        return check_hedged_vector(&policy, v);
+    }
     let retrier = Retrier::new(policy);
     for (i, call) in v["calls"].as_array().unwrap().iter().enumerate() {
         let at_ms = call.get("at_ms").and_then(Value::as_u64);
@@ -254,30 +363,62 @@ fn check_call_vector(v: &Value) -> Result<(), String> {
                 return Err(format!("call {i}: {key}: want {}, got {}", want[key], got[key]));
             }
         }
-        // Events: each field a vector gives is compared (an event without "value" does
-        // not care whether a value was carried).
-        let (want_ev, got_ev) = (want["events"].as_array(), got["events"].as_array());
-        let same = match (want_ev, got_ev) {
-            (Some(w), Some(g)) => {
-                w.len() == g.len()
-                    && w.iter().zip(g).all(|(w, g)| w.as_object().unwrap().iter().all(|(k, v)| g.get(k) == Some(v)))
+        compare_events(i, want, &got)?;
+        compare_tokens(i, want, &got)?;
+        compare_breaker_state(i, want, &got)?;
+    }
+    Ok(())
+}
+
+/// A hedged call vector: each key `expect` gives is compared (events field by field).
+fn check_hedged_vector(policy: &Policy, v: &Value) -> Result<(), String> {
+    for (i, call) in v["calls"].as_array().unwrap().iter().enumerate() {
+        let got = run_hedged_call(policy, call["attempts"].as_array().unwrap())?;
+        let want = &call["expect"];
+        for key in ["outcome", "reason", "attempts", "winner", "launched_ms", "cancelled", "bounds_ms"] {
+            if key != "reason" && key != "winner" && want.get(key).is_none() {
+                continue;
             }
-            _ => want_ev.is_none(),
-        };
-        if !same {
-            return Err(format!("call {i}: events: want {}, got {}", want["events"], got["events"]));
-        }
-        if want.get("breaker_state").is_some() && want.get("breaker_state") != got.get("breaker_state") {
-            return Err(format!(
-                "call {i}: breaker_state: want {}, got {}",
-                want["breaker_state"], got["breaker_state"]
-            ));
-        }
-        if let Some(tokens) = want.get("budget_tokens").and_then(Value::as_f64) {
-            let have = got["budget_tokens"].as_f64().unwrap_or(f64::NAN);
-            if (tokens - have).abs() > 1e-9 {
-                return Err(format!("call {i}: budget_tokens: want {tokens}, got {have}"));
+            if want.get(key) != got.get(key) {
+                return Err(format!("call {i}: {key}: want {}, got {}", want[key], got[key]));
             }
+        }
+        compare_events(i, want, &got)?;
+        compare_tokens(i, want, &got)?;
+        compare_breaker_state(i, want, &got)?;
+    }
+    Ok(())
+}
+
+fn compare_events(i: usize, want: &Value, got: &Value) -> Result<(), String> {
+    // Each field a vector gives is compared (an event without "value" does not care
+    // whether a value was carried).
+    let (want_ev, got_ev) = (want["events"].as_array(), got["events"].as_array());
+    let same = match (want_ev, got_ev) {
+        (Some(w), Some(g)) => {
+            w.len() == g.len()
+                && w.iter().zip(g).all(|(w, g)| w.as_object().unwrap().iter().all(|(k, v)| g.get(k) == Some(v)))
+        }
+        _ => want_ev.is_none(),
+    };
+    if !same {
+        return Err(format!("call {i}: events: want {}, got {}", want["events"], got["events"]));
+    }
+    Ok(())
+}
+
+fn compare_breaker_state(i: usize, want: &Value, got: &Value) -> Result<(), String> {
+    if want.get("breaker_state").is_some() && want.get("breaker_state") != got.get("breaker_state") {
+        return Err(format!("call {i}: breaker_state: want {}, got {}", want["breaker_state"], got["breaker_state"]));
+    }
+    Ok(())
+}
+
+fn compare_tokens(i: usize, want: &Value, got: &Value) -> Result<(), String> {
+    if let Some(tokens) = want.get("budget_tokens").and_then(Value::as_f64) {
+        let have = got["budget_tokens"].as_f64().unwrap_or(f64::NAN);
+        if (tokens - have).abs() > 1e-9 {
+            return Err(format!("call {i}: budget_tokens: want {tokens}, got {have}"));
         }
     }
     Ok(())
@@ -335,6 +476,9 @@ fn check_vector_keys(v: &Value) -> Result<(), String> {
                 "budget_tokens",
                 "breaker_state",
                 "bounds_ms",
+                "winner",
+                "launched_ms",
+                "cancelled",
             ],
         )?;
         for e in expect.get("events").and_then(Value::as_array).into_iter().flatten() {

@@ -437,3 +437,80 @@ fn the_loader_gives_the_shared_schema_cases_their_verdicts() {
     let listed = beyond.lines().filter(|l| l.starts_with("- ")).count();
     assert_eq!(listed, reasons.len(), "{reasons:?}");
 }
+
+#[test]
+fn grpc_java_s_hedging_example_loads_as_a6_describes() {
+    // grpc-java examples/src/main/resources/io/grpc/examples/hedging/hedging_service_config.json
+    let config = r#"{
+      "methodConfig": [
+        { "name": [ { "service": "helloworld.Greeter", "method": "SayHello" } ],
+          "hedgingPolicy": { "maxAttempts": 3, "hedgingDelay": "1s" } }
+      ],
+      "retryThrottling": { "maxTokens": 10, "tokenRatio": 0.1 }
+    }"#;
+    let policies = Policies::from_json(config).unwrap();
+    let p = policies.for_method("helloworld.Greeter", "SayHello").unwrap();
+    let h = p.hedging().expect("a hedging policy");
+    assert_eq!(h.max_attempts(), 3);
+    assert_eq!(h.current_delay(), Duration::from_secs(1));
+    assert!(h.non_fatal().is_empty(), "A6: without nonFatalStatusCodes every failure is fatal");
+    assert!(std::ptr::eq(p.budget().unwrap().as_ref(), policies.budget("retryThrottling").unwrap().as_ref()));
+    assert_eq!(p.deadline(), None);
+    // A6's example: maxAttempts over 5 is 5; codes by number read as names.
+    let a6 = r#"{"methodConfig": [{"name": [{"service": "s"}], "timeout": "2s",
+        "hedgingPolicy": {"maxAttempts": 9, "hedgingDelay": "0.5s", "nonFatalStatusCodes": ["UNAVAILABLE", 13, "ABORTED"]}}]}"#;
+    let policies = Policies::from_json(a6).unwrap();
+    let h = policies.get("s").unwrap().hedging().unwrap();
+    assert_eq!(h.max_attempts(), 5);
+    assert_eq!(h.non_fatal(), ["UNAVAILABLE", "INTERNAL", "ABORTED"]);
+    assert_eq!(policies.get("s").unwrap().deadline(), Some(Duration::from_secs(2)));
+    // hedgingDelay is optional (A6: 0s, every attempt at once).
+    let zero =
+        Policies::from_json(r#"{"methodConfig": [{"name": [{"service": "s"}], "hedgingPolicy": {"maxAttempts": 2}}]}"#);
+    assert_eq!(zero.unwrap().get("s").unwrap().hedging().unwrap().current_delay(), Duration::ZERO);
+    for (bad, path, fragment) in [
+        (r#"{"maxAttempts": 2, "hedgingDelay": "-1s"}"#, "hedgingPolicy.hedgingDelay", "not a protobuf duration"),
+        (r#"{"maxAttempts": 2, "hedgingDelay": 5}"#, "hedgingPolicy.hedgingDelay", "duration"),
+        (r#"{"maxAttempts": 2, "nonFatalStatusCodes": ["NOPE"]}"#, "hedgingPolicy.nonFatalStatusCodes[0]", "NOPE"),
+        (r#"{"maxAttempts": 2, "hedgeDelay": "1s"}"#, "hedgingPolicy.hedgeDelay", "unknown"),
+        (r#"{"hedgingDelay": "1s"}"#, "hedgingPolicy", "maxAttempts is missing"),
+    ] {
+        let doc = format!(r#"{{"methodConfig": [{{"name": [{{"service": "s"}}], "hedgingPolicy": {bad}}}]}}"#);
+        let err = Policies::from_json(&doc).unwrap_err();
+        assert_eq!(err.path, format!("methodConfig[0].{path}"), "{bad}: {err}");
+        assert!(err.message.contains(fragment), "{bad}: {err}");
+    }
+}
+
+#[test]
+fn our_hedge_object_loads_is_inherited_and_refuses_what_it_does_not_know() {
+    let doc = r#"{"policies": {
+        "default": {"hedge": {"max_attempts": 3, "delay": "40ms", "non_fatal": ["UNAVAILABLE", 503]}},
+        "reads": {},
+        "adaptive": {"hedge": {"max_attempts": 2, "delay": "adaptive", "floor": "2ms", "ceiling": "80ms"}},
+        "plain": {"hedge": null}
+    }}"#;
+    let policies = Policies::from_json(doc).unwrap();
+    let reads = policies.get("reads").unwrap().hedging().expect("inherited from default");
+    assert_eq!((reads.max_attempts(), reads.current_delay()), (3, Duration::from_millis(40)));
+    assert_eq!(reads.non_fatal(), ["UNAVAILABLE", "503"]);
+    let adaptive = policies.get("adaptive").unwrap().hedging().unwrap();
+    assert_eq!(adaptive.current_delay(), Duration::from_millis(80), "the ceiling until the sketch knows enough");
+    assert!(policies.get("plain").unwrap().hedging().is_none(), "null turns an inherited hedge off");
+    for (bad, path, fragment) in [
+        (r#"{"max_attempts": 6, "delay": "1ms"}"#, "max_attempts", "<= 5"),
+        (r#"{"max_attempts": 2}"#, "", "delay is missing"),
+        (r#"{"max_attempts": 2, "delay": 5}"#, "delay", "unit"),
+        (r#"{"max_attempts": 2, "delay": "5ms", "quantile": 0.9}"#, "quantile", "adaptive"),
+        (r#"{"max_attempts": 2, "delay": "adaptive", "floor": "9ms", "ceiling": "3ms"}"#, "ceiling", ">= floor"),
+        (r#"{"max_attempts": 2, "delay": "adaptive", "window": 0}"#, "window", ">= 1"),
+        (r#"{"max_attempts": 2, "delay": "5ms", "nonfatal": []}"#, "nonfatal", "unknown key"),
+        (r#"{"max_attempts": 2, "delay": "5ms", "non_fatal": [true]}"#, "non_fatal", "names or status numbers"),
+    ] {
+        let doc = format!(r#"{{"policies": {{"p": {{"hedge": {bad}}}}}}}"#);
+        let err = Policies::from_json(&doc).unwrap_err();
+        let want = if path.is_empty() { "policies.p.hedge".to_string() } else { format!("policies.p.hedge.{path}") };
+        assert_eq!(err.path, want, "{bad}: {err}");
+        assert!(err.message.contains(fragment), "{bad}: {err}");
+    }
+}

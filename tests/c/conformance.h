@@ -15,6 +15,9 @@ typedef struct {
   /* A gRPC service config: its pushback rule is not a knob, so the retrier comes straight
    * from the document (retryrs_policies_retrier), not from a retryrs_config copy. */
   int service_config;
+  /* The policy hedges: the call runs through retryrs_hedge_* (blocking calls cannot
+   * hedge), and the retrier comes from the document (a retryrs_config holds no hedge). */
+  int hedging;
 } cv_policy;
 
 typedef struct {
@@ -52,6 +55,12 @@ typedef struct {
   int has_bounds; /* each attempt's bound at its start; UINT64_MAX: unbounded */
   const uint64_t *bounds;
   size_t n_bounds;
+  long long winner; /* hedged calls: the winning attempt; -1 when none is expected */
+  int has_launched; /* hedged calls: when each attempt launched, ms since the start */
+  const long long *launched;
+  size_t n_launched;
+  int has_cancelled; /* hedged calls: the attempts cancelled at the end, bit k-1 for k */
+  uint32_t cancelled;
 } cv_call;
 
 enum { CV_CALLS, CV_ERROR, CV_RETRY_AFTER, CV_STATUS, CV_HTTP };
@@ -81,6 +90,10 @@ typedef struct {
 
 extern const cv_vector cv_vectors[];
 extern const size_t cv_vector_count;
+/* Vectors the C runner cannot run yet (hedging), by file:id, and why: counted as skipped. */
+extern const char *const cv_skipped[];
+extern const size_t cv_skipped_count;
+extern const char *const cv_skip_reason;
 
 /* Runs every vector through the blocking call and the sans-IO engine; prints failures
  * and "conformance: N passed, M failed"; writes "c N M" to report_path if not NULL.

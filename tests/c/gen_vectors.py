@@ -14,7 +14,7 @@ import sys
 # loads it with retryrs_policies_from_json, which rejects unknown keys itself.
 ATTEMPT_KEYS = {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait"}
 EXPECT_KEYS = {"outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens", "breaker_state",
-               "bounds_ms"}
+               "bounds_ms", "winner", "launched_ms", "cancelled"}
 # Every budget kind's keys and both breaker models' (the core's loader checks which belong
 # to which kind or model).
 BUDGET_KEYS = {"kind", "max_tokens", "token_ratio", "capacity", "retry_cost", "timeout_retry_cost", "no_retry_increment",
@@ -29,6 +29,17 @@ EVENT_KEYS = {"kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error", "v
 # accept (retryrs.h says so): C needs no result predicate.
 RESULTS = {"success": "RETRYRS_SUCCESS", "transient": "RETRYRS_TRANSIENT", "permanent": "RETRYRS_PERMANENT",
            "rejected_value": "RETRYRS_TRANSIENT"}
+
+
+# The skip tests/conformance/README.md allows (hedging, in a host that cannot hedge): the
+# C runner drives hedged calls through retryrs_hedge_*, so it skips none; the table keeps
+# the count (0) and the reason for the report.
+HEDGING_PENDING = "hedging: host support pending"
+
+
+def uses_hedging(v):
+    configs = v.get("service_config", {}).get("methodConfig", [])
+    return "hedge" in v.get("policy", {}) or any("hedgingPolicy" in c for c in configs)
 
 
 def fail(where, msg):
@@ -84,7 +95,7 @@ def policy_init(where, v):
         check_keys(f"{where}.breakers.{name}", b, BREAKER_KEYS)
     document = v.get("service_config") or {"policies": {"retry": v.get("policy", {})}, "budgets": v.get("budgets", {}),
                                            "breakers": v.get("breakers", {})}
-    return "{" + f".document = {c_str(json.dumps(document))}, .service_config = {int('service_config' in v)}" + "}"
+    return "{" + f".document = {c_str(json.dumps(document))}, .service_config = {int('service_config' in v)}, .hedging = {int(uses_hedging(v))}" + "}"
 
 
 def call_init(out, where, c):
@@ -126,6 +137,15 @@ def call_init(out, where, c):
         fields.append(f".has_budget_tokens = 1, .budget_tokens = {num(e['budget_tokens'])}")
     fields.append(f".at_ms = {int(c.get('at_ms', 0))}ULL")
     fields.append(f".breaker_state = {c_str(e.get('breaker_state'))}")
+    # Hedged calls: the winner (-1: none expected), when each attempt launched, which
+    # were cancelled (a mask, bit k-1 for attempt k).
+    fields.append(f".winner = {int(e.get('winner', -1))}")
+    if "launched_ms" in e:
+        launched = [f"{int(t)}LL" for t in e["launched_ms"]]
+        fields.append(f".has_launched = 1, .launched = {out.array('long long', launched)}, .n_launched = {len(launched)}")
+    if "cancelled" in e:
+        mask = sum(1 << (int(k) - 1) for k in e["cancelled"])
+        fields.append(f".has_cancelled = 1, .cancelled = {mask}u")
     if "bounds_ms" in e:
         # Each attempt's bound; null (unbounded) is RETRYRS_UNBOUNDED (UINT64_MAX) in C.
         bounds = ["UINT64_MAX" if b is None else f"{int(b)}ULL" for b in e["bounds_ms"]]
@@ -189,6 +209,7 @@ def main():
         sys.exit(__doc__)
     out = Out()
     vectors = []
+    skipped = []
     for path in sorted(sys.argv[2:]):
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
@@ -200,6 +221,10 @@ def main():
     text += out.defs
     text.append("const cv_vector cv_vectors[] = {\n  " + ",\n  ".join(vectors) + "\n};")
     text.append(f"const size_t cv_vector_count = {len(vectors)};")
+    names = ", ".join(c_str(n) for n in skipped) or "NULL"
+    text.append(f"const char *const cv_skipped[] = {{{names}}};")
+    text.append(f"const size_t cv_skipped_count = {len(skipped)};")
+    text.append(f"const char *const cv_skip_reason = {c_str(HEDGING_PENDING)};")
     with open(sys.argv[1], "w", encoding="utf-8") as f:
         f.write("\n".join(text) + "\n")
 

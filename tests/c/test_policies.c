@@ -239,6 +239,79 @@ static void test_grpc_lookup_warnings_and_pushback(void) {
   retryrs_policies_free(p);
 }
 
+/* A hedged call driven by hand from a document's hedge: what the conformance vectors
+ * check, plus the misuse a C program can make of it. */
+static int hedge_events;
+static retryrs_hedge *hedge_in_listener;
+
+static void count_and_reenter(void *user_data, const retryrs_event *e) {
+  retryrs_hedge_step step;
+  (void)user_data;
+  hedge_events++;
+  if (e->kind == RETRYRS_EVENT_HEDGE) {
+    CHECK(e->attempt == 2 && e->delay_ms == 50);
+    /* Re-entry from the call's own listener is refused and changes nothing. */
+    CHECK_STATUS(retryrs_hedge_poll(hedge_in_listener, 0, &step), RETRYRS_INVALID_ARGUMENT);
+  }
+}
+
+static void test_a_hedged_call_driven_by_hand(void) {
+  const char *doc = "{\"policies\": {\"reads\": {\"deadline\": \"1s\", \"hedge\": {\"max_attempts\": 2, \"delay\": \"50ms\"}}}}";
+  retryrs_policies *p = load(doc);
+  retryrs_retrier *r = NULL;
+  retryrs_hedge *h = NULL;
+  retryrs_hedge_step step;
+  retryrs_listener l = {count_and_reenter, NULL};
+  uint64_t left = 0;
+  CHECK_STATUS(retryrs_policies_retrier(p, "reads", &r), RETRYRS_OK);
+  CHECK_STATUS(retryrs_hedge_start(r, 1000, &l, &h), RETRYRS_OK);
+  hedge_in_listener = h;
+  hedge_events = 0;
+  CHECK_STATUS(retryrs_hedge_report(h, 1, RETRYRS_SUCCESS, -1, 1000, &step), RETRYRS_INVALID_ARGUMENT);
+  CHECK_STATUS(retryrs_hedge_poll(h, 1000, &step), RETRYRS_OK);
+  CHECK(step.action == RETRYRS_HEDGE_LAUNCH && step.attempt == 1);
+  CHECK_STATUS(retryrs_hedge_remaining_ms(h, 1, 1010, &left), RETRYRS_OK);
+  CHECK(left == 990);
+  CHECK_STATUS(retryrs_hedge_remaining_ms(h, 2, 1010, &left), RETRYRS_INVALID_ARGUMENT);
+  CHECK_STATUS(retryrs_hedge_poll(h, 1000, &step), RETRYRS_OK);
+  CHECK(step.action == RETRYRS_HEDGE_WAIT && step.wake_ms == 1050);
+  CHECK_STATUS(retryrs_hedge_poll(h, 1050, &step), RETRYRS_OK);
+  CHECK(step.action == RETRYRS_HEDGE_LAUNCH && step.attempt == 2);
+  CHECK_STATUS(retryrs_hedge_poll(h, 1050, &step), RETRYRS_OK);
+  CHECK(step.action == RETRYRS_HEDGE_WAIT && step.wake_ms == 2001); /* only the deadline */
+  CHECK_STATUS(retryrs_hedge_report(h, 2, 7, -1, 1060, &step), RETRYRS_INVALID_ARGUMENT);
+  CHECK_STATUS(retryrs_hedge_report(h, 2, RETRYRS_SUCCESS, -1, 1060, &step), RETRYRS_OK);
+  CHECK(step.action == RETRYRS_HEDGE_WON && step.attempt == 2 && step.cancel == 1u && step.outcome == RETRYRS_OK);
+  CHECK_STATUS(retryrs_hedge_report(h, 1, RETRYRS_PERMANENT, -1, 1900, &step), RETRYRS_OK);
+  CHECK(step.action == RETRYRS_HEDGE_DROPPED);
+  CHECK(hedge_events == 2); /* hedge, success: the late result emitted nothing */
+  CHECK_STATUS(retryrs_hedge_poll(h, 1900, &step), RETRYRS_INVALID_ARGUMENT);
+  CHECK_STATUS(retryrs_hedge_cancel(h, 1900, &step), RETRYRS_INVALID_ARGUMENT);
+  CHECK_STATUS(retryrs_hedge_poll(NULL, 0, &step), RETRYRS_INVALID_ARGUMENT);
+  CHECK_STATUS(retryrs_hedge_poll(h, 0, NULL), RETRYRS_INVALID_ARGUMENT);
+  retryrs_hedge_free(h);
+  /* Cancelled with both attempts in flight: both are handed back. */
+  CHECK_STATUS(retryrs_hedge_start(r, 0, NULL, &h), RETRYRS_OK);
+  CHECK_STATUS(retryrs_hedge_poll(h, 0, &step), RETRYRS_OK);
+  CHECK_STATUS(retryrs_hedge_poll(h, 50, &step), RETRYRS_OK);
+  CHECK(step.action == RETRYRS_HEDGE_LAUNCH && step.attempt == 2);
+  CHECK_STATUS(retryrs_hedge_cancel(h, 60, &step), RETRYRS_OK);
+  CHECK(step.action == RETRYRS_HEDGE_STOP && step.outcome == RETRYRS_CANCELLED && step.cancel == 3u);
+  retryrs_hedge_free(h);
+  retryrs_hedge_free(NULL);
+  /* A call that runs one attempt at a time refuses a hedging policy, and says why. */
+  {
+    retryrs_call *call = NULL;
+    retryrs_outcome out = {0, 0};
+    CHECK_STATUS(retryrs_call_start(r, 0, NULL, &call), RETRYRS_INVALID_ARGUMENT);
+    CHECK(call == NULL && strstr(retryrs_last_error(), "reads: this policy hedges") != NULL);
+    CHECK_STATUS(retryrs_retrier_call(r, NULL, NULL, NULL, NULL, &out), RETRYRS_INVALID_ARGUMENT);
+    CHECK(strstr(retryrs_last_error(), "retryrs_hedge_start") != NULL);
+  }
+  retryrs_retrier_free(r);
+  retryrs_policies_free(p);
+}
+
 void policies_tests(void) {
   h_run("policies: the shared document gives every host's policies", test_the_shared_document_gives_every_host_s_policies);
   h_run("policies: a budget named twice is one bucket", test_a_budget_named_twice_is_one_bucket_and_outlives_the_document);
@@ -247,4 +320,5 @@ void policies_tests(void) {
   h_run("policies: hostile input and NULLs", test_hostile_input_and_nulls);
   h_run("policies: gRPC's example service config", test_grpc_s_example_service_config);
   h_run("policies: gRPC lookups, warnings and pushback", test_grpc_lookup_warnings_and_pushback);
+  h_run("policies: a hedged call driven by hand", test_a_hedged_call_driven_by_hand);
 }

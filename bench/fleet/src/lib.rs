@@ -11,3 +11,4 @@ pub mod plot;
 pub mod report;
 pub mod rng;
 pub mod sim;
+pub mod tail;

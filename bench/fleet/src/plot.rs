@@ -59,7 +59,7 @@ pub fn write_all(r: &Results, dir: &Path) -> Result<(), Failure> {
         ("clients racing (N)", "calls (writes received)"),
         &per_strategy(&|o| o.calls),
         false,
-        &[],
+        None,
     )?;
     lines(
         &dir.join("contention_time.svg"),
@@ -67,7 +67,7 @@ pub fn write_all(r: &Results, dir: &Path) -> Result<(), Failure> {
         ("clients racing (N)", "completion time (s, log scale)"),
         &per_strategy(&|o| o.completion_ms / 1000.0),
         true,
-        &[],
+        None,
     )?;
     outage(&dir.join("outage.svg"), "Outage (30 s) then recovery to full capacity", &r.config.outage, &r.outage)?;
     outage(
@@ -90,13 +90,64 @@ pub fn write_all(r: &Results, dir: &Path) -> Result<(), Failure> {
             (format!("jitter {}", j.spelling()), points)
         })
         .collect();
+    tail(r, dir)?;
     lines(
         &dir.join("herd.svg"),
         "The herd: 1,000 clients fail at t = 0 and retry",
         ("time since the failure (s)", "retries per 10 ms window"),
         &herd,
         false,
-        &[],
+        None,
+    )
+}
+
+/// The tail: each peer's user-request latency by percentile (x in nines: 1 = p90, 2 =
+/// p99, 3 = p99.9), and the overload: attempts sent per call offered, over time.
+fn tail(r: &Results, dir: &Path) -> Result<(), Failure> {
+    let series: Vec<(String, Vec<(f64, f64)>)> = r
+        .tail
+        .iter()
+        .map(|run| {
+            let n = run.sorted_ms.len();
+            let points = (0..=60)
+                .map(|i| f64::from(i) * 0.05)
+                .map(|nines| {
+                    let q = 1.0 - 10f64.powf(-nines);
+                    (nines, run.sorted_ms[((q * n as f64).ceil() as usize).clamp(1, n) - 1])
+                })
+                .take_while(|(_, ms)| ms.is_finite())
+                .collect();
+            (run.peer.short(), points)
+        })
+        .collect();
+    lines(
+        &dir.join("tail.svg"),
+        "The tail at scale: a fan-out of 100, 1% of requests 50-100x slower",
+        ("percentile, in nines (1 = p90, 2 = p99, 3 = p99.9)", "user request latency (ms, log scale)"),
+        &series,
+        true,
+        None,
+    )?;
+    let world = &r.config.overload;
+    let bin_s = crate::tail::OVERLOAD_BIN_MS as f64 / 1000.0;
+    let series: Vec<(String, Vec<(f64, f64)>)> = r
+        .overload
+        .iter()
+        .map(|run| {
+            let points = run.bins.iter().enumerate().map(|(b, v)| (b as f64 * bin_s, *v)).collect();
+            let budget = run.budget.map_or(String::new(), |(m, r)| format!(" + {m}/{r}"));
+            (format!("{}{budget}", run.peer.short()), points)
+        })
+        .collect();
+    let slow = [(world.slow_from_ms as f64 / 1000.0, world.slow_until_ms as f64 / 1000.0)];
+    let shade = Some((&slow[..], "every request slow"));
+    lines(
+        &dir.join("overload.svg"),
+        "A slow outage under hedging: the budget caps the extra load",
+        ("time (s)", "requests sent per request offered"),
+        &series,
+        false,
+        shade,
     )
 }
 
@@ -124,7 +175,8 @@ fn outage(path: &Path, title: &str, world: &World, runs: &[crate::outage::Run]) 
         }
         from += step;
     }
-    lines(path, title, ("time (s)", "requests sent to the server (per s, log scale)"), &series, true, &shade)
+    let shade = Some((shade.as_slice(), "server down"));
+    lines(path, title, ("time (s)", "requests sent to the server (per s, log scale)"), &series, true, shade)
 }
 
 /// A line plot; `log` for a logarithmic y axis; `shade` marks an interval of x (the outage).
@@ -134,7 +186,7 @@ fn lines(
     (x_desc, y_desc): (&str, &str),
     series: &[(String, Vec<(f64, f64)>)],
     log: bool,
-    shade: &[(f64, f64)],
+    shade: Option<(&[(f64, f64)], &str)>,
 ) -> Result<(), Failure> {
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
@@ -159,7 +211,7 @@ fn lines(
                 .label_style(("sans-serif", 15))
                 .axis_desc_style(("sans-serif", 17))
                 .draw()?;
-            for &(from, to) in shade {
+            for &(from, to) in shade.map_or(&[][..], |(intervals, _)| intervals) {
                 chart.draw_series(std::iter::once(Rectangle::new(
                     [(from, $y_low), (to, y_max * 1.5)],
                     SHADE.filled(),
@@ -180,9 +232,9 @@ fn lines(
     }
     let font = ("sans-serif", 16).into_font();
     let mut y = 70;
-    if !shade.is_empty() {
+    if let Some((_, label)) = shade {
         legend_area.draw(&Rectangle::new([(8, y - 8), (40, y + 8)], SHADE.filled()))?;
-        legend_area.draw(&Text::new("server down", (48, y - 9), font.clone()))?;
+        legend_area.draw(&Text::new(label, (48, y - 9), font.clone()))?;
         y += 28;
     }
     for (i, (name, _)) in series.iter().enumerate() {

@@ -7,6 +7,7 @@ use crate::contention::{self, Outcome, Strategy};
 use crate::herd;
 use crate::outage::{self, World};
 use crate::peers::Peer;
+use crate::tail::{self, OverloadWorld, TailWorld};
 
 /// Scale and seed of a run.
 #[derive(Debug, Clone)]
@@ -29,6 +30,10 @@ pub struct Config {
     pub flapping: World,
     /// Clients in the herd.
     pub herd_clients: u64,
+    /// The tail-at-scale fan-out.
+    pub tail: TailWorld,
+    /// The slow outage under hedging.
+    pub overload: OverloadWorld,
 }
 
 impl Config {
@@ -44,6 +49,14 @@ impl Config {
             outage_half: World::issue(6_000),
             flapping: World::flapping(),
             herd_clients: 1_000,
+            tail: TailWorld { users: 10_000, gap_us: 10_000 },
+            overload: OverloadWorld {
+                clients: 100,
+                rate_per_client: 100,
+                slow_from_ms: 10_000,
+                slow_until_ms: 30_000,
+                end_ms: 40_000,
+            },
         }
     }
 
@@ -68,6 +81,14 @@ impl Config {
             outage_half: shrink(World::issue(6_000)),
             flapping: World { outage_ms: 8_000, flap_ms: 2_000, ..shrink(World::flapping()) },
             herd_clients: 100,
+            tail: TailWorld { users: 300, gap_us: 10_000 },
+            overload: OverloadWorld {
+                clients: 10,
+                rate_per_client: 100,
+                slow_from_ms: 4_000,
+                slow_until_ms: 14_000,
+                end_ms: 16_000,
+            },
         }
     }
 }
@@ -89,7 +110,19 @@ pub struct Results {
     pub flapping: Vec<outage::Run>,
     /// The herd: retries per 10 ms window, per jitter kind.
     pub herd: Vec<(Jitter, Vec<u64>)>,
+    /// The p95 of the attempt latency, whole ms: the fixed delay "at the p95".
+    pub tail_p95_ms: u64,
+    /// The tail table, per peer.
+    pub tail: Vec<tail::TailRun>,
+    /// The overload table, per peer and budget.
+    pub overload: Vec<tail::OverloadRun>,
+    /// The tail variant whose servers get [`SHIFT`] times slower halfway: fixed at the
+    /// first half's p95, and adaptive.
+    pub shifted: Vec<tail::TailRun>,
 }
+
+/// How much slower the servers of the shifted tail variant get halfway.
+pub const SHIFT: f64 = 3.0;
 
 /// Runs every scenario.
 pub fn simulate(config: &Config) -> Results {
@@ -107,5 +140,49 @@ pub fn simulate(config: &Config) -> Results {
     let outage_half = Peer::ALL.iter().map(|&p| outage::run(&config.outage_half, p, seed)).collect();
     let flapping = Peer::RETRYRS.iter().map(|&p| outage::run(&config.flapping, p, seed)).collect();
     let herd = herd::KINDS.iter().map(|&j| (j, herd::windows(config.herd_clients, j))).collect();
-    Results { config: config.clone(), contention, sweep, outage, outage_half, flapping, herd }
+    let (tail_p95_ms, tail, overload) = tail_scenarios(config);
+    let shifted = [tail::Peer::Fixed(tail_p95_ms), tail::Peer::Adaptive]
+        .iter()
+        .map(|p| tail::tail_shifted(&config.tail, p, Some(SHIFT), seed))
+        .collect();
+    Results {
+        config: config.clone(),
+        contention,
+        sweep,
+        outage,
+        outage_half,
+        flapping,
+        herd,
+        tail_p95_ms,
+        tail,
+        overload,
+        shifted,
+    }
+}
+
+/// The budgets of the overload table: gRPC A6's example (10 tokens, 0.1 per success), and
+/// one sized to the paper's "about 5% more requests" (10, 0.05).
+pub const OVERLOAD_BUDGETS: [(f64, f64); 2] = [(10.0, 0.1), (10.0, 0.05)];
+
+/// Scenarios 4 and 5: the peers of the tail table (fixed delays at the p90, p95 and p99
+/// of the latency, told to them; adaptive, told nothing), and the overload rows.
+pub fn tail_scenarios(config: &Config) -> (u64, Vec<tail::TailRun>, Vec<tail::OverloadRun>) {
+    use tail::Peer as T;
+    let seed = config.seed;
+    let q = |p: f64| tail::latency_quantile_ms(p, 200_000, seed);
+    let p95 = q(0.95);
+    let peers =
+        [T::NoHedging, T::Fixed(q(0.90)), T::Fixed(p95), T::Fixed(q(0.99)), T::Adaptive, T::RetryOnTimeout(p95)];
+    let runs = peers.iter().map(|p| tail::tail(&config.tail, p, seed)).collect();
+    let [a6, five] = OVERLOAD_BUDGETS;
+    let rows: [(T, Option<(f64, f64)>); 6] = [
+        (T::NoHedging, None),
+        (T::Fixed(p95), None),
+        (T::Fixed(p95), Some(a6)),
+        (T::Fixed(p95), Some(five)),
+        (T::Adaptive, None),
+        (T::Adaptive, Some(five)),
+    ];
+    let overload = rows.iter().map(|(p, b)| tail::overload(&config.overload, p, *b, seed)).collect();
+    (p95, runs, overload)
 }

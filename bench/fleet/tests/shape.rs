@@ -114,3 +114,27 @@ fn a_flapping_dependency_shows_in_both_phases() {
     assert!(b_down < plain_down, "the breaker sends less into the down phases: {b_down} vs {plain_down}");
     assert!(breaker.up_calls > 0 && breaker.up_success_share() < budget.up_success_share(), "it pays in the up phases");
 }
+
+#[test]
+fn hedging_cuts_the_tail_and_the_budget_caps_a_slow_outage() {
+    use retryrs_fleet::sim::tail_scenarios;
+    use retryrs_fleet::tail::Peer;
+    // 2,000 user requests: enough for a p99.9 (the second slowest), where the byte-for-byte
+    // test's small configuration keeps only 300.
+    let config = Config { tail: retryrs_fleet::tail::TailWorld { users: 2_000, gap_us: 10_000 }, ..Config::small(3) };
+    let (p95, tail, overload) = tail_scenarios(&config);
+    let find = |p: Peer| tail.iter().find(|r| r.peer == p).unwrap().clone();
+    let (none, fixed, adaptive) = (find(Peer::NoHedging), find(Peer::Fixed(p95)), find(Peer::Adaptive));
+    assert!(none.p999 / fixed.p999 >= 10.0, "p99.9 {} -> {} ms", none.p999, fixed.p999);
+    assert!(fixed.extra <= 0.05, "{} extra", fixed.extra);
+    assert!(adaptive.p999 <= fixed.p999 * 1.1 && adaptive.extra <= 0.055, "{adaptive:?} against {fixed:?}");
+    // Without a budget a slow outage triples the load (every call sends every hedge);
+    // with one sized for 5% it stays within 1.1x.
+    for run in &overload {
+        match (&run.peer, run.budget) {
+            (Peer::Fixed(_), None) => assert!(run.slow_load > 2.5, "{run:?}"),
+            (_, Some((_, ratio))) if ratio <= 0.05 => assert!(run.slow_load <= 1.1, "{run:?}"),
+            _ => {}
+        }
+    }
+}

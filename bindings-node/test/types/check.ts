@@ -29,6 +29,10 @@ async function main(): Promise<void> {
   // The result type flows from fn, sync or async.
   const n: number = await r.call(() => 1);
   const s: string = await r.call(async (ctx: AttemptContext) => `attempt ${ctx.attempt} ${ctx.signal.aborted}`);
+  // remainingMs is null when unbounded: it must be narrowed before use as a number.
+  const left: number = await r.call((ctx) => ctx.remainingMs ?? Infinity);
+  // @ts-expect-error remainingMs may be null
+  await r.call((ctx) => Math.min(ctx.remainingMs, 5));
   const c = new AbortController();
   const o: { rate: number } = await r.call(async () => ({ rate: 1.08 }), { signal: c.signal });
   // @ts-expect-error the result is a number, not a string

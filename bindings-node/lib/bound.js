@@ -1,0 +1,165 @@
+'use strict';
+// The timers that bound attempts. A call's first attempt (fast path or loop) is an entry
+// of its retrier's queue, since a timer armed and cleared on every call would cost more
+// than the rest of the call; when that first bound is the deadline the call keeps the
+// entry to cut later attempts too. Otherwise a call arms one setTimeout for its deadline,
+// and an attempt timeout one per attempt (armBound).
+//
+// Every first attempt of one retrier has the same bound (the engine's, read once:
+// NativePolicy.firstBoundMs) and they start in time order, so they expire in the order
+// they were queued: a FIFO with a single timer armed for its oldest live entry (Node's
+// own timer lists per duration work the same way). A settled entry is only cleared; it
+// leaves the queue when it reaches the head.
+
+const perf = globalThis.performance;
+
+// The longest single setTimeout; longer bounds are armed in chunks.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * A timer for `ms` that calls `fire` once (chunked past setTimeout's limit), unref'd when
+ * `unref`; returns what `clearBound` clears.
+ */
+function armBound(ms, unref, fire) {
+  const t = { timer: undefined, unref };
+  let left = ms;
+  const arm = () => {
+    const chunk = Math.min(left, MAX_TIMER_MS);
+    left -= chunk;
+    t.timer = setTimeout(left > 0 ? arm : fire, chunk);
+    if (t.unref) t.timer.unref();
+  };
+  arm();
+  return t;
+}
+
+function clearBound(t) {
+  clearTimeout(t.timer);
+}
+
+/** From now on the bound does not keep the process alive. */
+function unrefBound(t) {
+  t.unref = true;
+  t.timer.unref();
+}
+
+/**
+ * What the queue passes to an entry's callback when its bound passed first (an object no
+ * attempt can reject with).
+ */
+const EXPIRED = Object.freeze({ retryrsBoundExpired: true });
+
+/**
+ * The fast path's first-attempt bounds of one retrier. An entry is the attempt's own
+ * failure callback (called with EXPIRED when the bound passes first) and its expiry time
+ * (performance.now()), kept in two arrays: the call already has the callback, so queueing
+ * allocates nothing. `add` returns the entry's position, which `settle` takes back.
+ */
+class BoundQueue {
+  constructor(unref) {
+    this.unref = unref;
+    this.fns = [];
+    this.times = [];
+    // fns[0] is entry number `base`; fns[head] the oldest that may be live.
+    this.base = 0;
+    this.head = 0;
+    // Entries queued and not settled: while there are none the timer is unref'd, so an
+    // idle retrier never holds the process. The timer's ref follows `live` at the end of
+    // each turn of the event loop (see check), not on every call.
+    this.live = 0;
+    this.timer = null;
+    this.refed = false;
+    this.checking = false;
+    this.fire = () => this.sweep();
+    this.check = () => {
+      this.checking = false;
+      this.follow();
+    };
+  }
+
+  /** Queues `fn`, expiring at `expiresAt` (performance.now() time); returns its position. */
+  add(fn, expiresAt) {
+    const fns = this.fns;
+    let head = this.head;
+    while (head < fns.length && fns[head] === null) head++;
+    // Emptied slots are dropped now and then, not on every call (an array truncated to
+    // nothing gives up its storage, and the next push allocates it again).
+    if (head > 1024 && head * 2 > fns.length) {
+      fns.splice(0, head);
+      this.times.splice(0, head);
+      this.base += head;
+      head = 0;
+    }
+    this.head = head;
+    const at = this.base + fns.length;
+    fns.push(fn);
+    this.times.push(expiresAt);
+    if (this.live++ === 0) {
+      if (this.timer === null) this.arm(expiresAt - perf.now());
+      else if (!this.refed) this.soon();
+    }
+    return at;
+  }
+
+  /** The entry at `at` settled before its bound: it no longer needs the timer. */
+  settle(at) {
+    this.fns[at - this.base] = null;
+    // Let go at once (only a timer a turn's end found needed is ref'd).
+    if (--this.live === 0 && this.refed) {
+      this.refed = false;
+      this.timer.unref();
+    }
+  }
+
+  /**
+   * Refs the timer, if entries are still live, at the end of this turn of the event loop
+   * (the immediate itself keeps the process alive until then): a run of calls that settle
+   * within one turn toggles nothing (about 10 ns per call on the happy path), and the
+   * process can only exit between turns. Letting go (settle) is at once.
+   */
+  soon() {
+    if (this.unref || this.checking) return;
+    this.checking = true;
+    setImmediate(this.check);
+  }
+
+  follow() {
+    const want = !this.unref && this.live > 0 && this.timer !== null;
+    if (want === this.refed) return;
+    this.refed = want;
+    if (this.timer === null) return;
+    if (want) this.timer.ref();
+    else this.timer.unref();
+  }
+
+  arm(ms) {
+    this.timer = setTimeout(this.fire, Math.min(Math.max(ms, 0), MAX_TIMER_MS));
+    this.refed = !this.unref && this.live > 0;
+    if (!this.refed) this.timer.unref();
+  }
+
+  sweep() {
+    this.timer = null;
+    this.refed = false;
+    const { fns, times } = this;
+    const t = perf.now();
+    const expired = [];
+    let head = this.head;
+    while (head < fns.length) {
+      const fn = fns[head];
+      if (fn !== null && times[head] > t) break;
+      fns[head++] = null;
+      if (fn !== null) {
+        this.live--;
+        expired.push(fn);
+      }
+    }
+    this.head = head;
+    if (head < fns.length) this.arm(times[head] - t);
+    // Last, with the queue in order: an expiry aborts a signal, whose listeners may start
+    // calls (and queue entries) at once.
+    for (const fn of expired) fn(EXPIRED);
+  }
+}
+
+module.exports = { BoundQueue, EXPIRED, armBound, clearBound, unrefBound, MAX_TIMER_MS };

@@ -1,0 +1,197 @@
+'use strict';
+// retryrs/got: an options object for `got.extend(...)` whose retry decisions come from
+// the engine. got keeps its own request loop (bodies, redirects, hooks, its errors); each
+// request also runs one retrier call whose attempts are got's: got's calculateDelay hands
+// the engine each failure and waits for its verdict (the engine's wait is the wait), an
+// afterResponse hook hands it each final response. What is retried is the core's HTTP
+// rule (lib/http-common.js); this file maps got's outcomes to "response", "connect" or
+// "network".
+const { parseRetryAfter } = require('./http');
+const {
+  httpHelper, idempotencyKeyOf, failureOf, classify, isFailedStatus, exhaustedAs, isExhausted,
+  RetryableStatusError, FinalStatusError, RequestFailedError, FinalNetworkError, markResend,
+} = require('./http-common');
+
+// Where a request's retrier call lives: in got's per-request `context` (shallow-copied
+// from one attempt's options to the next, so every attempt of a request sees it).
+const STATE = Symbol('retryrs.got');
+
+// got's own retry fields, left empty (or at this limit) by the helper: a request that
+// sets them overrides the rules for itself (limit: retries, so attempts = limit + 1).
+const NO_LIMIT = 2 ** 31 - 1;
+
+/** Whether a request body can be sent again: none, a string, bytes, a form, JSON; not a stream. */
+function replayableBody(options) {
+  const body = options.body;
+  if (body === undefined || body === null || typeof body === 'string' || ArrayBuffer.isView(body)) return true;
+  return !(typeof body.pipe === 'function' || typeof body[Symbol.asyncIterator] === 'function');
+}
+
+/**
+ * The request's state: its retrier call, and the hand-over between got and the engine.
+ * `settle(outcome)` ends the attempt in progress; `next` is got's calculateDelay waiting
+ * for the engine's verdict (1: retry now, the engine has waited; 0: stop).
+ */
+function startCall(h, options) {
+  const retryOpt = options.retry;
+  const override = {};
+  if (retryOpt.limit !== NO_LIMIT) override.limit = retryOpt.limit + 1;
+  if (retryOpt.methods.length > 0) override.methods = retryOpt.methods;
+  if (retryOpt.statusCodes.length > 0) override.statuses = retryOpt.statusCodes;
+  const rules = h.rulesFor(Object.keys(override).length > 0 ? override : undefined);
+  const url = h.redact(options.url?.href ?? String(options.url));
+  const state = {
+    rules,
+    url,
+    method: String(options.method).toUpperCase(),
+    key: idempotencyKeyOf(options.headers),
+    replayable: replayableBody(options),
+    current: null, // { resolve, reject } of the attempt in progress
+    next: null, // calculateDelay's resolve, waiting for the engine
+    ended: false,
+    exhausted: null,
+    held: undefined,
+    ctx: null, // the attempt in progress's context (its bound: ctx.remainingMs)
+    // Ends the call when got ends the request without telling the hooks (a cancel).
+    controller: new AbortController(),
+  };
+  state.call = rules.retrier.call((ctx) => new Promise((resolve, reject) => {
+    if (state.held !== undefined) {
+      RetryableStatusError.takeResponse(state.held);
+      state.held = undefined;
+    }
+    state.ctx = ctx;
+    if (ctx.attempt > 1) markResend(ctx.attempt);
+    state.current = { resolve, reject };
+    // A retry: got may go on (its calculateDelay waited for this).
+    const next = state.next;
+    state.next = null;
+    next?.(1);
+  }), { signal: state.controller.signal });
+  state.call.then(
+    () => end(state, null),
+    (err) => end(state, err),
+  );
+  return state;
+}
+
+function end(state, err) {
+  state.ended = true;
+  if (err !== null && isExhausted(err)) state.exhausted = err;
+  const next = state.next;
+  state.next = null;
+  next?.(0);
+}
+
+function verdict(state, status, failure) {
+  return state.replayable ? classify(state.rules, state.method, status, failure, state.key) : status !== null ? 'response' : 'fail';
+}
+
+/** got's error in the core's words: 'connect' (never sent), 'network', or undefined. */
+function failureOfGot(err) {
+  // A TLS failure before the handshake completed never sent the request.
+  const t = err?.timings;
+  return failureOf(err, t === undefined || t.secureConnect === undefined);
+}
+
+/**
+ * The options object for got.extend: `got.extend(retryGot({ retrier }))`. See got.d.ts.
+ */
+function retryGot(options) {
+  const h = httpHelper('retryGot', options, [], true);
+
+  const calculateDelay = ({ error, attemptCount }) => {
+    const state = error?.options?.context?.[STATE];
+    if (state === undefined || state.ended || state.current === null) return 0;
+    const { reject } = state.current;
+    state.current = null;
+    const response = error.response;
+    let failure;
+    if (response !== undefined && response !== null && typeof response.statusCode === 'number') {
+      const status = response.statusCode;
+      if (verdict(state, status, null) === 'retry') {
+        const header = response.headers?.['retry-after'];
+        failure = state.held = new RetryableStatusError(status, state.method, state.url, header === undefined ? undefined : parseRetryAfter(String(header)), error);
+      } else {
+        failure = isFailedStatus(status) ? new FinalStatusError(status, state.method, state.url, undefined, error) : error;
+      }
+    } else {
+      const kind = failureOfGot(error);
+      if (kind === undefined) failure = error;
+      else {
+        const Failure = verdict(state, null, kind) === 'retry' ? RequestFailedError : FinalNetworkError;
+        failure = new Failure(state.method, state.url, kind === 'connect', error);
+      }
+    }
+    return new Promise((resolve) => {
+      state.next = (delay) => {
+        // Out of retries on the network: got's own error, carrying the retry information.
+        if (delay === 0 && state.exhausted !== null && state.exhausted.cause?.cause === error) exhaustedAs(error, state.exhausted);
+        resolve(delay);
+      };
+      reject(failure);
+      void attemptCount;
+    });
+  };
+
+  return {
+    retry: {
+      limit: NO_LIMIT,
+      methods: [],
+      statusCodes: [],
+      errorCodes: [],
+      enforceRetryRules: false,
+      calculateDelay,
+    },
+    // Each promise request runs one retrier call, started here, ended by the hooks below
+    // (or by a cancel). A stream request (got.stream) is not retried: got leaves its
+    // retries to the caller.
+    handlers: [
+      (opts, next) => {
+        if (opts.isStream) return next(opts);
+        const state = startCall(h, opts);
+        opts.context[STATE] = state;
+        const result = next(opts);
+        // A cancel ends the request without a hook hearing of it: it ends the call too
+        // (cancelled). The promise gets no handler of ours, so an unhandled rejection
+        // is still reported as without retries.
+        const cancel = result?.cancel;
+        if (typeof cancel === 'function') {
+          result.cancel = function cancelWithRetries(...args) {
+            if (!state.ended) state.controller.abort(new DOMException('the got request was cancelled', 'AbortError'));
+            return cancel.apply(this, args);
+          };
+        }
+        return result;
+      },
+    ],
+    hooks: {
+      beforeRequest: [
+        (opts) => {
+          // The engine's bound for this attempt (the deadline or the attempt timeout)
+          // bounds got's request, as got's own timeout.request does.
+          const ms = opts.context[STATE]?.ctx?.remainingMs;
+          if (typeof ms === 'number') {
+            const own = opts.timeout.request;
+            opts.timeout = { ...opts.timeout, request: Math.max(1, Math.min(own ?? Infinity, Math.ceil(ms))) };
+          }
+        },
+      ],
+      afterResponse: [
+        (response) => {
+          const state = response.request?.options?.context?.[STATE];
+          if (state === undefined || state.ended || state.current === null) return response;
+          const status = response.statusCode;
+          if (verdict(state, status, null) === 'retry') return response; // calculateDelay has it
+          const { resolve, reject } = state.current;
+          state.current = null;
+          if (isFailedStatus(status)) reject(new FinalStatusError(status, state.method, state.url, undefined, response));
+          else resolve(response);
+          return response;
+        },
+      ],
+    },
+  };
+}
+
+module.exports = { retryGot };

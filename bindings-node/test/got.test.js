@@ -1,0 +1,102 @@
+'use strict';
+// retryrs/got: got.extend(retryGot(...)) on the issue 23 scenarios, then got specifics.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { Readable } = require('node:stream');
+const { Retrier } = require('retryrs');
+const { retryGot } = require('retryrs/got');
+const { scenarios, fast } = require('./http-scenarios');
+const { startServer } = require('./http-server');
+
+let gotModule;
+test.before(async () => {
+  gotModule = await import('got');
+});
+
+/** A got instance with retries; a request resolves with { status } for any response. */
+function make(retrier, options = {}) {
+  return async (url, { method = 'GET', body, headers, retry, ca } = {}) => {
+    const client = gotModule.default.extend(retryGot({ retrier, ...options }));
+    const gotRetry = retry === undefined ? undefined : {
+      ...(retry.limit !== undefined ? { limit: retry.limit - 1 } : {}),
+      ...(retry.methods !== undefined ? { methods: retry.methods } : {}),
+      ...(retry.statuses !== undefined ? { statusCodes: retry.statuses } : {}),
+    };
+    if (retry?.idempotencyKey !== undefined) {
+      // got's retry option has no such field: the helper's option, for this request.
+      return make(retrier, { ...options, idempotencyKey: retry.idempotencyKey })(url, { method, body, headers, ca });
+    }
+    const res = await client(url, {
+      method, body, headers, throwHttpErrors: false,
+      ...(gotRetry ? { retry: gotRetry } : {}),
+      ...(ca ? { https: { certificateAuthority: ca } } : {}),
+    });
+    return { status: res.statusCode };
+  };
+}
+
+scenarios({
+  name: 'got',
+  make,
+  isClientError: (err) => err instanceof gotModule.RequestError,
+});
+
+test('got: out of retries on a status, HTTPError with the last response; .json() still works', async (t) => {
+  const s = await startServer();
+  t.after(() => s.close());
+  const client = gotModule.default.extend(retryGot({ retrier: fast({ maxAttempts: 2 }).retrier }));
+  const url = s.script([503]);
+  const err = await client(url).then(() => assert.fail('resolved'), (e) => e);
+  assert.ok(err instanceof gotModule.HTTPError);
+  assert.equal(err.response.statusCode, 503);
+  assert.equal(s.hits(url), 2);
+  const ok = s.script([503, 200]);
+  assert.equal(await client(ok).text(), 'ok');
+  assert.equal(s.hits(ok), 2);
+});
+
+test('got: a streamed body is sent once', async (t) => {
+  const s = await startServer();
+  t.after(() => s.close());
+  const { retrier, events } = fast();
+  const client = gotModule.default.extend(retryGot({ retrier }));
+  const url = s.script([503, 200]);
+  const res = await client.put(url, { body: Readable.from(['a', 'b']), throwHttpErrors: false });
+  assert.equal(res.statusCode, 503);
+  assert.equal(s.hits(url), 1);
+  assert.equal(events.at(-1).kind, 'rejected');
+});
+
+test('got: retrier hooks the helper cannot honour are refused by name', () => {
+  assert.throws(() => retryGot({ retrier: new Retrier({ retryAfterMs: () => 1 }) }), /retryAfterMs/);
+  assert.throws(() => retryGot({ limit: 2 }), /unknown option 'limit'/);
+});
+
+test('got: the attempt\'s bound (attemptTimeoutMs) bounds got\'s request: a slow GET is sent again', async (t) => {
+  const s = await startServer();
+  t.after(() => s.close());
+  const { retrier, events } = fast({ attemptTimeoutMs: 200 });
+  const client = gotModule.default.extend(retryGot({ retrier }));
+  const url = s.script([['slow', 2000], 200]);
+  const res = await client(url);
+  assert.equal(res.statusCode, 200);
+  assert.equal(s.hits(url), 2);
+  assert.equal(events.filter((e) => e.kind === 'retrying').length, 1);
+});
+
+test('got: a request cancelled during the wait ends its retrier call (cancelled), nothing left pending', async (t) => {
+  const s = await startServer();
+  t.after(() => s.close());
+  const events = [];
+  const retrier = new Retrier({ initialDelayMs: 300, jitter: 'none', onEvent: (e) => events.push(e) });
+  const client = gotModule.default.extend(retryGot({ retrier }));
+  const url = s.script([503, 200]);
+  const p = client(url);
+  await new Promise((r) => setTimeout(r, 100));
+  p.cancel();
+  await assert.rejects(p, (err) => err instanceof gotModule.CancelError);
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(events.at(-1).kind, 'cancelled');
+  await new Promise((r) => setTimeout(r, 400));
+  assert.equal(s.hits(url), 1);
+});

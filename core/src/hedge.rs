@@ -1,0 +1,838 @@
+//! Hedging: the sans-IO engine of a hedged call (gRPC A6's `hedgingPolicy`, The Tail at
+//! Scale's "hedged requests").
+//!
+//! Retries fix failures; hedging fixes slowness. A hedged call launches attempt 1, and if
+//! it has not answered after the hedging delay, launches attempt 2 beside it, and so on up
+//! to `max_attempts` (at most 5, as A6 caps it). The first success wins: its value is the
+//! call's, every other attempt in flight is cancelled and its late result dropped (never
+//! returned, never counted as a failure). A non-fatal failure (a [`Verdict::Transient`])
+//! lets the remaining attempts go on and launches the next one at once (or after the
+//! server's hint); a fatal one ([`Verdict::Permanent`]) ends the call.
+//!
+//! [`HedgeCall`] answers, at each moment, "launch attempt k now" ([`Step::Launch`]), "wait
+//! until T or an outcome" ([`Step::Wait`]), "attempt j won: cancel the others"
+//! ([`Step::Won`]) or "stop" ([`Step::Stop`]). A host runs the attempts concurrently and
+//! reports each outcome with the time ([`HedgeCall::record`]); like [`crate::Call`] it
+//! never sleeps, never reads a clock and never calls user code.
+//!
+//! The extra load is capped: each hedge (attempt 2 and later) draws one token from the
+//! policy's retry budget and is not launched while the budget refuses retries (A6's
+//! throttling), so a slow outage cannot double the load. The delay is fixed
+//! ([`HedgeDelay::Fixed`]) or adaptive ([`HedgeDelay::Adaptive`]): a live quantile of
+//! recent attempt latencies, kept in a bounded [`LatencySketch`] shared by every call of
+//! the policy, clamped to a floor and a ceiling.
+//!
+//! A policy's circuit breaker is asked once per hedged call, before attempt 1, as for any
+//! call ([`HedgeCall::start_with`]): the breaker counts calls, and a hedged call is one
+//! call however many attempts it launches (per-attempt counting counts each outcome
+//! recorded; a cancelled loser is not one).
+
+use std::fmt;
+use std::ops::Deref;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::breaker::Admission;
+use crate::engine::{StateError, Stop, Verdict};
+use crate::event::{Event, EventKind, ExhaustReason};
+use crate::knob::MAX_MS;
+use crate::policy::Policy;
+use crate::units;
+
+/// The most attempts a hedged call makes (gRPC A6 caps `maxAttempts` at 5).
+pub const MAX_HEDGE_ATTEMPTS: u32 = 5;
+
+/// Samples an adaptive delay needs before it follows the quantile; until then the delay
+/// is the ceiling (few hedges while nothing is known).
+pub const MIN_SAMPLES: usize = 20;
+
+/// The latencies an adaptive sketch keeps by default (the most recent ones).
+pub const DEFAULT_WINDOW: usize = 1000;
+
+/// A hedging knob out of range: which field (`max_attempts`, `delay`, `quantile`,
+/// `floor`, `ceiling`, `window`) and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HedgeError {
+    /// The field of the hedging policy.
+    pub field: &'static str,
+    /// What was wrong with it, with the value given.
+    pub message: String,
+}
+
+impl std::fmt::Display for HedgeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.field, self.message)
+    }
+}
+
+impl std::error::Error for HedgeError {}
+
+fn bad(field: &'static str, message: String) -> HedgeError {
+    HedgeError { field, message }
+}
+
+fn duration(field: &'static str, ms: f64) -> Result<Duration, HedgeError> {
+    if (0.0..=MAX_MS).contains(&ms) {
+        Ok(units::duration_from_ms_or_zero(ms))
+    } else {
+        Err(bad(field, format!("must be finite and >= 0 ms, got {} ms", units::compact(ms))))
+    }
+}
+
+/// The recent latencies of a policy's attempts, in bounded memory: a ring of the last
+/// `window` samples (microseconds), and the quantile over them by nearest rank. Thread
+/// safe (one short lock per sample and per read); shared by every call of a policy.
+pub struct LatencySketch {
+    quantile: f64,
+    inner: Mutex<Ring>,
+}
+
+struct Ring {
+    samples: Vec<u32>,
+    next: usize,
+    window: usize,
+    scratch: Vec<u32>,
+    /// The quantile over the samples, while no sample has arrived since.
+    cached: Option<u32>,
+}
+
+impl fmt::Debug for LatencySketch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LatencySketch").field("quantile", &self.quantile).field("len", &self.len()).finish()
+    }
+}
+
+impl LatencySketch {
+    /// A sketch of the last `window` latencies (>= 1) answering `quantile` (in (0, 1)).
+    pub fn new(quantile: f64, window: usize) -> Result<Self, HedgeError> {
+        if !(quantile > 0.0 && quantile < 1.0) {
+            return Err(bad("quantile", format!("must be > 0 and < 1, got {}", units::compact(quantile))));
+        }
+        if !(1..=1_000_000).contains(&window) {
+            return Err(bad("window", format!("must be >= 1 and <= 1000000, got {window}")));
+        }
+        let ring = Ring { samples: Vec::with_capacity(window), next: 0, window, scratch: Vec::new(), cached: None };
+        Ok(LatencySketch { quantile, inner: Mutex::new(ring) })
+    }
+
+    /// The quantile this sketch answers.
+    pub fn quantile(&self) -> f64 {
+        self.quantile
+    }
+
+    /// How many latencies it holds now (at most its window).
+    pub fn len(&self) -> usize {
+        self.lock().samples.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// One attempt's latency (saturating at about 71 minutes).
+    pub fn record(&self, latency: Duration) {
+        let us = u32::try_from(latency.as_micros()).unwrap_or(u32::MAX);
+        let mut ring = self.lock();
+        if ring.samples.len() < ring.window {
+            ring.samples.push(us);
+        } else {
+            let at = ring.next;
+            ring.samples[at] = us;
+        }
+        ring.next = (ring.next + 1) % ring.window;
+        ring.cached = None;
+    }
+
+    /// The quantile of the latencies held, by nearest rank (the smallest sample with at
+    /// least `quantile` of the samples at or below it); `None` while fewer than
+    /// [`MIN_SAMPLES`] are held.
+    pub fn estimate(&self) -> Option<Duration> {
+        let mut ring = self.lock();
+        if ring.samples.len() < MIN_SAMPLES.min(ring.window) {
+            return None;
+        }
+        if ring.cached.is_none() {
+            let Ring { samples, scratch, .. } = &mut *ring;
+            scratch.clear();
+            scratch.extend_from_slice(samples);
+            let rank = ((self.quantile * scratch.len() as f64).ceil() as usize).clamp(1, scratch.len()) - 1;
+            let (_, at, _) = scratch.select_nth_unstable(rank);
+            ring.cached = Some(*at);
+        }
+        ring.cached.map(|us| Duration::from_micros(u64::from(us)))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Ring> {
+        // A panic while holding the lock leaves whole samples behind: keep using them.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// When the next hedge goes out.
+#[derive(Debug, Clone)]
+pub enum HedgeDelay {
+    /// After this long (gRPC's `hedgingDelay`; zero launches every attempt at once).
+    Fixed(Duration),
+    /// After the sketch's quantile of recent latencies, clamped to `[floor, ceiling]`;
+    /// the ceiling until the sketch holds [`MIN_SAMPLES`].
+    Adaptive {
+        /// The shortest delay.
+        floor: Duration,
+        /// The longest delay, and the delay while too little is known.
+        ceiling: Duration,
+        /// The shared latencies.
+        sketch: Arc<LatencySketch>,
+    },
+}
+
+/// A hedging policy: how many attempts at most, after what delay, and which failures
+/// let the others go on. Part of a [`Policy`] ([`crate::PolicyBuilder::hedge`]); with it
+/// the policy's backoff knobs (`max_attempts`, delays, jitter) do not apply, while its
+/// deadline, attempt timeout, budget, `max_retry_after` and name do.
+#[derive(Debug, Clone)]
+pub struct Hedging {
+    max_attempts: u32,
+    delay: HedgeDelay,
+    non_fatal: Vec<String>,
+}
+
+impl Hedging {
+    /// A fixed delay. `max_attempts` in [1, 5], the delay finite and >= 0 ms.
+    pub fn fixed(max_attempts: u64, delay_ms: f64) -> Result<Self, HedgeError> {
+        Ok(Hedging {
+            max_attempts: check_attempts(max_attempts)?,
+            delay: HedgeDelay::Fixed(duration("delay", delay_ms)?),
+            non_fatal: vec![],
+        })
+    }
+
+    /// An adaptive delay: the `quantile` (p95: 0.95) of the last [`DEFAULT_WINDOW`]
+    /// attempt latencies of every call of the policy, clamped to `[floor, ceiling]`.
+    pub fn adaptive(max_attempts: u64, quantile: f64, floor_ms: f64, ceiling_ms: f64) -> Result<Self, HedgeError> {
+        Self::adaptive_window(max_attempts, quantile, floor_ms, ceiling_ms, DEFAULT_WINDOW)
+    }
+
+    /// [`Hedging::adaptive`] over the last `window` latencies.
+    pub fn adaptive_window(
+        max_attempts: u64,
+        quantile: f64,
+        floor_ms: f64,
+        ceiling_ms: f64,
+        window: usize,
+    ) -> Result<Self, HedgeError> {
+        let max_attempts = check_attempts(max_attempts)?;
+        let floor = duration("floor", floor_ms)?;
+        let ceiling = duration("ceiling", ceiling_ms)?;
+        if ceiling < floor {
+            return Err(bad(
+                "ceiling",
+                format!(
+                    "must be >= floor, got {} ms (floor is {} ms)",
+                    units::compact(ceiling_ms),
+                    units::compact(floor_ms)
+                ),
+            ));
+        }
+        let sketch = Arc::new(LatencySketch::new(quantile, window)?);
+        Ok(Hedging { max_attempts, delay: HedgeDelay::Adaptive { floor, ceiling, sketch }, non_fatal: vec![] })
+    }
+
+    /// The failures that let the other attempts go on, as the document named them (gRPC
+    /// status names, HTTP statuses): data for the host's predicate, which says
+    /// [`Verdict::Transient`] for them and [`Verdict::Permanent`] for the rest.
+    pub fn with_non_fatal(mut self, names: Vec<String>) -> Self {
+        self.non_fatal = names;
+        self
+    }
+
+    /// The most attempts a call makes, the first included.
+    pub fn max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    /// The delay rule.
+    pub fn delay(&self) -> &HedgeDelay {
+        &self.delay
+    }
+
+    /// The non-fatal failures the document named.
+    pub fn non_fatal(&self) -> &[String] {
+        &self.non_fatal
+    }
+
+    /// The delay between launches for a call starting now (an adaptive one is the
+    /// sketch's quantile rounded up to a whole millisecond, then clamped).
+    pub fn current_delay(&self) -> Duration {
+        match &self.delay {
+            HedgeDelay::Fixed(d) => *d,
+            // Delays have millisecond resolution (the contract): the quantile rounds up.
+            HedgeDelay::Adaptive { floor, ceiling, sketch } => sketch.estimate().map_or(*ceiling, |q| {
+                Duration::from_millis(q.as_micros().div_ceil(1000) as u64).clamp(*floor, *ceiling)
+            }),
+        }
+    }
+
+    fn sketch(&self) -> Option<&LatencySketch> {
+        match &self.delay {
+            HedgeDelay::Adaptive { sketch, .. } => Some(sketch),
+            HedgeDelay::Fixed(_) => None,
+        }
+    }
+}
+
+/// Why a call that runs one attempt at a time (a blocking call, the retry engine
+/// [`crate::Call`]) refuses `policy`, if it hedges: the one wording every host uses, to
+/// which it appends what to use instead. `None` for a policy without hedging.
+pub fn one_at_a_time_refusal(policy: &Policy) -> Option<String> {
+    policy.hedging().map(|_| {
+        format!(
+            "{}: this policy hedges (runs attempts side by side and abandons the losers), which a call that \
+             runs one attempt at a time cannot do",
+            policy.name()
+        )
+    })
+}
+
+fn check_attempts(n: u64) -> Result<u32, HedgeError> {
+    if (1..=u64::from(MAX_HEDGE_ATTEMPTS)).contains(&n) {
+        Ok(n as u32)
+    } else {
+        Err(bad("max_attempts", format!("must be >= 1 and <= {MAX_HEDGE_ATTEMPTS} (gRPC A6's cap), got {n}")))
+    }
+}
+
+/// A set of attempt numbers (1 to 5): the attempts a host must cancel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AttemptSet(u8);
+
+impl AttemptSet {
+    /// No attempt.
+    pub const EMPTY: AttemptSet = AttemptSet(0);
+
+    fn bit(attempt: u32) -> u8 {
+        1 << (attempt - 1)
+    }
+
+    /// Whether attempt `n` is in the set.
+    pub fn contains(&self, n: u32) -> bool {
+        (1..=MAX_HEDGE_ATTEMPTS).contains(&n) && self.0 & Self::bit(n) != 0
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0 == 0
+    }
+
+    /// How many attempts it holds.
+    pub fn len(&self) -> u32 {
+        self.0.count_ones()
+    }
+
+    /// The attempts, in order.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        (1..=MAX_HEDGE_ATTEMPTS).filter(|n| self.contains(*n))
+    }
+
+    /// The set as a bit mask: bit `n - 1` is attempt `n` (what the C API hands over).
+    pub fn bits(&self) -> u8 {
+        self.0
+    }
+}
+
+/// What a host does next with a hedged call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Launch attempt k (1-based) now, beside those in flight; then ask
+    /// [`HedgeCall::poll`] again.
+    Launch(u32),
+    /// Wait until this time (the host's time base) or until an attempt in flight ends,
+    /// whichever comes first, then [`HedgeCall::poll`] (or [`HedgeCall::record`]). `None`:
+    /// wait for an outcome only.
+    Wait(Option<Duration>),
+    /// Attempt `attempt` won: return its value and cancel the attempts in `cancel`.
+    Won {
+        /// The winner.
+        attempt: u32,
+        /// The losers still in flight.
+        cancel: AttemptSet,
+    },
+    /// The call is over without a winner: cancel the attempts in `cancel`, then surface
+    /// the outcome as for [`crate::Call`] (the failure of the attempt the last event is
+    /// about, or the host's exhaustion or cancellation error).
+    Stop {
+        /// How the call ended.
+        stop: Stop,
+        /// The attempts still in flight.
+        cancel: AttemptSet,
+    },
+    /// A result that came after the call ended or after its attempt was cancelled: drop
+    /// it (never returned, never counted as a failure).
+    Dropped,
+}
+
+/// The state of one hedged call. `P` is any handle on a [`Policy`], as for
+/// [`crate::Call`]. A policy without hedging runs as one attempt and no hedge.
+#[derive(Debug, Clone)]
+pub struct HedgeCall<P: Deref<Target = Policy>> {
+    policy: P,
+    start: Duration,
+    max_attempts: u32,
+    delay: Duration,
+    launched: u32,
+    launch_at: [Duration; MAX_HEDGE_ATTEMPTS as usize],
+    running: AttemptSet,
+    /// When the next attempt may launch; `None`: none will unless a failure asks.
+    next_at: Option<Duration>,
+    /// Why no further attempt may launch now (budget, retry_after), if something refused.
+    refused: Option<ExhaustReason>,
+    /// The attempt the last event was about.
+    last: u32,
+    done: Option<Stop>,
+    /// What the policy's circuit breaker said at the start (`None`: no breaker).
+    admission: Option<Admission>,
+    /// What the last hedge took from a quota budget (`None`: no hedge yet).
+    retry_cost: Option<u64>,
+}
+
+impl<P: Deref<Target = Policy>> HedgeCall<P> {
+    /// Begins a hedged call at `now`; the first [`HedgeCall::poll`] launches attempt 1.
+    /// An adaptive delay is read from the sketch once, here. With a circuit breaker in the
+    /// policy, use [`HedgeCall::start_with`] (this one drops the breaker's events).
+    pub fn start(policy: P, now: Duration) -> Self {
+        Self::start_with(policy, now, &mut |_: &Event<'_>| {})
+    }
+
+    /// [`HedgeCall::start`], asking the policy's circuit breaker first (if it has one),
+    /// once for the whole call. A refused call launches nothing: its first
+    /// [`HedgeCall::poll`] is `Stop(Exhausted(CircuitOpen))` (the Exhausted event, attempt
+    /// 0, was emitted here). A probe emits BreakerHalfOpen first.
+    pub fn start_with(policy: P, now: Duration, sink: &mut impl FnMut(&Event<'_>)) -> Self {
+        let admission = match &policy.breaker {
+            Some(_) => crate::breaker::admit(&policy, now, sink),
+            None => None,
+        };
+        if !matches!(admission, Some(Admission::Refused { .. })) {
+            if let Some(budget) = &policy.budget {
+                budget.call_started(now);
+            }
+        }
+        let (max_attempts, delay) = match policy.hedging() {
+            Some(h) => (h.max_attempts, h.current_delay()),
+            None => (1, Duration::ZERO),
+        };
+        HedgeCall {
+            policy,
+            start: now,
+            max_attempts,
+            delay,
+            launched: 0,
+            launch_at: [now; MAX_HEDGE_ATTEMPTS as usize],
+            running: AttemptSet::EMPTY,
+            next_at: Some(now),
+            refused: None,
+            last: 0,
+            done: None,
+            admission,
+            retry_cost: None,
+        }
+    }
+
+    /// For a call the circuit breaker refused: the state that refused it and the time
+    /// left before a probe may go.
+    pub fn refusal(&self) -> Option<(crate::breaker::BreakerState, Duration)> {
+        match self.admission {
+            Some(Admission::Refused { state, retry_in }) => Some((state, retry_in)),
+            _ => None,
+        }
+    }
+
+    /// The delay between launches this call uses.
+    pub fn hedging_delay(&self) -> Duration {
+        self.delay
+    }
+
+    /// Attempts launched so far.
+    pub fn launched(&self) -> u32 {
+        self.launched
+    }
+
+    /// The attempts in flight.
+    pub fn running(&self) -> AttemptSet {
+        self.running
+    }
+
+    /// How the call ended, once it has.
+    pub fn outcome(&self) -> Option<Stop> {
+        self.done
+    }
+
+    /// When attempt `k` (launched, in flight) runs out of time: the call's deadline, or
+    /// its own attempt timeout if that ends sooner; `Ok(None)` when unbounded.
+    pub fn attempt_deadline(&self, k: u32) -> Result<Option<Duration>, StateError> {
+        if !self.running.contains(k) {
+            return Err(StateError::NoAttempt(if self.done.is_some() { "ended" } else { "not running" }));
+        }
+        Ok(self.policy.attempt_deadline(self.start, self.launch_at[k as usize - 1]))
+    }
+
+    /// Attempt `k`'s time left at `now` (zero once past), or `Ok(None)` when unbounded:
+    /// what a host hands to the attempt (contract, "The attempt's bound").
+    pub fn remaining(&self, k: u32, now: Duration) -> Result<Option<Duration>, StateError> {
+        Ok(self.attempt_deadline(k)?.map(|end| end.saturating_sub(now)))
+    }
+
+    /// What to do at `now`: launch the next attempt, wait, or stop (the deadline passed,
+    /// or nothing is in flight and nothing more may launch).
+    pub fn poll(&mut self, now: Duration, sink: &mut impl FnMut(&Event<'_>)) -> Result<Step, StateError> {
+        if self.done.is_some() {
+            return Err(StateError::Ended);
+        }
+        if self.refusal().is_some() {
+            // The refusal's one event was emitted at the start.
+            let stop = Stop::Exhausted(ExhaustReason::CircuitOpen);
+            self.done = Some(stop);
+            return Ok(Step::Stop { stop, cancel: AttemptSet::EMPTY });
+        }
+        let elapsed = now.saturating_sub(self.start);
+        if self.policy.deadline.is_some_and(|d| elapsed > d) {
+            return Ok(self.stop(Stop::Exhausted(ExhaustReason::Deadline), now, sink));
+        }
+        if self.next_at.is_some_and(|at| at <= now) && self.launched < self.max_attempts {
+            if self.launched == 0 || self.draw_token(now) {
+                let k = self.launched + 1;
+                self.launched = k;
+                self.launch_at[k as usize - 1] = now;
+                self.running.0 |= AttemptSet::bit(k);
+                self.last = k;
+                self.next_at = (k < self.max_attempts).then(|| now.saturating_add(self.delay));
+                if k > 1 {
+                    let waited = now.saturating_sub(self.launch_at[k as usize - 2]);
+                    self.emit(EventKind::Hedge, k, elapsed, Some(waited), None, sink);
+                }
+                return Ok(Step::Launch(k));
+            }
+            self.refused = Some(ExhaustReason::Budget);
+            self.next_at = None;
+        }
+        let pending = self.next_at.filter(|_| self.launched < self.max_attempts);
+        if self.running.is_empty() && pending.is_none() {
+            let reason = if self.launched >= self.max_attempts {
+                ExhaustReason::Attempts
+            } else {
+                self.refused.unwrap_or(ExhaustReason::Attempts)
+            };
+            return Ok(self.stop(Stop::Exhausted(reason), now, sink));
+        }
+        let deadline =
+            self.policy.deadline.map(|d| self.start.saturating_add(d).saturating_add(Duration::from_millis(1)));
+        let wake = match (pending, deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Ok(Step::Wait(wake))
+    }
+
+    /// Attempt `k` ended at `now` with `verdict`. A success wins; a fatal failure
+    /// ([`Verdict::Permanent`]) ends the call; a non-fatal one launches the next attempt
+    /// at once (after the hint, if it carries one) and lets the others go on. A result
+    /// for an attempt no longer in flight is [`Step::Dropped`].
+    pub fn record(
+        &mut self,
+        k: u32,
+        verdict: Verdict,
+        now: Duration,
+        sink: &mut impl FnMut(&Event<'_>),
+    ) -> Result<Step, StateError> {
+        if k == 0 || k > self.launched {
+            return Err(StateError::NotAttempting(if self.done.is_some() { "ended" } else { "not launched" }));
+        }
+        if self.done.is_some() || !self.running.contains(k) {
+            return Ok(Step::Dropped);
+        }
+        self.running.0 &= !AttemptSet::bit(k);
+        self.last = k;
+        self.sample(k, now);
+        let elapsed = now.saturating_sub(self.start);
+        let mut admission = self.admission;
+        crate::breaker::count_attempt(&self.policy, &mut admission, verdict, now, &mut |t| {
+            self.transition(t, k, elapsed, sink)
+        });
+        self.admission = admission;
+        let hint = match verdict {
+            Verdict::Success => {
+                if let Some(b) = &self.policy.budget {
+                    b.call_succeeded(self.retry_cost);
+                }
+                let cancel = self.cancel_running(now);
+                self.done = Some(Stop::Success);
+                self.emit(EventKind::Success, k, elapsed, None, None, sink);
+                self.count_call(Stop::Success, now, sink);
+                return Ok(Step::Won { attempt: k, cancel });
+            }
+            Verdict::Permanent => {
+                self.emit(EventKind::AttemptFailed, k, elapsed, None, None, sink);
+                return Ok(self.stop(Stop::Rejected, now, sink));
+            }
+            Verdict::Transient { hint } => hint,
+        };
+        self.emit(EventKind::AttemptFailed, k, elapsed, None, None, sink);
+        if let Some(b) = &self.policy.budget {
+            b.attempt_failed();
+        }
+        if self.policy.deadline.is_some_and(|d| elapsed > d) {
+            return Ok(self.stop(Stop::Exhausted(ExhaustReason::Deadline), now, sink));
+        }
+        if self.launched < self.max_attempts {
+            match (hint, self.policy.max_retry_after) {
+                (Some(h), Some(limit)) if h > limit => {
+                    self.refused = Some(ExhaustReason::RetryAfter);
+                    self.next_at = None;
+                }
+                // A6: a non-fatal failure sends the next hedge at once (or after the
+                // server's pushback).
+                (Some(h), _) => self.next_at = Some(now.saturating_add(h)),
+                (None, _) => self.next_at = Some(now),
+            }
+        }
+        self.poll(now, sink)
+    }
+
+    /// The call was cancelled at `now`: emits Cancelled; the host cancels the attempts
+    /// in the returned set.
+    pub fn cancel(&mut self, now: Duration, sink: &mut impl FnMut(&Event<'_>)) -> Result<AttemptSet, StateError> {
+        if self.done.is_some() {
+            return Err(StateError::Ended);
+        }
+        match self.stop(Stop::Cancelled, now, sink) {
+            Step::Stop { cancel, .. } => Ok(cancel),
+            _ => unreachable!("stop returns Step::Stop"),
+        }
+    }
+
+    /// A hedge is paid for as a retry (a token bucket's hedge also spends one token) and
+    /// is refused while the budget refuses retries.
+    fn draw_token(&mut self, now: Duration) -> bool {
+        match &self.policy.budget {
+            Some(b) => match b.try_retry(now) {
+                Some(cost) => {
+                    b.record_failure();
+                    self.retry_cost = Some(cost);
+                    true
+                }
+                None => false,
+            },
+            None => true,
+        }
+    }
+
+    /// Emits a breaker transition's event, about attempt `k`, at `elapsed`.
+    fn transition(&self, t: crate::breaker::Transition, k: u32, elapsed: Duration, sink: &mut impl FnMut(&Event<'_>)) {
+        let (kind, delay) = crate::breaker::transition_event(t);
+        self.emit(kind, k, elapsed, delay, None, sink);
+    }
+
+    /// The call ended with `stop` at `now`: the breaker counts it.
+    fn count_call(&self, stop: Stop, now: Duration, sink: &mut impl FnMut(&Event<'_>)) {
+        let (k, elapsed) = (self.last, now.saturating_sub(self.start));
+        crate::breaker::count_call(&self.policy, self.admission, stop, now, &mut |t| {
+            self.transition(t, k, elapsed, sink)
+        });
+    }
+
+    fn sample(&self, k: u32, now: Duration) {
+        if let Some(sketch) = self.policy.hedging().and_then(Hedging::sketch) {
+            sketch.record(now.saturating_sub(self.launch_at[k as usize - 1]));
+        }
+    }
+
+    /// Cancels every attempt in flight; each one's latency so far joins the sketch (a
+    /// lower bound: without it a sketch would see only the fast attempts that win).
+    fn cancel_running(&mut self, now: Duration) -> AttemptSet {
+        let cancel = self.running;
+        for k in cancel.iter() {
+            self.sample(k, now);
+        }
+        self.running = AttemptSet::EMPTY;
+        cancel
+    }
+
+    fn stop(&mut self, stop: Stop, now: Duration, sink: &mut impl FnMut(&Event<'_>)) -> Step {
+        let cancel = self.cancel_running(now);
+        self.done = Some(stop);
+        let elapsed = now.saturating_sub(self.start);
+        let (kind, reason) = match stop {
+            Stop::Success => (EventKind::Success, None),
+            Stop::Rejected => (EventKind::Rejected, None),
+            Stop::Exhausted(r) => (EventKind::Exhausted, Some(r)),
+            Stop::Cancelled => (EventKind::Cancelled, None),
+        };
+        self.emit(kind, self.last, elapsed, None, reason, sink);
+        self.count_call(stop, now, sink);
+        Step::Stop { stop, cancel }
+    }
+
+    fn emit(
+        &self,
+        kind: EventKind,
+        attempt: u32,
+        elapsed: Duration,
+        delay: Option<Duration>,
+        reason: Option<ExhaustReason>,
+        sink: &mut impl FnMut(&Event<'_>),
+    ) {
+        sink(&Event { kind, name: &self.policy.name, attempt, elapsed, delay, reason });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn hedged(h: Hedging) -> Policy {
+        Policy::builder().hedge(Some(h)).build().unwrap()
+    }
+
+    /// A hedged call asks the breaker once, before attempt 1; its outcome counts once,
+    /// however many attempts it launched; a refused call launches nothing.
+    #[test]
+    fn a_hedged_call_is_one_call_to_the_breaker() {
+        use crate::breaker::{BreakerConfig, BreakerState, CircuitBreaker};
+        let mut cfg = BreakerConfig::consecutive(1);
+        cfg.break_duration = ms(1000);
+        let breaker = std::sync::Arc::new(CircuitBreaker::new(cfg).unwrap());
+        let p = Policy::builder()
+            .hedge(Some(Hedging::fixed(3, 10.0).unwrap()))
+            .breaker(Some(std::sync::Arc::clone(&breaker)))
+            .build()
+            .unwrap();
+        let log = std::cell::RefCell::new(vec![]);
+        let mut sink = |e: &Event<'_>| log.borrow_mut().push((e.kind, e.attempt));
+        let mut call = HedgeCall::start_with(&p, ms(0), &mut sink);
+        assert_eq!(call.poll(ms(0), &mut sink), Ok(Step::Launch(1)));
+        assert_eq!(call.poll(ms(10), &mut sink), Ok(Step::Launch(2)));
+        // Two non-fatal failures: the call goes on (one call, not yet counted).
+        assert_eq!(call.record(1, Verdict::TRANSIENT, ms(11), &mut sink), Ok(Step::Launch(3)));
+        assert_eq!(breaker.state(ms(11)), BreakerState::Closed);
+        assert!(matches!(call.poll(ms(11), &mut sink), Ok(Step::Wait(_))));
+        call.record(2, Verdict::TRANSIENT, ms(12), &mut sink).unwrap();
+        let end = call.record(3, Verdict::TRANSIENT, ms(13), &mut sink).unwrap();
+        assert!(matches!(end, Step::Stop { stop: Stop::Exhausted(ExhaustReason::Attempts), .. }), "{end:?}");
+        assert_eq!(breaker.state(ms(13)), BreakerState::Open, "one exhausted call opens a 1-failure breaker");
+        assert_eq!(log.borrow().last(), Some(&(EventKind::BreakerOpened, 3)));
+        assert_eq!(log.borrow().iter().filter(|(k, _)| *k == EventKind::BreakerOpened).count(), 1);
+        log.borrow_mut().clear();
+        // Open: the next hedged call is refused before it launches anything.
+        let mut refused = HedgeCall::start_with(&p, ms(20), &mut sink);
+        assert!(refused.refusal().is_some());
+        let stop = refused.poll(ms(20), &mut sink).unwrap();
+        assert_eq!(stop, Step::Stop { stop: Stop::Exhausted(ExhaustReason::CircuitOpen), cancel: AttemptSet::EMPTY });
+        assert_eq!(refused.launched(), 0);
+        assert_eq!(*log.borrow(), vec![(EventKind::Exhausted, 0)]);
+        log.borrow_mut().clear();
+        // After the break, a probe that wins closes it (its losers are cancelled, not counted).
+        let mut probe = HedgeCall::start_with(&p, ms(1013), &mut sink);
+        assert_eq!(probe.poll(ms(1013), &mut sink), Ok(Step::Launch(1)));
+        assert_eq!(probe.poll(ms(1023), &mut sink), Ok(Step::Launch(2)));
+        let won = probe.record(2, Verdict::Success, ms(1024), &mut sink).unwrap();
+        assert!(matches!(won, Step::Won { attempt: 2, .. }), "{won:?}");
+        assert_eq!(breaker.state(ms(1024)), BreakerState::Closed);
+        assert_eq!(log.borrow().first(), Some(&(EventKind::BreakerHalfOpen, 0)));
+        assert_eq!(log.borrow().last(), Some(&(EventKind::BreakerClosed, 2)));
+    }
+
+    #[test]
+    fn a_policy_without_hedging_is_one_attempt_and_no_hedge() {
+        let p = Policy::default();
+        let none = &mut |_: &Event<'_>| {};
+        let mut call = HedgeCall::start(&p, ms(0));
+        assert_eq!(call.poll(ms(0), none), Ok(Step::Launch(1)));
+        assert_eq!(call.poll(ms(0), none), Ok(Step::Wait(Some(ms(15_001)))), "only the deadline wakes it");
+        let d = call.record(1, Verdict::TRANSIENT, ms(5), none);
+        assert_eq!(d, Ok(Step::Stop { stop: Stop::Exhausted(ExhaustReason::Attempts), cancel: AttemptSet::EMPTY }));
+    }
+
+    #[test]
+    fn misuse_is_reported_and_late_results_are_dropped() {
+        let p = hedged(Hedging::fixed(3, 10.0).unwrap());
+        let none = &mut |_: &Event<'_>| {};
+        let mut call = HedgeCall::start(&p, ms(0));
+        assert!(call.record(1, Verdict::Success, ms(0), none).is_err(), "attempt 1 was not launched");
+        assert_eq!(call.poll(ms(0), none), Ok(Step::Launch(1)));
+        assert_eq!(call.poll(ms(10), none), Ok(Step::Launch(2)));
+        assert_eq!(call.remaining(2, ms(15)), Ok(Some(ms(14_985))));
+        assert!(call.record(0, Verdict::Success, ms(11), none).is_err());
+        assert!(call.record(3, Verdict::Success, ms(11), none).is_err());
+        let won = call.record(2, Verdict::Success, ms(12), none).unwrap();
+        let cancel = match won {
+            Step::Won { attempt: 2, cancel } => cancel,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(cancel.iter().collect::<Vec<_>>(), [1]);
+        assert_eq!((cancel.len(), cancel.bits(), cancel.contains(1), cancel.contains(2)), (1, 1, true, false));
+        assert_eq!(call.record(1, Verdict::Permanent, ms(20), none), Ok(Step::Dropped));
+        assert_eq!(call.outcome(), Some(Stop::Success));
+        assert_eq!(call.poll(ms(20), none), Err(StateError::Ended));
+        assert!(call.remaining(1, ms(20)).is_err());
+        assert_eq!(call.cancel(ms(20), none), Err(StateError::Ended));
+    }
+
+    #[test]
+    fn cancel_hands_back_every_attempt_in_flight() {
+        let p = hedged(Hedging::fixed(3, 0.0).unwrap());
+        let mut log = vec![];
+        let mut sink = |e: &Event<'_>| log.push((e.kind, e.attempt));
+        let mut call = HedgeCall::start(&p, ms(0));
+        for k in 1..=3 {
+            assert_eq!(call.poll(ms(0), &mut sink), Ok(Step::Launch(k)));
+        }
+        assert_eq!(call.cancel(ms(7), &mut sink).map(|s| s.bits()), Ok(0b111));
+        assert_eq!(call.outcome(), Some(Stop::Cancelled));
+        assert_eq!(log.last(), Some(&(EventKind::Cancelled, 3)));
+    }
+
+    #[test]
+    fn the_sketch_keeps_its_window_and_answers_by_nearest_rank_across_threads() {
+        let sketch = Arc::new(LatencySketch::new(0.95, 100).unwrap());
+        assert_eq!(sketch.estimate(), None);
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let s = Arc::clone(&sketch);
+                std::thread::spawn(move || (0..500).for_each(|i| s.record(ms((i + t) % 100 + 1))))
+            })
+            .collect();
+        threads.into_iter().for_each(|t| t.join().unwrap());
+        assert_eq!(sketch.len(), 100, "bounded by its window");
+        let sketch = LatencySketch::new(0.95, 1000).unwrap();
+        for i in 1..=100 {
+            sketch.record(ms(i));
+        }
+        assert_eq!(sketch.estimate(), Some(ms(95)));
+        sketch.record(ms(1000));
+        assert_eq!(sketch.estimate(), Some(ms(96)), "ceil(0.95 * 101) = 96th smallest");
+        assert!(LatencySketch::new(1.0, 10).is_err() && LatencySketch::new(0.5, 0).is_err());
+    }
+
+    #[test]
+    fn only_a_hedging_policy_is_refused_by_one_at_a_time_calls() {
+        assert_eq!(one_at_a_time_refusal(&Policy::default()), None);
+        let p = Policy::builder().name("rates").hedge(Some(Hedging::fixed(2, 5.0).unwrap())).build().unwrap();
+        let why = one_at_a_time_refusal(&p).unwrap();
+        assert!(why.starts_with("rates: this policy hedges"), "{why}");
+    }
+
+    #[test]
+    fn bad_hedging_knobs_name_the_field() {
+        assert_eq!(Hedging::fixed(6, 1.0).unwrap_err().field, "max_attempts");
+        assert_eq!(Hedging::fixed(0, 1.0).unwrap_err().field, "max_attempts");
+        assert_eq!(Hedging::fixed(2, f64::NAN).unwrap_err().field, "delay");
+        assert_eq!(Hedging::adaptive(2, 0.95, 10.0, 5.0).unwrap_err().field, "ceiling");
+        assert_eq!(Hedging::adaptive(2, 0.0, 1.0, 5.0).unwrap_err().field, "quantile");
+        let err = Hedging::fixed(9, 1.0).unwrap_err().to_string();
+        assert_eq!(err, "max_attempts must be >= 1 and <= 5 (gRPC A6's cap), got 9");
+    }
+}
