@@ -733,7 +733,8 @@ const char *retryrs_status_name(retryrs_status status);
 // `hedge` or a service config's `hedgingPolicy`, through retryrs_policies_retrier());
 // one without hedging runs as one attempt. `listener` may be NULL; it is copied. Then
 // call retryrs_hedge_poll(), which launches attempt 1 (or, when the policy's circuit
-// breaker refuses the call, STOP with reason circuit_open and nothing launched). Free with retryrs_hedge_free().
+// breaker refuses the call, STOP with reason circuit_open and nothing launched). Free
+// with retryrs_hedge_free().
 retryrs_status retryrs_hedge_start(const struct retryrs_retrier *retrier,
                                    uint64_t now_ms,
                                    const struct retryrs_listener *listener,

@@ -132,7 +132,8 @@ fn now(ms: u64) -> Duration {
 /// `hedge` or a service config's `hedgingPolicy`, through retryrs_policies_retrier());
 /// one without hedging runs as one attempt. `listener` may be NULL; it is copied. Then
 /// call retryrs_hedge_poll(), which launches attempt 1 (or, when the policy's circuit
-/// breaker refuses the call, STOP with reason circuit_open and nothing launched). Free with retryrs_hedge_free().
+/// breaker refuses the call, STOP with reason circuit_open and nothing launched). Free
+/// with retryrs_hedge_free().
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_hedge_start(
     retrier: *const retryrs_retrier,

@@ -124,6 +124,44 @@ static void the_engine_api_sees_the_refusal(void) {
   retryrs_breaker_free(b);
 }
 
+/* A hedged call asks the breaker once, like any call: two failed hedges are one failed
+ * call (which opens a 1-failure breaker), and the next hedged call launches nothing. */
+static void a_hedged_call_is_one_call_to_the_breaker(void) {
+  static const char doc[] = "{\"breakers\": {\"b\": {\"model\": \"consecutive\", \"failures\": 1}},"
+                            " \"policies\": {\"retry\": {\"breaker\": \"b\","
+                            " \"hedge\": {\"max_attempts\": 2, \"delay\": \"10ms\"}}}}";
+  retryrs_policies *p = NULL;
+  retryrs_retrier *r = NULL;
+  retryrs_hedge *h = NULL;
+  retryrs_hedge_step step;
+  kinds_seen seen;
+  retryrs_listener listener = {on_event, &seen};
+  CHECK_STATUS(retryrs_policies_from_json(doc, sizeof doc - 1, &p), RETRYRS_OK);
+  CHECK_STATUS(retryrs_policies_retrier(p, "retry", &r), RETRYRS_OK);
+  memset(&seen, 0, sizeof seen);
+  CHECK_STATUS(retryrs_hedge_start(r, 1000, &listener, &h), RETRYRS_OK);
+  CHECK_STATUS(retryrs_hedge_poll(h, 1000, &step), RETRYRS_OK);
+  CHECK(step.action == RETRYRS_HEDGE_LAUNCH && step.attempt == 1);
+  CHECK_STATUS(retryrs_hedge_poll(h, 1010, &step), RETRYRS_OK);
+  CHECK(step.action == RETRYRS_HEDGE_LAUNCH && step.attempt == 2);
+  CHECK_STATUS(retryrs_hedge_report(h, 1, RETRYRS_TRANSIENT, -1, 1011, &step), RETRYRS_OK);
+  CHECK(step.action == RETRYRS_HEDGE_WAIT);
+  CHECK_STATUS(retryrs_hedge_report(h, 2, RETRYRS_TRANSIENT, -1, 1012, &step), RETRYRS_OK);
+  CHECK(step.action == RETRYRS_HEDGE_STOP && step.reason == RETRYRS_REASON_ATTEMPTS);
+  CHECK(seen.n > 0 && seen.kinds[seen.n - 1] == RETRYRS_EVENT_BREAKER_OPENED);
+  retryrs_hedge_free(h);
+  h = NULL;
+  memset(&seen, 0, sizeof seen);
+  CHECK_STATUS(retryrs_hedge_start(r, 1020, &listener, &h), RETRYRS_OK);
+  CHECK_STATUS(retryrs_hedge_poll(h, 1020, &step), RETRYRS_OK);
+  CHECK(step.action == RETRYRS_HEDGE_STOP && step.outcome == RETRYRS_EXHAUSTED &&
+        step.reason == RETRYRS_REASON_CIRCUIT_OPEN && step.attempt == 0 && step.cancel == 0);
+  CHECK(seen.n == 1 && seen.kinds[0] == RETRYRS_EVENT_EXHAUSTED);
+  retryrs_hedge_free(h);
+  retryrs_retrier_free(r);
+  retryrs_policies_free(p);
+}
+
 static void bad_settings_are_named(void) {
   retryrs_breaker_config bc;
   retryrs_breaker *b = NULL;
@@ -145,6 +183,7 @@ void breaker_tests(void) {
   h_run("a shared breaker opens, refuses without calling, half-opens and closes",
         shared_breaker_opens_refuses_half_opens_and_closes);
   h_run("the engine API sees the breaker's refusal", the_engine_api_sees_the_refusal);
+  h_run("a hedged call is one call to the breaker", a_hedged_call_is_one_call_to_the_breaker);
   h_run("bad breaker settings are named", bad_settings_are_named);
 }
 
