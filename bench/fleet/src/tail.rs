@@ -298,7 +298,7 @@ pub fn tail(world: &TailWorld, peer: &Peer, seed: u64) -> TailRun {
 pub fn tail_shifted(world: &TailWorld, peer: &Peer, shift: Option<f64>, seed: u64) -> TailRun {
     let policy = Arc::new(peer.policy(None));
     let starts: Vec<u64> =
-        (0..world.users).flat_map(|u| std::iter::repeat(u as u64 * world.gap_us).take(FAN_OUT)).collect();
+        (0..world.users).flat_map(|u| std::iter::repeat_n(u as u64 * world.gap_us, FAN_OUT)).collect();
     let mut rng = WorldRng::new(seed, 40);
     let half = (world.users / 2) as u64 * world.gap_us;
     let calls = run_calls(&starts, &|_| Arc::clone(&policy), &mut |t| match shift {
