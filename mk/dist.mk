@@ -12,7 +12,8 @@
 #
 # C: retryrs-c-<version>-<target>.tar.gz, the `make install-c` layout (include/, lib/
 # with libretryrs.so.X.Y.Z and its SONAME and .so symlinks, libretryrs.a, pkgconfig/,
-# cmake/retryrs/) with the licences, the changelog and the C README at the top.
+# cmake/retryrs/, share/doc/retryrs/ with the docs and examples) with the licences, the
+# changelog and the C README at the top; linked by zig against glibc 2.17 like the wheel.
 #
 # Node: the napi-rs layout. retryrs-<version>.tgz (JavaScript, types, the loader, and the
 # Rust sources, built only when the user asks: RETRYRS_BUILD_FROM_SOURCE=1); this machine
@@ -43,13 +44,19 @@ $(DIST_TOOLS_STAMP): | $(PY)
 dist: dist-python dist-c dist-node
 	@cd $(DIST) && ls -l | awk 'NR > 1 {printf "  %10d  %s\n", $$5, $$9}'
 
-HOST_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
-C_DIST_NAME := retryrs-c-$(VERSION)-$(HOST_TRIPLE)
+# The C library is linked the way the wheel and the Node addon are: by zig (cargo-zigbuild,
+# from PyPI) against glibc 2.17, whatever glibc this machine has; into its own lib dir, so
+# the C suite's build/lib stays the native build. test-dist-c checks the GLIBC_ floor.
+C_DIST_TRIPLE := x86_64-unknown-linux-gnu
+C_DIST_GLIBC := 2.17
+C_DIST_NAME := retryrs-c-$(VERSION)-$(C_DIST_TRIPLE)
 C_STAGE := $(BUILD)/dist-c
 
-dist-c:
+dist-c: $(DIST_TOOLS_STAMP)
 	rm -rf $(C_STAGE) $(DIST)/retryrs-c-*.tar.gz
-	$(MAKE) --no-print-directory install-c PREFIX=$(C_STAGE)/$(C_DIST_NAME)
+	PATH=$(VENV)/bin:$$PATH $(MAKE) --no-print-directory install-c PREFIX=$(C_STAGE)/$(C_DIST_NAME) \
+		C_LIBDIR=$(BUILD)/lib-glibc$(C_DIST_GLIBC) C_RUST_OUT=$(CARGO_TARGET_DIR)/$(C_DIST_TRIPLE)/release \
+		C_CARGO_BUILD="cargo zigbuild --release --locked --quiet -p retryrs-c --target $(C_DIST_TRIPLE).$(C_DIST_GLIBC)"
 	cp LICENSE-MIT LICENSE-APACHE CHANGELOG.md $(C_STAGE)/$(C_DIST_NAME)/
 	cp bindings-c/README.md $(C_STAGE)/$(C_DIST_NAME)/README.md
 	mkdir -p $(DIST)
@@ -91,7 +98,7 @@ test-dist-python: dist-python
 	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/dist-sdist scripts/dist/python-sdist $(DIST) $(DIST_WORK)/python-sdist $(VERSION)
 
 test-dist-c: dist-c $(DIST_TOOLS_STAMP)
-	scripts/dist/c-tarball $(DIST) $(DIST_WORK)/c $(VERSION) $(VENV)/bin/cmake
+	scripts/dist/c-tarball $(DIST) $(DIST_WORK)/c $(VERSION) $(VENV)/bin/cmake $(C_DIST_GLIBC)
 
 NODE_DIST_TRIPLE := x86_64-unknown-linux-gnu
 NODE_DIST_ADDON := $(CARGO_TARGET_DIR)/$(NODE_DIST_TRIPLE)/release/libretryrs_node.so
