@@ -114,3 +114,46 @@ dist-node: $(DIST_TOOLS_STAMP)
 test-dist-node: dist-node $(NODE_STAMP)
 	rm -rf $(CARGO_TARGET_DIR)/dist-npm-source
 	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/dist-npm-source scripts/dist/node-tarballs $(DIST) $(DIST_WORK)/node $(VERSION)
+
+# Compatibility with the last release, prepared but not yet part of `make test` (no
+# release has a baseline yet: the first is recorded at 0.2.0, then TEST_TARGETS gets
+# abi-check-c and semver-rust). A release's baseline lives in release-baselines/<version>/:
+#   c-abi.txt              the C ABI (scripts/c-abi: exported symbols, prototypes, struct
+#                          layouts, constants, the retryrs_config sizes accepted)
+#   retryrs-<version>.crate  the Rust crate as `cargo package` made it (the API baseline
+#                          of cargo-semver-checks; self-contained, no git tag needed)
+#   make release-baseline  records both for the version in Cargo.toml (at the release)
+#   make abi-check-c       fails on a C ABI break unless the SONAME changed
+#   make semver-rust       cargo-semver-checks: fails on an API break the version bump
+#                          does not allow (0.y.z: a minor bump allows one)
+# Both compare with the newest version recorded there.
+.PHONY: abi-check-c semver-rust release-baseline
+BASELINE_DIR = release-baselines/$(shell ls release-baselines 2>/dev/null | sort -V | tail -1)
+SEMVER_CHECKS_VERSION := 0.51.0
+SEMVER_CHECKS := tools/cargo-semver-checks/bin/cargo-semver-checks
+
+define require-baseline
+@test -f $(BASELINE_DIR)/$(1) || { echo "no baseline $(BASELINE_DIR)/$(1): \`make release-baseline\` records one at a release" >&2; exit 1; }
+endef
+
+abi-check-c: c-lib
+	$(call require-baseline,c-abi.txt)
+	scripts/c-abi check $(BASELINE_DIR)/c-abi.txt $(C_LIBDIR) include $(C_CC)
+
+# A pinned version, built from crates.io with its own lock into tools/ (not cleaned by
+# `make clean`: the build takes long).
+$(SEMVER_CHECKS):
+	cargo install --locked --quiet --root tools/cargo-semver-checks cargo-semver-checks@$(SEMVER_CHECKS_VERSION)
+
+semver-rust: $(SEMVER_CHECKS)
+	$(call require-baseline,retryrs-*.crate)
+	rm -rf $(BUILD)/semver-baseline && mkdir -p $(BUILD)/semver-baseline
+	tar xzf $(BASELINE_DIR)/retryrs-*.crate -C $(BUILD)/semver-baseline
+	$(SEMVER_CHECKS) semver-checks check-release --manifest-path core/Cargo.toml \
+		--baseline-root $$(ls -d $(BUILD)/semver-baseline/retryrs-*)
+
+release-baseline: c-lib
+	mkdir -p release-baselines/$(VERSION)
+	scripts/c-abi record $(C_LIBDIR) include $(C_CC)
+	cargo package --locked --no-verify -p retryrs
+	cp $(CARGO_TARGET_DIR)/package/retryrs-$(VERSION).crate release-baselines/$(VERSION)/
