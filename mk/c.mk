@@ -101,7 +101,7 @@ test-c: c-tools $(C_BUILD)/retryrs-tests
 # contract, the policy and observability docs, and the C examples with a Makefile and a
 # CMakeLists.txt that build them against the installed package alone.
 C_DOCS := docs/contract.md docs/policies.md docs/policies.schema.json docs/observability.md
-C_EXAMPLES := examples/c/metrics.c examples/c/rates.c examples/c/curl_get.c examples/c/Makefile \
+C_EXAMPLES := examples/c/metrics.c examples/c/rates.c examples/c/curl_get.c examples/c/retry.cpp examples/c/Makefile \
 	examples/c/CMakeLists.txt examples/policies.json
 install-c: c-lib
 	install -d $(PREFIX)/include $(PREFIX)/lib/pkgconfig $(PREFIX)/lib/cmake/retryrs $(PREFIX)/share/doc/retryrs
