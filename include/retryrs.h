@@ -218,10 +218,10 @@ typedef struct retryrs_listener {
 
 // How a call ended, beyond its status.
 typedef struct retryrs_outcome {
-  // Why, when the status is RETRYRS_EXHAUSTED; RETRYRS_REASON_NONE otherwise.
-  retryrs_reason reason;
   // How many times the attempt callback ran.
   uint32_t attempts;
+  // Why, when the status is RETRYRS_EXHAUSTED; RETRYRS_REASON_NONE otherwise.
+  retryrs_reason reason;
 } retryrs_outcome;
 
 // The jitter kind of a config.

@@ -30,10 +30,10 @@ pub type retryrs_attempt_fn =
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct retryrs_outcome {
-    /// Why, when the status is RETRYRS_EXHAUSTED; RETRYRS_REASON_NONE otherwise.
-    pub reason: retryrs_reason,
     /// How many times the attempt callback ran.
     pub attempts: u32,
+    /// Why, when the status is RETRYRS_EXHAUSTED; RETRYRS_REASON_NONE otherwise.
+    pub reason: retryrs_reason,
 }
 
 /// How a blocking call ended: the engine's stop, the attempts made, and a verdict the
