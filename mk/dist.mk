@@ -137,7 +137,7 @@ SEMVER_CHECKS_VERSION := 0.51.0
 SEMVER_CHECKS := tools/cargo-semver-checks/bin/cargo-semver-checks
 
 define require-baseline
-@test -f $(BASELINE_DIR)/$(1) || { echo "no baseline $(BASELINE_DIR)/$(1): \`make release-baseline\` records one at a release" >&2; exit 1; }
+@test -f $(BASELINE_DIR)/$(1) || { echo "no $(1) in release-baselines/<version>/ (none recorded yet): \`make release-baseline\` records one at a release" >&2; exit 1; }
 endef
 
 abi-check-c: c-lib
