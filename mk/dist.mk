@@ -145,9 +145,10 @@ abi-check-c: c-lib
 	scripts/c-abi check $(BASELINE_DIR)/c-abi.txt $(C_LIBDIR) include $(C_CC)
 
 # A pinned version, built from crates.io with its own lock into tools/ (not cleaned by
-# `make clean`: the build takes long).
+# `make clean`: the build takes long), in cargo's temporary folder rather than target/.
 $(SEMVER_CHECKS):
-	cargo install --locked --quiet --root tools/cargo-semver-checks cargo-semver-checks@$(SEMVER_CHECKS_VERSION)
+	env -u CARGO_TARGET_DIR cargo install --locked --quiet --root tools/cargo-semver-checks \
+		cargo-semver-checks@$(SEMVER_CHECKS_VERSION)
 
 semver-rust: $(SEMVER_CHECKS)
 	$(call require-baseline,retryrs-*.crate)
