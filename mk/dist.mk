@@ -154,6 +154,8 @@ semver-rust: $(SEMVER_CHECKS)
 	$(call require-baseline,retryrs-*.crate)
 	rm -rf $(BUILD)/semver-baseline && mkdir -p $(BUILD)/semver-baseline
 	tar xzf $(BASELINE_DIR)/retryrs-*.crate -C $(BUILD)/semver-baseline
+	# Unpacked inside this workspace's tree, the crate is its own workspace.
+	printf '\n[workspace]\n' >> $$(ls -d $(BUILD)/semver-baseline/retryrs-*)/Cargo.toml
 	$(SEMVER_CHECKS) semver-checks check-release --manifest-path core/Cargo.toml \
 		--baseline-root $$(ls -d $(BUILD)/semver-baseline/retryrs-*)
 
