@@ -7,6 +7,12 @@
  * retryrs::retryrs, from the release tarball or `make install-c PREFIX=...`.
  * C11 and C++ (extern "C") compatible.
  *
+ * Documentation, installed with this header under <prefix>/share/doc/retryrs/:
+ * contract.md (the contract: the rules every host obeys, cited below as "the
+ * contract"), policies.md (the policy document format), observability.md (metrics and
+ * tracing from the events), and examples/ (metrics.c, rates.c, curl_get.c, retry.cpp,
+ * with a Makefile and a CMakeLists.txt that build them against the installed package).
+ *
  * Conventions
  *
  * Errors: every function that can fail returns a retryrs_status; RETRYRS_OK (0) means
@@ -706,8 +712,8 @@ retryrs_status retryrs_http_classify(const char *method,
 // RETRYRS_INVALID_ARGUMENT for a NULL url, or a NULL buf with a nonzero cap.
 retryrs_status retryrs_redact_url(const char *url, char *buf, size_t cap, size_t *len);
 
-// Loads a policy document (docs/policies.md; a gRPC service config too) from `len`
-// bytes of UTF-8 JSON at `json` (no NUL needed). On RETRYRS_INVALID_ARGUMENT nothing is
+// Loads a policy document (share/doc/retryrs/policies.md; a gRPC service config too)
+// from `len` bytes of UTF-8 JSON at `json` (no NUL needed). On RETRYRS_INVALID_ARGUMENT nothing is
 // created and retryrs_last_error() says where and what, e.g.
 // `policies.payments.initial_delay: "100" has no unit; write "100ms" or "0.1s" (line 4,
 // column 22)`. Free with retryrs_policies_free().
