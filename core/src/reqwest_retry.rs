@@ -143,6 +143,7 @@ impl Middleware for RetryMiddleware {
                     .pop()
                     .map_or_else(|| Error::middleware(std::io::Error::other("retry ended")), Into::into))
             }
+            Err(refused) => return Err(Error::middleware(std::io::Error::other(refused.to_string()))),
         };
         *extensions = ext;
         Ok(response)

@@ -58,14 +58,18 @@ pub struct RetryPolicy {
 
 impl RetryPolicy {
     /// Retries with `retrier`'s policy and the contract's HTTP rules.
+    ///
+    /// # Panics
+    ///
+    /// If the policy hedges ([`Policy::hedging`]): tower's retry runs one attempt at a
+    /// time and cannot abandon one, and its `Policy` has no way to fail a request, so the
+    /// refusal comes here, where the layer is built, saying why.
     pub fn new(retrier: impl Into<Retrier>) -> Self {
-        RetryPolicy {
-            retrier: retrier.into(),
-            rules: Rules::default(),
-            started: Duration::ZERO,
-            call: None,
-            stopped: false,
+        let retrier = retrier.into();
+        if let Some(why) = crate::hedge::one_at_a_time_refusal(retrier.policy()) {
+            panic!("tower_retry::RetryPolicy: {why}; tower's retry does not hedge");
         }
+        RetryPolicy { retrier, rules: Rules::default(), started: Duration::ZERO, call: None, stopped: false }
     }
 
     /// The methods that may be retried (replaces the idempotent set).

@@ -94,3 +94,12 @@ async fn out_of_attempts_the_last_response_is_returned_and_each_request_starts_a
     assert_eq!(second.status(), 200);
     assert_eq!(server.requests(), 4);
 }
+
+/// tower's retry runs one attempt at a time and its Policy cannot fail a request: a
+/// hedging policy is refused where the layer is built, saying why (issue 26).
+#[test]
+#[should_panic(expected = "h: this policy hedges (runs attempts side by side and abandons the losers)")]
+fn a_hedging_policy_is_refused_when_the_layer_is_built() {
+    let hedging = retryrs::Hedging::fixed(2, 10.0).unwrap();
+    let _ = retry_layer(Retrier::new(Policy::builder().name("h").hedge(Some(hedging)).build().unwrap()));
+}
