@@ -143,7 +143,7 @@ impl Middleware for RetryMiddleware {
                     .pop()
                     .map_or_else(|| Error::middleware(std::io::Error::other("retry ended")), Into::into))
             }
-            Err(refused) => return Err(Error::middleware(std::io::Error::other(refused.to_string()))),
+            Err(RetryError::Refused(why)) => return Err(Error::middleware(std::io::Error::other(why))),
         };
         *extensions = ext;
         Ok(response)
