@@ -16,6 +16,8 @@
 //!   response is returned, as it would be without retries;
 //! - an error of the inner service is a network failure: retried for an idempotent
 //!   method only (tower does not say whether the connection was made);
+//! - a POST or PATCH carrying an `Idempotency-Key` header counts as idempotent (turn off
+//!   with [`RetryPolicy::idempotency_key`]);
 //! - the deadline and the budget are kept between attempts. tower's `Retry` cannot drop
 //!   an attempt in flight: put a `tower::timeout::TimeoutLayer` inside it to bound each
 //!   attempt, or use [`Retrier::run_async`](crate::async_executor) /
@@ -84,6 +86,13 @@ impl RetryPolicy {
         self
     }
 
+    /// Whether a POST or PATCH carrying an `Idempotency-Key` header may be resent like an
+    /// idempotent method (default `true`; IETF httpapi draft).
+    pub fn idempotency_key(mut self, honour: bool) -> Self {
+        self.rules.ignore_idempotency_key = !honour;
+        self
+    }
+
     /// The time, only when the policy bounds attempts (a deadline or an attempt
     /// timeout): otherwise no clock is read.
     fn now(&self) -> Duration {
@@ -128,15 +137,16 @@ impl<B: Clone, R, E> tower::retry::Policy<http::Request<B>, http::Response<R>, E
             return None;
         }
         let method = req.method().as_str();
+        let key = crate::http_retry::idempotency_key(req.headers());
         let verdict = match result {
             Ok(response) => {
                 let retry_after = response.headers().get(http::header::RETRY_AFTER).map(|v| v.as_bytes());
-                match self.rules.response(method, response.status().as_u16(), retry_after) {
+                match self.rules.response(method, key, response.status().as_u16(), retry_after) {
                     ValueVerdict::Accept => Verdict::Success,
                     ValueVerdict::Retry { hint } => Verdict::Transient { hint },
                 }
             }
-            Err(_) => self.rules.failure(method, false),
+            Err(_) => self.rules.failure(method, key, false),
         };
         let now = self.now();
         let started = self.started;
