@@ -703,6 +703,21 @@ retryrs_status retryrs_http_classify(const char *method,
                                      size_t retry_statuses_len,
                                      retryrs_verdict *verdict);
 
+// retryrs_http_classify() for a request that may carry an `Idempotency-Key` header:
+// `idempotency_key` is the header's value, or NULL when the request has none. With a
+// non-blank key, a POST or PATCH may be repeated like an idempotent method (IETF httpapi
+// draft; contract, "HTTP"), whatever `retry_methods` says; pass NULL to ignore the
+// header. The other parameters, the verdict and the errors are retryrs_http_classify()'s.
+retryrs_status retryrs_http_classify_request(const char *method,
+                                             const char *idempotency_key,
+                                             retryrs_http_outcome outcome,
+                                             int32_t status,
+                                             const char *const *retry_methods,
+                                             size_t retry_methods_len,
+                                             const int32_t *retry_statuses,
+                                             size_t retry_statuses_len,
+                                             retryrs_verdict *verdict);
+
 // Writes `url` made safe to show in logs into `buf`, by OpenTelemetry's rule for
 // `url.full`: `user:password@` becomes `REDACTED:REDACTED@`, and the values of the
 // query parameters AWSAccessKeyId, Signature, sig and X-Goog-Signature become REDACTED.
