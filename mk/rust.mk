@@ -23,12 +23,13 @@ test-rust:
 # The published crate tests itself: cargo package, then cargo test inside the unpacked
 # package (what a crates.io user or distribution gets), with its own target directory.
 # Unpacked outside the checkout: inside it, cargo would take it for a stray member of
-# this workspace.
+# this workspace. Unpacked with fresh mtimes (tar -m): the folder is new every run but
+# the target dir is kept, and files older than last run's binaries would not rebuild them.
 .PHONY: test-rust-package
 test-rust-package:
 	cargo package --locked -p retryrs --allow-dirty
 	dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
-	tar xzf target/package/retryrs-$$(cargo pkgid -p retryrs | sed 's/.*[#@]//').crate -C "$$dir" && \
+	tar xzmf target/package/retryrs-$$(cargo pkgid -p retryrs | sed 's/.*[#@]//').crate -C "$$dir" && \
 	cd "$$dir"/retryrs-* && CARGO_TARGET_DIR=$(CURDIR)/target/package-test cargo test --locked --all-features
 
 demo-herd:

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::ffi::{arg_mut, guard_status, guard_value, Failure};
 use crate::types::*;
-use retryrs::http::{classify, HttpOutcome, HttpRules, HttpVerdict};
+use retryrs::http::{classify_request, HttpOutcome, HttpRules, HttpVerdict};
 
 /// Parses a Retry-After header value (delay-seconds or any HTTP-date form) relative to
 /// the current system time. On RETRYRS_OK, *has_hint says whether the value was valid
@@ -98,72 +98,113 @@ pub unsafe extern "C" fn retryrs_http_classify(
     verdict: *mut retryrs_verdict_value,
 ) -> retryrs_status {
     guard_status(|| {
-        if method.is_null() {
-            return Err(Failure::invalid("retryrs_http_classify: method must not be NULL"));
-        }
-        let out = arg_mut(verdict, "verdict")?;
-        let method = CStr::from_ptr(method).to_string_lossy();
-        let as_status = |s: i32, what: &str| {
-            u16::try_from(s).map_err(|_| {
-                Failure::invalid(format!("retryrs_http_classify: {what} must be an HTTP status (0..65535), got {s}"))
-            })
-        };
-        let outcome = match outcome {
-            RETRYRS_HTTP_RESPONSE => HttpOutcome::Status(as_status(status, "status")?),
-            RETRYRS_HTTP_CONNECT_FAILED => HttpOutcome::ConnectFailed,
-            RETRYRS_HTTP_NETWORK_FAILED => HttpOutcome::NetworkFailed,
-            other => {
-                return Err(Failure::invalid(format!(
-                    "retryrs_http_classify: outcome must be RETRYRS_HTTP_RESPONSE, _CONNECT_FAILED or _NETWORK_FAILED, got {other}"
-                )))
-            }
-        };
-        let methods: Option<Vec<std::borrow::Cow<'_, str>>> = match (retry_methods.is_null(), retry_methods_len) {
-            (true, 0) => None,
-            (true, n) => {
-                return Err(Failure::invalid(format!(
-                    "retryrs_http_classify: retry_methods is NULL but retry_methods_len is {n}"
-                )))
-            }
-            (false, n) => Some(
-                std::slice::from_raw_parts(retry_methods, n)
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &m)| {
-                        if m.is_null() {
-                            Err(Failure::invalid(format!("retryrs_http_classify: retry_methods[{i}] is NULL")))
-                        } else {
-                            Ok(CStr::from_ptr(m).to_string_lossy())
-                        }
-                    })
-                    .collect::<Result<_, _>>()?,
-            ),
-        };
-        let statuses: Option<Vec<u16>> = match (retry_statuses.is_null(), retry_statuses_len) {
-            (true, 0) => None,
-            (true, n) => {
-                return Err(Failure::invalid(format!(
-                    "retryrs_http_classify: retry_statuses is NULL but retry_statuses_len is {n}"
-                )))
-            }
-            (false, n) => Some(
-                std::slice::from_raw_parts(retry_statuses, n)
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &s)| as_status(s, &format!("retry_statuses[{i}]")))
-                    .collect::<Result<_, _>>()?,
-            ),
-        };
-        let method_refs: Option<Vec<&str>> = methods.as_ref().map(|l| l.iter().map(|m| m.as_ref()).collect());
-        let rules =
-            HttpRules { methods: method_refs.as_deref(), statuses: statuses.as_deref(), ..HttpRules::default() };
-        *out = match classify(&method, outcome, &rules) {
-            HttpVerdict::Retry => RETRYRS_TRANSIENT,
-            HttpVerdict::Response => RETRYRS_SUCCESS,
-            HttpVerdict::Fail => RETRYRS_PERMANENT,
-        };
-        Ok(())
+        let lists = Lists { retry_methods, retry_methods_len, retry_statuses, retry_statuses_len };
+        classify_into("retryrs_http_classify", method, None, outcome, status, lists, verdict)
     })
+}
+
+/// retryrs_http_classify() for a request that may carry an `Idempotency-Key` header:
+/// `idempotency_key` is the header's value, or NULL when the request has none. With a
+/// non-blank key, a POST or PATCH may be repeated like an idempotent method (IETF httpapi
+/// draft; contract, "HTTP"), whatever `retry_methods` says; pass NULL to ignore the
+/// header. The other parameters, the verdict and the errors are retryrs_http_classify()'s.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_http_classify_request(
+    method: *const c_char,
+    idempotency_key: *const c_char,
+    outcome: retryrs_http_outcome,
+    status: i32,
+    retry_methods: *const *const c_char,
+    retry_methods_len: usize,
+    retry_statuses: *const i32,
+    retry_statuses_len: usize,
+    verdict: *mut retryrs_verdict_value,
+) -> retryrs_status {
+    guard_status(|| {
+        let key = (!idempotency_key.is_null()).then(|| CStr::from_ptr(idempotency_key).to_string_lossy());
+        let lists = Lists { retry_methods, retry_methods_len, retry_statuses, retry_statuses_len };
+        classify_into("retryrs_http_classify_request", method, key.as_deref(), outcome, status, lists, verdict)
+    })
+}
+
+/// The user's lists as C passes them (NULL: the default list).
+struct Lists {
+    retry_methods: *const *const c_char,
+    retry_methods_len: usize,
+    retry_statuses: *const i32,
+    retry_statuses_len: usize,
+}
+
+/// The body of both classify functions; `name` starts every error message.
+unsafe fn classify_into(
+    name: &str,
+    method: *const c_char,
+    idempotency_key: Option<&str>,
+    outcome: retryrs_http_outcome,
+    status: i32,
+    lists: Lists,
+    verdict: *mut retryrs_verdict_value,
+) -> Result<(), Failure> {
+    let Lists { retry_methods, retry_methods_len, retry_statuses, retry_statuses_len } = lists;
+    if method.is_null() {
+        return Err(Failure::invalid(format!("{name}: method must not be NULL")));
+    }
+    let out = arg_mut(verdict, "verdict")?;
+    let method = CStr::from_ptr(method).to_string_lossy();
+    let as_status = |s: i32, what: &str| {
+        u16::try_from(s)
+            .map_err(|_| Failure::invalid(format!("{name}: {what} must be an HTTP status (0..65535), got {s}")))
+    };
+    let outcome = match outcome {
+        RETRYRS_HTTP_RESPONSE => HttpOutcome::Status(as_status(status, "status")?),
+        RETRYRS_HTTP_CONNECT_FAILED => HttpOutcome::ConnectFailed,
+        RETRYRS_HTTP_NETWORK_FAILED => HttpOutcome::NetworkFailed,
+        other => {
+            return Err(Failure::invalid(format!(
+                "{name}: outcome must be RETRYRS_HTTP_RESPONSE, _CONNECT_FAILED or _NETWORK_FAILED, got {other}"
+            )))
+        }
+    };
+    let methods: Option<Vec<std::borrow::Cow<'_, str>>> = match (retry_methods.is_null(), retry_methods_len) {
+        (true, 0) => None,
+        (true, n) => {
+            return Err(Failure::invalid(format!("{name}: retry_methods is NULL but retry_methods_len is {n}")))
+        }
+        (false, n) => Some(
+            std::slice::from_raw_parts(retry_methods, n)
+                .iter()
+                .enumerate()
+                .map(|(i, &m)| {
+                    if m.is_null() {
+                        Err(Failure::invalid(format!("{name}: retry_methods[{i}] is NULL")))
+                    } else {
+                        Ok(CStr::from_ptr(m).to_string_lossy())
+                    }
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+    };
+    let statuses: Option<Vec<u16>> = match (retry_statuses.is_null(), retry_statuses_len) {
+        (true, 0) => None,
+        (true, n) => {
+            return Err(Failure::invalid(format!("{name}: retry_statuses is NULL but retry_statuses_len is {n}")))
+        }
+        (false, n) => Some(
+            std::slice::from_raw_parts(retry_statuses, n)
+                .iter()
+                .enumerate()
+                .map(|(i, &s)| as_status(s, &format!("retry_statuses[{i}]")))
+                .collect::<Result<_, _>>()?,
+        ),
+    };
+    let method_refs: Option<Vec<&str>> = methods.as_ref().map(|l| l.iter().map(|m| m.as_ref()).collect());
+    let rules = HttpRules { methods: method_refs.as_deref(), statuses: statuses.as_deref(), ..HttpRules::default() };
+    *out = match classify_request(&method, idempotency_key, outcome, &rules) {
+        HttpVerdict::Retry => RETRYRS_TRANSIENT,
+        HttpVerdict::Response => RETRYRS_SUCCESS,
+        HttpVerdict::Fail => RETRYRS_PERMANENT,
+    };
+    Ok(())
 }
 
 /// Writes `url` made safe to show in logs into `buf`, by OpenTelemetry's rule for

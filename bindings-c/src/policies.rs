@@ -53,8 +53,8 @@ impl retryrs_policies {
     }
 }
 
-/// Loads a policy document (docs/policies.md; a gRPC service config too) from `len`
-/// bytes of UTF-8 JSON at `json` (no NUL needed). On RETRYRS_INVALID_ARGUMENT nothing is
+/// Loads a policy document (share/doc/retryrs/policies.md; a gRPC service config too)
+/// from `len` bytes of UTF-8 JSON at `json` (no NUL needed). On RETRYRS_INVALID_ARGUMENT nothing is
 /// created and retryrs_last_error() says where and what, e.g.
 /// `policies.payments.initial_delay: "100" has no unit; write "100ms" or "0.1s" (line 4,
 /// column 22)`. Free with retryrs_policies_free().

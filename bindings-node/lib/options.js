@@ -124,6 +124,12 @@ function normaliseFromPolicy(policyHandle, hasBudget, options) {
       throw new TypeError(`Retrier.fromPolicy: unknown option '${key}' (it takes ${FROM_POLICY.join(', ')}; the knobs come from the policy)`);
     }
   }
+  // Every Node call runs one attempt at a time until the host hedges: refused here, where
+  // the retrier is made, rather than silently retried by the backoff knobs.
+  const refusal = handle.hedgeRefusal;
+  if (refusal !== null && refusal !== undefined) {
+    throw new RangeError(`Retrier.fromPolicy: ${refusal}; hedging is not supported by the Node host yet (r.call and the HTTP helpers run one attempt at a time): drive a hedged call from C with retryrs_hedge_start()`);
+  }
   const host = hostParts(options);
   if (options.attemptTimeoutMs !== undefined) {
     // The document's policy with the caller's attempt timeout (null: none), validated by

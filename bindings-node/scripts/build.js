@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Builds the native addon from source with cargo and copies it next to index.js as
 // retryrs.node. `make node-addon` and `npm run build` run it; so does lib/native.js when
-// no prebuilt platform package fits and the package ships its Rust sources (the npm
-// tarball from `make dist` does: this crate and the core, as one small workspace).
+// the user asks for a source build (RETRYRS_BUILD_FROM_SOURCE=1) and the package ships
+// its Rust sources (the npm tarball from `make dist` does: this crate and the core, as
+// one small workspace).
 // It is never an install script: installing retryrs runs nothing.
 // Cargo is incremental: when nothing changed this takes well under a second.
 'use strict';

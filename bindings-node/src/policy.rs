@@ -203,6 +203,13 @@ impl NativePolicy {
         })
     }
 
+    /// Why the policy cannot run in this host, if it hedges (the core's wording), or null.
+    /// Node runs one attempt at a time until it hedges (issue 26).
+    #[napi(getter)]
+    pub fn hedge_refusal(&self) -> napi::Result<Option<String>> {
+        guarded(|| Ok(retryrs::hedge::one_at_a_time_refusal(&self.inner)))
+    }
+
     /// Whether the policy has a budget (a first-attempt success must then be recorded).
     #[napi(getter)]
     pub fn has_budget(&self) -> napi::Result<bool> {

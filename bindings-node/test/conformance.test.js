@@ -234,6 +234,8 @@ function checkHttpVector(v) {
     failure: h.failure,
     retryMethods: h.retry_methods,
     retryStatuses: h.retry_statuses,
+    idempotencyKey: h.idempotency_key,
+    honourIdempotencyKey: h.honour_idempotency_key,
   });
   assert.equal(got, h.expect);
 }

@@ -77,6 +77,23 @@ test('fromPolicy takes only the host options', () => {
   assert.equal(Retrier.fromPolicy(p, { shouldRetry: () => true }).name, 'payments');
 });
 
+test('a hedging policy is refused where the retrier is made, saying why (issue 26)', async () => {
+  // Node runs one attempt at a time until it hedges: never silently retried by backoff.
+  const p = loadPolicies({ policies: { reads: { max_attempts: 4, hedge: { max_attempts: 2, delay: '50ms' } } } }).get('reads');
+  let err;
+  try {
+    Retrier.fromPolicy(p, { shouldRetry: () => true });
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err instanceof RangeError, `refused: ${err}`);
+  assert.match(err.message, /reads: this policy hedges/);
+  assert.match(err.message, /not supported by the Node host yet/);
+  assert.match(err.message, /retryrs_hedge_start/);
+  const plain = loadPolicies({ policies: { reads: { max_attempts: 4 } } }).get('reads');
+  assert.equal(Retrier.fromPolicy(plain).name, 'reads');
+});
+
 for (const c of ERRORS) {
   test(`error: ${c.name} names ${c.path}`, () => {
     let err;

@@ -87,7 +87,8 @@ VECTOR_KEYS = {
     "expect_error": {"knob"},
     "retry_after": {"value", "now_unix_s", "expect_ms"},
     "status": {"code", "retryable"},
-    "http": {"method", "status", "failure", "retry_methods", "retry_statuses", "expect"},
+    "http": {"method", "status", "failure", "retry_methods", "retry_statuses", "idempotency_key",
+             "honour_idempotency_key", "expect"},
 }
 
 
@@ -321,6 +322,8 @@ def run_vector(v: Dict[str, Any], use_async: bool = False) -> List[str]:
         got = retryrs.classify_http(
             h["method"], status=h.get("status"), failure=h.get("failure"),
             retry_methods=h.get("retry_methods"), retry_statuses=h.get("retry_statuses"),
+            idempotency_key=h.get("idempotency_key"),
+            honour_idempotency_key=h.get("honour_idempotency_key", True),
         )
         return [] if got == h["expect"] else [f"classify_http = {got!r}, expected {h['expect']!r}"]
     return ["vector has none of calls, expect_error, retry_after, status, http"]

@@ -91,6 +91,25 @@ def test_from_policy_takes_only_the_host_parts() -> None:
         Retrier.from_policy({"max_attempts": 3})  # type: ignore[arg-type]
 
 
+HEDGED = {"policies": {"reads": {"max_attempts": 4, "hedge": {"max_attempts": 2, "delay": "50ms"}}}}
+
+
+def test_a_hedging_policy_is_refused_saying_why() -> None:
+    """Every Python call runs one attempt at a time (issue 26): a policy that hedges is
+    refused where the retrier is made, never silently retried by the backoff knobs, for
+    the sync call, the decorator, the for loop and call_async alike."""
+    p = load_policies(HEDGED)["reads"]
+    with pytest.raises(ValueError) as info:
+        Retrier.from_policy(p, retry_on=OSError)
+    message = str(info.value)
+    assert "reads: this policy hedges" in message
+    assert "cannot abandon an attempt" in message
+    assert "does not hedge yet" in message and "call_async" in message
+    # The same document without the hedge makes a retrier, as before.
+    plain = load_policies({"policies": {"reads": {"max_attempts": 4}}})["reads"]
+    assert Retrier.from_policy(plain, retry_on=OSError).max_attempts == 4
+
+
 @pytest.mark.parametrize("case", ERRORS, ids=[c["name"] for c in ERRORS])
 def test_every_error_names_its_path(case: dict) -> None:
     with pytest.raises(PolicyDocumentError) as info:

@@ -298,6 +298,11 @@ impl Retrier {
             }
         };
         let policy = &**self.policy();
+        if let Some(why) = crate::hedge::one_at_a_time_refusal(policy) {
+            return Err(RetryError::Refused(format!(
+                "{why}; the async executor does not hedge yet: drive a hedged call with retryrs::hedge::HedgeCall"
+            )));
+        }
         if cancel.is_some_and(CancelToken::is_cancelled) {
             crate::engine::cancelled_before_start(policy, &mut |e| notify(e, None));
             return Err(RetryError::Cancelled { attempts: 0, errors: Vec::new(), value: None });

@@ -57,6 +57,12 @@ pub enum RetryError<E, T = ()> {
         /// The last rejected value, when the last failure was a value.
         value: Option<T>,
     },
+    /// The call was refused before any attempt ran, and says why: a policy that hedges
+    /// ([`Policy::hedging`](crate::Policy::hedging)) run by an executor that runs one
+    /// attempt at a time and so cannot abandon one (the blocking [`Retrier::run`] and
+    /// [`Retrier::execute`]; the async executor, which does not hedge yet). Drive such a
+    /// policy with [`HedgeCall`](crate::hedge::HedgeCall).
+    Refused(String),
 }
 
 impl<E, T> RetryError<E, T> {
@@ -67,21 +73,23 @@ impl<E, T> RetryError<E, T> {
             RetryError::Rejected(e) => Some(e),
             RetryError::Exhausted { value: Some(_), .. } | RetryError::Cancelled { value: Some(_), .. } => None,
             RetryError::Exhausted { errors, .. } | RetryError::Cancelled { errors, .. } => errors.last(),
+            RetryError::Refused(_) => None,
         }
     }
 
     /// The last rejected value, when the last failure was one.
     pub fn last_value(&self) -> Option<&T> {
         match self {
-            RetryError::Rejected(_) => None,
+            RetryError::Rejected(_) | RetryError::Refused(_) => None,
             RetryError::Exhausted { value, .. } | RetryError::Cancelled { value, .. } => value.as_ref(),
         }
     }
 
-    /// Attempts made (1 for a rejection).
+    /// Attempts made (1 for a rejection, 0 for a refusal).
     pub fn attempts(&self) -> u32 {
         match self {
             RetryError::Rejected(_) => 1,
+            RetryError::Refused(_) => 0,
             RetryError::Exhausted { attempts, .. } | RetryError::Cancelled { attempts, .. } => *attempts,
         }
     }
@@ -93,6 +101,7 @@ impl<E, T> RetryError<E, T> {
                 RetryError::Exhausted { attempts, reason, errors, value: None, refusal }
             }
             RetryError::Cancelled { attempts, errors, .. } => RetryError::Cancelled { attempts, errors, value: None },
+            RetryError::Refused(why) => RetryError::Refused(why),
         }
     }
 }
@@ -115,6 +124,7 @@ impl<E: fmt::Display, T: fmt::Debug> fmt::Display for RetryError<E, T> {
             RetryError::Cancelled { attempts, .. } => {
                 write!(f, "{}", crate::event::CancelledAfter { name: None, attempts: *attempts })
             }
+            RetryError::Refused(why) => write!(f, "{why}"),
         }
     }
 }
@@ -328,6 +338,11 @@ impl Retrier {
                 None => &SystemClock,
             },
         };
+        if let Some(why) = crate::hedge::one_at_a_time_refusal(&self.policy) {
+            return Err(RetryError::Refused(format!(
+                "{why}; a blocking Retrier::run/execute cannot abandon an attempt: hedge from async code with retryrs::hedge::HedgeCall"
+            )));
+        }
         let cancel = run.cancel;
         let has_listener = run.listener.is_some();
         let listener = &mut run.listener;

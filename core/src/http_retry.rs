@@ -1,46 +1,60 @@
 //! What the HTTP middlewares ([`reqwest_retry`](crate::reqwest_retry),
 //! [`tower_retry`](crate::tower_retry)) share: the contract's HTTP rules (section 6a,
-//! decided by [`crate::http::classify`]) turned into the verdicts the executors take, and
+//! decided by [`crate::http::classify_request`], with the request's `Idempotency-Key`) turned into the verdicts the executors take, and
 //! the user's overrides, owned.
 
 use std::time::{Duration, SystemTime};
 
 use crate::engine::Verdict;
 use crate::executor::ValueVerdict;
-use crate::http::{classify, HttpOutcome, HttpRules, HttpVerdict};
+use crate::http::{classify_request, HttpOutcome, HttpRules, HttpVerdict, IDEMPOTENCY_KEY_HEADER};
 
 /// The methods and statuses a middleware retries: `None` keeps the contract's lists
-/// (idempotent methods; 408, 425, 429, 500, 502, 503, 504).
+/// (idempotent methods; 408, 425, 429, 500, 502, 503, 504). A POST or PATCH carrying an
+/// `Idempotency-Key` is repeatable unless `ignore_idempotency_key` is set.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Rules {
     pub(crate) methods: Option<Vec<String>>,
     pub(crate) statuses: Option<Vec<u16>>,
+    pub(crate) ignore_idempotency_key: bool,
+}
+
+/// A request's `Idempotency-Key` header value, if it has one that is text.
+pub(crate) fn idempotency_key(headers: &http::HeaderMap) -> Option<&str> {
+    headers.get(IDEMPOTENCY_KEY_HEADER).and_then(|v| v.to_str().ok())
 }
 
 impl Rules {
-    fn judge(&self, method: &str, outcome: HttpOutcome) -> HttpVerdict {
+    fn judge(&self, method: &str, idempotency_key: Option<&str>, outcome: HttpOutcome) -> HttpVerdict {
         let methods: Option<Vec<&str>> = self.methods.as_ref().map(|m| m.iter().map(String::as_str).collect());
-        classify(
-            method,
-            outcome,
-            &HttpRules { methods: methods.as_deref(), statuses: self.statuses.as_deref(), ..HttpRules::default() },
-        )
+        let rules = HttpRules {
+            methods: methods.as_deref(),
+            statuses: self.statuses.as_deref(),
+            idempotency_key: !self.ignore_idempotency_key,
+        };
+        classify_request(method, idempotency_key, outcome, &rules)
     }
 
     /// A response: retried (its Retry-After the hint) when the status is retryable and the
-    /// method may be repeated; otherwise it is the answer, as it would be without retries.
-    pub(crate) fn response(&self, method: &str, status: u16, retry_after: Option<&[u8]>) -> ValueVerdict {
-        match self.judge(method, HttpOutcome::Status(status)) {
+    /// request may be repeated; otherwise it is the answer, as it would be without retries.
+    pub(crate) fn response(
+        &self,
+        method: &str,
+        idempotency_key: Option<&str>,
+        status: u16,
+        retry_after: Option<&[u8]>,
+    ) -> ValueVerdict {
+        match self.judge(method, idempotency_key, HttpOutcome::Status(status)) {
             HttpVerdict::Retry => ValueVerdict::Retry { hint: retry_after.and_then(hint) },
             HttpVerdict::Response | HttpVerdict::Fail => ValueVerdict::Accept,
         }
     }
 
-    /// A network failure: transient if the connection was never made, or if the method
+    /// A network failure: transient if the connection was never made, or if the request
     /// may be repeated; otherwise the call ends with it.
-    pub(crate) fn failure(&self, method: &str, connect_failed: bool) -> Verdict {
+    pub(crate) fn failure(&self, method: &str, idempotency_key: Option<&str>, connect_failed: bool) -> Verdict {
         let outcome = if connect_failed { HttpOutcome::ConnectFailed } else { HttpOutcome::NetworkFailed };
-        match self.judge(method, outcome) {
+        match self.judge(method, idempotency_key, outcome) {
             HttpVerdict::Retry => Verdict::TRANSIENT,
             HttpVerdict::Response | HttpVerdict::Fail => Verdict::Permanent,
         }

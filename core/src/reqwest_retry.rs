@@ -23,6 +23,8 @@
 //! - A **connection never made** is retried for every method (nothing was sent); any
 //!   other network error only for an idempotent method; otherwise, or when the retries run
 //!   out, the call ends with that **error**.
+//! - A POST or PATCH carrying an **`Idempotency-Key`** header is repeatable like an
+//!   idempotent method (turn off with [`RetryMiddleware::idempotency_key`]).
 //! - The **attempt's bound** (the deadline, or `attempt_timeout`) cuts an attempt short:
 //!   it fails as a network error (a [`TimedOut`] inside `Error::Middleware`).
 //! - A request whose body cannot be cloned (a stream) is sent once, without retries.
@@ -66,6 +68,13 @@ impl RetryMiddleware {
         self.rules.statuses = Some(statuses.into_iter().collect());
         self
     }
+
+    /// Whether a POST or PATCH carrying an `Idempotency-Key` header may be resent like an
+    /// idempotent method (default `true`; IETF httpapi draft).
+    pub fn idempotency_key(mut self, honour: bool) -> Self {
+        self.rules.ignore_idempotency_key = !honour;
+        self
+    }
 }
 
 /// One attempt's failure: the client's error, or the attempt's bound.
@@ -97,6 +106,8 @@ impl Middleware for RetryMiddleware {
             return next.run(req, extensions).await;
         };
         let method = req.method().as_str().to_owned();
+        let key = crate::http_retry::idempotency_key(req.headers()).map(str::to_owned);
+        let key = key.as_deref();
         let mut first = Some(req);
         let rules = &self.rules;
         let ext: &Extensions = extensions;
@@ -105,7 +116,7 @@ impl Middleware for RetryMiddleware {
             .execute_async(
                 AsyncRun::tokio().result_predicate(|(response, _): &(Response, Extensions)| {
                     let retry_after = response.headers().get(RETRY_AFTER).map(|v| v.as_bytes());
-                    rules.response(&method, response.status().as_u16(), retry_after)
+                    rules.response(&method, key, response.status().as_u16(), retry_after)
                 }),
                 |attempt| {
                     let mut req = first
@@ -126,10 +137,10 @@ impl Middleware for RetryMiddleware {
                     }
                 },
                 |e: &AttemptError| match e {
-                    AttemptError::Http(Error::Reqwest(e)) => rules.failure(&method, e.is_connect()),
+                    AttemptError::Http(Error::Reqwest(e)) => rules.failure(&method, key, e.is_connect()),
                     // Another middleware's error is not the network's: not retried.
                     AttemptError::Http(_) => crate::Verdict::Permanent,
-                    AttemptError::TimedOut(_) => rules.failure(&method, false),
+                    AttemptError::TimedOut(_) => rules.failure(&method, key, false),
                 },
             )
             .await;
@@ -143,6 +154,7 @@ impl Middleware for RetryMiddleware {
                     .pop()
                     .map_or_else(|| Error::middleware(std::io::Error::other("retry ended")), Into::into))
             }
+            Err(RetryError::Refused(why)) => return Err(Error::middleware(std::io::Error::other(why))),
         };
         *extensions = ext;
         Ok(response)

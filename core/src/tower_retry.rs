@@ -16,6 +16,8 @@
 //!   response is returned, as it would be without retries;
 //! - an error of the inner service is a network failure: retried for an idempotent
 //!   method only (tower does not say whether the connection was made);
+//! - a POST or PATCH carrying an `Idempotency-Key` header counts as idempotent (turn off
+//!   with [`RetryPolicy::idempotency_key`]);
 //! - the deadline and the budget are kept between attempts. tower's `Retry` cannot drop
 //!   an attempt in flight: put a `tower::timeout::TimeoutLayer` inside it to bound each
 //!   attempt, or use [`Retrier::run_async`](crate::async_executor) /
@@ -58,14 +60,18 @@ pub struct RetryPolicy {
 
 impl RetryPolicy {
     /// Retries with `retrier`'s policy and the contract's HTTP rules.
+    ///
+    /// # Panics
+    ///
+    /// If the policy hedges ([`Policy::hedging`]): tower's retry runs one attempt at a
+    /// time and cannot abandon one, and its `Policy` has no way to fail a request, so the
+    /// refusal comes here, where the layer is built, saying why.
     pub fn new(retrier: impl Into<Retrier>) -> Self {
-        RetryPolicy {
-            retrier: retrier.into(),
-            rules: Rules::default(),
-            started: Duration::ZERO,
-            call: None,
-            stopped: false,
+        let retrier = retrier.into();
+        if let Some(why) = crate::hedge::one_at_a_time_refusal(retrier.policy()) {
+            panic!("tower_retry::RetryPolicy: {why}; tower's retry does not hedge");
         }
+        RetryPolicy { retrier, rules: Rules::default(), started: Duration::ZERO, call: None, stopped: false }
     }
 
     /// The methods that may be retried (replaces the idempotent set).
@@ -77,6 +83,13 @@ impl RetryPolicy {
     /// The statuses worth retrying (replaces 408, 425, 429, 500, 502, 503, 504).
     pub fn statuses(mut self, statuses: impl IntoIterator<Item = u16>) -> Self {
         self.rules.statuses = Some(statuses.into_iter().collect());
+        self
+    }
+
+    /// Whether a POST or PATCH carrying an `Idempotency-Key` header may be resent like an
+    /// idempotent method (default `true`; IETF httpapi draft).
+    pub fn idempotency_key(mut self, honour: bool) -> Self {
+        self.rules.ignore_idempotency_key = !honour;
         self
     }
 
@@ -124,15 +137,16 @@ impl<B: Clone, R, E> tower::retry::Policy<http::Request<B>, http::Response<R>, E
             return None;
         }
         let method = req.method().as_str();
+        let key = crate::http_retry::idempotency_key(req.headers());
         let verdict = match result {
             Ok(response) => {
                 let retry_after = response.headers().get(http::header::RETRY_AFTER).map(|v| v.as_bytes());
-                match self.rules.response(method, response.status().as_u16(), retry_after) {
+                match self.rules.response(method, key, response.status().as_u16(), retry_after) {
                     ValueVerdict::Accept => Verdict::Success,
                     ValueVerdict::Retry { hint } => Verdict::Transient { hint },
                 }
             }
-            Err(_) => self.rules.failure(method, false),
+            Err(_) => self.rules.failure(method, key, false),
         };
         let now = self.now();
         let started = self.started;

@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use retryrs::http::{classify, HttpOutcome, HttpRules};
+use retryrs::http::{classify_request, HttpOutcome, HttpRules};
 use retryrs::{
     is_retryable_status, parse_retry_after_ms, CancelToken, Clock, DocumentError, EventKind, Failed, HedgeCall,
     Policies, Policy, Retrier, RetryError, Run, Step, Stop, ValueVerdict, Verdict, VirtualClock, HISTORY,
@@ -495,7 +495,20 @@ fn check_vector_keys(v: &Value) -> Result<(), String> {
         check_keys("status", s, &["code", "retryable"])?;
     }
     if let Some(h) = v.get("http") {
-        check_keys("http", h, &["method", "status", "failure", "retry_methods", "retry_statuses", "expect"])?;
+        check_keys(
+            "http",
+            h,
+            &[
+                "method",
+                "status",
+                "failure",
+                "retry_methods",
+                "retry_statuses",
+                "idempotency_key",
+                "honour_idempotency_key",
+                "expect",
+            ],
+        )?;
     }
     Ok(())
 }
@@ -551,8 +564,10 @@ fn check_http_vector(h: &Value) -> Result<(), String> {
         h.get("retry_methods").map(|l| l.as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect());
     let statuses: Option<Vec<u16>> =
         h.get("retry_statuses").map(|l| l.as_array().unwrap().iter().map(|s| s.as_u64().unwrap() as u16).collect());
-    let rules = HttpRules { methods: methods.as_deref(), statuses: statuses.as_deref(), ..HttpRules::default() };
-    let got = classify(method, outcome, &rules).as_str();
+    let key = h.get("idempotency_key").and_then(Value::as_str);
+    let honour = h.get("honour_idempotency_key").is_none_or(|b| b.as_bool().unwrap());
+    let rules = HttpRules { methods: methods.as_deref(), statuses: statuses.as_deref(), idempotency_key: honour };
+    let got = classify_request(method, key, outcome, &rules).as_str();
     let want = h["expect"].as_str().unwrap();
     (got == want).then_some(()).ok_or_else(|| format!("{method} {outcome:?}: want {want}, got {got}"))
 }

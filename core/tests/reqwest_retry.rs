@@ -64,6 +64,24 @@ async fn a_post_is_not_sent_again() {
     assert_eq!(*server.methods.lock().unwrap(), ["POST", "POST"]);
 }
 
+/// Issue 23: a POST carrying an Idempotency-Key is resent like an idempotent method
+/// (503 then 200: 2 requests), unless the middleware is told to ignore the header.
+#[tokio::test(flavor = "current_thread")]
+async fn a_post_with_an_idempotency_key_is_sent_again() {
+    let server = serve(vec![Reply(503, ""), Reply(200, "")]).await;
+    let response =
+        client(quick()).post(&server.url).header("Idempotency-Key", "order-42").body("order=1").send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(*server.methods.lock().unwrap(), ["POST", "POST"]);
+    let server = serve(vec![Reply(503, ""), Reply(200, "")]).await;
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(RetryMiddleware::new(Retrier::new(quick())).idempotency_key(false))
+        .build();
+    let response = client.post(&server.url).header("Idempotency-Key", "order-42").body("order=1").send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 503);
+    assert_eq!(*server.methods.lock().unwrap(), ["POST"]);
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn out_of_attempts_the_last_response_is_returned() {
     let server = serve(vec![Reply(503, ""), Reply(502, "")]).await;

@@ -24,6 +24,13 @@ fn edition_needs(edition: &str) -> (u64, u64, u64) {
     }
 }
 
+/// The package's folder, as cargo gives it when the test runs: the unpacked package's
+/// folder changes with every `make test-rust-package`, while a test binary compiled in an
+/// earlier one can be reused, with the folder it was compiled in.
+fn manifest_dir() -> std::path::PathBuf {
+    std::path::PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo test sets CARGO_MANIFEST_DIR"))
+}
+
 /// What the `reqwest` feature needs, as the crate docs' feature table says.
 const REQWEST_NEEDS: &str = "1.88";
 
@@ -35,7 +42,7 @@ fn no_dependency_needs_a_newer_rust_than_the_declared_rust_version() {
 
 #[test]
 fn the_reqwest_feature_needs_no_newer_rust_than_its_docs_say() {
-    let lib = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/lib.rs")).unwrap();
+    let lib = std::fs::read_to_string(manifest_dir().join("src/lib.rs")).unwrap();
     let row = lib.lines().find(|l| l.starts_with("//! | `reqwest`")).expect("the feature table has a reqwest row");
     assert!(
         row.contains(&format!("Rust {REQWEST_NEEDS}")),
@@ -48,10 +55,11 @@ fn the_reqwest_feature_needs_no_newer_rust_than_its_docs_say() {
 /// The declared rust-version (or `limit`), and what in the tree resolved with `features`
 /// needs a newer Rust.
 fn too_new(features: &[&str], limit: Option<(u64, u64, u64)>) -> ((u64, u64, u64), Vec<String>) {
-    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+    let manifest = manifest_dir().join("Cargo.toml");
     let cargo = option_env!("CARGO").unwrap_or("cargo");
     let out = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--manifest-path", manifest])
+        .args(["metadata", "--format-version", "1", "--manifest-path"])
+        .arg(&manifest)
         .args(features)
         .output()
         .expect("cargo metadata runs");

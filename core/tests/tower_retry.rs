@@ -82,6 +82,26 @@ async fn a_post_is_not_sent_again() {
     assert_eq!(*server.methods.lock().unwrap(), ["POST"]);
 }
 
+/// Issue 23: a POST carrying an Idempotency-Key is resent like an idempotent method
+/// (503 then 200: 2 requests), unless the policy is told to ignore the header.
+#[tokio::test(flavor = "current_thread")]
+async fn a_post_with_an_idempotency_key_is_sent_again() {
+    let server = serve(vec![Reply(503, ""), Reply(200, "")]).await;
+    let post =
+        http::Request::post(&server.url).header("Idempotency-Key", "order-42").body("order=1".to_string()).unwrap();
+    let response = send(quick(), post).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(*server.methods.lock().unwrap(), ["POST", "POST"]);
+    let ignoring = retryrs::tower_retry::RetryPolicy::new(Retrier::new(quick())).idempotency_key(false);
+    let mut service = ServiceBuilder::new().layer(tower::retry::RetryLayer::new(ignoring)).service(http_client());
+    let server2 = serve(vec![Reply(503, ""), Reply(200, "")]).await;
+    let post2 =
+        http::Request::post(&server2.url).header("Idempotency-Key", "order-42").body("order=1".to_string()).unwrap();
+    let response = service.ready().await.unwrap().call(post2).await.unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(*server2.methods.lock().unwrap(), ["POST"]);
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn out_of_attempts_the_last_response_is_returned_and_each_request_starts_afresh() {
     let policy = Policy::builder().max_attempts(2).jitter(Jitter::None).initial_delay(Duration::ZERO).build().unwrap();
@@ -93,4 +113,13 @@ async fn out_of_attempts_the_last_response_is_returned_and_each_request_starts_a
     let second = service.ready().await.unwrap().call(get(&server.url)).await.unwrap();
     assert_eq!(second.status(), 200);
     assert_eq!(server.requests(), 4);
+}
+
+/// tower's retry runs one attempt at a time and its Policy cannot fail a request: a
+/// hedging policy is refused where the layer is built, saying why (issue 26).
+#[test]
+#[should_panic(expected = "h: this policy hedges (runs attempts side by side and abandons the losers)")]
+fn a_hedging_policy_is_refused_when_the_layer_is_built() {
+    let hedging = retryrs::Hedging::fixed(2, 10.0).unwrap();
+    let _ = retry_layer(Retrier::new(Policy::builder().name("h").hedge(Some(hedging)).build().unwrap()));
 }

@@ -3,11 +3,21 @@
 //   retryrs-<version>.tgz                 the JavaScript, the types, the loader, and the
 //                                         Rust sources as one small cargo workspace (this
 //                                         crate at the root, core/ beside it) so a
-//                                         platform with no prebuilt addon can build it;
-//                                         optionalDependencies name every platform package
+//                                         platform with no prebuilt addon can build it
+//                                         when its user asks (lib/native.js)
 //   retryrs-<tuple>-<version>.tgz         one per prebuilt addon given as TUPLE=PATH
-// Nothing in them is an install script. Versions come from the workspace Cargo.toml.
-//   usage: node-pack.js DIST STAGE TUPLE=ADDON...
+// The platform packages (names, os/cpu/libc, READMEs) are written from the one list,
+// bindings-node/lib/platforms.js. Nothing in them is an install script. Versions come
+// from the workspace Cargo.toml.
+//
+// optionalDependencies name only packages the registry will have: a tarball that names an
+// unpublished @retryrs/* package makes every install ask the registry for it (a 404 while
+// the scope is unclaimed). So the main package names them only with --publish, which
+// wants an addon for every platform of the list (the release workflow publishes them all
+// before it); without it (`make dist`) it names none, and the platform tarball is
+// installed beside it.
+//   usage: node-pack.js [--publish] DIST STAGE TUPLE=ADDON...
+//          node-pack.js --matrix     the release workflow's build matrix, as JSON
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
@@ -15,8 +25,29 @@ const { execFileSync } = require('node:child_process');
 
 const repo = path.resolve(__dirname, '..', '..');
 const nodePkg = path.join(repo, 'bindings-node');
-const [dist, stage, ...addons] = process.argv.slice(2).map((a, i) => (i < 2 ? path.resolve(a) : a));
-if (!dist || !stage) throw new Error('usage: node-pack.js DIST STAGE TUPLE=ADDON...');
+const { PLATFORMS, tupleOf, packageName, addonFile } = require(path.join(nodePkg, 'lib', 'platforms.js'));
+
+// For .github/workflows/release.yml: one job per platform of the list, with the runner and
+// the way it links (zig against glibc 2.17 for Linux glibc, as `make dist` does).
+function matrix() {
+  const runner = { linux: 'ubuntu-latest', darwin: 'macos-latest', win32: 'windows-latest' };
+  return PLATFORMS.map((p) => ({
+    os: runner[p.os],
+    tuple: tupleOf(p),
+    target: p.target,
+    zig: p.os !== 'linux' ? '' : p.libc === 'musl' ? p.target : `${p.target}.2.17`,
+  }));
+}
+if (process.argv[2] === '--matrix') {
+  console.log(JSON.stringify({ include: matrix() }));
+  process.exit(0);
+}
+
+const args = process.argv.slice(2);
+const publish = args[0] === '--publish';
+if (publish) args.shift();
+const [dist, stage, ...addons] = args.map((a, i) => (i < 2 ? path.resolve(a) : a));
+if (!dist || !stage) throw new Error('usage: node-pack.js [--publish] DIST STAGE TUPLE=ADDON...');
 const { workspaceVersion } = require('./versions.js');
 const version = workspaceVersion();
 const licences = ['LICENSE-MIT', 'LICENSE-APACHE'];
@@ -31,7 +62,15 @@ function pack(dir) {
   console.log(`${filename}: ${entryCount} files, ${size} bytes`);
 }
 
-const platforms = fs.readdirSync(path.join(nodePkg, 'npm')).sort();
+const platforms = PLATFORMS.map(tupleOf);
+const packed = addons.map((spec) => spec.split('=')[0]);
+for (const tuple of packed) {
+  if (!platforms.includes(tuple)) throw new Error(`node-pack: ${tuple} is not in bindings-node/lib/platforms.js (${platforms.join(', ')})`);
+}
+if (publish) {
+  const missing = platforms.filter((t) => !packed.includes(t));
+  if (missing.length) throw new Error(`node-pack --publish: no addon for ${missing.join(', ')}; the main package would name unpublished packages`);
+}
 
 function stageMain() {
   const dir = path.join(stage, 'retryrs');
@@ -55,19 +94,36 @@ function stageMain() {
   delete manifest.devDependencies;
   manifest.scripts = { build: manifest.scripts.build };
   manifest.version = version;
-  manifest.optionalDependencies = Object.fromEntries(platforms.map((t) => [`@retryrs/${t}`, version]));
+  delete manifest.optionalDependencies;
+  if (publish) manifest.optionalDependencies = Object.fromEntries(platforms.map((t) => [packageName(t), version]));
   writeJson(path.join(dir, 'package.json'), manifest);
   return dir;
 }
 
 function stagePlatform(tuple, addon) {
-  if (!platforms.includes(tuple)) throw new Error(`node-pack: no bindings-node/npm/${tuple}`);
+  const platform = PLATFORMS.find((p) => tupleOf(p) === tuple);
+  const main = readJson(path.join(nodePkg, 'package.json'));
   const dir = path.join(stage, tuple);
-  const manifest = readJson(path.join(nodePkg, 'npm', tuple, 'package.json'));
-  manifest.version = version;
+  const manifest = {
+    name: packageName(tuple),
+    version,
+    description: `The retryrs native addon for ${platform.target} (prebuilt; installed by the retryrs package)`,
+    license: main.license,
+    repository: main.repository,
+    main: addonFile(tuple),
+    files: [addonFile(tuple), ...licences],
+    os: [platform.os],
+    cpu: [platform.cpu],
+    ...(platform.libc ? { libc: [platform.libc] } : {}),
+    engines: main.engines,
+  };
   fs.mkdirSync(dir, { recursive: true });
   writeJson(path.join(dir, 'package.json'), manifest);
-  copy(path.join(nodePkg, 'npm', tuple, 'README.md'), path.join(dir, 'README.md'));
+  fs.writeFileSync(
+    path.join(dir, 'README.md'),
+    `# ${manifest.name}\n\nThe prebuilt native addon of [retryrs](https://www.npmjs.com/package/retryrs) ` +
+      `for \`${platform.target}\`.\nInstall \`retryrs\`, not this package: npm picks the platform package that fits.\n`,
+  );
   for (const l of licences) copy(path.join(repo, l), path.join(dir, l));
   copy(addon, path.join(dir, manifest.main));
   return dir;

@@ -3,8 +3,10 @@
 // (or, with --write, sets) every other place that states it, and checks that the static
 // link line is the same list everywhere it is written.
 //   node versions.js           fails, naming each place that differs
-//   node versions.js --write   rewrites the npm manifests and lock to the workspace's
-// Derived elsewhere, not here: the wheel and sdist (pyproject's version is dynamic: maturin
+//   node versions.js --write   rewrites the npm manifests and lock, and the READMEs' install
+//                              commands (artefact names, SONAME, find_package), to the workspace's
+// Derived elsewhere, not here: the npm platform packages (scripts/dist/node-pack.js writes
+// their manifests), the wheel and sdist (pyproject's version is dynamic: maturin
 // reads Cargo), the header macros (Rust consts, checked by bindings-c/tests/version.rs),
 // the .pc and CMake version files (written by `make install-c`, checked by test-dist-c).
 'use strict';
@@ -28,15 +30,47 @@ function npmPlaces() {
     ['bindings-node/package-lock.json', 'version', (j) => j.version, (j, v) => (j.version = v)],
     ['bindings-node/package-lock.json', 'packages[""].version', (j) => j.packages[''].version, (j, v) => (j.packages[''].version = v)],
   ];
-  for (const t of fs.readdirSync(path.join(repo, 'bindings-node', 'npm')).sort()) {
-    places.push([`bindings-node/npm/${t}/package.json`, 'version', (j) => j.version, (j, v) => (j.version = v)]);
-  }
   return places;
+}
+
+// The install commands of the READMEs name the artefacts of this version: the file names
+// (retryrs-V..., retryrs-c-V-..., libretryrs.so.V), the SONAME (bindings-c/build.rs's
+// rule) and CMake's find_package(retryrs MAJOR.MINOR). [regex, want(version)] per kind;
+// the first group is the version stated.
+const docFiles = ['README.md', 'bindings-c/README.md'];
+function sonameSuffix(version) {
+  const [major, minor] = version.split('.');
+  if (major !== '0') return major;
+  return minor === '0' ? version : `0.${minor}`;
+}
+const docPatterns = [
+  [/\b(?:dist\/retryrs|retryrs-c|retryrs-linux-x64-gnu)-(\d+\.\d+\.\d+)\b/g, (v) => [v]],
+  [/\blibretryrs\.so\.(\d+(?:\.\d+)*)\b/g, (v) => [v, sonameSuffix(v)]],
+  [/\bfind_package\(retryrs (\d+\.\d+)\b/g, (v) => [v.split('.').slice(0, 2).join('.')]],
+];
+
+function docProblems(version, fix) {
+  const problems = [];
+  for (const file of docFiles) {
+    let text = read(file);
+    for (const [re, want] of docPatterns) {
+      text = text.replace(re, (whole, stated) => {
+        const ok = want(version);
+        if (ok.includes(stated)) return whole;
+        // A stated SONAME is the short form, a file name the long one.
+        const right = stated.split('.').length === 3 ? ok[0] : ok[ok.length - 1];
+        problems.push(`${file}: "${whole}" states ${stated}, want ${right}`);
+        return whole.replace(stated, right);
+      });
+    }
+    if (fix) fs.writeFileSync(path.join(repo, file), text);
+  }
+  return problems;
 }
 
 function check() {
   const version = workspaceVersion();
-  const problems = [];
+  const problems = docProblems(version, false);
   for (const [file, what, get] of npmPlaces()) {
     const found = get(JSON.parse(read(file)));
     if (found !== version) problems.push(`${file} ${what} is ${found}, Cargo.toml says ${version}`);
@@ -62,6 +96,7 @@ function write() {
     set(files.get(file), version);
   }
   for (const [file, json] of files) fs.writeFileSync(path.join(repo, file), `${JSON.stringify(json, null, 2)}\n`);
+  docProblems(version, true);
 }
 
 module.exports = { workspaceVersion };

@@ -455,12 +455,12 @@ static void run_retry_after(const cv_vector *v) {
 
 static void run_http(const cv_vector *v) {
   retryrs_verdict verdict = -1;
-  retryrs_status st = retryrs_http_classify(v->http_method, v->http_outcome, v->http_status,
-                                            v->has_http_methods ? v->http_methods : NULL, v->n_http_methods,
-                                            v->has_http_statuses ? v->http_statuses : NULL, v->n_http_statuses,
-                                            &verdict);
+  retryrs_status st = retryrs_http_classify_request(
+      v->http_method, v->http_idempotency_key, v->http_outcome, v->http_status,
+      v->has_http_methods ? v->http_methods : NULL, v->n_http_methods,
+      v->has_http_statuses ? v->http_statuses : NULL, v->n_http_statuses, &verdict);
   if (st != RETRYRS_OK) {
-    failf("retryrs_http_classify: %s", retryrs_last_error());
+    failf("retryrs_http_classify_request: %s", retryrs_last_error());
     return;
   }
   const char *got = verdict == RETRYRS_TRANSIENT ? "retry"

@@ -79,6 +79,7 @@ typedef struct {
   unsigned long long ra_expect_ms;
   int status_code, status_retryable;
   const char *http_method, *http_expect; /* expect: "retry", "response" or "fail" */
+  const char *http_idempotency_key;      /* NULL: the request has no Idempotency-Key */
   retryrs_http_outcome http_outcome;
   int32_t http_status;
   int has_http_methods, has_http_statuses; /* 0: the default list (NULL) */

@@ -182,7 +182,8 @@ def vector_init(out, path, v):
                    f".ra_now_unix_s = {int(ra['now_unix_s'])}LL", f".ra_expect = {kind}", f".ra_expect_ms = {ms}ULL"]
     elif body == "http":
         h = v["http"]
-        check_keys(where, h, {"method", "status", "failure", "retry_methods", "retry_statuses", "expect"})
+        check_keys(where, h, {"method", "status", "failure", "retry_methods", "retry_statuses", "idempotency_key",
+                              "honour_idempotency_key", "expect"})
         if ("status" in h) == ("failure" in h):
             fail(where, "an http vector needs exactly one of status, failure")
         outcome = {"connect": "RETRYRS_HTTP_CONNECT_FAILED", "network": "RETRYRS_HTTP_NETWORK_FAILED"}.get(h.get("failure"), "RETRYRS_HTTP_RESPONSE")
@@ -190,6 +191,10 @@ def vector_init(out, path, v):
             fail(where, f"unknown failure {h['failure']!r}")
         fields += [".kind = CV_HTTP", f".http_method = {c_str(h['method'])}", f".http_outcome = {outcome}",
                    f".http_status = {int(h.get('status', 0))}", f".http_expect = {c_str(h['expect'])}"]
+        # C passes the header's value, or NULL: a request whose header is not honoured is
+        # classified as one without it.
+        if h.get("idempotency_key") is not None and h.get("honour_idempotency_key", True):
+            fields.append(f".http_idempotency_key = {c_str(h['idempotency_key'])}")
         if "retry_methods" in h:
             # A non-NULL pointer even for an empty list: empty is not "the default list".
             items = [c_str(m) for m in h["retry_methods"]] or ["NULL"]

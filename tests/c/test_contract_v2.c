@@ -89,6 +89,36 @@ static void test_http_classify_rejects_bad_arguments_by_name(void) {
   CHECK(v == -1); /* never written on failure */
 }
 
+/* An Idempotency-Key makes a POST or PATCH repeatable (issue 23); NULL means no header. */
+static void test_http_classify_request_honours_an_idempotency_key(void) {
+  retryrs_verdict v = -1;
+  CHECK_STATUS(retryrs_http_classify_request("POST", "k-1", RETRYRS_HTTP_RESPONSE, 503, NULL, 0, NULL, 0, &v), RETRYRS_OK);
+  CHECK(v == RETRYRS_TRANSIENT);
+  CHECK_STATUS(retryrs_http_classify_request("patch", "k-1", RETRYRS_HTTP_NETWORK_FAILED, 0, NULL, 0, NULL, 0, &v), RETRYRS_OK);
+  CHECK(v == RETRYRS_TRANSIENT);
+  CHECK_STATUS(retryrs_http_classify_request("POST", NULL, RETRYRS_HTTP_RESPONSE, 503, NULL, 0, NULL, 0, &v), RETRYRS_OK);
+  CHECK(v == RETRYRS_SUCCESS);
+  CHECK_STATUS(retryrs_http_classify_request("POST", "  ", RETRYRS_HTTP_RESPONSE, 503, NULL, 0, NULL, 0, &v), RETRYRS_OK);
+  CHECK(v == RETRYRS_SUCCESS); /* a blank key does not count */
+  /* The key changes the method rule, not the status list. */
+  CHECK_STATUS(retryrs_http_classify_request("POST", "k-1", RETRYRS_HTTP_RESPONSE, 404, NULL, 0, NULL, 0, &v), RETRYRS_OK);
+  CHECK(v == RETRYRS_SUCCESS);
+  /* The old function never sees a header: a POST stays a response. */
+  CHECK_STATUS(retryrs_http_classify("POST", RETRYRS_HTTP_RESPONSE, 503, NULL, 0, NULL, 0, &v), RETRYRS_OK);
+  CHECK(v == RETRYRS_SUCCESS);
+  /* Bad arguments are named, with this function's name. */
+  v = -1;
+  CHECK_STATUS(retryrs_http_classify_request(NULL, "k", RETRYRS_HTTP_RESPONSE, 503, NULL, 0, NULL, 0, &v), RETRYRS_INVALID_ARGUMENT);
+  CHECK(strstr(retryrs_last_error(), "retryrs_http_classify_request: method") != NULL);
+  CHECK_STATUS(retryrs_http_classify_request("POST", "k", RETRYRS_HTTP_RESPONSE, 503, NULL, 0, NULL, 0, NULL), RETRYRS_INVALID_ARGUMENT);
+  CHECK(strstr(retryrs_last_error(), "verdict") != NULL);
+  CHECK_STATUS(retryrs_http_classify_request("POST", "k", 7, 503, NULL, 0, NULL, 0, &v), RETRYRS_INVALID_ARGUMENT);
+  CHECK(strstr(retryrs_last_error(), "outcome") != NULL);
+  CHECK_STATUS(retryrs_http_classify_request("POST", "k", RETRYRS_HTTP_RESPONSE, 503, NULL, 1, NULL, 0, &v), RETRYRS_INVALID_ARGUMENT);
+  CHECK(strstr(retryrs_last_error(), "retry_methods") != NULL);
+  CHECK(v == -1); /* never written on failure */
+}
+
 static void test_budget_values_that_truncate_to_nothing_are_named(void) {
   retryrs_budget *b = NULL;
   CHECK_STATUS(retryrs_budget_new(1e-9, 1e-9, &b), RETRYRS_INVALID_ARGUMENT);
@@ -265,5 +295,6 @@ void contract_v2_tests(void) {
   h_run("freeing the retrier mid-call on another thread is safe", test_freeing_the_retrier_mid_call_on_another_thread_is_safe);
   h_run("http classify follows the contract", test_http_classify_follows_the_contract);
   h_run("http classify rejects bad arguments by name", test_http_classify_rejects_bad_arguments_by_name);
+  h_run("http classify_request honours an Idempotency-Key", test_http_classify_request_honours_an_idempotency_key);
   h_run("budget values that truncate to nothing are named", test_budget_values_that_truncate_to_nothing_are_named);
 }
