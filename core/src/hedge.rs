@@ -697,6 +697,28 @@ mod tests {
         Policy::builder().hedge(Some(h)).build().unwrap()
     }
 
+    /// Under a quota budget a hedge costs what a retry does, and is not sent once the quota
+    /// cannot pay for it.
+    #[test]
+    fn a_quota_pays_for_hedges_as_for_retries() {
+        use crate::budget::{QuotaBudget, RetryBudget};
+        let quota = std::sync::Arc::new(RetryBudget::from(QuotaBudget::new(7, 5, 10, 1).unwrap()));
+        let p = Policy::builder()
+            .hedge(Some(Hedging::fixed(3, 10.0).unwrap()))
+            .budget(Some(std::sync::Arc::clone(&quota)))
+            .build()
+            .unwrap();
+        let mut sink = |_: &Event<'_>| {};
+        let mut call = HedgeCall::start(&p, ms(0));
+        assert_eq!(call.poll(ms(0), &mut sink), Ok(Step::Launch(1)));
+        assert_eq!(call.poll(ms(10), &mut sink), Ok(Step::Launch(2)));
+        assert_eq!(quota.as_quota().unwrap().available(), 2, "the hedge took a retry's cost");
+        call.record(1, Verdict::TRANSIENT, ms(11), &mut sink).unwrap();
+        let end = call.record(2, Verdict::TRANSIENT, ms(12), &mut sink).unwrap();
+        assert!(matches!(end, Step::Stop { stop: Stop::Exhausted(ExhaustReason::Budget), .. }), "{end:?}");
+        assert_eq!((call.launched(), quota.as_quota().unwrap().available()), (2, 2));
+    }
+
     /// A hedged call asks the breaker once, before attempt 1; its outcome counts once,
     /// however many attempts it launched; a refused call launches nothing.
     #[test]
