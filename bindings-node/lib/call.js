@@ -145,8 +145,9 @@ class CallRun {
         if (typeof delay !== 'number') delay = await delay;
         // Even a zero wait yields one turn of the event loop: a zero-delay storm must not
         // starve timers, I/O and the very abort that would end it.
-        if (plain && delay === 0) {
-          // Nothing can interrupt the turn without a signal: yield as a hand loop would.
+        if (signal === undefined && delay === 0) {
+          // Only the call's signal interrupts a wait (a bound cuts attempts, not waits):
+          // without one, yield the turn as a hand loop would.
           await new Promise(setImmediate);
         } else if (!(await this.wait(delay))) {
           throw this.cancel();
