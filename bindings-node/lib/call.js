@@ -483,6 +483,7 @@ function boundedFirstAttempt(o, fn, t0) {
   // queue's expiry. Its executor is shared (no closure per call).
   const call = new Promise(captureResolve);
   const resolve = captured;
+  captured = undefined; // not kept alive until the next call
   const queue = o.queue;
   // The entry's position in the queue; SETTLED once the attempt is over either way.
   let at = SETTLED;
