@@ -85,6 +85,11 @@ impl AttemptInfo {
         Self::with_arm(frame, start, false)
     }
 
+    /// Whether the asyncio driver arms a timer for this attempt.
+    pub fn arm(&self) -> bool {
+        self.arm
+    }
+
     pub fn with_arm(frame: Frame, start: Duration, interrupts: bool) -> Self {
         let arm = interrupts && frame.end.is_some();
         AttemptInfo { frame, start, arm, deadline: OnceLock::new() }
@@ -154,7 +159,12 @@ static GREENLET: PyOnceLock<Py<pyo3::types::PyString>> = PyOnceLock::new();
 /// Whether the `greenlet` module is loaded (gevent, eventlet, and some libraries that use
 /// it): one dict lookup in `sys.modules`.
 fn greenlets(py: Python<'_>) -> bool {
-    let key = GREENLET.get_or_init(py, || pyo3::types::PyString::new(py, "greenlet").unbind());
+    loaded(py, &GREENLET, "greenlet")
+}
+
+/// Whether the module `name` is in `sys.modules` (`key` holds the name once made).
+pub fn loaded(py: Python<'_>, key: &'static PyOnceLock<Py<pyo3::types::PyString>>, name: &str) -> bool {
+    let key = key.get_or_init(py, || pyo3::types::PyString::new(py, name).unbind());
     // SAFETY: with the GIL held, sys.modules (a borrowed reference) and an owned key.
     unsafe {
         let modules = pyo3::ffi::PyImport_GetModuleDict();
@@ -206,6 +216,83 @@ impl Drop for SyncFrame {
     }
 }
 
+/// The C API of context variables (in every CPython since 3.7, outside the stable ABI
+/// the module is built for): looked up once in the running interpreter, so that the
+/// asyncio happy path sets and resets the attempt without a method call each way.
+struct ContextApi {
+    set: unsafe extern "C" fn(*mut pyo3::ffi::PyObject, *mut pyo3::ffi::PyObject) -> *mut pyo3::ffi::PyObject,
+    reset: unsafe extern "C" fn(*mut pyo3::ffi::PyObject, *mut pyo3::ffi::PyObject) -> std::ffi::c_int,
+    get: unsafe extern "C" fn(
+        *mut pyo3::ffi::PyObject,
+        *mut pyo3::ffi::PyObject,
+        *mut *mut pyo3::ffi::PyObject,
+    ) -> std::ffi::c_int,
+}
+
+static CONTEXT_API: OnceLock<Option<ContextApi>> = OnceLock::new();
+
+fn context_api() -> Option<&'static ContextApi> {
+    CONTEXT_API
+        .get_or_init(|| {
+            let sym = crate::step::interpreter_symbol;
+            let (set, reset, get) = (sym(c"PyContextVar_Set")?, sym(c"PyContextVar_Reset")?, sym(c"PyContextVar_Get")?);
+            // SAFETY: the interpreter's own functions, with their documented signatures.
+            unsafe {
+                Some(ContextApi {
+                    set: std::mem::transmute::<*mut std::ffi::c_void, _>(set),
+                    reset: std::mem::transmute::<*mut std::ffi::c_void, _>(reset),
+                    get: std::mem::transmute::<*mut std::ffi::c_void, _>(get),
+                })
+            }
+        })
+        .as_ref()
+}
+
+/// `_CURRENT.set(value)`: the token that restores what was there before.
+pub fn enter<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let py = value.py();
+    let var = context_var(py)?;
+    match context_api() {
+        // SAFETY: live references held with the GIL; a new reference or NULL and an error.
+        Some(api) => unsafe {
+            Bound::from_owned_ptr_or_err(py, (api.set)(var.as_ptr(), value.as_ptr()))
+        },
+        None => var.call_method1(pyo3::intern!(py, "set"), (value,)),
+    }
+}
+
+/// `_CURRENT.reset(token)`.
+pub fn leave(token: &Bound<'_, PyAny>) -> PyResult<()> {
+    let py = token.py();
+    let var = context_var(py)?;
+    match context_api() {
+        // SAFETY: live references held with the GIL; -1 with an error set on failure.
+        Some(api) => match unsafe { (api.reset)(var.as_ptr(), token.as_ptr()) } {
+            0 => Ok(()),
+            _ => Err(PyErr::fetch(py)),
+        },
+        None => var.call_method1(pyo3::intern!(py, "reset"), (token,)).map(drop),
+    }
+}
+
+/// `_CURRENT.get()`.
+fn current_in_context(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let var = context_var(py)?;
+    match context_api() {
+        Some(api) => {
+            let mut value: *mut pyo3::ffi::PyObject = std::ptr::null_mut();
+            // SAFETY: as above; the value is a new reference (the variable's default,
+            // None, when it is not set in this context).
+            match unsafe { (api.get)(var.as_ptr(), std::ptr::null_mut(), &mut value) } {
+                0 if !value.is_null() => Ok(unsafe { Bound::from_owned_ptr(py, value) }),
+                0 => Ok(py.None().into_bound(py)),
+                _ => Err(PyErr::fetch(py)),
+            }
+        }
+        None => var.call_method0(pyo3::intern!(py, "get")),
+    }
+}
+
 static CURRENT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// The context variable the asyncio driver and the loop forms set (`_native._CURRENT`).
@@ -229,7 +316,7 @@ pub fn context_var(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
 #[pyfunction]
 pub fn current_attempt(py: Python<'_>) -> PyResult<Option<Py<AttemptInfo>>> {
     let sync = SYNC.with(|s| s.borrow().last().cloned());
-    let var = context_var(py)?.call_method0("get")?;
+    let var = current_in_context(py)?;
     let in_context = var.cast::<AttemptInfo>().ok().map(|a| a.clone().unbind());
     match (sync, in_context) {
         (Some(s), Some(c)) if c.get().frame.seq > s.seq => Ok(Some(c)),
