@@ -48,6 +48,7 @@ def current_attempt() -> Optional[AttemptInfo]: ...
 
 # The first attempt of an async call, when it is not over in its first step with a plain
 # value (Retrier._first, for the asyncio driver in retryrs/_aio.py).
+@final
 class _FirstAttempt:
     @property
     def kind(self) -> int: ...
