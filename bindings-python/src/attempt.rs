@@ -317,9 +317,7 @@ pub fn enter<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     let var = context_var(py)?;
     match context_api() {
         // SAFETY: live references held with the GIL; a new reference or NULL and an error.
-        Some(api) => unsafe {
-            Bound::from_owned_ptr_or_err(py, (api.set)(var.as_ptr(), value.as_ptr()))
-        },
+        Some(api) => unsafe { Bound::from_owned_ptr_or_err(py, (api.set)(var.as_ptr(), value.as_ptr())) },
         None => var.call_method1(pyo3::intern!(py, "set"), (value,)),
     }
 }

@@ -385,7 +385,12 @@ impl Retrier {
         let (py, this) = (slf.py(), slf.get());
         let info = Bound::new(py, this._start(py)?)?;
         let token = crate::attempt::enter(info.as_any())?;
-        let slow = |kind: u8, attempt: Option<Bound<'py, PyAny>>, step: Option<Bound<'py, PyAny>>, value: Option<Bound<'py, PyAny>>, running: bool| -> PyResult<Bound<'py, PyAny>> {
+        let slow = |kind: u8,
+                    attempt: Option<Bound<'py, PyAny>>,
+                    step: Option<Bound<'py, PyAny>>,
+                    value: Option<Bound<'py, PyAny>>,
+                    running: bool|
+         -> PyResult<Bound<'py, PyAny>> {
             let first = FirstAttempt {
                 kind,
                 info: info.clone().unbind(),
