@@ -279,17 +279,18 @@ impl Drop for SyncFrame {
     }
 }
 
+type Obj = *mut pyo3::ffi::PyObject;
+type VarSet = unsafe extern "C" fn(Obj, Obj) -> Obj;
+type VarReset = unsafe extern "C" fn(Obj, Obj) -> std::ffi::c_int;
+type VarGet = unsafe extern "C" fn(Obj, Obj, *mut Obj) -> std::ffi::c_int;
+
 /// The C API of context variables (in every CPython since 3.7, outside the stable ABI
 /// the module is built for): looked up once in the running interpreter, so that the
 /// asyncio happy path sets and resets the attempt without a method call each way.
 struct ContextApi {
-    set: unsafe extern "C" fn(*mut pyo3::ffi::PyObject, *mut pyo3::ffi::PyObject) -> *mut pyo3::ffi::PyObject,
-    reset: unsafe extern "C" fn(*mut pyo3::ffi::PyObject, *mut pyo3::ffi::PyObject) -> std::ffi::c_int,
-    get: unsafe extern "C" fn(
-        *mut pyo3::ffi::PyObject,
-        *mut pyo3::ffi::PyObject,
-        *mut *mut pyo3::ffi::PyObject,
-    ) -> std::ffi::c_int,
+    set: VarSet,
+    reset: VarReset,
+    get: VarGet,
 }
 
 static CONTEXT_API: OnceLock<Option<ContextApi>> = OnceLock::new();
@@ -302,9 +303,9 @@ fn context_api() -> Option<&'static ContextApi> {
             // SAFETY: the interpreter's own functions, with their documented signatures.
             unsafe {
                 Some(ContextApi {
-                    set: std::mem::transmute::<*mut std::ffi::c_void, _>(set),
-                    reset: std::mem::transmute::<*mut std::ffi::c_void, _>(reset),
-                    get: std::mem::transmute::<*mut std::ffi::c_void, _>(get),
+                    set: std::mem::transmute::<*mut std::ffi::c_void, VarSet>(set),
+                    reset: std::mem::transmute::<*mut std::ffi::c_void, VarReset>(reset),
+                    get: std::mem::transmute::<*mut std::ffi::c_void, VarGet>(get),
                 })
             }
         })
