@@ -92,21 +92,14 @@ pub fn first_step<'py>(py: Python<'py>, coro: &Bound<'py, PyAny>) -> Step<'py> {
 /// `called`: whether the function returned `attempt` before), `VALUE` (`value` is what
 /// it returned, for `retry_on_result` to judge). While the attempt runs (`SUSPENDED`,
 /// `UNSTARTED`) it is `retryrs.current_attempt()`, and `token` resets that when it ends.
-#[pyclass(module = "retryrs._native", name = "_FirstAttempt")]
+#[pyclass(frozen, module = "retryrs._native", name = "_FirstAttempt")]
 pub struct FirstAttempt {
-    #[pyo3(get)]
     pub kind: u8,
-    #[pyo3(get)]
     pub info: Py<crate::attempt::AttemptInfo>,
-    #[pyo3(get)]
     pub attempt: Option<Py<PyAny>>,
-    #[pyo3(get)]
     pub called: bool,
-    #[pyo3(get)]
     pub step: Option<Py<PyAny>>,
-    #[pyo3(get)]
     pub value: Option<Py<PyAny>>,
-    #[pyo3(get)]
     pub token: Option<Py<PyAny>>,
 }
 
@@ -119,20 +112,33 @@ impl FirstAttempt {
 
 #[pymethods]
 impl FirstAttempt {
+    /// `(kind, info, attempt, step, value, token, called)` in one read (each attribute
+    /// read of a native object is a lookup through its type).
+    #[getter]
+    fn parts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+        let held = |v: &Option<Py<PyAny>>| v.as_ref().map_or_else(|| py.None(), |v| v.clone_ref(py));
+        pyo3::types::PyTuple::new(
+            py,
+            [
+                self.kind.into_pyobject(py)?.into_any().unbind(),
+                self.info.clone_ref(py).into_any(),
+                held(&self.attempt),
+                held(&self.step),
+                held(&self.value),
+                held(&self.token),
+                pyo3::types::PyBool::new(py, self.called).to_owned().into_any().unbind(),
+            ],
+        )
+    }
+
     // What it holds (an exception, whose traceback holds the driver's frame, which holds
-    // this object) can make a cycle: the collector must see it.
+    // this object) can make a cycle: the collector must see it (and breaks it at the
+    // frame or the exception).
     fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
         visit.call(&self.info)?;
         for held in [&self.attempt, &self.step, &self.value, &self.token].into_iter().flatten() {
             visit.call(held)?;
         }
         Ok(())
-    }
-
-    fn __clear__(&mut self) {
-        self.attempt = None;
-        self.step = None;
-        self.value = None;
-        self.token = None;
     }
 }

@@ -37,20 +37,18 @@ async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tup
 async def _go_on(r: _native.Retrier, first: _native._FirstAttempt, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kw: Dict[str, Any]) -> Any:
     """The rest of an async call whose first attempt was not over with a plain value in
     its first step (see ``Retrier._first``)."""
-    info, kind, attempt = first.info, first.kind, first.attempt
+    kind, info, attempt, step, value, entered, called = first.parts
+    del first  # (it may hold the exception: no frame -> traceback -> frame cycle)
     exc: Optional[BaseException] = None
     if kind == _FAILED:
-        exc = first.value
-        _refuse_sync(fn, attempt if first.called else _NOT_CALLED, exc)
-    elif kind == _VALUE:
-        value = first.value
-    else:
-        entered = first.token
+        exc, value = value, None
+        _refuse_sync(fn, attempt if called else _NOT_CALLED, exc)
+    elif kind != _VALUE:
         try:
             if kind == _SUSPENDED:
                 # The bound interrupts the attempt: a timer is armed now that it has
                 # suspended.
-                value = await (_suspended(attempt, first.step, info) if info._arm else _resume(attempt, first.step))
+                value = await (_suspended(attempt, step, info) if info._arm else _resume(attempt, step))
             elif info._arm:
                 value = await _suspended(attempt.__await__(), _FIRST, info)
             else:
@@ -60,7 +58,6 @@ async def _go_on(r: _native.Retrier, first: _native._FirstAttempt, fn: Callable[
             _refuse_sync(fn, attempt, e)
         finally:
             _leave(entered)
-    del first  # (it may hold the exception: no frame -> traceback -> frame cycle)
     if exc is None:
         # No engine state unless someone listens, a budget refills or a result predicate
         # looks at the value.
