@@ -57,8 +57,7 @@ impl Retrier {
         let start = now(&clock);
         // The attempt's bound, for `retryrs.current_attempt()`: a blocking attempt cannot
         // be interrupted, so it is there to be passed to I/O.
-        let first = Frame::first(&self.host.policy, start, clock.clone());
-        let frame = SyncFrame::push(py, first)?;
+        let frame = SyncFrame::push(py, &self.host.policy, start, &clock)?;
         let mut failure = match f.call(args, kwargs) {
             Ok(value) => {
                 if is_coroutine(py, &value)? {
