@@ -80,17 +80,9 @@ class BoundQueue {
   /** Queues `fn`, expiring at `expiresAt` (performance.now() time); returns its position. */
   add(fn, expiresAt) {
     const fns = this.fns;
-    let head = this.head;
-    while (head < fns.length && fns[head] === null) head++;
     // Emptied slots are dropped now and then, not on every call (an array truncated to
     // nothing gives up its storage, and the next push allocates it again).
-    if (head > 1024 && head * 2 > fns.length) {
-      fns.splice(0, head);
-      this.times.splice(0, head);
-      this.base += head;
-      head = 0;
-    }
-    this.head = head;
+    if (this.head > 1024 && this.head * 2 > fns.length) this.compact();
     const at = this.base + fns.length;
     fns.push(fn);
     this.times.push(expiresAt);
@@ -101,9 +93,25 @@ class BoundQueue {
     return at;
   }
 
+  compact() {
+    const head = this.head;
+    this.fns.splice(0, head);
+    this.times.splice(0, head);
+    this.base += head;
+    this.head = 0;
+  }
+
   /** The entry at `at` settled before its bound: it no longer needs the timer. */
   settle(at) {
-    this.fns[at - this.base] = null;
+    const fns = this.fns;
+    const i = at - this.base;
+    fns[i] = null;
+    // The head moves past settled entries here (most settle in the order they started).
+    if (i === this.head) {
+      let head = i + 1;
+      while (head < fns.length && fns[head] === null) head++;
+      this.head = head;
+    }
     // Let go at once (only a timer a turn's end found needed is ref'd).
     if (--this.live === 0 && this.refed) {
       this.refed = false;

@@ -151,8 +151,9 @@ class CallRun {
         if (typeof delay !== 'number') delay = await delay;
         // Even a zero wait yields one turn of the event loop: a zero-delay storm must not
         // starve timers, I/O and the very abort that would end it.
-        if (plain && delay === 0) {
-          // Nothing can interrupt the turn without a signal: yield as a hand loop would.
+        if (signal === undefined && delay === 0) {
+          // Only the call's signal interrupts a wait (a bound cuts attempts, not waits):
+          // without one, yield the turn as a hand loop would.
           await new Promise(setImmediate);
         } else if (!(await this.wait(delay))) {
           throw this.cancel();
@@ -487,48 +488,61 @@ function boundedFirstAttempt(o, fn, t0) {
   } catch (err) {
     return new CallRun(o, fn, undefined, t0, true).run(err, true);
   }
-  if (!isThenable(result)) return Promise.resolve(result);
-  if (!o.interrupts) {
-    // The attempt bounds itself (retryingFetch): nothing to race.
-    return Promise.resolve(result).then(undefined, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
+  if (!(result instanceof Promise)) {
+    if (!isThenable(result)) return Promise.resolve(result);
+    result = Promise.resolve(result);
   }
+  if (!o.interrupts) {
+    // The attempt bounds itself (retryingFetch): nothing to cut.
+    return result.then(undefined, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
+  }
+  // The call's promise, settled by whichever comes first: the attempt's promise or the
+  // queue's expiry. Its executor is shared (no closure per call).
+  const call = new Promise(captureResolve);
+  const resolve = captured;
+  captured = undefined; // not kept alive until the next call
   const queue = o.queue;
-  return new Promise((resolve) => {
-    // The entry's position in the queue; SETTLED once the attempt is over either way.
-    let at = SETTLED;
-    // The call loop, once the attempt failed: a first bound that is the deadline is the
-    // call's deadline, so the entry is handed over to it rather than settled.
-    let run = null;
-    const failed = (err) => {
-      if (err === EXPIRED && run !== null) return run.expired();
-      if (at === SETTLED) return; // after the bound passed: a late failure is dropped
-      run = new CallRun(o, fn, undefined, t0, true);
-      if (err === EXPIRED) {
-        err = boundError(o, 1, bound);
-        abortAttempt(ctx, err);
-        if (isDeadline(o, bound)) {
-          run.deadlineError = err;
-          run.boundAt = t0 + bound;
-        }
-      } else if (isDeadline(o, bound)) {
-        run.queued = at;
-      } else {
-        queue.settle(at);
+  // The entry's position in the queue; SETTLED once the attempt is over either way.
+  let at = SETTLED;
+  // The call loop, once the attempt failed: a first bound that is the deadline is the
+  // call's deadline, so the entry is handed over to it rather than settled.
+  let run = null;
+  const failed = (err) => {
+    if (err === EXPIRED && run !== null) return run.expired();
+    if (at === SETTLED) return; // after the bound passed: a late failure is dropped
+    run = new CallRun(o, fn, undefined, t0, true);
+    if (err === EXPIRED) {
+      err = boundError(o, 1, bound);
+      abortAttempt(ctx, err);
+      if (isDeadline(o, bound)) {
+        run.deadlineError = err;
+        run.boundAt = t0 + bound;
       }
-      at = SETTLED;
-      resolve(run.run(err, true));
-    };
-    // On performance.now()'s time base, the queue's: t0 is on it unless virtual time is on.
-    at = queue.add(failed, (lastSeenVirtual() ? perf.now() : t0) + bound);
-    (result instanceof Promise ? result : Promise.resolve(result)).then((v) => {
-      if (at === SETTLED) return;
+    } else if (isDeadline(o, bound)) {
+      run.queued = at;
+    } else {
       queue.settle(at);
-      at = SETTLED;
-      resolve(v);
-    }, failed);
-  });
+    }
+    at = SETTLED;
+    resolve(run.run(err, true));
+  };
+  // On performance.now()'s time base, the queue's: t0 is on it unless virtual time is on.
+  at = queue.add(failed, (lastSeenVirtual() ? perf.now() : t0) + bound);
+  result.then((v) => {
+    if (at === SETTLED) return;
+    queue.settle(at);
+    at = SETTLED;
+    resolve(v);
+  }, failed);
+  return call;
 }
 
+// The executor of every bounded first attempt's promise, shared: it hands the promise's
+// resolve over in `captured` (a closure per call would cost more than the handover).
+let captured;
+function captureResolve(resolve) {
+  captured = resolve;
+}
 
 function notBoolean(option, answer) {
   return new TypeError(`${option} must return a boolean (or a Promise of one), got ${typeName(answer)}`);

@@ -12,9 +12,10 @@
 //! as much again as the whole call). Nothing else can run on a thread while a blocking
 //! call is in progress there, except greenlets (gevent, eventlet: each has its own
 //! context, but they share the thread): once the `greenlet` module is loaded, the
-//! blocking executor sets the context variable too. Each attempt takes a number from one
-//! counter, so when both are visible (a sync call inside an async attempt, or the
-//! reverse) the innermost, the later started, wins.
+//! blocking executor sets the context variable too. Each attempt is marked with where it
+//! started (`Mark`: the thread, and how many blocking calls had started there), so when
+//! both are visible (a sync call inside an async attempt, or the reverse) the innermost,
+//! the later started, wins.
 
 use std::cell::RefCell;
 use std::ops::Deref;
@@ -28,12 +29,42 @@ use retryrs::{Admission, Call, Policy, VirtualClock};
 
 use crate::state::now;
 
-static SEQ: AtomicU64 = AtomicU64::new(0);
+/// Where an attempt started, to tell which of two visible attempts is the innermost: the
+/// thread, and how many blocking calls had started on it by then (a blocking call counts
+/// one more when it starts). A thread-local count, not a process-wide sequence: the
+/// blocking happy path pays no atomic read-modify-write for it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Mark {
+    thread: u64,
+    count: u64,
+}
+
+static THREADS: AtomicU64 = AtomicU64::new(0);
+
+impl Mark {
+    /// Here, now.
+    pub fn here() -> Mark {
+        // (A thread that is ending has no blocking call left to be inside of.)
+        SYNC.try_with(|s| s.borrow_mut().mark(false)).unwrap_or(Mark { thread: 0, count: 0 })
+    }
+
+    /// A blocking call starting here.
+    fn next() -> Mark {
+        SYNC.with(|s| s.borrow_mut().mark(true))
+    }
+
+    /// Whether an attempt marked `self` started after the blocking call marked `sync`, on
+    /// this thread (whose blocking calls `sync` is one of). One that came from another
+    /// thread (a context copied there) started before any blocking call here began using it.
+    fn after(self, sync: Mark) -> bool {
+        self.thread == sync.thread && self.count >= sync.count
+    }
+}
 
 /// One attempt's place: its number, when its bound ends (engine time), the clock it runs on.
 #[derive(Clone)]
 pub struct Frame {
-    pub seq: u64,
+    pub mark: Mark,
     pub number: u32,
     pub end: Option<Duration>,
     /// The bound as the engine gave it when the attempt started (for messages).
@@ -44,8 +75,12 @@ pub struct Frame {
 impl Frame {
     /// Attempt `number`, started at `at`, whose bound ends at `end` (the engine's answer).
     pub fn new(number: u32, end: Option<Duration>, at: Duration, clock: Option<VirtualClock>) -> Self {
+        Frame::marked(Mark::here(), number, end, at, clock)
+    }
+
+    fn marked(mark: Mark, number: u32, end: Option<Duration>, at: Duration, clock: Option<VirtualClock>) -> Self {
         let bound = end.map(|end| end.saturating_sub(at));
-        Frame { seq: SEQ.fetch_add(1, Ordering::Relaxed), number, end, bound, clock }
+        Frame { mark, number, end, bound, clock }
     }
 
     /// The first attempt of a call under `policy` starting at `start` (no engine state yet).
@@ -86,6 +121,11 @@ pub struct AttemptInfo {
 impl AttemptInfo {
     pub fn new(frame: Frame, start: Duration) -> Self {
         Self::with_arm(frame, start, false)
+    }
+
+    /// Whether the asyncio driver arms a timer for this attempt.
+    pub fn arm(&self) -> bool {
+        self.arm
     }
 
     pub fn with_arm(frame: Frame, start: Duration, interrupts: bool) -> Self {
@@ -143,9 +183,29 @@ impl AttemptInfo {
     }
 }
 
-thread_local! {
+/// This thread's blocking attempts, and what marks an attempt started here.
+struct Stack {
+    /// This thread's number (0: not given yet).
+    thread: u64,
+    /// The blocking calls started on this thread so far.
+    count: u64,
     /// The blocking executor's attempts on this thread, innermost last.
-    static SYNC: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
+    frames: Vec<Frame>,
+}
+
+impl Stack {
+    fn mark(&mut self, next: bool) -> Mark {
+        if self.thread == 0 {
+            self.thread = THREADS.fetch_add(1, Ordering::Relaxed) + 1;
+        }
+        self.count += u64::from(next);
+        Mark { thread: self.thread, count: self.count }
+    }
+}
+
+thread_local! {
+    // One thread-local for all of it: in a shared library each access is a call.
+    static SYNC: RefCell<Stack> = const { RefCell::new(Stack { thread: 0, count: 0, frames: Vec::new() }) };
 }
 
 /// A blocking call's place: on the thread-local stack (pushed when the call starts,
@@ -162,7 +222,12 @@ static GREENLET: PyOnceLock<Py<pyo3::types::PyString>> = PyOnceLock::new();
 /// Whether the `greenlet` module is loaded (gevent, eventlet, and some libraries that use
 /// it): one dict lookup in `sys.modules`.
 fn greenlets(py: Python<'_>) -> bool {
-    let key = GREENLET.get_or_init(py, || pyo3::types::PyString::new(py, "greenlet").unbind());
+    loaded(py, &GREENLET, "greenlet")
+}
+
+/// Whether the module `name` is in `sys.modules` (`key` holds the name once made).
+pub fn loaded(py: Python<'_>, key: &'static PyOnceLock<Py<pyo3::types::PyString>>, name: &str) -> bool {
+    let key = key.get_or_init(py, || pyo3::types::PyString::new(py, name).unbind());
     // SAFETY: with the GIL held, sys.modules (a borrowed reference) and an owned key.
     unsafe {
         let modules = pyo3::ffi::PyImport_GetModuleDict();
@@ -176,19 +241,27 @@ fn set_in_context(py: Python<'_>, frame: Frame) -> PyResult<Py<PyAny>> {
 }
 
 impl SyncFrame {
-    pub fn push(py: Python<'_>, frame: Frame) -> PyResult<Self> {
+    /// The first attempt of a blocking call under `policy`, starting at `start`.
+    pub fn push(py: Python<'_>, policy: &Policy, start: Duration, clock: &Option<VirtualClock>) -> PyResult<Self> {
+        let end = policy.attempt_deadline(start, start);
         if greenlets(py) {
+            let frame = Frame::marked(Mark::next(), 1, end, start, clock.clone());
             return Ok(SyncFrame::Context(set_in_context(py, frame)?));
         }
-        SYNC.with(|s| s.borrow_mut().push(frame));
+        SYNC.with(|s| {
+            let mut s = s.borrow_mut();
+            let mark = s.mark(true);
+            s.frames.push(Frame::marked(mark, 1, end, start, clock.clone()));
+        });
         Ok(SyncFrame::Thread)
     }
 
     pub fn set(&self, py: Python<'_>, frame: Frame) -> PyResult<()> {
         match self {
             SyncFrame::Thread => SYNC.with(|s| {
-                if let Some(top) = s.borrow_mut().last_mut() {
-                    *top = frame;
+                if let Some(top) = s.borrow_mut().frames.last_mut() {
+                    // Still the same blocking call: its place among the others stays.
+                    *top = Frame { mark: top.mark, ..frame };
                 }
             }),
             // The first set's token restores the value from before the call at the end.
@@ -202,7 +275,7 @@ impl Drop for SyncFrame {
     fn drop(&mut self) {
         match self {
             SyncFrame::Thread => SYNC.with(|s| {
-                s.borrow_mut().pop();
+                s.borrow_mut().frames.pop();
             }),
             SyncFrame::Context(token) => Python::attach(|py| {
                 // Only fails if the context changed under the call: nothing to restore then.
@@ -211,6 +284,82 @@ impl Drop for SyncFrame {
                 }
             }),
         }
+    }
+}
+
+type Obj = *mut pyo3::ffi::PyObject;
+type VarSet = unsafe extern "C" fn(Obj, Obj) -> Obj;
+type VarReset = unsafe extern "C" fn(Obj, Obj) -> std::ffi::c_int;
+type VarGet = unsafe extern "C" fn(Obj, Obj, *mut Obj) -> std::ffi::c_int;
+
+/// The C API of context variables (in every CPython since 3.7, outside the stable ABI
+/// the module is built for): looked up once in the running interpreter, so that the
+/// asyncio happy path sets and resets the attempt without a method call each way.
+struct ContextApi {
+    set: VarSet,
+    reset: VarReset,
+    get: VarGet,
+}
+
+static CONTEXT_API: OnceLock<Option<ContextApi>> = OnceLock::new();
+
+fn context_api() -> Option<&'static ContextApi> {
+    CONTEXT_API
+        .get_or_init(|| {
+            let sym = crate::step::interpreter_symbol;
+            let (set, reset, get) = (sym(c"PyContextVar_Set")?, sym(c"PyContextVar_Reset")?, sym(c"PyContextVar_Get")?);
+            // SAFETY: the interpreter's own functions, with their documented signatures.
+            unsafe {
+                Some(ContextApi {
+                    set: std::mem::transmute::<*mut std::ffi::c_void, VarSet>(set),
+                    reset: std::mem::transmute::<*mut std::ffi::c_void, VarReset>(reset),
+                    get: std::mem::transmute::<*mut std::ffi::c_void, VarGet>(get),
+                })
+            }
+        })
+        .as_ref()
+}
+
+/// `_CURRENT.set(value)`: the token that restores what was there before.
+pub fn enter<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let py = value.py();
+    let var = context_var(py)?;
+    match context_api() {
+        // SAFETY: live references held with the GIL; a new reference or NULL and an error.
+        Some(api) => unsafe { Bound::from_owned_ptr_or_err(py, (api.set)(var.as_ptr(), value.as_ptr())) },
+        None => var.call_method1(pyo3::intern!(py, "set"), (value,)),
+    }
+}
+
+/// `_CURRENT.reset(token)`.
+pub fn leave(token: &Bound<'_, PyAny>) -> PyResult<()> {
+    let py = token.py();
+    let var = context_var(py)?;
+    match context_api() {
+        // SAFETY: live references held with the GIL; -1 with an error set on failure.
+        Some(api) => match unsafe { (api.reset)(var.as_ptr(), token.as_ptr()) } {
+            0 => Ok(()),
+            _ => Err(PyErr::fetch(py)),
+        },
+        None => var.call_method1(pyo3::intern!(py, "reset"), (token,)).map(drop),
+    }
+}
+
+/// `_CURRENT.get()`.
+fn current_in_context(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let var = context_var(py)?;
+    match context_api() {
+        Some(api) => {
+            let mut value: *mut pyo3::ffi::PyObject = std::ptr::null_mut();
+            // SAFETY: as above; the value is a new reference (the variable's default,
+            // None, when it is not set in this context).
+            match unsafe { (api.get)(var.as_ptr(), std::ptr::null_mut(), &mut value) } {
+                0 if !value.is_null() => Ok(unsafe { Bound::from_owned_ptr(py, value) }),
+                0 => Ok(py.None().into_bound(py)),
+                _ => Err(PyErr::fetch(py)),
+            }
+        }
+        None => var.call_method0(pyo3::intern!(py, "get")),
     }
 }
 
@@ -236,11 +385,11 @@ pub fn context_var(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
 /// outside any.
 #[pyfunction]
 pub fn current_attempt(py: Python<'_>) -> PyResult<Option<Py<AttemptInfo>>> {
-    let sync = SYNC.with(|s| s.borrow().last().cloned());
-    let var = context_var(py)?.call_method0("get")?;
+    let sync = SYNC.with(|s| s.borrow().frames.last().cloned());
+    let var = current_in_context(py)?;
     let in_context = var.cast::<AttemptInfo>().ok().map(|a| a.clone().unbind());
     match (sync, in_context) {
-        (Some(s), Some(c)) if c.get().frame.seq > s.seq => Ok(Some(c)),
+        (Some(s), Some(c)) if c.get().frame.mark.after(s.mark) => Ok(Some(c)),
         (Some(s), _) => Ok(Some(Py::new(py, AttemptInfo::new(s, Duration::ZERO))?)),
         (None, c) => Ok(c),
     }

@@ -33,8 +33,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stepped::SteppedCall>()?;
     m.add_class::<attempt::AttemptInfo>()?;
     m.add_function(wrap_pyfunction!(attempt::current_attempt, m)?)?;
-    m.add_class::<step::Pending>()?;
-    m.add_function(wrap_pyfunction!(step::_first_step, m)?)?;
+    m.add_class::<step::FirstAttempt>()?;
     m.add("_CURRENT", attempt::context_var(m.py())?)?;
     m.add_class::<event::PyEvent>()?;
     m.add_class::<token::PyCancelToken>()?;

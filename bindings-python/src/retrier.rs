@@ -15,6 +15,7 @@ use crate::attempt::{AttemptInfo, Frame, SyncFrame};
 use crate::errors;
 use crate::host_policy::{Hooks, HostPolicy, RetryOn};
 use crate::state::{now, CallState, Failed};
+use crate::step::{FirstAttempt, Step};
 use crate::stepped::SteppedCall;
 use crate::token::PyCancelToken;
 use pyo3::exceptions::PyRuntimeError;
@@ -57,8 +58,7 @@ impl Retrier {
         let admission = self.admit(py, start)?;
         // The attempt's bound, for `retryrs.current_attempt()`: a blocking attempt cannot
         // be interrupted, so it is there to be passed to I/O.
-        let first = Frame::first(&self.host.policy, start, clock.clone());
-        let frame = SyncFrame::push(py, first)?;
+        let frame = SyncFrame::push(py, &self.host.policy, start, &clock)?;
         let mut failure = match f.call(args, kwargs) {
             Ok(value) => {
                 if is_coroutine(py, &value)? {
@@ -157,6 +157,7 @@ fn sync_rejects(host: &HostPolicy, value: &Bound<'_, PyAny>) -> PyResult<bool> {
     }
 }
 
+static TRIO: PyOnceLock<Py<pyo3::types::PyString>> = PyOnceLock::new();
 static COROUTINE: PyOnceLock<Py<pyo3::types::PyType>> = PyOnceLock::new();
 
 /// A native coroutine (what an `async def` returns): one pointer comparison, so the
@@ -439,6 +440,74 @@ impl Retrier {
         let admission = self.admit(py, start)?;
         let frame = Frame::first(&self.host.policy, start, clock);
         Ok(AttemptInfo::with_arm(frame, start, self.interrupts).admitted(admission))
+    }
+
+    /// The asyncio driver's first attempt, run here up to its first suspension (see
+    /// `retryrs._aio.drive`): starts the call as `_start` does, makes the attempt
+    /// `retryrs.current_attempt()` (the context variable, set before the function is
+    /// called so that what the first step starts, threads and child tasks, copies it),
+    /// calls the function and, for a native coroutine, runs its first step. An attempt
+    /// over in that step with a value nobody else needs to see (no result predicate; a
+    /// listener or budget hears of the success here) returns the value: the happy path,
+    /// one call from Python with no timer armed and nothing else made but the attempt.
+    /// Anything else comes back as a `_FirstAttempt` for the driver to go on with.
+    #[pyo3(signature = (func, args, kwargs=None))]
+    fn _first<'py>(
+        slf: &Bound<'py, Self>,
+        func: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (py, this) = (slf.py(), slf.get());
+        let info = Bound::new(py, this._start(py)?)?;
+        let token = crate::attempt::enter(info.as_any())?;
+        let slow = |kind: u8,
+                    attempt: Option<Bound<'py, PyAny>>,
+                    step: Option<Bound<'py, PyAny>>,
+                    value: Option<Bound<'py, PyAny>>,
+                    running: bool|
+         -> PyResult<Bound<'py, PyAny>> {
+            let first = FirstAttempt {
+                kind,
+                info: info.clone().unbind(),
+                called: attempt.is_some(),
+                attempt: attempt.map(Bound::unbind),
+                step: step.map(Bound::unbind),
+                value: value.map(Bound::unbind),
+                token: running.then(|| token.clone().unbind()),
+            };
+            Ok(Bound::new(py, first)?.into_any())
+        };
+        let kwargs = kwargs.filter(|kw| !kw.is_empty());
+        let attempt = match func.call(args, kwargs) {
+            Ok(attempt) => attempt,
+            Err(e) => {
+                crate::attempt::leave(&token)?;
+                return slow(FirstAttempt::FAILED, None, None, Some(e.into_value(py).into_bound(py).into_any()), false);
+            }
+        };
+        // A trio cancel scope bounding the attempt must be entered before its first step
+        // (for the scopes the attempt opens to nest inside it): the driver starts it then.
+        if !is_coroutine(py, &attempt)? || (info.get().arm() && crate::attempt::loaded(py, &TRIO, "trio")) {
+            return slow(FirstAttempt::UNSTARTED, Some(attempt), None, None, true);
+        }
+        match crate::step::first_step(py, &attempt) {
+            Step::Yielded(step) => slow(FirstAttempt::SUSPENDED, Some(attempt), Some(step), None, true),
+            Step::Raised(e) => {
+                crate::attempt::leave(&token)?;
+                slow(FirstAttempt::FAILED, Some(attempt), None, Some(e.into_value(py).into_bound(py).into_any()), false)
+            }
+            Step::Done(value) => {
+                crate::attempt::leave(&token)?;
+                if this.host.wants_success {
+                    if this.host.retry_on_result.is_some() {
+                        return slow(FirstAttempt::VALUE, Some(attempt), None, Some(value), false);
+                    }
+                    this.report_success(py, info.get().start, &info.get().frame.clock)?;
+                }
+                Ok(value)
+            }
+        }
     }
 
     #[getter]

@@ -23,56 +23,122 @@ type IterSend = unsafe extern "C" fn(*mut ffi::PyObject, *mut ffi::PyObject, *mu
 
 static ITER_SEND: OnceLock<Option<IterSend>> = OnceLock::new();
 
+/// A function of the running interpreter by name (`RTLD_DEFAULT`: the global scope, where
+/// the interpreter's own symbols are), for C API functions outside the stable ABI the
+/// module is built for; None where there is no `dlsym`. The caller gives the type.
 #[cfg(unix)]
-fn lookup() -> Option<IterSend> {
+pub fn interpreter_symbol(name: &std::ffi::CStr) -> Option<*mut c_void> {
     extern "C" {
         fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
     }
-    // RTLD_DEFAULT: the global scope, where the interpreter's own symbols are.
     #[cfg(any(target_os = "macos", target_os = "ios"))]
     let default = -2isize as *mut c_void;
     #[cfg(not(any(target_os = "macos", target_os = "ios")))]
     let default = std::ptr::null_mut::<c_void>();
-    // SAFETY: dlsym with a NUL-terminated name; a non-null answer is the interpreter's
-    // PyIter_Send, whose signature is the stable ABI's (3.10+).
-    let found = unsafe { dlsym(default, c"PyIter_Send".as_ptr()) };
-    if found.is_null() {
-        None
-    } else {
-        Some(unsafe { std::mem::transmute::<*mut c_void, IterSend>(found) })
-    }
+    // SAFETY: dlsym with a NUL-terminated name.
+    let found = unsafe { dlsym(default, name.as_ptr()) };
+    (!found.is_null()).then_some(found)
 }
 
 #[cfg(not(unix))]
-fn lookup() -> Option<IterSend> {
+pub fn interpreter_symbol(_name: &std::ffi::CStr) -> Option<*mut c_void> {
     None
 }
 
-/// A coroutine that suspended in its first step: `step` is what it yielded to the loop.
-#[pyclass(frozen, module = "retryrs._native", name = "_Pending")]
-pub struct Pending {
-    #[pyo3(get)]
-    step: Py<PyAny>,
+fn lookup() -> Option<IterSend> {
+    // SAFETY: the interpreter's PyIter_Send, whose signature is the stable ABI's (3.10+).
+    interpreter_symbol(c"PyIter_Send").map(|f| unsafe { std::mem::transmute::<*mut c_void, IterSend>(f) })
 }
 
-/// Runs `coro` (a native coroutine) to its first suspension: its value if it finished,
-/// a `_Pending` holding what it yielded if it suspended; raises what it raised.
-#[pyfunction]
-pub fn _first_step(py: Python<'_>, coro: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+/// How the first step of a coroutine ended.
+pub enum Step<'py> {
+    /// It finished: its value.
+    Done(Bound<'py, PyAny>),
+    /// It suspended: what it yielded to the loop.
+    Yielded(Bound<'py, PyAny>),
+    /// It raised.
+    Raised(PyErr),
+}
+
+/// Runs `coro` (a native coroutine) to its first suspension.
+pub fn first_step<'py>(py: Python<'py>, coro: &Bound<'py, PyAny>) -> Step<'py> {
     if let Some(send) = *ITER_SEND.get_or_init(lookup) {
         let mut result: *mut ffi::PyObject = std::ptr::null_mut();
         // SAFETY: `coro` and None are live references held with the GIL; the result is
         // a new reference (or NULL with an exception set, for PYGEN_ERROR).
         let status = unsafe { send(coro.as_ptr(), ffi::Py_None(), &mut result) };
         return match status {
-            0 => Ok(unsafe { Bound::from_owned_ptr(py, result) }.unbind()),
-            1 => Ok(Py::new(py, Pending { step: unsafe { Bound::from_owned_ptr(py, result) }.unbind() })?.into_any()),
-            _ => Err(PyErr::fetch(py)),
+            0 => Step::Done(unsafe { Bound::from_owned_ptr(py, result) }),
+            1 => Step::Yielded(unsafe { Bound::from_owned_ptr(py, result) }),
+            _ => Step::Raised(PyErr::fetch(py)),
         };
     }
     match coro.call_method1(pyo3::intern!(py, "send"), (py.None(),)) {
-        Ok(step) => Ok(Py::new(py, Pending { step: step.unbind() })?.into_any()),
-        Err(e) if e.is_instance_of::<PyStopIteration>(py) => Ok(e.value(py).getattr("value")?.unbind()),
-        Err(e) => Err(e),
+        Ok(step) => Step::Yielded(step),
+        Err(e) if e.is_instance_of::<PyStopIteration>(py) => match e.value(py).getattr("value") {
+            Ok(value) => Step::Done(value),
+            Err(e) => Step::Raised(e),
+        },
+        Err(e) => Step::Raised(e),
+    }
+}
+
+/// The first attempt of an async call when it is not over in its first step with a value
+/// nobody else needs to see (the asyncio driver's slow paths; see `Retrier._first`).
+///
+/// `kind`: `SUSPENDED` (`attempt` yielded `step` to the loop), `UNSTARTED` (`attempt`
+/// is an awaitable not yet started: not a native coroutine, or a bounded one under trio,
+/// whose cancel scope must be entered first), `FAILED` (`value` is what it raised;
+/// `called`: whether the function returned `attempt` before), `VALUE` (`value` is what
+/// it returned, for `retry_on_result` to judge). While the attempt runs (`SUSPENDED`,
+/// `UNSTARTED`) it is `retryrs.current_attempt()`, and `token` resets that when it ends.
+#[pyclass(frozen, module = "retryrs._native", name = "_FirstAttempt")]
+pub struct FirstAttempt {
+    pub kind: u8,
+    pub info: Py<crate::attempt::AttemptInfo>,
+    pub attempt: Option<Py<PyAny>>,
+    pub called: bool,
+    pub step: Option<Py<PyAny>>,
+    pub value: Option<Py<PyAny>>,
+    pub token: Option<Py<PyAny>>,
+}
+
+impl FirstAttempt {
+    pub const SUSPENDED: u8 = 0;
+    pub const UNSTARTED: u8 = 1;
+    pub const FAILED: u8 = 2;
+    pub const VALUE: u8 = 3;
+}
+
+#[pymethods]
+impl FirstAttempt {
+    /// `(kind, info, attempt, step, value, token, called)` in one read (each attribute
+    /// read of a native object is a lookup through its type).
+    #[getter]
+    fn parts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+        let held = |v: &Option<Py<PyAny>>| v.as_ref().map_or_else(|| py.None(), |v| v.clone_ref(py));
+        pyo3::types::PyTuple::new(
+            py,
+            [
+                self.kind.into_pyobject(py)?.into_any().unbind(),
+                self.info.clone_ref(py).into_any(),
+                held(&self.attempt),
+                held(&self.step),
+                held(&self.value),
+                held(&self.token),
+                pyo3::types::PyBool::new(py, self.called).to_owned().into_any().unbind(),
+            ],
+        )
+    }
+
+    // What it holds (an exception, whose traceback holds the driver's frame, which holds
+    // this object) can make a cycle: the collector must see it (and breaks it at the
+    // frame or the exception).
+    fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
+        visit.call(&self.info)?;
+        for held in [&self.attempt, &self.step, &self.value, &self.token].into_iter().flatten() {
+            visit.call(held)?;
+        }
+        Ok(())
     }
 }

@@ -163,6 +163,44 @@ def test_the_innermost_call_wins_when_calls_nest():
     assert mid <= 1 and after > 8
 
 
+@pytest.mark.parametrize("deadline", [None, 5])
+def test_every_shape_of_a_first_async_attempt_sees_itself_and_ends_cleanly(deadline):
+    # The driver runs the first step natively and goes on in Python with what is left:
+    # an attempt that suspends (bounded: a timer is armed; unbounded: it is only driven
+    # on), one cancelled while suspended, and an awaitable that is not a coroutine.
+    r = Retrier(deadline=deadline, retry_on=Flaky, initial_delay=0)
+
+    async def suspends():
+        await asyncio.sleep(0)
+        return retryrs.current_attempt().number
+
+    class Awaitable:
+        def __await__(self):
+            yield from asyncio.sleep(0).__await__()
+            number = retryrs.current_attempt().number
+            if number == 1:
+                raise Flaky()
+            return number
+
+    def not_a_coroutine():
+        return Awaitable()
+
+    async def hang():
+        await asyncio.sleep(30)
+
+    async def go():
+        assert await r.call_async(suspends) == 1
+        assert await r.call_async(not_a_coroutine) == 2
+        task = asyncio.ensure_future(r.call_async(hang))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return retryrs.current_attempt()
+
+    assert asyncio.run(go()) is None
+
+
 def test_the_loop_forms_carry_the_bound_on_the_attempt():
     r = Retrier(deadline=3, retry_on=Flaky, initial_delay=0)
     seen = []

@@ -11,63 +11,65 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import sys
 import types
 from typing import Any, Awaitable, Callable, Dict, Generator, List, Optional, Tuple
 
 from . import _native
 from ._errors import AttemptTimeout
-from ._runtime import library as _library, sleep as _sleep, trio_bounded as _trio_bounded
+from ._runtime import library as _library, sleep as _sleep
 
 _CURRENT = _native._CURRENT
-# Bound once: the async happy path sets and resets the attempt on every call.
-_enter = _CURRENT.set
-_leave = _CURRENT.reset
-_CORO = types.CoroutineType
-_MODULES = sys.modules
-_first_step = _native._first_step
-_Pending = _native._Pending
+_FirstAttempt = _native._FirstAttempt
+_SUSPENDED, _UNSTARTED, _FAILED, _VALUE = 0, 1, 2, 3
 
 
 async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kwargs: Optional[Dict[str, Any]]) -> Any:
-    first = r._start()
-    kw = kwargs or {}
-    # The attempt is written out here and again in _retry on purpose: a shared helper
-    # costs the asyncio happy path ~35 ns a call (measured with bench/python, 1.70x ->
-    # 1.85x the hand loop).
-    # `attempt` is kept so that a failure can tell a sync function given by mistake
-    # (checked only then: the happy path pays one local store).
-    attempt: Any = _NOT_CALLED
-    entered = _enter(first)
-    try:
-        attempt = fn(*args, **kw)
-        if first._arm and type(attempt) is _CORO and "trio" not in _MODULES:
-            # The bound interrupts the attempt, but a timer is armed only if the attempt
-            # suspends: one that finishes in its first step (the happy path of cached or
-            # computed values) pays for no loop timer. (Not once trio is imported: a trio
-            # cancel scope must be entered before the attempt's first step, for the
-            # scopes the attempt opens to nest inside it.)
-            value = _first_step(attempt)
-            if type(value) is _Pending:
-                value = await _suspended(attempt, value.step, first)
-        elif first._arm:
-            value = await _suspended(attempt.__await__(), _FIRST, first)
-        else:
-            value = await attempt
-    except BaseException as e:
-        _leave(entered)
-        exc: Optional[BaseException] = e
-        _refuse_sync(fn, attempt, e)
-    else:
-        _leave(entered)
-        # The happy path: no engine state unless someone listens, a budget refills or a
-        # result predicate looks at the value.
+    # The first attempt, up to its first suspension, is the native side's (one call: the
+    # attempt set as current_attempt(), the function called and its first step run): an
+    # attempt over in that step with a value nobody else needs to see (the happy path of
+    # cached or computed values) comes back as the value, with no timer armed.
+    first = r._first(fn, args, kwargs)
+    if type(first) is _FirstAttempt:
+        return await _go_on(r, first, fn, args, kwargs or {})
+    return first
+
+
+async def _go_on(r: _native.Retrier, first: _native._FirstAttempt, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kw: Dict[str, Any]) -> Any:
+    """The rest of an async call whose first attempt was not over with a plain value in
+    its first step (see ``Retrier._first``)."""
+    kind, info, attempt, step, value, entered, called = first.parts
+    del first  # (it may hold the exception: no frame -> traceback -> frame cycle)
+    exc: Optional[BaseException] = None
+    if kind == _FAILED:
+        exc, value = value, None
+        _refuse_sync(fn, attempt if called else _NOT_CALLED, exc)
+    elif kind != _VALUE:
+        try:
+            if kind == _SUSPENDED:
+                # The bound interrupts the attempt: a timer is armed now that it has
+                # suspended.
+                value = await (_suspended(attempt, step, info) if info._arm else _resume(attempt, step))
+            elif info._arm:
+                value = await _suspended(attempt.__await__(), _FIRST, info)
+            else:
+                value = await attempt
+        except BaseException as e:
+            exc = e
+            _refuse_sync(fn, attempt, e)
+        finally:
+            _leave(entered)
+    if exc is None:
+        # No engine state unless someone listens, a budget refills or a result predicate
+        # looks at the value.
         if r._wants_success:
             if await _rejects(r, value):
-                return await _retry(r, r._begin(first), fn, args, kw, None, value)
-            r._succeeded(first)
+                return await _retry(r, r._begin(info), fn, args, kw, None, value)
+            r._succeeded(info)
         return value
-    return await _retry(r, r._begin(first), fn, args, kw, exc, None)
+    return await _retry(r, r._begin(info), fn, args, kw, exc, None)
+
+
+_leave = _CURRENT.reset
 
 
 async def _rejects(r: _native.Retrier, value: Any) -> bool:
@@ -151,6 +153,12 @@ def _refuse_sync(fn: Any, attempt: Any, exc: BaseException) -> None:
 
 
 _FIRST: Any = object()  # _suspended: the attempt has not been started yet
+
+
+@types.coroutine
+def _resume(it: Any, step: Any) -> Generator[Any, Any, Any]:
+    """The rest of an unbounded attempt that yielded ``step`` in its first step."""
+    return (yield from _forward(it, step))
 
 
 @types.coroutine
@@ -298,9 +306,15 @@ def decorate(r: _native.Retrier, fn: Any) -> Any:
         )
     if inspect.iscoroutinefunction(fn):
 
+        first_attempt = r._first
+
+        # drive() written out (one coroutine fewer per call on the happy path).
         @functools.wraps(fn)
         async def retrying(*args: Any, **kwargs: Any) -> Any:
-            return await drive(r, fn, args, kwargs)
+            first = first_attempt(fn, args, kwargs)
+            if type(first) is _FirstAttempt:
+                return await _go_on(r, first, fn, args, kwargs)
+            return first
 
         retrying.retrier = r  # type: ignore[attr-defined]
         return retrying

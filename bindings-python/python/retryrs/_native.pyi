@@ -46,14 +46,13 @@ class AttemptInfo:
 
 def current_attempt() -> Optional[AttemptInfo]: ...
 
-# The asyncio driver's first step of an attempt (retryrs/_aio.py): the coroutine's value,
-# or a _Pending holding what it yielded to the loop.
+# The first attempt of an async call, when it is not over in its first step with a plain
+# value (Retrier._first, for the asyncio driver in retryrs/_aio.py).
 @final
-class _Pending:
+class _FirstAttempt:
+    # (kind, info, attempt, step, value, token, called)
     @property
-    def step(self) -> Any: ...
-
-def _first_step(coro: Coroutine[Any, Any, Any]) -> Any: ...
+    def parts(self) -> Tuple[int, AttemptInfo, Any, Any, Any, Any, bool]: ...
 
 @final
 class Event:
@@ -249,6 +248,7 @@ class Retrier:
     def retry_on_result(self) -> Optional[Callable[[Any], object]]: ...
     # The asyncio driver's hooks (retryrs/_aio.py).
     def _start(self) -> AttemptInfo: ...
+    def _first(self, func: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kwargs: Optional[dict[str, Any]] = None) -> Any: ...
     @property
     def _wants_success(self) -> bool: ...
     @property
