@@ -503,7 +503,7 @@ impl Retrier {
                     if this.host.retry_on_result.is_some() {
                         return slow(FirstAttempt::VALUE, Some(attempt), None, Some(value), false);
                     }
-                    this.report_success(py, info.get().start, &info.get().frame.clock)?;
+                    this.report_success(py, info.get().start, &info.get().frame.clock, info.get().admission)?;
                 }
                 Ok(value)
             }
