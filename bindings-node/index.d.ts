@@ -4,7 +4,7 @@
 export type Jitter = 'none' | 'full' | 'equal' | 'decorrelated' | `proportional(${number})` | `proportional:${number}`;
 
 /** Why a call gave up on transient failures. */
-export type ExhaustReason = 'attempts' | 'deadline' | 'budget' | 'retry_after';
+export type ExhaustReason = 'attempts' | 'deadline' | 'budget' | 'retry_after' | 'circuit_open';
 
 /** What a call reports as it goes, in the contract's order. */
 /**
@@ -19,7 +19,9 @@ export type RetryEvent =
   | ({ kind: 'rejected'; name: string; attempt: number; elapsedMs: number } & FailureOf)
   | ({ kind: 'exhausted'; name: string; attempt: number; elapsedMs: number; reason: ExhaustReason } & FailureOf)
   | ({ kind: 'cancelled'; name: string; attempt: number; elapsedMs: number } & Partial<FailureOf>)
-  | { kind: 'success'; name: string; attempt: number; elapsedMs: number };
+  | { kind: 'success'; name: string; attempt: number; elapsedMs: number }
+  | { kind: 'breaker_opened'; name: string; attempt: number; elapsedMs: number; delayMs: number }
+  | { kind: 'breaker_half_open' | 'breaker_closed'; name: string; attempt: number; elapsedMs: number };
 
 export type RetryEventKind = RetryEvent['kind'];
 
@@ -95,6 +97,8 @@ export interface RetrierOptions<R = unknown> {
    * process alive (as p-retry's and cockatiel's unref). Default false.
    */
   unref?: boolean;
+  /** A circuit breaker shared with other retriers (and worker threads); null: none. */
+  breaker?: CircuitBreaker | SharedCircuitBreaker | null;
 }
 
 /** What fn receives for each attempt. */
@@ -128,6 +132,8 @@ export declare class Retrier<R = unknown> {
   constructor(options?: RetrierOptions<R>);
   /** The retrier's name. */
   readonly name: string;
+  /** The circuit breaker its calls ask first (a policy document's too), or null. */
+  readonly breaker: CircuitBreaker | null;
   /**
    * Runs fn until it succeeds, fails permanently, or the policy gives up. Resolves with
    * fn's value; rejects with the original error (permanent), a RetryExhaustedError, or
@@ -201,6 +207,51 @@ export declare class RetryExhaustedError extends Error {
   readonly result: unknown;
   /** The last failure. */
   readonly cause: unknown;
+  /** For reason circuit_open (fn never ran): the breaker's state, 'open' or 'half_open'. */
+  readonly breakerState?: 'open' | 'half_open';
+  /** For reason circuit_open: milliseconds before the breaker lets a probe through. */
+  readonly retryInMs?: number;
+}
+
+/** What structured clone (postMessage, workerData) makes of a CircuitBreaker. */
+export interface SharedCircuitBreaker {
+  readonly retryrsBreaker: number;
+}
+
+export interface CircuitBreakerOptions {
+  /** 'consecutive' (default): after `failures` failed calls in a row; 'sampling': Polly v8's model. */
+  model?: 'consecutive' | 'sampling';
+  /** Consecutive: failed calls in a row that open it. Default 5. */
+  failures?: number;
+  /** Sampling: the share of failed calls that opens it, in (0, 1]. Default 0.1. */
+  failureRatio?: number;
+  /** Sampling: calls in the window before it may open (>= 2). Default 100. */
+  minimumThroughput?: number;
+  /** Sampling: the sliding window (>= 500). Default 30000. */
+  samplingDurationMs?: number;
+  /** How long it stays open before a probe. Default 5000. */
+  breakDurationMs?: number;
+  /** Probe calls at once when half-open. Default 1. */
+  halfOpenProbes?: number;
+  /** Growth of the break on each open in a row (>= 1). Default 1. */
+  breakMultiplier?: number;
+  /** The longest break when it grows; null: one day. */
+  maxBreakDurationMs?: number | null;
+  /** Count each attempt instead of each call. Default false. */
+  perAttempt?: boolean;
+}
+
+/** A circuit breaker shared between calls, retriers and worker threads. */
+export declare class CircuitBreaker {
+  constructor(options?: CircuitBreakerOptions);
+  /** The breaker a worker received through postMessage or workerData. */
+  static from(received: CircuitBreaker | SharedCircuitBreaker): CircuitBreaker;
+  /** Its share id: the one field postMessage copies. */
+  readonly retryrsBreaker: number;
+  readonly state: 'closed' | 'open' | 'half_open';
+  readonly retryInMs: number;
+  readonly rejections: number;
+  readonly model: 'consecutive' | 'sampling';
 }
 
 /** What structured clone (postMessage, workerData) makes of a RetryBudget. */
@@ -218,8 +269,16 @@ export declare class RetryBudget {
   static from(received: RetryBudget | SharedRetryBudget): RetryBudget;
   /** Its share id: the one field postMessage copies. */
   readonly retryrsBudget: number;
+  /** The AWS SDKs' standard retry quota; every default is the SDKs' (500, 5, 10, 1). */
+  static quota(options?: { capacity?: number; retryCost?: number; timeoutRetryCost?: number; noRetryIncrement?: number }): RetryBudget;
+  /** Finagle's RetryBudget; every default is Finagle's (10000 ms, 10, 0.2). */
+  static ratio(options?: { ttlMs?: number; minRetriesPerSec?: number; percentCanRetry?: number }): RetryBudget;
+  readonly kind: 'token_bucket' | 'quota' | 'ratio';
+  /** What is left: a bucket's tokens, a quota's capacity left, a ratio budget's retries. */
   readonly tokens: number;
+  /** A bucket's size or a quota's capacity (NaN for a ratio budget). */
   readonly maxTokens: number;
+  /** A bucket's token ratio (NaN for the other kinds). */
   readonly tokenRatio: number;
 }
 

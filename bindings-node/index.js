@@ -3,6 +3,7 @@
 const { Retrier, AttemptContext } = require('./lib/retrier');
 const { RetryExhaustedError } = require('./lib/errors');
 const { RetryBudget } = require('./lib/budget');
+const { CircuitBreaker } = require('./lib/breaker');
 const { parseRetryAfter, isRetryableStatus, classifyHttp, RETRYABLE_STATUSES } = require('./lib/http');
 const { isTransientError, retryAfterFromError } = require('./lib/predicate');
 const { testing } = require('./lib/clock');
@@ -13,6 +14,7 @@ module.exports = {
   AttemptContext,
   RetryExhaustedError,
   RetryBudget,
+  CircuitBreaker,
   parseRetryAfter,
   isRetryableStatus,
   classifyHttp,

@@ -7,6 +7,7 @@ export const {
   AttemptContext,
   RetryExhaustedError,
   RetryBudget,
+  CircuitBreaker,
   parseRetryAfter,
   isRetryableStatus,
   classifyHttp,

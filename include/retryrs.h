@@ -115,6 +115,22 @@
 // Patch version, as in Cargo.toml.
 #define RETRYRS_VERSION_PATCH 0
 
+// A breaker model: after `failures` failed calls in a row.
+#define RETRYRS_BREAKER_CONSECUTIVE 0
+
+// A breaker model (Polly v8's): failures reach `failure_ratio` of at least
+// `minimum_throughput` calls within `sampling_duration_ms`.
+#define RETRYRS_BREAKER_SAMPLING 1
+
+// A breaker state: calls go through.
+#define RETRYRS_BREAKER_CLOSED 0
+
+// A breaker state: calls are refused (RETRYRS_EXHAUSTED, RETRYRS_REASON_CIRCUIT_OPEN).
+#define RETRYRS_BREAKER_OPEN 1
+
+// A breaker state: a bounded number of probe calls go through.
+#define RETRYRS_BREAKER_HALF_OPEN 2
+
 // The longest wait the engine ever asks for, in ms (9e15, about 285,000 years): the
 // largest delay and deadline a config may hold. A server's hint asking for longer (only
 // possible with both the deadline and max_retry_after off) is clamped to it, in every
@@ -151,8 +167,14 @@ enum retryrs_event_kind
   // The call was cancelled.
   RETRYRS_EVENT_CANCELLED = 5,
   // A hedged call launched attempt `attempt`, delay_ms after the one before it
-  // (hedging only; no C call hedges yet).
+  // (hedging only).
   RETRYRS_EVENT_HEDGE = 6,
+  // The policy's circuit breaker opened after this call; delay_ms is the break.
+  RETRYRS_EVENT_BREAKER_OPENED = 7,
+  // The breaker's break is over: this call is a probe (before its first attempt).
+  RETRYRS_EVENT_BREAKER_HALF_OPEN = 8,
+  // A probe succeeded: the breaker closed.
+  RETRYRS_EVENT_BREAKER_CLOSED = 9,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -185,6 +207,9 @@ typedef enum retryrs_verdict retryrs_verdict;
 typedef int32_t retryrs_verdict;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
+
+// A circuit breaker (opaque). Thread-safe: any number of retriers and threads may use it.
+typedef struct retryrs_breaker retryrs_breaker;
 
 // A retry budget (opaque). Thread-safe: any number of retriers and threads may use
 // it at once.
@@ -276,6 +301,30 @@ typedef struct retryrs_outcome {
   // Why, when the status is RETRYRS_EXHAUSTED; RETRYRS_REASON_NONE otherwise.
   retryrs_reason reason;
 } retryrs_outcome;
+
+// A circuit breaker's settings; fill it with retryrs_breaker_config_init() first.
+typedef struct retryrs_breaker_config {
+  // RETRYRS_BREAKER_CONSECUTIVE (default) or RETRYRS_BREAKER_SAMPLING.
+  int32_t model;
+  // Consecutive: failed calls in a row that open it (>= 1). Default 5.
+  uint32_t failures;
+  // Sampling: the share of failed calls that opens it, in (0, 1]. Default 0.1.
+  double failure_ratio;
+  // Sampling: calls in the window before it may open (>= 2). Default 100.
+  uint32_t minimum_throughput;
+  // Sampling: the sliding window, >= 500 ms. Default 30000.
+  double sampling_duration_ms;
+  // How long it stays open before a probe, 1 ms to 1 day. Default 5000.
+  double break_duration_ms;
+  // Probe calls at once when half-open (>= 1). Default 1.
+  uint32_t half_open_probes;
+  // Growth of the break on each open in a row (>= 1; 1: none). Default 1.
+  double break_multiplier;
+  // The longest break when it grows; 0: one day. Default 0.
+  double max_break_duration_ms;
+  // Count each attempt instead of each call. Default false.
+  bool per_attempt;
+} retryrs_breaker_config;
 
 // The jitter kind of a config.
 typedef int32_t retryrs_jitter;
@@ -464,6 +513,9 @@ typedef int32_t retryrs_http_outcome;
 // The server asked for a wait longer than max_retry_after_ms.
 #define RETRYRS_REASON_RETRY_AFTER 4
 
+// The policy's circuit breaker is open: the call was refused, no attempt made.
+#define RETRYRS_REASON_CIRCUIT_OPEN 5
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -502,6 +554,43 @@ retryrs_status retryrs_retrier_call(const struct retryrs_retrier *retrier,
                                     const struct retryrs_cancel *cancel,
                                     struct retryrs_outcome *outcome);
 
+// Fills `*config` with the defaults (each field's comment says its own).
+retryrs_status retryrs_breaker_config_init(struct retryrs_breaker_config *config);
+
+// Creates a closed breaker. RETRYRS_INVALID_ARGUMENT names a setting out of range
+// ("retryrs_breaker_new: config->failures must be a whole number >= 1, got 0"). Free
+// with retryrs_breaker_free().
+retryrs_status retryrs_breaker_new(const struct retryrs_breaker_config *config,
+                                   struct retryrs_breaker **out);
+
+// The state now (RETRYRS_BREAKER_CLOSED, _OPEN or _HALF_OPEN) and the milliseconds left
+// before a probe may go (0 unless open), on the clock blocking calls use (virtual under
+// the testing switch); either out-pointer may be NULL.
+retryrs_status retryrs_breaker_state(const struct retryrs_breaker *breaker,
+                                     int32_t *state,
+                                     double *retry_in_ms);
+
+// retryrs_breaker_state() at `now_ms` on the caller's time base: for calls driven with
+// retryrs_call_start(), which give the breaker their own `now_ms`.
+retryrs_status retryrs_breaker_state_at(const struct retryrs_breaker *breaker,
+                                        uint64_t now_ms,
+                                        int32_t *state,
+                                        double *retry_in_ms);
+
+// Calls refused so far.
+retryrs_status retryrs_breaker_rejections(const struct retryrs_breaker *breaker, uint64_t *out);
+
+// Releases the handle; retriers made with it keep the breaker alive. NULL is a no-op.
+void retryrs_breaker_free(struct retryrs_breaker *breaker);
+
+// A new retrier with `retrier`'s policy and `breaker` (NULL: none): every call asks the
+// breaker first; a refused call returns RETRYRS_EXHAUSTED with reason
+// RETRYRS_REASON_CIRCUIT_OPEN and 0 attempts, the attempt callback never called. Several
+// retriers may share one breaker. Free with retryrs_retrier_free().
+retryrs_status retryrs_retrier_with_breaker(const struct retryrs_retrier *retrier,
+                                            const struct retryrs_breaker *breaker,
+                                            struct retryrs_retrier **out);
+
 // Creates a full budget: max_tokens in [0.001, 1e12], token_ratio in [0.001,
 // max_tokens]; both keep 3 decimals, truncated, as gRPC does (0.1239 adds 0.123), and a
 // value that truncates to 0 is RETRYRS_INVALID_ARGUMENT naming it.
@@ -511,7 +600,31 @@ retryrs_status retryrs_budget_new(double max_tokens,
                                   double token_ratio,
                                   struct retryrs_budget **out);
 
-// The tokens left now.
+// Creates the AWS SDKs' standard retry quota (kind quota): `capacity` (500 in the SDKs)
+// that starts full; a retry is allowed only while what is left covers `retry_cost` (5)
+// and takes it; a call that succeeds gives back its last retry's cost, or
+// `no_retry_increment` (1) when it needed none. `timeout_retry_cost` (10) is the SDKs'
+// price after a timeout, kept for reading; the engine's verdicts do not tell timeouts
+// apart. Whole numbers; capacity and costs in [1, 1e12], the increment in [0, 1e12]:
+// otherwise RETRYRS_INVALID_ARGUMENT naming it. retryrs_budget_tokens() reads the
+// capacity left. Free with retryrs_budget_free().
+retryrs_status retryrs_budget_new_quota(uint64_t capacity,
+                                        uint64_t retry_cost,
+                                        uint64_t timeout_retry_cost,
+                                        uint64_t no_retry_increment,
+                                        struct retryrs_budget **out);
+
+// Creates Finagle's RetryBudget (kind ratio): every call deposits, every retry
+// withdraws (1 / percent_can_retry deposits), both expiring after `ttl_ms` (1 s to 60 s),
+// on top of a reserve of `min_retries_per_sec` retries a second (Finagle's defaults:
+// 10000, 10, 0.2). Out-of-range values: RETRYRS_INVALID_ARGUMENT naming it.
+// retryrs_budget_tokens() reads the retries left. Free with retryrs_budget_free().
+retryrs_status retryrs_budget_new_ratio(uint64_t ttl_ms,
+                                        uint32_t min_retries_per_sec,
+                                        double percent_can_retry,
+                                        struct retryrs_budget **out);
+
+// The tokens left now (a quota: the capacity left; a ratio budget: the retries left).
 retryrs_status retryrs_budget_tokens(const struct retryrs_budget *budget, double *tokens);
 
 // Releases the handle; retriers built with it keep the budget alive. NULL is a no-op.
@@ -554,6 +667,11 @@ retryrs_status retryrs_call_start(const struct retryrs_retrier *retrier,
                                   uint64_t now_ms,
                                   const struct retryrs_listener *listener,
                                   struct retryrs_call **out);
+
+// Whether the policy's circuit breaker refused the call at its start: RETRYRS_EXHAUSTED
+// (make no attempt; free the call) with `*retry_in_ms` the milliseconds before a probe
+// may go, or RETRYRS_OK (run attempt 1). `retry_in_ms` may be NULL.
+retryrs_status retryrs_call_refusal(const struct retryrs_call *call, double *retry_in_ms);
 
 // Reports how the current attempt ended at `now_ms`: `verdict` is RETRYRS_SUCCESS,
 // RETRYRS_TRANSIENT (with `hint_ms`, a minimum wait; negative or NaN: no hint) or
@@ -620,7 +738,9 @@ const char *retryrs_status_name(retryrs_status status);
 // retryrs_now_ms()) under the retrier's policy, which should hedge (a policy document's
 // `hedge` or a service config's `hedgingPolicy`, through retryrs_policies_retrier());
 // one without hedging runs as one attempt. `listener` may be NULL; it is copied. Then
-// call retryrs_hedge_poll(), which launches attempt 1. Free with retryrs_hedge_free().
+// call retryrs_hedge_poll(), which launches attempt 1 (or, when the policy's circuit
+// breaker refuses the call, STOP with reason circuit_open and nothing launched). Free
+// with retryrs_hedge_free().
 retryrs_status retryrs_hedge_start(const struct retryrs_retrier *retrier,
                                    uint64_t now_ms,
                                    const struct retryrs_listener *listener,
@@ -782,6 +902,14 @@ size_t retryrs_policies_count(const struct retryrs_policies *policies);
 // The name of the `index`-th policy (sorted by name), NUL-terminated and owned by
 // `policies`; NULL when `index` is out of range or `policies` is NULL.
 const char *retryrs_policies_name(const struct retryrs_policies *policies, size_t index);
+
+// The circuit breaker the policy `name` names (a document's breakers are shared by every
+// policy naming them), as a new handle on it to free with retryrs_breaker_free(), or
+// NULL in `*out` when it names none. A retryrs_config carries no breaker: give it to a
+// retrier made from the policy's config with retryrs_retrier_with_breaker().
+retryrs_status retryrs_policies_breaker(const struct retryrs_policies *policies,
+                                        const char *name,
+                                        struct retryrs_breaker **out);
 
 // Releases the document; retriers created from its configs keep what they need. NULL
 // is a no-op. Must not be called twice for the same document.

@@ -103,11 +103,16 @@ fn run(
         return Ok(Ended { stop, attempts: 0, bad_verdict: None });
     }
     let internal = |e: StateError| Failure { status: RETRYRS_INTERNAL_ERROR, message: format!("internal error: {e}") };
-    // Time only matters to the deadline and to events: with neither, the engine is fed a
-    // constant and the clock is never read (a read costs more than the rest of a call).
-    let timed = policy.bounds_attempts() || listener.is_some();
+    // Time only matters to the attempts' bounds, to a breaker or a ratio budget (shared
+    // with other calls) and to events: with none, the engine is fed a constant and the
+    // clock is never read (a read costs more than the rest of a call).
+    let timed = policy.reads_time() || listener.is_some();
     let read_time = || if timed { clock.now() } else { Duration::ZERO };
-    let mut call = Call::start(&**policy, read_time());
+    let mut call = Call::start_with(&**policy, read_time(), &mut sink);
+    if let Some(stop) = call.outcome() {
+        // The circuit breaker refused the call: no attempt.
+        return Ok(Ended { stop, attempts: 0, bad_verdict: None });
+    }
     let mut bad_verdict = None;
     loop {
         let n = call.attempt();
@@ -130,7 +135,11 @@ fn run(
             }
         };
         // A success without a listener needs no time: only its event would show it.
-        let now = if verdict == Verdict::Success && listener.is_none() { call.started_at() } else { read_time() };
+        let now = if verdict == Verdict::Success && listener.is_none() && policy.breaker().is_none() {
+            call.started_at()
+        } else {
+            read_time()
+        };
         let delay = match call.record(verdict, now, &mut sink).map_err(internal)? {
             Decision::Stop(stop) => return Ok(Ended { stop, attempts: n, bad_verdict }),
             Decision::Retry(delay) => delay,

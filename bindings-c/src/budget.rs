@@ -32,7 +32,54 @@ pub unsafe extern "C" fn retryrs_budget_new(
     })
 }
 
-/// The tokens left now.
+/// Creates the AWS SDKs' standard retry quota (kind quota): `capacity` (500 in the SDKs)
+/// that starts full; a retry is allowed only while what is left covers `retry_cost` (5)
+/// and takes it; a call that succeeds gives back its last retry's cost, or
+/// `no_retry_increment` (1) when it needed none. `timeout_retry_cost` (10) is the SDKs'
+/// price after a timeout, kept for reading; the engine's verdicts do not tell timeouts
+/// apart. Whole numbers; capacity and costs in [1, 1e12], the increment in [0, 1e12]:
+/// otherwise RETRYRS_INVALID_ARGUMENT naming it. retryrs_budget_tokens() reads the
+/// capacity left. Free with retryrs_budget_free().
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_budget_new_quota(
+    capacity: u64,
+    retry_cost: u64,
+    timeout_retry_cost: u64,
+    no_retry_increment: u64,
+    out: *mut *mut retryrs_budget,
+) -> retryrs_status {
+    guard_status(|| {
+        arg_mut(out, "out")?;
+        let q = retryrs::QuotaBudget::new(capacity, retry_cost, timeout_retry_cost, no_retry_increment)
+            .map_err(|e| Failure::invalid(format!("retryrs_budget_new_quota: {e}")))?;
+        hand_out(out, retryrs_budget { inner: Arc::new(q.into()) });
+        Ok(())
+    })
+}
+
+/// Creates Finagle's RetryBudget (kind ratio): every call deposits, every retry
+/// withdraws (1 / percent_can_retry deposits), both expiring after `ttl_ms` (1 s to 60 s),
+/// on top of a reserve of `min_retries_per_sec` retries a second (Finagle's defaults:
+/// 10000, 10, 0.2). Out-of-range values: RETRYRS_INVALID_ARGUMENT naming it.
+/// retryrs_budget_tokens() reads the retries left. Free with retryrs_budget_free().
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_budget_new_ratio(
+    ttl_ms: u64,
+    min_retries_per_sec: u32,
+    percent_can_retry: f64,
+    out: *mut *mut retryrs_budget,
+) -> retryrs_status {
+    guard_status(|| {
+        arg_mut(out, "out")?;
+        let ttl = std::time::Duration::from_millis(ttl_ms);
+        let r = retryrs::RatioBudget::new(ttl, min_retries_per_sec, percent_can_retry, std::time::Duration::ZERO)
+            .map_err(|e| Failure::invalid(format!("retryrs_budget_new_ratio: {e}")))?;
+        hand_out(out, retryrs_budget { inner: Arc::new(r.into()) });
+        Ok(())
+    })
+}
+
+/// The tokens left now (a quota: the capacity left; a ratio budget: the retries left).
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_budget_tokens(budget: *const retryrs_budget, tokens: *mut f64) -> retryrs_status {
     guard_status(|| {

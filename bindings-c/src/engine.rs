@@ -5,7 +5,7 @@ use std::cell::{Cell, UnsafeCell};
 use std::sync::Arc;
 use std::time::Duration;
 
-use retryrs::{testing, Call, Clock, Decision, Policy, Resume, StateError, SystemClock, Verdict};
+use retryrs::{testing, Call, Clock, Decision, Event, Policy, Resume, StateError, SystemClock, Verdict};
 
 use crate::event::retryrs_listener;
 use crate::ffi::{arg, arg_mut, free_handle, guard_status, guard_value, hand_out, Failure};
@@ -196,13 +196,51 @@ pub unsafe extern "C" fn retryrs_call_start(
         if let Some(why) = retryrs::hedge::one_at_a_time_refusal(shared.retrier.policy()) {
             return Err(Failure::invalid(format!("retryrs_call_start: {why}; use retryrs_hedge_start()")));
         }
-        let call = Call::start(Arc::clone(shared.retrier.policy()), now(now_ms));
-        let state = CallState { shared, call, listener: listener.as_ref().copied() };
+        let listener = listener.as_ref().copied();
+        // A policy with a breaker asks it here, on `now_ms`'s time base (use one base for
+        // every call that shares the breaker); a refused call has ended already: see
+        // retryrs_call_refusal().
+        let call = Call::start_with(Arc::clone(shared.retrier.policy()), now(now_ms), &mut |e: &Event<'_>| {
+            if let Some(l) = &listener {
+                l.deliver(e, &shared.name);
+            }
+        });
+        let state = CallState { shared, call, listener };
         hand_out(
             out,
             retryrs_call { busy: Cell::new(false), free_pending: Cell::new(false), state: UnsafeCell::new(state) },
         );
         Ok(())
+    })
+}
+
+/// Whether the policy's circuit breaker refused the call at its start: RETRYRS_EXHAUSTED
+/// (make no attempt; free the call) with `*retry_in_ms` the milliseconds before a probe
+/// may go, or RETRYRS_OK (run attempt 1). `retry_in_ms` may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_call_refusal(call: *const retryrs_call, retry_in_ms: *mut f64) -> retryrs_status {
+    guard_status(|| {
+        let c = arg(call, "call")?;
+        // SAFETY: only reads the call's state; a call is driven by one thread at a time.
+        let state = &*c.state.get();
+        match state.call.refusal() {
+            Some((_, left)) => {
+                if let Some(r) = retry_in_ms.as_mut() {
+                    *r = left.as_secs_f64() * 1000.0;
+                }
+                let name = state.shared.retrier.policy().name();
+                Err(Failure {
+                    status: RETRYRS_EXHAUSTED,
+                    message: retryrs::GaveUp {
+                        name: Some(name),
+                        attempts: 0,
+                        reason: retryrs::ExhaustReason::CircuitOpen,
+                    }
+                    .to_string(),
+                })
+            }
+            None => Ok(()),
+        }
     })
 }
 

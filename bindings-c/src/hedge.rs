@@ -7,7 +7,7 @@ use std::cell::{Cell, UnsafeCell};
 use std::sync::Arc;
 use std::time::Duration;
 
-use retryrs::{HedgeCall, Policy, StateError, Step};
+use retryrs::{Event, HedgeCall, Policy, StateError, Step};
 
 use crate::engine::{drive, free_reentrant, reported, Reentrant};
 use crate::event::retryrs_listener;
@@ -131,7 +131,9 @@ fn now(ms: u64) -> Duration {
 /// retryrs_now_ms()) under the retrier's policy, which should hedge (a policy document's
 /// `hedge` or a service config's `hedgingPolicy`, through retryrs_policies_retrier());
 /// one without hedging runs as one attempt. `listener` may be NULL; it is copied. Then
-/// call retryrs_hedge_poll(), which launches attempt 1. Free with retryrs_hedge_free().
+/// call retryrs_hedge_poll(), which launches attempt 1 (or, when the policy's circuit
+/// breaker refuses the call, STOP with reason circuit_open and nothing launched). Free
+/// with retryrs_hedge_free().
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_hedge_start(
     retrier: *const retryrs_retrier,
@@ -142,8 +144,15 @@ pub unsafe extern "C" fn retryrs_hedge_start(
     guard_status(|| {
         let shared = Arc::clone(&arg(retrier, "retrier")?.inner);
         arg_mut(out, "out")?;
-        let call = HedgeCall::start(Arc::clone(shared.retrier.policy()), now(now_ms));
-        let state = HedgeState { shared, call, listener: listener.as_ref().copied() };
+        let listener = listener.as_ref().copied();
+        // A policy with a breaker asks it here, once for the whole call: a refused call's
+        // first retryrs_hedge_poll() is STOP, reason circuit_open, with nothing launched.
+        let call = HedgeCall::start_with(Arc::clone(shared.retrier.policy()), now(now_ms), &mut |e: &Event<'_>| {
+            if let Some(l) = &listener {
+                l.deliver(e, &shared.name);
+            }
+        });
+        let state = HedgeState { shared, call, listener };
         hand_out(
             out,
             retryrs_hedge { busy: Cell::new(false), free_pending: Cell::new(false), state: UnsafeCell::new(state) },

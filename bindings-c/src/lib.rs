@@ -10,6 +10,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod blocking;
+pub mod breaker;
 pub mod budget;
 pub mod cancel;
 pub mod config;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use retryrs::{Policies, Policy};
 
+use crate::breaker::retryrs_breaker;
 use crate::budget::retryrs_budget;
 use crate::config::{from_policy_parts, known_size, retryrs_config};
 use crate::ffi::{arg, arg_mut, c_str, free_handle, guard_status, guard_value, hand_out, set_last_error, Failure};
@@ -215,6 +216,29 @@ pub unsafe extern "C" fn retryrs_policies_count(policies: *const retryrs_policie
 pub unsafe extern "C" fn retryrs_policies_name(policies: *const retryrs_policies, index: usize) -> *const c_char {
     guard_value(std::ptr::null(), || {
         policies.as_ref().and_then(|p| p.policies.get(index)).map_or(std::ptr::null(), |e| e.c_key.as_ptr())
+    })
+}
+
+/// The circuit breaker the policy `name` names (a document's breakers are shared by every
+/// policy naming them), as a new handle on it to free with retryrs_breaker_free(), or
+/// NULL in `*out` when it names none. A retryrs_config carries no breaker: give it to a
+/// retrier made from the policy's config with retryrs_retrier_with_breaker().
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_policies_breaker(
+    policies: *const retryrs_policies,
+    name: *const c_char,
+    out: *mut *mut retryrs_breaker,
+) -> retryrs_status {
+    guard_status(|| {
+        let all = arg(policies, "retryrs_policies_breaker: policies")?;
+        let name = c_str(name, "retryrs_policies_breaker: name")?;
+        arg_mut(out, "retryrs_policies_breaker: out")?;
+        let entry = all.entry(name, "retryrs_policies_breaker")?;
+        match entry.policy.breaker() {
+            Some(b) => hand_out(out, retryrs_breaker { inner: std::sync::Arc::clone(b) }),
+            None => *out = std::ptr::null_mut(),
+        }
+        Ok(())
     })
 }
 

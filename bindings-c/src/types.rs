@@ -79,8 +79,14 @@ pub enum retryrs_event_kind {
     /// The call was cancelled.
     RETRYRS_EVENT_CANCELLED = 5,
     /// A hedged call launched attempt `attempt`, delay_ms after the one before it
-    /// (hedging only; no C call hedges yet).
+    /// (hedging only).
     RETRYRS_EVENT_HEDGE = 6,
+    /// The policy's circuit breaker opened after this call; delay_ms is the break.
+    RETRYRS_EVENT_BREAKER_OPENED = 7,
+    /// The breaker's break is over: this call is a probe (before its first attempt).
+    RETRYRS_EVENT_BREAKER_HALF_OPEN = 8,
+    /// A probe succeeded: the breaker closed.
+    RETRYRS_EVENT_BREAKER_CLOSED = 9,
 }
 
 /// Why a call was exhausted.
@@ -95,6 +101,8 @@ pub const RETRYRS_REASON_DEADLINE: retryrs_reason = 2;
 pub const RETRYRS_REASON_BUDGET: retryrs_reason = 3;
 /// The server asked for a wait longer than max_retry_after_ms.
 pub const RETRYRS_REASON_RETRY_AFTER: retryrs_reason = 4;
+/// The policy's circuit breaker is open: the call was refused, no attempt made.
+pub const RETRYRS_REASON_CIRCUIT_OPEN: retryrs_reason = 5;
 
 /// The C value of an event kind.
 pub fn event_kind(kind: EventKind) -> retryrs_event_kind {
@@ -107,6 +115,9 @@ pub fn event_kind(kind: EventKind) -> retryrs_event_kind {
         EventKind::Exhausted => RETRYRS_EVENT_EXHAUSTED,
         EventKind::Cancelled => RETRYRS_EVENT_CANCELLED,
         EventKind::Hedge => RETRYRS_EVENT_HEDGE,
+        EventKind::BreakerOpened => RETRYRS_EVENT_BREAKER_OPENED,
+        EventKind::BreakerHalfOpen => RETRYRS_EVENT_BREAKER_HALF_OPEN,
+        EventKind::BreakerClosed => RETRYRS_EVENT_BREAKER_CLOSED,
     }
 }
 
@@ -118,6 +129,7 @@ pub fn reason(reason: Option<ExhaustReason>) -> retryrs_reason {
         Some(ExhaustReason::Deadline) => RETRYRS_REASON_DEADLINE,
         Some(ExhaustReason::Budget) => RETRYRS_REASON_BUDGET,
         Some(ExhaustReason::RetryAfter) => RETRYRS_REASON_RETRY_AFTER,
+        Some(ExhaustReason::CircuitOpen) => RETRYRS_REASON_CIRCUIT_OPEN,
     }
 }
 

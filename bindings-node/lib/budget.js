@@ -28,6 +28,29 @@ class RetryBudget {
   }
 
   /**
+   * The AWS SDKs' standard retry quota (kind 'quota'); every default is the SDKs'.
+   * @param {{ capacity?: number, retryCost?: number, timeoutRetryCost?: number, noRetryIncrement?: number }} [o]
+   */
+  static quota(o = {}) {
+    const n = numbers('RetryBudget.quota', o, { capacity: 500, retryCost: 5, timeoutRetryCost: 10, noRetryIncrement: 1 });
+    return made(() => native.NativeBudget.quota(n.capacity, n.retryCost, n.timeoutRetryCost, n.noRetryIncrement), 'RetryBudget.quota: ');
+  }
+
+  /**
+   * Finagle's RetryBudget (kind 'ratio'); every default is Finagle's.
+   * @param {{ ttlMs?: number, minRetriesPerSec?: number, percentCanRetry?: number }} [o]
+   */
+  static ratio(o = {}) {
+    const n = numbers('RetryBudget.ratio', o, { ttlMs: 10000, minRetriesPerSec: 10, percentCanRetry: 0.2 });
+    return made(() => native.NativeBudget.ratio(n.ttlMs, n.minRetriesPerSec, n.percentCanRetry), 'RetryBudget.ratio: ');
+  }
+
+  /** 'token_bucket', 'quota' or 'ratio'. */
+  get kind() {
+    return handles.get(this).kind;
+  }
+
+  /**
    * The RetryBudget a worker received through postMessage or workerData (a RetryBudget
    * arrives as the plain object `{ retryrsBudget: id }`): the same bucket, in this thread.
    * A RetryBudget is returned as it is.
@@ -65,6 +88,34 @@ class RetryBudget {
   get tokenRatio() {
     return handles.get(this).tokenRatio;
   }
+}
+
+/** `o`'s numbers, each defaulting to `defaults`' (the keys it knows). */
+function numbers(where, o, defaults) {
+  if (o === null || typeof o !== 'object') throw new TypeError(`${where}: options must be an object, got ${o === null ? 'null' : typeof o}`);
+  for (const key of Object.keys(o)) {
+    if (!Object.hasOwn(defaults, key)) throw new TypeError(`${where}: unknown option '${key}' (known: ${Object.keys(defaults).join(', ')})`);
+  }
+  const out = {};
+  for (const [key, dflt] of Object.entries(defaults)) {
+    const v = o[key] ?? dflt;
+    if (typeof v !== 'number') throw new TypeError(`${where}: ${key} must be a number, got ${typeof v}`);
+    out[key] = v;
+  }
+  return out;
+}
+
+/** A RetryBudget around the handle `make` returns, its problems thrown as RangeErrors. */
+function made(make, prefix) {
+  let handle;
+  try {
+    handle = make();
+  } catch (err) {
+    rethrowProblem(err, prefix);
+  }
+  const budget = Object.create(RetryBudget.prototype);
+  adopt(budget, handle);
+  return budget;
 }
 
 function adopt(budget, handle, id = handle.share()) {

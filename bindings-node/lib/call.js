@@ -3,7 +3,7 @@
 // deadline, budget, events) comes from the engine's Call (a native handle), started only at
 // the first failure.
 const native = require('./native');
-const { now, isVirtual, lastSeenVirtual, advanceVirtual } = require('./clock');
+const { now, isVirtual, lastSeenVirtual, advanceVirtual, breakerBase } = require('./clock');
 const { watch, unwatch } = require('./abort');
 const { typeName } = require('./options');
 const { RetryExhaustedError, describe } = require('./errors');
@@ -45,6 +45,9 @@ class CallRun {
     // t0 came from the happy path's reading of the switch (clock.startTime).
     this.startedOnLastSeen = startedOnLastSeen;
     this.engine = null;
+    // Added to every time the engine is given: a policy with a circuit breaker decides on
+    // the breaker's process-wide time base (clock.breakerBase); others on now()'s.
+    this.base = 0;
     // The failures (errors and rejected values), the last HISTORY of them.
     this.errors = [];
     // Whether the last failure was a value shouldRetryResult rejected (not a throw).
@@ -95,7 +98,8 @@ class CallRun {
         const t = now();
         if (lastSeenVirtual() !== seen) this.t0 = t;
       }
-      this.engine = native.callStart(this.o.policyId, this.t0, this.o.onEvent !== undefined);
+      if (this.o.hasBreaker) this.base = breakerBase();
+      this.engine = native.callStart(this.o.policyId, this.t0 + this.base, this.o.onEvent !== undefined);
     }
     return this.engine;
   }
@@ -128,6 +132,8 @@ class CallRun {
     try {
       let attempt = 1;
       let outcome = FAILED;
+      // A policy with a circuit breaker asks it before the first attempt.
+      if (this.o.hasBreaker) this.admit();
       if (hasFirstError) this.error = firstError;
       else outcome = await this.attempt(1);
       for (;;) {
@@ -154,7 +160,7 @@ class CallRun {
         }
         // The next attempt starts now: its bound is asked at this same time (attempt).
         const started = (this.attemptStart = now());
-        const next = native.callAfterWait(this.engine, started);
+        const next = native.callAfterWait(this.engine, started + this.base);
         this.emit(this.errors[this.errors.length - 1]);
         if (next < 0) throw this.exhausted();
         attempt = next;
@@ -194,7 +200,7 @@ class CallRun {
         bound = o.firstBoundMs;
         this.boundAt = this.t0 + bound;
       } else {
-        bound = native.callRemainingMs(this.engine, this.attemptStart);
+        bound = native.callRemainingMs(this.engine, this.attemptStart + this.base);
         this.boundAt = this.attemptStart + bound;
       }
     }
@@ -365,13 +371,24 @@ class CallRun {
   record(error, verdict, hint, fromHook = false, at = now()) {
     const id = this.engineCall();
     this.recordedAt = at;
-    const decision = native.callRecord(id, verdict, hint, this.recordedAt);
+    const decision = native.callRecord(id, verdict, hint, this.recordedAt + this.base);
     this.emit(error);
     if (decision >= 0) return decision;
     if (fromHook) return decision;
     if (decision === REJECTED) throw error;
     if (decision === EXHAUSTED) throw this.exhausted();
     throw new Error(`retryrs: unexpected engine decision ${decision} (a bug)`);
+  }
+
+  /** Starts the engine's call, which asks the breaker; a refusal is thrown, fn never runs. */
+  admit() {
+    const refusal = native.callRefusal(this.engineCall());
+    this.emit(undefined);
+    if (refusal === null || refusal === undefined) return;
+    const err = new RetryExhaustedError(this.o.name, 0, 'circuit_open', []);
+    err.breakerState = refusal[0];
+    err.retryInMs = refusal[1];
+    throw err;
   }
 
   exhausted() {
@@ -383,7 +400,7 @@ class CallRun {
   succeed() {
     // The engine needs to hear of a success only to credit a budget or emit an event.
     if (this.o.recordsSuccess) {
-      native.callRecord(this.engineCall(), V_SUCCESS, undefined, now());
+      native.callRecord(this.engineCall(), V_SUCCESS, undefined, now() + this.base);
       this.emit(undefined);
     }
     return this.value;
@@ -392,7 +409,7 @@ class CallRun {
   /** Ends the call as cancelled (the Cancelled event) and returns what to reject with. */
   cancel() {
     if (this.o.onEvent !== undefined) {
-      native.callCancel(this.engineCall(), now());
+      native.callCancel(this.engineCall(), now() + this.base);
       this.emit(this.errors[this.errors.length - 1]);
     }
     return this.signal.reason;

@@ -58,6 +58,20 @@ function startTime() {
   return state.local === 0 && !state.process ? perf.now() : now();
 }
 
+/**
+ * What to add to now() for a circuit breaker, which several threads may share: real time
+ * on one base for the whole process (a worker's performance.now() starts at the worker's
+ * own origin); virtual time as it is.
+ */
+function breakerBase() {
+  return current() === null ? perf.timeOrigin : 0;
+}
+
+/** Now, on a circuit breaker's time base (see breakerBase). */
+function breakerNow() {
+  return now() + breakerBase();
+}
+
 /** Whether the process-wide switch this thread last saw was on. */
 function lastSeenVirtual() {
   return state.process;
@@ -161,4 +175,4 @@ const testing = Object.freeze({
   },
 });
 
-module.exports = { now, startTime, lastSeenVirtual, isVirtual, advanceVirtual, testing };
+module.exports = { now, startTime, lastSeenVirtual, isVirtual, advanceVirtual, breakerBase, breakerNow, testing };

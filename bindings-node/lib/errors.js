@@ -22,14 +22,17 @@ class RetryExhaustedError extends Error {
   /**
    * @param {string} retrier the retrier's name
    * @param {number} attempts how many times fn ran
-   * @param {'attempts'|'deadline'|'budget'|'retry_after'} reason which limit ended the call
+   * @param {'attempts'|'deadline'|'budget'|'retry_after'|'circuit_open'} reason which limit
+   *   ended the call (circuit_open: the breaker refused it, fn never ran; the error then
+   *   has breakerState and retryInMs)
    * @param {unknown[]} errors the failures (errors, and values shouldRetryResult
    *   rejected), in order, the last 64 at most (the last one is also `cause`)
    * @param {unknown} [result] the last rejected value, when the last failure was a value
    */
   constructor(retrier, attempts, reason, errors, result) {
     const last = errors[errors.length - 1];
-    super(`${native.gaveUp(retrier, attempts, reason)}: ${describe(last)}`, {
+    const gaveUp = native.gaveUp(retrier, attempts, reason);
+    super(errors.length === 0 ? gaveUp : `${gaveUp}: ${describe(last)}`, {
       cause: last,
     });
     this.retrier = retrier;

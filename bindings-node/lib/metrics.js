@@ -16,6 +16,18 @@ const HELP = Object.freeze({
   [RETRY_DELAY]: 'The waits before a retry, in seconds, by retrier',
 });
 
+// The circuit breaker's (issue 27): made on the first breaker event a listener sees, so a
+// retrier without a breaker registers nothing more.
+const BREAKER_STATE = 'retryrs.breaker.state';
+const BREAKER_REJECTIONS = 'retryrs.breaker.rejections';
+const BREAKER_UNITS = Object.freeze({ [BREAKER_STATE]: '1', [BREAKER_REJECTIONS]: '{call}' });
+const BREAKER_HELP = Object.freeze({
+  [BREAKER_STATE]: "The circuit breaker's state as its retrier last saw it (0 closed, 1 open, 2 half-open), by retrier",
+  [BREAKER_REJECTIONS]: 'Calls the circuit breaker refused (no attempt made), by retrier',
+});
+// The events that move the gauge, and the value each sets.
+const BREAKER_STATES = new Map([['breaker_closed', 0], ['breaker_opened', 1], ['breaker_half_open', 2]]);
+
 // OpenTelemetry attributes and the Prometheus labels they become.
 const ATTR = Object.freeze({
   retrier: 'retryrs.retrier.name',
@@ -70,11 +82,12 @@ function promName(otelName, namespace) {
 /**
  * Turns one call's events into measurements: `retry(name, errorType, delaySeconds,
  * attempt)` for each retry, `call(name, outcome, reason, errorType)` for each end (reason
- * and errorType undefined where they do not apply). A retrying event carries no error in
+ * and errorType undefined where they do not apply), `breakerState(name, value)` and
+ * `rejected(name)` for a circuit breaker's moves and refusals. A retrying event carries no error in
  * Node; it follows its attempt_failed synchronously (one batch per engine decision), so
  * the last failure seen is its error.
  */
-function measure({ retry, call }) {
+function measure({ retry, call, breakerState, rejected }) {
   let lastFailure;
   return function onEvent(event) {
     const kind = event.kind;
@@ -87,6 +100,11 @@ function measure({ retry, call }) {
     } else if (OUTCOMES.has(kind)) {
       lastFailure = undefined;
       call(event.name, kind, event.reason, FAILED_OUTCOMES.has(kind) ? errorType(event.error) : undefined);
+      // A call the circuit breaker refused: `breakerState(name, value)` and
+      // `rejected(name)` see the breaker's side.
+      if (event.reason === 'circuit_open') rejected(event.name);
+    } else if (BREAKER_STATES.has(kind)) {
+      breakerState(event.name, BREAKER_STATES.get(kind));
     }
   };
 }
@@ -115,5 +133,6 @@ function rejectUnknownOptions(where, options, known) {
 
 module.exports = {
   CALLS, RETRIES, RETRY_DELAY, UNITS, HELP, ATTR, LABEL, RETRY_SPAN_EVENT, DELAY_BUCKETS,
+  BREAKER_STATE, BREAKER_REJECTIONS, BREAKER_UNITS, BREAKER_HELP,
   ERROR_TYPE, errorType, promName, measure, requirePeer, rejectUnknownOptions,
 };

@@ -3,6 +3,7 @@
 // PolicyBuilder, and normalised once into a fixed shape that calls only read.
 const native = require('./native');
 const { budgetHandle } = require('./budget');
+const { breakerHandle } = require('./breaker');
 const { rethrowProblem } = require('./problem');
 const { isTransientError, retryAfterFromError } = require('./predicate');
 const { listenerOf } = require('./events');
@@ -14,7 +15,9 @@ const KNOBS = native.knobs();
 const NUMBERS = KNOBS.filter((k) => k.numeric);
 const FUNCTIONS = ['shouldRetry', 'shouldRetryResult', 'retryAfterMs'];
 const HOST_ONLY = [...FUNCTIONS, 'onEvent', 'unref'];
-const KNOWN = new Set([...KNOBS.map((k) => k.option), ...HOST_ONLY]);
+// The engine objects that are not knobs of the table (the budget is one): the breaker.
+const OBJECTS = ['breaker'];
+const KNOWN = new Set([...KNOBS.map((k) => k.option), ...HOST_ONLY, ...OBJECTS]);
 // What Retrier.fromPolicy takes: the host options, and the one knob code may override
 // (the attempt timeout: how long one request may take is often the caller's to say).
 const FROM_POLICY = [...HOST_ONLY, 'attemptTimeoutMs'];
@@ -93,10 +96,15 @@ function normalise(options) {
     budget = budgetHandle(options.budget);
     if (!budget) throw new TypeError(`budget must be a RetryBudget, got ${typeName(options.budget)}`);
   }
+  let breaker;
+  if (given('breaker') && options.breaker !== null) {
+    breaker = breakerHandle(options.breaker);
+    if (!breaker) throw new TypeError(`breaker must be a CircuitBreaker, got ${typeName(options.breaker)}`);
+  }
   const hostOptions = hostParts(options);
   let handle;
   try {
-    handle = native.NativePolicy.create(policy, budget);
+    handle = native.NativePolicy.create(policy, budget, breaker);
   } catch (err) {
     rethrowProblem(err);
   }
@@ -157,6 +165,8 @@ function finish(handle, hasBudget, host) {
   const budget = hasBudget ? true : undefined;
   const { options } = host;
   const onEvent = listenerOf(options.onEvent);
+  // Every call asks a breaker first and tells it how it ended.
+  const hasBreaker = handle.hasBreaker;
   // The engine's bound on a call's first attempt (null: unbounded): later attempts ask
   // the engine's call (native.callRemainingMs).
   const firstBoundMs = handle.firstBoundMs;
@@ -180,15 +190,17 @@ function finish(handle, hasBudget, host) {
     interrupts: true,
     unref: options.unref === true,
     hasBudget: budget !== undefined,
-    // Whether even a first-attempt success needs the engine (a budget to credit, or an
-    // event to emit) or the full loop (a value to judge).
-    needsFullLoop: onEvent !== undefined || budget !== undefined || options.shouldRetryResult !== undefined,
-    // Whether the engine must hear of a success: to credit a budget or emit an event.
-    recordsSuccess: onEvent !== undefined || budget !== undefined,
-    // Whether a call must read the clock at its start: for the attempts' bounds or for
-    // events. Without either, elapsed time changes no decision and the happy path skips
-    // the read.
-    needsClock: firstBoundMs !== null || onEvent !== undefined,
+    hasBreaker,
+    // Whether even a first-attempt success needs the engine (a budget to credit, a
+    // breaker to ask, or an event to emit) or the full loop (a value to judge).
+    needsFullLoop: onEvent !== undefined || budget !== undefined || hasBreaker || options.shouldRetryResult !== undefined,
+    // Whether the engine must hear of a success: to credit a budget, tell a breaker, or
+    // emit an event.
+    recordsSuccess: onEvent !== undefined || budget !== undefined || hasBreaker,
+    // Whether a call must read the clock at its start: for the attempts' bounds, a
+    // breaker or events. Without any, elapsed time changes no decision and the happy path
+    // skips the read.
+    needsClock: firstBoundMs !== null || onEvent !== undefined || hasBreaker,
     // The first attempts' timers of the fast path (lib/bound.js), one queue per retrier.
     queue: firstBoundMs !== null ? new BoundQueue(options.unref === true) : null,
   });
@@ -206,4 +218,4 @@ function seedOf(seed) {
   throw new TypeError(`seed must be a number or a bigint, got ${typeName(seed)}`);
 }
 
-module.exports = { normalise, normaliseFromPolicy, typeName, KNOBS, HOST_ONLY, FROM_POLICY };
+module.exports = { normalise, normaliseFromPolicy, typeName, KNOBS, HOST_ONLY, OBJECTS, FROM_POLICY };

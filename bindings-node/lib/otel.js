@@ -35,6 +35,33 @@ function otelListener(options = {}) {
     advice: { explicitBucketBoundaries: [...m.DELAY_BUCKETS] },
   });
   const { ATTR } = m;
+  // The breaker's instruments, made on the first breaker event (none without a breaker).
+  // A synchronous gauge needs @opentelemetry/api 1.9; before it, an UpDownCounter moved
+  // by the difference holds the same value.
+  let breaker;
+  const breakerInstruments = () => {
+    if (breaker === undefined) {
+      const stateOptions = { unit: m.BREAKER_UNITS[m.BREAKER_STATE], description: m.BREAKER_HELP[m.BREAKER_STATE] };
+      let set;
+      if (typeof meter.createGauge === 'function') {
+        const gauge = meter.createGauge(m.BREAKER_STATE, stateOptions);
+        set = (value, attrs) => gauge.record(value, attrs);
+      } else {
+        const counter = meter.createUpDownCounter(m.BREAKER_STATE, stateOptions);
+        const last = new Map();
+        set = (value, attrs) => {
+          const key = attrs[ATTR.retrier];
+          counter.add(value - (last.get(key) ?? 0), attrs);
+          last.set(key, value);
+        };
+      }
+      const rejections = meter.createCounter(m.BREAKER_REJECTIONS, {
+        unit: m.BREAKER_UNITS[m.BREAKER_REJECTIONS], description: m.BREAKER_HELP[m.BREAKER_REJECTIONS],
+      });
+      breaker = { set, rejections };
+    }
+    return breaker;
+  };
   return m.measure({
     retry(name, errorType, seconds, attempt) {
       retries.add(1, { [ATTR.retrier]: name, [ATTR.errorType]: errorType });
@@ -51,6 +78,12 @@ function otelListener(options = {}) {
       if (reason !== undefined) attrs[ATTR.reason] = reason;
       if (errorType !== undefined) attrs[ATTR.errorType] = errorType;
       calls.add(1, attrs);
+    },
+    breakerState(name, value) {
+      breakerInstruments().set(value, { [ATTR.retrier]: name });
+    },
+    rejected(name) {
+      breakerInstruments().rejections.add(1, { [ATTR.retrier]: name });
     },
   });
 }

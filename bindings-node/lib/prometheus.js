@@ -61,6 +61,21 @@ function promListener(options = {}) {
   const callChild = cached(calls);
   const retryChild = cached(retries);
   const delayChild = cached(delay);
+  // The breaker's metrics, registered on first use (a retrier without a breaker adds none).
+  let breaker;
+  const breakerChildren = () => {
+    if (breaker === undefined) {
+      const labelNames = [LABEL.retrier];
+      const state = metric(register, prom.Gauge, {
+        name: m.promName(m.BREAKER_STATE, namespace), help: m.BREAKER_HELP[m.BREAKER_STATE], labelNames,
+      });
+      const rejections = metric(register, prom.Counter, {
+        name: `${m.promName(m.BREAKER_REJECTIONS, namespace)}_total`, help: m.BREAKER_HELP[m.BREAKER_REJECTIONS], labelNames,
+      });
+      breaker = { state: cached(state), rejections: cached(rejections) };
+    }
+    return breaker;
+  };
   return m.measure({
     retry(name, errorType, seconds) {
       retryChild(name, errorType).inc();
@@ -68,6 +83,12 @@ function promListener(options = {}) {
     },
     call(name, outcome, reason, errorType) {
       callChild(name, outcome, reason ?? '', errorType ?? '').inc();
+    },
+    breakerState(name, value) {
+      breakerChildren().state(name).set(value);
+    },
+    rejected(name) {
+      breakerChildren().rejections(name).inc();
     },
   });
 }

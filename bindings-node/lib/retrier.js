@@ -10,6 +10,10 @@ const { rethrowProblem } = require('./problem');
 const { AttemptContext } = require('./attempt');
 const { reportListenerError } = require('./events');
 const { CallRun, isThenable, boundedFirstAttempt } = require('./call');
+const { wrapBreaker } = require('./breaker');
+
+// The CircuitBreaker object of each native policy, made on first ask.
+const breakers = new WeakMap();
 const { channel: eventChannel, observedOptions } = require('./diagnostics');
 
 function isAbortSignal(s) {
@@ -56,6 +60,18 @@ class Retrier {
     const parts = policyParts(policy);
     if (parts === undefined) throw new TypeError(`Retrier.fromPolicy(policy): policy must come from loadPolicies, got ${typeName(policy)}`);
     return new Retrier(new Prebuilt(normaliseFromPolicy(parts.handle, parts.hasBudget, options)));
+  }
+
+  /** The circuit breaker the retrier's calls ask first (a policy document's too), or null. */
+  get breaker() {
+    const handle = this.#o.policy;
+    if (!this.#o.hasBreaker) return null;
+    let breaker = breakers.get(handle);
+    if (breaker === undefined) {
+      breaker = wrapBreaker(handle.breaker());
+      breakers.set(handle, breaker);
+    }
+    return breaker;
   }
 
   /** The retrier's name, as events and errors carry it. */

@@ -1,14 +1,13 @@
 //! The shared retry budget, as a native class the JS `RetryBudget` wraps.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 
 use napi_derive::napi;
 use retryrs::RetryBudget;
 
 use crate::guard::guarded;
 use crate::problem::{option_name, Problem};
+use crate::share::Registry;
 
 /// One token bucket, shared by every retrier (and call) that holds it.
 #[napi]
@@ -16,16 +15,8 @@ pub struct NativeBudget {
     pub(crate) inner: Arc<RetryBudget>,
 }
 
-/// Budgets other threads (worker_threads) may attach to, by share id. The addon is loaded
-/// once per process, so this map is seen by every thread; it holds budgets weakly: a
-/// budget lives while some thread's RetryBudget holds it.
-static SHARED: Mutex<Option<HashMap<u32, Weak<RetryBudget>>>> = Mutex::new(None);
-/// Share ids are never reused, so a stale id cannot attach to another budget.
-static NEXT_SHARE_ID: AtomicU32 = AtomicU32::new(1);
-
-fn shared() -> std::sync::MutexGuard<'static, Option<HashMap<u32, Weak<RetryBudget>>>> {
-    SHARED.lock().unwrap_or_else(|e| e.into_inner())
-}
+/// Budgets other threads (worker_threads) may attach to, by share id.
+static SHARED: Registry<RetryBudget> = Registry::new();
 
 #[napi]
 impl NativeBudget {
@@ -35,37 +26,70 @@ impl NativeBudget {
     pub fn create(max_tokens: f64, token_ratio: f64) -> napi::Result<Self> {
         guarded(|| match RetryBudget::new(max_tokens, token_ratio) {
             Ok(b) => Ok(NativeBudget { inner: Arc::new(b) }),
-            // The budget's rule names the other number by its contract name.
-            Err(e) => Err(Problem::new(
-                &option_name(e.knob),
-                e.value.to_string(),
-                &e.requirement.replace("max_tokens", "maxTokens"),
-            )
-            .into_error()),
+            Err(e) => Err(budget_problem(e)),
         })
+    }
+
+    /// The AWS SDKs' standard retry quota (kind `quota`); whole numbers (the JS layer
+    /// checks the types and passes the SDKs' defaults).
+    #[napi(factory)]
+    pub fn quota(
+        capacity: f64,
+        retry_cost: f64,
+        timeout_retry_cost: f64,
+        no_retry_increment: f64,
+    ) -> napi::Result<Self> {
+        guarded(|| {
+            let whole = |knob: &'static str, v: f64| {
+                if v.is_finite() && v >= 0.0 && v.fract() == 0.0 {
+                    Ok(v as u64)
+                } else {
+                    Err(Problem::new(&option_name(knob), v.to_string(), "a whole number in [0, 1e12]").into_error())
+                }
+            };
+            let q = retryrs::QuotaBudget::new(
+                whole("capacity", capacity)?,
+                whole("retry_cost", retry_cost)?,
+                whole("timeout_retry_cost", timeout_retry_cost)?,
+                whole("no_retry_increment", no_retry_increment)?,
+            );
+            q.map(|q| NativeBudget { inner: Arc::new(q.into()) }).map_err(budget_problem)
+        })
+    }
+
+    /// Finagle's RetryBudget (kind `ratio`): `ttl_ms` of 1 to 60 s.
+    #[napi(factory)]
+    pub fn ratio(ttl_ms: f64, min_retries_per_sec: f64, percent_can_retry: f64) -> napi::Result<Self> {
+        guarded(|| {
+            if !(min_retries_per_sec.is_finite() && min_retries_per_sec >= 0.0 && min_retries_per_sec.fract() == 0.0) {
+                let v = min_retries_per_sec.to_string();
+                return Err(Problem::new("minRetriesPerSec", v, "a whole number in [0, 2147483647]").into_error());
+            }
+            let ttl = retryrs::units::duration_from_ms_or_zero(ttl_ms);
+            let min = min_retries_per_sec.min(f64::from(u32::MAX)) as u32;
+            let r = retryrs::RatioBudget::new(ttl, min, percent_can_retry, std::time::Duration::ZERO);
+            r.map(|r| NativeBudget { inner: Arc::new(r.into()) }).map_err(budget_problem)
+        })
+    }
+
+    /// `token_bucket`, `quota` or `ratio`.
+    #[napi(getter)]
+    pub fn kind(&self) -> napi::Result<String> {
+        guarded(|| Ok(self.inner.kind().as_str().to_string()))
     }
 
     /// Registers this budget for other threads and returns its share id (what a
     /// RetryBudget carries through postMessage).
     #[napi]
     pub fn share(&self) -> napi::Result<u32> {
-        guarded(|| {
-            let id = NEXT_SHARE_ID.fetch_add(1, Ordering::Relaxed);
-            let mut map = shared();
-            let map = map.get_or_insert_with(HashMap::new);
-            // Budgets no thread holds any more leave the map as new ones arrive.
-            map.retain(|_, w| w.strong_count() > 0);
-            map.insert(id, Arc::downgrade(&self.inner));
-            Ok(id)
-        })
+        guarded(|| Ok(SHARED.share(&self.inner)))
     }
 
     /// The budget shared under `id` (by another thread), if some thread still holds it.
     #[napi(factory)]
     pub fn attach(id: u32) -> napi::Result<Self> {
         guarded(|| {
-            let inner = shared().as_ref().and_then(|m| m.get(&id)).and_then(Weak::upgrade);
-            inner.map(|inner| NativeBudget { inner }).ok_or_else(|| {
+            SHARED.attach(id).map(|inner| NativeBudget { inner }).ok_or_else(|| {
                 napi::Error::new(
                     napi::Status::InvalidArg,
                     format!("no RetryBudget is shared under id {id}: no thread holds it any more"),
@@ -91,4 +115,11 @@ impl NativeBudget {
     pub fn token_ratio(&self) -> napi::Result<f64> {
         guarded(|| Ok(self.inner.token_ratio()))
     }
+}
+
+/// A budget's (or breaker's) out-of-range knob, in Node's spelling (the rule names the
+/// other number by its contract name).
+pub(crate) fn budget_problem(e: retryrs::BudgetError) -> napi::Error {
+    let requirement = e.requirement.replace("max_tokens", "maxTokens").replace("break_duration", "breakDurationMs");
+    Problem::new(&option_name(e.knob), e.value.to_string(), &requirement).into_error()
 }

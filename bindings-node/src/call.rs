@@ -101,8 +101,10 @@ pub fn call_start(policy_id: u32, start_ms: f64, want_events: bool) -> napi::Res
         let policy = policy_by_id(policy_id)?;
         CALLS.with(|calls| {
             let mut calls = calls.borrow_mut();
-            let call = Call::start(policy, duration(start_ms));
-            let events = want_events.then(Vec::new);
+            let mut events = want_events.then(Vec::new);
+            // A policy with a breaker asks it here: a refused call has ended already
+            // (callReason says `circuit_open`, callRefusal how long it stays open).
+            let call = Call::start_with(policy, duration(start_ms), &mut |e: &Event<'_>| push(&mut events, e));
             let index = match calls.free.pop() {
                 Some(i) => i,
                 None => {
@@ -208,6 +210,14 @@ pub fn call_reason(id: f64) -> napi::Result<Option<String>> {
             Some(Stop::Exhausted(r)) => Some(r.as_str().to_string()),
             _ => None,
         })
+    })
+}
+
+/// For a call the breaker refused: `[state, ms left before a probe may go]`.
+#[napi]
+pub fn call_refusal(id: f64) -> napi::Result<Option<(String, f64)>> {
+    with_slot(id, |slot| {
+        Ok(slot.call.refusal().map(|(state, left)| (state.as_str().to_string(), left.as_secs_f64() * 1000.0)))
     })
 }
 

@@ -14,6 +14,7 @@
 // Under `cfg(test)` napi-derive skips registering exports, so they look unused.
 #![cfg_attr(test, allow(dead_code))]
 
+mod breaker;
 mod budget;
 mod call;
 mod document;
@@ -22,4 +23,5 @@ mod http;
 mod messages;
 mod policy;
 mod problem;
+mod share;
 mod time;

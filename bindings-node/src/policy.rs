@@ -11,6 +11,7 @@ use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
 use retryrs::{units, Jitter, Policy, PolicyBuilder, Setting};
 
+use crate::breaker::NativeBreaker;
 use crate::budget::NativeBudget;
 use crate::guard::guarded;
 use crate::problem::Problem;
@@ -140,8 +141,15 @@ impl NativePolicy {
     /// Validates the options with the engine; a bad one throws (code `InvalidArg`) naming
     /// the option in its Node spelling.
     #[napi(factory)]
-    pub fn create(options: PolicyOptions, budget: Option<&NativeBudget>) -> napi::Result<Self> {
-        guarded(|| build(options, budget.map(|b| b.inner.clone())).map_err(Problem::into_error))
+    pub fn create(
+        options: PolicyOptions,
+        budget: Option<&NativeBudget>,
+        breaker: Option<&NativeBreaker>,
+    ) -> napi::Result<Self> {
+        guarded(|| {
+            let breaker = breaker.map(|b| b.inner.clone());
+            build(options, budget.map(|b| b.inner.clone()), breaker).map_err(Problem::into_error)
+        })
     }
 
     /// The id calls use to name this policy (see `callStart`).
@@ -208,6 +216,18 @@ impl NativePolicy {
         guarded(|| Ok(self.inner.budget().is_some()))
     }
 
+    /// Whether the policy has a circuit breaker (every call then asks it first).
+    #[napi(getter)]
+    pub fn has_breaker(&self) -> napi::Result<bool> {
+        guarded(|| Ok(self.inner.breaker().is_some()))
+    }
+
+    /// The policy's circuit breaker (a policy document's), for the JS layer to wrap.
+    #[napi]
+    pub fn breaker(&self) -> napi::Result<Option<NativeBreaker>> {
+        guarded(|| Ok(self.inner.breaker().map(|b| NativeBreaker { inner: b.clone() })))
+    }
+
     /// The retrier's name, as events and errors carry it.
     #[napi(getter)]
     pub fn name(&self) -> napi::Result<String> {
@@ -221,10 +241,14 @@ impl NativePolicy {
     }
 }
 
-fn build(o: PolicyOptions, budget: Option<Arc<retryrs::RetryBudget>>) -> Result<NativePolicy, Problem> {
+fn build(
+    o: PolicyOptions,
+    budget: Option<Arc<retryrs::RetryBudget>>,
+    breaker: Option<Arc<retryrs::CircuitBreaker>>,
+) -> Result<NativePolicy, Problem> {
     let given = o.numbers.unwrap_or_default();
     let problem = |e| Problem::from_policy(e, &given);
-    let mut b = Policy::builder().budget(budget);
+    let mut b = Policy::builder().budget(budget).breaker(breaker);
     for (name, value) in &given {
         b = b.set(name, Setting::Number(*value)).map_err(problem)?;
     }

@@ -82,10 +82,10 @@ pub fn js_number(n: f64) -> String {
 pub fn option_name(knob: &str) -> String {
     match retryrs::knob::knob(knob) {
         Some(k) => k.camel_ms(),
-        None => match knob {
-            "max_tokens" => "maxTokens".into(),
-            "token_ratio" => "tokenRatio".into(),
-            other => other.into(),
-        },
+        // A budget's or a breaker's own setting: camelCase, durations in ms.
+        None => retryrs::knob::camel(
+            knob,
+            matches!(knob, "ttl" | "sampling_duration" | "break_duration" | "max_break_duration"),
+        ),
     }
 }

@@ -21,14 +21,35 @@ const { KNOBS } = require('../lib/options');
 // A vector's policy is in the policy-document format (docs/policies.md), keyed by the
 // core's knob table, and is loaded through loadPolicies, as a service loads its file:
 // the policy "retry" (the contract's default name) with the vector's budgets.
-const POLICY_KEYS = new Set(KNOBS.map((k) => k.name));
+const POLICY_KEYS = new Set([...KNOBS.map((k) => k.name), 'breaker']);
+// Every budget kind's keys and both breaker models' (the loader checks which belong where).
+const BUDGET_KEYS = new Set(['kind', 'max_tokens', 'token_ratio', 'capacity', 'retry_cost', 'timeout_retry_cost', 'no_retry_increment', 'ttl', 'min_retries_per_sec', 'percent_can_retry']);
+const BREAKER_KEYS = new Set(['model', 'failures', 'failure_ratio', 'minimum_throughput', 'sampling_duration', 'break_duration', 'half_open_probes', 'break_multiplier', 'max_break_duration', 'per_attempt']);
+const VECTOR_KEYS = new Set(['file', 'id', 'rule', 'policy', 'budgets', 'breakers', 'service_config', 'calls', 'expect_error', 'retry_after', 'status', 'http']);
+const CALL_KEYS = new Set(['at_ms', 'attempts', 'expect']);
+const EXPECT_KEYS = new Set(['outcome', 'reason', 'attempts', 'value', 'delays_ms', 'events', 'budget_tokens', 'breaker_state', 'bounds_ms']);
+
+function checkKeys(where, obj, known) {
+  for (const key of Object.keys(obj || {})) {
+    if (!known.has(key)) throw new Error(`${where} has an unknown key ${key}`);
+  }
+}
 
 function policyOf(v) {
-  for (const key of Object.keys(v.policy || {})) {
-    if (!POLICY_KEYS.has(key)) throw new Error(`vector policy has an unknown key ${key}`);
+  checkKeys('vector', v, VECTOR_KEYS);
+  checkKeys('vector policy', v.policy, POLICY_KEYS);
+  for (const [name, b] of Object.entries(v.budgets || {})) checkKeys(`budgets.${name}`, b, BUDGET_KEYS);
+  for (const [name, b] of Object.entries(v.breakers || {})) checkKeys(`breakers.${name}`, b, BREAKER_KEYS);
+  for (const c of v.calls || []) {
+    checkKeys('call', c, CALL_KEYS);
+    checkKeys('expect', c.expect, EXPECT_KEYS);
+  }
+  const timed = (v.calls || []).filter((c) => c.at_ms !== undefined).map((c) => c.at_ms);
+  if (timed.length > 0 && (timed.length !== v.calls.length || timed.some((t, i) => i > 0 && t < timed[i - 1]))) {
+    throw new Error('at_ms: every call of the vector gives one, in order');
   }
   // A gRPC service config is loaded as it is: its policy is the service "retry".
-  const document = v.service_config ?? { policies: { retry: v.policy || {} }, budgets: v.budgets || {} };
+  const document = v.service_config ?? { policies: { retry: v.policy || {} }, budgets: v.budgets || {}, breakers: v.breakers || {} };
   return loadPolicies(document).get('retry');
 }
 
@@ -43,8 +64,10 @@ function loadVectors() {
 }
 
 /** Runs one scripted call; resolves with what happened, never rejects. */
-async function runCall(retrier, script) {
+async function runCall(retrier, script, atMs) {
   testing.enable(); // each call's elapsed time starts at 0
+  // Every call's clock starts at the vector's origin; at_ms moves it to the call's time.
+  if (atMs) testing.advance(atMs);
   const controller = new AbortController();
   const cancelReason = new Error('cancelled by the vector');
   const thrown = [];
@@ -96,6 +119,7 @@ async function runCall(retrier, script) {
   let value;
   let error;
   let outcome;
+  let breakerState;
   try {
     value = await retrier.retrier.call(fn, { signal: controller.signal });
     outcome = 'success';
@@ -105,9 +129,10 @@ async function runCall(retrier, script) {
     else if (e instanceof RetryExhaustedError) outcome = 'exhausted';
     else outcome = 'rejected';
   } finally {
+    breakerState = retrier.retrier.breaker?.state;
     testing.disable();
   }
-  return { value, error, outcome, events, thrown, calls, overcalled, bounds };
+  return { value, error, outcome, events, thrown, calls, overcalled, bounds, breakerState };
 }
 
 async function checkCallVector(v) {
@@ -123,7 +148,7 @@ async function checkCallVector(v) {
   holder.retrier = Retrier.fromPolicy(policy, { ...predicate, onEvent: (ev) => holder.listener(ev) });
   for (const [i, call] of v.calls.entries()) {
     const where = `call ${i + 1}`;
-    const got = await runCall(holder, call.attempts);
+    const got = await runCall(holder, call.attempts, call.at_ms);
     const want = call.expect;
     assert.ok(!got.overcalled, `${where}: fn was called more often than scripted`);
     assert.equal(got.outcome, want.outcome, `${where}: outcome (error: ${got.error})`);
@@ -167,6 +192,7 @@ async function checkCallVector(v) {
       assert.deepEqual(seen, want.events, `${where}: events`);
       for (const e of got.events) assert.equal(e.name, holder.retrier.name, `${where}: events carry the name`);
     }
+    if (want.breaker_state !== undefined) assert.equal(got.breakerState, want.breaker_state, `${where}: breaker state`);
     if (want.budget_tokens !== undefined) {
       assert.ok(budget, `${where}: budget_tokens without a budget`);
       assert.ok(Math.abs(budget.tokens - want.budget_tokens) < 1e-9, `${where}: budget tokens ${budget.tokens}, want ${want.budget_tokens}`);

@@ -20,14 +20,14 @@ test('the HTTP helpers\' declarations fit axios, undici and got (tsc --noEmit)',
 
 test("index.d.ts's RetrierOptions lists exactly the core's knob table plus Node's own options", () => {
   const ts = require('typescript');
-  const { KNOBS, HOST_ONLY } = require('../lib/options');
+  const { KNOBS, HOST_ONLY, OBJECTS } = require('../lib/options');
   const file = path.join(__dirname, '..', 'index.d.ts');
   const source = ts.createSourceFile(file, require('node:fs').readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
   const iface = source.statements.find((s) => ts.isInterfaceDeclaration(s) && s.name.text === 'RetrierOptions');
   assert.ok(iface, 'index.d.ts declares RetrierOptions');
   const declared = new Map(iface.members.map((m) => [m.name.getText(source), m.type.getText(source)]));
   // attemptTimeoutMs is both a knob and a host option (fromPolicy takes it to override).
-  const expected = [...new Set([...KNOBS.map((k) => k.option), ...HOST_ONLY])].sort();
+  const expected = [...new Set([...KNOBS.map((k) => k.option), ...HOST_ONLY, ...OBJECTS])].sort();
   assert.deepEqual([...declared.keys()].sort(), expected, 'options drifted from the knob table');
   for (const k of KNOBS) {
     const type = declared.get(k.option);

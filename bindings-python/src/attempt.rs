@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use retryrs::{Call, Policy, VirtualClock};
+use retryrs::{Admission, Call, Policy, VirtualClock};
 
 use crate::state::now;
 
@@ -109,6 +109,9 @@ pub struct AttemptInfo {
     pub frame: Frame,
     /// When the call began (engine time): the async driver hands it back to `_begin`.
     pub start: Duration,
+    /// The circuit breaker's answer to the call (None: no breaker, or not asked), handed
+    /// back with `start` to `_succeeded` / `_begin`, which record the outcome.
+    pub admission: Option<Admission>,
     /// Whether the asyncio driver arms a timer for this attempt: it is bounded and its
     /// retrier interrupts (one attribute read on the async happy path, not two).
     arm: bool,
@@ -127,7 +130,12 @@ impl AttemptInfo {
 
     pub fn with_arm(frame: Frame, start: Duration, interrupts: bool) -> Self {
         let arm = interrupts && frame.end.is_some();
-        AttemptInfo { frame, start, arm, deadline: OnceLock::new() }
+        AttemptInfo { frame, start, admission: None, arm, deadline: OnceLock::new() }
+    }
+
+    /// This first attempt, with the breaker's answer to its call.
+    pub fn admitted(self, admission: Option<Admission>) -> Self {
+        AttemptInfo { admission, ..self }
     }
 }
 

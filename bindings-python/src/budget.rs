@@ -5,7 +5,7 @@ use std::sync::Arc;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt};
-use retryrs::RetryBudget;
+use retryrs::{BudgetKind, QuotaBudget, RatioBudget, RetryBudget};
 
 /// A token bucket shared by every call of every Retrier that holds it: it starts full at
 /// `max_tokens`; each transient failure costs one token; each success adds `token_ratio`;
@@ -25,7 +25,41 @@ impl PyRetryBudget {
         let inner = RetryBudget::new(max_tokens, token_ratio).map_err(|e| PyValueError::new_err(e.to_string()))?;
         Ok(PyRetryBudget { inner: Arc::new(inner) })
     }
-    /// Tokens left now.
+    /// The AWS SDKs' standard retry quota (kind "quota"): `capacity` that starts full; a
+    /// retry takes `retry_cost` while what is left covers it; a success gives back the
+    /// cost of the retry that led to it, or `no_retry_increment`. Every default is the SDKs'.
+    #[staticmethod]
+    #[pyo3(signature = (capacity=500, retry_cost=5, timeout_retry_cost=10, no_retry_increment=1))]
+    fn quota(capacity: u64, retry_cost: u64, timeout_retry_cost: u64, no_retry_increment: u64) -> PyResult<Self> {
+        let q = QuotaBudget::new(capacity, retry_cost, timeout_retry_cost, no_retry_increment)
+            .map_err(|e| PyValueError::new_err(format!("RetryBudget.quota {e}")))?;
+        Ok(PyRetryBudget { inner: Arc::new(q.into()) })
+    }
+    /// Finagle's RetryBudget (kind "ratio"): every call deposits, every retry withdraws,
+    /// both expiring after `ttl` seconds (1 to 60), so about `percent_can_retry` of the
+    /// calls may be retried, on top of `min_retries_per_sec`. Every default is Finagle's.
+    #[staticmethod]
+    #[pyo3(signature = (ttl=10.0, min_retries_per_sec=10, percent_can_retry=0.2))]
+    fn ratio(ttl: f64, min_retries_per_sec: u32, percent_can_retry: f64) -> PyResult<Self> {
+        if !(ttl.is_finite() && ttl >= 0.0) {
+            return Err(PyValueError::new_err(format!("RetryBudget.ratio ttl must be in [1 s, 60 s], got {ttl}")));
+        }
+        let r = RatioBudget::new(
+            std::time::Duration::from_secs_f64(ttl.min(1e6)),
+            min_retries_per_sec,
+            percent_can_retry,
+            std::time::Duration::ZERO,
+        )
+        .map_err(|e| PyValueError::new_err(format!("RetryBudget.ratio {e}")))?;
+        Ok(PyRetryBudget { inner: Arc::new(r.into()) })
+    }
+    /// "token_bucket", "quota" or "ratio".
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.inner.kind().as_str()
+    }
+    /// What is left now: a token bucket's tokens, a quota's capacity left, a ratio
+    /// budget's retries (as of the last call it saw).
     #[getter]
     fn tokens(&self) -> f64 {
         self.inner.tokens()
@@ -39,6 +73,9 @@ impl PyRetryBudget {
         self.inner.token_ratio()
     }
     fn __repr__(&self) -> String {
+        if self.inner.kind() != BudgetKind::TokenBucket {
+            return format!("RetryBudget(kind={:?}, tokens={})", self.inner.kind().as_str(), self.inner.tokens());
+        }
         format!(
             "RetryBudget(max_tokens={}, token_ratio={}, tokens={})",
             self.inner.max_tokens(),

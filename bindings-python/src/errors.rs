@@ -69,7 +69,9 @@ pub fn exhausted(
         Some(k) => crate::convert::repr(k.obj.bind(py)),
         None => String::new(),
     };
-    let message = format!("{}: {last_text}", retryrs::GaveUp { name: Some(name), attempts, reason });
+    let gave_up = retryrs::GaveUp { name: Some(name), attempts, reason };
+    // A call the breaker refused has no failure to show.
+    let message = if failures.is_empty() { gave_up.to_string() } else { format!("{gave_up}: {last_text}") };
     let reason = reason.as_str();
     let (errors, cause, result) = match split(py, failures) {
         Ok(parts) => parts,
@@ -83,6 +85,19 @@ pub fn exhausted(
         ("result", result),
     ];
     raise(py, &EXHAUSTED, "RetryExhausted", message, &kwargs, cause)
+}
+
+/// A call the circuit breaker refused: `RetryExhausted(reason="circuit_open")`, no
+/// attempt made, with the breaker's `breaker_state` and `retry_in` (seconds before a probe
+/// may go) as attributes.
+pub fn circuit_open(py: Python<'_>, name: &str, state: &str, retry_in: std::time::Duration) -> PyErr {
+    let err = exhausted(py, name, 0, retryrs::ExhaustReason::CircuitOpen, &[]);
+    let value = err.value(py);
+    let set = value.setattr("breaker_state", state).and_then(|_| value.setattr("retry_in", retry_in.as_secs_f64()));
+    match set {
+        Ok(()) => err,
+        Err(e) => e,
+    }
 }
 
 /// `RetryCancelled(attempts, errors, result)`, its `__cause__` the last failure if there

@@ -63,7 +63,8 @@ impl HostPolicy {
     ) -> Self {
         let Hooks { retry_after, retry_on_result, on_event } = hooks;
         let name = PyString::new(py, policy.name()).unbind();
-        let wants_success = on_event.is_some() || budget.is_some() || retry_on_result.is_some();
+        let wants_success =
+            on_event.is_some() || budget.is_some() || retry_on_result.is_some() || policy.breaker().is_some();
         HostPolicy {
             policy,
             retry_on,

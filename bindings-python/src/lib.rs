@@ -7,6 +7,7 @@
 use pyo3::prelude::*;
 
 mod attempt;
+mod breaker;
 mod budget;
 mod convert;
 mod document;
@@ -37,6 +38,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<event::PyEvent>()?;
     m.add_class::<token::PyCancelToken>()?;
     m.add_class::<budget::PyRetryBudget>()?;
+    m.add_class::<breaker::PyCircuitBreaker>()?;
     m.add_class::<wrapped::RetryingFunction>()?;
     m.add_class::<testing::VirtualScope>()?;
     m.add_class::<testing::PyProcessScope>()?;

@@ -20,9 +20,14 @@ use crate::host_policy::{Hooks, HostPolicy, RetryOn};
 pub const HOST_ONLY: [&str; 5] = ["retry_on", "retry_after", "retry_on_result", "on_event", "attempt_timeout"];
 
 /// Every keyword a Retrier takes: the knob table's, then Python's own (`attempt_timeout`
-/// is both: a knob of the table, which `from_policy` also takes to override a document's).
+/// is both: a knob of the table, which `from_policy` also takes to override a document's),
+/// then the breaker (an engine object like the budget, not a knob of the table).
 pub fn known() -> impl Iterator<Item = &'static str> {
-    retryrs::KNOBS.iter().map(|k| k.name).chain(HOST_ONLY.into_iter().filter(|n| retryrs::knob::knob(n).is_none()))
+    retryrs::KNOBS
+        .iter()
+        .map(|k| k.name)
+        .chain(HOST_ONLY.into_iter().filter(|n| retryrs::knob::knob(n).is_none()))
+        .chain(["breaker"])
 }
 
 /// Everything a Retrier holds, built from its keyword arguments.
@@ -92,6 +97,12 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Ho
     };
     if let Some(b) = &budget {
         builder = builder.budget(Some(b.get().inner.clone()));
+    }
+    if let Some(v) = some("breaker") {
+        let b = v
+            .cast::<crate::breaker::PyCircuitBreaker>()
+            .map_err(|_| PyTypeError::new_err(format!("breaker must be a retryrs.CircuitBreaker, got {}", repr(&v))))?;
+        builder = builder.breaker(Some(b.get().inner.clone()));
     }
     let policy = build(builder, options)?;
     host_parts(py, Arc::new(policy), budget, options)
@@ -250,7 +261,7 @@ type KnobRow = (&'static str, &'static str, Py<PyAny>, bool);
 
 /// The core's knob table in Python's spelling and units, for tests that check the stubs
 /// and signatures against it: `(name, unit, default, can_be_off)` per knob, then the
-/// Python-only options as `(name, "host", None, True)`.
+/// Python-only options and the breaker as `(name, "host", None, True)`.
 #[pyfunction]
 pub fn _knobs(py: Python<'_>) -> PyResult<Vec<KnobRow>> {
     let mut out = Vec::new();
@@ -275,7 +286,7 @@ pub fn _knobs(py: Python<'_>) -> PyResult<Vec<KnobRow>> {
         };
         out.push((k.name, unit, default, k.can_be_off));
     }
-    for name in HOST_ONLY.into_iter().filter(|n| retryrs::knob::knob(n).is_none()) {
+    for name in HOST_ONLY.into_iter().filter(|n| retryrs::knob::knob(n).is_none()).chain(["breaker"]) {
         out.push((name, "host", py.None(), true));
     }
     Ok(out)

@@ -9,7 +9,7 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
-use retryrs::{cancelled_before_start, Call, Verdict, VirtualClock};
+use retryrs::{cancelled_before_start, Admission, Call, Verdict, VirtualClock};
 
 use crate::attempt::{AttemptInfo, Frame, SyncFrame};
 use crate::errors;
@@ -55,6 +55,7 @@ impl Retrier {
         }
         let clock = crate::testing::clock(py);
         let start = now(&clock);
+        let admission = self.admit(py, start)?;
         // The attempt's bound, for `retryrs.current_attempt()`: a blocking attempt cannot
         // be interrupted, so it is there to be passed to I/O.
         let frame = SyncFrame::push(py, &self.host.policy, start, &clock)?;
@@ -67,7 +68,7 @@ impl Retrier {
                     if sync_rejects(&self.host, &value)? {
                         Err(value)
                     } else {
-                        self.report_success(py, start, &clock)?;
+                        self.report_success(py, start, &clock, admission)?;
                         return Ok(value.unbind());
                     }
                 } else {
@@ -76,7 +77,7 @@ impl Retrier {
             }
             Err(e) => Ok(e),
         };
-        let mut state = CallState::begin(self.host.clone(), start, clock, token.cloned());
+        let mut state = CallState::begin(self.host.clone(), start, clock, token.cloned(), admission);
         loop {
             let delay = match failure {
                 Ok(err) => state.failed(py, err)?,
@@ -102,12 +103,41 @@ impl Retrier {
     /// A first-attempt success still reaches the engine when someone listens or a budget
     /// refills: a short-lived `Call` on the stack, nothing allocated.
     /// A listener's KeyboardInterrupt / SystemExit comes back as the error to raise.
-    fn report_success(&self, py: Python<'_>, start: Duration, clock: &Option<VirtualClock>) -> PyResult<()> {
+    fn report_success(
+        &self,
+        py: Python<'_>,
+        start: Duration,
+        clock: &Option<VirtualClock>,
+        admission: Option<Admission>,
+    ) -> PyResult<()> {
         let host = &*self.host;
-        let mut call = Call::start(&*host.policy, start);
+        let mut call = Call::start_admitted(&*host.policy, start, admission);
         let mut signal = None;
         let _ = call.record(Verdict::Success, now(clock), &mut |e| host.emit(py, e, None, &mut signal));
         signal.map_or(Ok(()), Err)
+    }
+
+    /// Puts the call to the policy's circuit breaker, if it has one: a refused call is
+    /// `RetryExhausted(reason="circuit_open")` at once, the function never called.
+    fn admit(&self, py: Python<'_>, start: Duration) -> PyResult<Option<Admission>> {
+        let host = &*self.host;
+        let Some(breaker) = host.policy.breaker() else { return Ok(None) };
+        let mut signal = None;
+        let admission = retryrs::admit(&host.policy, start, &mut |e| host.emit(py, e, None, &mut signal));
+        match admission {
+            Some(Admission::Refused { state, retry_in }) => {
+                Err(signal.unwrap_or_else(|| errors::circuit_open(py, host.policy.name(), state.as_str(), retry_in)))
+            }
+            Some(admitted) => match signal {
+                // A listener's KeyboardInterrupt: the call never runs, its probe goes back.
+                Some(signal) => {
+                    breaker.release(admitted);
+                    Err(signal)
+                }
+                None => Ok(admission),
+            },
+            None => Ok(None),
+        }
     }
 
     fn cancelled_before_start(&self, py: Python<'_>) -> PyErr {
@@ -165,7 +195,7 @@ impl Retrier {
     /// (in seconds), the signature below is written from it by tools/knobgen.
     #[new]
     // knobgen:begin signature
-    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, seed=None, name='retry', budget=None, max_retry_after=60.0, attempt_timeout=None, retry_after=None, retry_on_result=None, on_event=None)")]
+    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, seed=None, name='retry', budget=None, max_retry_after=60.0, attempt_timeout=None, retry_after=None, retry_on_result=None, on_event=None, breaker=None)")]
     // knobgen:end signature
     fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         Ok(Retrier { host: Arc::new(crate::options::parse(py, options)?), cancel: None, interrupts: true })
@@ -357,6 +387,11 @@ impl Retrier {
         self.knob(py, "attempt_timeout")
     }
     // knobgen:end getters
+    /// The circuit breaker this Retrier shares, or None (a new handle on the same breaker).
+    #[getter]
+    fn breaker(&self) -> Option<crate::breaker::PyCircuitBreaker> {
+        self.host.policy.breaker().map(|b| crate::breaker::PyCircuitBreaker { inner: b.clone() })
+    }
     #[getter]
     fn retry_on(&self, py: Python<'_>) -> Py<PyAny> {
         match &self.host.retry_on {
@@ -393,15 +428,18 @@ impl Retrier {
     // The asyncio driver's hooks into the engine (see retryrs/_aio.py).
 
     /// Starts an async call: raises RetryCancelled if the token already fired; returns the
-    /// first attempt (`retryrs.current_attempt()`), which also holds the call's start.
+    /// first attempt (`retryrs.current_attempt()`), which also holds the call's start and,
+    /// with a circuit breaker, its answer: a refused call raises
+    /// RetryExhausted(reason="circuit_open") here.
     fn _start(&self, py: Python<'_>) -> PyResult<AttemptInfo> {
         if self.cancel.as_ref().is_some_and(|t| t.get().inner.is_cancelled()) {
             return Err(self.cancelled_before_start(py));
         }
         let clock = crate::testing::clock(py);
         let start = now(&clock);
+        let admission = self.admit(py, start)?;
         let frame = Frame::first(&self.host.policy, start, clock);
-        Ok(AttemptInfo::with_arm(frame, start, self.interrupts))
+        Ok(AttemptInfo::with_arm(frame, start, self.interrupts).admitted(admission))
     }
 
     /// The asyncio driver's first attempt, run here up to its first suspension (see
@@ -465,7 +503,7 @@ impl Retrier {
                     if this.host.retry_on_result.is_some() {
                         return slow(FirstAttempt::VALUE, Some(attempt), None, Some(value), false);
                     }
-                    this.report_success(py, info.get().start, &info.get().frame.clock)?;
+                    this.report_success(py, info.get().start, &info.get().frame.clock, info.get().admission)?;
                 }
                 Ok(value)
             }
@@ -499,14 +537,16 @@ impl Retrier {
     }
 
     fn _succeeded(&self, py: Python<'_>, first: &Bound<'_, AttemptInfo>) -> PyResult<()> {
-        self.report_success(py, first.get().start, &crate::testing::clock(py))
+        let first = first.get();
+        self.report_success(py, first.start, &crate::testing::clock(py), first.admission)
     }
 
     /// The first attempt of an async call failed: engine state starts here.
     fn _begin(&self, py: Python<'_>, first: &Bound<'_, AttemptInfo>) -> SteppedCall {
         let token = self.cancel.as_ref().map(|t| t.get().inner.clone());
+        let first = first.get();
         SteppedCall::new(
-            CallState::begin(self.host.clone(), first.get().start, crate::testing::clock(py), token),
+            CallState::begin(self.host.clone(), first.start, crate::testing::clock(py), token, first.admission),
             self.cancel.as_ref().map(|t| t.clone_ref(py)),
         )
     }

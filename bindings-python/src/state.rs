@@ -62,8 +62,9 @@ impl CallState {
         start: Duration,
         clock: Option<VirtualClock>,
         token: Option<CancelToken>,
+        admission: Option<retryrs::Admission>,
     ) -> Self {
-        let call = Call::start(host.policy.clone(), start);
+        let call = Call::start_admitted(host.policy.clone(), start, admission);
         CallState { host, call, errors: Vec::new(), clock, token }
     }
 

@@ -70,13 +70,19 @@ def load() -> List[Tuple[str, Dict[str, Any]]]:
 # The vectors' policies are in the policy-document format (docs/policies.md), keyed by the
 # core's knob table; they are loaded through retryrs.load_policies, as a service loads
 # its policy file.
-POLICY_KEYS = {name for name, unit, _, _ in _native._knobs() if unit != "host"}
+POLICY_KEYS = {name for name, unit, _, _ in _native._knobs() if unit != "host"} | {"breaker"}
 VECTOR_KEYS = {
-    "vector": {"id", "rule", "policy", "budgets", "service_config", "calls", "expect_error", "retry_after", "status", "http"},
-    "budget": {"max_tokens", "token_ratio"},
-    "call": {"attempts", "expect"},
+    "vector": {"id", "rule", "policy", "budgets", "breakers", "service_config", "calls", "expect_error", "retry_after",
+               "status", "http"},
+    # Every budget kind's keys (the loader checks which belong to which kind).
+    "budget": {"kind", "max_tokens", "token_ratio", "capacity", "retry_cost", "timeout_retry_cost", "no_retry_increment",
+               "ttl", "min_retries_per_sec", "percent_can_retry"},
+    "breaker": {"model", "failures", "failure_ratio", "minimum_throughput", "sampling_duration", "break_duration",
+                "half_open_probes", "break_multiplier", "max_break_duration", "per_attempt"},
+    "call": {"at_ms", "attempts", "expect"},
     "attempt": {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait"},
-    "expect": {"outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens", "bounds_ms"},
+    "expect": {"outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens", "breaker_state",
+               "bounds_ms"},
     "event": {"kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error", "value"},
     "expect_error": {"knob"},
     "retry_after": {"value", "now_unix_s", "expect_ms"},
@@ -97,6 +103,11 @@ def unknown_keys(v: Dict[str, Any]) -> List[str]:
     check("policy", v.get("policy", {}), POLICY_KEYS)
     for name, budget in v.get("budgets", {}).items():
         check(f"budgets.{name}", budget, VECTOR_KEYS["budget"])
+    for name, breaker in v.get("breakers", {}).items():
+        check(f"breakers.{name}", breaker, VECTOR_KEYS["breaker"])
+    timed = [c["at_ms"] for c in v.get("calls", []) if "at_ms" in c]
+    if timed and (len(timed) != len(v["calls"]) or timed != sorted(timed)):
+        found.append("at_ms: every call of the vector gives one, in order")
     for call in v.get("calls", []):
         check("call", call, VECTOR_KEYS["call"])
         for a in call.get("attempts", []):
@@ -115,7 +126,11 @@ def build(v: Dict[str, Any], on_event: Optional[Callable[..., None]] = None) -> 
     contract's default name) in a document with the vector's budgets, or the service
     "retry" of the vector's gRPC service_config; the host parts
     (which errors and values are failures, the listener) given in code."""
-    document = v.get("service_config") or {"policies": {"retry": v.get("policy", {})}, "budgets": v.get("budgets", {})}
+    document = v.get("service_config") or {
+        "policies": {"retry": v.get("policy", {})},
+        "budgets": v.get("budgets", {}),
+        "breakers": v.get("breakers", {}),
+    }
     policy = retryrs.load_policies(document)["retry"]
     if on_event is not None:
         return Retrier.from_policy(policy, retry_on=Transient, retry_on_result=rejects, on_event=on_event)
@@ -179,7 +194,11 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
 
     bound = r.with_cancel(token)
     outcome, reason, error = None, None, None
+    state = None
     with testing.virtual_time():
+        # Every call's clock starts at the vector's origin; at_ms moves it to the call's time.
+        if call.get("at_ms"):
+            testing.advance(call["at_ms"] / 1000)
         try:
             if use_async:
                 value = asyncio.run(bound.call_async(attempt_async))
@@ -197,6 +216,8 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
         except ScriptOverrun as e:
             problems.append(str(e))
             return problems
+        finally:
+            state = r.breaker.state if r.breaker is not None else None
 
     if outcome != expect["outcome"]:
         problems.append(f"outcome {outcome} ({error!r}), expected {expect['outcome']}")
@@ -213,8 +234,12 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
         kept_errors = [f for f, is_value in window if not is_value]
         if len(error.errors) != len(kept_errors) or any(a is not b for a, b in zip(error.errors, kept_errors)):
             problems.append(f"errors {error.errors!r} are not the errors among the last 64 failures {window!r}")
-        last, last_is_value = failures[-1]
-        if last_is_value:
+        last, last_is_value = failures[-1] if failures else (None, False)
+        if not failures:
+            # Refused by the circuit breaker: no attempt, nothing to carry.
+            if error.__cause__ is not None or error.result is not None:
+                problems.append(f"a call with no failure carries {error.__cause__!r} / {error.result!r}")
+        elif last_is_value:
             if error.__cause__ is not None:
                 problems.append(f"__cause__ is {error.__cause__!r}; the last failure was a rejected value")
             if error.result is not last:
@@ -249,6 +274,8 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
             for k, v in w.items():
                 if g.get(k) != v:
                     problems.append(f"event {i} ({w['kind']}): {k} = {g.get(k)}, expected {v}")
+    if "breaker_state" in expect and state != expect["breaker_state"]:
+        problems.append(f"breaker state {state}, expected {expect['breaker_state']}")
     if "bounds_ms" in expect and bounds != expect["bounds_ms"]:
         problems.append(f"bounds {bounds} ms, expected {expect['bounds_ms']}")
     if "budget_tokens" in expect:

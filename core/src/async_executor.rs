@@ -74,9 +74,10 @@ use crate::attempt::Attempt;
 use crate::cancel::CancelToken;
 use crate::clock::{testing, Clock, SystemClock};
 use crate::engine::{Call, Decision, Resume, Stop, Verdict};
-use crate::event::Event;
+use crate::event::{Event, ExhaustReason};
 use crate::executor::{Failed, History, Retrier, RetryError, ValueVerdict};
 use crate::judge::Judged;
+use crate::policy::Policy;
 use crate::sleep::{yield_now, Sleep};
 
 /// An attempt ran out of its bound and was dropped: the error the async executor hands
@@ -292,7 +293,8 @@ impl Retrier {
         let has_listener = listener.is_some();
         let mut notify = |event: &Event<'_>, failed: Option<Failed<'_, E, T>>| {
             if let Some(listen) = listener.as_mut() {
-                listen(event, failed);
+                // Only the kinds that carry a failure get it (not the breaker's events).
+                listen(event, failed.filter(|_| event.kind.carries_error()));
             }
         };
         let policy = &**self.policy();
@@ -305,12 +307,19 @@ impl Retrier {
             crate::engine::cancelled_before_start(policy, &mut |e| notify(e, None));
             return Err(RetryError::Cancelled { attempts: 0, errors: Vec::new(), value: None });
         }
-        // As in the blocking executor: time matters only to the attempts' bounds and to
-        // events; with neither, the clock is never read.
-        let timed = policy.bounds_attempts() || has_listener;
+        // As in the blocking executor: time matters only to the attempts' bounds, to a
+        // breaker or a ratio budget, and to events; with none, the clock is never read.
+        let timed = policy.reads_time() || has_listener;
         let read_time = || if timed { clock.now() } else { Duration::ZERO };
-        let mut call = Call::start(policy, read_time());
+        let mut guard = Unreported(Call::start_with(policy, read_time(), &mut |e| notify(e, None)));
+        let call = &mut guard.0;
+        if let Some(refusal) = call.refusal() {
+            let reason = ExhaustReason::CircuitOpen;
+            let refusal = Some(refusal);
+            return Err(RetryError::Exhausted { attempts: 0, reason, errors: Vec::new(), value: None, refusal });
+        }
         let mut attempt_start = call.started_at();
+        let success_timed = has_listener || policy.breaker().is_some();
         let mut history = History { errors: Vec::new(), value: None };
         loop {
             let bound = call.attempt_deadline().expect("the executor runs op only while an attempt is in progress");
@@ -335,20 +344,13 @@ impl Retrier {
                 }
             };
             let started = call.started_at();
-            let success_now = || if has_listener { clock.now() } else { started };
+            let success_now = || if success_timed { clock.now() } else { started };
             let predicate = result_predicate.as_deref_mut();
-            let decision = match history.judge(
-                &mut call,
-                outcome,
-                predicate,
-                &mut classify,
-                &mut notify,
-                read_time,
-                success_now,
-            ) {
-                Judged::Accepted(value) => return Ok(value),
-                Judged::Decided(decision) => decision,
-            };
+            let decision =
+                match history.judge(call, outcome, predicate, &mut classify, &mut notify, read_time, success_now) {
+                    Judged::Accepted(value) => return Ok(value),
+                    Judged::Decided(decision) => decision,
+                };
             let delay = match decision {
                 Decision::Retry(delay) => delay,
                 Decision::Stop(stop) => return Err(history.stopped(stop, call.attempt())),
@@ -375,6 +377,20 @@ impl Retrier {
             if let Resume::Stop(stop) = resume {
                 return Err(history.stopped(stop, call.attempt()));
             }
+        }
+    }
+}
+
+/// A call in progress whose future may be dropped (a Rust future's cancellation: a
+/// `select!`, a timeout around the whole call): a circuit breaker's probe it holds goes
+/// back then, as a cancelled call's does, or the breaker would refuse every call after.
+struct Unreported<'a>(Call<&'a Policy>);
+
+impl Drop for Unreported<'_> {
+    fn drop(&mut self) {
+        if let (None, Some(admission), Some(breaker)) = (self.0.outcome(), self.0.admission, self.0.policy().breaker())
+        {
+            breaker.release(admission);
         }
     }
 }

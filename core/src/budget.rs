@@ -42,17 +42,17 @@ impl std::fmt::Display for BudgetError {
 
 impl std::error::Error for BudgetError {}
 
-/// A thread-safe, lock-free token bucket. It starts full at `max_tokens`; each transient
-/// failure costs one token; each success adds `token_ratio` (capped at `max_tokens`); a
-/// retry is allowed only while tokens > `max_tokens / 2`.
+/// A thread-safe, lock-free token bucket (gRPC A6 retry throttling). It starts full at
+/// `max_tokens`; each transient failure costs one token; each success adds `token_ratio`
+/// (capped at `max_tokens`); a retry is allowed only while tokens > `max_tokens / 2`.
 #[derive(Debug)]
-pub struct RetryBudget {
+pub struct TokenBucket {
     milli_tokens: AtomicU64,
     max_milli: u64,
     ratio_milli: u64,
 }
 
-impl RetryBudget {
+impl TokenBucket {
     /// A full bucket. `max_tokens` in [0.001, 1e12], `token_ratio` in [0.001, max_tokens].
     /// Both keep 3 decimals, truncated (gRPC's rule): 0.1239 adds 0.123 per success, and a
     /// value that truncates to 0 (such as 1e-9) is an error naming it, not a bucket that
@@ -77,18 +77,18 @@ impl RetryBudget {
         if ratio_milli > max_milli {
             return Err(BudgetError { knob: "token_ratio", value: token_ratio, requirement: "> 0 and <= max_tokens" });
         }
-        Ok(RetryBudget { milli_tokens: AtomicU64::new(max_milli), max_milli, ratio_milli })
+        Ok(TokenBucket { milli_tokens: AtomicU64::new(max_milli), max_milli, ratio_milli })
     }
 
     /// gRPC's `retryThrottling` bucket, whose rules are gRPC's: the caller has checked
     /// `max_tokens` (a whole number in (0, 1000]) and `token_ratio` (> 0). Unlike
-    /// [`RetryBudget::new`] a ratio above `max_tokens` is fine (a success refills the
+    /// [`TokenBucket::new`] a ratio above `max_tokens` is fine (a success refills the
     /// bucket), and so is one that three decimals truncate to 0 (successes add nothing):
     /// gRPC accepts both.
     #[cfg(feature = "documents")]
     pub(crate) fn grpc(max_tokens: f64, token_ratio: f64) -> Self {
         let max_milli = thousandths(max_tokens);
-        RetryBudget { milli_tokens: AtomicU64::new(max_milli), max_milli, ratio_milli: thousandths(token_ratio) }
+        TokenBucket { milli_tokens: AtomicU64::new(max_milli), max_milli, ratio_milli: thousandths(token_ratio) }
     }
 
     /// Tokens left now.
@@ -127,6 +127,197 @@ impl RetryBudget {
     fn update(&self, f: impl Fn(u64) -> u64) {
         // fetch_update retries the CAS until it lands; the closure never fails.
         let _ = self.milli_tokens.fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| Some(f(t)));
+    }
+}
+
+/// Which model a [`RetryBudget`] follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BudgetKind {
+    /// gRPC's retry throttling ([`TokenBucket`]), the default.
+    TokenBucket,
+    /// The AWS SDKs' standard retry quota ([`QuotaBudget`]).
+    Quota,
+    /// Finagle's windowed ratio ([`RatioBudget`]).
+    Ratio,
+}
+
+impl BudgetKind {
+    /// `token_bucket`, `quota` or `ratio` (the policy documents' `kind`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            BudgetKind::TokenBucket => "token_bucket",
+            BudgetKind::Quota => "quota",
+            BudgetKind::Ratio => "ratio",
+        }
+    }
+}
+
+impl std::fmt::Display for BudgetKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A retry budget shared by every call that uses it (`Arc<RetryBudget>` in a policy): one
+/// of the three models in production use, chosen when it is built. The engine asks it
+/// through [`RetryBudget::call_started`], [`RetryBudget::attempt_failed`],
+/// [`RetryBudget::try_retry`] and [`RetryBudget::call_succeeded`]; each model answers by
+/// its own source's rules.
+#[derive(Debug)]
+pub struct RetryBudget {
+    model: Model,
+}
+
+#[derive(Debug)]
+enum Model {
+    TokenBucket(TokenBucket),
+    Quota(QuotaBudget),
+    Ratio(RatioBudget),
+}
+
+impl RetryBudget {
+    /// A full token bucket (see [`TokenBucket::new`]): today's budget, gRPC's rule.
+    pub fn new(max_tokens: f64, token_ratio: f64) -> Result<Self, BudgetError> {
+        TokenBucket::new(max_tokens, token_ratio).map(Self::from)
+    }
+
+    /// Which model it follows.
+    pub fn kind(&self) -> BudgetKind {
+        match self.model {
+            Model::TokenBucket(_) => BudgetKind::TokenBucket,
+            Model::Quota(_) => BudgetKind::Quota,
+            Model::Ratio(_) => BudgetKind::Ratio,
+        }
+    }
+
+    /// The token bucket, when it is one.
+    pub fn as_token_bucket(&self) -> Option<&TokenBucket> {
+        match &self.model {
+            Model::TokenBucket(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The AWS quota, when it is one.
+    pub fn as_quota(&self) -> Option<&QuotaBudget> {
+        match &self.model {
+            Model::Quota(q) => Some(q),
+            _ => None,
+        }
+    }
+
+    /// Finagle's ratio budget, when it is one.
+    pub fn as_ratio(&self) -> Option<&RatioBudget> {
+        match &self.model {
+            Model::Ratio(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// What is left now, in each model's own unit: a token bucket's tokens, a quota's
+    /// capacity left, a ratio budget's retries (its balance when it last saw a call).
+    pub fn tokens(&self) -> f64 {
+        match &self.model {
+            Model::TokenBucket(b) => b.tokens(),
+            Model::Quota(q) => q.available() as f64,
+            Model::Ratio(r) => r.last_balance() as f64,
+        }
+    }
+
+    /// A token bucket's size; a quota's capacity; NaN for a ratio budget (it has none).
+    pub fn max_tokens(&self) -> f64 {
+        match &self.model {
+            Model::TokenBucket(b) => b.max_tokens(),
+            Model::Quota(q) => q.capacity() as f64,
+            Model::Ratio(_) => f64::NAN,
+        }
+    }
+
+    /// A token bucket's `token_ratio`; NaN for the other models (they have none).
+    pub fn token_ratio(&self) -> f64 {
+        match &self.model {
+            Model::TokenBucket(b) => b.token_ratio(),
+            _ => f64::NAN,
+        }
+    }
+
+    /// Token bucket only: a transient failure (see [`TokenBucket::record_failure`]).
+    pub fn record_failure(&self) {
+        if let Model::TokenBucket(b) = &self.model {
+            b.record_failure();
+        }
+    }
+
+    /// Token bucket only: a success (see [`TokenBucket::record_success`]).
+    pub fn record_success(&self) {
+        if let Model::TokenBucket(b) = &self.model {
+            b.record_success();
+        }
+    }
+
+    /// Token bucket only: whether a retry may go now (the others decide in
+    /// [`RetryBudget::try_retry`], which takes what the retry costs).
+    pub fn allows_retry(&self) -> bool {
+        match &self.model {
+            Model::TokenBucket(b) => b.allows_retry(),
+            Model::Quota(q) => q.has_retry_tokens(RetryCause::Failure),
+            Model::Ratio(_) => true,
+        }
+    }
+
+    /// A call starts at `now`: Finagle deposits.
+    #[inline]
+    pub fn call_started(&self, now: Duration) {
+        if let Model::Ratio(r) = &self.model {
+            r.deposit(now);
+        }
+    }
+
+    /// An attempt failed transiently: the token bucket loses a token.
+    #[inline]
+    pub fn attempt_failed(&self) {
+        self.record_failure();
+    }
+
+    /// May a retry go at `now`? `Some(cost)`: yes, and what it took (a quota's cost, kept
+    /// by the call for [`RetryBudget::call_succeeded`]; 0 for the other models); `None`:
+    /// no, and nothing was taken.
+    #[inline]
+    pub fn try_retry(&self, now: Duration) -> Option<u64> {
+        match &self.model {
+            Model::TokenBucket(b) => b.allows_retry().then_some(0),
+            Model::Quota(q) => q.try_acquire(RetryCause::Failure),
+            Model::Ratio(r) => r.try_withdraw(now).then_some(0),
+        }
+    }
+
+    /// A call succeeded; `last_retry_cost` is what its last retry's [`RetryBudget::try_retry`]
+    /// returned (`None`: it succeeded without a retry).
+    #[inline]
+    pub fn call_succeeded(&self, last_retry_cost: Option<u64>) {
+        match &self.model {
+            Model::TokenBucket(b) => b.record_success(),
+            Model::Quota(q) => q.record_success(last_retry_cost),
+            Model::Ratio(_) => {}
+        }
+    }
+}
+
+impl From<TokenBucket> for RetryBudget {
+    fn from(b: TokenBucket) -> Self {
+        RetryBudget { model: Model::TokenBucket(b) }
+    }
+}
+
+impl From<QuotaBudget> for RetryBudget {
+    fn from(q: QuotaBudget) -> Self {
+        RetryBudget { model: Model::Quota(q) }
+    }
+}
+
+impl From<RatioBudget> for RetryBudget {
+    fn from(r: RatioBudget) -> Self {
+        RetryBudget { model: Model::Ratio(r) }
     }
 }
 
@@ -410,6 +601,15 @@ impl RatioBudget {
             w.add(now, -self.withdrawal);
         }
         ok
+    }
+
+    /// How many retries could be made when it last saw a deposit, a withdrawal or a
+    /// balance (no time passes for it between calls).
+    pub fn last_balance(&self) -> i64 {
+        match self.window() {
+            Some(w) => (w.writer + w.buf.iter().sum::<i64>() + self.reserve) / self.withdrawal,
+            None => 0,
+        }
     }
 
     /// How many retries could be made now.

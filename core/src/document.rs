@@ -29,7 +29,8 @@ use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::budget::RetryBudget;
+use crate::breaker::{BreakerConfig, BreakerModel, CircuitBreaker};
+use crate::budget::{BudgetError, QuotaBudget, RatioBudget, RetryBudget, TokenBucket};
 use crate::hedge::Hedging;
 use crate::knob::{Setting, Unit, KNOBS};
 use crate::policy::{Given, Jitter, Policy, PolicyBuilder, PolicyError, Pushback};
@@ -110,6 +111,7 @@ impl std::error::Error for DocumentError {}
 pub struct Policies {
     policies: BTreeMap<String, Policy>,
     budgets: BTreeMap<String, Arc<RetryBudget>>,
+    breakers: BTreeMap<String, Arc<CircuitBreaker>>,
     warnings: Vec<String>,
 }
 
@@ -189,6 +191,16 @@ impl Policies {
     /// The shared budget called `name` (every policy naming it holds this very bucket).
     pub fn budget(&self, name: &str) -> Option<&Arc<RetryBudget>> {
         self.budgets.get(name)
+    }
+
+    /// The circuit breaker names, sorted.
+    pub fn breaker_names(&self) -> impl Iterator<Item = &str> {
+        self.breakers.keys().map(String::as_str)
+    }
+
+    /// The shared circuit breaker called `name` (every policy naming it holds this one).
+    pub fn breaker(&self, name: &str) -> Option<&Arc<CircuitBreaker>> {
+        self.breakers.get(name)
     }
 
     /// What the document says that is valid but probably not meant (each a sentence
@@ -372,14 +384,26 @@ impl<'a> Loader<'a> {
     fn load_document(&self, top: &[(String, &'a RawValue)]) -> Result<Policies, DocumentError> {
         let mut policies_raw = None;
         let mut budgets_raw = None;
+        let mut breakers_raw = None;
         for (key, raw) in top {
             match key.as_str() {
                 "policies" => policies_raw = Some(*raw),
                 "budgets" => budgets_raw = Some(*raw),
+                "breakers" => breakers_raw = Some(*raw),
                 "$schema" => {}
                 other => {
-                    return Err(self.key_err(other, raw, "unknown key; a policy document holds policies and budgets (or a gRPC service config, methodConfig and retryThrottling)"))
+                    return Err(self.key_err(other, raw, "unknown key; a policy document holds policies, budgets and breakers (or a gRPC service config, methodConfig and retryThrottling)"))
                 }
+            }
+        }
+        let mut breakers = BTreeMap::new();
+        if let Some(raw) = breakers_raw {
+            for (name, b) in self.object("breakers", Some(raw))? {
+                if !valid_name(&name) {
+                    return Err(self.key_err(&format!("breakers.{name:?}"), b, format!("the key {NAME_RULE}")));
+                }
+                let breaker = self.breaker(&format!("breakers.{name}"), b)?;
+                breakers.insert(name, Arc::new(breaker));
             }
         }
         let mut budgets = BTreeMap::new();
@@ -406,21 +430,39 @@ impl<'a> Loader<'a> {
         let default = written.iter().find(|(n, _)| *n == DEFAULT_POLICY).map(|(_, e)| e.as_slice()).unwrap_or(&[]);
         let mut policies = BTreeMap::new();
         for (name, own) in &written {
-            let policy = self.policy(name, own, default, &budgets)?;
+            let mut policy = self.policy(name, own, default, &budgets)?;
+            policy.breaker = self.policy_breaker(name, own, default, &breakers)?;
             policies.insert(name.to_string(), policy);
         }
-        Ok(Policies { policies, budgets, warnings: Vec::new() })
+        Ok(Policies { policies, budgets, breakers, warnings: Vec::new() })
     }
 
     fn budget(&self, path: &str, raw: &'a RawValue) -> Result<RetryBudget, DocumentError> {
+        let entries = self.object(path, Some(raw))?;
+        let kind = match entries.iter().find(|(k, _)| k == "kind") {
+            None => "token_bucket".to_string(),
+            Some((_, v)) => self.choice(&format!("{path}.kind"), v, &["token_bucket", "quota", "ratio"])?,
+        };
+        let entries: Vec<_> = entries.into_iter().filter(|(k, _)| k != "kind").collect();
+        match kind.as_str() {
+            "quota" => return self.quota(path, &entries).map(RetryBudget::from),
+            "ratio" => return self.ratio(path, &entries).map(RetryBudget::from),
+            _ => {}
+        }
         let mut max = None;
         let mut ratio = None;
-        for (key, v) in self.object(path, Some(raw))? {
+        for (key, v) in entries {
             let at = format!("{path}.{key}");
             match key.as_str() {
                 "max_tokens" => max = Some((self.number(&at, v)?, v)),
                 "token_ratio" => ratio = Some((self.number(&at, v)?, v)),
-                _ => return Err(self.key_err(&at, v, "unknown key; a budget holds max_tokens and token_ratio")),
+                _ => {
+                    return Err(self.key_err(
+                        &at,
+                        v,
+                        "unknown key; a token_bucket budget holds kind, max_tokens and token_ratio",
+                    ))
+                }
             }
         }
         let (Some((m, m_raw)), Some((r, r_raw))) = (max, ratio) else {
@@ -435,6 +477,222 @@ impl<'a> Loader<'a> {
             let at = if e.knob == "max_tokens" { m_raw } else { r_raw };
             self.err(&format!("{path}.{}", e.knob), Some(at), format!("must be {}, got {}", e.requirement, e.value))
         })
+    }
+
+    /// The AWS SDKs' quota; every knob defaults to the SDKs' value.
+    fn quota(&self, path: &str, entries: &[(String, &'a RawValue)]) -> Result<QuotaBudget, DocumentError> {
+        let known = ["capacity", "retry_cost", "timeout_retry_cost", "no_retry_increment"];
+        let given = self.known(path, entries, &known, "a quota budget holds kind")?;
+        let get = |knob: &str, default: u64| match given.get(knob) {
+            Some(raw) => self.whole(&format!("{path}.{knob}"), raw),
+            None => Ok(default),
+        };
+        let q = QuotaBudget::new(
+            get("capacity", QuotaBudget::AWS_CAPACITY)?,
+            get("retry_cost", QuotaBudget::AWS_RETRY_COST)?,
+            get("timeout_retry_cost", QuotaBudget::AWS_TIMEOUT_RETRY_COST)?,
+            get("no_retry_increment", QuotaBudget::AWS_NO_RETRY_INCREMENT)?,
+        );
+        q.map_err(|e| self.section_err(path, &given, e))
+    }
+
+    /// Finagle's ratio budget; every knob defaults to Finagle's value.
+    fn ratio(&self, path: &str, entries: &[(String, &'a RawValue)]) -> Result<RatioBudget, DocumentError> {
+        let known = ["ttl", "min_retries_per_sec", "percent_can_retry"];
+        let given = self.known(path, entries, &known, "a ratio budget holds kind")?;
+        let ttl = match given.get("ttl") {
+            Some(raw) => self.duration(&format!("{path}.ttl"), raw)?,
+            None => RatioBudget::FINAGLE_TTL,
+        };
+        let min = match given.get("min_retries_per_sec") {
+            Some(raw) => {
+                let at = format!("{path}.min_retries_per_sec");
+                u32::try_from(self.whole(&at, raw)?).unwrap_or(u32::MAX)
+            }
+            None => RatioBudget::FINAGLE_MIN_RETRIES_PER_SEC,
+        };
+        let percent = match given.get("percent_can_retry") {
+            Some(raw) => self.number(&format!("{path}.percent_can_retry"), raw)?,
+            None => RatioBudget::FINAGLE_PERCENT_CAN_RETRY,
+        };
+        // The window starts at the first call it sees (a slice starts when noticed).
+        RatioBudget::new(ttl, min, percent, std::time::Duration::ZERO).map_err(|e| self.section_err(path, &given, e))
+    }
+
+    /// A circuit breaker: `model` (consecutive or sampling) and its knobs.
+    fn breaker(&self, path: &str, raw: &'a RawValue) -> Result<CircuitBreaker, DocumentError> {
+        let entries = self.object(path, Some(raw))?;
+        let Some((_, model_raw)) = entries.iter().find(|(k, _)| k == "model") else {
+            return Err(self.err(path, Some(raw), "model is missing; a breaker needs model: consecutive or sampling"));
+        };
+        let model = self.choice(&format!("{path}.model"), model_raw, &["consecutive", "sampling"])?;
+        let entries: Vec<_> = entries.into_iter().filter(|(k, _)| k != "model").collect();
+        let common = ["break_duration", "half_open_probes", "break_multiplier", "max_break_duration", "per_attempt"];
+        let own: &[&str] = if model == "consecutive" {
+            &["failures"]
+        } else {
+            &["failure_ratio", "minimum_throughput", "sampling_duration"]
+        };
+        let known: Vec<&str> = own.iter().chain(common.iter()).copied().collect();
+        let what = format!("a {model} breaker holds model");
+        let given = self.known(path, &entries, &known, &what)?;
+        let at = |k: &str| format!("{path}.{k}");
+        let count = |k: &str| -> Result<Option<u32>, DocumentError> {
+            match given.get(k) {
+                Some(raw) => Ok(Some(u32::try_from(self.whole(&at(k), raw)?).unwrap_or(u32::MAX))),
+                None => Ok(None),
+            }
+        };
+        let model = if model == "consecutive" {
+            let Some(failures) = count("failures")? else {
+                return Err(self.err(path, Some(raw), "failures is missing; a consecutive breaker needs failures"));
+            };
+            BreakerModel::Consecutive { failures }
+        } else {
+            // Polly v8's defaults.
+            let failure_ratio = match given.get("failure_ratio") {
+                Some(raw) => self.number(&at("failure_ratio"), raw)?,
+                None => 0.1,
+            };
+            let sampling_duration = match given.get("sampling_duration") {
+                Some(raw) => self.duration(&at("sampling_duration"), raw)?,
+                None => std::time::Duration::from_secs(30),
+            };
+            BreakerModel::Sampling {
+                failure_ratio,
+                minimum_throughput: count("minimum_throughput")?.unwrap_or(100),
+                sampling_duration,
+            }
+        };
+        let mut config = BreakerConfig::new(model);
+        if let Some(raw) = given.get("break_duration") {
+            config.break_duration = self.duration(&at("break_duration"), raw)?;
+        }
+        if let Some(n) = count("half_open_probes")? {
+            config.half_open_probes = n;
+        }
+        if let Some(raw) = given.get("break_multiplier") {
+            config.break_multiplier = self.number(&at("break_multiplier"), raw)?;
+        }
+        if let Some(raw) = given.get("max_break_duration") {
+            config.max_break_duration = match self.value(&at("max_break_duration"), raw)? {
+                Value::Null => None,
+                _ => Some(self.duration(&at("max_break_duration"), raw)?),
+            };
+        }
+        if let Some(raw) = given.get("per_attempt") {
+            config.per_attempt = match self.value(&at("per_attempt"), raw)? {
+                Value::Bool(b) => b,
+                other => {
+                    return Err(self.err(
+                        &at("per_attempt"),
+                        Some(raw),
+                        format!("must be true or false, got {}", describe(&other)),
+                    ))
+                }
+            };
+        }
+        CircuitBreaker::new(config).map_err(|e| self.section_err(path, &given, e))
+    }
+
+    /// The breaker a policy names (its own `breaker` key, else `default`'s).
+    fn policy_breaker(
+        &self,
+        name: &str,
+        own: &[(String, &'a RawValue)],
+        default: &[(String, &'a RawValue)],
+        breakers: &BTreeMap<String, Arc<CircuitBreaker>>,
+    ) -> Result<Option<Arc<CircuitBreaker>>, DocumentError> {
+        let find = |entries: &[(String, &'a RawValue)]| entries.iter().find(|(k, _)| k == "breaker").map(|(_, v)| *v);
+        let (owner, raw) = match (find(own), find(default)) {
+            (Some(raw), _) => (name, raw),
+            (None, Some(raw)) => (DEFAULT_POLICY, raw),
+            (None, None) => return Ok(None),
+        };
+        let path = format!("policies.{owner}.breaker");
+        match self.value(&path, raw)? {
+            Value::Null => Ok(None),
+            Value::String(s) => match breakers.get(&s) {
+                Some(b) => Ok(Some(Arc::clone(b))),
+                None => {
+                    let known: Vec<&str> = breakers.keys().map(String::as_str).collect();
+                    let known = if known.is_empty() { "none".to_string() } else { known.join(", ") };
+                    Err(self.err(&path, Some(raw), format!("names no breaker in breakers (it holds {known})")))
+                }
+            },
+            other => {
+                Err(self.err(&path, Some(raw), format!("must name a breaker in breakers, got {}", describe(&other))))
+            }
+        }
+    }
+
+    /// The entries of a section whose keys must be among `known` (`what` starts the list
+    /// the error gives).
+    fn known(
+        &self,
+        path: &str,
+        entries: &[(String, &'a RawValue)],
+        known: &[&str],
+        what: &str,
+    ) -> Result<BTreeMap<String, &'a RawValue>, DocumentError> {
+        let mut out = BTreeMap::new();
+        for (key, v) in entries {
+            if !known.contains(&key.as_str()) {
+                let text = format!("unknown key; {what}, {}", known.join(", "));
+                return Err(self.key_err(&format!("{path}.{key}"), v, text));
+            }
+            out.insert(key.clone(), *v);
+        }
+        Ok(out)
+    }
+
+    /// A core error about a section's knob, located at the knob when it was written.
+    fn section_err(&self, path: &str, given: &BTreeMap<String, &'a RawValue>, e: BudgetError) -> DocumentError {
+        let at = format!("{path}.{}", e.knob);
+        let value = if e.value.fract() == 0.0 && e.value.abs() < 1e15 {
+            format!("{}", e.value as i64)
+        } else {
+            format!("{}", e.value)
+        };
+        self.err(&at, given.get(e.knob).copied(), format!("must be {}, got {value}", e.requirement))
+    }
+
+    /// One of `choices`, as a string.
+    fn choice(&self, path: &str, raw: &RawValue, choices: &[&str]) -> Result<String, DocumentError> {
+        match self.value(path, raw)? {
+            Value::String(s) if choices.contains(&s.as_str()) => Ok(s),
+            other => Err(self.err(
+                path,
+                Some(raw),
+                format!("must be one of {}, got {}", choices.join(", "), describe(&other)),
+            )),
+        }
+    }
+
+    /// A whole number >= 0 (1e3 or 7.0 too: JSON's integers, as JSON Schema counts them).
+    fn whole(&self, path: &str, raw: &RawValue) -> Result<u64, DocumentError> {
+        match self.value(path, raw)? {
+            Value::Number(n) if n.as_u64().is_some() => Ok(n.as_u64().unwrap_or(0)),
+            Value::Number(n)
+                if n.as_f64().is_some_and(|f| f.fract() == 0.0 && (0.0..1.8446744073709552e19).contains(&f)) =>
+            {
+                Ok(n.as_f64().map_or(0, |f| f as u64))
+            }
+            other => Err(self.err(path, Some(raw), format!("must be a whole number >= 0, got {}", describe(&other)))),
+        }
+    }
+
+    /// A duration string with a unit.
+    fn duration(&self, path: &str, raw: &RawValue) -> Result<std::time::Duration, DocumentError> {
+        let bad = |what: String| self.err(path, Some(raw), what);
+        match self.value(path, raw)? {
+            Value::String(s) => {
+                let ms = parse_duration(&s).map_err(bad)?;
+                Ok(crate::units::duration_from_ms_or_zero(ms))
+            }
+            Value::Number(n) => Err(bad(no_unit(&n.to_string()))),
+            other => Err(bad(format!("must be a duration such as \"5s\", got {}", describe(&other)))),
+        }
     }
 
     fn number(&self, path: &str, raw: &RawValue) -> Result<f64, DocumentError> {
@@ -453,8 +711,8 @@ impl<'a> Loader<'a> {
         budgets: &BTreeMap<String, Arc<RetryBudget>>,
     ) -> Result<Policy, DocumentError> {
         for (key, raw) in own {
-            if crate::knob::knob(key).is_none() && key != HEDGE_KEY {
-                let known: Vec<&str> = KNOBS.iter().map(|k| k.name).chain([HEDGE_KEY]).collect();
+            if crate::knob::knob(key).is_none() && key != "breaker" && key != HEDGE_KEY {
+                let known: Vec<&str> = KNOBS.iter().map(|k| k.name).chain(["breaker", HEDGE_KEY]).collect();
                 return Err(self.key_err(
                     &format!("policies.{name}.{key}"),
                     raw,
@@ -694,7 +952,7 @@ impl<'a> Loader<'a> {
                 self.grpc_method(&path, config, budget, &mut named, &mut policies, &mut warnings)?;
             }
         }
-        Ok(Policies { policies, budgets, warnings })
+        Ok(Policies { policies, budgets, breakers: BTreeMap::new(), warnings })
     }
 
     /// `retryThrottling`: `maxTokens` a whole number in (0, 1000] (A6's uint32, grpc-go's
@@ -726,7 +984,7 @@ impl<'a> Loader<'a> {
         if !(r > 0.0 && r.is_finite()) {
             return Err(self.err("retryThrottling.tokenRatio", Some(r_raw), format!("must be > 0 (gRPC), got {r}")));
         }
-        let budget = RetryBudget::grpc(m, r);
+        let budget = RetryBudget::from(TokenBucket::grpc(m, r));
         if budget.token_ratio() == 0.0 {
             warnings.push(format!(
                 "retryThrottling.tokenRatio: {r} is 0 at the three decimals gRPC keeps (A6): successes never refill the bucket, so once {} failures spend half of it no call is retried again",
@@ -1173,7 +1431,12 @@ pub fn json_schema() -> Value {
     for k in KNOBS {
         knobs.insert(k.name.to_string(), knob_schema(k));
     }
+    knobs.insert(
+        "breaker".into(),
+        json!({ "type": ["string", "null"], "pattern": NAME_PATTERN, "description": "the name of a breaker in breakers (null turns it off)", "default": null }),
+    );
     knobs.insert(HEDGE_KEY.to_string(), hedge_schema());
+    let duration = duration_pattern();
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://example.invalid/retryrs/policies.schema.json",
@@ -1192,24 +1455,92 @@ pub fn json_schema() -> Value {
             },
             "budgets": {
                 "type": "object",
-                "description": "Retry budgets by name; every policy naming one shares that one bucket.",
+                "description": "Retry budgets by name; every policy naming one shares that one budget.",
                 "propertyNames": { "pattern": NAME_PATTERN },
                 "additionalProperties": { "$ref": "#/$defs/budget" }
+            },
+            "breakers": {
+                "type": "object",
+                "description": "Circuit breakers by name; every policy naming one shares that one breaker.",
+                "propertyNames": { "pattern": NAME_PATTERN },
+                "additionalProperties": { "$ref": "#/$defs/breaker" }
             }
         },
         "$defs": {
             "policy": { "type": "object", "additionalProperties": false, "properties": knobs },
             "budget": {
-                "type": "object",
-                "additionalProperties": false,
-                "required": ["max_tokens", "token_ratio"],
-                "properties": {
-                    "max_tokens": { "type": "number", "minimum": 0.001, "maximum": 1e12, "description": "the bucket's size; it starts full (3 decimals kept, truncated)" },
-                    "token_ratio": { "type": "number", "minimum": 0.001, "maximum": 1e12, "description": "tokens a success adds back (<= max_tokens; 3 decimals kept, truncated)" }
-                }
+                "description": "kind token_bucket (the default: gRPC's retry throttling), quota (the AWS SDKs' standard retry quota) or ratio (Finagle's RetryBudget)",
+                "oneOf": [
+                    {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": ["max_tokens", "token_ratio"],
+                        "properties": {
+                            "kind": { "const": "token_bucket" },
+                            "max_tokens": { "type": "number", "minimum": 0.001, "maximum": 1e12, "description": "the bucket's size; it starts full (3 decimals kept, truncated)" },
+                            "token_ratio": { "type": "number", "minimum": 0.001, "maximum": 1e12, "description": "tokens a success adds back (<= max_tokens; 3 decimals kept, truncated)" }
+                        }
+                    },
+                    {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": ["kind"],
+                        "properties": {
+                            "kind": { "const": "quota" },
+                            "capacity": { "type": "integer", "minimum": 1, "maximum": 1e12, "default": 500, "description": "what it holds and starts with" },
+                            "retry_cost": { "type": "integer", "minimum": 1, "maximum": 1e12, "default": 5, "description": "what a retry takes" },
+                            "timeout_retry_cost": { "type": "integer", "minimum": 1, "maximum": 1e12, "default": 10, "description": "what a retry after a timeout takes" },
+                            "no_retry_increment": { "type": "integer", "minimum": 0, "maximum": 1e12, "default": 1, "description": "what a success without a retry gives back" }
+                        }
+                    },
+                    {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": ["kind"],
+                        "properties": {
+                            "kind": { "const": "ratio" },
+                            "ttl": { "type": "string", "pattern": duration, "default": "10s", "description": "how long deposits and withdrawals count, 1 s to 60 s" },
+                            "min_retries_per_sec": { "type": "integer", "minimum": 0, "maximum": i32::MAX, "default": 10, "description": "retries always allowed per second" },
+                            "percent_can_retry": { "type": "number", "minimum": 0, "maximum": 1000, "default": 0.2, "description": "retries allowed per call, on top" }
+                        }
+                    }
+                ]
+            },
+            "breaker": {
+                "description": "model consecutive (after failures failed calls in a row) or sampling (Polly v8's failure ratio over a sliding window)",
+                "oneOf": [breaker_schema("consecutive", &duration), breaker_schema("sampling", &duration)]
             }
         }
     })
+}
+
+/// One breaker model's schema: its own keys (consecutive: `failures`, required; sampling:
+/// the window's) and the keys both models take.
+fn breaker_schema(model: &str, duration: &str) -> Value {
+    use serde_json::json;
+    let mut properties = json!({
+        "model": { "const": model },
+        "break_duration": { "type": "string", "pattern": duration, "default": "5s", "description": "how long it stays open before a probe, 1 ms to 1 day" },
+        "half_open_probes": { "type": "integer", "minimum": 1, "default": 1, "description": "probe calls at once when half-open" },
+        "break_multiplier": { "type": "number", "minimum": 1, "default": 1, "description": "growth of the break on each open in a row" },
+        "max_break_duration": { "type": ["string", "null"], "pattern": duration, "default": null, "description": "the longest break when it grows (null: 1 day)" },
+        "per_attempt": { "type": "boolean", "default": false, "description": "count each attempt instead of each call" }
+    });
+    let (own, required) = if model == "consecutive" {
+        let own = json!({ "failures": { "type": "integer", "minimum": 1, "description": "failed calls in a row that open it" } });
+        (own, json!(["model", "failures"]))
+    } else {
+        let own = json!({
+            "failure_ratio": { "type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.1, "description": "the share of failed calls that opens it" },
+            "minimum_throughput": { "type": "integer", "minimum": 2, "default": 100, "description": "calls in the window before it may open" },
+            "sampling_duration": { "type": "string", "pattern": duration, "default": "30s", "description": "the sliding window, 500 ms to 1 day" }
+        });
+        (own, json!(["model"]))
+    };
+    if let (Some(all), Value::Object(own)) = (properties.as_object_mut(), own) {
+        all.extend(own);
+    }
+    json!({ "type": "object", "additionalProperties": false, "required": required, "properties": properties })
 }
 
 /// The `hedge` object's schema (what [`Loader::hedge`] reads).

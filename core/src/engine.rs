@@ -9,6 +9,7 @@ use std::ops::Deref;
 use std::time::Duration;
 
 use crate::backoff::Backoff;
+use crate::breaker::{Admission, BreakerState};
 use crate::event::{Event, EventKind, ExhaustReason};
 use crate::knob::MAX_WAIT_MS;
 use crate::policy::Policy;
@@ -125,19 +126,72 @@ impl State {
 /// the call in a host object).
 #[derive(Debug, Clone)]
 pub struct Call<P: Deref<Target = Policy>> {
-    policy: P,
+    pub(crate) policy: P,
     start: Duration,
     attempt_start: Duration,
     attempt: u32,
     state: State,
     backoff: Backoff,
+    /// What the policy's circuit breaker said at the start (`None`: no breaker).
+    pub(crate) admission: Option<Admission>,
+    /// What the last retry took from a quota budget (`None`: no retry yet).
+    retry_cost: Option<u64>,
 }
 
 impl<P: Deref<Target = Policy>> Call<P> {
     /// Begins a call whose first attempt starts at `now` (any monotonic time base; the
     /// engine only subtracts). Emits nothing: attempt 1 runs next.
+    /// With a circuit breaker in the policy, use [`Call::start_with`] (this one drops the
+    /// breaker's events and the refusal's Exhausted event).
     pub fn start(policy: P, now: Duration) -> Self {
-        Call { policy, start: now, attempt_start: now, attempt: 1, state: State::Attempting, backoff: Backoff::new() }
+        Self::start_with(policy, now, &mut |_: &Event<'_>| {})
+    }
+
+    /// [`Call::start`], asking the policy's circuit breaker first (if it has one). A
+    /// refused call has ended before it began: [`Call::outcome`] is
+    /// `Exhausted(CircuitOpen)`, attempt 0, one Exhausted event emitted, and the host
+    /// makes no attempt ([`Call::refusal`] says why). A probe emits BreakerHalfOpen first.
+    #[inline]
+    pub fn start_with(policy: P, now: Duration, sink: &mut impl FnMut(&Event<'_>)) -> Self {
+        let admission = match &policy.breaker {
+            Some(_) => crate::breaker::admit(&policy, now, sink),
+            None => None,
+        };
+        Self::start_admitted(policy, now, admission)
+    }
+
+    /// [`Call::start`] for a call the host already put to the breaker with
+    /// [`crate::breaker::admit`] (a host that starts a `Call` only at the first failure).
+    #[inline]
+    pub fn start_admitted(policy: P, now: Duration, admission: Option<Admission>) -> Self {
+        let mut call = Call {
+            policy,
+            start: now,
+            attempt_start: now,
+            attempt: 1,
+            state: State::Attempting,
+            backoff: Backoff::new(),
+            admission,
+            retry_cost: None,
+        };
+        if let Some(Admission::Refused { .. }) = admission {
+            call.attempt = 0;
+            call.state = State::Done(Stop::Exhausted(ExhaustReason::CircuitOpen));
+            return call;
+        }
+        if let Some(budget) = &call.policy.budget {
+            budget.call_started(now);
+        }
+        call
+    }
+
+    /// For a call the circuit breaker refused: the state that refused it and the time
+    /// left before a probe may go.
+    pub fn refusal(&self) -> Option<(BreakerState, Duration)> {
+        match self.admission {
+            Some(Admission::Refused { state, retry_in }) => Some((state, retry_in)),
+            _ => None,
+        }
     }
 
     /// When the attempt in progress runs out of time, on the host's time base: the
@@ -196,10 +250,13 @@ impl<P: Deref<Target = Policy>> Call<P> {
             return Err(StateError::NotAttempting(self.state.describe()));
         }
         let elapsed = now.saturating_sub(self.start);
+        if self.admission.is_some() {
+            self.count_attempt(verdict, now, sink);
+        }
         let hint = match verdict {
             Verdict::Success => {
                 if let Some(budget) = &self.policy.budget {
-                    budget.record_success();
+                    budget.call_succeeded(self.retry_cost);
                 }
                 return Ok(Decision::Stop(self.finish(Stop::Success, EventKind::Success, elapsed, None, sink)));
             }
@@ -211,7 +268,7 @@ impl<P: Deref<Target = Policy>> Call<P> {
         };
         self.emit(EventKind::AttemptFailed, elapsed, None, None, sink);
         if let Some(budget) = &self.policy.budget {
-            budget.record_failure();
+            budget.attempt_failed();
         }
         // An attempt that overran the deadline ends the call with reason deadline, checked
         // before the attempt count and the hint: the deadline is what cut the call short,
@@ -239,8 +296,9 @@ impl<P: Deref<Target = Policy>> Call<P> {
             }
         }
         if let Some(budget) = &self.policy.budget {
-            if !budget.allows_retry() {
-                return Ok(Decision::Stop(self.exhaust(ExhaustReason::Budget, elapsed, sink)));
+            match budget.try_retry(now) {
+                Some(cost) => self.retry_cost = Some(cost),
+                None => return Ok(Decision::Stop(self.exhaust(ExhaustReason::Budget, elapsed, sink))),
             }
         }
         self.state = State::Waiting;
@@ -293,10 +351,13 @@ impl<P: Deref<Target = Policy>> Call<P> {
     ) -> Stop {
         self.state = State::Done(stop);
         self.emit(kind, elapsed, None, reason, sink);
+        if self.admission.is_some() {
+            self.count_call(stop, self.start.saturating_add(elapsed), sink);
+        }
         stop
     }
 
-    fn emit(
+    pub(crate) fn emit(
         &self,
         kind: EventKind,
         elapsed: Duration,

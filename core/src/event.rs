@@ -28,6 +28,12 @@ pub enum EventKind {
     /// A hedged call launched attempt `attempt` beside those in flight, `delay` after the
     /// attempt before it (hedging only).
     Hedge,
+    /// The policy's circuit breaker opened (after this call's outcome); `delay`: the break.
+    BreakerOpened,
+    /// The breaker's break is over: this call is a probe.
+    BreakerHalfOpen,
+    /// A probe succeeded: the breaker closed.
+    BreakerClosed,
 }
 
 impl EventKind {
@@ -41,22 +47,32 @@ impl EventKind {
             EventKind::Exhausted => "exhausted",
             EventKind::Cancelled => "cancelled",
             EventKind::Hedge => "hedge",
+            EventKind::BreakerOpened => "breaker_opened",
+            EventKind::BreakerHalfOpen => "breaker_half_open",
+            EventKind::BreakerClosed => "breaker_closed",
         }
     }
 }
 
 impl EventKind {
-    /// Whether events of this kind carry the failure they are about: every kind but
-    /// Success (AttemptFailed, Retrying, Rejected, Exhausted, and Cancelled once an attempt
-    /// has failed; a call cancelled before any failure has none to carry).
+    /// Whether events of this kind carry the failure they are about: every call event but
+    /// Success and Hedge (AttemptFailed, Retrying, Rejected, Exhausted, and Cancelled once an attempt
+    /// has failed; a call cancelled before any failure has none to carry). The breaker's
+    /// events carry none.
     pub const fn carries_error(self) -> bool {
-        !matches!(self, EventKind::Success | EventKind::Hedge)
+        !matches!(self, EventKind::Success | EventKind::Hedge) && !self.is_breaker()
     }
 
     /// Whether events of this kind carry a delay (Retrying: the wait about to start;
-    /// Hedge: the time since the attempt before it launched).
+    /// Hedge: the time since the attempt before it launched; BreakerOpened: the break).
     pub const fn carries_delay(self) -> bool {
-        matches!(self, EventKind::Retrying | EventKind::Hedge)
+        matches!(self, EventKind::Retrying | EventKind::Hedge | EventKind::BreakerOpened)
+    }
+
+    /// Whether this is one of the circuit breaker's events (they follow a call's own
+    /// events, or precede its first attempt for BreakerHalfOpen).
+    pub const fn is_breaker(self) -> bool {
+        matches!(self, EventKind::BreakerOpened | EventKind::BreakerHalfOpen | EventKind::BreakerClosed)
     }
 
     /// Whether events of this kind carry an exhaust reason (Exhausted).
@@ -82,21 +98,29 @@ pub enum ExhaustReason {
     Budget,
     /// The server asked for a wait longer than `max_retry_after` (contract step 5).
     RetryAfter,
+    /// The policy's circuit breaker is open: the call was refused, no attempt made.
+    CircuitOpen,
 }
 
 impl ExhaustReason {
     /// Every reason, in declaration order: what documentation and listeners list (a test
     /// keeps docs/observability.md's list equal to it).
-    pub const ALL: [ExhaustReason; 4] =
-        [ExhaustReason::Attempts, ExhaustReason::Deadline, ExhaustReason::Budget, ExhaustReason::RetryAfter];
+    pub const ALL: [ExhaustReason; 5] = [
+        ExhaustReason::Attempts,
+        ExhaustReason::Deadline,
+        ExhaustReason::Budget,
+        ExhaustReason::RetryAfter,
+        ExhaustReason::CircuitOpen,
+    ];
 
-    /// `attempts`, `deadline`, `budget` or `retry_after`.
+    /// `attempts`, `deadline`, `budget`, `retry_after` or `circuit_open`.
     pub fn as_str(&self) -> &'static str {
         match self {
             ExhaustReason::Attempts => "attempts",
             ExhaustReason::Deadline => "deadline",
             ExhaustReason::Budget => "budget",
             ExhaustReason::RetryAfter => "retry_after",
+            ExhaustReason::CircuitOpen => "circuit_open",
         }
     }
 }
@@ -109,6 +133,7 @@ impl ExhaustReason {
             ExhaustReason::Deadline => "deadline reached",
             ExhaustReason::Budget => "retry budget spent",
             ExhaustReason::RetryAfter => "server asked to wait longer than max_retry_after",
+            ExhaustReason::CircuitOpen => "circuit breaker open",
         }
     }
 }
@@ -123,6 +148,7 @@ impl std::str::FromStr for ExhaustReason {
             "deadline" => Ok(ExhaustReason::Deadline),
             "budget" => Ok(ExhaustReason::Budget),
             "retry_after" => Ok(ExhaustReason::RetryAfter),
+            "circuit_open" => Ok(ExhaustReason::CircuitOpen),
             other => Err(format!("unknown exhaust reason {other:?}")),
         }
     }
@@ -221,7 +247,8 @@ mod tests {
                 ExhaustReason::Attempts
                 | ExhaustReason::Deadline
                 | ExhaustReason::Budget
-                | ExhaustReason::RetryAfter => {}
+                | ExhaustReason::RetryAfter
+                | ExhaustReason::CircuitOpen => {}
             }
         }
         let count = |r: ExhaustReason| match r {
@@ -229,8 +256,9 @@ mod tests {
             ExhaustReason::Deadline => 1,
             ExhaustReason::Budget => 2,
             ExhaustReason::RetryAfter => 3,
+            ExhaustReason::CircuitOpen => 4,
         };
-        assert_eq!(ExhaustReason::ALL.map(count), [0, 1, 2, 3]);
+        assert_eq!(ExhaustReason::ALL.map(count), [0, 1, 2, 3, 4]);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::attempt::Attempt;
+use crate::breaker::BreakerState;
 use crate::cancel::CancelToken;
 use crate::clock::{testing, Clock, SystemClock};
 use crate::engine::{Call, Decision, Resume, Stop, Verdict};
@@ -43,6 +44,9 @@ pub enum RetryError<E, T = ()> {
         /// The last rejected value, when the last failure was a value the result predicate
         /// rejected (it is then the cause).
         value: Option<T>,
+        /// For reason `circuit_open` (no attempt made): the breaker's state and the time
+        /// left before it lets a probe through.
+        refusal: Option<(BreakerState, Duration)>,
     },
     /// The cancel token fired.
     Cancelled {
@@ -93,8 +97,8 @@ impl<E, T> RetryError<E, T> {
     pub(crate) fn without_value(self) -> RetryError<E> {
         match self {
             RetryError::Rejected(e) => RetryError::Rejected(e),
-            RetryError::Exhausted { attempts, reason, errors, .. } => {
-                RetryError::Exhausted { attempts, reason, errors, value: None }
+            RetryError::Exhausted { attempts, reason, errors, refusal, .. } => {
+                RetryError::Exhausted { attempts, reason, errors, value: None, refusal }
             }
             RetryError::Cancelled { attempts, errors, .. } => RetryError::Cancelled { attempts, errors, value: None },
             RetryError::Refused(why) => RetryError::Refused(why),
@@ -239,7 +243,7 @@ impl<E, T> History<E, T> {
             _ => self,
         };
         match stop {
-            Stop::Exhausted(reason) => RetryError::Exhausted { attempts, reason, errors, value },
+            Stop::Exhausted(reason) => RetryError::Exhausted { attempts, reason, errors, value, refusal: None },
             Stop::Cancelled => RetryError::Cancelled { attempts, errors, value },
             Stop::Success | Stop::Rejected => unreachable!("success returns the value; rejection is above"),
         }
@@ -344,27 +348,35 @@ impl Retrier {
         let listener = &mut run.listener;
         let mut notify = |event: &Event<'_>, failed: Option<Failed<'_, E, T>>| {
             if let Some(listen) = listener.as_mut() {
-                listen(event, failed);
+                // Only the kinds that carry a failure get it (not the breaker's events).
+                listen(event, failed.filter(|_| event.kind.carries_error()));
             }
         };
         if cancel.is_some_and(CancelToken::is_cancelled) {
             crate::engine::cancelled_before_start(&self.policy, &mut |e| notify(e, None));
             return Err(RetryError::Cancelled { attempts: 0, errors: Vec::new(), value: None });
         }
-        // Time matters only to the attempts' bounds (a deadline or an attempt timeout) and
-        // to events: with neither, the engine is fed a constant and the clock is never read.
-        let timed = self.policy.bounds_attempts() || has_listener;
+        // Time matters only to the attempts' bounds (a deadline or an attempt timeout), to
+        // a breaker or ratio budget, and to events: with none, the engine is fed a constant
+        // and the clock is never read.
+        let timed = self.policy.reads_time() || has_listener;
         let read_time = || if timed { clock.now() } else { Duration::ZERO };
-        let mut call = Call::start(&*self.policy, read_time());
+        let mut call = Call::start_with(&*self.policy, read_time(), &mut |e| notify(e, None));
+        if let Some(refusal) = call.refusal() {
+            let reason = ExhaustReason::CircuitOpen;
+            let refusal = Some(refusal);
+            return Err(RetryError::Exhausted { attempts: 0, reason, errors: Vec::new(), value: None, refusal });
+        }
         let mut attempt_start = call.started_at();
+        let success_timed = has_listener || self.policy.breaker().is_some();
         // Allocated at the first failure: the happy path allocates nothing.
         let mut history = History { errors: Vec::new(), value: None };
         loop {
             let bound = call.attempt_deadline().expect("the executor runs op only while an attempt is in progress");
             let outcome = op(&Attempt::new(call.attempt(), attempt_start, bound));
             let started = call.started_at();
-            // Only the Success event shows its time: without a listener, skip the read.
-            let success_now = || if has_listener { clock.now() } else { started };
+            // Only the Success event (and a breaker) needs its time: else skip the read.
+            let success_now = || if success_timed { clock.now() } else { started };
             let predicate = run.result_predicate.as_deref_mut();
             let decision = match history.judge(
                 &mut call,
@@ -773,5 +785,67 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(5));
         drop(scope);
         assert!(!testing::is_on());
+    }
+
+    #[test]
+    fn a_ratio_budget_s_window_moves_without_a_deadline_or_a_listener() {
+        use crate::budget::{RatioBudget, RetryBudget};
+        let scope = testing::scoped();
+        // One retry per second of reserve, no deposits: a retry spends it until it expires.
+        let ratio = RatioBudget::new(Duration::from_secs(1), 1, 0.0, Duration::ZERO).unwrap();
+        let budget = Some(Arc::new(RetryBudget::from(ratio)));
+        let p = Policy::builder().max_attempts(2).jitter(Jitter::None).deadline_ms(None).budget(budget);
+        let p = p.build().unwrap();
+        assert!(!p.bounds_attempts() && p.reads_time());
+        let retrier = Retrier::new(p);
+        let down = |attempt: &Attempt| Err::<(), _>(Failure("503", attempt.number));
+        let reason = |r: Result<(), RetryError<Failure>>| match r {
+            Err(RetryError::Exhausted { reason, .. }) => reason,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(reason(retrier.run(down, |_| Verdict::TRANSIENT)), ExhaustReason::Attempts);
+        assert_eq!(reason(retrier.run(down, |_| Verdict::TRANSIENT)), ExhaustReason::Budget);
+        // Past the ttl the withdrawal has expired: the executor read the (virtual) clock.
+        scope.clock().advance(Duration::from_secs(2));
+        assert_eq!(reason(retrier.run(down, |_| Verdict::TRANSIENT)), ExhaustReason::Attempts);
+    }
+
+    #[test]
+    fn a_shared_breaker_refuses_without_calling_then_probes_after_the_break() {
+        use crate::breaker::{BreakerConfig, CircuitBreaker};
+        let scope = testing::scoped();
+        let mut cfg = BreakerConfig::consecutive(2);
+        cfg.break_duration = Duration::from_secs(30);
+        let breaker = Arc::new(CircuitBreaker::new(cfg).unwrap());
+        let retrier = |name: &str| {
+            let p = Policy::builder().name(name).max_attempts(2).jitter(Jitter::None).breaker(Some(breaker.clone()));
+            Retrier::new(p.build().unwrap())
+        };
+        let (a, b) = (retrier("a"), retrier("b"));
+        let calls = std::cell::Cell::new(0);
+        let down = |attempt: &Attempt| {
+            calls.set(calls.get() + 1);
+            Err::<(), _>(Failure("503", attempt.number))
+        };
+        assert!(matches!(a.run(down, |_| Verdict::TRANSIENT), Err(RetryError::Exhausted { attempts: 2, .. })));
+        assert!(matches!(b.run(down, |_| Verdict::TRANSIENT), Err(RetryError::Exhausted { attempts: 2, .. })));
+        assert_eq!(calls.get(), 4);
+        let refused = a.run(down, |_| Verdict::TRANSIENT);
+        match &refused {
+            Err(e @ RetryError::Exhausted { attempts: 0, reason: ExhaustReason::CircuitOpen, refusal, .. }) => {
+                let (state, left) = refusal.unwrap();
+                assert_eq!(state, BreakerState::Open);
+                assert!(left > Duration::from_secs(29) && left <= Duration::from_secs(30), "{left:?}");
+                assert_eq!(e.attempts(), 0);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(calls.get(), 4, "a refused call does not call the function");
+        scope.clock().advance(Duration::from_secs(30));
+        let mut seen = vec![];
+        let run = Run::default().listener(|e: &Event<'_>, _| seen.push(e.kind.as_str()));
+        assert_eq!(b.execute(run, |_| Ok::<_, Failure>(7), |_| Verdict::TRANSIENT).unwrap(), 7);
+        assert_eq!(seen, ["breaker_half_open", "success", "breaker_closed"]);
+        assert_eq!(breaker.state(scope.clock().now()), BreakerState::Closed);
     }
 }

@@ -21,12 +21,18 @@
 //! ([`HedgeDelay::Fixed`]) or adaptive ([`HedgeDelay::Adaptive`]): a live quantile of
 //! recent attempt latencies, kept in a bounded [`LatencySketch`] shared by every call of
 //! the policy, clamped to a floor and a ceiling.
+//!
+//! A policy's circuit breaker is asked once per hedged call, before attempt 1, as for any
+//! call ([`HedgeCall::start_with`]): the breaker counts calls, and a hedged call is one
+//! call however many attempts it launches (per-attempt counting counts each outcome
+//! recorded; a cancelled loser is not one).
 
 use std::fmt;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::breaker::Admission;
 use crate::engine::{StateError, Stop, Verdict};
 use crate::event::{Event, EventKind, ExhaustReason};
 use crate::knob::MAX_MS;
@@ -383,12 +389,34 @@ pub struct HedgeCall<P: Deref<Target = Policy>> {
     /// The attempt the last event was about.
     last: u32,
     done: Option<Stop>,
+    /// What the policy's circuit breaker said at the start (`None`: no breaker).
+    admission: Option<Admission>,
+    /// What the last hedge took from a quota budget (`None`: no hedge yet).
+    retry_cost: Option<u64>,
 }
 
 impl<P: Deref<Target = Policy>> HedgeCall<P> {
     /// Begins a hedged call at `now`; the first [`HedgeCall::poll`] launches attempt 1.
-    /// An adaptive delay is read from the sketch once, here.
+    /// An adaptive delay is read from the sketch once, here. With a circuit breaker in the
+    /// policy, use [`HedgeCall::start_with`] (this one drops the breaker's events).
     pub fn start(policy: P, now: Duration) -> Self {
+        Self::start_with(policy, now, &mut |_: &Event<'_>| {})
+    }
+
+    /// [`HedgeCall::start`], asking the policy's circuit breaker first (if it has one),
+    /// once for the whole call. A refused call launches nothing: its first
+    /// [`HedgeCall::poll`] is `Stop(Exhausted(CircuitOpen))` (the Exhausted event, attempt
+    /// 0, was emitted here). A probe emits BreakerHalfOpen first.
+    pub fn start_with(policy: P, now: Duration, sink: &mut impl FnMut(&Event<'_>)) -> Self {
+        let admission = match &policy.breaker {
+            Some(_) => crate::breaker::admit(&policy, now, sink),
+            None => None,
+        };
+        if !matches!(admission, Some(Admission::Refused { .. })) {
+            if let Some(budget) = &policy.budget {
+                budget.call_started(now);
+            }
+        }
         let (max_attempts, delay) = match policy.hedging() {
             Some(h) => (h.max_attempts, h.current_delay()),
             None => (1, Duration::ZERO),
@@ -405,6 +433,17 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
             refused: None,
             last: 0,
             done: None,
+            admission,
+            retry_cost: None,
+        }
+    }
+
+    /// For a call the circuit breaker refused: the state that refused it and the time
+    /// left before a probe may go.
+    pub fn refusal(&self) -> Option<(crate::breaker::BreakerState, Duration)> {
+        match self.admission {
+            Some(Admission::Refused { state, retry_in }) => Some((state, retry_in)),
+            _ => None,
         }
     }
 
@@ -449,12 +488,18 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
         if self.done.is_some() {
             return Err(StateError::Ended);
         }
+        if self.refusal().is_some() {
+            // The refusal's one event was emitted at the start.
+            let stop = Stop::Exhausted(ExhaustReason::CircuitOpen);
+            self.done = Some(stop);
+            return Ok(Step::Stop { stop, cancel: AttemptSet::EMPTY });
+        }
         let elapsed = now.saturating_sub(self.start);
         if self.policy.deadline.is_some_and(|d| elapsed > d) {
             return Ok(self.stop(Stop::Exhausted(ExhaustReason::Deadline), now, sink));
         }
         if self.next_at.is_some_and(|at| at <= now) && self.launched < self.max_attempts {
-            if self.launched == 0 || self.draw_token() {
+            if self.launched == 0 || self.draw_token(now) {
                 let k = self.launched + 1;
                 self.launched = k;
                 self.launch_at[k as usize - 1] = now;
@@ -509,14 +554,20 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
         self.last = k;
         self.sample(k, now);
         let elapsed = now.saturating_sub(self.start);
+        let mut admission = self.admission;
+        crate::breaker::count_attempt(&self.policy, &mut admission, verdict, now, &mut |t| {
+            self.transition(t, k, elapsed, sink)
+        });
+        self.admission = admission;
         let hint = match verdict {
             Verdict::Success => {
                 if let Some(b) = &self.policy.budget {
-                    b.record_success();
+                    b.call_succeeded(self.retry_cost);
                 }
                 let cancel = self.cancel_running(now);
                 self.done = Some(Stop::Success);
                 self.emit(EventKind::Success, k, elapsed, None, None, sink);
+                self.count_call(Stop::Success, now, sink);
                 return Ok(Step::Won { attempt: k, cancel });
             }
             Verdict::Permanent => {
@@ -527,7 +578,7 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
         };
         self.emit(EventKind::AttemptFailed, k, elapsed, None, None, sink);
         if let Some(b) = &self.policy.budget {
-            b.record_failure();
+            b.attempt_failed();
         }
         if self.policy.deadline.is_some_and(|d| elapsed > d) {
             return Ok(self.stop(Stop::Exhausted(ExhaustReason::Deadline), now, sink));
@@ -559,16 +610,34 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
         }
     }
 
-    /// A hedge spends one token and is refused while the budget refuses retries.
-    fn draw_token(&self) -> bool {
+    /// A hedge is paid for as a retry (a token bucket's hedge also spends one token) and
+    /// is refused while the budget refuses retries.
+    fn draw_token(&mut self, now: Duration) -> bool {
         match &self.policy.budget {
-            Some(b) if !b.allows_retry() => false,
-            Some(b) => {
-                b.record_failure();
-                true
-            }
+            Some(b) => match b.try_retry(now) {
+                Some(cost) => {
+                    b.record_failure();
+                    self.retry_cost = Some(cost);
+                    true
+                }
+                None => false,
+            },
             None => true,
         }
+    }
+
+    /// Emits a breaker transition's event, about attempt `k`, at `elapsed`.
+    fn transition(&self, t: crate::breaker::Transition, k: u32, elapsed: Duration, sink: &mut impl FnMut(&Event<'_>)) {
+        let (kind, delay) = crate::breaker::transition_event(t);
+        self.emit(kind, k, elapsed, delay, None, sink);
+    }
+
+    /// The call ended with `stop` at `now`: the breaker counts it.
+    fn count_call(&self, stop: Stop, now: Duration, sink: &mut impl FnMut(&Event<'_>)) {
+        let (k, elapsed) = (self.last, now.saturating_sub(self.start));
+        crate::breaker::count_call(&self.policy, self.admission, stop, now, &mut |t| {
+            self.transition(t, k, elapsed, sink)
+        });
     }
 
     fn sample(&self, k: u32, now: Duration) {
@@ -599,6 +668,7 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
             Stop::Cancelled => (EventKind::Cancelled, None),
         };
         self.emit(kind, self.last, elapsed, None, reason, sink);
+        self.count_call(stop, now, sink);
         Step::Stop { stop, cancel }
     }
 
@@ -625,6 +695,76 @@ mod tests {
 
     fn hedged(h: Hedging) -> Policy {
         Policy::builder().hedge(Some(h)).build().unwrap()
+    }
+
+    /// Under a quota budget a hedge costs what a retry does, and is not sent once the quota
+    /// cannot pay for it.
+    #[test]
+    fn a_quota_pays_for_hedges_as_for_retries() {
+        use crate::budget::{QuotaBudget, RetryBudget};
+        let quota = std::sync::Arc::new(RetryBudget::from(QuotaBudget::new(7, 5, 10, 1).unwrap()));
+        let p = Policy::builder()
+            .hedge(Some(Hedging::fixed(3, 10.0).unwrap()))
+            .budget(Some(std::sync::Arc::clone(&quota)))
+            .build()
+            .unwrap();
+        let mut sink = |_: &Event<'_>| {};
+        let mut call = HedgeCall::start(&p, ms(0));
+        assert_eq!(call.poll(ms(0), &mut sink), Ok(Step::Launch(1)));
+        assert_eq!(call.poll(ms(10), &mut sink), Ok(Step::Launch(2)));
+        assert_eq!(quota.as_quota().unwrap().available(), 2, "the hedge took a retry's cost");
+        call.record(1, Verdict::TRANSIENT, ms(11), &mut sink).unwrap();
+        let end = call.record(2, Verdict::TRANSIENT, ms(12), &mut sink).unwrap();
+        assert!(matches!(end, Step::Stop { stop: Stop::Exhausted(ExhaustReason::Budget), .. }), "{end:?}");
+        assert_eq!((call.launched(), quota.as_quota().unwrap().available()), (2, 2));
+    }
+
+    /// A hedged call asks the breaker once, before attempt 1; its outcome counts once,
+    /// however many attempts it launched; a refused call launches nothing.
+    #[test]
+    fn a_hedged_call_is_one_call_to_the_breaker() {
+        use crate::breaker::{BreakerConfig, BreakerState, CircuitBreaker};
+        let mut cfg = BreakerConfig::consecutive(1);
+        cfg.break_duration = ms(1000);
+        let breaker = std::sync::Arc::new(CircuitBreaker::new(cfg).unwrap());
+        let p = Policy::builder()
+            .hedge(Some(Hedging::fixed(3, 10.0).unwrap()))
+            .breaker(Some(std::sync::Arc::clone(&breaker)))
+            .build()
+            .unwrap();
+        let log = std::cell::RefCell::new(vec![]);
+        let mut sink = |e: &Event<'_>| log.borrow_mut().push((e.kind, e.attempt));
+        let mut call = HedgeCall::start_with(&p, ms(0), &mut sink);
+        assert_eq!(call.poll(ms(0), &mut sink), Ok(Step::Launch(1)));
+        assert_eq!(call.poll(ms(10), &mut sink), Ok(Step::Launch(2)));
+        // Two non-fatal failures: the call goes on (one call, not yet counted).
+        assert_eq!(call.record(1, Verdict::TRANSIENT, ms(11), &mut sink), Ok(Step::Launch(3)));
+        assert_eq!(breaker.state(ms(11)), BreakerState::Closed);
+        assert!(matches!(call.poll(ms(11), &mut sink), Ok(Step::Wait(_))));
+        call.record(2, Verdict::TRANSIENT, ms(12), &mut sink).unwrap();
+        let end = call.record(3, Verdict::TRANSIENT, ms(13), &mut sink).unwrap();
+        assert!(matches!(end, Step::Stop { stop: Stop::Exhausted(ExhaustReason::Attempts), .. }), "{end:?}");
+        assert_eq!(breaker.state(ms(13)), BreakerState::Open, "one exhausted call opens a 1-failure breaker");
+        assert_eq!(log.borrow().last(), Some(&(EventKind::BreakerOpened, 3)));
+        assert_eq!(log.borrow().iter().filter(|(k, _)| *k == EventKind::BreakerOpened).count(), 1);
+        log.borrow_mut().clear();
+        // Open: the next hedged call is refused before it launches anything.
+        let mut refused = HedgeCall::start_with(&p, ms(20), &mut sink);
+        assert!(refused.refusal().is_some());
+        let stop = refused.poll(ms(20), &mut sink).unwrap();
+        assert_eq!(stop, Step::Stop { stop: Stop::Exhausted(ExhaustReason::CircuitOpen), cancel: AttemptSet::EMPTY });
+        assert_eq!(refused.launched(), 0);
+        assert_eq!(*log.borrow(), vec![(EventKind::Exhausted, 0)]);
+        log.borrow_mut().clear();
+        // After the break, a probe that wins closes it (its losers are cancelled, not counted).
+        let mut probe = HedgeCall::start_with(&p, ms(1013), &mut sink);
+        assert_eq!(probe.poll(ms(1013), &mut sink), Ok(Step::Launch(1)));
+        assert_eq!(probe.poll(ms(1023), &mut sink), Ok(Step::Launch(2)));
+        let won = probe.record(2, Verdict::Success, ms(1024), &mut sink).unwrap();
+        assert!(matches!(won, Step::Won { attempt: 2, .. }), "{won:?}");
+        assert_eq!(breaker.state(ms(1024)), BreakerState::Closed);
+        assert_eq!(log.borrow().first(), Some(&(EventKind::BreakerHalfOpen, 0)));
+        assert_eq!(log.borrow().last(), Some(&(EventKind::BreakerClosed, 2)));
     }
 
     #[test]

@@ -97,6 +97,27 @@ pub enum Default {
     Off,
 }
 
+/// `snake_name` in camelCase, with `Ms` when it is a duration (Node's spelling, for knobs
+/// and for the budgets' and breakers' own settings).
+pub fn camel(snake_name: &str, duration: bool) -> String {
+    let mut out = String::new();
+    let mut upper = false;
+    for c in snake_name.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.push(c.to_ascii_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    if duration {
+        out.push_str("Ms");
+    }
+    out
+}
+
 /// One policy knob.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Knob {
@@ -119,22 +140,7 @@ pub struct Knob {
 impl Knob {
     /// The name in camelCase, with `Ms` on durations (Node's spelling).
     pub fn camel_ms(&self) -> String {
-        let mut out = String::new();
-        let mut upper = false;
-        for c in self.name.chars() {
-            if c == '_' {
-                upper = true;
-            } else if upper {
-                out.push(c.to_ascii_uppercase());
-                upper = false;
-            } else {
-                out.push(c);
-            }
-        }
-        if self.unit == Unit::Duration {
-            out.push_str("Ms");
-        }
-        out
+        camel(self.name, self.unit == Unit::Duration)
     }
 
     /// The name with `_ms` on durations (C's spelling).

@@ -104,6 +104,7 @@
 pub mod async_executor;
 pub mod attempt;
 pub mod backoff;
+pub mod breaker;
 pub mod budget;
 pub mod cancel;
 pub mod clock;
@@ -133,7 +134,8 @@ pub mod units;
 
 pub use async_executor::{AsyncRun, TimedOut};
 pub use attempt::Attempt;
-pub use budget::{BudgetError, QuotaBudget, RatioBudget, RetryBudget, RetryCause};
+pub use breaker::{admit, Admission, BreakerConfig, BreakerModel, BreakerState, CircuitBreaker, Transition};
+pub use budget::{BudgetError, BudgetKind, QuotaBudget, RatioBudget, RetryBudget, RetryCause, TokenBucket};
 pub use cancel::CancelToken;
 pub use clock::{testing, Clock, SystemClock, VirtualClock};
 #[cfg(feature = "documents")]

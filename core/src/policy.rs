@@ -8,6 +8,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
 use crate::hedge::Hedging;
 use crate::knob::{self, Rule, Setting, Unit, MAX_MS};
@@ -161,6 +162,7 @@ pub struct Policy {
     pub(crate) max_retry_after: Option<Duration>,
     pub(crate) attempt_timeout: Option<Duration>,
     pub(crate) budget: Option<Arc<RetryBudget>>,
+    pub(crate) breaker: Option<Arc<CircuitBreaker>>,
     pub(crate) name: Arc<str>,
     pub(crate) seed: Option<u64>,
     pub(crate) pushback: Pushback,
@@ -234,6 +236,13 @@ impl Policy {
     pub fn bounds_attempts(&self) -> bool {
         self.deadline.is_some() || self.attempt_timeout.is_some()
     }
+    /// Whether any decision depends on the time: attempts are bounded, or a circuit
+    /// breaker or a ratio budget (both keep time windows shared with other calls) is set.
+    /// When not, a host that emits no events may feed the engine a constant instead of
+    /// reading a clock.
+    pub fn reads_time(&self) -> bool {
+        self.bounds_attempts() || self.breaker.is_some() || self.budget.as_ref().is_some_and(|b| b.as_ratio().is_some())
+    }
     /// When an attempt that starts at `attempt_start`, in a call that started at
     /// `call_start`, runs out of time, on the same time base: the call's deadline, or
     /// the attempt timeout if that ends sooner; `None` when neither is set. The one
@@ -252,6 +261,15 @@ impl Policy {
     /// The shared retry budget, if one is set.
     pub fn budget(&self) -> Option<&Arc<RetryBudget>> {
         self.budget.as_ref()
+    }
+    /// The shared circuit breaker, if one is set.
+    pub fn breaker(&self) -> Option<&Arc<CircuitBreaker>> {
+        self.breaker.as_ref()
+    }
+    /// This policy with `breaker` instead of its own (for hosts whose policies are built
+    /// where no breaker can be named, such as C's config struct).
+    pub fn with_breaker(&self, breaker: Option<Arc<CircuitBreaker>>) -> Policy {
+        Policy { breaker, ..self.clone() }
     }
     /// The retrier's name, used in events and errors.
     pub fn name(&self) -> &str {
@@ -304,6 +322,7 @@ pub struct PolicyBuilder {
     max_retry_after_ms: Option<f64>,
     attempt_timeout_ms: Option<f64>,
     budget: Option<Arc<RetryBudget>>,
+    breaker: Option<Arc<CircuitBreaker>>,
     name: Arc<str>,
     seed: Option<u64>,
     pushback: Pushback,
@@ -330,6 +349,7 @@ impl From<&Policy> for PolicyBuilder {
             max_retry_after_ms: p.max_retry_after.map(units::ms_from_duration),
             attempt_timeout_ms: p.attempt_timeout.map(units::ms_from_duration),
             budget: p.budget.clone(),
+            breaker: p.breaker.clone(),
             name: p.name.clone(),
             seed: p.seed,
             pushback: p.pushback,
@@ -351,6 +371,7 @@ impl PolicyBuilder {
             max_retry_after_ms: Some(60_000.0),
             attempt_timeout_ms: None,
             budget: None,
+            breaker: None,
             name: Arc::from("retry"),
             seed: None,
             pushback: Pushback::Floor,
@@ -423,6 +444,11 @@ impl PolicyBuilder {
     /// A retry budget shared with other retriers, or `None`.
     pub fn budget(mut self, b: Option<Arc<RetryBudget>>) -> Self {
         self.budget = b;
+        self
+    }
+    /// A circuit breaker shared with other retriers, or `None`.
+    pub fn breaker(mut self, b: Option<Arc<CircuitBreaker>>) -> Self {
+        self.breaker = b;
         self
     }
     /// The name used in events and errors.
@@ -537,6 +563,7 @@ impl PolicyBuilder {
             max_retry_after,
             attempt_timeout,
             budget: self.budget,
+            breaker: self.breaker,
             name: self.name,
             seed: self.seed,
             pushback: self.pushback,

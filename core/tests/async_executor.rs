@@ -422,3 +422,29 @@ async fn run_async_waits_on_tokio_with_the_tokio_feature() {
         .await;
     assert!(matches!(got, Err(RetryError::Rejected(ApiError::Status(400, None)))));
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_probe_whose_future_is_dropped_goes_back_to_the_breaker() {
+    use retryrs::{BreakerConfig, BreakerState, CircuitBreaker};
+    let scope = retryrs::testing::scoped();
+    let mut cfg = BreakerConfig::consecutive(1);
+    cfg.break_duration = Duration::from_secs(30);
+    let breaker = Arc::new(CircuitBreaker::new(cfg).unwrap());
+    let retrier = Retrier::new(policy().max_attempts(1).breaker(Some(breaker.clone())).build().unwrap());
+    let down = retrier.run_async_with(
+        tokio_sleep,
+        |_: Attempt| async { Err::<(), _>(ApiError::Status(503, None)) },
+        transient,
+    );
+    assert!(matches!(down.await, Err(RetryError::Exhausted { reason: ExhaustReason::Attempts, .. })));
+    scope.clock().advance(Duration::from_secs(30));
+    assert_eq!(breaker.state(scope.clock().now()), BreakerState::HalfOpen);
+    // The probe's attempt hangs; a timeout around the whole call drops its future.
+    let hung =
+        retrier.run_async_with(tokio_sleep, |_: Attempt| std::future::pending::<Result<(), ApiError>>(), transient);
+    assert!(tokio::time::timeout(ms(20), hung).await.is_err());
+    // The probe went back: the next call is the probe, and its success closes the breaker.
+    let up = retrier.run_async_with(tokio_sleep, |_: Attempt| async { Ok::<_, ApiError>(7) }, transient);
+    assert_eq!(up.await.unwrap(), 7);
+    assert_eq!(breaker.state(scope.clock().now()), BreakerState::Closed);
+}

@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime};
 
 use retryrs::http::{classify_request, HttpOutcome, HttpRules};
 use retryrs::{
-    is_retryable_status, parse_retry_after_ms, CancelToken, DocumentError, EventKind, Failed, HedgeCall, Policies,
-    Policy, Retrier, RetryError, Run, Step, Stop, ValueVerdict, Verdict, VirtualClock, HISTORY,
+    is_retryable_status, parse_retry_after_ms, CancelToken, Clock, DocumentError, EventKind, Failed, HedgeCall,
+    Policies, Policy, Retrier, RetryError, Run, Step, Stop, ValueVerdict, Verdict, VirtualClock, HISTORY,
 };
 use serde_json::{json, Value};
 
@@ -45,10 +45,39 @@ fn check_keys(where_: &str, obj: &Value, allowed: &[&str]) -> Result<(), String>
     }
 }
 
-/// The vectors' policy keys: every knob in the table, by its name (the document format).
+/// The vectors' policy keys: every knob in the table, by its name (the document format),
+/// and the breaker a policy names.
 fn policy_keys() -> Vec<String> {
-    retryrs::KNOBS.iter().map(|k| k.name.to_string()).chain(["hedge".to_string()]).collect()
+    retryrs::KNOBS.iter().map(|k| k.name.to_string()).chain(["breaker".to_string(), "hedge".to_string()]).collect()
 }
+
+/// A budget's keys, every kind's (the loader checks which belong to which kind).
+const BUDGET_KEYS: &[&str] = &[
+    "kind",
+    "max_tokens",
+    "token_ratio",
+    "capacity",
+    "retry_cost",
+    "timeout_retry_cost",
+    "no_retry_increment",
+    "ttl",
+    "min_retries_per_sec",
+    "percent_can_retry",
+];
+
+/// A breaker's keys, both models'.
+const BREAKER_KEYS: &[&str] = &[
+    "model",
+    "failures",
+    "failure_ratio",
+    "minimum_throughput",
+    "sampling_duration",
+    "break_duration",
+    "half_open_probes",
+    "break_multiplier",
+    "max_break_duration",
+    "per_attempt",
+];
 
 /// The vector's policy through the document loader, as every host loads it: the policy is
 /// `retry` (the contract's default name) in a document with the vector's budgets, or the
@@ -56,7 +85,11 @@ fn policy_keys() -> Vec<String> {
 fn build_policy(v: &Value) -> Result<Policy, DocumentError> {
     let doc = match v.get("service_config") {
         Some(config) => config.clone(),
-        None => json!({"policies": {"retry": v["policy"]}, "budgets": v.get("budgets").cloned().unwrap_or(json!({}))}),
+        None => json!({
+            "policies": {"retry": v["policy"]},
+            "budgets": v.get("budgets").cloned().unwrap_or(json!({})),
+            "breakers": v.get("breakers").cloned().unwrap_or(json!({})),
+        }),
     };
     Ok(Policies::from_json(&doc.to_string())?.get("retry").expect("the document's one policy").clone())
 }
@@ -66,8 +99,11 @@ fn build_policy(v: &Value) -> Result<Policy, DocumentError> {
 struct Scripted(u32);
 
 /// Runs one call of a call vector; returns the observed expectation object.
-fn run_call(retrier: &Retrier, script: &[Value]) -> Result<Value, String> {
+fn run_call(retrier: &Retrier, script: &[Value], at_ms: Option<u64>) -> Result<Value, String> {
+    // Every call gets a clock at the vector's origin, moved to the call's `at_ms`: the
+    // times a breaker (or a ratio budget) sees are the vector's timeline.
     let clock = VirtualClock::new();
+    clock.advance(Duration::from_millis(at_ms.unwrap_or(0)));
     let token = CancelToken::new();
     let events = RefCell::new(Vec::<Value>::new());
     let mut delays = vec![];
@@ -135,7 +171,8 @@ fn run_call(retrier: &Retrier, script: &[Value]) -> Result<Value, String> {
         },
     );
     let events = events.into_inner();
-    for e in &events {
+    // The waits: Retrying's delays (BreakerOpened carries the break, not a wait).
+    for e in events.iter().filter(|e| e["kind"] == "retrying") {
         if let Some(d) = e.get("delay_ms") {
             delays.push(d.clone());
         }
@@ -170,7 +207,7 @@ fn run_call(retrier: &Retrier, script: &[Value]) -> Result<Value, String> {
                 return Err(format!("rejected with {e:?}, not the failure of attempt {calls}"));
             }
         }
-        Err(RetryError::Exhausted { attempts, reason, errors, value }) => {
+        Err(RetryError::Exhausted { attempts, reason, errors, value, .. }) => {
             got["outcome"] = json!("exhausted");
             got["reason"] = json!(reason.as_str());
             if let Some(v) = value {
@@ -194,6 +231,9 @@ fn run_call(retrier: &Retrier, script: &[Value]) -> Result<Value, String> {
     }
     if let Some(budget) = retrier.policy().budget() {
         got["budget_tokens"] = json!(budget.tokens());
+    }
+    if let Some(breaker) = retrier.policy().breaker() {
+        got["breaker_state"] = json!(breaker.state(clock.now()).as_str());
     }
     Ok(got)
 }
@@ -226,7 +266,7 @@ fn run_hedged_call(policy: &Policy, script: &[Value]) -> Result<Value, String> {
             _ => Verdict::Permanent,
         }
     };
-    let mut call = HedgeCall::start(policy, ms(0));
+    let mut call = HedgeCall::start_with(policy, ms(0), &mut sink);
     let mut now = ms(0);
     let mut launched = vec![];
     let mut bounds = vec![];
@@ -298,6 +338,9 @@ fn run_hedged_call(policy: &Policy, script: &[Value]) -> Result<Value, String> {
     if let Some(budget) = policy.budget() {
         got["budget_tokens"] = json!(budget.tokens());
     }
+    if let Some(breaker) = policy.breaker() {
+        got["breaker_state"] = json!(breaker.state(now).as_str());
+    }
     Ok(got)
 }
 
@@ -308,7 +351,8 @@ fn check_call_vector(v: &Value) -> Result<(), String> {
     }
     let retrier = Retrier::new(policy);
     for (i, call) in v["calls"].as_array().unwrap().iter().enumerate() {
-        let got = run_call(&retrier, call["attempts"].as_array().unwrap())?;
+        let at_ms = call.get("at_ms").and_then(Value::as_u64);
+        let got = run_call(&retrier, call["attempts"].as_array().unwrap(), at_ms)?;
         let want = &call["expect"];
         for key in ["outcome", "reason", "attempts", "delays_ms", "value", "bounds_ms"] {
             // bounds_ms is compared where a vector gives it.
@@ -321,6 +365,7 @@ fn check_call_vector(v: &Value) -> Result<(), String> {
         }
         compare_events(i, want, &got)?;
         compare_tokens(i, want, &got)?;
+        compare_breaker_state(i, want, &got)?;
     }
     Ok(())
 }
@@ -340,6 +385,7 @@ fn check_hedged_vector(policy: &Policy, v: &Value) -> Result<(), String> {
         }
         compare_events(i, want, &got)?;
         compare_tokens(i, want, &got)?;
+        compare_breaker_state(i, want, &got)?;
     }
     Ok(())
 }
@@ -361,6 +407,13 @@ fn compare_events(i: usize, want: &Value, got: &Value) -> Result<(), String> {
     Ok(())
 }
 
+fn compare_breaker_state(i: usize, want: &Value, got: &Value) -> Result<(), String> {
+    if want.get("breaker_state").is_some() && want.get("breaker_state") != got.get("breaker_state") {
+        return Err(format!("call {i}: breaker_state: want {}, got {}", want["breaker_state"], got["breaker_state"]));
+    }
+    Ok(())
+}
+
 fn compare_tokens(i: usize, want: &Value, got: &Value) -> Result<(), String> {
     if let Some(tokens) = want.get("budget_tokens").and_then(Value::as_f64) {
         let have = got["budget_tokens"].as_f64().unwrap_or(f64::NAN);
@@ -376,16 +429,32 @@ fn check_vector_keys(v: &Value) -> Result<(), String> {
         .into_iter()
         .find(|b| v.get(b).is_some())
         .unwrap_or("calls");
-    check_keys("vector", v, &["id", "rule", "policy", "budgets", "service_config", body])?;
+    check_keys("vector", v, &["id", "rule", "policy", "budgets", "breakers", "service_config", body])?;
     if let Some(p) = v.get("policy") {
         let keys = policy_keys();
         check_keys("policy", p, &keys.iter().map(String::as_str).collect::<Vec<_>>())?;
     }
     for (name, b) in v.get("budgets").and_then(Value::as_object).into_iter().flatten() {
-        check_keys(&format!("budgets.{name}"), b, &["max_tokens", "token_ratio"])?;
+        check_keys(&format!("budgets.{name}"), b, BUDGET_KEYS)?;
     }
-    for call in v.get("calls").and_then(Value::as_array).into_iter().flatten() {
-        check_keys("call", call, &["attempts", "expect"])?;
+    for (name, b) in v.get("breakers").and_then(Value::as_object).into_iter().flatten() {
+        check_keys(&format!("breakers.{name}"), b, BREAKER_KEYS)?;
+    }
+    let calls = v.get("calls").and_then(Value::as_array);
+    let timed = calls.into_iter().flatten().filter(|c| c.get("at_ms").is_some()).count();
+    if timed != 0 && timed != calls.map_or(0, Vec::len) {
+        return Err("at_ms: a vector whose calls have a time gives every call one".into());
+    }
+    let mut last_at = 0;
+    for call in calls.into_iter().flatten() {
+        check_keys("call", call, &["at_ms", "attempts", "expect"])?;
+        if let Some(at) = call.get("at_ms") {
+            let at = at.as_u64().ok_or("at_ms: a whole number of ms")?;
+            if at < last_at {
+                return Err(format!("at_ms: {at} is before the previous call's {last_at}"));
+            }
+            last_at = at;
+        }
         for a in call["attempts"].as_array().into_iter().flatten() {
             check_keys("attempt", a, &["result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait"])?;
             let result = a["result"].as_str().unwrap_or("");
@@ -405,6 +474,7 @@ fn check_vector_keys(v: &Value) -> Result<(), String> {
                 "delays_ms",
                 "events",
                 "budget_tokens",
+                "breaker_state",
                 "bounds_ms",
                 "winner",
                 "launched_ms",

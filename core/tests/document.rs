@@ -282,6 +282,46 @@ fn the_document_guide_lists_exactly_the_knobs_that_can_be_off() {
 }
 
 #[test]
+fn budget_kinds_and_breakers_load_and_are_shared() {
+    use retryrs::{BreakerModel, BudgetKind};
+    let doc = Policies::from_json(
+        r#"{"policies": {"default": {"breaker": "db"},
+                         "a": {"budget": "aws"}, "b": {"budget": "finagle"}, "c": {"breaker": null, "budget": "grpc"}},
+            "budgets": {"aws": {"kind": "quota"}, "finagle": {"kind": "ratio", "ttl": "2s", "percent_can_retry": 0.5},
+                        "grpc": {"kind": "token_bucket", "max_tokens": 10, "token_ratio": 0.1}},
+            "breakers": {"db": {"model": "sampling", "failure_ratio": 0.5, "minimum_throughput": 4,
+                                "sampling_duration": "10s", "break_duration": "1s", "break_multiplier": 2,
+                                "max_break_duration": "8s"}}}"#,
+    )
+    .unwrap();
+    let (a, b, c) = (doc.get("a").unwrap(), doc.get("b").unwrap(), doc.get("c").unwrap());
+    assert_eq!(a.budget().unwrap().kind(), BudgetKind::Quota);
+    assert_eq!(a.budget().unwrap().as_quota().unwrap().available(), 500, "the SDKs' capacity by default");
+    let r = b.budget().unwrap().as_ratio().unwrap();
+    assert_eq!((r.ttl(), r.min_retries_per_sec(), r.percent_can_retry()), (Duration::from_secs(2), 10, 0.5));
+    assert_eq!(c.budget().unwrap().kind(), BudgetKind::TokenBucket);
+    assert!(c.breaker().is_none(), "null turns off the default's breaker");
+    let shared = doc.breaker("db").unwrap();
+    assert!(
+        std::sync::Arc::ptr_eq(a.breaker().unwrap(), shared) && std::sync::Arc::ptr_eq(b.breaker().unwrap(), shared)
+    );
+    let cfg = shared.config();
+    assert_eq!(
+        cfg.model,
+        BreakerModel::Sampling {
+            failure_ratio: 0.5,
+            minimum_throughput: 4,
+            sampling_duration: Duration::from_secs(10)
+        }
+    );
+    assert_eq!(
+        (cfg.break_duration, cfg.break_multiplier, cfg.max_break_duration),
+        (Duration::from_secs(1), 2.0, Some(Duration::from_secs(8)))
+    );
+    assert_eq!(doc.breaker_names().collect::<Vec<_>>(), ["db"]);
+}
+
+#[test]
 fn grpc_service_configs_load_as_grpc_go_reads_them() {
     let cases: Value = serde_json::from_str(&read("grpc_cases.json")).unwrap();
     let cases = cases["cases"].as_array().unwrap();

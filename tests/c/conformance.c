@@ -30,6 +30,8 @@ typedef struct {
   int overran;
   seen_event events[MAX_EVENTS];
   size_t n_events;
+  uint64_t ended_at;         /* the engine runner's time when the call ended */
+  const char *breaker_state; /* after the call, when the policy has a breaker */
   uint64_t bounds[MAX_BOUNDS]; /* each attempt's bound, read as it starts */
   size_t n_bounds;
   int bound_failed;
@@ -58,6 +60,9 @@ static const char *kind_name(retryrs_event_kind k) {
     case RETRYRS_EVENT_EXHAUSTED: return "exhausted";
     case RETRYRS_EVENT_CANCELLED: return "cancelled";
     case RETRYRS_EVENT_HEDGE: return "hedge";
+    case RETRYRS_EVENT_BREAKER_OPENED: return "breaker_opened";
+    case RETRYRS_EVENT_BREAKER_HALF_OPEN: return "breaker_half_open";
+    case RETRYRS_EVENT_BREAKER_CLOSED: return "breaker_closed";
     default: return "?";
   }
 }
@@ -68,6 +73,7 @@ static const char *reason_name(retryrs_reason r) {
     case RETRYRS_REASON_DEADLINE: return "deadline";
     case RETRYRS_REASON_BUDGET: return "budget";
     case RETRYRS_REASON_RETRY_AFTER: return "retry_after";
+    case RETRYRS_REASON_CIRCUIT_OPEN: return "circuit_open";
     default: return NULL;
   }
 }
@@ -135,16 +141,29 @@ static retryrs_verdict attempt_fn(void *user_data, uint32_t attempt, double *hin
 /* The vector's policy through the document loader; `*doc` owns the budget the retrier
  * shares (the retrier keeps its own reference), freed by the caller. */
 static retryrs_status make_retrier(const cv_policy *p, retryrs_policies **doc, const retryrs_budget **budget,
-                                   retryrs_retrier **out) {
+                                   retryrs_breaker **breaker, retryrs_retrier **out) {
   retryrs_config c;
+  retryrs_retrier *plain = NULL;
   retryrs_status s = retryrs_policies_from_json(p->document, strlen(p->document), doc);
   if (s != RETRYRS_OK) return s;
   if ((s = retryrs_policies_get(*doc, "retry", &c)) != RETRYRS_OK) return s;
   *budget = c.budget;
   /* Straight from the document for a gRPC service config: its pushback rule is not a
-   * knob, so a retryrs_config copy would not hold it. */
+   * knob, so a retryrs_config copy would not hold it (nor a breaker: it has none); nor
+   * for a hedging policy, whose hedge is not a knob either (a document's retrier keeps
+   * the policy's breaker). */
   if (p->service_config || p->hedging) return retryrs_policies_retrier(*doc, "retry", out);
-  return retryrs_retrier_new(&c, out);
+  /* A config carries no breaker: the document's is handed to the retrier apart. */
+  if ((s = retryrs_policies_breaker(*doc, "retry", breaker)) != RETRYRS_OK) return s;
+  if (!*breaker) return retryrs_retrier_new(&c, out);
+  if ((s = retryrs_retrier_new(&c, &plain)) != RETRYRS_OK) return s;
+  s = retryrs_retrier_with_breaker(plain, *breaker, out);
+  retryrs_retrier_free(plain);
+  return s;
+}
+
+static const char *breaker_state_name(int32_t s) {
+  return s == RETRYRS_BREAKER_CLOSED ? "closed" : s == RETRYRS_BREAKER_OPEN ? "open" : s == RETRYRS_BREAKER_HALF_OPEN ? "half_open" : "?";
 }
 
 /* Drives one call through the sans-IO engine on the runner's own millisecond clock. */
@@ -153,11 +172,20 @@ static void run_engine(const retryrs_retrier *r, run_state *st, retryrs_status *
   retryrs_listener l = {on_event, st};
   retryrs_call *call = NULL;
   retryrs_step step = {RETRYRS_ACTION_ATTEMPT, 0, 1, RETRYRS_OK, RETRYRS_REASON_NONE};
-  uint64_t now = 1000; /* any time base: the engine only subtracts */
+  /* Any time base (the engine only subtracts), moved to the call's at_ms: a breaker's
+   * timeline is the vector's. */
+  uint64_t now = 1000 + st->call->at_ms;
   *status = RETRYRS_INTERNAL_ERROR;
   if (retryrs_call_start(r, now, &l, &call) != RETRYRS_OK) {
     failf("retryrs_call_start: %s", retryrs_last_error());
     return;
+  }
+  if (retryrs_call_refusal(call, NULL) == RETRYRS_EXHAUSTED) {
+    /* The breaker refused the call: no attempt. */
+    step.action = RETRYRS_ACTION_STOP;
+    step.outcome = RETRYRS_EXHAUSTED;
+    step.attempt = 0;
+    step.reason = RETRYRS_REASON_CIRCUIT_OPEN;
   }
   while (step.action != RETRYRS_ACTION_STOP) {
     uint64_t bound = 0;
@@ -185,6 +213,7 @@ static void run_engine(const retryrs_retrier *r, run_state *st, retryrs_status *
     *attempts = step.attempt;
     *reason = step.reason;
   }
+  st->ended_at = now;
   retryrs_call_free(call);
 }
 
@@ -269,6 +298,8 @@ static void run_hedge(const retryrs_retrier *r, run_state *st, const retryrs_bud
 
 static void check_call(const cv_call *c, run_state *st, retryrs_status status, uint32_t attempts,
                        retryrs_reason reason, const retryrs_budget *budget) {
+  if (c->breaker_state && (!st->breaker_state || strcmp(st->breaker_state, c->breaker_state) != 0))
+    failf("breaker state %s, expected %s", st->breaker_state ? st->breaker_state : "none", c->breaker_state);
   size_t i, n_delays = 0;
   if (st->overran) failf("the function was called more often than the script has entries");
   if (strcmp(outcome_name(status), c->outcome) != 0)
@@ -328,11 +359,13 @@ static void check_call(const cv_call *c, run_state *st, retryrs_status status, u
 static void run_calls(const cv_vector *v, int blocking) {
   retryrs_policies *doc = NULL;
   const retryrs_budget *budget = NULL;
+  retryrs_breaker *breaker = NULL;
   retryrs_retrier *r = NULL;
   static run_state st; /* large: kept off the stack */
   size_t i;
-  if (make_retrier(&v->policy, &doc, &budget, &r) != RETRYRS_OK) {
+  if (make_retrier(&v->policy, &doc, &budget, &breaker, &r) != RETRYRS_OK) {
     failf("building the retrier: %s", retryrs_last_error());
+    retryrs_breaker_free(breaker);
     retryrs_policies_free(doc);
     return;
   }
@@ -354,13 +387,24 @@ static void run_calls(const cv_vector *v, int blocking) {
       retryrs_outcome out = {0, 0};
       retryrs_cancel_new(&st.cancel);
       retryrs_testing_enable(); /* a fresh virtual clock at 0 for each call */
+      if (st.call->at_ms) retryrs_testing_advance(st.call->at_ms); /* the vector's timeline */
       status = retryrs_retrier_call(r, attempt_fn, &st, &l, st.cancel, &out);
+      if (breaker) {
+        int32_t state = -1;
+        retryrs_breaker_state(breaker, &state, NULL);
+        st.breaker_state = breaker_state_name(state);
+      }
       retryrs_testing_disable();
       retryrs_cancel_free(st.cancel);
       attempts = out.attempts;
       reason = out.reason;
     } else {
       run_engine(r, &st, &status, &attempts, &reason);
+      if (breaker) {
+        int32_t state = -1;
+        retryrs_breaker_state_at(breaker, st.ended_at, &state, NULL);
+        st.breaker_state = breaker_state_name(state);
+      }
     }
     check_call(st.call, &st, status, attempts, reason, budget);
     if (why[0]) {
@@ -372,14 +416,16 @@ static void run_calls(const cv_vector *v, int blocking) {
     }
   }
   retryrs_retrier_free(r);
+  retryrs_breaker_free(breaker);
   retryrs_policies_free(doc);
 }
 
 static void run_error(const cv_vector *v) {
   retryrs_policies *doc = NULL;
   const retryrs_budget *budget = NULL;
+  retryrs_breaker *breaker = NULL;
   retryrs_retrier *r = NULL;
-  retryrs_status s = make_retrier(&v->policy, &doc, &budget, &r);
+  retryrs_status s = make_retrier(&v->policy, &doc, &budget, &breaker, &r);
   const char *msg = retryrs_last_error();
   char where[200];
   snprintf(where, sizeof where, "policies.retry.%s", v->knob);
@@ -390,6 +436,7 @@ static void run_error(const cv_vector *v) {
   else if (strncmp(msg, "retryrs_", 8) != 0 || strstr(msg, where) == NULL)
     failf("message \"%s\" does not name the C function and then %s", msg, where);
   retryrs_retrier_free(r);
+  retryrs_breaker_free(breaker);
   retryrs_policies_free(doc);
 }
 

@@ -48,6 +48,10 @@ typedef struct {
   size_t n_events;
   int has_budget_tokens;
   double budget_tokens;
+  /* When the call starts, in ms from the vector's origin (0 when the vector gives none). */
+  unsigned long long at_ms;
+  /* "closed", "open" or "half_open" after the call; NULL: not compared. */
+  const char *breaker_state;
   int has_bounds; /* each attempt's bound at its start; UINT64_MAX: unbounded */
   const uint64_t *bounds;
   size_t n_bounds;

@@ -13,8 +13,14 @@ import sys
 # A vector's policy is in the policy-document format (docs/policies.md); the C runner
 # loads it with retryrs_policies_from_json, which rejects unknown keys itself.
 ATTEMPT_KEYS = {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait"}
-EXPECT_KEYS = {"outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens", "bounds_ms",
-               "winner", "launched_ms", "cancelled"}
+EXPECT_KEYS = {"outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens", "breaker_state",
+               "bounds_ms", "winner", "launched_ms", "cancelled"}
+# Every budget kind's keys and both breaker models' (the core's loader checks which belong
+# to which kind or model).
+BUDGET_KEYS = {"kind", "max_tokens", "token_ratio", "capacity", "retry_cost", "timeout_retry_cost", "no_retry_increment",
+               "ttl", "min_retries_per_sec", "percent_can_retry"}
+BREAKER_KEYS = {"model", "failures", "failure_ratio", "minimum_throughput", "sampling_duration", "break_duration",
+                "half_open_probes", "break_multiplier", "max_break_duration", "per_attempt"}
 EVENT_KEYS = {"kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error", "value"}
 # "error" and "value" (whether the event carries the failure, an error or a rejected value)
 # have no C counterpart: a C event carries no failure (it is the attempt callback's verdict),
@@ -84,13 +90,16 @@ def policy_init(where, v):
     "retry" (the contract's default name), with the vector's budgets, or the vector's gRPC
     service_config, whose service "retry" it runs."""
     for name, b in v.get("budgets", {}).items():
-        check_keys(f"{where}.budgets.{name}", b, {"max_tokens", "token_ratio"})
-    document = v.get("service_config") or {"policies": {"retry": v.get("policy", {})}, "budgets": v.get("budgets", {})}
+        check_keys(f"{where}.budgets.{name}", b, BUDGET_KEYS)
+    for name, b in v.get("breakers", {}).items():
+        check_keys(f"{where}.breakers.{name}", b, BREAKER_KEYS)
+    document = v.get("service_config") or {"policies": {"retry": v.get("policy", {})}, "budgets": v.get("budgets", {}),
+                                           "breakers": v.get("breakers", {})}
     return "{" + f".document = {c_str(json.dumps(document))}, .service_config = {int('service_config' in v)}, .hedging = {int(uses_hedging(v))}" + "}"
 
 
 def call_init(out, where, c):
-    check_keys(where, c, {"attempts", "expect"})
+    check_keys(where, c, {"at_ms", "attempts", "expect"})
     attempts = []
     for i, a in enumerate(c["attempts"]):
         check_keys(f"{where}.attempts[{i}]", a, ATTEMPT_KEYS)
@@ -126,6 +135,8 @@ def call_init(out, where, c):
     ]
     if "budget_tokens" in e:
         fields.append(f".has_budget_tokens = 1, .budget_tokens = {num(e['budget_tokens'])}")
+    fields.append(f".at_ms = {int(c.get('at_ms', 0))}ULL")
+    fields.append(f".breaker_state = {c_str(e.get('breaker_state'))}")
     # Hedged calls: the winner (-1: none expected), when each attempt launched, which
     # were cancelled (a mask, bit k-1 for attempt k).
     fields.append(f".winner = {int(e.get('winner', -1))}")
@@ -147,7 +158,10 @@ def vector_init(out, path, v):
     bodies = [k for k in ("calls", "expect_error", "retry_after", "status", "http") if k in v]
     if len(bodies) != 1:
         fail(where, f"needs exactly one of calls/expect_error/retry_after/status/http, has {bodies}")
-    check_keys(where, v, {"id", "rule", "policy", "budgets", "service_config", bodies[0]})
+    check_keys(where, v, {"id", "rule", "policy", "budgets", "breakers", "service_config", bodies[0]})
+    timed = [c["at_ms"] for c in v.get("calls", []) if "at_ms" in c]
+    if timed and (len(timed) != len(v["calls"]) or timed != sorted(timed)):
+        fail(where, "at_ms: every call of the vector gives one, in order")
     fields = [f".id = {c_str(v['id'])}", f".file = {c_str(path)}"]
     body = bodies[0]
     if body in ("calls", "expect_error"):

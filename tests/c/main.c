@@ -16,6 +16,8 @@ int main(int argc, char **argv) {
   contract_v2_tests();
   config_v2_tests();
   policies_tests();
+  breaker_tests();
+  budget_kind_tests();
   bound_tests();
   run_conformance(argc > 1 ? argv[1] : NULL);
   return h_summary() == 0 ? 0 : 1;

@@ -14,6 +14,8 @@ void cpp_tests(void);
 void contract_v2_tests(void);
 void config_v2_tests(void);
 void policies_tests(void);
+void breaker_tests(void);
+void budget_kind_tests(void);
 void bound_tests(void);
 
 #ifdef __cplusplus

@@ -21,6 +21,9 @@ static const char *event_kind_name(retryrs_event_kind kind) {
     case RETRYRS_EVENT_EXHAUSTED: return "exhausted";
     case RETRYRS_EVENT_CANCELLED: return "cancelled";
     case RETRYRS_EVENT_HEDGE: return "hedge";
+    case RETRYRS_EVENT_BREAKER_OPENED: return "breaker_opened";
+    case RETRYRS_EVENT_BREAKER_HALF_OPEN: return "breaker_half_open";
+    case RETRYRS_EVENT_BREAKER_CLOSED: return "breaker_closed";
   }
   return "?";
 }
@@ -39,6 +42,9 @@ static void test_verdicts_and_event_kinds_keep_their_values(void) {
   CHECK(RETRYRS_EVENT_SUCCESS == 0 && RETRYRS_EVENT_ATTEMPT_FAILED == 1 && RETRYRS_EVENT_RETRYING == 2);
   CHECK(RETRYRS_EVENT_REJECTED == 3 && RETRYRS_EVENT_EXHAUSTED == 4 && RETRYRS_EVENT_CANCELLED == 5 &&
         RETRYRS_EVENT_HEDGE == 6);
+  /* The breaker's events came after hedging's: 7, 8, 9. */
+  CHECK(RETRYRS_EVENT_BREAKER_OPENED == 7 && RETRYRS_EVENT_BREAKER_HALF_OPEN == 8 && RETRYRS_EVENT_BREAKER_CLOSED == 9);
+  CHECK(strcmp(event_kind_name(RETRYRS_EVENT_BREAKER_CLOSED), "breaker_closed") == 0);
   CHECK(sizeof(retryrs_verdict) == 4 && sizeof(retryrs_event_kind) == 4);
   CHECK(strcmp(event_kind_name(RETRYRS_EVENT_RETRYING), "retrying") == 0);
   CHECK(strcmp(verdict_name(RETRYRS_PERMANENT), "permanent") == 0);

@@ -25,9 +25,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use retryrs::{Call, Decision, Policy, Resume, RetryBudget, Verdict};
+use retryrs::{Call, CircuitBreaker, Decision, Policy, Resume, RetryBudget, Verdict};
 
-use crate::peers::{Peer, BUDGET_MAX_TOKENS, BUDGET_TOKEN_RATIO};
+use crate::peers::Peer;
 use crate::rng::{call_seed, WorldRng};
 
 /// The world of one outage run.
@@ -49,6 +49,9 @@ pub struct World {
     pub outage_ms: u32,
     /// When the simulation stops, ms.
     pub end_ms: u32,
+    /// 0: one outage. Otherwise the dependency flaps during the outage window: down this
+    /// long, up as long, down again...
+    pub flap_ms: u32,
 }
 
 impl World {
@@ -64,7 +67,19 @@ impl World {
             outage_start_ms: 5_000,
             outage_ms: 30_000,
             end_ms: 75_000,
+            flap_ms: 0,
         }
+    }
+
+    /// The flapping dependency: from 5 s to 65 s down 5 s, up 5 s; then up for good.
+    pub fn flapping() -> World {
+        World { outage_ms: 60_000, flap_ms: 5_000, ..World::issue(12_000) }
+    }
+
+    /// Whether the server fails everything at `t` ms.
+    pub fn down(&self, t: u32) -> bool {
+        (self.outage_start_ms..self.recovery_ms()).contains(&t)
+            && (self.flap_ms == 0 || ((t - self.outage_start_ms) / self.flap_ms) % 2 == 0)
     }
 
     /// Requests per second the clients start: the steady rate.
@@ -88,8 +103,11 @@ pub struct Run {
     pub peer: Peer,
     /// Attempts sent per [`BIN_MS`] bin (all attempts: the server's offered load).
     pub sent: Vec<u64>,
-    /// First attempts per bin (what the clients' users asked for).
+    /// First attempts per bin.
     pub first: Vec<u64>,
+    /// Calls started per bin (what the clients' users asked for), the ones a breaker
+    /// refused included.
+    pub offered: Vec<u64>,
     /// Attempts served per bin.
     pub served: Vec<u64>,
     /// Calls started during the outage, and how many of them ended in success.
@@ -98,6 +116,13 @@ pub struct Run {
     pub outage_calls_ok: u64,
     /// Calls still retrying when the run stopped.
     pub pending_at_end: u64,
+    /// Calls started while the server was up during a flapping window, and how many of
+    /// them ended in success.
+    pub up_calls: u64,
+    /// See [`Run::up_calls`].
+    pub up_calls_ok: u64,
+    /// Calls a circuit breaker refused (no attempt sent).
+    pub refused: u64,
 }
 
 /// One in-flight call, or a cohort of `size` identical ones.
@@ -106,6 +131,8 @@ struct Unit {
     size: u64,
     served: u64,
     in_outage: bool,
+    /// Started while the server was up within a flapping window.
+    in_up: bool,
 }
 
 const REPLY: u32 = 0;
@@ -120,10 +147,14 @@ pub fn run(world: &World, peer: Peer, seed: u64) -> Run {
         peer,
         sent: vec![0; bins],
         first: vec![0; bins],
+        offered: vec![0; bins],
         served: vec![0; bins],
         outage_calls: 0,
         outage_calls_ok: 0,
         pending_at_end: 0,
+        up_calls: 0,
+        up_calls_ok: 0,
+        refused: 0,
     };
 
     // Each client's phase within the period; clients sharing a phase start together.
@@ -132,13 +163,9 @@ pub fn run(world: &World, peer: Peer, seed: u64) -> Run {
     for c in 0..world.clients {
         by_phase[world_rng.below(period as u64) as usize].push(c);
     }
-    let budgets: Vec<Arc<RetryBudget>> = if peer.budgeted() {
-        (0..world.clients)
-            .map(|_| Arc::new(RetryBudget::new(BUDGET_MAX_TOKENS, BUDGET_TOKEN_RATIO).expect("valid budget")))
-            .collect()
-    } else {
-        Vec::new()
-    };
+    // Each client's own budget and breaker (shared by its calls, as in one process).
+    let budgets: Vec<Option<Arc<RetryBudget>>> = (0..world.clients).map(|_| peer.budget()).collect();
+    let breakers: Vec<Option<Arc<CircuitBreaker>>> = (0..world.clients).map(|_| peer.breaker()).collect();
     let shared = Arc::new(peer.builder().build().expect("a valid policy"));
     let mut shed_rng = WorldRng::new(seed, 3);
     let mut stamina_rng = WorldRng::new(seed, 4);
@@ -175,6 +202,9 @@ pub fn run(world: &World, peer: Peer, seed: u64) -> Run {
                 if unit.in_outage {
                     out.outage_calls_ok += served;
                 }
+                if unit.in_up {
+                    out.up_calls_ok += served;
+                }
                 if served == size {
                     units[id as usize] = None;
                     free.push(id);
@@ -199,7 +229,8 @@ pub fn run(world: &World, peer: Peer, seed: u64) -> Run {
         }
         // New calls.
         let starting = &by_phase[t % period];
-        let in_outage = outage.contains(&t);
+        let in_outage = world.down(t as u32);
+        let in_up = world.flap_ms > 0 && !in_outage && outage.contains(&t);
         if !starting.is_empty() {
             let mut add = |unit: Unit, units: &mut Vec<Option<Unit>>| {
                 let id = match free.pop() {
@@ -216,20 +247,31 @@ pub fn run(world: &World, peer: Peer, seed: u64) -> Run {
             };
             if peer.random() {
                 for &c in starting {
-                    let mut builder = peer.builder().seed(Some(call_seed(seed, next_call)));
-                    if peer.budgeted() {
-                        builder = builder.budget(Some(budgets[c as usize].clone()));
-                    }
+                    let builder = peer
+                        .builder()
+                        .seed(Some(call_seed(seed, next_call)))
+                        .budget(budgets[c as usize].clone())
+                        .breaker(breakers[c as usize].clone());
                     next_call += 1;
                     let policy = Arc::new(builder.build().expect("a valid policy"));
-                    add(Unit { call: Call::start(policy, now), size: 1, served: 0, in_outage }, &mut units);
+                    // A call its client's breaker refuses sends nothing.
+                    let call = Call::start_with(policy, now, quiet);
+                    if call.outcome().is_some() {
+                        out.refused += 1;
+                        continue;
+                    }
+                    add(Unit { call, size: 1, served: 0, in_outage, in_up }, &mut units);
                 }
             } else {
                 let call = Call::start(shared.clone(), now);
-                add(Unit { call, size: starting.len() as u64, served: 0, in_outage }, &mut units);
+                add(Unit { call, size: starting.len() as u64, served: 0, in_outage, in_up }, &mut units);
             }
+            out.offered[t / BIN_MS as usize] += starting.len() as u64;
             if in_outage {
                 out.outage_calls += starting.len() as u64;
+            }
+            if in_up {
+                out.up_calls += starting.len() as u64;
             }
         }
         // The server.
@@ -296,9 +338,10 @@ impl Summary {
         self.sent as f64 / self.offered as f64
     }
 
-    /// Retries sent during the outage.
-    pub fn extra(&self) -> u64 {
-        self.sent - self.offered
+    /// Attempts sent during the outage beyond the requests offered (negative: a breaker
+    /// refused more calls than the retries sent).
+    pub fn extra(&self) -> i64 {
+        self.sent as i64 - self.offered as i64
     }
 
     /// The busiest second as a multiple of the steady rate.
@@ -315,18 +358,46 @@ impl Run {
     pub fn summary(&self, world: &World) -> Summary {
         let bin = |ms: u32| (ms / BIN_MS) as usize;
         let outage = bin(world.outage_start_ms)..bin(world.recovery_ms());
-        let offered = self.first[outage.clone()].iter().sum();
+        let offered = self.offered[outage.clone()].iter().sum();
         let sent = self.sent[outage].iter().sum();
         let second = |v: &[u64], b: usize| v[b..b + PER_SECOND].iter().sum::<u64>();
         let last = self.sent.len() - PER_SECOND;
         let busiest_second = (0..=last).map(|b| second(&self.sent, b)).max().unwrap_or(0);
         let can_serve = u64::from(world.capacity_after).min(world.steady_rate());
         let recovered = (bin(world.recovery_ms())..=last).find(|&b| {
-            let (sent, first, served) = (second(&self.sent, b), second(&self.first, b), second(&self.served, b));
-            served * 100 >= can_serve * 95 && sent * 10 <= first * 11
+            let (sent, offered, served) = (second(&self.sent, b), second(&self.offered, b), second(&self.served, b));
+            served * 100 >= can_serve * 95 && sent * 10 <= offered * 11
         });
         let recovery_s = recovered.map(|b| (b - bin(world.recovery_ms())) as f64 * f64::from(BIN_MS) / 1000.0);
         Summary { offered, sent, busiest_second, recovery_s }
+    }
+
+    /// Sent per offered during the outage after its first `settle_ms` (a breaker's open
+    /// state, once its clients have seen enough failures).
+    pub fn settled_amplification(&self, world: &World, settle_ms: u32) -> f64 {
+        let bin = |ms: u32| (ms / BIN_MS) as usize;
+        let range = bin(world.outage_start_ms + settle_ms)..bin(world.recovery_ms());
+        let sent: u64 = self.sent[range.clone()].iter().sum();
+        let offered: u64 = self.offered[range].iter().sum();
+        sent as f64 / offered as f64
+    }
+
+    /// For a flapping world: sent per offered while the server is down, and while it is up
+    /// (within the flapping window).
+    pub fn flap_load(&self, world: &World) -> (f64, f64) {
+        let (mut down, mut up) = ((0u64, 0u64), (0u64, 0u64));
+        for b in (world.outage_start_ms / BIN_MS) as usize..(world.recovery_ms() / BIN_MS) as usize {
+            let side = if world.down(b as u32 * BIN_MS) { &mut down } else { &mut up };
+            side.0 += self.sent[b];
+            side.1 += self.offered[b];
+        }
+        (down.0 as f64 / down.1 as f64, up.0 as f64 / up.1 as f64)
+    }
+
+    /// For a flapping world: the share of the calls started while the server was up that
+    /// ended in success.
+    pub fn up_success_share(&self) -> f64 {
+        self.up_calls_ok as f64 / self.up_calls as f64
     }
 
     /// Share of the calls started during the outage that ended in success.

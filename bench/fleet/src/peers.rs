@@ -6,12 +6,23 @@
 //! engine lacks, the difference is named in [`Peer::model`] and, for stamina's additive
 //! jitter, applied on top of the engine's delay by [`Peer::extra_jitter_ms`].
 
-use retryrs::{Jitter, Policy, PolicyBuilder};
+use std::sync::Arc;
+use std::time::Duration;
+
+use retryrs::{BreakerConfig, CircuitBreaker, Jitter, Policy, PolicyBuilder, QuotaBudget, RatioBudget, RetryBudget};
 
 /// Per-client retry budget of the budgeted retryrs policy (gRPC's example numbers).
 pub const BUDGET_MAX_TOKENS: f64 = 10.0;
 /// See [`BUDGET_MAX_TOKENS`].
 pub const BUDGET_TOKEN_RATIO: f64 = 0.1;
+
+/// The budgeted-and-broken policies' per-client circuit breaker: open after 5 failed calls
+/// in a row (cockatiel's `ConsecutiveBreaker(5)`), 2 s open, one probe.
+pub const BREAKER_FAILURES: u32 = 5;
+/// See [`BREAKER_FAILURES`].
+pub const BREAKER_BREAK: Duration = Duration::from_secs(2);
+/// The growing variant's cap on the break.
+pub const BREAKER_MAX_BREAK: Duration = Duration::from_secs(16);
 
 /// A retry policy in the outage scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,19 +43,41 @@ pub enum Peer {
     Urllib3,
     /// cockatiel 4.0.0 `retry(handleAll, { backoff: new ExponentialBackoff() })`.
     Cockatiel,
+    /// retryrs's defaults with the AWS SDKs' standard retry quota per client.
+    RetryrsQuota,
+    /// retryrs's defaults with Finagle's default ratio budget per client.
+    RetryrsRatio,
+    /// retryrs + budget with a circuit breaker per client.
+    RetryrsBreaker,
+    /// The same, the break doubling on each open in a row (capped).
+    RetryrsBreakerGrowing,
 }
 
 impl Peer {
     /// Every policy, in the table's order.
-    pub const ALL: [Peer; 8] = [
+    pub const ALL: [Peer; 12] = [
         Peer::Retryrs,
         Peer::RetryrsBudget,
+        Peer::RetryrsQuota,
+        Peer::RetryrsRatio,
+        Peer::RetryrsBreaker,
+        Peer::RetryrsBreakerGrowing,
         Peer::NoJitter,
         Peer::Tenacity,
         Peer::Stamina,
         Peer::PRetry,
         Peer::Urllib3,
         Peer::Cockatiel,
+    ];
+
+    /// retryrs's own policies: the flapping scenario's.
+    pub const RETRYRS: [Peer; 6] = [
+        Peer::Retryrs,
+        Peer::RetryrsBudget,
+        Peer::RetryrsQuota,
+        Peer::RetryrsRatio,
+        Peer::RetryrsBreaker,
+        Peer::RetryrsBreakerGrowing,
     ];
 
     /// The name in tables and legends.
@@ -58,6 +91,10 @@ impl Peer {
             Peer::PRetry => "p-retry",
             Peer::Urllib3 => "urllib3 Retry",
             Peer::Cockatiel => "cockatiel",
+            Peer::RetryrsQuota => "retryrs + AWS quota",
+            Peer::RetryrsRatio => "retryrs + Finagle ratio",
+            Peer::RetryrsBreaker => "retryrs + breaker",
+            Peer::RetryrsBreakerGrowing => "retryrs + breaker, growing",
         }
     }
 
@@ -72,6 +109,10 @@ impl Peer {
             Peer::PRetry => "p-retry 9.0.0 `index.js`: retries 10 (11 attempts), 1 s x2, no cap, randomize off",
             Peer::Urllib3 => "urllib3 2.8.0 `Retry.DEFAULT`: total 3 (4 attempts), backoff_factor 0; the outage fails connections, which it retries",
             Peer::Cockatiel => "cockatiel 4.0.0 `Policy.js`, `ExponentialBackoff.js`: maxAttempts unbounded, 128 ms x2, cap 30 s, decorrelated jitter (run as the engine's AWS-style decorrelated jitter; cockatiel's own formula differs in detail)",
+            Peer::RetryrsQuota => "the defaults + `QuotaBudget::aws_standard()` per client (capacity 500, a retry costs 5, a success gives back its retry's cost or 1)",
+            Peer::RetryrsRatio => "the defaults + `RatioBudget::finagle_default` per client (10 s window, 10 retries/s reserve, 20% of calls)",
+            Peer::RetryrsBreaker => "retryrs + budget (the token bucket above) + a `CircuitBreaker` per client: open after 5 failed calls in a row, 2 s open, one probe",
+            Peer::RetryrsBreakerGrowing => "the same, the break doubling on each open in a row up to 16 s (`break_multiplier` 2, `max_break_duration` 16 s)",
         }
     }
 
@@ -79,7 +120,12 @@ impl Peer {
     pub fn builder(self) -> PolicyBuilder {
         let unbounded = u64::from(u32::MAX);
         match self {
-            Peer::Retryrs | Peer::RetryrsBudget => Policy::builder(),
+            Peer::Retryrs
+            | Peer::RetryrsBudget
+            | Peer::RetryrsQuota
+            | Peer::RetryrsRatio
+            | Peer::RetryrsBreaker
+            | Peer::RetryrsBreakerGrowing => Policy::builder(),
             Peer::NoJitter => Policy::builder().jitter(Jitter::None),
             Peer::Tenacity => Policy::builder()
                 .max_attempts(unbounded)
@@ -121,12 +167,40 @@ impl Peer {
     /// Whether each call needs its own random stream (otherwise calls that started in the
     /// same millisecond behave identically and the simulator runs them as one cohort).
     pub fn random(self) -> bool {
-        matches!(self, Peer::Retryrs | Peer::RetryrsBudget | Peer::Stamina | Peer::Cockatiel)
+        self.budget().is_some() || matches!(self, Peer::Retryrs | Peer::Stamina | Peer::Cockatiel)
     }
 
     /// Whether each client keeps a retry budget.
     pub fn budgeted(self) -> bool {
-        self == Peer::RetryrsBudget
+        self.budget().is_some()
+    }
+
+    /// A client's retry budget, fresh, if this policy keeps one.
+    pub fn budget(self) -> Option<Arc<RetryBudget>> {
+        let budget = match self {
+            Peer::RetryrsBudget | Peer::RetryrsBreaker | Peer::RetryrsBreakerGrowing => {
+                RetryBudget::new(BUDGET_MAX_TOKENS, BUDGET_TOKEN_RATIO).expect("valid budget")
+            }
+            Peer::RetryrsQuota => QuotaBudget::aws_standard().into(),
+            Peer::RetryrsRatio => RatioBudget::finagle_default(Duration::ZERO).into(),
+            _ => return None,
+        };
+        Some(Arc::new(budget))
+    }
+
+    /// A client's circuit breaker, fresh, if this policy keeps one.
+    pub fn breaker(self) -> Option<Arc<CircuitBreaker>> {
+        let mut config = BreakerConfig::consecutive(BREAKER_FAILURES);
+        config.break_duration = BREAKER_BREAK;
+        match self {
+            Peer::RetryrsBreaker => {}
+            Peer::RetryrsBreakerGrowing => {
+                config.break_multiplier = 2.0;
+                config.max_break_duration = Some(BREAKER_MAX_BREAK);
+            }
+            _ => return None,
+        }
+        Some(Arc::new(CircuitBreaker::new(config).expect("valid breaker")))
     }
 
     /// stamina's jitter is additive, U(0, 1 s), then capped at 5 s: the one schedule shape

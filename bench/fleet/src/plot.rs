@@ -11,8 +11,8 @@ use crate::sim::Results;
 
 type Failure = Box<dyn std::error::Error>;
 
-/// Distinct colours (the Tableau 10 palette), one per line.
-const COLOURS: [RGBColor; 8] = [
+/// Distinct colours (the Tableau 10 palette, then two more), one per line.
+const COLOURS: [RGBColor; 12] = [
     RGBColor(31, 119, 180),
     RGBColor(44, 160, 44),
     RGBColor(214, 39, 40),
@@ -21,10 +21,14 @@ const COLOURS: [RGBColor; 8] = [
     RGBColor(140, 86, 75),
     RGBColor(227, 119, 194),
     RGBColor(23, 190, 207),
+    RGBColor(188, 189, 34),
+    RGBColor(127, 127, 127),
+    RGBColor(0, 0, 0),
+    RGBColor(174, 199, 232),
 ];
 
 const SIZE: (u32, u32) = (1000, 540);
-const LEGEND_WIDTH: u32 = 210;
+const LEGEND_WIDTH: u32 = 230;
 const SHADE: RGBColor = RGBColor(225, 225, 225);
 
 /// A tick label: 20, 2.5, 40k, 1.5M (no trailing ".0").
@@ -72,6 +76,7 @@ pub fn write_all(r: &Results, dir: &Path) -> Result<(), Failure> {
         &r.config.outage_half,
         &r.outage_half,
     )?;
+    outage(&dir.join("flapping.svg"), "A flapping dependency: down 5 s, up 5 s", &r.config.flapping, &r.flapping)?;
     let herd: Vec<(String, Vec<(f64, f64)>)> = r
         .herd
         .iter()
@@ -134,14 +139,15 @@ fn tail(r: &Results, dir: &Path) -> Result<(), Failure> {
             (format!("{}{budget}", run.peer.short()), points)
         })
         .collect();
-    let shade = (world.slow_from_ms as f64 / 1000.0, world.slow_until_ms as f64 / 1000.0, "every request slow");
+    let slow = [(world.slow_from_ms as f64 / 1000.0, world.slow_until_ms as f64 / 1000.0)];
+    let shade = Some((&slow[..], "every request slow"));
     lines(
         &dir.join("overload.svg"),
         "A slow outage under hedging: the budget caps the extra load",
         ("time (s)", "requests sent per request offered"),
         &series,
         false,
-        Some(shade),
+        shade,
     )
 }
 
@@ -159,8 +165,18 @@ fn outage(path: &Path, title: &str, world: &World, runs: &[crate::outage::Run]) 
             (run.peer.label().to_string(), points)
         })
         .collect();
-    let shade = (f64::from(world.outage_start_ms) / 1000.0, f64::from(world.recovery_ms()) / 1000.0, "server down");
-    lines(path, title, ("time (s)", "requests sent to the server (per s, log scale)"), &series, true, Some(shade))
+    // The down phases: one interval, or every other flap of a flapping world.
+    let mut shade = Vec::new();
+    let step = if world.flap_ms == 0 { world.outage_ms } else { world.flap_ms };
+    let mut from = world.outage_start_ms;
+    while from < world.recovery_ms() {
+        if world.down(from) {
+            shade.push((f64::from(from) / 1000.0, f64::from((from + step).min(world.recovery_ms())) / 1000.0));
+        }
+        from += step;
+    }
+    let shade = Some((shade.as_slice(), "server down"));
+    lines(path, title, ("time (s)", "requests sent to the server (per s, log scale)"), &series, true, shade)
 }
 
 /// A line plot; `log` for a logarithmic y axis; `shade` marks an interval of x (the outage).
@@ -170,7 +186,7 @@ fn lines(
     (x_desc, y_desc): (&str, &str),
     series: &[(String, Vec<(f64, f64)>)],
     log: bool,
-    shade: Option<(f64, f64, &str)>,
+    shade: Option<(&[(f64, f64)], &str)>,
 ) -> Result<(), Failure> {
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
@@ -195,7 +211,7 @@ fn lines(
                 .label_style(("sans-serif", 15))
                 .axis_desc_style(("sans-serif", 17))
                 .draw()?;
-            if let Some((from, to, _)) = shade {
+            for &(from, to) in shade.map_or(&[][..], |(intervals, _)| intervals) {
                 chart.draw_series(std::iter::once(Rectangle::new(
                     [(from, $y_low), (to, y_max * 1.5)],
                     SHADE.filled(),
@@ -216,7 +232,7 @@ fn lines(
     }
     let font = ("sans-serif", 16).into_font();
     let mut y = 70;
-    if let Some((_, _, label)) = shade {
+    if let Some((_, label)) = shade {
         legend_area.draw(&Rectangle::new([(8, y - 8), (40, y + 8)], SHADE.filled()))?;
         legend_area.draw(&Text::new(label, (48, y - 9), font.clone()))?;
         y += 28;

@@ -31,6 +31,16 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// `-12345` as `-12,345`.
+pub fn signed_thousands(n: i64) -> String {
+    let digits = thousands(n.unsigned_abs());
+    if n < 0 {
+        format!("-{digits}")
+    } else {
+        digits
+    }
+}
+
 /// The whole of bench/FLEET.md.
 pub fn fleet_md(r: &Results) -> String {
     let c = &r.config;
@@ -47,6 +57,7 @@ pub fn fleet_md(r: &Results) -> String {
     );
     contention(w, r);
     outage_section(w, r);
+    flapping_section(w, r);
     herd(w, r);
     tail_section(w, r);
     shifted_section(w, r);
@@ -313,6 +324,7 @@ fn outage_section(w: &mut String, r: &Results) {
          eventually succeeded; *unfinished at the end*: calls still retrying (or in flight) when the run stopped.\n",
         (world.end_ms - world.recovery_ms()) / 1000
     );
+    breaker_targets(w, r);
     if let Some(budget) = r.outage.iter().find(|run| run.peer == Peer::RetryrsBudget) {
         let s = budget.summary(world);
         let check = |ok: bool| if ok { "met" } else { "MISSED" };
@@ -330,6 +342,76 @@ fn outage_section(w: &mut String, r: &Results) {
             check(recovery <= 2.0)
         );
     }
+}
+
+/// How long a breaker's clients take to see the outage: the settled load is measured after it.
+const SETTLE_MS: u32 = 5_000;
+
+fn breaker_targets(w: &mut String, r: &Results) {
+    let world = &r.config.outage;
+    let find = |peer: Peer| r.outage.iter().find(|run| run.peer == peer);
+    let (Some(breaker), Some(budget)) = (find(Peer::RetryrsBreaker), find(Peer::RetryrsBudget)) else { return };
+    let check = |ok: bool| if ok { "met" } else { "MISSED" };
+    let settled = breaker.settled_amplification(world, SETTLE_MS);
+    let alone = budget.settled_amplification(world, SETTLE_MS);
+    let recovery = breaker.summary(world).recovery_s.unwrap_or(f64::INFINITY);
+    let bound = crate::peers::BREAKER_BREAK.as_secs_f64() + f64::from(world.rtt_ms) / 1000.0;
+    let _ = writeln!(
+        w,
+        "Targets for retryrs + breaker (the budget and a breaker, issue 27): after the first {} s of the outage (the breakers \
+         have opened) the server receives {:.3}x the offered load (target <= 0.2x: {}; budget alone {:.2}x); \
+         {} calls were refused without an attempt; the steady rate is served {:.1} s after the recovery \
+         (target <= break_duration + one probe round trip = {:.2} s, at the 0.1 s resolution of the load \
+         series: {}).\n",
+        SETTLE_MS / 1000,
+        settled,
+        check(settled <= 0.2),
+        alone,
+        thousands(breaker.refused),
+        recovery,
+        bound,
+        check(recovery <= bound + 0.1)
+    );
+}
+
+fn flapping_section(w: &mut String, r: &Results) {
+    let world = &r.config.flapping;
+    let _ = writeln!(
+        w,
+        "## 2b. A flapping dependency
+"
+    );
+    let _ = writeln!(
+        w,
+        "The world of section 2, but from t = {} s to {} s the server is down {} s, up {} s, down again, and \
+         so on; then up for good. A breaker that opens too late keeps sending into the down phases; one that \
+         stays open too long (or reopens too eagerly) refuses calls the server could have served in the up \
+         phases. retryrs's policies only.\n",
+        world.outage_start_ms / 1000,
+        world.recovery_ms() / 1000,
+        world.flap_ms / 1000,
+        world.flap_ms / 1000
+    );
+    let _ = writeln!(
+        w,
+        "| policy | load while down (sent / offered) | load while up | busiest second | up-phase calls that succeeded | refused by the breaker |"
+    );
+    let _ = writeln!(w, "|---|---:|---:|---:|---:|---:|");
+    for run in &r.flapping {
+        let (down, up) = run.flap_load(world);
+        let _ = writeln!(
+            w,
+            "| {} | {:.2}x | {:.2}x | {:.2}x | {:.1}% | {} |",
+            run.peer.label(),
+            down,
+            up,
+            run.summary(world).peak_multiple(world),
+            run.up_success_share() * 100.0,
+            thousands(run.refused)
+        );
+    }
+    let _ = writeln!(w);
+    let _ = writeln!(w, "![Load with a flapping dependency](fleet/flapping.svg)\n");
 }
 
 fn outage_table(w: &mut String, title: &str, world: &World, runs: &[outage::Run]) {
@@ -350,7 +432,7 @@ fn outage_table(w: &mut String, title: &str, world: &World, runs: &[outage::Run]
             "| {} | {:.2}x | {} | {:.2}x | {recovery} | {:.1}% | {} |",
             run.peer.label(),
             s.amplification(),
-            thousands(s.extra()),
+            signed_thousands(s.extra()),
             s.peak_multiple(world),
             run.outage_success_share() * 100.0,
             thousands(run.pending_at_end)

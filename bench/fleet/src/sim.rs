@@ -26,6 +26,8 @@ pub struct Config {
     pub outage: World,
     /// The same world, recovering to half capacity.
     pub outage_half: World,
+    /// The flapping dependency (up 5 s, down 5 s).
+    pub flapping: World,
     /// Clients in the herd.
     pub herd_clients: u64,
     /// The tail-at-scale fan-out.
@@ -45,6 +47,7 @@ impl Config {
             sweep_trials: 20,
             outage: World::issue(12_000),
             outage_half: World::issue(6_000),
+            flapping: World::flapping(),
             herd_clients: 1_000,
             tail: TailWorld { users: 10_000, gap_us: 10_000 },
             overload: OverloadWorld {
@@ -76,6 +79,7 @@ impl Config {
             sweep_trials: 3,
             outage: shrink(World::issue(12_000)),
             outage_half: shrink(World::issue(6_000)),
+            flapping: World { outage_ms: 8_000, flap_ms: 2_000, ..shrink(World::flapping()) },
             herd_clients: 100,
             tail: TailWorld { users: 300, gap_us: 10_000 },
             overload: OverloadWorld {
@@ -102,6 +106,8 @@ pub struct Results {
     pub outage: Vec<outage::Run>,
     /// The half-capacity outage runs, per policy.
     pub outage_half: Vec<outage::Run>,
+    /// The flapping runs, per retryrs policy ([`Peer::RETRYRS`]).
+    pub flapping: Vec<outage::Run>,
     /// The herd: retries per 10 ms window, per jitter kind.
     pub herd: Vec<(Jitter, Vec<u64>)>,
     /// The p95 of the attempt latency, whole ms: the fixed delay "at the p95".
@@ -132,6 +138,7 @@ pub fn simulate(config: &Config) -> Results {
         .collect();
     let outage = Peer::ALL.iter().map(|&p| outage::run(&config.outage, p, seed)).collect();
     let outage_half = Peer::ALL.iter().map(|&p| outage::run(&config.outage_half, p, seed)).collect();
+    let flapping = Peer::RETRYRS.iter().map(|&p| outage::run(&config.flapping, p, seed)).collect();
     let herd = herd::KINDS.iter().map(|&j| (j, herd::windows(config.herd_clients, j))).collect();
     let (tail_p95_ms, tail, overload) = tail_scenarios(config);
     let shifted = [tail::Peer::Fixed(tail_p95_ms), tail::Peer::Adaptive]
@@ -144,6 +151,7 @@ pub fn simulate(config: &Config) -> Results {
         sweep,
         outage,
         outage_half,
+        flapping,
         herd,
         tail_p95_ms,
         tail,

@@ -79,6 +79,43 @@ fn the_herd_comes_back_together_without_jitter_and_spread_with_it() {
 }
 
 #[test]
+fn the_breaker_cuts_the_outage_load_and_recovers_within_a_break_and_a_probe() {
+    let world = Config::small(5).outage;
+    let breaker = outage::run(&world, Peer::RetryrsBreaker, 5);
+    let settled = breaker.settled_amplification(&world, 2_000);
+    assert!(settled <= 0.2, "sent {settled}x offered once the breakers opened");
+    assert!(breaker.refused > 0);
+    let budget = outage::run(&world, Peer::RetryrsBudget, 5);
+    assert!(budget.settled_amplification(&world, 2_000) > 0.9, "the budget alone still sends every first attempt");
+    let recovery = breaker.summary(&world).recovery_s.expect("the fleet with breakers recovers");
+    let bound = retryrs_fleet::peers::BREAKER_BREAK.as_secs_f64() + f64::from(world.rtt_ms) / 1000.0;
+    assert!(recovery <= bound + 0.1, "steady rate served {recovery} s after the recovery (bound {bound} s)");
+}
+
+#[test]
+fn the_budget_kinds_bound_the_outage_by_their_own_rules() {
+    let world = Config::small(5).outage;
+    // The AWS quota: 500 / 5 = 100 retries per client, then none: never more than the
+    // same policy without it.
+    let quota = outage::run(&world, Peer::RetryrsQuota, 5).summary(&world);
+    let plain = outage::run(&world, Peer::Retryrs, 5).summary(&world);
+    assert!(quota.amplification() <= plain.amplification() + 1e-9, "{quota:?} {plain:?}");
+    // Finagle's default: a reserve of 10 retries/s per client plus 20% of the calls.
+    let ratio = outage::run(&world, Peer::RetryrsRatio, 5).summary(&world);
+    assert!(ratio.amplification() > 1.0 && ratio.amplification() < plain.amplification(), "{ratio:?}");
+}
+
+#[test]
+fn a_flapping_dependency_shows_in_both_phases() {
+    let world = Config::small(5).flapping;
+    let breaker = outage::run(&world, Peer::RetryrsBreaker, 5);
+    let budget = outage::run(&world, Peer::RetryrsBudget, 5);
+    let ((b_down, _), (plain_down, _)) = (breaker.flap_load(&world), budget.flap_load(&world));
+    assert!(b_down < plain_down, "the breaker sends less into the down phases: {b_down} vs {plain_down}");
+    assert!(breaker.up_calls > 0 && breaker.up_success_share() < budget.up_success_share(), "it pays in the up phases");
+}
+
+#[test]
 fn hedging_cuts_the_tail_and_the_budget_caps_a_slow_outage() {
     use retryrs_fleet::sim::tail_scenarios;
     use retryrs_fleet::tail::Peer;

@@ -18,7 +18,7 @@ const r = new Retrier({
       const d: number = e.delayMs;
       void d;
     } else if (e.kind === 'exhausted') {
-      const reason: 'attempts' | 'deadline' | 'budget' | 'retry_after' = e.reason;
+      const reason: 'attempts' | 'deadline' | 'budget' | 'retry_after' | 'circuit_open' = e.reason;
       void reason;
     }
   },
@@ -158,3 +158,13 @@ try {
     void line;
   }
 }
+
+// The circuit breaker (issue 27): shared like a budget; its refusal is on the error.
+import { CircuitBreaker as Breaker, RetryBudget as Budget, Retrier as R2 } from 'retryrs';
+const breaker = new Breaker({ model: 'sampling', failureRatio: 0.5, minimumThroughput: 10, breakDurationMs: 1000 });
+const guarded = new R2({ breaker, budget: Budget.quota({ capacity: 100 }) });
+void guarded;
+const breakerState: 'closed' | 'open' | 'half_open' = breaker.state;
+void breakerState;
+const ratioKind: 'token_bucket' | 'quota' | 'ratio' = Budget.ratio({ percentCanRetry: 0.1 }).kind;
+void ratioKind;

@@ -12,13 +12,20 @@ class RetryError(Exception):
 class RetryExhausted(RetryError):
     """Transient failures ran out of room.
 
-    ``attempts``: calls made; ``reason``: ``"attempts"``, ``"deadline"``, ``"budget"`` or
-    ``"retry_after"`` (the server asked for a wait longer than ``max_retry_after``);
-    ``errors``: the exceptions among the last 64 failures, in order (the count is in
-    ``attempts``); ``result``: the last value ``retry_on_result`` rejected, when the last
-    failure was a value (else None). ``__cause__`` is the last failure when it was an
-    exception.
+    ``attempts``: calls made; ``reason``: ``"attempts"``, ``"deadline"``, ``"budget"``,
+    ``"retry_after"`` (the server asked for a wait longer than ``max_retry_after``) or
+    ``"circuit_open"`` (the Retrier's circuit breaker refused the call: no attempt was
+    made; ``breaker_state`` is ``"open"`` or ``"half_open"`` and ``retry_in`` the seconds
+    before a probe may go); ``errors``: the exceptions among the last 64 failures, in
+    order (the count is in ``attempts``); ``result``: the last value ``retry_on_result``
+    rejected, when the last failure was a value (else None). ``__cause__`` is the last
+    failure when it was an exception.
     """
+
+    #: For reason ``"circuit_open"``: the breaker's state (else None).
+    breaker_state: Optional[str] = None
+    #: For reason ``"circuit_open"``: seconds before the breaker lets a probe through.
+    retry_in: Optional[float] = None
 
     def __init__(self, message: str, *, attempts: int, reason: str, errors: Tuple[BaseException, ...], name: str = "retry", result: Any = None) -> None:
         super().__init__(message)

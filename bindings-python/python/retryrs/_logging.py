@@ -7,7 +7,7 @@ from typing import Callable, List, Optional, Union
 
 from ._native import Event
 
-_FAILURES = {"rejected", "exhausted", "cancelled"}
+_FAILURES = {"rejected", "exhausted", "cancelled", "breaker_opened"}
 
 
 class _Rejected:
@@ -54,6 +54,16 @@ def log_events(
         ms = round(event.elapsed * 1000)
         if kind == "success":
             log.log(lvl, "%s: attempt %d succeeded after %d ms", event.name, event.attempt, ms, extra={"retry_event": event})
+            return
+        if kind.startswith("breaker_"):
+            # The circuit breaker moved: opened (for how long), half-open, closed.
+            if kind == "breaker_opened":
+                log.log(lvl, "%s: circuit breaker opened for %d ms", event.name, round((event.delay or 0.0) * 1000), extra={"retry_event": event})
+            else:
+                log.log(lvl, "%s: circuit breaker %s", event.name, kind[len("breaker_"):].replace("_", "-"), extra={"retry_event": event})
+            return
+        if event.reason == "circuit_open":
+            log.log(lvl, "%s: refused, circuit breaker open (no attempt made)", event.name, extra={"retry_event": event})
             return
         if kind == "cancelled":
             log.log(lvl, "%s: cancelled after %d attempts, %d ms: %r", event.name, event.attempt, ms, event.error, extra={"retry_event": event})

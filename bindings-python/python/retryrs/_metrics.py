@@ -20,6 +20,18 @@ CALLS_HELP = "Retried calls that ended, by retrier, outcome, exhaustion reason a
 RETRIES_HELP = "Retries scheduled (a wait before another attempt), by retrier and error type"
 RETRY_DELAY_HELP = "The waits before a retry, in seconds, by retrier"
 
+# The circuit breaker's (issue 27): made on the first breaker event a listener sees, so a
+# retrier without a breaker registers nothing more.
+BREAKER_STATE = "retryrs.breaker.state"
+BREAKER_REJECTIONS = "retryrs.breaker.rejections"
+BREAKER_STATE_UNIT = "1"
+BREAKER_REJECTIONS_UNIT = "{call}"
+BREAKER_STATE_HELP = "The circuit breaker's state as its retrier last saw it (0 closed, 1 open, 2 half-open), by retrier"
+BREAKER_REJECTIONS_HELP = "Calls the circuit breaker refused (no attempt made), by retrier"
+# The events that move the gauge, and the value each sets.
+BREAKER_STATES = {"breaker_closed": 0, "breaker_opened": 1, "breaker_half_open": 2}
+REFUSED_REASON = "circuit_open"
+
 # OpenTelemetry attributes -> Prometheus labels.
 ATTR_RETRIER = "retryrs.retrier.name"
 ATTR_OUTCOME = "retryrs.outcome"

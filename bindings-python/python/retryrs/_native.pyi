@@ -5,7 +5,7 @@ from ._loop import Attempts, AsyncAttempts
 from contextvars import ContextVar
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any, Awaitable, Callable, Coroutine, Generic, Optional, Sequence, Tuple, Type, TypeVar, Union, final, overload
+from typing import Any, Awaitable, Callable, Coroutine, Generic, Literal, Optional, Sequence, Tuple, Type, TypeVar, Union, final, overload
 
 if sys.version_info >= (3, 10):
     from typing import Concatenate, ParamSpec
@@ -86,12 +86,45 @@ class CancelToken:
 @final
 class RetryBudget:
     def __new__(cls, max_tokens: float = 10.0, token_ratio: float = 0.1) -> RetryBudget: ...
+    # The AWS SDKs' standard retry quota (kind "quota"), the SDKs' numbers by default.
+    @staticmethod
+    def quota(capacity: int = 500, retry_cost: int = 5, timeout_retry_cost: int = 10, no_retry_increment: int = 1) -> RetryBudget: ...
+    # Finagle's RetryBudget (kind "ratio"), Finagle's numbers by default; ttl in seconds.
+    @staticmethod
+    def ratio(ttl: float = 10.0, min_retries_per_sec: int = 10, percent_can_retry: float = 0.2) -> RetryBudget: ...
+    @property
+    def kind(self) -> Literal["token_bucket", "quota", "ratio"]: ...
     @property
     def tokens(self) -> float: ...
     @property
     def max_tokens(self) -> float: ...
     @property
     def token_ratio(self) -> float: ...
+
+@final
+class CircuitBreaker:
+    def __new__(
+        cls,
+        model: Literal["consecutive", "sampling"] = "consecutive",
+        *,
+        failures: Optional[int] = None,
+        failure_ratio: Optional[float] = None,
+        minimum_throughput: Optional[int] = None,
+        sampling_duration: Optional[Seconds] = None,
+        break_duration: Optional[Seconds] = None,
+        half_open_probes: Optional[int] = None,
+        break_multiplier: Optional[float] = None,
+        max_break_duration: Optional[Seconds] = None,
+        per_attempt: bool = False,
+    ) -> CircuitBreaker: ...
+    @property
+    def state(self) -> Literal["closed", "open", "half_open"]: ...
+    @property
+    def retry_in(self) -> float: ...
+    @property
+    def rejections(self) -> int: ...
+    @property
+    def model(self) -> Literal["consecutive", "sampling"]: ...
 
 @final
 class RetryingFunction(Generic[P, T]):
@@ -153,6 +186,8 @@ class Retrier:
         retry_on_result: Optional[Callable[[Any], Union[bool, Awaitable[bool]]]] = None,
         # One listener, or a list / tuple of them (each told every event, in order).
         on_event: Union[Callable[[Event], object], list[Callable[[Event], object]], tuple[Callable[[Event], object], ...], None] = None,
+        # A circuit breaker shared with other retriers; None: no breaker.
+        breaker: Optional[CircuitBreaker] = None,
     ) -> Retrier: ...
     @staticmethod
     def from_policy(
@@ -205,6 +240,8 @@ class Retrier:
     @property
     def attempt_timeout(self) -> Optional[float]: ...
     # knobgen:end retrier-knobs
+    @property
+    def breaker(self) -> Optional[CircuitBreaker]: ...
     @property
     def retry_on(self) -> RetryOn: ...
     @property

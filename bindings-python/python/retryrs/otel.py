@@ -6,13 +6,14 @@ which brings ``opentelemetry-api``; the application brings the SDK and exporters
     r = retryrs.Retrier(name="rates", on_event=retryrs.otel.listener())
 
 Counters ``retryrs.calls`` and ``retryrs.retries``, the histogram ``retryrs.retry.delay``
-(s), and on the current span one ``retryrs.retry`` event per retry;
-docs/observability.md has the table.
+(s), and on the current span one ``retryrs.retry`` event per retry; with a circuit
+breaker also the gauge ``retryrs.breaker.state`` (0 closed, 1 open, 2 half-open) and the
+counter ``retryrs.breaker.rejections``; docs/observability.md has the table.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 try:
     from opentelemetry import metrics, trace
@@ -50,6 +51,18 @@ def listener(
     # The attribute sets are few (retrier x outcome x reason x error type): built once each.
     call_attrs: Dict[Tuple[str, str, Optional[str], Optional[str]], Attributes] = {}
     retry_attrs: Dict[Tuple[str, str], Attributes] = {}
+    # The breaker's instruments, made on the first breaker event (none without a breaker).
+    breaker: Dict[str, Any] = {}
+
+    def breaker_instruments() -> Dict[str, Any]:
+        if not breaker:
+            breaker["state"] = meter.create_gauge(
+                m.BREAKER_STATE, unit=m.BREAKER_STATE_UNIT, description=m.BREAKER_STATE_HELP,
+            )
+            breaker["rejections"] = meter.create_counter(
+                m.BREAKER_REJECTIONS, unit=m.BREAKER_REJECTIONS_UNIT, description=m.BREAKER_REJECTIONS_HELP,
+            )
+        return breaker
 
     def on_event(event: Event) -> None:
         kind = event.kind
@@ -84,6 +97,10 @@ def listener(
                     built[m.ATTR_ERROR_TYPE] = failure
                 attrs = call_attrs[ckey] = built
             calls.add(1, attrs)
+            if reason == m.REFUSED_REASON:
+                breaker_instruments()["rejections"].add(1, {m.ATTR_RETRIER: event.name})
+        elif kind in m.BREAKER_STATES:
+            breaker_instruments()["state"].set(m.BREAKER_STATES[kind], {m.ATTR_RETRIER: event.name})
 
     return on_event
 

@@ -7,18 +7,20 @@
 
 ``retryrs_calls_total{retrier, outcome, reason, error_type}``,
 ``retryrs_retries_total{retrier, error_type}`` and the histogram
-``retryrs_retry_delay_seconds{retrier}``; docs/observability.md has the table.
+``retryrs_retry_delay_seconds{retrier}``; with a circuit breaker also the gauge
+``retryrs_breaker_state{retrier}`` (0 closed, 1 open, 2 half-open) and
+``retryrs_breaker_rejections_total{retrier}``; docs/observability.md has the table.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from typing import Callable, Dict, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict, Optional, Tuple, TypeVar
 
 try:
     import prometheus_client
-    from prometheus_client import CollectorRegistry, Counter, Histogram
+    from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 except ImportError as e:  # pragma: no cover - exercised by a subprocess test
     raise ImportError(
         "retryrs.prometheus needs prometheus_client: pip install 'retryrs[prometheus]'"
@@ -63,7 +65,27 @@ def _families_for(registry: CollectorRegistry, namespace: str) -> _Families:
         return families
 
 
-_F = TypeVar("_F", Counter, Histogram)
+_breaker_families: "weakref.WeakKeyDictionary[CollectorRegistry, Dict[str, Tuple[Gauge, Counter]]]" = weakref.WeakKeyDictionary()
+
+
+def _breaker_families_for(registry: CollectorRegistry, namespace: str) -> Tuple[Gauge, Counter]:
+    """The breaker's metrics, registered on first use (a retrier without a breaker adds none)."""
+    with _lock:
+        per_registry = _breaker_families.setdefault(registry, {})
+        families = per_registry.get(namespace)
+        if families is None:
+            state = Gauge(
+                _prom_name(m.BREAKER_STATE, namespace), m.BREAKER_STATE_HELP, (m.LABEL_RETRIER,), registry=registry,
+            )
+            rejections = Counter(
+                _prom_name(m.BREAKER_REJECTIONS, namespace), m.BREAKER_REJECTIONS_HELP, (m.LABEL_RETRIER,),
+                registry=registry,
+            )
+            families = per_registry[namespace] = (state, rejections)
+        return families
+
+
+_F = TypeVar("_F", Counter, Gauge, Histogram)
 
 
 def _cached(family: _F) -> Callable[..., _F]:
@@ -94,6 +116,14 @@ def listener(registry: Optional[CollectorRegistry] = None, namespace: str = "ret
     calls, retries, delay = _families_for(registry, namespace)
     call_child, retry_child, delay_child = _cached(calls), _cached(retries), _cached(delay)
     outcomes, failed, error_type = m.OUTCOMES, m.FAILED_OUTCOMES, m.error_type  # closure reads, not module lookups
+    breaker_states = m.BREAKER_STATES
+    breaker: Dict[str, Callable[..., Any]] = {}
+
+    def breaker_children() -> Dict[str, Callable[..., Any]]:
+        if not breaker:
+            state, rejections = _breaker_families_for(registry, namespace)
+            breaker.update(state=_cached(state), rejections=_cached(rejections))
+        return breaker
 
     def on_event(event: Event) -> None:
         kind = event.kind
@@ -103,5 +133,9 @@ def listener(registry: Optional[CollectorRegistry] = None, namespace: str = "ret
         elif kind in outcomes:
             failure = error_type(event.error) if kind in failed else ""
             call_child(event.name, kind, event.reason or "", failure).inc()
+            if event.reason == m.REFUSED_REASON:
+                breaker_children()["rejections"](event.name).inc()
+        elif kind in breaker_states:
+            breaker_children()["state"](event.name).set(breaker_states[kind])
 
     return on_event

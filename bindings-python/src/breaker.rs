@@ -1,0 +1,151 @@
+//! `CircuitBreaker`: the engine's shared circuit breaker, handed to any number of
+//! Retriers (`Retrier(breaker=...)`). Every decision is the core's (`retryrs::breaker`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyFloat, PyInt};
+use retryrs::{BreakerConfig, BreakerModel, CircuitBreaker};
+
+use crate::convert::{repr, seconds};
+use crate::state::now;
+
+/// A circuit breaker shared by every call of every Retrier that holds it: after
+/// `failures` failed calls in a row (model "consecutive"), or when failures reach
+/// `failure_ratio` of at least `minimum_throughput` calls within `sampling_duration`
+/// (model "sampling", Polly v8's), calls fail at once with `RetryExhausted(reason=
+/// "circuit_open")` for `break_duration` seconds; then `half_open_probes` probe calls
+/// go through, and a successful one closes it. Left out (None), a knob takes its default:
+/// failures 5; Polly v8's failure_ratio 0.1, minimum_throughput 100, sampling_duration
+/// 30 s, break_duration 5 s; half_open_probes 1; break_multiplier 1 (no growth);
+/// max_break_duration 1 day.
+#[pyclass(frozen, module = "retryrs", name = "CircuitBreaker")]
+pub struct PyCircuitBreaker {
+    pub inner: Arc<CircuitBreaker>,
+}
+
+#[pymethods]
+impl PyCircuitBreaker {
+    #[new]
+    #[pyo3(
+        signature = (model="consecutive", *, failures=None, failure_ratio=None, minimum_throughput=None, sampling_duration=None, break_duration=None, half_open_probes=None, break_multiplier=None, max_break_duration=None, per_attempt=false),
+        text_signature = "(model='consecutive', *, failures=None, failure_ratio=None, minimum_throughput=None, sampling_duration=None, break_duration=None, half_open_probes=None, break_multiplier=None, max_break_duration=None, per_attempt=False)"
+    )]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        model: &str,
+        failures: Option<&Bound<'_, PyAny>>,
+        failure_ratio: Option<&Bound<'_, PyAny>>,
+        minimum_throughput: Option<&Bound<'_, PyAny>>,
+        sampling_duration: Option<&Bound<'_, PyAny>>,
+        break_duration: Option<&Bound<'_, PyAny>>,
+        half_open_probes: Option<&Bound<'_, PyAny>>,
+        break_multiplier: Option<&Bound<'_, PyAny>>,
+        max_break_duration: Option<&Bound<'_, PyAny>>,
+        per_attempt: bool,
+    ) -> PyResult<Self> {
+        let model = match model {
+            "consecutive" => {
+                if failure_ratio.is_some() || minimum_throughput.is_some() || sampling_duration.is_some() {
+                    return Err(PyTypeError::new_err(
+                        "CircuitBreaker: failure_ratio, minimum_throughput and sampling_duration belong to model=\"sampling\"",
+                    ));
+                }
+                BreakerModel::Consecutive { failures: count(failures, "failures", 5)? }
+            }
+            "sampling" => {
+                if failures.is_some() {
+                    return Err(PyTypeError::new_err("CircuitBreaker: failures belongs to model=\"consecutive\""));
+                }
+                BreakerModel::Sampling {
+                    failure_ratio: number(failure_ratio, "failure_ratio", 0.1)?,
+                    minimum_throughput: count(minimum_throughput, "minimum_throughput", 100)?,
+                    sampling_duration: duration(sampling_duration, "sampling_duration", 30.0)?,
+                }
+            }
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "CircuitBreaker model must be \"consecutive\" or \"sampling\", got {other:?}"
+                )))
+            }
+        };
+        let mut config = BreakerConfig::new(model);
+        config.break_duration = duration(break_duration, "break_duration", 5.0)?;
+        config.half_open_probes = count(half_open_probes, "half_open_probes", 1)?;
+        config.break_multiplier = number(break_multiplier, "break_multiplier", 1.0)?;
+        config.max_break_duration = match max_break_duration.filter(|v| !v.is_none()) {
+            None => None,
+            some => Some(duration(some, "max_break_duration", 0.0)?),
+        };
+        config.per_attempt = per_attempt;
+        let inner = CircuitBreaker::new(config).map_err(|e| PyValueError::new_err(format!("CircuitBreaker {e}")))?;
+        Ok(PyCircuitBreaker { inner: Arc::new(inner) })
+    }
+
+    /// "closed", "open" or "half_open", now (virtual time under `retryrs.testing`).
+    #[getter]
+    fn state(&self, py: Python<'_>) -> &'static str {
+        self.inner.state(now(&crate::testing::clock(py))).as_str()
+    }
+
+    /// Seconds left before a probe may go (0.0 unless open).
+    #[getter]
+    fn retry_in(&self, py: Python<'_>) -> f64 {
+        self.inner.retry_in(now(&crate::testing::clock(py))).as_secs_f64()
+    }
+
+    /// Calls refused so far.
+    #[getter]
+    fn rejections(&self) -> u64 {
+        self.inner.rejections()
+    }
+
+    /// "consecutive" or "sampling".
+    #[getter]
+    fn model(&self) -> &'static str {
+        match self.inner.config().model {
+            BreakerModel::Consecutive { .. } => "consecutive",
+            BreakerModel::Sampling { .. } => "sampling",
+        }
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!("CircuitBreaker(model={:?}, state={:?})", self.model(), self.state(py))
+    }
+}
+
+fn count(v: Option<&Bound<'_, PyAny>>, name: &str, default: u32) -> PyResult<u32> {
+    let Some(v) = v.filter(|v| !v.is_none()) else { return Ok(default) };
+    if v.is_instance_of::<PyBool>() || !v.is_instance_of::<PyInt>() {
+        return Err(PyTypeError::new_err(format!("CircuitBreaker {name} must be an int, got {}", repr(v))));
+    }
+    match v.extract::<i128>() {
+        Ok(n) if n < 0 => Err(PyValueError::new_err(format!("CircuitBreaker {name} must be >= 0, got {n}"))),
+        Ok(n) => Ok(u32::try_from(n).unwrap_or(u32::MAX)),
+        Err(_) => Ok(u32::MAX),
+    }
+}
+
+fn number(v: Option<&Bound<'_, PyAny>>, name: &str, default: f64) -> PyResult<f64> {
+    let Some(v) = v.filter(|v| !v.is_none()) else { return Ok(default) };
+    if !v.is_instance_of::<PyBool>() && (v.is_instance_of::<PyFloat>() || v.is_instance_of::<PyInt>()) {
+        return Ok(v.extract::<f64>().unwrap_or(f64::INFINITY));
+    }
+    Err(PyTypeError::new_err(format!("CircuitBreaker {name} must be a number, got {}", repr(v))))
+}
+
+/// Seconds (a number or a timedelta), as the Retrier's durations.
+fn duration(v: Option<&Bound<'_, PyAny>>, name: &str, default: f64) -> PyResult<Duration> {
+    let secs = match v.filter(|v| !v.is_none()) {
+        None => default,
+        Some(v) => seconds(v, name)?,
+    };
+    if !(secs.is_finite() && secs >= 0.0) {
+        return Err(PyValueError::new_err(format!(
+            "CircuitBreaker {name} must be finite and >= 0 seconds, got {secs}"
+        )));
+    }
+    Ok(Duration::from_secs_f64(secs.min(1e12)))
+}
