@@ -8,4 +8,6 @@ lay_python_suite() {
   cp -R "$repo/bindings-python/tests" "$dir/bindings-python/tests"
   for shared in "$repo"/tests/*/; do ln -s "${shared%/}" "$dir/tests/$(basename "$shared")"; done
   ln -s "$repo/scripts" "$dir/scripts"
+  # The documents some tests check against (docs/policies.schema.json, docs/policies.md).
+  ln -s "$repo/docs" "$dir/docs"
 }
