@@ -44,6 +44,14 @@ $(DIST_TOOLS_STAMP): | $(PY)
 dist: dist-python dist-c dist-node
 	@cd $(DIST) && ls -l | awk 'NR > 1 {printf "  %10d  %s\n", $$5, $$9}'
 
+# zig links its own copy of LLVM's libunwind into what it builds, which then unwinds with
+# it: but CPython's pthread_exit of a daemon thread at interpreter exit (and any C program's
+# pthread_exit or pthread_cancel) unwinds with libgcc_s, and a personality routine that
+# reads libgcc_s's unwind context with libunwind's functions jumps to garbage (SIGSEGV at
+# exit, tests/test_exit.py on the wheel). Linking libgcc_s.so.1 (which every manylinux
+# policy allows) makes every artefact use the system's one unwinder, as a gcc build does.
+ZIG_RUSTFLAGS := -C link-arg=$(realpath $(shell gcc -print-file-name=libgcc_s.so.1))
+
 # The C library is linked the way the wheel and the Node addon are: by zig (cargo-zigbuild,
 # from PyPI) against glibc 2.17, whatever glibc this machine has; into its own lib dir, so
 # the C suite's build/lib stays the native build. test-dist-c checks the GLIBC_ floor.
@@ -54,7 +62,7 @@ C_STAGE := $(BUILD)/dist-c
 
 dist-c: $(DIST_TOOLS_STAMP)
 	rm -rf $(C_STAGE) $(DIST)/retryrs-c-*.tar.gz
-	PATH=$(VENV)/bin:$$PATH $(MAKE) --no-print-directory install-c PREFIX=$(C_STAGE)/$(C_DIST_NAME) \
+	RUSTFLAGS="$(ZIG_RUSTFLAGS)" PATH=$(VENV)/bin:$$PATH $(MAKE) --no-print-directory install-c PREFIX=$(C_STAGE)/$(C_DIST_NAME) \
 		C_LIBDIR=$(BUILD)/lib-glibc$(C_DIST_GLIBC) C_RUST_OUT=$(CARGO_TARGET_DIR)/$(C_DIST_TRIPLE)/release \
 		C_CARGO_BUILD="cargo zigbuild --release --locked --quiet -p retryrs-c --target $(C_DIST_TRIPLE).$(C_DIST_GLIBC)"
 	cp LICENSE-MIT LICENSE-APACHE CHANGELOG.md $(C_STAGE)/$(C_DIST_NAME)/
@@ -65,7 +73,7 @@ dist-c: $(DIST_TOOLS_STAMP)
 dist-python: $(DIST_TOOLS_STAMP)
 	mkdir -p $(DIST)
 	rm -f $(DIST)/retryrs-*.whl $(DIST)/retryrs-[0-9]*.tar.gz
-	cd bindings-python && VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin build \
+	cd bindings-python && RUSTFLAGS="$(ZIG_RUSTFLAGS)" VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin build \
 		--locked --zig --compatibility manylinux2014 --quiet --out $(DIST)
 	cd bindings-python && VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin sdist --out $(DIST)
 	$(PY) scripts/dist/check-wheels $(VENV)/bin/auditwheel $(DIST)
@@ -108,7 +116,7 @@ NODE_DIST_TRIPLE := x86_64-unknown-linux-gnu
 NODE_DIST_ADDON := $(CARGO_TARGET_DIR)/$(NODE_DIST_TRIPLE)/release/libretryrs_node.so
 
 dist-node: $(DIST_TOOLS_STAMP)
-	cd bindings-node && PATH=$(VENV)/bin:$$PATH cargo zigbuild --release --locked --quiet \
+	cd bindings-node && RUSTFLAGS="$(ZIG_RUSTFLAGS)" PATH=$(VENV)/bin:$$PATH cargo zigbuild --release --locked --quiet \
 		-p retryrs-node --target $(NODE_DIST_TRIPLE).2.17
 	node scripts/dist/node-pack.js $(DIST) $(BUILD)/dist-node linux-x64-gnu=$(NODE_DIST_ADDON)
 

@@ -180,7 +180,7 @@ test('budget kinds: the AWS quota in a total outage, Finagle two calls per retry
   });
 });
 
-const BREAKER_SCENARIO = require(path.join(__dirname, '..', '..', 'tests', 'observability', 'breaker.json'));
+const BREAKER_SCENARIO = require(path.join(require('./helpers').sharedTests('observability'), 'breaker.json'));
 
 /** The shared breaker scenario in virtual time; `checkState(value)` after the calls that say so. */
 async function runBreakerScenario(onEvent, checkState = async () => {}) {
