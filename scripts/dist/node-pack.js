@@ -79,7 +79,13 @@ function stageMain() {
     copy(path.join(nodePkg, entry), path.join(dir, entry));
   }
   for (const l of licences) copy(path.join(repo, l), path.join(dir, l));
-  for (const entry of ['Cargo.toml', 'src']) copy(path.join(repo, 'core', entry), path.join(dir, 'core', entry));
+  copy(path.join(repo, 'core', 'src'), path.join(dir, 'core', 'src'));
+  // The core's manifest without its test, example and bench targets: the package ships the
+  // library's sources only, and cargo refuses a manifest naming a target whose file is gone.
+  const coreToml = fs.readFileSync(path.join(repo, 'core', 'Cargo.toml'), 'utf8').replace(/^\[\[(test|example|bench)\]\]\n(?:[^\n[][^\n]*\n)*\n*/gm, '');
+  if (/^\[\[(test|example|bench)\]\]/m.test(coreToml)) throw new Error('node-pack: a target table of core/Cargo.toml was left in');
+  fs.mkdirSync(path.join(dir, 'core'), { recursive: true });
+  fs.writeFileSync(path.join(dir, 'core', 'Cargo.toml'), coreToml);
   // The crate's manifest plus the repository's workspace tables, with this crate as the
   // root and core/ its one other member: the same versions, profile and inherited fields.
   const rootToml = fs.readFileSync(path.join(repo, 'Cargo.toml'), 'utf8').replace(/^members = \[.*\]$/m, 'members = ["core"]');
