@@ -125,6 +125,8 @@ class CallRun {
   }
 
   async run(firstError, hasFirstError) {
+    // A hedging policy runs its attempts side by side (lib/hedge.js).
+    if (this.o.hedges) return require('./hedge').runHedged(this.o, this.fn, this.signal, this.t0);
     const signal = this.signal;
     if (signal !== undefined) watch(signal, this);
     // Nothing can interrupt an attempt without a signal or a bound.
@@ -570,4 +572,4 @@ function hookError(thrown, original) {
   return wrapped;
 }
 
-module.exports = { CallRun, isThenable, boundedFirstAttempt, isDeadline };
+module.exports = { CallRun, isThenable, boundedFirstAttempt, isDeadline, boundError, hookError, notBoolean };

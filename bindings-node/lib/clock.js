@@ -87,6 +87,30 @@ function advanceVirtual(ms) {
   current()?.advance(ms);
 }
 
+// The sleepers of each virtual clock (testing.sleep): virtual time moves only when a
+// hedged call waits (lib/hedge.js, runSleepers), which wakes them in time order.
+const sleepers = new WeakMap(); // clock -> [{ at, seq, resolve }]
+let sleeperSeq = 0;
+
+/**
+ * Under virtual time: wakes the earliest sleeper due at or before `limit` (null: any),
+ * moving the clock to its time (one at a time: what it wakes may cancel the next one due
+ * at the same time). Returns whether it woke one.
+ */
+function runSleepers(limit) {
+  const clock = current();
+  const list = clock === null ? undefined : sleepers.get(clock);
+  if (list === undefined || list.length === 0) return false;
+  let first = list[0];
+  for (const s of list) if (s.at < first.at || (s.at === first.at && s.seq < first.seq)) first = s;
+  if (limit !== null && first.at > limit) return false;
+  const t = clock.nowMs();
+  if (first.at > t) clock.advance(first.at - t);
+  sleepers.set(clock, list.filter((s) => s !== first));
+  first.resolve();
+  return true;
+}
+
 function requireOn(what) {
   const clock = current();
   if (clock === null) {
@@ -146,6 +170,35 @@ const testing = Object.freeze({
     requireOn('advance').advance(ms);
   },
   /**
+   * A promise resolved once the virtual clock current here reaches now + ms: an attempt
+   * that takes virtual time while others run beside it (a hedged call moves the clock,
+   * waking sleepers in time order). `{ signal }`: rejects with its reason when it aborts
+   * (a hedge that lost is cancelled).
+   */
+  sleep(ms, options) {
+    if (typeof ms !== 'number' || !(ms >= 0)) {
+      throw new RangeError(`testing.sleep(ms): ms must be a number >= 0, got ${String(ms)}`);
+    }
+    const clock = requireOn('sleep');
+    const signal = options?.signal;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise((resolve, reject) => {
+      let list = sleepers.get(clock);
+      if (list === undefined) sleepers.set(clock, (list = []));
+      const entry = { at: clock.nowMs() + ms, seq: sleeperSeq++, resolve: () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      } };
+      const onAbort = () => {
+        const now = sleepers.get(clock);
+        if (now !== undefined) sleepers.set(clock, now.filter((s) => s !== entry));
+        reject(signal.reason);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      list.push(entry);
+    });
+  },
+  /**
    * Runs fn (sync or async) under a fresh virtual clock, then ends it. The clock belongs
    * to fn's async context (every continuation, timer and task fn starts), so concurrent
    * tests and other workers keep their own time; with `{ scope: 'process' }` it is on for
@@ -175,4 +228,4 @@ const testing = Object.freeze({
   },
 });
 
-module.exports = { now, startTime, lastSeenVirtual, isVirtual, advanceVirtual, breakerBase, breakerNow, testing };
+module.exports = { now, startTime, lastSeenVirtual, isVirtual, advanceVirtual, runSleepers, breakerBase, breakerNow, testing };

@@ -12,7 +12,7 @@ const { parseRetryAfter } = require('./http');
 const { typeName } = require('./options');
 const {
   HttpRetryError, RetryableStatusError, FinalStatusError, RequestFailedError, FinalNetworkError, httpHelper,
-  classify, isFailedStatus, idempotencyKeyOf, failureOf, settleHttp, attemptTimer, markResend,
+  classify, isFailedStatus, idempotencyKeyOf, failureOf, settleHttp, attemptTimer, markResend, retrierFor,
 } = require('./http-common');
 
 const IDEMPOTENT_METHODS = Object.freeze(native.idempotentMethods());
@@ -225,7 +225,8 @@ function retryingFetch(options) {
       const sent = { created: false, sent: false };
       let res;
       try {
-        res = await sending.run(sent, () => send(base, input, init, signal, timer));
+        // Hedged: the attempt's own signal (the call's reaches it; it aborts when it loses).
+        res = await sending.run(sent, () => send(base, input, init, rules.hedged ? ctx.signal : signal, timer));
       } catch (err) {
         timer?.clear();
         if (signal?.aborted) throw err;
@@ -258,7 +259,7 @@ function retryingFetch(options) {
     };
 
     try {
-      return await rules.retrier.call(attempt, signal !== undefined ? { signal } : undefined);
+      return await retrierFor(rules, method, key, replayable).call(attempt, signal !== undefined ? { signal } : undefined);
     } catch (err) {
       // A final or last retried response is resolved with; fetch's own error is thrown
       // (out of retries on the network: with the retry information).

@@ -99,6 +99,11 @@ function failureOfGot(err) {
  */
 function retryGot(options) {
   const h = httpHelper('retryGot', options, [], true);
+  if (h.base.hedged) {
+    // got's own retry loop sends each attempt after the last one ended: it cannot run two
+    // side by side, so a hedging retrier would silently run one.
+    throw new TypeError(`retryGot: the retrier's policy hedges, which got cannot do (its retry loop runs one attempt at a time); hedge with retryingFetch, retryrs/undici or retryrs/axios`);
+  }
 
   const calculateDelay = ({ error, attemptCount }) => {
     const state = error?.options?.context?.[STATE];

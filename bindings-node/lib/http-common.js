@@ -7,7 +7,7 @@
 // native.classifyHttp, native.redactUrl, native.isFailedStatus. A helper only maps its
 // client's outcomes to "response", "connect" (never sent) or "network" (maybe sent).
 const native = require('./native');
-const { Retrier, withClassifier, withMaxAttempts, optionsOf } = require('./retrier');
+const { Retrier, withClassifier, withMaxAttempts, withoutHedges, optionsOf } = require('./retrier');
 const { isTransientError, retryAfterFromError } = require('./predicate');
 const { RetryExhaustedError, markExhausted } = require('./errors');
 const { ERROR_TYPE } = require('./metrics');
@@ -226,6 +226,9 @@ function httpHelper(where, options, extra = [], boundsAttempts = true) {
     methods: methodList(where, options.methods),
     statuses: statusList(where, options.statuses),
     idempotencyKey: booleanOption(where, 'idempotencyKey', options.idempotencyKey, true),
+    // Whether the retrier hedges: each attempt then sends with its own signal (ctx.signal,
+    // which the call's signal reaches), aborted when it loses.
+    hedged: optionsOf(retrier).hedges,
   };
   const limits = new Map();
   return {
@@ -259,6 +262,22 @@ function httpHelper(where, options, extra = [], boundsAttempts = true) {
       return rules;
     },
   };
+}
+
+// The one-attempt twin of each hedging retrier (see retrierFor), made on first need.
+const singles = new WeakMap();
+
+/**
+ * The retrier a request runs with. A hedging retrier hedges only a request the core's
+ * rules let it send twice (an idempotent method, or a POST/PATCH with an Idempotency-Key)
+ * whose body can be sent again; any other request runs as one attempt.
+ */
+function retrierFor(rules, method, key, replayable) {
+  const r = rules.retrier;
+  if (!rules.hedged || (replayable && classify(rules, method, null, 'network', key) === 'retry')) return r;
+  let single = singles.get(r);
+  if (single === undefined) singles.set(r, (single = withoutHedges(r)));
+  return single;
 }
 
 /**
@@ -359,7 +378,9 @@ async function runHttp(h, rules, req, io) {
     }
     const bound = boundOf(ctx);
     const timer = bound === null ? undefined : attemptTimer(bound, o.unref, timeoutError(n, bound));
-    const attemptSignal = timer === undefined ? signal : signal === undefined ? timer.signal : AbortSignal.any([signal, timer.signal]);
+    // Hedged: the attempt's own signal (the call's reaches it; it aborts when it loses).
+    const own = rules.hedged ? ctx.signal : signal;
+    const attemptSignal = timer === undefined ? own : own === undefined ? timer.signal : AbortSignal.any([own, timer.signal]);
     let out;
     try {
       const sent = io.send(attemptSignal, n);
@@ -384,7 +405,7 @@ async function runHttp(h, rules, req, io) {
     throw held;
   };
   try {
-    return await rules.retrier.call(attempt, signal !== undefined ? { signal } : undefined);
+    return await retrierFor(rules, method, key, replayable).call(attempt, signal !== undefined ? { signal } : undefined);
   } catch (err) {
     const end = settleHttp(err);
     if ('response' in end) return end.response;
@@ -456,6 +477,7 @@ function markResend(attempt) {
 
 module.exports = {
   attemptTimer,
+  retrierFor,
   markResend,
   runHttp,
 

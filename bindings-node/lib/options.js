@@ -16,7 +16,7 @@ const NUMBERS = KNOBS.filter((k) => k.numeric);
 const FUNCTIONS = ['shouldRetry', 'shouldRetryResult', 'retryAfterMs'];
 const HOST_ONLY = [...FUNCTIONS, 'onEvent', 'unref'];
 // The engine objects that are not knobs of the table (the budget is one): the breaker.
-const OBJECTS = ['breaker'];
+const OBJECTS = ['breaker', 'hedge'];
 const KNOWN = new Set([...KNOBS.map((k) => k.option), ...HOST_ONLY, ...OBJECTS]);
 // What Retrier.fromPolicy takes: the host options, and the one knob code may override
 // (the attempt timeout: how long one request may take is often the caller's to say).
@@ -101,6 +101,7 @@ function normalise(options) {
     breaker = breakerHandle(options.breaker);
     if (!breaker) throw new TypeError(`breaker must be a CircuitBreaker, got ${typeName(options.breaker)}`);
   }
+  if (given('hedge') && options.hedge !== null) policy.hedge = hedgeOf(options.hedge);
   const hostOptions = hostParts(options);
   let handle;
   try {
@@ -123,12 +124,6 @@ function normaliseFromPolicy(policyHandle, hasBudget, options) {
     if (!FROM_POLICY.includes(key)) {
       throw new TypeError(`Retrier.fromPolicy: unknown option '${key}' (it takes ${FROM_POLICY.join(', ')}; the knobs come from the policy)`);
     }
-  }
-  // Every Node call runs one attempt at a time until the host hedges: refused here, where
-  // the retrier is made, rather than silently retried by the backoff knobs.
-  const refusal = handle.hedgeRefusal;
-  if (refusal !== null && refusal !== undefined) {
-    throw new RangeError(`Retrier.fromPolicy: ${refusal}; hedging is not supported by the Node host yet (r.call and the HTTP helpers run one attempt at a time): drive a hedged call from C with retryrs_hedge_start()`);
   }
   const host = hostParts(options);
   if (options.attemptTimeoutMs !== undefined) {
@@ -170,6 +165,7 @@ function finish(handle, hasBudget, host) {
   // The engine's bound on a call's first attempt (null: unbounded): later attempts ask
   // the engine's call (native.callRemainingMs).
   const firstBoundMs = handle.firstBoundMs;
+  const hedges = handle.hedges;
   return Object.freeze({
     policy: handle,
     policyId: handle.id,
@@ -191,9 +187,11 @@ function finish(handle, hasBudget, host) {
     unref: options.unref === true,
     hasBudget: budget !== undefined,
     hasBreaker,
+    // Whether calls are hedged (lib/hedge.js): they take the full loop, which hands them over.
+    hedges,
     // Whether even a first-attempt success needs the engine (a budget to credit, a
     // breaker to ask, or an event to emit) or the full loop (a value to judge).
-    needsFullLoop: onEvent !== undefined || budget !== undefined || hasBreaker || options.shouldRetryResult !== undefined,
+    needsFullLoop: hedges || onEvent !== undefined || budget !== undefined || hasBreaker || options.shouldRetryResult !== undefined,
     // Whether the engine must hear of a success: to credit a budget, tell a breaker, or
     // emit an event.
     recordsSuccess: onEvent !== undefined || budget !== undefined || hasBreaker,
@@ -204,6 +202,31 @@ function finish(handle, hasBudget, host) {
     // The first attempts' timers of the fast path (lib/bound.js), one queue per retrier.
     queue: firstBoundMs !== null ? new BoundQueue(options.unref === true) : null,
   });
+}
+
+const HEDGE_KEYS = ['maxAttempts', 'delayMs', 'quantile', 'floorMs', 'ceilingMs', 'window'];
+
+/**
+ * The `hedge` option, type-checked: `{ maxAttempts, delayMs }` (a fixed delay), or
+ * `delayMs: 'adaptive'` with `quantile`, `floorMs`, `ceilingMs`, `window` (the engine's
+ * defaults when left out). The engine checks the ranges.
+ */
+function hedgeOf(h) {
+  if (typeof h !== 'object' || Array.isArray(h)) throw new TypeError(`hedge must be an object such as { maxAttempts: 3, delayMs: 50 }, got ${typeName(h)}`);
+  for (const key of Object.keys(h)) {
+    if (!HEDGE_KEYS.includes(key)) throw new TypeError(`hedge: unknown key '${key}' (known: ${HEDGE_KEYS.join(', ')})`);
+  }
+  if (typeof h.maxAttempts !== 'number') throw new TypeError(`hedge.maxAttempts must be a number, got ${typeName(h.maxAttempts)}`);
+  const adaptive = h.delayMs === 'adaptive';
+  const out = { maxAttempts: h.maxAttempts, adaptive };
+  const numbers = adaptive ? ['quantile', 'floorMs', 'ceilingMs', 'window'] : ['delayMs'];
+  for (const key of HEDGE_KEYS.slice(1)) {
+    if (h[key] === undefined || (key === 'delayMs' && adaptive)) continue;
+    if (!numbers.includes(key)) throw new TypeError(`hedge.${key} applies to an adaptive delay only (delayMs: 'adaptive')`);
+    if (typeof h[key] !== 'number') throw new TypeError(`hedge.${key} must be a number${key === 'delayMs' ? " or 'adaptive'" : ''}, got ${typeName(h[key])}`);
+    out[key] = h[key];
+  }
+  return out;
 }
 
 function seedOf(seed) {

@@ -165,9 +165,19 @@ function withMaxAttempts(retrier, n) {
   return derive(retrier, { policy: handle, policyId: handle.id });
 }
 
+/**
+ * The same hedging retrier running one attempt and no hedge (deadline, budget, breaker,
+ * hooks and listener kept): an HTTP helper's request the core's rules do not let it send
+ * twice. Not part of the public API.
+ */
+function withoutHedges(retrier) {
+  const handle = optionsOf(retrier).policy.withoutHedges();
+  return derive(retrier, { policy: handle, policyId: handle.id });
+}
+
 /** A retrier's normalised options (lib/options.js, finish). Not part of the public API. */
 function optionsOfRetrier(retrier) {
   return optionsOf(retrier);
 }
 
-module.exports = { Retrier, AttemptContext, withClassifier, withMaxAttempts, optionsOf: optionsOfRetrier };
+module.exports = { Retrier, AttemptContext, withClassifier, withMaxAttempts, withoutHedges, optionsOf: optionsOfRetrier };

@@ -149,6 +149,8 @@ function retryInterceptor(options) {
               forward() {
                 done();
                 responded = true;
+                // Hedged attempts overlap: the caller's controller drives the one handed back.
+                proxy.target = c;
                 handler.onResponseStart?.(proxy, statusCode, headers, statusMessage);
                 if (mode === 'held') {
                   mode = 'forward';

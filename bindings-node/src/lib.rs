@@ -19,6 +19,7 @@ mod budget;
 mod call;
 mod document;
 mod guard;
+mod hedge;
 mod http;
 mod messages;
 mod policy;

@@ -28,6 +28,59 @@ pub struct PolicyOptions {
     pub jitter: Option<String>,
     pub name: Option<String>,
     pub seed: Option<BigInt>,
+    /// Hedging (`hedge: {...}`), type-checked by the JS layer; the engine checks ranges.
+    pub hedge: Option<HedgeOptions>,
+}
+
+/// The constructor's `hedge` option in Node's spelling: `delayMs` a number of ms, or
+/// `adaptive` with its quantile, floor, ceiling and window.
+#[napi(object)]
+pub struct HedgeOptions {
+    pub max_attempts: f64,
+    pub delay_ms: Option<f64>,
+    pub adaptive: bool,
+    pub quantile: Option<f64>,
+    pub floor_ms: Option<f64>,
+    pub ceiling_ms: Option<f64>,
+    pub window: Option<f64>,
+}
+
+/// The engine's hedging policy for `hedge`, its errors in Node's names (`hedge.delayMs`).
+fn hedging(h: &HedgeOptions) -> Result<retryrs::Hedging, Problem> {
+    use retryrs::hedge::{Hedging, DEFAULT_WINDOW};
+    let whole = |name: &str, v: f64| -> Result<u64, Problem> {
+        if v.fract() == 0.0 && v >= 0.0 && v <= 1e15 {
+            Ok(v as u64)
+        } else {
+            Err(Problem::new(&format!("hedge.{name}"), crate::problem::js_number(v), "a whole number"))
+        }
+    };
+    let attempts = whole("maxAttempts", h.max_attempts)?;
+    let built = if h.adaptive {
+        let window = match h.window {
+            Some(w) => whole("window", w)? as usize,
+            None => DEFAULT_WINDOW,
+        };
+        Hedging::adaptive_window(
+            attempts,
+            h.quantile.unwrap_or(0.95),
+            h.floor_ms.unwrap_or(1.0),
+            h.ceiling_ms.unwrap_or(1000.0),
+            window,
+        )
+    } else {
+        Hedging::fixed(attempts, h.delay_ms.unwrap_or(0.0))
+    };
+    built.map_err(|e| {
+        let field = match e.field {
+            "max_attempts" => "maxAttempts",
+            "delay" => "delayMs",
+            "floor" => "floorMs",
+            "ceiling" => "ceilingMs",
+            other => other,
+        };
+        Problem::from_message(format!("hedge.{field} {}", e.message))
+    })
 }
 
 /// One policy knob as the JS layer needs it to derive its option handling.
@@ -203,11 +256,25 @@ impl NativePolicy {
         })
     }
 
-    /// Why the policy cannot run in this host, if it hedges (the core's wording), or null.
-    /// Node runs one attempt at a time until it hedges (issue 26).
+    /// Whether calls by this policy are hedged (`lib/hedge.js` runs them).
     #[napi(getter)]
-    pub fn hedge_refusal(&self) -> napi::Result<Option<String>> {
-        guarded(|| Ok(retryrs::hedge::one_at_a_time_refusal(&self.inner)))
+    pub fn hedges(&self) -> napi::Result<bool> {
+        guarded(|| Ok(self.inner.hedging().is_some()))
+    }
+
+    /// The same hedging policy with one attempt and no hedge: what an HTTP helper runs
+    /// for a request the core's rules do not let it send twice (a POST without an
+    /// Idempotency-Key). Its deadline, budget and breaker are kept.
+    #[napi]
+    pub fn without_hedges(&self) -> napi::Result<NativePolicy> {
+        guarded(|| {
+            let single = retryrs::Hedging::fixed(1, 0.0).map_err(|e| napi::Error::from_reason(e.to_string()))?;
+            let built = PolicyBuilder::from(&*self.inner)
+                .hedge(Some(single))
+                .build()
+                .map_err(|e| Problem::from(e).into_error())?;
+            NativePolicy::from_policy(Arc::new(built))
+        })
     }
 
     /// Whether the policy has a budget (a first-attempt success must then be recorded).
@@ -260,6 +327,9 @@ fn build(
     }
     if let Some(name) = o.name {
         b = b.name(name);
+    }
+    if let Some(h) = &o.hedge {
+        b = b.hedge(Some(hedging(h)?));
     }
     if let Some(seed) = o.seed {
         let (negative, value, lossless) = seed.get_u64();

@@ -16,6 +16,11 @@ impl Problem {
         Problem { message: format!("{knob} must be {requirement}, got {value}") }
     }
 
+    /// A message already in Node's names.
+    pub fn from_message(message: String) -> Self {
+        Problem { message }
+    }
+
     pub fn into_error(self) -> napi::Error {
         napi::Error::new(napi::Status::InvalidArg, self.message)
     }

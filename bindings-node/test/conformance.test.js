@@ -2,7 +2,9 @@
 // The conformance vectors (tests/conformance/*.json at the repo root) through the public
 // JS API only: a Retrier with the vector's policy, onEvent to watch, an AbortController
 // fired from the listener for cancel_during_wait, and the virtual-time switch (advance)
-// for takes_ms and wait_overrun_ms. Prints `conformance: N passed, M failed, K skipped` (the hedging vectors) and writes
+// for takes_ms and wait_overrun_ms. A hedging vector's attempts run side by side: each
+// takes its virtual time with testing.sleep (cancelled through its signal), and the hedged
+// call moves the clock. Prints `conformance: N passed, M failed, K skipped` and writes
 // build/conformance/node.txt (or $RETRYRS_CONFORMANCE_DIR) for the summary of `make test`.
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -21,13 +23,13 @@ const { KNOBS } = require('../lib/options');
 // A vector's policy is in the policy-document format (docs/policies.md), keyed by the
 // core's knob table, and is loaded through loadPolicies, as a service loads its file:
 // the policy "retry" (the contract's default name) with the vector's budgets.
-const POLICY_KEYS = new Set([...KNOBS.map((k) => k.name), 'breaker']);
+const POLICY_KEYS = new Set([...KNOBS.map((k) => k.name), 'breaker', 'hedge']);
 // Every budget kind's keys and both breaker models' (the loader checks which belong where).
 const BUDGET_KEYS = new Set(['kind', 'max_tokens', 'token_ratio', 'capacity', 'retry_cost', 'timeout_retry_cost', 'no_retry_increment', 'ttl', 'min_retries_per_sec', 'percent_can_retry']);
 const BREAKER_KEYS = new Set(['model', 'failures', 'failure_ratio', 'minimum_throughput', 'sampling_duration', 'break_duration', 'half_open_probes', 'break_multiplier', 'max_break_duration', 'per_attempt']);
 const VECTOR_KEYS = new Set(['file', 'id', 'rule', 'policy', 'budgets', 'breakers', 'service_config', 'calls', 'expect_error', 'retry_after', 'status', 'http']);
 const CALL_KEYS = new Set(['at_ms', 'attempts', 'expect']);
-const EXPECT_KEYS = new Set(['outcome', 'reason', 'attempts', 'value', 'delays_ms', 'events', 'budget_tokens', 'breaker_state', 'bounds_ms']);
+const EXPECT_KEYS = new Set(['outcome', 'reason', 'attempts', 'value', 'delays_ms', 'events', 'budget_tokens', 'breaker_state', 'bounds_ms', 'winner', 'launched_ms', 'cancelled']);
 
 function checkKeys(where, obj, known) {
   for (const key of Object.keys(obj || {})) {
@@ -64,7 +66,7 @@ function loadVectors() {
 }
 
 /** Runs one scripted call; resolves with what happened, never rejects. */
-async function runCall(retrier, script, atMs) {
+async function runCall(retrier, script, atMs, hedged) {
   testing.enable(); // each call's elapsed time starts at 0
   // Every call's clock starts at the vector's origin; at_ms moves it to the call's time.
   if (atMs) testing.advance(atMs);
@@ -77,6 +79,9 @@ async function runCall(retrier, script, atMs) {
   const bounds = [];
   let calls = 0;
   let overcalled = false;
+  // Hedging: when each attempt started (virtual ms) and which were cancelled.
+  const launched = [];
+  const cancelled = [];
   retrier.script = script;
   retrier.listener = (ev) => {
     events.push(ev);
@@ -85,7 +90,43 @@ async function runCall(retrier, script, atMs) {
     if (step.wait_overrun_ms) testing.advance(step.wait_overrun_ms);
     if (step.cancel_during_wait) controller.abort(cancelReason);
   };
-  const fn = (ctx) => {
+  // The failure (or value) scripted for attempt n.
+  const outcomeOf = (step, n) => {
+    if (step.result === 'success') return n;
+    if (step.result === 'rejected_value') {
+      const value = { n };
+      if (step.hint_ms !== undefined) value.retryAfterMs = step.hint_ms;
+      thrown.push(value);
+      return value;
+    }
+    let err;
+    if (step.result === 'transient') {
+      err = Object.assign(new Error(`transient failure ${n}`), { code: 'ECONNRESET' });
+      if (step.hint_ms !== undefined) err.retryAfterMs = step.hint_ms;
+    } else if (step.result === 'permanent') {
+      err = new TypeError(`permanent failure ${n}`);
+    } else {
+      throw new Error(`unknown result ${step.result}`);
+    }
+    thrown.push(err);
+    throw err;
+  };
+  // A hedged attempt takes its time beside the others; the abort of its signal cancels it.
+  const hedgedFn = (ctx) => {
+    const n = ctx.attempt;
+    const step = script[n - 1];
+    calls += 1;
+    assert.equal(n, calls, 'attempts are launched in order');
+    launched.push(testing.now());
+    bounds.push(ctx.remainingMs);
+    if (!step) {
+      overcalled = true;
+      throw new TypeError('fn called more often than the script has entries');
+    }
+    ctx.signal.addEventListener('abort', () => cancelled.push(n));
+    return testing.sleep(step.takes_ms ?? 0, { signal: ctx.signal }).then(() => outcomeOf(step, n));
+  };
+  const fn = hedged ? hedgedFn : (ctx) => {
     const step = script[calls];
     calls += 1;
     assert.equal(ctx.attempt, calls, 'ctx.attempt counts the calls of fn');
@@ -122,6 +163,8 @@ async function runCall(retrier, script, atMs) {
   let breakerState;
   try {
     value = await retrier.retrier.call(fn, { signal: controller.signal });
+    // Let the losers' abort handlers and late results run: they must change nothing.
+    if (hedged) await new Promise(setImmediate);
     outcome = 'success';
   } catch (e) {
     error = e;
@@ -132,7 +175,7 @@ async function runCall(retrier, script, atMs) {
     breakerState = retrier.retrier.breaker?.state;
     testing.disable();
   }
-  return { value, error, outcome, events, thrown, calls, overcalled, bounds, breakerState };
+  return { value, error, outcome, events, thrown, calls, overcalled, bounds, breakerState, launched, cancelled };
 }
 
 async function checkCallVector(v) {
@@ -148,12 +191,20 @@ async function checkCallVector(v) {
   holder.retrier = Retrier.fromPolicy(policy, { ...predicate, onEvent: (ev) => holder.listener(ev) });
   for (const [i, call] of v.calls.entries()) {
     const where = `call ${i + 1}`;
-    const got = await runCall(holder, call.attempts, call.at_ms);
+    const hedged = usesHedging(v);
+    const got = await runCall(holder, call.attempts, call.at_ms, hedged);
     const want = call.expect;
     assert.ok(!got.overcalled, `${where}: fn was called more often than scripted`);
     assert.equal(got.outcome, want.outcome, `${where}: outcome (error: ${got.error})`);
-    assert.equal(got.calls, want.attempts, `${where}: attempts`);
-    if (want.outcome === 'success') assert.equal(got.value, got.calls, `${where}: the value comes back as it is`);
+    if ('attempts' in want || !hedged) assert.equal(got.calls, want.attempts, `${where}: attempts`);
+    if (hedged) {
+      // The winner's value (its attempt number) comes back; launches and cancellations as scripted.
+      if (want.outcome === 'success') assert.equal(got.value, want.winner, `${where}: the winner's value`);
+      assert.deepEqual(got.launched, want.launched_ms, `${where}: when each attempt was launched`);
+      if (want.cancelled !== undefined) assert.deepEqual([...got.cancelled].sort(), want.cancelled, `${where}: the attempts cancelled`);
+    } else if (want.outcome === 'success') {
+      assert.equal(got.value, got.calls, `${where}: the value comes back as it is`);
+    }
     if (want.outcome === 'rejected') {
       assert.equal(got.error, got.thrown[got.thrown.length - 1], `${where}: the original error surfaces`);
     }
@@ -253,6 +304,11 @@ const { files, vectors } = loadVectors();
 let passed = 0;
 let failed = 0;
 
+// A vector whose policy hedges (a policy's "hedge", a service config's hedgingPolicy).
+function usesHedging(v) {
+  return 'hedge' in (v.policy || {}) || ((v.service_config || {}).methodConfig || []).some((c) => 'hedgingPolicy' in c);
+}
+
 // A vector whose script returns a value the result predicate rejects.
 const needsResultPredicate = (v) => (v.calls || []).some((c) => c.attempts.some((a) => a.result === 'rejected_value'));
 
@@ -262,20 +318,10 @@ test('the conformance vectors exist', () => {
   assert.equal(ids.size, vectors.length, 'vector ids are unique');
 });
 
-// A vector whose policy hedges (a policy's "hedge", a service config's hedgingPolicy):
-// Node cannot run it yet, so it is skipped, counted and named with the reason
-// (tests/conformance/README.md allows this skip only).
-const HEDGING_PENDING = 'hedging: host support pending';
-const usesHedging = (v) =>
-  'hedge' in (v.policy || {}) || ((v.service_config || {}).methodConfig || []).some((c) => 'hedgingPolicy' in c);
-let skipped = 0;
+// Nothing is skipped: the count stays for the summary line (tests/conformance/README.md).
+const skipped = 0;
 
 for (const v of vectors) {
-  if (usesHedging(v)) {
-    skipped += 1;
-    test(`${v.file} ${v.id}`, { skip: HEDGING_PENDING }, () => {});
-    continue;
-  }
   test(`${v.file} ${v.id}`, async () => {
     try {
       await check(v);

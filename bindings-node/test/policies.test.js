@@ -77,21 +77,17 @@ test('fromPolicy takes only the host options', () => {
   assert.equal(Retrier.fromPolicy(p, { shouldRetry: () => true }).name, 'payments');
 });
 
-test('a hedging policy is refused where the retrier is made, saying why (issue 26)', async () => {
-  // Node runs one attempt at a time until it hedges: never silently retried by backoff.
+test('a hedging policy makes a hedging retrier (issue 26; test/hedge.test.js runs it)', async () => {
   const p = loadPolicies({ policies: { reads: { max_attempts: 4, hedge: { max_attempts: 2, delay: '50ms' } } } }).get('reads');
-  let err;
-  try {
-    Retrier.fromPolicy(p, { shouldRetry: () => true });
-  } catch (e) {
-    err = e;
-  }
-  assert.ok(err instanceof RangeError, `refused: ${err}`);
-  assert.match(err.message, /reads: this policy hedges/);
-  assert.match(err.message, /not supported by the Node host yet/);
-  assert.match(err.message, /retryrs_hedge_start/);
-  const plain = loadPolicies({ policies: { reads: { max_attempts: 4 } } }).get('reads');
-  assert.equal(Retrier.fromPolicy(plain).name, 'reads');
+  const r = Retrier.fromPolicy(p, { shouldRetry: () => true });
+  assert.equal(r.name, 'reads');
+  const launched = [];
+  const value = await r.call((ctx) => {
+    launched.push(ctx.attempt);
+    return ctx.attempt === 1 ? new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve('lost'))) : 'won';
+  });
+  assert.equal(value, 'won');
+  assert.deepEqual(launched, [1, 2], 'attempt 2 went out beside attempt 1, not after it');
 });
 
 for (const c of ERRORS) {
