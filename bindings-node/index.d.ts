@@ -20,6 +20,8 @@ export type RetryEvent =
   | ({ kind: 'exhausted'; name: string; attempt: number; elapsedMs: number; reason: ExhaustReason } & FailureOf)
   | ({ kind: 'cancelled'; name: string; attempt: number; elapsedMs: number } & Partial<FailureOf>)
   | { kind: 'success'; name: string; attempt: number; elapsedMs: number }
+  /** A hedged call launched attempt `attempt` beside those in flight, `delayMs` after the previous launch. */
+  | { kind: 'hedge'; name: string; attempt: number; elapsedMs: number; delayMs: number }
   | { kind: 'breaker_opened'; name: string; attempt: number; elapsedMs: number; delayMs: number }
   | { kind: 'breaker_half_open' | 'breaker_closed'; name: string; attempt: number; elapsedMs: number };
 
@@ -99,7 +101,25 @@ export interface RetrierOptions<R = unknown> {
   unref?: boolean;
   /** A circuit breaker shared with other retriers (and worker threads); null: none. */
   breaker?: CircuitBreaker | SharedCircuitBreaker | null;
+  /**
+   * Hedges calls (gRPC A6's hedgingPolicy): attempts run side by side, the first success
+   * wins and the others are aborted through their ctx.signal; null: no hedging. With it
+   * the backoff knobs (maxAttempts, delays, jitter) do not apply; the deadline, the
+   * attempt timeout, the budget (each hedge draws from it), maxRetryAfterMs and the
+   * breaker do.
+   */
+  hedge?: HedgeOptions | null;
 }
+
+/**
+ * When hedges go out. `delayMs` a fixed delay after each launch (0: every attempt at
+ * once), or `'adaptive'`: the `quantile` (default 0.95) of the last `window` (default
+ * 1000) attempt latencies of every call of the retrier, clamped to [floorMs, ceilingMs]
+ * (defaults 1 and 1000), the ceiling until 20 latencies are known.
+ */
+export type HedgeOptions =
+  | { maxAttempts: number; delayMs?: number }
+  | { maxAttempts: number; delayMs: 'adaptive'; quantile?: number; floorMs?: number; ceilingMs?: number; window?: number };
 
 /** What fn receives for each attempt. */
 export declare class AttemptContext {
@@ -332,5 +352,11 @@ export declare const testing: {
   isOn(): boolean;
   now(): number;
   advance(ms: number): void;
+  /**
+   * Resolves once the virtual clock reaches now + ms (an attempt that takes virtual time
+   * beside others: a hedged call moves the clock); rejects with the signal's reason when
+   * it aborts.
+   */
+  sleep(ms: number, options?: { signal?: AbortSignal }): Promise<void>;
   scoped<T>(fn: () => T | PromiseLike<T>, options?: { scope?: 'context' | 'process' }): Promise<Awaited<T>>;
 };

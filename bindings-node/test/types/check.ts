@@ -168,3 +168,24 @@ const breakerState: 'closed' | 'open' | 'half_open' = breaker.state;
 void breakerState;
 const ratioKind: 'token_bucket' | 'quota' | 'ratio' = Budget.ratio({ percentCanRetry: 0.1 }).kind;
 void ratioKind;
+
+// Hedging (issue 26): a fixed or an adaptive delay; adaptive knobs only with 'adaptive'.
+import { testing as clock } from 'retryrs';
+const hedged = new R2({ hedge: { maxAttempts: 3, delayMs: 50 }, deadlineMs: 1000 });
+const adaptive = new R2({ hedge: { maxAttempts: 2, delayMs: 'adaptive', quantile: 0.95, floorMs: 5, ceilingMs: 200 } });
+// @ts-expect-error quantile applies to an adaptive delay only
+new R2({ hedge: { maxAttempts: 2, delayMs: 50, quantile: 0.9 } });
+void hedged;
+void adaptive;
+const hedgeSeen = new R2({
+  hedge: { maxAttempts: 2 },
+  onEvent: (e) => {
+    if (e.kind === 'hedge') {
+      const d: number = e.delayMs;
+      void d;
+    }
+  },
+});
+void hedgeSeen;
+const slept: Promise<void> = clock.sleep(5, { signal: new AbortController().signal });
+void slept;
