@@ -114,7 +114,11 @@ impl NativeHedge {
     pub fn cancel(&mut self, now_ms: f64) -> napi::Result<Option<u32>> {
         guarded(|| {
             let events = &mut self.events;
-            Ok(self.call.cancel(duration(now_ms), &mut |e: &Event<'_>| push(events, e)).ok().map(|s| u32::from(s.bits())))
+            Ok(self
+                .call
+                .cancel(duration(now_ms), &mut |e: &Event<'_>| push(events, e))
+                .ok()
+                .map(|s| u32::from(s.bits())))
         })
     }
 

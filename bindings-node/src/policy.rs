@@ -49,7 +49,7 @@ pub struct HedgeOptions {
 fn hedging(h: &HedgeOptions) -> Result<retryrs::Hedging, Problem> {
     use retryrs::hedge::{Hedging, DEFAULT_WINDOW};
     let whole = |name: &str, v: f64| -> Result<u64, Problem> {
-        if v.fract() == 0.0 && v >= 0.0 && v <= 1e15 {
+        if v.fract() == 0.0 && (0.0..=1e15).contains(&v) {
             Ok(v as u64)
         } else {
             Err(Problem::new(&format!("hedge.{name}"), crate::problem::js_number(v), "a whole number"))
