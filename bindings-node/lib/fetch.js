@@ -1,18 +1,15 @@
 'use strict';
-// retryrs/fetch: a fetch with retries. One attempt is one fetch; the core decides which
-// outcomes are transient (native.classifyHttp, called from `transient` only); this file
-// maps fetch's failures to "connect" or "network", releases retried bodies and unwraps
-// the result.
+// retryrs/fetch: a fetch with retries. One attempt is one fetch, run by the helpers'
+// common loop (lib/http-common.js, runHttp), where the core decides which outcomes are
+// transient; this file maps fetch's failures to "connect" or "network", releases retried
+// bodies and unwraps the result.
 const dc = require('node:diagnostics_channel');
 const { AsyncLocalStorage } = require('node:async_hooks');
 const native = require('./native');
-const { boundOf } = require('./attempt');
-const { isDeadline } = require('./call');
-const { parseRetryAfter } = require('./http');
 const { typeName } = require('./options');
 const {
   HttpRetryError, RetryableStatusError, FinalStatusError, RequestFailedError, FinalNetworkError, httpHelper,
-  classify, isFailedStatus, idempotencyKeyOf, failureOf, settleHttp, attemptTimer, markResend, retrierFor,
+  idempotencyKeyOf, failureOf, runHttp,
 } = require('./http-common');
 
 const IDEMPOTENT_METHODS = Object.freeze(native.idempotentMethods());
@@ -138,49 +135,27 @@ function watchSends() {
   });
 }
 
-/**
- * `base(input, init)` bounded by `timer` (if any), the caller's `signal` kept: whichever
- * aborts first aborts the request. A response that still arrives after the timeout has
- * its body cancelled, freeing its connection.
- */
-function send(base, input, init, signal, timer) {
-  if (timer === undefined) return base(input, init);
-  const sent = base(input, { ...init, signal: signal === undefined ? timer.signal : AbortSignal.any([signal, timer.signal]) });
-  return Promise.race([sent, timer.expired]).catch((err) => {
-    if (timer.signal.aborted) {
-      sent.then((late) => {
-        try {
-          late?.body?.cancel?.()?.catch?.(() => {});
-        } catch {
-          // A body already locked or gone: nothing left to free.
-        }
-      }, () => {});
-    }
-    throw err;
-  });
+/** Frees the connection of a response that arrived after its attempt was abandoned. */
+function cancelBody(res) {
+  try {
+    res?.body?.cancel?.()?.catch?.(() => {});
+  } catch {
+    // A body already locked or gone: nothing left to free.
+  }
 }
 
 /**
  * A fetch that retries what the core's HTTP rules call transient, with the Retrier's
  * backoff, Retry-After, deadline, budget and events; `init.signal` cancels waits and
- * attempts; `init.retry` overrides the rules for one request. See fetch.d.ts.
+ * attempts; `init.retry` overrides the rules for one request. See fetch.d.ts. Each
+ * attempt runs through the helpers' common loop (lib/http-common.js, runHttp): one fetch,
+ * bounded with the engine's bound, judged by the core's HTTP rules.
  */
 function retryingFetch(options) {
-  // Each request is bounded here, with the engine's bound for the attempt (ctx, see
-  // attempt below), aborted, and judged by the HTTP rules; the call loop's own cut (a
-  // TimeoutError the user's predicate would judge, the request left running) is off.
   const h = httpHelper('retryingFetch', options, ['fetch']);
   const base = options?.fetch ?? globalThis.fetch;
   if (typeof base !== 'function') throw new TypeError(`retryingFetch: fetch must be a function, got ${typeName(base)}`);
-  const o = h.o;
   watchSends();
-  // What a request cut short by its bound rejects with.
-  const timeoutError = (what, bound) => () => new DOMException(
-    isDeadline(o, bound)
-      ? `retryingFetch: ${what} ran past the deadline (it had ${Math.round(bound)} ms left)`
-      : `retryingFetch: ${what} timed out after ${o.attemptTimeoutMs} ms (the retrier's attemptTimeoutMs)`,
-    'TimeoutError',
-  );
 
   return async function fetchWithRetries(input, init) {
     const request = isRequest(input) ? input : undefined;
@@ -192,81 +167,54 @@ function retryingFetch(options) {
     }
     const method = String(init?.method ?? request?.method ?? 'GET').toUpperCase();
     const signal = init?.signal ?? request?.signal ?? undefined;
-    const key = idempotencyKeyOf(init?.headers ?? request?.headers);
     // A Request's own body is a stream to fetch: it cannot be told apart from a streamed
     // one, so it is sent once (give the body in init to have it retried). A one-shot body
     // still runs through the retrier (one attempt, the same bound and events).
     const bodyInInit = init !== undefined && init !== null && init.body !== undefined;
     const replayable = bodyInInit ? replayableBody(init.body) : !(request !== undefined && request.body !== null);
-    const verdict = (status, failure) => (replayable
-      ? classify(rules, method, status, failure, key)
-      : status !== null ? 'response' : 'fail');
     const raw = String(request !== undefined ? request.url : input instanceof URL ? input.href : input);
     const url = h.redact(raw);
     if (hasCredentials(raw)) {
       // fetch refuses these too, but with the password in its message.
       throw new TypeError(`retryingFetch: fetch refuses a URL with credentials (${url}); send them in an Authorization header`);
     }
-    let held;
-
-    const attempt = async (ctx) => {
-      const n = ctx.attempt;
-      if (n > 1) markResend(n);
-      if (held !== undefined) {
-        RetryableStatusError.takeResponse(held);
-        held = undefined;
-      }
-      // The engine's bound for this attempt (the deadline or the attempt timeout): it
-      // bounds the request, the body read of the response returned, and the release of
-      // a retried one.
-      const bound = boundOf(ctx);
-      const what = replayable ? `attempt ${n}` : 'a request with a one-shot body';
-      const timer = bound === null ? undefined : attemptTimer(bound, o.unref, timeoutError(what, bound));
-      const sent = { created: false, sent: false };
-      let res;
-      try {
-        // Hedged: the attempt's own signal (the call's reaches it; it aborts when it loses).
-        res = await sending.run(sent, () => send(base, input, init, rules.hedged ? ctx.signal : signal, timer));
-      } catch (err) {
-        timer?.clear();
-        if (signal?.aborted) throw err;
-        // Past its bound a request may have reached the server: a read timeout
-        // ('network'), sent again only for an idempotent method (a POST rejects with the
-        // TimeoutError); one undici never sent was not connected: a connect failure, as
-        // is a TLS failure before the request was written.
-        const unsent = sent.created && !sent.sent;
-        const failure = timer?.signal.aborted ? (unsent ? 'connect' : 'network') : failureOf(err, !sent.created || unsent);
-        if (failure === undefined) throw err;
-        const Failure = verdict(null, failure) === 'retry' ? RequestFailedError : FinalNetworkError;
-        throw new Failure(method, url, failure === 'connect' || unsent, err);
-      }
-      if (verdict(res.status, null) !== 'retry') {
-        // The caller reads the body within the same bound.
-        timer?.keepForBody();
-        // A final error response: handed back, the call counted rejected.
-        if (isFailedStatus(res.status)) throw new FinalStatusError(res.status, method, url, undefined, res);
-        return res;
-      }
-      const header = res.headers.get('retry-after');
-      let kept;
-      try {
-        kept = await release(res);
-      } finally {
-        timer?.clear();
-      }
-      held = new RetryableStatusError(res.status, method, url, header === null ? undefined : parseRetryAfter(header), kept);
-      throw held;
-    };
-
-    try {
-      return await retrierFor(rules, method, key, replayable).call(attempt, signal !== undefined ? { signal } : undefined);
-    } catch (err) {
-      // A final or last retried response is resolved with; fetch's own error is thrown
-      // (out of retries on the network: with the retry information).
-      const end = settleHttp(err);
-      if ('response' in end) return end.response;
-      throw end.error;
-    }
+    // Each attempt's progress as undici's channels report it (see watchSends).
+    const progress = new Map();
+    const req = { method, url, key: idempotencyKeyOf(init?.headers ?? request?.headers), replayable, signal };
+    const out = await runHttp(h, rules, req, {
+      send(attemptSignal, n) {
+        const sent = { created: false, sent: false };
+        progress.set(n, sent);
+        const pending = sending.run(sent, () => base(input, attemptSignal === signal ? init : { ...init, signal: attemptSignal }));
+        return pending.then((res) => {
+          // Abandoned at its bound before it arrived: its connection is freed.
+          if (attemptSignal?.aborted) cancelBody(res);
+          const header = res.headers.get('retry-after');
+          const outcome = {
+            status: res.status,
+            retryAfter: header,
+            response: res,
+            // A retried response: read (at most DRAIN_LIMIT) to free its connection, kept
+            // to hand back if retries run out.
+            async release() {
+              outcome.response = await release(res);
+            },
+          };
+          return outcome;
+        });
+      },
+      // One undici created but never sent was not connected: a connect failure, as is a
+      // TLS failure before the request was written.
+      failureOf(err, n) {
+        const p = progress.get(n);
+        return failureOf(err, p === undefined || !p.created || !p.sent);
+      },
+      unsent(err, n) {
+        const p = progress.get(n);
+        return p !== undefined && p.created && !p.sent;
+      },
+    });
+    return out.response;
   };
 }
 

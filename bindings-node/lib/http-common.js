@@ -14,6 +14,7 @@ const { ERROR_TYPE } = require('./metrics');
 const { typeName } = require('./options');
 const { armBound, clearBound, unrefBound } = require('./bound');
 const { boundOf } = require('./attempt');
+const { isDeadline } = require('./call');
 const { parseRetryAfter } = require('./http');
 
 /** Base of the failures an HTTP helper hands its Retrier: `method` and `url` (redacted). */
@@ -347,9 +348,10 @@ function isExhausted(err) {
  * bound for the attempt as a timer whose abort reaches the client through `signal`.
  * `io.send` resolves with the attempt's outcome `{ status, retryAfter, release() }` (its
  * Retry-After header value, or null; release frees a retried response) or rejects with
- * the client's error; `io.failureOf(err)` maps that error to 'connect', 'network' or
- * undefined (final). `req`: `{ method, url (redacted), key (Idempotency-Key or null),
- * replayable, signal }`.
+ * the client's error; `io.failureOf(err, n)` maps that error to 'connect', 'network' or
+ * undefined (final), and `io.unsent(err, n)` (optional) says whether a request cut short
+ * by its bound was never sent. `req`: `{ method, url (redacted), key (Idempotency-Key or
+ * null), replayable, signal }`.
  *
  * Resolves with the last outcome: a success, a final error response (the call counted
  * rejected) or the last retried response when retries ran out. Rejects with the client's
@@ -362,10 +364,11 @@ async function runHttp(h, rules, req, io) {
   const verdict = (status, failure) => (replayable
     ? classify(rules, method, status, failure, key)
     : status !== null ? 'response' : 'fail');
+  // What a request cut short by its bound rejects with.
   const timeoutError = (n, bound) => () => new DOMException(
-    o.attemptTimeoutMs === 0 || bound < o.attemptTimeoutMs
-      ? `${h.where}: attempt ${n} ran past the deadline (it had ${Math.round(bound)} ms left)`
-      : `${h.where}: attempt ${n} timed out after ${o.attemptTimeoutMs} ms (the retrier's attemptTimeoutMs)`,
+    isDeadline(o, bound)
+      ? `${h.where}: ${replayable ? `attempt ${n}` : 'a request with a one-shot body'} ran past the deadline (it had ${Math.round(bound)} ms left)`
+      : `${h.where}: ${replayable ? `attempt ${n}` : 'a request with a one-shot body'} timed out after ${o.attemptTimeoutMs} ms (the retrier's attemptTimeoutMs)`,
     'TimeoutError',
   );
   let held;
@@ -376,6 +379,9 @@ async function runHttp(h, rules, req, io) {
       RetryableStatusError.takeResponse(held);
       held = undefined;
     }
+    // The engine's bound for this attempt (the deadline or the attempt timeout): it
+    // bounds the request, the body read of the response handed back, and the release of
+    // a retried one.
     const bound = boundOf(ctx);
     const timer = bound === null ? undefined : attemptTimer(bound, o.unref, timeoutError(n, bound));
     // Hedged: the attempt's own signal (the call's reaches it; it aborts when it loses).
@@ -388,18 +394,27 @@ async function runHttp(h, rules, req, io) {
     } catch (err) {
       timer?.clear();
       if (signal?.aborted) throw err;
-      // Past its bound the request may have reached the server: a read timeout.
-      const failure = timer?.signal.aborted ? (io.unsent?.(err) ? 'connect' : 'network') : io.failureOf(err);
+      // Past its bound the request may have reached the server: a read timeout
+      // ('network'), sent again only for an idempotent method; one never sent was not
+      // connected: a connect failure.
+      const unsent = io.unsent?.(err, n) === true;
+      const failure = timer?.signal.aborted ? (unsent ? 'connect' : 'network') : io.failureOf(err, n);
       if (failure === undefined) throw err;
       const Failure = verdict(null, failure) === 'retry' ? RequestFailedError : FinalNetworkError;
-      throw new Failure(method, url, failure === 'connect', err);
+      throw new Failure(method, url, failure === 'connect' || unsent, err);
     }
-    timer?.clear();
     if (verdict(out.status, null) !== 'retry') {
+      // The caller reads the body within the same bound (the attempt's signal aborts it).
+      timer?.keepForBody();
+      // A final error response: handed back, the call counted rejected.
       if (isFailedStatus(out.status)) throw new FinalStatusError(out.status, method, url, undefined, out);
       return out;
     }
-    await out.release();
+    try {
+      await out.release();
+    } finally {
+      timer?.clear();
+    }
     const ra = out.retryAfter;
     held = new RetryableStatusError(out.status, method, url, ra === null || ra === undefined ? undefined : parseRetryAfter(String(ra)), out);
     throw held;
