@@ -147,16 +147,18 @@ function retryInterceptor(options) {
               status: statusCode,
               retryAfter: header === undefined ? null : Array.isArray(header) ? header[0] : String(header),
               forward() {
-                done();
                 responded = true;
                 // Hedged attempts overlap: the caller's controller drives the one handed back.
                 proxy.target = c;
                 handler.onResponseStart?.(proxy, statusCode, headers, statusMessage);
                 if (mode === 'held') {
+                  // The attempt's signal stays on until the body ends: its bound (and the
+                  // caller's abort) cut a body that stalls, as fetch's body read is cut.
                   mode = 'forward';
                   if (!proxy.paused) c.resume();
                   return;
                 }
+                done();
                 // A retried response handed back when retries ran out: what was read of
                 // its body, then its end, or an error saying it was cut.
                 for (const chunk of kept) handler.onResponseData?.(proxy, chunk);
@@ -192,7 +194,10 @@ function retryInterceptor(options) {
             return true;
           },
           onResponseEnd(c, t) {
-            if (mode === 'forward') return handler.onResponseEnd?.(proxy, t);
+            if (mode === 'forward') {
+              done();
+              return handler.onResponseEnd?.(proxy, t);
+            }
             trailers = t;
             finishRelease?.();
             return undefined;

@@ -97,3 +97,28 @@ test('undici interceptor: the caller\'s abort during a wait ends the request and
   assert.equal(events.at(-1).kind, 'cancelled');
   assert.equal(s.hits(url), 1);
 });
+
+test('undici interceptor: the attempt\'s bound covers the final response\'s body (a stalled body is cut, as fetch\'s)', async (t) => {
+  // Headers at once, then half a body, then nothing: the caller's read must not hang.
+  const http = require('node:http');
+  const server = http.createServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': 10 });
+    res.write('hello');
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    server.closeAllConnections();
+    return new Promise((resolve) => server.close(resolve));
+  });
+  const retrier = new Retrier({ attemptTimeoutMs: 300, deadlineMs: 5000 });
+  const t0 = performance.now();
+  const res = await undici.request(`http://127.0.0.1:${server.address().port}/`, { dispatcher: dispatcherFor(retrier) });
+  assert.equal(res.statusCode, 200);
+  const err = await res.body.text().then(() => null, (e) => e);
+  const ms = performance.now() - t0;
+  console.log(`stalled final body cut after ${ms.toFixed(1)} ms (bound 300 ms)`);
+  assert.ok(err !== null, 'the body read fails instead of hanging');
+  assert.equal(err.name, 'TimeoutError', `the attempt's bound cut it: ${err}`);
+  assert.match(err.message, /timed out after 300 ms/);
+  assert.ok(ms < 3000, `cut near its bound, not at the deadline (${ms} ms)`);
+});
