@@ -38,6 +38,14 @@ function startCall(h, options) {
   if (retryOpt.limit !== NO_LIMIT) override.limit = retryOpt.limit + 1;
   if (retryOpt.methods.length > 0) override.methods = retryOpt.methods;
   if (retryOpt.statusCodes.length > 0) override.statuses = retryOpt.statusCodes;
+  // got's retry option has no room for ours: a request's `context.retry` takes what the
+  // other helpers' `retry` option takes (limit, methods, statuses, idempotencyKey), over
+  // got's own fields.
+  const own = options.context?.retry;
+  if (own !== undefined && own !== null) {
+    if (typeof own !== 'object') throw new TypeError(`retryGot: a request's context.retry must be an object, got ${typeof own}`);
+    Object.assign(override, own);
+  }
   const rules = h.rulesFor(Object.keys(override).length > 0 ? override : undefined);
   const url = h.redact(options.url?.href ?? String(options.url));
   const state = {

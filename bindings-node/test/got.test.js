@@ -22,12 +22,10 @@ function make(retrier, options = {}) {
       ...(retry.methods !== undefined ? { methods: retry.methods } : {}),
       ...(retry.statuses !== undefined ? { statusCodes: retry.statuses } : {}),
     };
-    if (retry?.idempotencyKey !== undefined) {
-      // got's retry option has no such field: the helper's option, for this request.
-      return make(retrier, { ...options, idempotencyKey: retry.idempotencyKey })(url, { method, body, headers, ca });
-    }
+    // got's retry option has no such field: the request's context.retry carries it.
+    const context = retry?.idempotencyKey !== undefined ? { context: { retry: { idempotencyKey: retry.idempotencyKey } } } : {};
     const res = await client(url, {
-      method, body, headers, throwHttpErrors: false,
+      method, body, headers, throwHttpErrors: false, ...context,
       ...(gotRetry ? { retry: gotRetry } : {}),
       ...(ca ? { https: { certificateAuthority: ca } } : {}),
     });
@@ -99,4 +97,25 @@ test('got: a request cancelled during the wait ends its retrier call (cancelled)
   assert.equal(events.at(-1).kind, 'cancelled');
   await new Promise((r) => setTimeout(r, 400));
   assert.equal(s.hits(url), 1);
+});
+
+test('got: a request\'s context.retry carries the per-request options got\'s retry has no room for', async (t) => {
+  const s = await startServer();
+  t.after(() => s.close());
+  const { retrier } = fast();
+  const client = gotModule.default.extend(retryGot({ retrier }));
+  const keyed = s.script([503, 200]);
+  const on = await client(keyed, { method: 'POST', body: 'pay', headers: { 'Idempotency-Key': 'k-1' }, throwHttpErrors: false });
+  assert.equal(on.statusCode, 200);
+  assert.equal(s.hits(keyed), 2, 'a keyed POST is resent by default');
+  const off = s.script([503, 200]);
+  const res = await client(off, { method: 'POST', body: 'pay', headers: { 'Idempotency-Key': 'k-2' }, throwHttpErrors: false, context: { retry: { idempotencyKey: false } } });
+  assert.equal(res.statusCode, 503);
+  assert.equal(s.hits(off), 1, 'context.retry.idempotencyKey: false sends it once');
+  const limited = s.script([503, 503, 503, 200]);
+  const two = await client(limited, { throwHttpErrors: false, context: { retry: { limit: 2 } } });
+  assert.equal(two.statusCode, 503);
+  assert.equal(s.hits(limited), 2, 'context.retry.limit: 2 attempts');
+  // Checked when the request is made, as got checks its own options.
+  assert.throws(() => client(s.script([200]), { context: { retry: { bogus: 1 } } }), /unknown key 'bogus'/);
 });
