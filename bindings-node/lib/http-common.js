@@ -6,6 +6,7 @@
 // (the client's own error, carrying the retry information). The decisions are the core's:
 // native.classifyHttp, native.redactUrl, native.isFailedStatus. A helper only maps its
 // client's outcomes to "response", "connect" (never sent) or "network" (maybe sent).
+const { AsyncLocalStorage } = require('node:async_hooks');
 const native = require('./native');
 const { Retrier, withClassifier, withMaxAttempts, withoutHedges, optionsOf } = require('./retrier');
 const { isTransientError, retryAfterFromError } = require('./predicate');
@@ -389,7 +390,9 @@ async function runHttp(h, rules, req, io) {
     const attemptSignal = timer === undefined ? own : own === undefined ? timer.signal : AbortSignal.any([own, timer.signal]);
     let out;
     try {
-      const sent = io.send(attemptSignal, n);
+      // The attempt number is in the async context of the request's send: what
+      // resendCountAttributes reads when the client's instrumentation makes its span.
+      const sent = attempts.run(n, () => io.send(attemptSignal, n));
       out = await (timer === undefined ? sent : Promise.race([sent, timer.expired]));
     } catch (err) {
       timer?.clear();
@@ -474,6 +477,22 @@ function attemptTimer(boundMs, unref, reason) {
     },
   };
 }
+// The attempt of the HTTP helper's request being sent, in the async context of its send.
+const attempts = new AsyncLocalStorage();
+
+/**
+ * `http.request.resend_count` for the request a client is making now, as span attributes
+ * (`{ 'http.request.resend_count': attempt - 1 }` on a resend, undefined otherwise): for
+ * an instrumentation that makes one span per physical request and takes attributes from
+ * a hook called as the request is created, such as OpenTelemetry's undici
+ * instrumentation (`new UndiciInstrumentation({ startSpanHook: resendCountAttributes })`),
+ * whose `undici:request:create` handler runs in the attempt's async context.
+ */
+function resendCountAttributes() {
+  const n = attempts.getStore();
+  return n !== undefined && n > 1 ? { 'http.request.resend_count': n - 1 } : undefined;
+}
+
 // OpenTelemetry's trace API when @opentelemetry/api is installed (null when it is not),
 // looked up at the first resend: a request that succeeds at once never loads it.
 let otelTrace;
@@ -492,6 +511,7 @@ function markResend(attempt) {
 
 module.exports = {
   attemptTimer,
+  resendCountAttributes,
   retrierFor,
   markResend,
   runHttp,

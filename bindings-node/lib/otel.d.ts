@@ -19,4 +19,12 @@ export declare function otelListener(options?: OtelListenerOptions): (event: Ret
 /** Sets http.request.resend_count = attempt - 1 on the span (default: the active one) from the second attempt on. */
 export declare function recordResendCount(attempt: number, span?: Span): void;
 
+/**
+ * http.request.resend_count for the request being created now by retryingFetch or the
+ * retryrs/undici interceptor (attempt - 1 on a resend; undefined on a first attempt or
+ * outside them), for OpenTelemetry's undici instrumentation, which makes one client span
+ * per attempt: `new UndiciInstrumentation({ startSpanHook: resendCountAttributes })`.
+ */
+export declare function resendCountAttributes(request?: unknown): { 'http.request.resend_count': number } | undefined;
+
 export declare const RESEND_COUNT: 'http.request.resend_count';

@@ -5,6 +5,8 @@
 // has the table.
 const m = require('./metrics');
 const { version } = require('../package.json');
+// For the undici instrumentation's startSpanHook: see lib/http-common.js.
+const { resendCountAttributes } = require('./http-common');
 
 const api = m.requirePeer('@opentelemetry/api', 'retryrs/otel');
 
@@ -100,4 +102,4 @@ function recordResendCount(attempt, span = api.trace.getActiveSpan()) {
   span.setAttribute(RESEND_COUNT, attempt - 1);
 }
 
-module.exports = { otelListener, recordResendCount, RESEND_COUNT };
+module.exports = { otelListener, recordResendCount, resendCountAttributes, RESEND_COUNT };

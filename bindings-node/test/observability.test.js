@@ -332,3 +332,38 @@ test('error.type: a subclass that never set a name is labelled with its class, a
   assert.equal(errorType('a string'), '_OTHER');
   assert.equal(errorType(null), '_OTHER');
 });
+
+test('http.request.resend_count lands on each attempt\'s undici client span (fetch and the undici interceptor)', async (t) => {
+  // A fake instrumentation doing what OpenTelemetry's undici instrumentation does: on
+  // undici:request:create, one client span per physical request, its attributes from the
+  // configured startSpanHook(request), on a fake tracer.
+  const undici = require('undici');
+  const { resendCountAttributes, RESEND_COUNT } = require('retryrs/otel');
+  const { retryingFetch } = require('retryrs/fetch');
+  const { retryInterceptor } = require('retryrs/undici');
+  const { startServer } = require('./http-server');
+  const spans = [];
+  const tracer = { startSpan: (name, options) => { const span = { name, attributes: { ...options.attributes } }; spans.push(span); return span; } };
+  const config = { startSpanHook: resendCountAttributes };
+  const onCreate = ({ request }) => {
+    const attributes = { 'http.request.method': request.method, 'url.path': request.path };
+    Object.assign(attributes, config.startSpanHook?.(request) ?? {});
+    tracer.startSpan(request.method, { kind: 'client', attributes });
+  };
+  dc.subscribe('undici:request:create', onCreate);
+  t.after(() => dc.unsubscribe('undici:request:create', onCreate));
+  const s = await startServer();
+  t.after(() => s.close());
+  const retrier = new Retrier({ initialDelayMs: 1, jitter: 'none' });
+  const agent = new undici.Agent();
+  t.after(() => agent.close());
+  const viaFetch = s.script([503, 503, 200]);
+  assert.equal((await retryingFetch({ retrier, fetch: undici.fetch })(viaFetch, { dispatcher: agent })).status, 200);
+  const viaInterceptor = s.script([503, 200]);
+  const res = await undici.request(viaInterceptor, { dispatcher: agent.compose(retryInterceptor({ retrier })) });
+  await res.body.text();
+  const counts = (url) => spans.filter((sp) => sp.attributes['url.path'] === new URL(url).pathname).map((sp) => sp.attributes[RESEND_COUNT]);
+  assert.deepEqual(counts(viaFetch), [undefined, 1, 2], 'fetch: one span per attempt, resends counted');
+  assert.deepEqual(counts(viaInterceptor), [undefined, 1], 'interceptor: one span per attempt, resends counted');
+  assert.equal(resendCountAttributes(), undefined, 'nothing outside a helper\'s request');
+});
