@@ -330,3 +330,46 @@ test('retryrs/got refuses a hedging retrier, saying why', () => {
   const { retryGot } = require('retryrs/got');
   assert.throws(() => retryGot({ retrier: hedging() }), { name: 'TypeError', message: /hedges, which got cannot do/ });
 });
+
+test('a hedged call asks the circuit breaker once; an open breaker refuses it before any attempt', async () => {
+  const { CircuitBreaker } = require('retryrs');
+  const breaker = new CircuitBreaker({ failures: 1, breakDurationMs: 60_000 });
+  const events = [];
+  const r = new Retrier({ breaker, hedge: { maxAttempts: 2, delayMs: 0 }, onEvent: (e) => events.push(e.kind) });
+  let launched = 0;
+  const down = await r.call(() => {
+    launched++;
+    throw Object.assign(new Error('reset'), { code: 'ECONNRESET' });
+  }).catch((e) => e);
+  assert.ok(down instanceof RetryExhaustedError && down.reason === 'attempts', `${down}`);
+  assert.equal(launched, 2, 'both hedges went out');
+  assert.equal(breaker.state, 'open', 'one exhausted hedged call is one failure for the breaker');
+  assert.equal(events.filter((k) => k === 'breaker_opened').length, 1);
+  launched = 0;
+  const refused = await r.call(() => {
+    launched++;
+    return 'never';
+  }).catch((e) => e);
+  assert.ok(refused instanceof RetryExhaustedError, `${refused}`);
+  assert.equal(refused.reason, 'circuit_open');
+  assert.equal(refused.attempts, 0);
+  assert.equal(refused.breakerState, 'open');
+  assert.ok(refused.retryInMs > 0);
+  assert.equal(launched, 0, 'no attempt made');
+});
+
+test('an attempt timeout cuts one hedge, not the call: the next one goes out at once', async () => {
+  await testing.scoped(async () => {
+    const r = new Retrier({ hedge: { maxAttempts: 3, delayMs: 1000 }, attemptTimeoutMs: 100, deadlineMs: 5000 });
+    const launched = [];
+    const reasons = [];
+    const value = await r.call((ctx) => {
+      launched.push([ctx.attempt, testing.now(), ctx.remainingMs]);
+      ctx.signal.addEventListener('abort', () => reasons.push(ctx.signal.reason.name));
+      return testing.sleep(ctx.attempt === 1 ? 10_000 : 20, { signal: ctx.signal }).then(() => ctx.attempt);
+    });
+    assert.equal(value, 2);
+    assert.deepEqual(launched, [[1, 0, 100], [2, 100, 100]], 'attempt 2 went out when attempt 1 timed out');
+    assert.deepEqual(reasons, ['TimeoutError']);
+  });
+});
