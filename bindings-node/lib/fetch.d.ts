@@ -12,7 +12,9 @@ export interface HttpHelperOptions {
   /** Policy, listener, budget, deadline, attempt timeout (default: `new Retrier()`). A
    * retrier with its own `shouldRetry`, `shouldRetryResult` or `retryAfterMs` is refused
    * (a TypeError naming the option): the core's HTTP rules decide, and Retry-After is the
-   * hint. */
+   * hint. A hedging retrier (`hedge`) hedges only requests the rules let it resend (an
+   * idempotent method, or an Idempotency-Key) with a body it can send again, aborting the
+   * losers (their connections closed); others go out once. retryrs/got refuses one. */
   retrier?: Retrier;
   /** Methods whose network failures and listed statuses are retried (default:
    * IDEMPOTENT_METHODS). A failed connection is retried for every method. */
