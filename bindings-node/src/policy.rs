@@ -243,15 +243,35 @@ impl NativePolicy {
 
     /// The same policy with another attempt limit: what an HTTP helper runs for a request
     /// whose `retry.limit` differs from its retrier's (the budget, deadline and the other
-    /// knobs kept). A bad value throws like `create` does.
+    /// knobs kept). For a hedging policy the limit is the hedged call's (at most 5, A6's
+    /// cap), its fixed delay kept; an adaptive one's latency sketch belongs to its policy,
+    /// so a limit there is refused. A bad value throws like `create` does.
     #[napi]
     pub fn with_max_attempts(&self, n: f64) -> napi::Result<NativePolicy> {
         guarded(|| {
             let given: HashMap<String, f64> = [("max_attempts".to_string(), n)].into_iter().collect();
-            let built = PolicyBuilder::from(&*self.inner)
-                .set("max_attempts", Setting::Number(n))
-                .and_then(|b| b.build())
-                .map_err(|e| Problem::from_policy(e, &given).into_error())?;
+            let mut builder = PolicyBuilder::from(&*self.inner);
+            if let Some(h) = self.inner.hedging() {
+                let hedging = match h.delay() {
+                    retryrs::HedgeDelay::Fixed(d) => retryrs::Hedging::fixed(n as u64, units::ms_from_duration(*d))
+                        .map_err(|e| {
+                            Problem::from_message(format!("retry.limit {} (this retrier hedges)", e.message))
+                                .into_error()
+                        })?,
+                    retryrs::HedgeDelay::Adaptive { .. } => return Err(Problem::from_message(
+                        "retry.limit cannot apply to a retrier whose hedging delay is adaptive (its latency sketch \
+                             belongs to its policy)"
+                            .into(),
+                    )
+                    .into_error()),
+                };
+                builder = builder.hedge(Some(hedging.with_non_fatal(h.non_fatal().to_vec())));
+            } else {
+                builder = builder
+                    .set("max_attempts", Setting::Number(n))
+                    .map_err(|e| Problem::from_policy(e, &given).into_error())?;
+            }
+            let built = builder.build().map_err(|e| Problem::from_policy(e, &given).into_error())?;
             NativePolicy::from_policy(Arc::new(built))
         })
     }

@@ -373,3 +373,19 @@ test('an attempt timeout cuts one hedge, not the call: the next one goes out at 
     assert.deepEqual(reasons, ['TimeoutError']);
   });
 });
+
+test('a request\'s retry.limit caps a hedged call\'s attempts (adaptive delays refuse it)', async () => {
+  const s = await pairServer();
+  try {
+    const f = retryingFetch({ retrier: hedging() });
+    const res = await f(s.url, { retry: { limit: 1 } });
+    assert.equal(await res.text(), 'slow', 'one attempt, waited for');
+    assert.equal(s.seen.requests, 1);
+    await assert.rejects(f(s.url, { retry: { limit: 6 } }), { name: 'RangeError', message: /retry\.limit must be >= 1 and <= 5 .*got 6 \(this retrier hedges\)/ });
+    const adaptive = retryingFetch({ retrier: new Retrier({ hedge: { maxAttempts: 2, delayMs: 'adaptive' } }) });
+    await assert.rejects(adaptive(s.url, { retry: { limit: 1 } }), { name: 'RangeError', message: /adaptive/ });
+    assert.equal(s.seen.requests, 1, 'refused before sending');
+  } finally {
+    await s.close();
+  }
+});
