@@ -376,7 +376,10 @@ async function runHttp(h, rules, req, io) {
   const attempt = async (ctx) => {
     const n = ctx.attempt;
     if (n > 1) markResend(n);
-    if (held !== undefined) {
+    // The last retried response is kept only until the next attempt starts; hedged
+    // attempts overlap, so each keeps its own (at most 5, each read to 64 KiB at most):
+    // whichever failure ends the call still has its response to hand back.
+    if (held !== undefined && !rules.hedged) {
       RetryableStatusError.takeResponse(held);
       held = undefined;
     }

@@ -389,3 +389,33 @@ test('a request\'s retry.limit caps a hedged call\'s attempts (adaptive delays r
     await s.close();
   }
 });
+
+test('retryingFetch, hedged: a deadline after a retried status ends with that response or the timeout, never a crash', async () => {
+  const http2 = require('node:http');
+  let n = 0;
+  // Request 1 answers 503 at once (the next hedge goes out at once); request 2 stalls past
+  // the deadline. Whichever comes first ends the call: the engine's deadline (the 503 is
+  // the last failure: its response is handed back, so it must still be held) or request
+  // 2's own bound (its TimeoutError, as without hedging).
+  const server = http2.createServer((req, res) => {
+    const k = ++n;
+    if (k === 1) res.writeHead(503, { 'content-type': 'text/plain' }).end('busy');
+    else setTimeout(() => res.end('late'), 2000).unref();
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const f = retryingFetch({ retrier: new Retrier({ hedge: { maxAttempts: 2, delayMs: 1000 }, deadlineMs: 300 }) });
+    const out = await f(`http://127.0.0.1:${server.address().port}/`).catch((e) => e);
+    if (out instanceof Response) {
+      assert.equal(out.status, 503);
+      assert.equal(await out.text(), 'busy');
+    } else {
+      assert.equal(out.name, 'TimeoutError', `the attempt's bound: ${out}`);
+      assert.match(out.message, /attempt 2 ran past the deadline/);
+    }
+    assert.equal(n, 2);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
