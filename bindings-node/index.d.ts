@@ -129,6 +129,7 @@ export declare class AttemptContext {
   /**
    * Aborts when the call is aborted (with its reason) or this attempt's bound passes
    * (with a TimeoutError): the deadline or the attempt timeout, whichever comes first.
+   * In a hedged call, also when another attempt won or the call ended (an AbortError).
    */
   readonly signal: AbortSignal;
   /**
