@@ -544,6 +544,12 @@ impl Retrier {
         self.host.policy.hedging().is_some()
     }
 
+    /// The error text a call that runs one attempt at a time (`what`: an HTTP helper for
+    /// a blocking client, say) gives for this Retrier's hedging policy, or None.
+    fn _refusal(&self, py: Python<'_>, what: &str) -> Option<String> {
+        crate::hedged::refusal(&self.host.policy, what).map(|e| e.value(py).to_string())
+    }
+
     /// Starts a hedged call (`retryrs._hedge.drive`): raises RetryCancelled if the token
     /// already fired; the policy's circuit breaker is asked once, here (a refused call's
     /// first `poll()` is STOP with `RetryExhausted(reason="circuit_open")`).

@@ -21,10 +21,9 @@ from ._http_common import (
     RequestAttempts,
     RequestFailed,
     RequestOptions,
-    RetryableStatus,
     Rules,
     final_response,
-    judge_status,
+    response_failure,
 )
 
 # aiohttp's failures in the core's words. Never sent: the connection (TCP, proxy, TLS
@@ -135,7 +134,7 @@ class RetryMiddleware(Helper):
 
     async def _run(self, method: str, raw_url: str, key: Optional[str], body: Any, send: Callable[[], Awaitable[aiohttp.ClientResponse]]) -> aiohttp.ClientResponse:
         # A body that cannot be sent again: one attempt (bounded, with its events).
-        rules, retrier = self._for_request(self._own, not _replayable(body))
+        rules, retrier = self._for_request(self._own, not _replayable(body), method, key)
         url = rules.redact(raw_url)
         attempts = RequestAttempts()
 
@@ -149,14 +148,12 @@ class RetryMiddleware(Helper):
                 if failed is None:
                     raise
                 raise failed from e
-            verdict = judge_status(rules, method, url, key, resp.status)
-            if verdict == "retry":
-                retry_after = resp.headers.get("Retry-After")
+            failure = response_failure(rules, attempts, method, url, key, resp, resp.status, resp.headers)
+            if failure is None:
+                return resp
+            if failure.retried:
                 await _drain(resp)
-                raise attempts.hold(RetryableStatus(resp.status, method, url, retry_after, resp))
-            if verdict == "error":
-                raise ErrorStatus(resp.status, method, url, resp)
-            return resp
+            raise failure
 
         try:
             return await retrier.call_async(attempt)

@@ -1,0 +1,459 @@
+"""Hedged calls in the Python host (issue 26): ``call_async``, the async decorator, httpx's
+``AsyncRetryingTransport`` and aiohttp's ``RetryMiddleware`` against a local server
+(port 0) where the first request of each pair stalls for 2 s and the second answers in
+10 ms. Timing bounds are generous upper bounds (the 2 s stall is what they tell apart);
+the times are printed."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+import pytest
+
+import retryrs
+from retryrs import CancelToken, Retrier, RetryCancelled, RetryExhausted, load_policies
+
+STALL = 2.0
+
+
+def hedged(delay: str = "50ms", max_attempts: int = 2, budget: Optional[Dict[str, Any]] = None, **policy: Any) -> Any:
+    doc: Dict[str, Any] = {"policies": {"reads": {"hedge": {"max_attempts": max_attempts, "delay": delay}, **policy}}}
+    if budget is not None:
+        doc["policies"]["reads"]["budget"] = "b"
+        doc["budgets"] = {"b": budget}
+    return load_policies(doc)["reads"]
+
+
+# A quota that cannot pay for one hedge (a hedge costs what a retry does).
+EXHAUSTED = {"kind": "quota", "capacity": 1, "retry_cost": 5}
+
+
+class PairServer:
+    """HTTP/1.1 on 127.0.0.1, port 0. Request 1, 3, 5... stalls ``stall`` seconds (or until
+    the client goes away: a disconnect, counted); request 2, 4... answers after 10 ms."""
+
+    def __init__(self, stall: float = STALL) -> None:
+        self.stall = stall
+        self.requests: List[Tuple[str, Dict[str, str]]] = []
+        self.disconnects = 0
+        self.disconnected = asyncio.Event()
+        self.port = 0
+        self._server: Any = None
+
+    async def __aenter__(self) -> "PairServer":
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self._server.close()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/item?token=abc"
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                lines = head.decode("latin-1").split("\r\n")
+                method = lines[0].split(" ", 1)[0]
+                headers = {k.strip().lower(): v.strip() for k, v in (ln.split(":", 1) for ln in lines[1:] if ":" in ln)}
+                length = int(headers.get("content-length", "0"))
+                if length:
+                    await reader.readexactly(length)
+                n = len(self.requests)
+                self.requests.append((method, headers))
+                if n % 2 == 0:
+                    try:
+                        got = await asyncio.wait_for(reader.read(1), self.stall)
+                    except asyncio.TimeoutError:
+                        got = None
+                    except ConnectionError:
+                        got = b""
+                    if got == b"":
+                        self.disconnects += 1
+                        self.disconnected.set()
+                        return
+                    body = b"slow"
+                else:
+                    await asyncio.sleep(0.01)
+                    body = b"fast"
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nContent-Type: text/plain\r\n\r\n%s" % (len(body), body))
+                await writer.drain()
+        finally:
+            writer.close()
+
+
+async def raw_get(port: int) -> bytes:
+    """One GET over a plain asyncio connection (closed however the attempt ends)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(b"GET /item HTTP/1.1\r\nHost: x\r\n\r\n")
+        await writer.drain()
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(int(ln.split(b":")[1]) for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length"))
+        return await reader.readexactly(length)
+    finally:
+        writer.close()
+
+
+async def assert_loser_disconnected(server: PairServer) -> None:
+    # Well before the stall would end on its own: the server saw the client go away.
+    await asyncio.wait_for(server.disconnected.wait(), STALL * 0.75)
+    assert server.disconnects == 1
+
+
+# -- plain call_async ---------------------------------------------------------------
+
+
+def test_call_async_hedges_past_a_stalled_attempt() -> None:
+    events: List[Any] = []
+    numbers: List[Tuple[int, Optional[float]]] = []
+    r = Retrier.from_policy(hedged(deadline="10s"), on_event=events.append)
+
+    async def attempt(port: int) -> bytes:
+        current = retryrs.current_attempt()
+        assert current is not None
+        numbers.append((current.number, current.remaining))
+        return await raw_get(port)
+
+    async def main() -> None:
+        async with PairServer() as server:
+            t0 = time.monotonic()
+            body = await r.call_async(attempt, server.port)
+            took = time.monotonic() - t0
+            print(f"\nhedged call_async returned in {took * 1000:.0f} ms")
+            assert body == b"fast"
+            assert took < 1.0, took
+            await assert_loser_disconnected(server)
+            assert len(server.requests) == 2
+
+    asyncio.run(main())
+    assert [n for n, _ in numbers] == [1, 2]
+    assert all(left is not None and 9 < left <= 10 for _, left in numbers), numbers
+    kinds = [(e.kind, e.attempt) for e in events]
+    assert kinds == [("hedge", 2), ("success", 2)], kinds
+    assert events[0].delay is not None and round(events[0].delay * 1000) >= 50
+
+
+def test_call_async_with_the_budget_exhausted_sends_one_and_waits_for_it() -> None:
+    events: List[Any] = []
+    r = Retrier.from_policy(hedged(budget=EXHAUSTED), on_event=events.append)
+
+    async def main() -> None:
+        async with PairServer() as server:
+            t0 = time.monotonic()
+            body = await r.call_async(raw_get, server.port)
+            took = time.monotonic() - t0
+            print(f"\nbudget exhausted: call_async returned in {took * 1000:.0f} ms")
+            assert body == b"slow", "the one attempt's answer, after its stall"
+            assert took >= STALL * 0.9
+            assert len(server.requests) == 1 and server.disconnects == 0
+
+    asyncio.run(main())
+    assert [e.kind for e in events] == ["success"]
+
+
+def test_the_decorator_hedges_an_async_def() -> None:
+    r = Retrier.from_policy(hedged())
+
+    @r
+    async def fetch(port: int) -> bytes:
+        return await raw_get(port)
+
+    async def main() -> None:
+        async with PairServer() as server:
+            t0 = time.monotonic()
+            assert await fetch(server.port) == b"fast"
+            assert time.monotonic() - t0 < 1.0
+            assert len(server.requests) == 2
+
+    asyncio.run(main())
+    assert fetch.__name__ == "fetch" and fetch.retrier is r  # type: ignore[attr-defined]
+
+
+def test_cancelling_the_call_cancels_every_attempt_promptly() -> None:
+    events: List[Any] = []
+    r = Retrier.from_policy(hedged(delay="20ms", max_attempts=3), on_event=events.append)
+    cancelled: List[int] = []
+
+    async def stalls() -> None:
+        n = retryrs.current_attempt().number  # type: ignore[union-attr]
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.append(n)
+            raise
+
+    async def main() -> None:
+        task = asyncio.ensure_future(r.call_async(stalls))
+        await asyncio.sleep(0.2)  # all three launched
+        t0 = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0.05)  # the attempts' cancellations run
+        assert time.monotonic() - t0 < 1.0
+
+    asyncio.run(main())
+    assert sorted(cancelled) == [1, 2, 3]
+    assert [e.kind for e in events] == ["hedge", "hedge", "cancelled"]
+
+
+def test_a_cancel_token_ends_the_call_with_retry_cancelled() -> None:
+    token = CancelToken()
+    r = Retrier.from_policy(hedged(delay="20ms")).with_cancel(token)
+    cancelled: List[int] = []
+
+    async def stalls() -> None:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.append(retryrs.current_attempt().number)  # type: ignore[union-attr]
+            raise
+
+    async def main() -> None:
+        asyncio.get_running_loop().call_later(0.1, token.cancel)
+        with pytest.raises(RetryCancelled) as info:
+            await r.call_async(stalls)
+        assert info.value.attempts == 2
+        await asyncio.sleep(0.05)
+
+    asyncio.run(main())
+    assert sorted(cancelled) == [1, 2]
+
+
+def test_a_fatal_failure_ends_the_call_with_the_original_error_and_a_non_fatal_one_hedges_at_once() -> None:
+    r = Retrier.from_policy(hedged(delay="5s", max_attempts=3), retry_on=ConnectionError)
+    started: List[float] = []
+    boom = ValueError("fatal")
+
+    async def attempt() -> str:
+        n = retryrs.current_attempt().number  # type: ignore[union-attr]
+        started.append(time.monotonic())
+        if n == 1:
+            raise ConnectionError("non-fatal")
+        if n == 2:
+            raise boom
+        return "never"
+
+    async def main() -> None:
+        with pytest.raises(ValueError) as info:
+            await r.call_async(attempt)
+        assert info.value is boom
+
+    asyncio.run(main())
+    assert len(started) == 2 and started[1] - started[0] < 1.0, "the next hedge went out at once, not after 5 s"
+
+
+def test_the_losers_late_results_are_never_returned() -> None:
+    r = Retrier.from_policy(hedged(delay="10ms", max_attempts=3))
+    finished: List[int] = []
+
+    async def attempt() -> int:
+        n = retryrs.current_attempt().number  # type: ignore[union-attr]
+        try:
+            await asyncio.sleep({1: 0.5, 2: 0.03, 3: 0.5}[n])
+        except asyncio.CancelledError:
+            # A loser that refuses to stop and returns a value: dropped all the same.
+            await asyncio.sleep(0.05)
+            finished.append(n)
+            return -n
+        return n
+
+    async def main() -> None:
+        assert await r.call_async(attempt) == 2
+        await asyncio.sleep(0.2)
+
+    asyncio.run(main())
+    assert sorted(finished) == [1, 3]
+
+
+def test_a_sync_function_in_a_hedged_call_is_refused() -> None:
+    r = Retrier.from_policy(hedged(), retry_on=Exception)
+    calls: List[int] = []
+
+    def sync() -> int:
+        calls.append(1)
+        return 1
+
+    with pytest.raises(TypeError, match="not async"):
+        asyncio.run(r.call_async(sync))  # type: ignore[arg-type]
+    assert calls == [1], "refused at once, never hedged"
+
+
+def test_trio_is_refused_with_a_clear_message() -> None:
+    trio = pytest.importorskip("trio")
+    r = Retrier.from_policy(hedged())
+
+    async def attempt() -> int:
+        return 1
+
+    with pytest.raises(RuntimeError, match="asyncio only"):
+        trio.run(r.call_async, attempt)
+
+
+# -- httpx -------------------------------------------------------------------------
+
+
+def test_httpx_hedges_a_get_and_closes_the_losers_connection() -> None:
+    httpx = pytest.importorskip("httpx")
+    from retryrs.http import AsyncRetryingTransport
+
+    events: List[Any] = []
+    r = Retrier.from_policy(hedged(), on_event=events.append)
+
+    async def main() -> None:
+        async with PairServer() as server:
+            async with httpx.AsyncClient(transport=AsyncRetryingTransport(r)) as client:
+                t0 = time.monotonic()
+                resp = await client.get(server.url)
+                took = time.monotonic() - t0
+                print(f"\nhttpx hedged GET returned in {took * 1000:.0f} ms")
+                assert resp.status_code == 200 and resp.text == "fast"
+                assert took < 1.0, took
+                await assert_loser_disconnected(server)
+                assert len(server.requests) == 2
+
+    asyncio.run(main())
+    assert [(e.kind, e.attempt) for e in events] == [("hedge", 2), ("success", 2)]
+
+
+def test_httpx_with_the_budget_exhausted_sends_one_request() -> None:
+    httpx = pytest.importorskip("httpx")
+    from retryrs.http import AsyncRetryingTransport
+
+    r = Retrier.from_policy(hedged(budget=EXHAUSTED))
+
+    async def main() -> None:
+        async with PairServer() as server:
+            async with httpx.AsyncClient(transport=AsyncRetryingTransport(r)) as client:
+                t0 = time.monotonic()
+                resp = await client.get(server.url)
+                print(f"\nhttpx, budget exhausted: {(time.monotonic() - t0) * 1000:.0f} ms")
+                assert resp.text == "slow" and time.monotonic() - t0 >= STALL * 0.9
+                assert len(server.requests) == 1
+
+    asyncio.run(main())
+
+
+def test_httpx_hedges_only_requests_that_may_be_sent_twice() -> None:
+    httpx = pytest.importorskip("httpx")
+    from retryrs.http import AsyncRetryingTransport
+
+    r = Retrier.from_policy(hedged())
+
+    async def main() -> None:
+        async with PairServer(stall=0.3) as server:
+            async with httpx.AsyncClient(transport=AsyncRetryingTransport(r)) as client:
+                # A POST is never sent twice side by side: it waits for its one request.
+                resp = await client.post(server.url, content=b"order")
+                assert resp.text == "slow" and [m for m, _ in server.requests] == ["POST"]
+                # With an Idempotency-Key it may be: hedged (the second of a pair is fast).
+                server.requests.clear()
+                resp = await client.post(server.url, content=b"order", headers={"Idempotency-Key": "k-1"})
+                assert resp.text == "fast" and [m for m, _ in server.requests] == ["POST", "POST"]
+                # One request's max_attempts: unhedged.
+                server.requests.clear()
+                resp = await client.get(server.url, extensions={"retryrs": {"max_attempts": 1}})
+                assert resp.text == "slow" and len(server.requests) == 1
+
+    asyncio.run(main())
+
+
+def test_the_blocking_helpers_refuse_a_hedging_retrier() -> None:
+    httpx = pytest.importorskip("httpx")
+    from retryrs.http import RetryingTransport
+
+    r = Retrier.from_policy(hedged())
+    with pytest.raises(ValueError) as info:
+        RetryingTransport(r)
+    message = str(info.value)
+    assert "reads: this policy hedges" in message and "cannot be abandoned in a blocking call" in message
+    assert "AsyncRetryingTransport" in message
+    assert httpx is not None
+    requests = pytest.importorskip("requests")
+    from retryrs.http import RetryingAdapter
+
+    with pytest.raises(ValueError, match="RetryingAdapter: reads: this policy hedges"):
+        RetryingAdapter(r)
+    assert requests is not None
+
+
+# -- aiohttp -----------------------------------------------------------------------
+
+
+def test_aiohttp_hedges_a_get_and_closes_the_losers_connection() -> None:
+    aiohttp = pytest.importorskip("aiohttp")
+    from retryrs.http import RetryMiddleware
+
+    events: List[Any] = []
+    r = Retrier.from_policy(hedged(), on_event=events.append)
+
+    async def main() -> None:
+        async with PairServer() as server:
+            async with aiohttp.ClientSession(middlewares=(RetryMiddleware(r),)) as session:
+                t0 = time.monotonic()
+                async with session.get(server.url) as resp:
+                    body = await resp.text()
+                took = time.monotonic() - t0
+                print(f"\naiohttp hedged GET returned in {took * 1000:.0f} ms")
+                assert resp.status == 200 and body == "fast"
+                assert took < 1.0, took
+                await assert_loser_disconnected(server)
+                assert len(server.requests) == 2
+
+    asyncio.run(main())
+    assert [(e.kind, e.attempt) for e in events] == [("hedge", 2), ("success", 2)]
+
+
+def test_aiohttp_with_the_budget_exhausted_sends_one_request() -> None:
+    aiohttp = pytest.importorskip("aiohttp")
+    from retryrs.http import RetryMiddleware
+
+    r = Retrier.from_policy(hedged(budget=EXHAUSTED))
+
+    async def main() -> None:
+        async with PairServer() as server:
+            async with aiohttp.ClientSession(middlewares=(RetryMiddleware(r),)) as session:
+                t0 = time.monotonic()
+                async with session.get(server.url) as resp:
+                    assert await resp.text() == "slow"
+                print(f"\naiohttp, budget exhausted: {(time.monotonic() - t0) * 1000:.0f} ms")
+                assert time.monotonic() - t0 >= STALL * 0.9
+                assert len(server.requests) == 1
+
+    asyncio.run(main())
+
+
+def test_aiohttp_hedges_only_requests_that_may_be_sent_twice() -> None:
+    aiohttp = pytest.importorskip("aiohttp")
+    from retryrs.http import RetryMiddleware
+
+    r = Retrier.from_policy(hedged())
+
+    async def main() -> None:
+        async with PairServer(stall=0.3) as server:
+            mw = RetryMiddleware(r)
+            async with aiohttp.ClientSession(middlewares=(mw,)) as session:
+                async with session.post(server.url, data=b"order") as resp:
+                    assert await resp.text() == "slow"
+                assert [m for m, _ in server.requests] == ["POST"]
+                server.requests.clear()
+                async with session.post(server.url, data=b"order", headers={"Idempotency-Key": "k-1"}) as resp:
+                    assert await resp.text() == "fast"
+                assert [m for m, _ in server.requests] == ["POST", "POST"]
+            # The fallback for aiohttp before 3.12 hedges alike.
+            server.requests.clear()
+            async with aiohttp.ClientSession() as plain:
+                resp = await mw.request(plain, "GET", server.url)
+                assert await resp.text() == "fast" and len(server.requests) == 2
+                resp.release()
+
+    asyncio.run(main())
