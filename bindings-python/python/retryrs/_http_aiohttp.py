@@ -125,12 +125,23 @@ class RetryMiddleware(Helper):
 
     async def request(self, session: aiohttp.ClientSession, method: str, url: Any, **kwargs: Any) -> aiohttp.ClientResponse:
         """The fallback for aiohttp before 3.12: ``session.request(method, url, **kwargs)``
-        through the same retries (one call of it per attempt)."""
+        through the same retries (one call of it per attempt). A session (or request) with
+        ``raise_for_status`` raises for the final response only, as with the middleware:
+        each attempt's error status is judged by the HTTP rules first."""
         headers = kwargs.get("headers") or {}
         key = next((v for k, v in dict(headers).items() if k.lower() == "idempotency-key"), None)
         body = kwargs.get("data", kwargs.get("json"))
         replay: Any = b"" if "json" in kwargs else body
-        return await self._run(method.upper(), str(url), key, replay, lambda: session.request(method, url, **kwargs))
+        raising = kwargs.pop("raise_for_status", None)
+        if raising is None:
+            raising = getattr(session, "_raise_for_status", False)
+        kwargs["raise_for_status"] = False
+        resp = await self._run(method.upper(), str(url), key, replay, lambda: session.request(method, url, **kwargs))
+        if callable(raising):
+            await raising(resp)
+        elif raising:
+            resp.raise_for_status()  # (releases an error response, as aiohttp does)
+        return resp
 
     async def _run(self, method: str, raw_url: str, key: Optional[str], body: Any, send: Callable[[], Awaitable[aiohttp.ClientResponse]]) -> aiohttp.ClientResponse:
         # A body that cannot be sent again: one attempt (bounded, with its events).
