@@ -86,7 +86,11 @@ impl HedgedCall {
         &mut self,
         py: Python<'_>,
         subject: Option<(&Bound<'_, PyAny>, bool)>,
-        f: impl FnOnce(&mut HedgeCall<Arc<Policy>>, Duration, &mut dyn FnMut(&Event<'_>)) -> Result<Step, retryrs::StateError>,
+        f: impl FnOnce(
+            &mut HedgeCall<Arc<Policy>>,
+            Duration,
+            &mut dyn FnMut(&Event<'_>),
+        ) -> Result<Step, retryrs::StateError>,
     ) -> PyResult<(Step, Option<PyErr>)> {
         let at = now(&self.clock);
         let last = self.errors.last().map(|k| (k.obj.bind(py).clone(), k.is_value));
@@ -167,7 +171,13 @@ impl HedgedCall {
     /// A control-flow signal (KeyboardInterrupt, CancelledError...) cancels the call; it
     /// comes back as the STOP's error.
     #[pyo3(signature = (k, exc, answers=None))]
-    fn failed(&mut self, py: Python<'_>, k: u32, exc: Bound<'_, PyAny>, answers: Option<Bound<'_, PyTuple>>) -> PyResult<Out> {
+    fn failed(
+        &mut self,
+        py: Python<'_>,
+        k: u32,
+        exc: Bound<'_, PyAny>,
+        answers: Option<Bound<'_, PyTuple>>,
+    ) -> PyResult<Out> {
         if !exc.is_instance_of::<PyException>() {
             if self.call.outcome().is_some() || !self.call.running().contains(k) {
                 return Ok((DROPPED, 0, None, vec![], None));
@@ -221,12 +231,14 @@ impl HedgedCall {
             Ok(Classified::Await(pending)) => return Ok(Self::awaiting(pending)),
             Ok(Classified::Verdict(v)) => v,
             Err(hook_error) => {
-                let (step, signal) =
-                    self.drive(py, Some((&value, true)), |c, at, sink| c.record(k, Verdict::Permanent, at, &mut &mut *sink))?;
+                let (step, signal) = self.drive(py, Some((&value, true)), |c, at, sink| {
+                    c.record(k, Verdict::Permanent, at, &mut &mut *sink)
+                })?;
                 return self.out(py, step, signal, Some(hook_error));
             }
         };
-        let (step, signal) = self.drive(py, Some((&value, true)), |c, at, sink| c.record(k, verdict, at, &mut &mut *sink))?;
+        let (step, signal) =
+            self.drive(py, Some((&value, true)), |c, at, sink| c.record(k, verdict, at, &mut &mut *sink))?;
         if step != Step::Dropped {
             self.keep(value.clone().unbind(), true);
         }
@@ -259,7 +271,8 @@ impl HedgedCall {
     /// Attempt `k`, just launched, as `retryrs.current_attempt()` shows it (its number and
     /// its bound: the deadline's time left, or its own attempt timeout if sooner).
     fn attempt_info(&self, k: u32) -> PyResult<AttemptInfo> {
-        let end = self.call.attempt_deadline(k).map_err(|e| PyRuntimeError::new_err(format!("retryrs: attempt {k}: {e}")))?;
+        let end =
+            self.call.attempt_deadline(k).map_err(|e| PyRuntimeError::new_err(format!("retryrs: attempt {k}: {e}")))?;
         let at = now(&self.clock);
         let frame = Frame::new(k, end, at, self.clock.clone());
         Ok(AttemptInfo::with_arm(frame, at, self.interrupts))

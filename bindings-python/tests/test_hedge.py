@@ -457,3 +457,24 @@ def test_aiohttp_hedges_only_requests_that_may_be_sent_twice() -> None:
                 resp.release()
 
     asyncio.run(main())
+
+
+def test_under_virtual_time_the_hedging_delay_passes_at_once() -> None:
+    events: List[Any] = []
+    r = Retrier.from_policy(hedged(delay="30s", deadline="100s"), on_event=events.append)
+
+    async def attempt() -> int:
+        n = retryrs.current_attempt().number  # type: ignore[union-attr]
+        if n == 1:
+            await asyncio.Event().wait()  # never answers
+        return n
+
+    async def main() -> int:
+        with retryrs.testing.virtual_time():
+            t0 = time.monotonic()
+            won = await r.call_async(attempt)
+            assert time.monotonic() - t0 < 5.0, "30 s of virtual time took no real time"
+            return won
+
+    assert asyncio.run(main()) == 2
+    assert [(e.kind, e.attempt, round(e.elapsed)) for e in events] == [("hedge", 2, 30), ("success", 2, 30)]

@@ -65,6 +65,8 @@ class RetryableStatus(HTTPRetryError):
     out on it, the helper returns the response itself, as the client would have.
     """
 
+    retried = True
+
     def __init__(self, status: int, method: str, url: str, retry_after: Optional[str], response: Any) -> None:
         super().__init__(f"HTTP {status} from {method} {url}", method, url)
         self.status = status
