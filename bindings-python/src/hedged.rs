@@ -150,6 +150,15 @@ impl HedgedCall {
         })
     }
 
+    /// Cancels the call (its Cancelled event about `subject`, else the last failure):
+    /// STOP with the attempts to cancel (and a listener's Ctrl-C, if one was raised).
+    fn cancelled(&mut self, py: Python<'_>, subject: Option<(&Bound<'_, PyAny>, bool)>) -> PyResult<Out> {
+        let (step, signal) = self.drive(py, subject, |c, at, sink| {
+            c.cancel(at, &mut &mut *sink).map(|cancel| Step::Stop { stop: Stop::Cancelled, cancel })
+        })?;
+        self.out(py, step, signal, None)
+    }
+
     fn awaiting(pending: Bound<'_, PyAny>) -> Out {
         (AWAIT, 0, None, vec![], Some(pending.unbind()))
     }
@@ -182,11 +191,7 @@ impl HedgedCall {
             if self.call.outcome().is_some() || !self.call.running().contains(k) {
                 return Ok((DROPPED, 0, None, vec![], None));
             }
-            let subject = Some((&exc, false));
-            let (step, signal) = self.drive(py, subject, |c, at, sink| {
-                c.cancel(at, &mut &mut *sink).map(|cancel| Step::Stop { stop: Stop::Cancelled, cancel })
-            })?;
-            let (_, _, _, cancel, _) = self.out(py, step, signal, None)?;
+            let (_, _, _, cancel, _) = self.cancelled(py, Some((&exc, false)))?;
             return Ok((STOP, self.call.launched(), None, cancel, Some(exc.unbind())));
         }
         let verdict = match self.host.classify(&exc, answers.as_ref()) {
@@ -252,10 +257,7 @@ impl HedgedCall {
         if self.call.outcome().is_some() {
             return Ok((STOP, self.call.launched(), None, vec![], None));
         }
-        let (step, signal) = self.drive(py, None, |c, at, sink| {
-            c.cancel(at, &mut &mut *sink).map(|cancel| Step::Stop { stop: Stop::Cancelled, cancel })
-        })?;
-        let (action, attempt, wait, cancel, error) = self.out(py, step, signal, None)?;
+        let (action, attempt, wait, cancel, error) = self.cancelled(py, None)?;
         let error = match error {
             Some(signal) => Some(signal),
             None if token => {

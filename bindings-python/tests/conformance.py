@@ -262,6 +262,13 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
     delays = [ms(e.delay) for e in events if e.kind == "retrying"]
     if "delays_ms" in expect and delays != expect["delays_ms"]:
         problems.append(f"delays {delays}, expected {expect['delays_ms']}")
+    return problems + shared_checks(r, expect, events, state, bounds)
+
+
+def shared_checks(r: Retrier, expect: Dict[str, Any], events: List[Any], state: Optional[str], bounds: List[Optional[int]]) -> List[str]:
+    """What every call vector may expect of a call once it is over: its events, the
+    breaker's state, each attempt's bound at its start, the budget's tokens."""
+    problems: List[str] = []
     if "events" in expect:
         got = [
             {"kind": e.kind, "attempt": e.attempt, "elapsed_ms": ms(e.elapsed), "delay_ms": ms(e.delay), "reason": e.reason, "error": e.error is not None,
@@ -454,28 +461,7 @@ def run_hedged_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any]) ->
         problems.append(f"launched at {launched} ms, expected {expect['launched_ms']}")
     if "cancelled" in expect and cancelled != expect["cancelled"]:
         problems.append(f"cancelled {cancelled}, expected {expect['cancelled']}")
-    if "bounds_ms" in expect and bounds != expect["bounds_ms"]:
-        problems.append(f"bounds {bounds} ms, expected {expect['bounds_ms']}")
-    if "events" in expect:
-        got = [
-            {"kind": e.kind, "attempt": e.attempt, "elapsed_ms": ms(e.elapsed), "delay_ms": ms(e.delay), "reason": e.reason,
-             "error": e.error is not None, "value": e.result is not None}
-            for e in events
-        ]
-        want = expect["events"]
-        if len(got) != len(want):
-            problems.append(f"{len(got)} events {[g['kind'] for g in got]}, expected {len(want)} {[w['kind'] for w in want]}")
-        for i, (g, w) in enumerate(zip(got, want)):
-            for k, v in w.items():
-                if g.get(k) != v:
-                    problems.append(f"event {i} ({w['kind']}): {k} = {g.get(k)}, expected {v}")
-    if "breaker_state" in expect and state != expect["breaker_state"]:
-        problems.append(f"breaker state {state}, expected {expect['breaker_state']}")
-    if "budget_tokens" in expect:
-        tokens = r.budget.tokens if r.budget is not None else None
-        if tokens is None or abs(tokens - expect["budget_tokens"]) > 1e-9:
-            problems.append(f"budget tokens {tokens}, expected {expect['budget_tokens']}")
-    return problems
+    return problems + shared_checks(r, expect, events, state, bounds)
 
 
 def hc_step_dropped(step: Any) -> bool:
