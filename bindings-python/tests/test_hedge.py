@@ -34,8 +34,11 @@ class PairServer:
     """HTTP/1.1 on 127.0.0.1, port 0. Request 1, 3, 5... stalls ``stall`` seconds (or until
     the client goes away: a disconnect, counted); request 2, 4... answers after 10 ms."""
 
-    def __init__(self, stall: float = STALL) -> None:
+    def __init__(self, stall: float = STALL, together: bool = False) -> None:
         self.stall = stall
+        # together: the first of a pair answers when the second arrives, both at once.
+        self.together = together
+        self._second = asyncio.Event()
         self.requests: List[Tuple[str, Dict[str, str]]] = []
         self.disconnects = 0
         self.disconnected = asyncio.Event()
@@ -69,7 +72,14 @@ class PairServer:
                     await reader.readexactly(length)
                 n = len(self.requests)
                 self.requests.append((method, headers))
-                if n % 2 == 0:
+                if self.together:
+                    if n % 2 == 0:
+                        self._second.clear()
+                        await asyncio.wait_for(self._second.wait(), 5)
+                    else:
+                        self._second.set()
+                    body = b"both"
+                elif n % 2 == 0:
                     try:
                         got = await asyncio.wait_for(reader.read(1), self.stall)
                     except asyncio.TimeoutError:
@@ -478,3 +488,84 @@ def test_under_virtual_time_the_hedging_delay_passes_at_once() -> None:
 
     assert asyncio.run(main()) == 2
     assert [(e.kind, e.attempt, round(e.elapsed)) for e in events] == [("hedge", 2, 30), ("success", 2, 30)]
+
+
+def test_a_loser_done_at_the_same_moment_is_handed_to_discard_never_returned() -> None:
+    """Two attempts that end in the same turn of the loop: one wins, the other's value is
+    never returned, and the HTTP helpers' ``discard`` (which closes a loser's response)
+    gets it; a loser cancelled in flight is simply cancelled."""
+    from retryrs import _hedge
+
+    r = Retrier.from_policy(hedged(delay="0ms", max_attempts=3))
+    discarded: List[Any] = []
+    closed: List[str] = []
+
+    async def main() -> Any:
+        go = asyncio.Event()
+
+        async def attempt() -> Any:
+            n = retryrs.current_attempt().number  # type: ignore[union-attr]
+            if n == 3:
+                await asyncio.sleep(60)
+            await go.wait()
+            return f"response {n}"
+
+        async def close(outcome: Any) -> None:
+            closed.append(outcome)
+
+        def discard(outcome: Any) -> Any:
+            discarded.append(outcome)
+            return close(outcome)
+
+        asyncio.get_running_loop().call_later(0.05, go.set)
+        won = await _hedge.run(r, attempt, (), {}, discard)
+        await asyncio.sleep(0.05)
+        return won
+
+    won = asyncio.run(main())
+    assert won == "response 1"
+    assert discarded == ["response 2"] and closed == ["response 2"]
+
+
+def test_httpx_zero_delay_hedging_leaves_no_connection_busy() -> None:
+    """Zero delay: both requests go out at once and the server answers both together; the
+    loser (cancelled, or done and discarded) must not keep a pooled connection busy."""
+    httpx = pytest.importorskip("httpx")
+    from retryrs.http import AsyncRetryingTransport
+
+    r = Retrier.from_policy(hedged(delay="0ms"))
+    transport = AsyncRetryingTransport(r)
+
+    async def main() -> None:
+        async with PairServer(together=True) as server:
+            async with httpx.AsyncClient(transport=transport) as client:
+                for _ in range(20):
+                    assert (await client.get(server.url)).status_code == 200
+                await asyncio.sleep(0.2)
+                assert len(server.requests) == 40
+                connections = transport._transport._pool.connections  # type: ignore[attr-defined]
+                # No connection is left busy with a response nobody will read (a loser
+                # cancelled while connecting may leave a NEW one, which serves the next).
+                shown = [repr(c) for c in connections]
+                assert not any("ACTIVE" in c for c in shown) and len(shown) <= 3, shown
+
+    asyncio.run(main())
+
+
+def test_aiohttp_zero_delay_hedging_leaves_no_connection_busy() -> None:
+    aiohttp = pytest.importorskip("aiohttp")
+    from retryrs.http import RetryMiddleware
+
+    r = Retrier.from_policy(hedged(delay="0ms"))
+
+    async def main() -> None:
+        async with PairServer(together=True) as server:
+            async with aiohttp.ClientSession(middlewares=(RetryMiddleware(r),)) as session:
+                for _ in range(20):
+                    async with session.get(server.url) as resp:
+                        assert resp.status == 200
+                await asyncio.sleep(0.2)
+                assert len(server.requests) == 40
+                assert not session.connector._acquired  # type: ignore[union-attr]
+
+    asyncio.run(main())

@@ -15,6 +15,7 @@ code, and the decorator when it decorates.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Set, Tuple
 
@@ -34,20 +35,30 @@ _CURRENT = _native._CURRENT
 _LOSERS: Set["asyncio.Task[Any]"] = set()
 
 
+_TRIO = (
+    "{name}: this policy hedges, and retryrs runs hedged calls under asyncio only: under trio an attempt "
+    "would need its own cancel scope in a nursery the call owns, which retryrs does not do yet; "
+    "use a policy without `hedge` (or `hedgingPolicy`) under trio"
+)
+
+
 class NotAsyncError(TypeError):
     """The function of a hedged call returned something that is not awaitable."""
 
 
 async def drive(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kwargs: Optional[Dict[str, Any]]) -> Any:
     """``await r.call_async(fn, *args, **kwargs)`` for a Retrier that hedges."""
+    return await run(r, fn, args, kwargs or {})
+
+
+async def run(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kw: Dict[str, Any], discard: Optional[Callable[[Any], Any]] = None) -> Any:
+    """``drive`` for the HTTP helpers: ``discard(outcome)`` is given what a loser came to
+    if it came to something (a value, or an exception), which nobody else will see: a
+    response to close, say (it may return an awaitable, which is run)."""
     if _library() == "trio":
-        raise RuntimeError(
-            f"{r.name}: this policy hedges, and retryrs runs hedged calls under asyncio only: under trio an attempt "
-            "would need its own cancel scope in a nursery the call owns, which retryrs does not do yet; "
-            "use a policy without `hedge` (or `hedgingPolicy`) under trio"
-        )
+        raise RuntimeError(_TRIO.format(name=r.name))
     call = r._hedge()
-    return await _run(r, call, fn, args, kwargs or {})
+    return await _run(r, call, fn, args, kw, discard)
 
 
 def _fired(fut: "asyncio.Future[None]") -> None:
@@ -55,7 +66,7 @@ def _fired(fut: "asyncio.Future[None]") -> None:
         fut.set_result(None)
 
 
-async def _run(r: _native.Retrier, call: Any, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kw: Dict[str, Any]) -> Any:
+async def _run(r: _native.Retrier, call: Any, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kw: Dict[str, Any], discard: Optional[Callable[[Any], Any]]) -> Any:
     loop = asyncio.get_running_loop()
     tasks: Dict[int, "asyncio.Task[Any]"] = {}
     results: Dict[int, Any] = {}
@@ -111,7 +122,10 @@ async def _run(r: _native.Retrier, call: Any, fn: Callable[..., Awaitable[Any]],
     finally:
         if sub is not None:
             token._unsubscribe(sub)
-        _abandon(tasks)
+        _abandon(tasks, discard)
+        if discard is not None:
+            for value in results.values():  # (none but the winner's is ever kept)
+                _discard(discard, value)
 
 
 async def _wait(call: Any, tasks: Dict[int, "asyncio.Task[Any]"], fired: Optional["asyncio.Future[None]"], timeout: Optional[float]) -> None:
@@ -177,26 +191,40 @@ async def _attempt(fn: Callable[..., Any], args: Tuple[Any, ...], kw: Dict[str, 
     return await attempt
 
 
-def _abandon(tasks: Dict[int, "asyncio.Task[Any]"]) -> None:
+def _abandon(tasks: Dict[int, "asyncio.Task[Any]"], discard: Optional[Callable[[Any], Any]]) -> None:
     """Cancels the attempts still in flight (the losers): their late results are never
-    looked at (retrieved only so that asyncio does not report them)."""
+    returned (retrieved only so that asyncio does not report them, and handed to
+    ``discard`` if there is one)."""
     for t in tasks.values():
         if not t.done():
             t.cancel()
             _LOSERS.add(t)
-        t.add_done_callback(_forget)
+        t.add_done_callback(functools.partial(_forget, discard))
     tasks.clear()
 
 
-def _forget(t: "asyncio.Task[Any]") -> None:
+def _forget(discard: Optional[Callable[[Any], Any]], t: "asyncio.Task[Any]") -> None:
     _LOSERS.discard(t)
-    if not t.cancelled():
-        t.exception()
+    if t.cancelled():
+        return
+    exc = t.exception()
+    if discard is not None:
+        _discard(discard, t.result() if exc is None else exc)
+
+
+def _discard(discard: Callable[[Any], Any], outcome: Any) -> None:
+    try:
+        pending = discard(outcome)
+        if inspect.isawaitable(pending):
+            task = asyncio.ensure_future(pending)
+            _LOSERS.add(task)
+            task.add_done_callback(functools.partial(_forget, None))
+    except Exception:  # a loser's cleanup never changes the call's outcome
+        pass
 
 
 def decorate(r: _native.Retrier, fn: Any) -> Any:
     """The decorator's wrapper of an ``async def`` for a Retrier that hedges."""
-    import functools
 
     @functools.wraps(fn)
     async def hedging(*args: Any, **kwargs: Any) -> Any:

@@ -22,7 +22,9 @@ from ._http_common import (
     RequestFailed,
     RequestOptions,
     Rules,
+    call_async,
     final_response,
+    held_response,
     response_failure,
 )
 
@@ -167,11 +169,18 @@ class RetryMiddleware(Helper):
             raise failure
 
         try:
-            return await retrier.call_async(attempt)
+            return await call_async(retrier, attempt, _discard)  # type: ignore[no-any-return]
         except ErrorStatus as e:
             return e.take()  # type: ignore[no-any-return]
         except RetryExhausted as e:
             return final_response(e)  # type: ignore[no-any-return]
+
+
+def _discard(outcome: Any) -> None:
+    """A hedged request's loser: its response (if it got one) is closed, never returned."""
+    resp = held_response(outcome, aiohttp.ClientResponse)
+    if resp is not None:
+        resp.close()
 
 
 def _failure(rules: Rules, method: str, url: str, key: Optional[str], exc: BaseException) -> Optional[RequestFailed]:

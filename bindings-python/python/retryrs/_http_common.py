@@ -11,7 +11,7 @@ import contextlib
 import contextvars
 import os
 import threading
-from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple
+from typing import Any, Awaitable, Callable, Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple
 
 from . import _native
 from ._errors import RetryExhausted
@@ -336,6 +336,24 @@ class Helper:
         if options is not None and options.max_attempts is not None:
             retrier = retrier._with_classifier(_CLASSES, interrupts=not self._bounds_attempts, max_attempts=options.max_attempts)
         return rules, retrier
+
+
+def call_async(retrier: _native.Retrier, attempt: Callable[[], Awaitable[Any]], discard: Callable[[Any], Any]) -> Awaitable[Any]:
+    """``retrier.call_async(attempt)``; for a Retrier that hedges, the hedged call, which
+    hands what a loser came to (a response, or a failure holding one) to ``discard``: a
+    loser's response, never returned, has its connection closed."""
+    if retrier._hedges:
+        from ._hedge import run
+
+        return run(retrier, attempt, (), {}, discard)
+    return retrier.call_async(attempt)
+
+
+def held_response(outcome: Any, response_type: type) -> Any:
+    """The response a loser came to: the outcome itself, or the one its failure holds."""
+    if isinstance(outcome, response_type):
+        return outcome
+    return getattr(outcome, "_response", None)
 
 
 # A retried response's body is read up to this much, to keep its connection for the next

@@ -20,7 +20,9 @@ from ._http_common import (
     RequestFailed,
     RequestOptions,
     Rules,
+    call_async,
     final_response,
+    held_response,
     in_tls_handshake,
     response_failure,
     smaller,
@@ -138,6 +140,12 @@ async def _within(send: Awaitable[httpx.Response], current: Optional[_native.Att
         return await _suspended(send.__await__(), _FIRST, current, _GRACE)  # type: ignore[no-any-return]
     except AttemptTimeout as e:
         raise httpx.ReadTimeout(f"{e} (the attempt's bound)", request=request) from e
+
+
+def _discard(outcome: Any) -> Optional[Awaitable[None]]:
+    """A hedged request's loser: its response (if it got one) is closed, never returned."""
+    resp = held_response(outcome, httpx.Response)
+    return None if resp is None else resp.aclose()
 
 
 class _Base(Helper):
@@ -276,7 +284,7 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
             raise failure
 
         try:
-            return await retrier.call_async(attempt)
+            return await call_async(retrier, attempt, _discard)  # type: ignore[no-any-return]
         except ErrorStatus as e:
             return e.take()  # type: ignore[no-any-return]
         except RetryExhausted as e:
