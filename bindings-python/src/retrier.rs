@@ -56,7 +56,9 @@ impl Retrier {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
         let token = self.cancel.as_ref().map(|t| &t.get().inner);
-        if let Some(refused) = crate::hedged::refusal(&self.host.policy, "Retrier.call") {
+        if let Some(refused) =
+            crate::hedged::refusal(&self.host.policy, "a blocking call (Retrier.call, a decorated sync function)")
+        {
             return Err(refused);
         }
         if token.is_some_and(|t| t.is_cancelled()) {
@@ -457,7 +459,9 @@ impl Retrier {
     /// with a circuit breaker, its answer: a refused call raises
     /// RetryExhausted(reason="circuit_open") here.
     fn _start(&self, py: Python<'_>) -> PyResult<AttemptInfo> {
-        if let Some(refused) = crate::hedged::refusal(&self.host.policy, "the loop form (`for attempt in retrier`)") {
+        if let Some(refused) =
+            crate::hedged::refusal(&self.host.policy, "the loop form (`for` / `async for attempt in retrier`)")
+        {
             return Err(refused);
         }
         if self.cancel.as_ref().is_some_and(|t| t.get().inner.is_cancelled()) {

@@ -569,3 +569,32 @@ def test_aiohttp_zero_delay_hedging_leaves_no_connection_busy() -> None:
                 assert not session.connector._acquired  # type: ignore[union-attr]
 
     asyncio.run(main())
+
+
+def test_a_hedged_call_is_one_call_to_the_circuit_breaker() -> None:
+    """Exhausted once (both attempts failed non-fatally), a 1-failure breaker opens; the
+    next hedged call is refused at once, no attempt made."""
+    doc = {
+        "policies": {"reads": {"breaker": "db", "hedge": {"max_attempts": 2, "delay": "10ms"}}},
+        "breakers": {"db": {"model": "consecutive", "failures": 1, "break_duration": "10s"}},
+    }
+    r = Retrier.from_policy(load_policies(doc)["reads"], retry_on=ConnectionError)
+    calls: List[int] = []
+
+    async def down() -> None:
+        calls.append(retryrs.current_attempt().number)  # type: ignore[union-attr]
+        await asyncio.sleep(0.02)
+        raise ConnectionError("down")
+
+    async def main() -> None:
+        with pytest.raises(RetryExhausted) as first:
+            await r.call_async(down)
+        assert first.value.reason == "attempts" and first.value.attempts == 2
+        assert isinstance(first.value.__cause__, ConnectionError)
+        with pytest.raises(RetryExhausted) as refused:
+            await r.call_async(down)
+        assert refused.value.reason == "circuit_open" and refused.value.attempts == 0
+
+    asyncio.run(main())
+    assert calls == [1, 2]
+    assert r.breaker is not None and r.breaker.state == "open"

@@ -97,10 +97,8 @@ async def _run(r: _native.Retrier, call: Any, fn: Callable[..., Awaitable[Any]],
                     raise RuntimeError("retryrs: a hedged call stopped without an outcome")
                 raise error
             elif action == _WAIT and not queue:
-                if fired is not None and not fired.done():
+                if fired is None or not fired.done():
                     await _wait(call, tasks, fired, step[2])
-                elif fired is None:
-                    await _wait(call, tasks, None, step[2])
                 if fired is not None and fired.done():
                     step = call.cancel(True)
                     continue
