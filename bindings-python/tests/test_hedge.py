@@ -598,3 +598,20 @@ def test_a_hedged_call_is_one_call_to_the_circuit_breaker() -> None:
     asyncio.run(main())
     assert calls == [1, 2]
     assert r.breaker is not None and r.breaker.state == "open"
+
+
+def test_log_events_tells_a_hedge(caplog: Any) -> None:
+    import logging
+
+    r = Retrier.from_policy(hedged(delay="10ms"), on_event=retryrs.log_events())
+
+    async def attempt() -> int:
+        n = retryrs.current_attempt().number  # type: ignore[union-attr]
+        await asyncio.sleep(5 if n == 1 else 0.01)
+        return n
+
+    with caplog.at_level(logging.INFO, logger="retryrs"):
+        assert asyncio.run(r.call_async(attempt)) == 2
+    lines = [rec.getMessage() for rec in caplog.records]
+    assert lines[0].startswith("reads: attempt 2 sent beside the attempt in flight, ") and lines[0].endswith(" ms after it (hedge)"), lines
+    assert lines[1].startswith("reads: attempt 2 succeeded after "), lines
