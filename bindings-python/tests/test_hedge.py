@@ -298,15 +298,80 @@ def test_a_sync_function_in_a_hedged_call_is_refused() -> None:
     assert calls == [1], "refused at once, never hedged"
 
 
-def test_trio_is_refused_with_a_clear_message() -> None:
+def test_under_trio_a_hedged_call_cancels_its_losers() -> None:
     trio = pytest.importorskip("trio")
-    r = Retrier.from_policy(hedged())
+    events: List[Any] = []
+    r = Retrier.from_policy(hedged(delay="50ms", max_attempts=3, deadline="10s"), on_event=events.append)
+    cancelled: List[int] = []
+    bounds: List[Tuple[int, Optional[float]]] = []
 
     async def attempt() -> int:
-        return 1
+        current = retryrs.current_attempt()
+        assert current is not None
+        bounds.append((current.number, current.remaining))
+        try:
+            await trio.sleep(5 if current.number == 1 else 0.01)
+        except trio.Cancelled:
+            cancelled.append(current.number)
+            raise
+        return current.number
 
-    with pytest.raises(RuntimeError, match="asyncio only"):
-        trio.run(r.call_async, attempt)
+    async def main() -> None:
+        t0 = trio.current_time()
+        assert await r.call_async(attempt) == 2
+        took = trio.current_time() - t0
+        print(f"\ntrio hedged call returned in {took * 1000:.0f} ms")
+        assert took < 1.0
+
+    trio.run(main)
+    assert cancelled == [1]
+    assert [n for n, _ in bounds] == [1, 2] and all(b is not None and 9 < b <= 10 for _, b in bounds)
+    assert [(e.kind, e.attempt) for e in events] == [("hedge", 2), ("success", 2)]
+
+
+def test_under_trio_a_cancel_scope_cancels_every_attempt_and_a_fatal_failure_ends_the_call() -> None:
+    trio = pytest.importorskip("trio")
+    events: List[Any] = []
+    r = Retrier.from_policy(hedged(delay="20ms", max_attempts=3), on_event=events.append, retry_on=ConnectionError)
+    cancelled: List[int] = []
+
+    async def stalls() -> None:
+        n = retryrs.current_attempt().number  # type: ignore[union-attr]
+        try:
+            await trio.sleep(60)
+        except trio.Cancelled:
+            cancelled.append(n)
+            raise
+
+    boom = ValueError("fatal")
+
+    async def fatal_second() -> None:
+        n = retryrs.current_attempt().number  # type: ignore[union-attr]
+        if n == 2:
+            raise boom
+        await trio.sleep(60)
+
+    async def main() -> None:
+        with trio.move_on_after(0.2) as scope:
+            await r.call_async(stalls)
+        assert scope.cancelled_caught
+        with pytest.raises(ValueError) as info:
+            await r.call_async(fatal_second)
+        assert info.value is boom
+        token = CancelToken()
+
+        async def fire() -> None:
+            await trio.sleep(0.1)
+            token.cancel()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(fire)
+            with pytest.raises(RetryCancelled):
+                await r.with_cancel(token).call_async(stalls)
+
+    trio.run(main)
+    assert sorted(cancelled[:3]) == [1, 2, 3] and sorted(cancelled[3:]) == [1, 2, 3], cancelled
+    assert [e.kind for e in events][:3] == ["hedge", "hedge", "cancelled"]
 
 
 # -- httpx -------------------------------------------------------------------------

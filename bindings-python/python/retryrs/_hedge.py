@@ -1,11 +1,12 @@
-"""The asyncio driver of a hedged call (a Retrier whose policy has a ``hedge`` section, or
-a gRPC ``hedgingPolicy``).
+"""The async driver of a hedged call (a Retrier whose policy has a ``hedge`` section, or
+a gRPC ``hedgingPolicy``), under asyncio and under trio.
 
 The native ``_HedgedCall`` (the core's ``HedgeCall``) decides everything: when the next
 attempt launches, how long to wait, which attempt won, which to cancel, when the call is
-over and with what. This module only runs each attempt as an asyncio task, waits for the
+over and with what. This module only runs each attempt concurrently (an asyncio task; a
+task in a nursery the call owns, in its own cancel scope, under trio), waits for the
 first of "an attempt ended", "the engine's timer" and "the CancelToken fired", reports
-outcomes (in attempt order, before a due hedge), and cancels the tasks it is told to.
+outcomes (in attempt order, before a due hedge), and cancels the attempts it is told to.
 A loser's late result is never reported: it is neither returned nor counted.
 
 Retriers without hedging never come here: ``call_async`` picks this driver in native
@@ -35,13 +36,6 @@ _CURRENT = _native._CURRENT
 _LOSERS: Set["asyncio.Task[Any]"] = set()
 
 
-_TRIO = (
-    "{name}: this policy hedges, and retryrs runs hedged calls under asyncio only: under trio an attempt "
-    "would need its own cancel scope in a nursery the call owns, which retryrs does not do yet; "
-    "use a policy without `hedge` (or `hedgingPolicy`) under trio"
-)
-
-
 class NotAsyncError(TypeError):
     """The function of a hedged call returned something that is not awaitable."""
 
@@ -55,9 +49,9 @@ async def run(r: _native.Retrier, fn: Callable[..., Awaitable[Any]], args: Tuple
     """``drive`` for the HTTP helpers: ``discard(outcome)`` is given what a loser came to
     if it came to something (a value, or an exception), which nobody else will see: a
     response to close, say (it may return an awaitable, which is run)."""
-    if _library() == "trio":
-        raise RuntimeError(_TRIO.format(name=r.name))
     call = r._hedge()
+    if _library() == "trio":
+        return await _trio_run(r, call, fn, args, kw, discard)
     return await _run(r, call, fn, args, kw, discard)
 
 
@@ -105,7 +99,7 @@ async def _run(r: _native.Retrier, call: Any, fn: Callable[..., Awaitable[Any]],
                 queue = sorted(k for k, t in tasks.items() if t.done())
             if queue:
                 k = queue.pop(0)
-                step = await _report(r, call, k, tasks.pop(k), checks, results)
+                step = await _report(r, call, k, _outcome(tasks.pop(k)), checks, results)
                 if step[0] == _STOP and isinstance(step[4], NotAsyncError):
                     over = True
                     raise step[4]
@@ -144,16 +138,22 @@ async def _wait(call: Any, tasks: Dict[int, "asyncio.Task[Any]"], fired: Optiona
         await asyncio.sleep(timeout or 0)
 
 
-async def _report(r: _native.Retrier, call: Any, k: int, task: "asyncio.Task[Any]", checks: bool, results: Dict[int, Any]) -> Any:
-    """Attempt ``k``'s outcome to the engine (a hook's awaitable answer awaited, and the
-    engine asked again with the answers so far); returns its next step."""
-    answers: Tuple[Any, ...] = ()
+def _outcome(task: "asyncio.Task[Any]") -> Tuple[bool, Any]:
+    """(True, its value) or (False, what it raised) of a finished attempt's task."""
     if task.cancelled():
-        exc: Optional[BaseException] = asyncio.CancelledError()
-    else:
-        exc = task.exception()
-    if exc is None:
-        value = task.result()
+        return False, asyncio.CancelledError()
+    exc = task.exception()
+    return (True, task.result()) if exc is None else (False, exc)
+
+
+async def _report(r: _native.Retrier, call: Any, k: int, outcome: Tuple[bool, Any], checks: bool, results: Dict[int, Any]) -> Any:
+    """Attempt ``k``'s outcome (``(True, value)`` or ``(False, exception)``) to the engine
+    (a hook's awaitable answer awaited, and the engine asked again with the answers so
+    far); returns its next step."""
+    answers: Tuple[Any, ...] = ()
+    ok, exc = outcome
+    if ok:
+        value = exc
         if checks:
             verdict = r._rejects(value)
             rejected = verdict if type(verdict) is bool else bool(await verdict)
@@ -219,6 +219,148 @@ def _discard(discard: Callable[[Any], Any], outcome: Any) -> None:
             task.add_done_callback(functools.partial(_forget, None))
     except Exception:  # a loser's cleanup never changes the call's outcome
         pass
+
+
+_TOKEN = object()  # (on the trio driver's channel: the CancelToken fired)
+
+
+async def _trio_run(r: _native.Retrier, call: Any, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kw: Dict[str, Any], discard: Optional[Callable[[Any], Any]]) -> Any:
+    """``_run`` under trio: the attempts run in a nursery the call owns, each in its own
+    cancel scope (cancelled when it loses, or when the call ends), and send their outcome
+    on a channel the driver waits on with the engine's timer (``move_on_after``). A
+    cancel scope around the call cancels every attempt at once."""
+    import math
+
+    import trio
+
+    from ._runtime import _run_soon
+
+    send, recv = trio.open_memory_channel(math.inf)
+    scopes: Dict[int, Any] = {}
+    results: Dict[int, Any] = {}
+    arrived: Dict[int, Tuple[bool, Any]] = {}
+    queue: List[int] = []
+    checks = r.retry_on_result is not None
+    interrupts = r._interrupts
+    token = call.token
+    sub = None
+    if token is not None:
+        run = trio.lowlevel.current_trio_token()
+        sub = token._subscribe(lambda: _run_soon(run, lambda: send.send_nowait(_TOKEN)))
+    over, fired = False, False
+    value: Any = None
+    error: Optional[BaseException] = None
+
+    def take(msg: Any) -> None:
+        nonlocal fired
+        if msg is _TOKEN:
+            fired = True
+        else:
+            arrived[msg[0]] = (msg[1], msg[2])
+
+    try:
+        async with trio.open_nursery() as nursery:
+            try:
+                step = call.poll()
+                while True:
+                    action = step[0]
+                    if action == _LAUNCH:
+                        k = step[1]
+                        scopes[k] = trio.CancelScope()
+                        nursery.start_soon(_trio_attempt, fn, args, kw, call.attempt_info(k), interrupts, k, scopes[k], send)
+                    elif action == _WON:
+                        over, value = True, results.pop(step[1])
+                        break
+                    elif action == _STOP:
+                        over, error = True, step[4]
+                        break
+                    elif action == _WAIT and not queue:
+                        with trio.move_on_after(math.inf if step[2] is None else step[2]):
+                            if not fired:
+                                take(await recv.receive())
+                        while True:
+                            try:
+                                take(recv.receive_nowait())
+                            except trio.WouldBlock:
+                                break
+                        if fired:
+                            step = call.cancel(True)
+                            continue
+                        queue = sorted(arrived)
+                    if queue:
+                        k = queue.pop(0)
+                        step = await _report(r, call, k, arrived.pop(k), checks, results)
+                        if step[0] == _STOP and isinstance(step[4], NotAsyncError):
+                            over, error = True, step[4]
+                            break
+                    else:
+                        step = call.poll()
+            finally:
+                for scope in scopes.values():  # the losers (and nothing else is left)
+                    scope.cancel()
+    except BaseException:
+        if not over:
+            call.cancel(False)
+        raise
+    finally:
+        if sub is not None:
+            token._unsubscribe(sub)
+        while True:
+            try:
+                take(recv.receive_nowait())
+            except trio.WouldBlock:
+                break
+        if discard is not None:
+            for late in [out for _, out in arrived.values()] + list(results.values()):
+                await _trio_discard(discard, late)
+    if error is not None:
+        raise error
+    if not over:
+        raise RuntimeError("retryrs: a hedged call stopped without an outcome")
+    return value
+
+
+async def _trio_discard(discard: Callable[[Any], Any], outcome: Any) -> None:
+    """``_discard`` under trio: an awaitable cleanup runs here, shielded (the call may be
+    ending by cancellation) and bounded."""
+    import trio
+
+    try:
+        pending = discard(outcome)
+        if inspect.isawaitable(pending):
+            with trio.CancelScope(shield=True):
+                with trio.move_on_after(1.0):
+                    await pending
+    except Exception:  # a loser's cleanup never changes the call's outcome
+        pass
+
+
+async def _trio_attempt(fn: Callable[..., Any], args: Tuple[Any, ...], kw: Dict[str, Any], info: _native.AttemptInfo, interrupts: bool, k: int, scope: Any, send: Any) -> None:
+    """One attempt under trio, in its own cancel scope (and within its bound, as an
+    ``AttemptTimeout``, unless an HTTP helper bounds it): its outcome goes to ``send``; a
+    cancelled attempt sends nothing."""
+    import trio
+
+    from ._errors import AttemptTimeout
+
+    with scope:
+        _CURRENT.set(info)
+        try:
+            attempt = fn(*args, **kw)
+            if not inspect.isawaitable(attempt):
+                raise NotAsyncError(f"{fn!r} is not async (it returned {type(attempt).__name__}, not an awaitable): a hedged call runs an async function; a sync call cannot hedge")
+            left = info.remaining if interrupts else None
+            if left is None:
+                value = await attempt
+            else:
+                with trio.move_on_after(left) as bound:
+                    value = await attempt
+                if bound.cancelled_caught:
+                    raise AttemptTimeout(info._bound or 0.0)
+        except Exception as e:
+            send.send_nowait((k, False, e))
+            return
+        send.send_nowait((k, True, value))
 
 
 def decorate(r: _native.Retrier, fn: Any) -> Any:
