@@ -680,3 +680,34 @@ def test_log_events_tells_a_hedge(caplog: Any) -> None:
     lines = [rec.getMessage() for rec in caplog.records]
     assert lines[0].startswith("reads: attempt 2 sent beside the attempt in flight, ") and lines[0].endswith(" ms after it (hedge)"), lines
     assert lines[1].startswith("reads: attempt 2 succeeded after "), lines
+
+
+@pytest.mark.parametrize("library", ["asyncio", "trio"])
+def test_an_attempt_past_its_bound_is_a_non_fatal_timeout(library: str) -> None:
+    """attempt_timeout bounds each hedged attempt (its own bound, from its launch): the
+    stalled attempt 1 ends as an AttemptTimeout, non-fatal, so attempt 2 goes out at once
+    rather than after the 5 s hedging delay."""
+    events: List[Any] = []
+    r = Retrier.from_policy(hedged(delay="5s", attempt_timeout="100ms"), on_event=events.append)
+
+    async def attempt() -> int:
+        n = retryrs.current_attempt().number  # type: ignore[union-attr]
+        if n == 1:
+            if library == "trio":
+                import trio
+
+                await trio.sleep(10)
+            else:
+                await asyncio.sleep(10)
+        return n
+
+    t0 = time.monotonic()
+    if library == "trio":
+        trio = pytest.importorskip("trio")
+        assert trio.run(r.call_async, attempt) == 2
+    else:
+        assert asyncio.run(r.call_async(attempt)) == 2
+    assert time.monotonic() - t0 < 2.0
+    failed = events[0]
+    assert (failed.kind, failed.attempt) == ("attempt_failed", 1) and isinstance(failed.error, retryrs.AttemptTimeout)
+    assert [(e.kind, e.attempt) for e in events[1:]] == [("hedge", 2), ("success", 2)]
