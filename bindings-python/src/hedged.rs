@@ -159,6 +159,36 @@ impl HedgedCall {
         self.out(py, step, signal, None)
     }
 
+    /// Attempt `k`'s failure (an exception, or a value the result predicate rejected:
+    /// `is_value`) as the hooks judged it: a hook's awaitable to await first (AWAIT); else
+    /// the engine's step. A fatal exception ends the call as itself; a hook's own error
+    /// ends it as that error (the original its cause).
+    fn judged<'py>(
+        &mut self,
+        py: Python<'py>,
+        k: u32,
+        subject: &Bound<'py, PyAny>,
+        is_value: bool,
+        judged: PyResult<Classified<'py>>,
+    ) -> PyResult<Out> {
+        let (verdict, fatal) = match judged {
+            Ok(Classified::Await(pending)) => return Ok(Self::awaiting(pending)),
+            Ok(Classified::Verdict(v)) => (v, (!is_value).then(|| PyErr::from_value(subject.clone()))),
+            Err(hook_error) => {
+                if !is_value {
+                    hook_error.set_cause(py, Some(PyErr::from_value(subject.clone())));
+                }
+                (Verdict::Permanent, Some(hook_error))
+            }
+        };
+        let (step, signal) =
+            self.drive(py, Some((subject, is_value)), |c, at, sink| c.record(k, verdict, at, &mut &mut *sink))?;
+        if matches!(verdict, Verdict::Transient { .. }) && step != Step::Dropped {
+            self.keep(subject.clone().unbind(), is_value);
+        }
+        self.out(py, step, signal, fatal)
+    }
+
     fn awaiting(pending: Bound<'_, PyAny>) -> Out {
         (AWAIT, 0, None, vec![], Some(pending.unbind()))
     }
@@ -194,25 +224,8 @@ impl HedgedCall {
             let (_, _, _, cancel, _) = self.cancelled(py, Some((&exc, false)))?;
             return Ok((STOP, self.call.launched(), None, cancel, Some(exc.unbind())));
         }
-        let verdict = match self.host.classify(&exc, answers.as_ref()) {
-            Ok(Classified::Await(pending)) => return Ok(Self::awaiting(pending)),
-            Ok(Classified::Verdict(v)) => Ok(v),
-            Err(hook_error) => Err(hook_error),
-        };
-        let subject = Some((&exc, false));
-        let (verdict, fatal) = match verdict {
-            Ok(v) => (v, PyErr::from_value(exc.clone())),
-            Err(hook_error) => {
-                // The hook's own failure ends the call (as fatal), the original its cause.
-                hook_error.set_cause(py, Some(PyErr::from_value(exc.clone())));
-                (Verdict::Permanent, hook_error)
-            }
-        };
-        let (step, signal) = self.drive(py, subject, |c, at, sink| c.record(k, verdict, at, &mut &mut *sink))?;
-        if matches!(verdict, Verdict::Transient { .. }) && step != Step::Dropped {
-            self.keep(exc.clone().unbind(), false);
-        }
-        self.out(py, step, signal, Some(fatal))
+        let verdict = self.host.classify(&exc, answers.as_ref());
+        self.judged(py, k, &exc, false, verdict)
     }
 
     /// Attempt `k` returned a value the Retrier accepts: it wins (WON), unless the call
@@ -232,22 +245,8 @@ impl HedgedCall {
         value: Bound<'_, PyAny>,
         answers: Option<Bound<'_, PyTuple>>,
     ) -> PyResult<Out> {
-        let verdict = match self.host.hint_verdict(&value, answers.as_ref()) {
-            Ok(Classified::Await(pending)) => return Ok(Self::awaiting(pending)),
-            Ok(Classified::Verdict(v)) => v,
-            Err(hook_error) => {
-                let (step, signal) = self.drive(py, Some((&value, true)), |c, at, sink| {
-                    c.record(k, Verdict::Permanent, at, &mut &mut *sink)
-                })?;
-                return self.out(py, step, signal, Some(hook_error));
-            }
-        };
-        let (step, signal) =
-            self.drive(py, Some((&value, true)), |c, at, sink| c.record(k, verdict, at, &mut &mut *sink))?;
-        if step != Step::Dropped {
-            self.keep(value.clone().unbind(), true);
-        }
-        self.out(py, step, signal, None)
+        let verdict = self.host.hint_verdict(&value, answers.as_ref());
+        self.judged(py, k, &value, true, verdict)
     }
 
     /// Ends the call: `token` True when its CancelToken fired (the STOP's error is

@@ -711,3 +711,33 @@ def test_an_attempt_past_its_bound_is_a_non_fatal_timeout(library: str) -> None:
     failed = events[0]
     assert (failed.kind, failed.attempt) == ("attempt_failed", 1) and isinstance(failed.error, retryrs.AttemptTimeout)
     assert [(e.kind, e.attempt) for e in events[1:]] == [("hedge", 2), ("success", 2)]
+
+
+def test_the_retriers_hooks_judge_each_attempt_async_ones_awaited() -> None:
+    """An async retry_on predicate is awaited; a value retry_on_result rejects is a
+    non-fatal failure (the next attempt at once), never returned."""
+    events: List[Any] = []
+
+    async def transient(exc: BaseException) -> bool:
+        await asyncio.sleep(0)
+        return isinstance(exc, ConnectionError)
+
+    r = Retrier.from_policy(hedged(delay="5s", max_attempts=3), retry_on=transient, retry_on_result=lambda v: v == "bad", on_event=events.append)
+
+    async def attempt() -> str:
+        n = retryrs.current_attempt().number  # type: ignore[union-attr]
+        if n == 1:
+            raise ConnectionError("non-fatal")
+        return "bad" if n == 2 else "good"
+
+    t0 = time.monotonic()
+    assert asyncio.run(r.call_async(attempt)) == "good"
+    assert time.monotonic() - t0 < 2.0
+    got = [(e.kind, e.attempt, type(e.error).__name__ if e.error is not None else e.result) for e in events]
+    assert got == [
+        ("attempt_failed", 1, "ConnectionError"),
+        ("hedge", 2, None),
+        ("attempt_failed", 2, "bad"),
+        ("hedge", 3, None),
+        ("success", 3, None),
+    ], got
