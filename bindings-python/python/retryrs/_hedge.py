@@ -248,7 +248,6 @@ class _Nursery:
 
         from ._runtime import _run_soon
 
-        self.trio = trio
         self.nursery = nursery
         self.attempt = attempt
         self.send, self.recv = trio.open_memory_channel(math.inf)
@@ -262,7 +261,9 @@ class _Nursery:
             self.sub = token._subscribe(lambda: _run_soon(run, lambda: self.send.send_nowait(_TOKEN)))
 
     def launch(self, k: int, info: _native.AttemptInfo) -> None:
-        self.scopes[k] = self.trio.CancelScope()
+        import trio
+
+        self.scopes[k] = trio.CancelScope()
         self.nursery.start_soon(self._one, k, info, self.scopes[k])
 
     async def _one(self, k: int, info: _native.AttemptInfo, scope: Any) -> None:
@@ -281,14 +282,18 @@ class _Nursery:
             self.arrived[msg[0]] = (msg[1], msg[2])
 
     def _drain(self) -> None:
+        import trio
+
         while True:
             try:
                 self._take(self.recv.receive_nowait())
-            except self.trio.WouldBlock:
+            except trio.WouldBlock:
                 return
 
     async def wait(self, timeout: Optional[float]) -> bool:
-        with self.trio.move_on_after(math.inf if timeout is None else timeout):
+        import trio
+
+        with trio.move_on_after(math.inf if timeout is None else timeout):
             if not self.fired:
                 self._take(await self.recv.receive())
         self._drain()
@@ -310,12 +315,14 @@ class _Nursery:
         self._drain()
         if discard is None:
             return
+        import trio
+
         for _, late in self.arrived.values():
             try:
                 pending = discard(late)
                 if inspect.isawaitable(pending):
                     # Shielded (the call may be ending by cancellation) and bounded.
-                    with self.trio.CancelScope(shield=True), self.trio.move_on_after(1.0):
+                    with trio.CancelScope(shield=True), trio.move_on_after(1.0):
                         await pending
             except Exception:  # a loser's cleanup never changes the call's outcome
                 pass
