@@ -741,3 +741,11 @@ def test_the_retriers_hooks_judge_each_attempt_async_ones_awaited() -> None:
         ("hedge", 3, None),
         ("success", 3, None),
     ], got
+
+
+def test_the_repr_shows_the_hedge() -> None:
+    r = Retrier.from_policy(hedged(delay="50ms", max_attempts=3))
+    assert "hedge=(max_attempts=3, delay=0.05)" in repr(r), repr(r)
+    adaptive = load_policies({"policies": {"tail": {"hedge": {"delay": "adaptive", "quantile": 0.9, "floor": "2ms", "ceiling": "1s"}}}})["tail"]
+    assert "hedge=(max_attempts=2, delay='adaptive' (quantile=0.9, floor=0.002, ceiling=1.0))" in repr(adaptive), repr(adaptive)
+    assert "hedge" not in repr(Retrier())
