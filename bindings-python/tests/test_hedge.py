@@ -749,3 +749,48 @@ def test_the_repr_shows_the_hedge() -> None:
     adaptive = load_policies({"policies": {"tail": {"hedge": {"delay": "adaptive", "quantile": 0.9, "floor": "2ms", "ceiling": "1s"}}}})["tail"]
     assert "hedge=(max_attempts=2, delay='adaptive' (quantile=0.9, floor=0.002, ceiling=1.0))" in repr(adaptive), repr(adaptive)
     assert "hedge" not in repr(Retrier())
+
+
+def test_httpx_under_trio_hedges_a_get_and_closes_the_losers_connection() -> None:
+    trio = pytest.importorskip("trio")
+    httpx = pytest.importorskip("httpx")
+    import threading
+
+    from retryrs.http import AsyncRetryingTransport
+
+    # The asyncio server on a thread of its own, the client under trio.
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+    holder: Dict[str, PairServer] = {}
+
+    def serve() -> None:
+        async def start() -> None:
+            holder["server"] = await PairServer().__aenter__()
+            started.set()
+
+        loop.run_until_complete(start())
+        loop.run_forever()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    assert started.wait(5)
+    server = holder["server"]
+    r = Retrier.from_policy(hedged())
+
+    async def main() -> None:
+        async with httpx.AsyncClient(transport=AsyncRetryingTransport(r)) as client:
+            t0 = trio.current_time()
+            resp = await client.get(server.url)
+            took = trio.current_time() - t0
+            print(f"\nhttpx under trio, hedged GET returned in {took * 1000:.0f} ms")
+            assert resp.text == "fast" and took < 1.0
+        with trio.move_on_after(STALL * 0.75):
+            while not server.disconnects:
+                await trio.sleep(0.01)
+        assert server.disconnects == 1 and len(server.requests) == 2
+
+    try:
+        trio.run(main)
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
