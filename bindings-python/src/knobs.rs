@@ -64,6 +64,20 @@ pub fn repr_parts(policy: &Policy) -> Vec<String> {
         parts.push(format!("{}={value}", k.name));
     }
     parts.push(format!("jitter='{}'", policy.jitter().spelling()));
+    if let Some(h) = policy.hedging() {
+        // With a hedge the backoff knobs above do not apply to async calls: show it.
+        let secs = |d: &std::time::Duration| pyfloat(d.as_secs_f64());
+        let delay = match h.delay() {
+            retryrs::HedgeDelay::Fixed(d) => secs(d),
+            retryrs::HedgeDelay::Adaptive { floor, ceiling, sketch } => format!(
+                "'adaptive' (quantile={}, floor={}, ceiling={})",
+                pyfloat(sketch.quantile()),
+                secs(floor),
+                secs(ceiling)
+            ),
+        };
+        parts.push(format!("hedge=(max_attempts={}, delay={delay})", h.max_attempts()));
+    }
     parts
 }
 

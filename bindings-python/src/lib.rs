@@ -13,6 +13,7 @@ mod convert;
 mod document;
 mod errors;
 mod event;
+mod hedged;
 mod host_policy;
 mod http;
 mod knobs;
@@ -34,6 +35,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<attempt::AttemptInfo>()?;
     m.add_function(wrap_pyfunction!(attempt::current_attempt, m)?)?;
     m.add_class::<step::FirstAttempt>()?;
+    m.add_class::<hedged::HedgedCall>()?;
+    hedged::add_constants(m)?;
     m.add("_CURRENT", attempt::context_var(m.py())?)?;
     m.add_class::<event::PyEvent>()?;
     m.add_class::<token::PyCancelToken>()?;

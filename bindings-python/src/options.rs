@@ -126,15 +126,8 @@ pub fn from_policy(
             }
         }
     }
-    // Every call the Python host makes runs one attempt at a time (call_async too, until
-    // it hedges): a hedging policy is refused here, where the retrier is made, rather
-    // than silently retried by the backoff knobs.
-    if let Some(why) = retryrs::hedge::one_at_a_time_refusal(&policy.policy) {
-        return Err(PyValueError::new_err(format!(
-            "Retrier.from_policy: {why}; a sync call cannot abandon an attempt, and the Python host does not hedge yet \
-             (not in call_async either): drive a hedged call from C with retryrs_hedge_start()"
-        )));
-    }
+    // A hedging policy makes a Retrier whose async calls hedge (retryrs._hedge); its
+    // blocking calls and loop forms refuse it, saying why (crate::hedged::refusal).
     let budget = policy.budget.as_ref().map(|b| b.clone_ref(py));
     host_parts(py, policy.policy.clone(), budget, options)
 }

@@ -34,10 +34,16 @@ pub struct Retrier {
 
 static DRIVE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static DECORATE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static HEDGE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// A function of `retryrs._aio`, looked up once.
 fn aio<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyAny>>, name: &str) -> PyResult<&'py Bound<'py, PyAny>> {
     cell.get_or_try_init(py, || py.import("retryrs._aio")?.getattr(name).map(Bound::unbind)).map(|f| f.bind(py))
+}
+
+/// The hedged call's driver, `retryrs._hedge.drive`, looked up once.
+fn hedge_driver(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    HEDGE.get_or_try_init(py, || py.import("retryrs._hedge")?.getattr("drive").map(Bound::unbind)).map(|f| f.bind(py))
 }
 
 impl Retrier {
@@ -50,6 +56,11 @@ impl Retrier {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
         let token = self.cancel.as_ref().map(|t| &t.get().inner);
+        if let Some(refused) =
+            crate::hedged::refusal(&self.host.policy, "a blocking call (Retrier.call, a decorated sync function)")
+        {
+            return Err(refused);
+        }
         if token.is_some_and(|t| t.is_cancelled()) {
             return Err(self.cancelled_before_start(py));
         }
@@ -244,6 +255,9 @@ impl Retrier {
         if !func.is_callable() {
             return Err(not_callable(func));
         }
+        if slf.get().host.policy.hedging().is_some() {
+            return hedge_driver(slf.py())?.call1((slf, func, args, kwargs));
+        }
         aio(slf.py(), &DRIVE, "drive")?.call1((slf, func, args, kwargs))
     }
 
@@ -278,7 +292,11 @@ impl Retrier {
     /// `helper` (the HTTP helper's name) refuses a Retrier whose `retry_on_result` or
     /// `retry_after` hook would otherwise be silently dropped; `max_attempts` overrides the
     /// policy's (a per-request attempt limit).
-    #[pyo3(signature = (retry_on, retry_after=None, interrupts=true, helper=None, max_attempts=None))]
+    /// `unhedged`: the same policy without its hedging section (the helpers' requests that
+    /// cannot be sent twice side by side: a non-idempotent method, a one-shot body), run
+    /// with the policy's retry knobs.
+    #[pyo3(signature = (retry_on, retry_after=None, interrupts=true, helper=None, max_attempts=None, unhedged=false))]
+    #[allow(clippy::too_many_arguments)]
     fn _with_classifier(
         &self,
         py: Python<'_>,
@@ -287,6 +305,7 @@ impl Retrier {
         interrupts: bool,
         helper: Option<&str>,
         max_attempts: Option<&Bound<'_, PyAny>>,
+        unhedged: bool,
     ) -> PyResult<Self> {
         let h = &*self.host;
         if let Some(helper) = helper {
@@ -321,6 +340,14 @@ impl Retrier {
                 })?;
                 Arc::new(built)
             }
+        };
+        let policy = if unhedged && policy.hedging().is_some() {
+            let built = retryrs::PolicyBuilder::from(&*policy).hedge(None).build().map_err(|e| {
+                pyo3::exceptions::PyValueError::new_err(format!("{}: without its hedging: {e}", policy.name()))
+            })?;
+            Arc::new(built)
+        } else {
+            policy
         };
         let host = HostPolicy::new(
             py,
@@ -432,6 +459,11 @@ impl Retrier {
     /// with a circuit breaker, its answer: a refused call raises
     /// RetryExhausted(reason="circuit_open") here.
     fn _start(&self, py: Python<'_>) -> PyResult<AttemptInfo> {
+        if let Some(refused) =
+            crate::hedged::refusal(&self.host.policy, "the loop form (`for` / `async for attempt in retrier`)")
+        {
+            return Err(refused);
+        }
         if self.cancel.as_ref().is_some_and(|t| t.get().inner.is_cancelled()) {
             return Err(self.cancelled_before_start(py));
         }
@@ -508,6 +540,29 @@ impl Retrier {
                 Ok(value)
             }
         }
+    }
+
+    /// Whether this Retrier's policy hedges (its async calls go to `retryrs._hedge`).
+    #[getter]
+    fn _hedges(&self) -> bool {
+        self.host.policy.hedging().is_some()
+    }
+
+    /// The error text a call that runs one attempt at a time (`what`: an HTTP helper for
+    /// a blocking client, say) gives for this Retrier's hedging policy, or None.
+    fn _refusal(&self, py: Python<'_>, what: &str) -> Option<String> {
+        crate::hedged::refusal(&self.host.policy, what).map(|e| e.value(py).to_string())
+    }
+
+    /// Starts a hedged call (`retryrs._hedge.drive`): raises RetryCancelled if the token
+    /// already fired; the policy's circuit breaker is asked once, here (a refused call's
+    /// first `poll()` is STOP with `RetryExhausted(reason="circuit_open")`).
+    fn _hedge(&self, py: Python<'_>) -> PyResult<crate::hedged::HedgedCall> {
+        if self.cancel.as_ref().is_some_and(|t| t.get().inner.is_cancelled()) {
+            return Err(self.cancelled_before_start(py));
+        }
+        let token = self.cancel.as_ref().map(|t| t.clone_ref(py));
+        Ok(crate::hedged::HedgedCall::start(py, self.host.clone(), token, self.interrupts))
     }
 
     #[getter]

@@ -94,20 +94,27 @@ def test_from_policy_takes_only_the_host_parts() -> None:
 HEDGED = {"policies": {"reads": {"max_attempts": 4, "hedge": {"max_attempts": 2, "delay": "50ms"}}}}
 
 
-def test_a_hedging_policy_is_refused_saying_why() -> None:
-    """Every Python call runs one attempt at a time (issue 26): a policy that hedges is
-    refused where the retrier is made, never silently retried by the backoff knobs, for
-    the sync call, the decorator, the for loop and call_async alike."""
+def test_a_hedging_policy_is_refused_by_one_at_a_time_calls_saying_why() -> None:
+    """A policy that hedges makes a Retrier whose async calls hedge (issue 26); the calls
+    that run one attempt at a time (the sync call, a decorated sync function, the loop
+    forms) refuse it, saying why and what to use instead, never silently retrying it
+    with the backoff knobs."""
     p = load_policies(HEDGED)["reads"]
-    with pytest.raises(ValueError) as info:
-        Retrier.from_policy(p, retry_on=OSError)
-    message = str(info.value)
-    assert "reads: this policy hedges" in message
-    assert "cannot abandon an attempt" in message
-    assert "does not hedge yet" in message and "call_async" in message
-    # The same document without the hedge makes a retrier, as before.
+    r = Retrier.from_policy(p, retry_on=OSError)
+    assert r._hedges
+    called = []
+    for run in (lambda: r.call(called.append, 1), lambda: r(called.append)(1), lambda: [a for a in r]):
+        with pytest.raises(ValueError) as info:
+            run()
+        message = str(info.value)
+        assert "reads: this policy hedges" in message, message
+        assert "an attempt cannot be abandoned in a blocking call" in message, message
+        assert "call_async" in message and "async def" in message, message
+    assert called == [], "a refused call never runs the function"
+    # The same document without the hedge: an ordinary retrier.
     plain = load_policies({"policies": {"reads": {"max_attempts": 4}}})["reads"]
     assert Retrier.from_policy(plain, retry_on=OSError).max_attempts == 4
+    assert not Retrier.from_policy(plain, retry_on=OSError)._hedges
 
 
 @pytest.mark.parametrize("case", ERRORS, ids=[c["name"] for c in ERRORS])

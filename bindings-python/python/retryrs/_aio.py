@@ -305,6 +305,10 @@ def decorate(r: _native.Retrier, fn: Any) -> Any:
             "decorate a function that does the work, or use the loop form (`for attempt in retrier: with attempt: ...`) inside the generator"
         )
     if inspect.iscoroutinefunction(fn):
+        if r._hedges:  # (decided here, once: the wrapper below pays nothing for it)
+            from ._hedge import decorate as hedged
+
+            return hedged(r, fn)
 
         first_attempt = r._first
 

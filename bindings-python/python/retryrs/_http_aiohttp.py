@@ -21,10 +21,11 @@ from ._http_common import (
     RequestAttempts,
     RequestFailed,
     RequestOptions,
-    RetryableStatus,
     Rules,
+    call_async,
     final_response,
-    judge_status,
+    held_response,
+    response_failure,
 )
 
 # aiohttp's failures in the core's words. Never sent: the connection (TCP, proxy, TLS
@@ -126,16 +127,27 @@ class RetryMiddleware(Helper):
 
     async def request(self, session: aiohttp.ClientSession, method: str, url: Any, **kwargs: Any) -> aiohttp.ClientResponse:
         """The fallback for aiohttp before 3.12: ``session.request(method, url, **kwargs)``
-        through the same retries (one call of it per attempt)."""
+        through the same retries (one call of it per attempt). A session (or request) with
+        ``raise_for_status`` raises for the final response only, as with the middleware:
+        each attempt's error status is judged by the HTTP rules first."""
         headers = kwargs.get("headers") or {}
         key = next((v for k, v in dict(headers).items() if k.lower() == "idempotency-key"), None)
         body = kwargs.get("data", kwargs.get("json"))
         replay: Any = b"" if "json" in kwargs else body
-        return await self._run(method.upper(), str(url), key, replay, lambda: session.request(method, url, **kwargs))
+        raising = kwargs.pop("raise_for_status", None)
+        if raising is None:
+            raising = getattr(session, "_raise_for_status", False)
+        kwargs["raise_for_status"] = False
+        resp = await self._run(method.upper(), str(url), key, replay, lambda: session.request(method, url, **kwargs))
+        if callable(raising):
+            await raising(resp)
+        elif raising:
+            resp.raise_for_status()  # (releases an error response, as aiohttp does)
+        return resp
 
     async def _run(self, method: str, raw_url: str, key: Optional[str], body: Any, send: Callable[[], Awaitable[aiohttp.ClientResponse]]) -> aiohttp.ClientResponse:
         # A body that cannot be sent again: one attempt (bounded, with its events).
-        rules, retrier = self._for_request(self._own, not _replayable(body))
+        rules, retrier = self._for_request(self._own, not _replayable(body), method, key)
         url = rules.redact(raw_url)
         attempts = RequestAttempts()
 
@@ -149,21 +161,26 @@ class RetryMiddleware(Helper):
                 if failed is None:
                     raise
                 raise failed from e
-            verdict = judge_status(rules, method, url, key, resp.status)
-            if verdict == "retry":
-                retry_after = resp.headers.get("Retry-After")
+            failure = response_failure(rules, attempts, method, url, key, resp, resp.status, resp.headers)
+            if failure is None:
+                return resp
+            if failure.retried:
                 await _drain(resp)
-                raise attempts.hold(RetryableStatus(resp.status, method, url, retry_after, resp))
-            if verdict == "error":
-                raise ErrorStatus(resp.status, method, url, resp)
-            return resp
+            raise failure
 
         try:
-            return await retrier.call_async(attempt)
+            return await call_async(retrier, attempt, _discard)  # type: ignore[no-any-return]
         except ErrorStatus as e:
             return e.take()  # type: ignore[no-any-return]
         except RetryExhausted as e:
             return final_response(e)  # type: ignore[no-any-return]
+
+
+def _discard(outcome: Any) -> None:
+    """A hedged request's loser: its response (if it got one) is closed, never returned."""
+    resp = held_response(outcome, aiohttp.ClientResponse)
+    if resp is not None:
+        resp.close()
 
 
 def _failure(rules: Rules, method: str, url: str, key: Optional[str], exc: BaseException) -> Optional[RequestFailed]:

@@ -11,7 +11,7 @@ import contextlib
 import contextvars
 import os
 import threading
-from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple
+from typing import Any, Awaitable, Callable, Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple
 
 from . import _native
 from ._errors import RetryExhausted
@@ -22,6 +22,9 @@ IDEMPOTENT_METHODS: Tuple[str, ...] = _native.IDEMPOTENT_METHODS
 class HTTPRetryError(Exception):
     """Base of the failures the HTTP helpers hand their Retrier. ``method`` and ``url``
     (redacted: no credentials, no signing query values) name the request."""
+
+    # Whether the failure is a response that will be retried (its body to release first).
+    retried = False
 
     def __init__(self, message: str, method: str, url: str) -> None:
         super().__init__(message)
@@ -61,6 +64,8 @@ class RetryableStatus(HTTPRetryError):
     None. Its body was read and its connection released before the wait. When retries run
     out on it, the helper returns the response itself, as the client would have.
     """
+
+    retried = True
 
     def __init__(self, status: int, method: str, url: str, retry_after: Optional[str], response: Any) -> None:
         super().__init__(f"HTTP {status} from {method} {url}", method, url)
@@ -145,6 +150,11 @@ class Rules:
         else:
             verdict = _native.classify_http(method, outcome, None, self.methods, self.statuses, key, self.idempotency_key)
         return verdict == "retry"
+
+    def repeatable(self, method: str, key: Optional[str] = None) -> bool:
+        """Whether the request may be sent more than once (and so hedged): what the core
+        says of a network failure after sending it."""
+        return self.transient(method, "network", key)
 
     def redact(self, url: str) -> str:
         return _native.redact_url(url, self.redact_keys)
@@ -287,30 +297,63 @@ class Helper:
         idempotency_key: bool = True,
         redact_query: Optional[Iterable[str]] = None,
         bounds_attempts: bool = False,
+        blocking: bool = False,
     ) -> None:
         self._rules = Rules(methods, statuses, idempotency_key, redact_query)
         self._retrier = http_retrier(retrier, bounds_attempts, type(self).__name__)
         self._bounds_attempts = bounds_attempts
+        self._hedges = self._retrier._hedges
+        if self._hedges and blocking:
+            refusal = self._retrier._refusal(type(self).__name__)
+            raise ValueError(f"{refusal}; for HTTP: httpx.AsyncClient with AsyncRetryingTransport, or aiohttp with RetryMiddleware")
         # For a body that cannot be sent twice: one attempt, with the same events.
-        self._once = self._retrier._with_classifier(_CLASSES, interrupts=not bounds_attempts, max_attempts=1)
+        self._once = self._retrier._with_classifier(_CLASSES, interrupts=not bounds_attempts, max_attempts=1, unhedged=True)
+        # A hedging policy's requests that may not be sent twice side by side: retried
+        # by the policy's retry rules instead (the same retrier, without its hedge).
+        self._unhedged = self._retrier._with_classifier(_CLASSES, interrupts=not bounds_attempts, unhedged=True) if self._hedges else self._retrier
 
     @property
     def retrier(self) -> _native.Retrier:
         return self._retrier
 
-    def _for_request(self, own: Optional[RequestOptions] = None, once: bool = False) -> Tuple[Rules, _native.Retrier]:
+    def _for_request(self, own: Optional[RequestOptions] = None, once: bool = False, method: str = "GET", key: Optional[str] = None) -> Tuple[Rules, _native.Retrier]:
         """The rules and retrier for one request: the helper's, overridden by the
         ``request_options`` block around the call, overridden by ``own`` (the request's).
         ``once``: its body cannot be sent again, so one attempt (events and metrics as
-        for any call, the response or error as the client gives it)."""
+        for any call, the response or error as the client gives it). A hedging Retrier
+        hedges only a request the core calls repeatable (an idempotent method, one of
+        ``methods``, or a POST/PATCH with an ``Idempotency-Key``; ``method``, ``key``)
+        and with no per-request ``max_attempts``; any other runs unhedged, by the
+        policy's retry rules."""
         outer = _OPTIONS.get()
         options = own if outer is None else outer.merged(own)
-        if options is None:
-            return self._rules, self._once if once else self._retrier
-        retrier = self._once if once else self._retrier
-        if options.max_attempts is not None and not once:
+        rules = self._rules if options is None else self._rules.overridden(options)
+        if once:
+            return rules, self._once
+        retrier = self._retrier
+        if self._hedges and (options is not None and options.max_attempts is not None or not rules.repeatable(method, key)):
+            retrier = self._unhedged
+        if options is not None and options.max_attempts is not None:
             retrier = retrier._with_classifier(_CLASSES, interrupts=not self._bounds_attempts, max_attempts=options.max_attempts)
-        return self._rules.overridden(options), retrier
+        return rules, retrier
+
+
+def call_async(retrier: _native.Retrier, attempt: Callable[[], Awaitable[Any]], discard: Callable[[Any], Any]) -> Awaitable[Any]:
+    """``retrier.call_async(attempt)``; for a Retrier that hedges, the hedged call, which
+    hands what a loser came to (a response, or a failure holding one) to ``discard``: a
+    loser's response, never returned, has its connection closed."""
+    if retrier._hedges:
+        from ._hedge import run
+
+        return run(retrier, attempt, (), {}, discard)
+    return retrier.call_async(attempt)
+
+
+def held_response(outcome: Any, response_type: type) -> Any:
+    """The response a loser came to: the outcome itself, or the one its failure holds."""
+    if isinstance(outcome, response_type):
+        return outcome
+    return getattr(outcome, "_response", None)
 
 
 # A retried response's body is read up to this much, to keep its connection for the next
@@ -405,15 +448,17 @@ def in_tls_handshake(exc: BaseException) -> bool:
     return False
 
 
-def judge_status(rules: Rules, method: str, url: str, key: Optional[str], status: int) -> str:
-    """What a response's status means: ``"retry"`` (drain it and raise
-    ``RetryableStatus``), ``"error"`` (a final error status: raise ``ErrorStatus`` so the
-    call ends as rejected, and hand the response back) or ``"ok"``."""
+def response_failure(rules: Rules, attempts: RequestAttempts, method: str, url: str, key: Optional[str], resp: Any, status: int, headers: Mapping[str, str]) -> Optional[HTTPRetryError]:
+    """What a response means for its attempt, the one status verdict of every helper:
+    None, the response is the call's; a ``RetryableStatus`` (its ``Retry-After`` read, the
+    response held until the next attempt starts): the caller releases the response's body
+    (``failure.retried``), then raises it; an ``ErrorStatus`` (a final error status, 400
+    and up): raised, the call ends as rejected and the helper hands the response back."""
     if rules.transient(method, status, key):
-        return "retry"
+        return attempts.hold(RetryableStatus(status, method, url, headers.get("Retry-After"), resp))
     if _native.is_error_status(status):
-        return "error"
-    return "ok"
+        return ErrorStatus(status, method, url, resp)
+    return None
 
 
 def final_response(exc: RetryExhausted) -> Any:

@@ -19,11 +19,12 @@ from ._http_common import (
     RequestAttempts,
     RequestFailed,
     RequestOptions,
-    RetryableStatus,
     Rules,
+    call_async,
     final_response,
+    held_response,
     in_tls_handshake,
-    judge_status,
+    response_failure,
     smaller,
     time_left,
 )
@@ -141,6 +142,12 @@ async def _within(send: Awaitable[httpx.Response], current: Optional[_native.Att
         raise httpx.ReadTimeout(f"{e} (the attempt's bound)", request=request) from e
 
 
+def _discard(outcome: Any) -> Optional[Awaitable[None]]:
+    """A hedged request's loser: its response (if it got one) is closed, never returned."""
+    resp = held_response(outcome, httpx.Response)
+    return None if resp is None else resp.aclose()
+
+
 class _Base(Helper):
     def _failure(self, rules: Rules, method: str, url: str, key: Optional[str], exc: BaseException) -> Optional[RequestFailed]:
         outcome = "connect" if isinstance(exc, _CONNECT) else "network" if isinstance(exc, _NETWORK) else None
@@ -153,8 +160,9 @@ class _Base(Helper):
         ``request_options`` block over the helper's; one attempt for a body that cannot be
         sent again), method, redacted URL and key."""
         options = RequestOptions.of(request.extensions.get("retryrs"), 'extensions["retryrs"]')
-        rules, retrier = self._for_request(options, not _replayable(request))
-        return rules, retrier, request.method, rules.redact(str(request.url)), request.headers.get("Idempotency-Key")
+        key = request.headers.get("Idempotency-Key")
+        rules, retrier = self._for_request(options, not _replayable(request), request.method, key)
+        return rules, retrier, request.method, rules.redact(str(request.url)), key
 
 
 class RetryingTransport(_Base, httpx.BaseTransport):
@@ -185,7 +193,7 @@ class RetryingTransport(_Base, httpx.BaseTransport):
     ) -> None:
         if transport is not None and not isinstance(transport, httpx.BaseTransport):
             raise TypeError(f"transport must be an httpx.BaseTransport, got {type(transport).__name__}")
-        super().__init__(retrier, methods, statuses, idempotency_key, redact_query)
+        super().__init__(retrier, methods, statuses, idempotency_key, redact_query, blocking=True)
         self._transport = transport if transport is not None else httpx.HTTPTransport()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -208,14 +216,12 @@ class RetryingTransport(_Base, httpx.BaseTransport):
                 if failed is None:
                     raise
                 raise failed from e
-            verdict = judge_status(rules, method, url, key, resp.status_code)
-            if verdict == "retry":
-                retry_after = resp.headers.get("Retry-After")
+            failure = response_failure(rules, attempts, method, url, key, resp, resp.status_code, resp.headers)
+            if failure is None:
+                return resp
+            if failure.retried:
                 _drain(resp)
-                raise attempts.hold(RetryableStatus(resp.status_code, method, url, retry_after, resp))
-            if verdict == "error":
-                raise ErrorStatus(resp.status_code, method, url, resp)
-            return resp
+            raise failure
 
         try:
             return retrier.call(attempt)
@@ -270,17 +276,15 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
                 if failed is None:
                     raise
                 raise failed from e
-            verdict = judge_status(rules, method, url, key, resp.status_code)
-            if verdict == "retry":
-                retry_after = resp.headers.get("Retry-After")
+            failure = response_failure(rules, attempts, method, url, key, resp, resp.status_code, resp.headers)
+            if failure is None:
+                return resp
+            if failure.retried:
                 await _adrain(resp)
-                raise attempts.hold(RetryableStatus(resp.status_code, method, url, retry_after, resp))
-            if verdict == "error":
-                raise ErrorStatus(resp.status_code, method, url, resp)
-            return resp
+            raise failure
 
         try:
-            return await retrier.call_async(attempt)
+            return await call_async(retrier, attempt, _discard)  # type: ignore[no-any-return]
         except ErrorStatus as e:
             return e.take()  # type: ignore[no-any-return]
         except RetryExhausted as e:

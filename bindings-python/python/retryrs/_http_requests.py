@@ -24,10 +24,9 @@ from ._http_common import (
     RequestAttempts,
     RequestFailed,
     RequestOptions,
-    RetryableStatus,
     final_response,
     in_tls_handshake,
-    judge_status,
+    response_failure,
     smaller,
     time_left,
 )
@@ -161,7 +160,7 @@ class RetryingAdapter(Helper, HTTPAdapter):
     ) -> None:
         if "max_retries" in adapter_kwargs:
             raise TypeError("RetryingAdapter retries through its Retrier; max_retries would make urllib3 retry as well: leave it out")
-        Helper.__init__(self, retrier, methods, statuses, idempotency_key, redact_query)
+        Helper.__init__(self, retrier, methods, statuses, idempotency_key, redact_query, blocking=True)
         HTTPAdapter.__init__(self, **adapter_kwargs)
 
     def send(  # type: ignore[override]
@@ -201,14 +200,12 @@ class RetryingAdapter(Helper, HTTPAdapter):
                 if outcome is not None and rules.transient(method, outcome, key):
                     raise RequestFailed(method, url, outcome == "connect", e) from e
                 raise
-            verdict = judge_status(rules, method, url, key, resp.status_code)
-            if verdict == "retry":
-                retry_after = resp.headers.get("Retry-After")
+            failure = response_failure(rules, attempts, method, url, key, resp, resp.status_code, resp.headers)
+            if failure is None:
+                return resp
+            if failure.retried:
                 _release(resp)
-                raise attempts.hold(RetryableStatus(resp.status_code, method, url, retry_after, resp))
-            if verdict == "error":
-                raise ErrorStatus(resp.status_code, method, url, resp)
-            return resp
+            raise failure
 
         try:
             return retrier.call(attempt)

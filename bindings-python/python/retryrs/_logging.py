@@ -37,6 +37,7 @@ def log_events(
         rates: attempt 1 failed after 3 ms: OSError('503'); retrying in 200 ms
         rates: attempt 2 succeeded after 205 ms
         rates: attempt 5 failed after 3012 ms: OSError('503'); gave up (attempts)
+        reads: attempt 2 sent beside the attempt in flight, 50 ms after it (hedge)
     """
     if logger is None:
         logger = logging.getLogger("retryrs")
@@ -54,6 +55,10 @@ def log_events(
         ms = round(event.elapsed * 1000)
         if kind == "success":
             log.log(lvl, "%s: attempt %d succeeded after %d ms", event.name, event.attempt, ms, extra={"retry_event": event})
+            return
+        if kind == "hedge":
+            # A hedged call sent another attempt beside the one(s) in flight.
+            log.log(lvl, "%s: attempt %d sent beside the attempt in flight, %d ms after it (hedge)", event.name, event.attempt, round((event.delay or 0.0) * 1000), extra={"retry_event": event})
             return
         if kind.startswith("breaker_"):
             # The circuit breaker moved: opened (for how long), half-open, closed.
