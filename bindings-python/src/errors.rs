@@ -87,6 +87,25 @@ pub fn exhausted(
     raise(py, &EXHAUSTED, "RetryExhausted", message, &kwargs, cause)
 }
 
+static RERAISE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// `reraise=True`: the last failure itself when it was an error, the `RetryExhausted` that
+/// would have been raised attached as its `retryrs_history` (and, on 3.11+, its message
+/// as a note); a last failure that was a rejected value has no error to raise, so that
+/// still ends in `RetryExhausted`.
+pub fn reraised(py: Python<'_>, name: &str, attempts: u32, reason: retryrs::ExhaustReason, failures: &[Kept]) -> PyErr {
+    let exhausted = exhausted(py, name, attempts, reason, failures);
+    let Some(last) = failures.last().filter(|k| !k.is_value) else { return exhausted };
+    let attach = RERAISE
+        .get_or_try_init(py, || py.import("retryrs._errors")?.getattr("_reraise").map(Bound::unbind))
+        .and_then(|f| f.bind(py).call1((last.obj.bind(py), exhausted.value(py))));
+    match attach {
+        Ok(err) => PyErr::from_value(err),
+        // (the original error is raised even if the history could not be attached)
+        Err(_) => PyErr::from_value(last.obj.bind(py).clone()),
+    }
+}
+
 /// A call the circuit breaker refused: `RetryExhausted(reason="circuit_open")`, no
 /// attempt made, with the breaker's `breaker_state` and `retry_in` (seconds before a probe
 /// may go) as attributes.

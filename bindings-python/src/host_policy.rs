@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString, PyTuple, PyType};
 use retryrs::{duration_from_ms, Event, Policy, Verdict};
 
@@ -20,6 +21,19 @@ pub enum RetryOn {
     Classes(Py<PyAny>),
     /// `exc -> bool`.
     Predicate(Py<PyAny>),
+    /// None given: the transient network errors (`retryrs._defaults`), with the HTTP
+    /// clients' own among them once their modules are imported.
+    Default,
+}
+
+impl RetryOn {
+    pub fn clone_ref(&self, py: Python<'_>) -> Self {
+        match self {
+            RetryOn::Classes(c) => RetryOn::Classes(c.clone_ref(py)),
+            RetryOn::Predicate(f) => RetryOn::Predicate(f.clone_ref(py)),
+            RetryOn::Default => RetryOn::Default,
+        }
+    }
 }
 
 /// The user's callables besides `retry_on`, as given (each optional).
@@ -27,6 +41,8 @@ pub struct Hooks {
     pub retry_after: Option<Py<PyAny>>,
     pub retry_on_result: Option<Py<PyAny>>,
     pub on_event: Option<Py<PyAny>>,
+    /// `reraise=True`: exhaustion by a transient error raises that error itself.
+    pub reraise: bool,
 }
 
 /// Immutable and shared (`Arc`) by a Retrier, its derived retriers and its calls.
@@ -37,6 +53,9 @@ pub struct HostPolicy {
     /// `value -> bool` (True: retry), or None: every value is a success.
     pub retry_on_result: Option<Py<PyAny>>,
     pub on_event: Option<Py<PyAny>>,
+    /// Exhaustion by a transient error raises that error (history attached), not
+    /// RetryExhausted.
+    pub reraise: bool,
     pub budget: Option<Py<PyRetryBudget>>,
     pub attempt_timeout: Option<f64>,
     /// The name as a Python str, made once rather than per event.
@@ -61,7 +80,7 @@ impl HostPolicy {
         budget: Option<Py<PyRetryBudget>>,
         attempt_timeout: Option<f64>,
     ) -> Self {
-        let Hooks { retry_after, retry_on_result, on_event } = hooks;
+        let Hooks { retry_after, retry_on_result, on_event, reraise } = hooks;
         let name = PyString::new(py, policy.name()).unbind();
         let wants_success =
             on_event.is_some() || budget.is_some() || retry_on_result.is_some() || policy.breaker().is_some();
@@ -71,6 +90,7 @@ impl HostPolicy {
             retry_after,
             retry_on_result,
             on_event,
+            reraise,
             budget,
             attempt_timeout,
             name,
@@ -97,6 +117,7 @@ impl HostPolicy {
         let mut asked = 0usize;
         let transient = match &self.retry_on {
             RetryOn::Classes(classes) => exc.is_instance(classes.bind(py))?,
+            RetryOn::Default => exc.is_instance(&default_retry_on(py)?)?,
             RetryOn::Predicate(f) => {
                 let answer = match answered(answers, asked)? {
                     Some(a) => a,
@@ -262,6 +283,17 @@ impl HostPolicy {
         let result = Bound::new(py, event).and_then(|e| listener.call1((e,)));
         tell(py, listener, result, signal);
     }
+}
+
+static DEFAULTS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// The default `retry_on`: the tuple `retryrs._defaults.transient()` makes, which looks at
+/// `sys.modules` (never importing an HTTP client) and caches per set of clients loaded.
+pub fn default_retry_on(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let f = DEFAULTS
+        .get_or_try_init(py, || py.import("retryrs._defaults")?.getattr("transient").map(Bound::unbind))?
+        .bind(py);
+    f.call0()
 }
 
 /// What a listener's call came to: nothing, an error for `sys.unraisablehook`, or a

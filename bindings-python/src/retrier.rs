@@ -195,7 +195,7 @@ impl Retrier {
     /// (in seconds), the signature below is written from it by tools/knobgen.
     #[new]
     // knobgen:begin signature
-    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, seed=None, name='retry', budget=None, max_retry_after=60.0, attempt_timeout=None, retry_after=None, retry_on_result=None, on_event=None, breaker=None)")]
+    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, seed=None, name='retry', budget=None, max_retry_after=60.0, attempt_timeout=None, retry_after=None, retry_on_result=None, on_event=None, breaker=None, reraise=False)")]
     // knobgen:end signature
     fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         Ok(Retrier { host: Arc::new(crate::options::parse(py, options)?), cancel: None, interrupts: true })
@@ -290,14 +290,18 @@ impl Retrier {
     ) -> PyResult<Self> {
         let h = &*self.host;
         if let Some(helper) = helper {
-            for (option, set) in
-                [("retry_on_result", h.retry_on_result.is_some()), ("retry_after", h.retry_after.is_some())]
-            {
+            const JUDGED: &str = "the HTTP rules judge every response (statuses=, methods=, a per-request override) \
+                                  and Retry-After is read from the response";
+            const ENDS: &str = "when retries run out the helper returns the last response or raises its own \
+                                RetryExhausted (its cause the client's error), as the HTTP rules say";
+            for (option, set, why) in [
+                ("retry_on_result", h.retry_on_result.is_some(), JUDGED),
+                ("retry_after", h.retry_after.is_some(), JUDGED),
+                ("reraise", h.reraise, ENDS),
+            ] {
                 if set {
                     return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                        "{helper} does not use the Retrier's {option}: the HTTP rules judge every response \
-                         (statuses=, methods=, a per-request override) and Retry-After is read from the response; \
-                         give a Retrier without {option}"
+                        "{helper} does not use the Retrier's {option}: {why}; give a Retrier without {option}"
                     )));
                 }
             }
@@ -327,7 +331,12 @@ impl Retrier {
             policy,
             RetryOn::Classes(retry_on),
             // No result predicate: a response is judged by the HTTP rules alone.
-            Hooks { retry_after, retry_on_result: None, on_event: h.on_event.as_ref().map(|f| f.clone_ref(py)) },
+            Hooks {
+                retry_after,
+                retry_on_result: None,
+                on_event: h.on_event.as_ref().map(|f| f.clone_ref(py)),
+                reraise: false,
+            },
             h.budget.as_ref().map(|b| b.clone_ref(py)),
             h.attempt_timeout,
         );
@@ -392,11 +401,74 @@ impl Retrier {
     fn breaker(&self) -> Option<crate::breaker::PyCircuitBreaker> {
         self.host.policy.breaker().map(|b| crate::breaker::PyCircuitBreaker { inner: b.clone() })
     }
+    /// The exception classes (or predicate) retried; by default the transient network
+    /// errors, as a tuple of the classes that applies now (see `retryrs._defaults`).
     #[getter]
-    fn retry_on(&self, py: Python<'_>) -> Py<PyAny> {
-        match &self.host.retry_on {
+    fn retry_on(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(match &self.host.retry_on {
             RetryOn::Classes(c) | RetryOn::Predicate(c) => c.clone_ref(py),
+            RetryOn::Default => crate::host_policy::default_retry_on(py)?.unbind(),
+        })
+    }
+
+    /// Whether exhaustion by a transient error raises that error itself.
+    #[getter]
+    fn reraise(&self) -> bool {
+        self.host.reraise
+    }
+
+    /// `r.replace(max_attempts=3)`: a new Retrier with these options given again (as the
+    /// constructor takes them, with its errors) and everything else kept: it shares this
+    /// one's budget, breaker, listeners, hooks and cancel token.
+    #[pyo3(signature = (**options))]
+    fn replace(&self, py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let host = crate::options::replace(py, &self.host, options)?;
+        Ok(Retrier { host: Arc::new(host), cancel: self.cancel.as_ref().map(|t| t.clone_ref(py)), interrupts: self.interrupts })
+    }
+
+    /// `copy.copy(r)`: the same retrier (it is immutable), sharing everything.
+    fn __copy__(&self, py: Python<'_>) -> Self {
+        Retrier { host: self.host.clone(), cancel: self.cancel.as_ref().map(|t| t.clone_ref(py)), interrupts: self.interrupts }
+    }
+
+    /// Pickles by its options: `Retrier(**r._options())`. A budget or breaker is made
+    /// anew (fresh, by its own parameters) in the process that unpickles.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyDict>,))> {
+        if self.cancel.is_some() {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "a Retrier with a cancel token cannot be pickled (a token does not cross processes): pickle the \
+                 Retrier, then call .with_cancel(token) where it is used",
+            ));
         }
+        let rebuild = py.import("retryrs._pickle")?.getattr("retrier")?;
+        Ok((rebuild, (self._options(py)?,)))
+    }
+
+    /// Every option as the constructor takes it: each knob (budget and breaker included),
+    /// then Python's own options that differ from their defaults.
+    fn _options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let h = &*self.host;
+        let out = PyDict::new(py);
+        for k in retryrs::KNOBS {
+            out.set_item(k.name, self.knob(py, k.name)?)?;
+        }
+        if let Some(breaker) = self.breaker() {
+            out.set_item("breaker", Bound::new(py, breaker)?)?;
+        }
+        match &h.retry_on {
+            RetryOn::Classes(c) | RetryOn::Predicate(c) => out.set_item("retry_on", c)?,
+            RetryOn::Default => {}
+        }
+        for (key, f) in [("retry_after", &h.retry_after), ("retry_on_result", &h.retry_on_result), ("on_event", &h.on_event)]
+        {
+            if let Some(f) = f {
+                out.set_item(key, f)?;
+            }
+        }
+        if h.reraise {
+            out.set_item("reraise", true)?;
+        }
+        Ok(out)
     }
 
     /// `Retrier(name='rates', max_attempts=5, initial_delay=0.2, ...)`: the name, then
@@ -408,10 +480,16 @@ impl Retrier {
         let py_repr = |v: &Bound<'_, PyAny>| crate::convert::repr(v);
         {
             let h = &*self.host;
-            parts.push(format!("retry_on={}", py_repr(self.retry_on(py).bind(py))));
+            match &h.retry_on {
+                RetryOn::Classes(c) | RetryOn::Predicate(c) => parts.push(format!("retry_on={}", py_repr(c.bind(py)))),
+                RetryOn::Default => parts.push("retry_on=<transient network errors>".to_string()),
+            }
             parts.push(format!("seed={}", p.seed().map_or("None".to_string(), |s| s.to_string())));
             let budget = h.budget.as_ref().map_or("None".to_string(), |b| py_repr(b.bind(py).as_any()));
             parts.push(format!("budget={budget}"));
+            if let Some(b) = self.breaker() {
+                parts.push(format!("breaker=CircuitBreaker(model={:?})", b.model_name()));
+            }
             if let Some(f) = &h.retry_after {
                 parts.push(format!("retry_after={}", py_repr(f.bind(py))));
             }
@@ -420,6 +498,9 @@ impl Retrier {
             }
             if let Some(f) = &h.on_event {
                 parts.push(format!("on_event={}", py_repr(f.bind(py))));
+            }
+            if h.reraise {
+                parts.push("reraise=True".to_string());
             }
         }
         format!("Retrier({})", parts.join(", "))

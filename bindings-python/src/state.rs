@@ -156,6 +156,13 @@ impl CallState {
             self.errors.clear();
             return Err(signal);
         }
+        if host.reraise && matches!(decision, Decision::Retry(_) | Decision::Stop(Stop::Exhausted(_))) {
+            // The error may be raised again as it is: its traceback goes with it (before
+            // 3.12 a caught error's traceback is the PyErr's, not yet the object's).
+            if let Some(tb) = err.traceback(py) {
+                value.setattr(pyo3::intern!(py, "__traceback__"), tb)?;
+            }
+        }
         match decision {
             Decision::Retry(delay) => {
                 self.keep(value.unbind(), false);
@@ -213,9 +220,11 @@ impl CallState {
         }
     }
 
-    /// `RetryExhausted` from the failures kept; the call's history is then dropped.
+    /// `RetryExhausted` from the failures kept (with `reraise=True`, the last error itself,
+    /// the history attached); the call's history is then dropped.
     fn exhausted(&mut self, py: Python<'_>, reason: retryrs::ExhaustReason) -> PyErr {
-        let exhausted = errors::exhausted(py, self.host.policy.name(), self.call.attempt(), reason, &self.errors);
+        let build = if self.host.reraise { errors::reraised } else { errors::exhausted };
+        let exhausted = build(py, self.host.policy.name(), self.call.attempt(), reason, &self.errors);
         self.errors.clear();
         exhausted
     }

@@ -12,7 +12,7 @@ import retryrs
 from retryrs import CancelToken, Event, Retrier, RetryBudget, RetryExhausted
 
 
-class Throttled(OSError):
+class Throttled(ConnectionError):
     def __init__(self, retry_after: float) -> None:
         super().__init__("429")
         self.retry_after = retry_after
@@ -48,7 +48,7 @@ def fetch(symbol: str, *, scale: int = 1) -> float:
     global calls
     calls += 1
     if calls < 2:
-        raise OSError("503")
+        raise ConnectionError("503")
     return 1.0842 * scale
 
 

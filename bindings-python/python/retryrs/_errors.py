@@ -71,6 +71,20 @@ class AttemptTimeout(RetryError, TimeoutError):
         self.timeout = timeout
 
 
+def _reraise(err: BaseException, exhausted: RetryExhausted) -> BaseException:
+    """``reraise=True``: the last error goes up itself, the call's history attached as
+    ``err.retryrs_history`` (the RetryExhausted it replaces: ``attempts``, ``reason``,
+    ``errors``) and, on 3.11+, as a note the traceback shows."""
+    try:
+        err.retryrs_history = exhausted  # type: ignore[attr-defined]
+    except Exception:  # (a class that refuses attributes: the error still goes up)
+        pass
+    add_note = getattr(err, "add_note", None)
+    if add_note is not None:
+        add_note(f"{exhausted} (reraise=True: the last error is raised; .retryrs_history has the {len(exhausted.errors)} failures kept)")
+    return err
+
+
 def _rebuild(cls: Any, args: Any, state: Any) -> Any:
     obj = cls.__new__(cls)
     Exception.__init__(obj, *args)

@@ -188,7 +188,12 @@ class Retrier:
         on_event: Union[Callable[[Event], object], list[Callable[[Event], object]], tuple[Callable[[Event], object], ...], None] = None,
         # A circuit breaker shared with other retriers; None: no breaker.
         breaker: Optional[CircuitBreaker] = None,
+        # True: exhaustion by a transient error raises that error itself (the history as
+        # its .retryrs_history); exhaustion on a rejected value still raises RetryExhausted.
+        reraise: bool = False,
     ) -> Retrier: ...
+    # A document's policy, with the parts only code can give and any knob given again
+    # (same names, units and errors as the constructor).
     @staticmethod
     def from_policy(
         policy: Policy,
@@ -199,7 +204,17 @@ class Retrier:
         retry_on_result: Optional[Callable[[Any], Union[bool, Awaitable[bool]]]] = None,
         on_event: Union[Callable[[Event], object], list[Callable[[Event], object]], tuple[Callable[[Event], object], ...], None] = None,
         attempt_timeout: Optional[Seconds] = None,
+        reraise: bool = False,
+        **knobs: Any,
     ) -> Retrier: ...
+    # The same options given again, the rest kept: shares the budget, breaker, listeners,
+    # hooks and cancel token.
+    def replace(self, **options: Any) -> Retrier: ...
+    def __copy__(self) -> Retrier: ...
+    def __reduce__(self) -> Tuple[Callable[[dict[str, Any]], Retrier], Tuple[dict[str, Any]]]: ...
+    def _options(self) -> dict[str, Any]: ...
+    @property
+    def reraise(self) -> bool: ...
     def call(self, func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T: ...
     def call_async(self, func: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs) -> Coroutine[Any, Any, T]: ...
     @overload
