@@ -100,6 +100,16 @@ impl Stats {
         }
     }
 
+    /// Counts a call whose first attempt succeeded, for a host whose happy path runs
+    /// without a [`crate::Call`] (no Success event to observe): what observing that event
+    /// would count.
+    #[inline]
+    pub fn count_first_attempt_success(&self) {
+        for c in [&self.calls, &self.attempts, &self.successes] {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// The counters now.
     pub fn snapshot(&self) -> StatsSnapshot {
         let read = |c: &AtomicU64| c.load(Ordering::Relaxed);
@@ -148,9 +158,10 @@ mod tests {
         assert!(matches!(call.propose(Verdict::TRANSIENT, ms(0), sink), Ok(Proposal::Wait { .. })));
         call.settle(Plan::Stop, ms(0), sink).unwrap();
         Call::start(&p, ms(0)).cancel(ms(0), sink).unwrap();
+        stats.count_first_attempt_success();
         let s = stats.snapshot();
-        assert_eq!((s.calls, s.attempts, s.retries), (5, 3 + 3 + 1 + 1, 2 + 2));
-        assert_eq!((s.successes, s.rejections, s.cancellations), (1, 1, 1));
+        assert_eq!((s.calls, s.attempts, s.retries), (6, 3 + 3 + 1 + 1 + 1, 2 + 2));
+        assert_eq!((s.successes, s.rejections, s.cancellations), (2, 1, 1));
         assert_eq!(s.exhausted(ExhaustReason::Attempts), 1);
         assert_eq!(s.exhausted(ExhaustReason::Stopped), 1);
         assert_eq!(s.exhausted(ExhaustReason::Deadline), 0);
