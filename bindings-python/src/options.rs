@@ -17,8 +17,8 @@ use crate::host_policy::{Hooks, HostPolicy, RetryOn};
 
 /// The options Python has beyond the core's knob table (which supplies the rest, in the
 /// contract's snake_case spelling).
-pub const HOST_ONLY: [&str; 6] =
-    ["retry_on", "retry_after", "retry_on_result", "on_event", "attempt_timeout", "reraise"];
+pub const HOST_ONLY: [&str; 8] =
+    ["retry_on", "retry_after", "retry_on_result", "on_event", "attempt_timeout", "reraise", "wait", "before_sleep"];
 
 /// Every keyword a Retrier takes: the knob table's, then Python's own (`attempt_timeout`
 /// is both: a knob of the table, which `from_policy` also takes to override a document's),
@@ -36,7 +36,9 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Ho
     check_names(options, "Retrier()")?;
     let (builder, budget) = knobs(Policy::builder(), options)?;
     let policy = build(builder, options)?;
-    host_parts(py, Arc::new(policy), budget.flatten(), options, None)
+    let mut host = host_parts(py, Arc::new(policy), budget.flatten(), options, None)?;
+    host.named = options.is_some_and(|o| o.contains("name").unwrap_or(false));
+    Ok(host)
 }
 
 /// `r.replace(**overrides)`: `base`'s policy and options with `options` given again, as
@@ -47,7 +49,20 @@ pub fn replace(py: Python<'_>, base: &HostPolicy, options: Option<&Bound<'_, PyD
     let (builder, budget) = knobs(PolicyBuilder::from(&*base.policy), options)?;
     let policy = build(builder, options)?;
     let budget = budget.unwrap_or_else(|| base.budget.as_ref().map(|b| b.clone_ref(py)));
-    host_parts(py, Arc::new(policy), budget, options, Some(base))
+    let mut host = host_parts(py, Arc::new(policy), budget, options, Some(base))?;
+    host.named = base.named || options.is_some_and(|o| o.contains("name").unwrap_or(false));
+    Ok(host)
+}
+
+/// The retrier behind `@r` on `func`: `r` itself, or, when `r` was given no name, `r`
+/// named after the function (its qualified name), sharing everything, stats included.
+pub fn named_for(py: Python<'_>, base: &Arc<HostPolicy>, qualname: &str) -> PyResult<Arc<HostPolicy>> {
+    let builder = PolicyBuilder::from(&*base.policy).name(qualname);
+    let policy = Arc::new(build(builder, None)?);
+    let mut host = host_parts(py, policy, base.budget.as_ref().map(|b| b.clone_ref(py)), None, Some(base))?;
+    host.named = true;
+    host.stats = base.stats.clone();
+    Ok(Arc::new(host))
 }
 
 /// Refuses a keyword that is neither a knob nor one of Python's options, naming them all.
@@ -214,7 +229,19 @@ fn host_parts(
         }
     };
     let attempt_timeout = policy.attempt_timeout().map(|d| d.as_secs_f64());
-    let hooks = Hooks { retry_after, retry_on_result, on_event, reraise };
+    let wait = match (given("wait"), base) {
+        (None, Some(base)) => kept(&base.wait),
+        (v, _) => callable_or_none(v.flatten(), "wait", "a callable (attempt, failure, delay) -> seconds | None")?,
+    };
+    let before_sleep = match (given("before_sleep"), base) {
+        (None, Some(base)) => kept(&base.before_sleep),
+        (v, _) => callable_or_none(
+            v.flatten(),
+            "before_sleep",
+            "a callable (attempt, failure, delay) -> None | False (False or raising retryrs.StopRetrying stops)",
+        )?,
+    };
+    let hooks = Hooks { retry_after, retry_on_result, on_event, reraise, wait, before_sleep };
     Ok(HostPolicy::new(py, policy, retry_on, hooks, budget, attempt_timeout))
 }
 

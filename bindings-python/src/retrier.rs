@@ -72,6 +72,7 @@ impl Retrier {
                         return Ok(value.unbind());
                     }
                 } else {
+                    self.host.stats.count_first_attempt_success();
                     return Ok(value.unbind());
                 }
             }
@@ -195,7 +196,7 @@ impl Retrier {
     /// (in seconds), the signature below is written from it by tools/knobgen.
     #[new]
     // knobgen:begin signature
-    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, seed=None, name='retry', budget=None, max_retry_after=60.0, attempt_timeout=None, retry_after=None, retry_on_result=None, on_event=None, breaker=None, reraise=False)")]
+    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, seed=None, name='retry', budget=None, max_retry_after=60.0, attempt_timeout=None, retry_after=None, retry_on_result=None, on_event=None, breaker=None, reraise=False, wait=None, before_sleep=None)")]
     // knobgen:end signature
     fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         Ok(Retrier { host: Arc::new(crate::options::parse(py, options)?), cancel: None, interrupts: true })
@@ -336,10 +337,14 @@ impl Retrier {
                 retry_on_result: None,
                 on_event: h.on_event.as_ref().map(|f| f.clone_ref(py)),
                 reraise: false,
+                wait: h.wait.as_ref().map(|f| f.clone_ref(py)),
+                before_sleep: h.before_sleep.as_ref().map(|f| f.clone_ref(py)),
             },
             h.budget.as_ref().map(|b| b.clone_ref(py)),
             h.attempt_timeout,
         );
+        let mut host = host;
+        (host.stats, host.named) = (h.stats.clone(), h.named);
         Ok(Retrier { host: Arc::new(host), cancel: self.cancel.as_ref().map(|t| t.clone_ref(py)), interrupts })
     }
 
@@ -411,6 +416,40 @@ impl Retrier {
         })
     }
 
+    /// `{calls, attempts, retries, successes, rejections, cancellations, exhausted:
+    /// {reason: n}}`: what this retrier's calls came to so far (the engine counts every
+    /// event; calls are the ended ones).
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.host.stats.snapshot();
+        let out = PyDict::new(py);
+        for (key, n) in [
+            ("calls", s.calls),
+            ("attempts", s.attempts),
+            ("retries", s.retries),
+            ("successes", s.successes),
+            ("rejections", s.rejections),
+            ("cancellations", s.cancellations),
+        ] {
+            out.set_item(key, n)?;
+        }
+        let exhausted = PyDict::new(py);
+        for reason in retryrs::ExhaustReason::ALL {
+            exhausted.set_item(reason.as_str(), s.exhausted(reason))?;
+        }
+        out.set_item("exhausted", exhausted)?;
+        Ok(out)
+    }
+
+    /// The retrier `@r` runs `func` with: `r`, or `r` named after `qualname` when it was
+    /// given no name (sharing everything, its stats included).
+    fn _named(&self, py: Python<'_>, qualname: &str) -> PyResult<Self> {
+        if self.host.named {
+            return Ok(self.__copy__(py));
+        }
+        let host = crate::options::named_for(py, &self.host, qualname)?;
+        Ok(Retrier { host, cancel: self.cancel.as_ref().map(|t| t.clone_ref(py)), interrupts: self.interrupts })
+    }
+
     /// Whether exhaustion by a transient error raises that error itself.
     #[getter]
     fn reraise(&self) -> bool {
@@ -459,8 +498,13 @@ impl Retrier {
             RetryOn::Classes(c) | RetryOn::Predicate(c) => out.set_item("retry_on", c)?,
             RetryOn::Default => {}
         }
-        for (key, f) in [("retry_after", &h.retry_after), ("retry_on_result", &h.retry_on_result), ("on_event", &h.on_event)]
-        {
+        for (key, f) in [
+            ("retry_after", &h.retry_after),
+            ("retry_on_result", &h.retry_on_result),
+            ("on_event", &h.on_event),
+            ("wait", &h.wait),
+            ("before_sleep", &h.before_sleep),
+        ] {
             if let Some(f) = f {
                 out.set_item(key, f)?;
             }
@@ -502,6 +546,15 @@ impl Retrier {
             if h.reraise {
                 parts.push("reraise=True".to_string());
             }
+            for (key, f) in [("wait", &h.wait), ("before_sleep", &h.before_sleep)] {
+                if let Some(f) = f {
+                    parts.push(format!("{key}={}", py_repr(f.bind(py))));
+                }
+            }
+        }
+        // The attempts cannot all fit in the deadline: say so where a port would look.
+        if let Some(hint) = p.deadline_hint() {
+            parts.push(format!("hint='{}'", hint.to_string().replace('\'', "\\'")));
         }
         format!("Retrier({})", parts.join(", "))
     }
@@ -585,6 +638,8 @@ impl Retrier {
                         return slow(FirstAttempt::VALUE, Some(attempt), None, Some(value), false);
                     }
                     this.report_success(py, info.get().start, &info.get().frame.clock, info.get().admission)?;
+                } else {
+                    this.host.stats.count_first_attempt_success();
                 }
                 Ok(value)
             }
@@ -617,7 +672,13 @@ impl Retrier {
         self.host.retry_on_result.as_ref().map(|f| f.clone_ref(py))
     }
 
+    /// A first attempt's success, from the Python drivers: reported to the engine when
+    /// someone needs it, else only counted.
     fn _succeeded(&self, py: Python<'_>, first: &Bound<'_, AttemptInfo>) -> PyResult<()> {
+        if !self.host.wants_success {
+            self.host.stats.count_first_attempt_success();
+            return Ok(());
+        }
         let first = first.get();
         self.report_success(py, first.start, &crate::testing::clock(py), first.admission)
     }

@@ -80,10 +80,10 @@ VECTOR_KEYS = {
     "breaker": {"model", "failures", "failure_ratio", "minimum_throughput", "sampling_duration", "break_duration",
                 "half_open_probes", "break_multiplier", "max_break_duration", "per_attempt"},
     "call": {"at_ms", "attempts", "expect"},
-    "attempt": {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait"},
+    "attempt": {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait", "wait"},
     "expect": {"outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens", "breaker_state",
                "bounds_ms"},
-    "event": {"kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error", "value"},
+    "event": {"kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error", "value", "retries_left"},
     "expect_error": {"knob"},
     "retry_after": {"value", "now_unix_s", "expect_ms"},
     "status": {"code", "retryable"},
@@ -121,7 +121,7 @@ def unknown_keys(v: Dict[str, Any]) -> List[str]:
     return found
 
 
-def build(v: Dict[str, Any], on_event: Optional[Callable[..., None]] = None) -> Retrier:
+def build(v: Dict[str, Any], on_event: Optional[Callable[..., None]] = None, hook_script: Optional[Dict[str, Any]] = None) -> Retrier:
     """The vector's policy through the document loader: the policy "retry" (the
     contract's default name) in a document with the vector's budgets, or the service
     "retry" of the vector's gRPC service_config; the host parts
@@ -132,9 +132,26 @@ def build(v: Dict[str, Any], on_event: Optional[Callable[..., None]] = None) -> 
         "breakers": v.get("breakers", {}),
     }
     policy = retryrs.load_policies(document)["retry"]
+    hooks: Dict[str, Any] = {}
+    if hook_script is not None:
+        # A hook vector: the wait hook answers the script's "wait" for the attempt that
+        # just failed (a number: an exact wait in ms; "engine": None); the before_sleep
+        # hook stops the call where the script says "stop".
+        def scripted(attempt: int) -> Any:
+            script = hook_script.get("attempts", [])
+            return script[attempt - 1].get("wait", "engine") if 1 <= attempt <= len(script) else "engine"
+
+        def wait(attempt: int, failure: Any, delay: float) -> Optional[float]:
+            answer = scripted(attempt)
+            return answer / 1000 if isinstance(answer, (int, float)) else None
+
+        def before_sleep(attempt: int, failure: Any, delay: float) -> bool:
+            return scripted(attempt) != "stop"
+
+        hooks = {"wait": wait, "before_sleep": before_sleep}
     if on_event is not None:
-        return Retrier.from_policy(policy, retry_on=Transient, retry_on_result=rejects, on_event=on_event)
-    return Retrier.from_policy(policy, retry_on=Transient, retry_on_result=rejects)
+        return Retrier.from_policy(policy, retry_on=Transient, retry_on_result=rejects, on_event=on_event, **hooks)
+    return Retrier.from_policy(policy, retry_on=Transient, retry_on_result=rejects, **hooks)
 
 
 def ms(x: Optional[float]) -> Optional[int]:
@@ -264,7 +281,7 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
     if "events" in expect:
         got = [
             {"kind": e.kind, "attempt": e.attempt, "elapsed_ms": ms(e.elapsed), "delay_ms": ms(e.delay), "reason": e.reason, "error": e.error is not None,
-             "value": e.result is not None}
+             "value": e.result is not None, "retries_left": e.retries_left}
             for e in events
         ]
         want = expect["events"]
@@ -291,9 +308,12 @@ def run_vector(v: Dict[str, Any], use_async: bool = False) -> List[str]:
         return unknown
     if "calls" in v:
         holder: Dict[str, Any] = {}
-        r = build(v, on_event=lambda e: holder["listener"](e))
+        current: Dict[str, Any] = {}  # the call running now, for the hooks of a hook vector
+        r = build(v, on_event=lambda e: holder["listener"](e), hook_script=current if uses_hooks(v) else None)
         problems: List[str] = []
         for i, call in enumerate(v["calls"]):
+            current.clear()
+            current.update(call)
             problems += [f"call {i + 1}: {p}" for p in run_call(r, call, holder, use_async)]
         return problems
     if "expect_error" in v:
@@ -331,7 +351,6 @@ def run_vector(v: Dict[str, Any], use_async: bool = False) -> List[str]:
 
 # Why a vector is skipped here (tests/conformance/README.md allows these skips only).
 HEDGING_PENDING = "hedging: host support pending"
-HOOKS_PENDING = "hooks: host support pending"
 
 
 def uses_hedging(v: Dict[str, Any]) -> bool:
@@ -346,18 +365,13 @@ def uses_hooks(v: Dict[str, Any]) -> bool:
 
 
 def run_all(use_async: bool = False) -> Tuple[int, List[Tuple[str, List[str]]], int]:
-    """(passed, failures, skipped): every vector runs but those that hedge or script
-    hooks, which Python cannot run yet: each is counted in skipped and named with the
-    reason."""
+    """(passed, failures, skipped): every vector runs but those that hedge, which Python
+    cannot run yet: each is counted in skipped and named with the reason."""
     passed, failures, skipped = 0, [], 0
     for fname, v in load():
         if uses_hedging(v):
             skipped += 1
             print(f"skipped {fname}:{v['id']}: {HEDGING_PENDING}")
-            continue
-        if uses_hooks(v):
-            skipped += 1
-            print(f"skipped {fname}:{v['id']}: {HOOKS_PENDING}")
             continue
         try:
             problems = run_vector(v, use_async)

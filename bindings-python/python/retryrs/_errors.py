@@ -13,7 +13,9 @@ class RetryExhausted(RetryError):
     """Transient failures ran out of room.
 
     ``attempts``: calls made; ``reason``: ``"attempts"``, ``"deadline"``, ``"budget"``,
-    ``"retry_after"`` (the server asked for a wait longer than ``max_retry_after``) or
+    ``"retry_after"`` (the server asked for a wait longer than ``max_retry_after``, or a
+    ``wait`` hook gave one), ``"stopped"`` (a ``before_sleep`` hook returned False or raised
+    ``StopRetrying``) or
     ``"circuit_open"`` (the Retrier's circuit breaker refused the call: no attempt was
     made; ``breaker_state`` is ``"open"`` or ``"half_open"`` and ``retry_in`` the seconds
     before a probe may go); ``errors``: the exceptions among the last 64 failures, in
@@ -57,6 +59,22 @@ class RetryCancelled(RetryError):
 
     def __reduce__(self) -> Any:
         return (_rebuild, (type(self), self.args, self.__dict__))
+
+
+class StopRetrying(Exception):
+    """Raised by a ``before_sleep`` hook (which runs before each wait): the call stops
+    there, as it would returning False: ``RetryExhausted(reason="stopped")``, the last
+    failure its cause and its history kept (with ``reraise=True``, the last error itself).
+    """
+
+
+class _Raised:
+    """An awaited hook's exception, handed back to the engine by the async driver."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
 
 
 class AttemptTimeout(RetryError, TimeoutError):
