@@ -204,9 +204,10 @@ impl Retrier {
 
     /// `Retrier.from_policy(policies["payments"], retry_on=..., on_event=...)`: a retrier
     /// running a document's policy (see `retryrs.load_policies`), with the parts only code
-    /// can give: retry_on, retry_after, retry_on_result, on_event, attempt_timeout.
+    /// can give (retry_on, retry_after, retry_on_result, on_event, attempt_timeout,
+    /// reraise, wait, before_sleep) and any knob given again to override the document's.
     #[staticmethod]
-    #[pyo3(signature = (policy, /, **options), text_signature = "(policy, /, *, retry_on=None, retry_after=None, retry_on_result=None, on_event=None, attempt_timeout=None)")]
+    #[pyo3(signature = (policy, /, **options), text_signature = "(policy, /, *, retry_on=None, retry_after=None, retry_on_result=None, on_event=None, attempt_timeout=None, reraise=False, wait=None, before_sleep=None, **knobs)")]
     fn from_policy(
         py: Python<'_>,
         policy: &Bound<'_, crate::document::PyPolicy>,
@@ -442,12 +443,14 @@ impl Retrier {
 
     /// The retrier `@r` runs `func` with: `r`, or `r` named after `qualname` when it was
     /// given no name (sharing everything, its stats included).
-    fn _named(&self, py: Python<'_>, qualname: &str) -> PyResult<Self> {
-        if self.host.named {
-            return Ok(self.__copy__(py));
+    fn _named(slf: &Bound<'_, Self>, qualname: &str) -> PyResult<Py<Self>> {
+        let (py, this) = (slf.py(), slf.get());
+        if this.host.named {
+            return Ok(slf.clone().unbind());
         }
-        let host = crate::options::named_for(py, &self.host, qualname)?;
-        Ok(Retrier { host, cancel: self.cancel.as_ref().map(|t| t.clone_ref(py)), interrupts: self.interrupts })
+        let host = crate::options::named_for(py, &this.host, qualname)?;
+        let cancel = this.cancel.as_ref().map(|t| t.clone_ref(py));
+        Py::new(py, Retrier { host, cancel, interrupts: this.interrupts })
     }
 
     /// Whether exhaustion by a transient error raises that error itself.
@@ -462,12 +465,20 @@ impl Retrier {
     #[pyo3(signature = (**options))]
     fn replace(&self, py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let host = crate::options::replace(py, &self.host, options)?;
-        Ok(Retrier { host: Arc::new(host), cancel: self.cancel.as_ref().map(|t| t.clone_ref(py)), interrupts: self.interrupts })
+        Ok(Retrier {
+            host: Arc::new(host),
+            cancel: self.cancel.as_ref().map(|t| t.clone_ref(py)),
+            interrupts: self.interrupts,
+        })
     }
 
     /// `copy.copy(r)`: the same retrier (it is immutable), sharing everything.
     fn __copy__(&self, py: Python<'_>) -> Self {
-        Retrier { host: self.host.clone(), cancel: self.cancel.as_ref().map(|t| t.clone_ref(py)), interrupts: self.interrupts }
+        Retrier {
+            host: self.host.clone(),
+            cancel: self.cancel.as_ref().map(|t| t.clone_ref(py)),
+            interrupts: self.interrupts,
+        }
     }
 
     /// Pickles by its options: `Retrier(**r._options())`. A budget or breaker is made

@@ -9,7 +9,9 @@ use std::time::Duration;
 use pyo3::exceptions::{PyException, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use retryrs::{Call, CancelToken, Clock, Decision, Plan, Policy, Proposal, Resume, Stop, SystemClock, Verdict, VirtualClock};
+use retryrs::{
+    Call, CancelToken, Clock, Decision, Plan, Policy, Proposal, Resume, Stop, SystemClock, Verdict, VirtualClock,
+};
 
 use crate::errors;
 use crate::host_policy::{Classified, HostPolicy};
@@ -374,16 +376,25 @@ impl CallState {
                 }
                 (_, Ok(a)) => {
                     if !a.is_none() {
-                        match crate::convert::seconds(&a, "wait").and_then(|s| {
-                            Plan::exact_ms(crate::convert::ms(s))
-                                .map_err(|m| pyo3::exceptions::PyValueError::new_err(format!("wait returned {m}")))
-                        }) {
-                            Ok(exact) => plan = exact,
-                            Err(e) => {
-                                failure = Some(pyo3::exceptions::PyTypeError::new_err(format!(
+                        let exact = crate::convert::seconds(&a, "wait")
+                            .map_err(|e| {
+                                pyo3::exceptions::PyTypeError::new_err(format!(
                                     "wait must return seconds (float, int, timedelta) or None, got {}: {e}",
                                     crate::convert::repr(&a)
-                                )));
+                                ))
+                            })
+                            .and_then(|s| {
+                                Plan::exact_ms(crate::convert::ms(s)).map_err(|_| {
+                                    pyo3::exceptions::PyValueError::new_err(format!(
+                                        "wait returned {}: a wait must be seconds >= 0 (or None: the engine's)",
+                                        crate::convert::repr(&a)
+                                    ))
+                                })
+                            });
+                        match exact {
+                            Ok(exact) => plan = exact,
+                            Err(e) => {
+                                failure = Some(e);
                                 plan = Plan::Stop;
                             }
                         }

@@ -265,7 +265,11 @@ def test_decorator_keeps_name_doc_signature_and_binds_methods(virtual):
     assert fetch("/x") == "ok/x"
     assert fetch.__name__ == "fetch" and fetch.__doc__ == "Fetches."
     assert str(inspect.signature(fetch)) == "(url: str, *, timeout: float = 1.0) -> str"
-    assert fetch.retrier is r
+    # An unnamed retrier takes the function's name (issue 24): the same policy, shared stats.
+    assert fetch.retrier.name.endswith("<locals>.fetch") and r.name == "retry"
+    assert fetch.retrier.max_attempts == r.max_attempts and r.stats()["calls"] == 1
+    named = Retrier(name="db")
+    assert named(fetch).retrier is named
 
     class Client:
         def __init__(self):

@@ -80,7 +80,7 @@ class _Raised:
 class AttemptTimeout(RetryError, TimeoutError):
     """An async attempt ran past its bound: the Retrier's ``attempt_timeout``, or the time
     left before its deadline. A ``TimeoutError``, judged by ``retry_on`` like any failure
-    (transient under the default ``OSError``); past the deadline a transient one ends the
+    (transient under the default ``retry_on``); past the deadline a transient one ends the
     call with reason ``deadline``. ``timeout``: the bound, in seconds, when the attempt
     started."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Literal
 
 from . import _native
 
@@ -11,5 +11,5 @@ def retrier(options: Dict[str, Any]) -> _native.Retrier:
     return _native.Retrier(**options)
 
 
-def breaker(model: str, options: Dict[str, Any]) -> _native.CircuitBreaker:
+def breaker(model: Literal["consecutive", "sampling"], options: Dict[str, Any]) -> _native.CircuitBreaker:
     return _native.CircuitBreaker(model, **options)
