@@ -485,6 +485,7 @@ impl CallState {
     /// records the cancel, and the host's own signal goes on.
     /// (A listener's own signal is dropped: the host's is already on its way.)
     pub fn interrupted(&mut self, py: Python<'_>) {
+        self.pending = None;
         let _ = self.emit_cancel(py);
         self.errors.clear();
     }

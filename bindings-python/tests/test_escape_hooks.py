@@ -192,6 +192,30 @@ def test_an_async_before_sleep_that_raises_stop_retrying_stops_call_async(virtua
     assert isinstance(info2.value.__cause__, ConnectionError)
 
 
+def test_a_task_cancelled_while_its_hook_is_awaited_is_cancelled_and_told(virtual):
+    events, entered = [], []
+
+    async def before_sleep(attempt, failure, delay):
+        entered[0].set()
+        await asyncio.sleep(3600)
+
+    async def afail():
+        raise ConnectionError("x")
+
+    r = Retrier(max_attempts=5, before_sleep=before_sleep, on_event=events.append)
+
+    async def main():
+        entered.append(asyncio.Event())
+        task = asyncio.ensure_future(r.call_async(afail))
+        await entered[0].wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert [e.kind for e in events] == ["attempt_failed", "cancelled"]
+
+
 def test_the_loop_form_runs_the_hooks(virtual):
     n = 0
     with pytest.raises(RetryExhausted) as info:

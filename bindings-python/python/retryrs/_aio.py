@@ -141,6 +141,9 @@ async def _answer(call: _native.SteppedCall, step: Any) -> Any:
         return await step
     except Exception as e:
         return _Raised(e)
+    except BaseException:
+        call.interrupted()  # (task cancelled during the hook: the engine records it)
+        raise
 
 
 _NOT_CALLED = object()
