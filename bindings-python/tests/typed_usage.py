@@ -153,3 +153,21 @@ def fetch_fail() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+# Issue 24's escape hatches, typed.
+def exact_wait(attempt: int, failure: object, delay: float) -> Optional[float]:
+    return 0.001 * attempt if attempt < 3 else None
+
+
+def stop_on_third(attempt: int, failure: object, delay: float) -> Optional[bool]:
+    if attempt >= 3:
+        raise retryrs.StopRetrying()
+    return None
+
+
+hooked = retrier.replace(reraise=True, wait=exact_wait, before_sleep=stop_on_third, budget=None)
+reraise_flag: bool = hooked.reraise
+counts = hooked.stats()
+linked = CancelToken.any([CancelToken(), CancelToken()]).child()
+assert not linked.cancelled and reraise_flag and counts["calls"] == 0
