@@ -212,10 +212,23 @@ impl<'a, E, T> Failed<'a, E, T> {
 /// A policy ready to run closures. Immutable: share it freely between threads (it is an
 /// `Arc` inside); each call keeps its own state.
 /// A clone is the same retrier: it shares the policy and the [statistics](Retrier::stats).
-#[derive(Debug, Clone)]
+/// Its Debug shows the policy, the statistics and, when `max_attempts` cannot fit the
+/// deadline, the [`DeadlineHint`].
+#[derive(Clone)]
 pub struct Retrier {
     policy: Arc<Policy>,
     stats: Arc<Stats>,
+}
+
+impl fmt::Debug for Retrier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Retrier");
+        d.field("policy", &self.policy).field("stats", &self.stats.snapshot());
+        if let Some(hint) = self.policy.deadline_hint() {
+            d.field("deadline_hint", &format_args!("{hint}"));
+        }
+        d.finish()
+    }
 }
 
 impl From<Policy> for Retrier {
@@ -251,12 +264,17 @@ pub type WaitHook<'a, E, T = ()> = Box<dyn FnMut(&RetryContext<'_, E, T>) -> Opt
 /// the history kept), [`ControlFlow::Continue`] lets it wait.
 pub type BeforeRetry<'a, E, T = ()> = Box<dyn FnMut(&RetryContext<'_, E, T>) -> ControlFlow<()> + 'a>;
 
+/// A before-retry hook, borrowed for one call to [`plan`].
+pub(crate) type BeforeRetryFn<'h, E, T> = dyn FnMut(&RetryContext<'_, E, T>) -> ControlFlow<()> + 'h;
+/// A wait hook, borrowed for one call to [`plan`].
+pub(crate) type WaitFn<'h, E, T> = dyn FnMut(&RetryContext<'_, E, T>) -> Option<Duration> + 'h;
+
 /// The plan of a call's hooks for one proposed wait: the before-retry hook first (a stop
 /// skips the wait hook), then the wait hook.
 pub(crate) fn plan<E, T>(
     ctx: &RetryContext<'_, E, T>,
-    before: Option<&mut (dyn FnMut(&RetryContext<'_, E, T>) -> ControlFlow<()> + '_)>,
-    wait: Option<&mut (dyn FnMut(&RetryContext<'_, E, T>) -> Option<Duration> + '_)>,
+    before: Option<&mut BeforeRetryFn<'_, E, T>>,
+    wait: Option<&mut WaitFn<'_, E, T>>,
 ) -> Plan {
     if let Some(before) = before {
         if before(ctx).is_break() {
