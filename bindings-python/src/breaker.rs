@@ -26,6 +26,9 @@ pub struct PyCircuitBreaker {
     pub inner: Arc<CircuitBreaker>,
 }
 
+/// What `__reduce__` gives pickle: `retryrs._pickle.breaker` and its (model, options).
+type Reduced<'py> = (Bound<'py, PyAny>, (&'static str, Bound<'py, PyDict>));
+
 impl PyCircuitBreaker {
     /// "consecutive" or "sampling".
     pub fn model_name(&self) -> &'static str {
@@ -120,7 +123,7 @@ impl PyCircuitBreaker {
 
     /// Pickles by its configuration: the process that unpickles gets a fresh, closed
     /// breaker (its state is this process's view of a server).
-    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (&'static str, Bound<'py, PyDict>))> {
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py>> {
         let c = self.inner.config();
         let kw = PyDict::new(py);
         match c.model {
