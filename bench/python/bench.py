@@ -76,7 +76,7 @@ def make_flaky():
 def contenders(fn, zero_delay):
     """name -> zero-argument callable that runs fn once through that library."""
     delay = 0 if zero_delay else 0.2
-    policy = dict(max_attempts=ATTEMPTS, initial_delay=delay, max_delay=delay if zero_delay else 5)
+    policy = dict(retry_on=OSError, max_attempts=ATTEMPTS, initial_delay=delay, max_delay=delay if zero_delay else 5)
     r = retryrs.Retrier(**policy)
     decorated = r(fn)
     observed = retryrs.Retrier(**policy, on_event=retryrs.prometheus.listener(registry=CollectorRegistry()))
@@ -103,7 +103,7 @@ def contenders(fn, zero_delay):
 
 
 def async_contenders(afn):
-    r = retryrs.Retrier(max_attempts=ATTEMPTS)
+    r = retryrs.Retrier(retry_on=OSError, max_attempts=ATTEMPTS)
     decorated = r(afn)
     ten = tenacity.retry(
         stop=tenacity.stop_after_attempt(ATTEMPTS),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt};
 use retryrs::{BreakerConfig, BreakerModel, CircuitBreaker};
 
 use crate::convert::{repr, seconds};
@@ -24,6 +24,19 @@ use crate::state::now;
 #[pyclass(frozen, module = "retryrs", name = "CircuitBreaker")]
 pub struct PyCircuitBreaker {
     pub inner: Arc<CircuitBreaker>,
+}
+
+/// What `__reduce__` gives pickle: `retryrs._pickle.breaker` and its (model, options).
+type Reduced<'py> = (Bound<'py, PyAny>, (&'static str, Bound<'py, PyDict>));
+
+impl PyCircuitBreaker {
+    /// "consecutive" or "sampling".
+    pub fn model_name(&self) -> &'static str {
+        match self.inner.config().model {
+            BreakerModel::Consecutive { .. } => "consecutive",
+            BreakerModel::Sampling { .. } => "sampling",
+        }
+    }
 }
 
 #[pymethods]
@@ -105,10 +118,28 @@ impl PyCircuitBreaker {
     /// "consecutive" or "sampling".
     #[getter]
     fn model(&self) -> &'static str {
-        match self.inner.config().model {
-            BreakerModel::Consecutive { .. } => "consecutive",
-            BreakerModel::Sampling { .. } => "sampling",
+        self.model_name()
+    }
+
+    /// Pickles by its configuration: the process that unpickles gets a fresh, closed
+    /// breaker (its state is this process's view of a server).
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py>> {
+        let c = self.inner.config();
+        let kw = PyDict::new(py);
+        match c.model {
+            BreakerModel::Consecutive { failures } => kw.set_item("failures", failures)?,
+            BreakerModel::Sampling { failure_ratio, minimum_throughput, sampling_duration } => {
+                kw.set_item("failure_ratio", failure_ratio)?;
+                kw.set_item("minimum_throughput", minimum_throughput)?;
+                kw.set_item("sampling_duration", sampling_duration.as_secs_f64())?;
+            }
         }
+        kw.set_item("break_duration", c.break_duration.as_secs_f64())?;
+        kw.set_item("half_open_probes", c.half_open_probes)?;
+        kw.set_item("break_multiplier", c.break_multiplier)?;
+        kw.set_item("max_break_duration", c.max_break_duration.map(|d| d.as_secs_f64()))?;
+        kw.set_item("per_attempt", c.per_attempt)?;
+        Ok((py.import("retryrs._pickle")?.getattr("breaker")?, (self.model(), kw)))
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {

@@ -72,6 +72,25 @@ impl PyRetryBudget {
     fn token_ratio(&self) -> f64 {
         self.inner.token_ratio()
     }
+    /// Pickles by its parameters: the process that unpickles gets a fresh, full budget
+    /// (a budget is shared state: it cannot be shared across processes).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, pyo3::types::PyTuple>)> {
+        let py = slf.py();
+        let b = &slf.get().inner;
+        let class = py.get_type::<PyRetryBudget>().into_any();
+        if let Some(r) = b.as_ratio() {
+            let args = (r.ttl().as_secs_f64(), r.min_retries_per_sec(), r.percent_can_retry());
+            return Ok((class.getattr("ratio")?, args.into_pyobject(py)?));
+        }
+        if b.kind() != BudgetKind::TokenBucket {
+            return Err(PyTypeError::new_err(format!(
+                "a RetryBudget of kind {:?} cannot be pickled; make it anew where it is used",
+                b.kind().as_str()
+            )));
+        }
+        Ok((class, (b.max_tokens(), b.token_ratio()).into_pyobject(py)?))
+    }
+
     fn __repr__(&self) -> String {
         if self.inner.kind() != BudgetKind::TokenBucket {
             return format!("RetryBudget(kind={:?}, tokens={})", self.inner.kind().as_str(), self.inner.tokens());

@@ -63,6 +63,7 @@ pub fn exhausted(
     attempts: u32,
     reason: retryrs::ExhaustReason,
     failures: &[Kept],
+    hint: Option<retryrs::DeadlineHint>,
 ) -> PyErr {
     let last_text = match failures.last() {
         Some(k) if k.is_value => format!("rejected value {}", crate::convert::repr(k.obj.bind(py))),
@@ -71,7 +72,11 @@ pub fn exhausted(
     };
     let gave_up = retryrs::GaveUp { name: Some(name), attempts, reason };
     // A call the breaker refused has no failure to show.
-    let message = if failures.is_empty() { gave_up.to_string() } else { format!("{gave_up}: {last_text}") };
+    let mut message = if failures.is_empty() { gave_up.to_string() } else { format!("{gave_up}: {last_text}") };
+    // Out of time with more attempts allowed than the deadline can hold: say which knobs.
+    if let (retryrs::ExhaustReason::Deadline, Some(hint)) = (reason, hint) {
+        message.push_str(&format!("; {hint}"));
+    }
     let reason = reason.as_str();
     let (errors, cause, result) = match split(py, failures) {
         Ok(parts) => parts,
@@ -87,11 +92,37 @@ pub fn exhausted(
     raise(py, &EXHAUSTED, "RetryExhausted", message, &kwargs, cause)
 }
 
+static RERAISE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// `reraise=True`: the last failure itself when it was an error, the `RetryExhausted` that
+/// would have been raised attached as its `retryrs_history` (and, on 3.11+, its message
+/// as a note); a last failure that was a rejected value has no error to raise, so that
+/// still ends in `RetryExhausted`.
+pub fn reraised(
+    py: Python<'_>,
+    name: &str,
+    attempts: u32,
+    reason: retryrs::ExhaustReason,
+    failures: &[Kept],
+    hint: Option<retryrs::DeadlineHint>,
+) -> PyErr {
+    let exhausted = exhausted(py, name, attempts, reason, failures, hint);
+    let Some(last) = failures.last().filter(|k| !k.is_value) else { return exhausted };
+    let attach = RERAISE
+        .get_or_try_init(py, || py.import("retryrs._errors")?.getattr("_reraise").map(Bound::unbind))
+        .and_then(|f| f.bind(py).call1((last.obj.bind(py), exhausted.value(py))));
+    match attach {
+        Ok(err) => PyErr::from_value(err),
+        // (the original error is raised even if the history could not be attached)
+        Err(_) => PyErr::from_value(last.obj.bind(py).clone()),
+    }
+}
+
 /// A call the circuit breaker refused: `RetryExhausted(reason="circuit_open")`, no
 /// attempt made, with the breaker's `breaker_state` and `retry_in` (seconds before a probe
 /// may go) as attributes.
 pub fn circuit_open(py: Python<'_>, name: &str, state: &str, retry_in: std::time::Duration) -> PyErr {
-    let err = exhausted(py, name, 0, retryrs::ExhaustReason::CircuitOpen, &[]);
+    let err = exhausted(py, name, 0, retryrs::ExhaustReason::CircuitOpen, &[], None);
     let value = err.value(py);
     let set = value.setattr("breaker_state", state).and_then(|_| value.setattr("retry_in", retry_in.as_secs_f64()));
     match set {

@@ -14,6 +14,7 @@ pub struct PyEvent {
     kind: &'static str,
     name: Py<PyString>,
     attempt: u32,
+    retries_left: u32,
     elapsed: f64,
     error: Option<Py<PyAny>>,
     result: Option<Py<PyAny>>,
@@ -30,6 +31,7 @@ impl PyEvent {
             kind: e.kind.as_str(),
             name: name.clone_ref(py),
             attempt: e.attempt,
+            retries_left: e.retries_left,
             elapsed: secs(e.elapsed),
             error: subject.filter(|(_, v)| !v).map(|(o, _)| o.clone().unbind()),
             result: subject.filter(|(_, v)| *v).map(|(o, _)| o.clone().unbind()),
@@ -57,6 +59,13 @@ impl PyEvent {
         self.attempt
     }
     /// Seconds since the call began.
+    /// The retries the attempt limit still allows after this attempt (a bound, not a
+    /// promise: the deadline, the budget or a hook may end the call sooner).
+    #[getter]
+    fn retries_left(&self) -> u32 {
+        self.retries_left
+    }
+
     #[getter]
     fn elapsed(&self) -> f64 {
         self.elapsed
@@ -77,7 +86,8 @@ impl PyEvent {
     fn delay(&self) -> Option<f64> {
         self.delay
     }
-    /// "attempts", "deadline", "budget" or "retry_after" (exhausted only).
+    /// "attempts", "deadline", "budget", "retry_after", "circuit_open" or "stopped"
+    /// (exhausted only).
     #[getter]
     fn reason(&self) -> Option<&'static str> {
         self.reason

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString, PyTuple, PyType};
 use retryrs::{duration_from_ms, Event, Policy, Verdict};
 
@@ -20,6 +21,19 @@ pub enum RetryOn {
     Classes(Py<PyAny>),
     /// `exc -> bool`.
     Predicate(Py<PyAny>),
+    /// None given: the transient network errors (`retryrs._defaults`), with the HTTP
+    /// clients' own among them once their modules are imported.
+    Default,
+}
+
+impl RetryOn {
+    pub fn clone_ref(&self, py: Python<'_>) -> Self {
+        match self {
+            RetryOn::Classes(c) => RetryOn::Classes(c.clone_ref(py)),
+            RetryOn::Predicate(f) => RetryOn::Predicate(f.clone_ref(py)),
+            RetryOn::Default => RetryOn::Default,
+        }
+    }
 }
 
 /// The user's callables besides `retry_on`, as given (each optional).
@@ -27,6 +41,12 @@ pub struct Hooks {
     pub retry_after: Option<Py<PyAny>>,
     pub retry_on_result: Option<Py<PyAny>>,
     pub on_event: Option<Py<PyAny>>,
+    /// `reraise=True`: exhaustion by a transient error raises that error itself.
+    pub reraise: bool,
+    /// `wait(attempt, failure, delay) -> seconds | None`: an exact wait.
+    pub wait: Option<Py<PyAny>>,
+    /// `before_sleep(attempt, failure, delay)`: may stop the call (False, StopRetrying).
+    pub before_sleep: Option<Py<PyAny>>,
 }
 
 /// Immutable and shared (`Arc`) by a Retrier, its derived retriers and its calls.
@@ -37,8 +57,21 @@ pub struct HostPolicy {
     /// `value -> bool` (True: retry), or None: every value is a success.
     pub retry_on_result: Option<Py<PyAny>>,
     pub on_event: Option<Py<PyAny>>,
+    /// Exhaustion by a transient error raises that error (history attached), not
+    /// RetryExhausted.
+    pub reraise: bool,
+    /// `wait=`: the exact wait hook (the engine still applies the deadline and
+    /// max_retry_after to its answer).
+    pub wait: Option<Py<PyAny>>,
+    /// `before_sleep=`: runs before each wait and may stop the call (reason `stopped`).
+    pub before_sleep: Option<Py<PyAny>>,
     pub budget: Option<Py<PyRetryBudget>>,
     pub attempt_timeout: Option<f64>,
+    /// Whether the name was given (a decorator names an unnamed retrier after its function).
+    pub named: bool,
+    /// The retrier's counts (`r.stats()`), told every event; shared by the retriers made
+    /// from this one for a decorated function or an HTTP helper.
+    pub stats: Arc<retryrs::Stats>,
     /// The name as a Python str, made once rather than per event.
     pub name: Py<PyString>,
     /// A success has to reach the engine only to be reported or to refill a budget, and
@@ -61,7 +94,7 @@ impl HostPolicy {
         budget: Option<Py<PyRetryBudget>>,
         attempt_timeout: Option<f64>,
     ) -> Self {
-        let Hooks { retry_after, retry_on_result, on_event } = hooks;
+        let Hooks { retry_after, retry_on_result, on_event, reraise, wait, before_sleep } = hooks;
         let name = PyString::new(py, policy.name()).unbind();
         let wants_success =
             on_event.is_some() || budget.is_some() || retry_on_result.is_some() || policy.breaker().is_some();
@@ -71,12 +104,22 @@ impl HostPolicy {
             retry_after,
             retry_on_result,
             on_event,
+            reraise,
+            wait,
+            before_sleep,
             budget,
             attempt_timeout,
+            named: true,
+            stats: Arc::default(),
             name,
             wants_success,
             class_cache: Mutex::default(),
         }
+    }
+
+    /// Whether a hook runs between the engine's proposal of a wait and the wait.
+    pub fn hooks_waits(&self) -> bool {
+        self.wait.is_some() || self.before_sleep.is_some()
     }
 
     /// The verdict on a failure (an `Exception`; control-flow signals never get here).
@@ -97,6 +140,7 @@ impl HostPolicy {
         let mut asked = 0usize;
         let transient = match &self.retry_on {
             RetryOn::Classes(classes) => exc.is_instance(classes.bind(py))?,
+            RetryOn::Default => exc.is_instance(&default_retry_on(py)?)?,
             RetryOn::Predicate(f) => {
                 let answer = match answered(answers, asked)? {
                     Some(a) => a,
@@ -256,12 +300,24 @@ impl HostPolicy {
         subject: Option<(&Bound<'_, PyAny>, bool)>,
         signal: &mut Option<PyErr>,
     ) {
+        self.stats.observe(event);
         let Some(listener) = &self.on_event else { return };
         let event = PyEvent::new(py, &self.name, event, subject);
         let listener = listener.bind(py);
         let result = Bound::new(py, event).and_then(|e| listener.call1((e,)));
         tell(py, listener, result, signal);
     }
+}
+
+static DEFAULTS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// The default `retry_on`: the tuple `retryrs._defaults.transient()` makes, which looks at
+/// `sys.modules` (never importing an HTTP client) and caches per set of clients loaded.
+pub fn default_retry_on(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let f = DEFAULTS
+        .get_or_try_init(py, || py.import("retryrs._defaults")?.getattr("transient").map(Bound::unbind))?
+        .bind(py);
+    f.call0()
 }
 
 /// What a listener's call came to: nothing, an error for `sys.unraisablehook`, or a
@@ -306,7 +362,7 @@ pub enum Classified<'py> {
 }
 
 /// The `i`-th awaited answer, if the async driver has already supplied it.
-fn answered<'py>(answers: Option<&Bound<'py, PyTuple>>, i: usize) -> PyResult<Option<Bound<'py, PyAny>>> {
+pub fn answered<'py>(answers: Option<&Bound<'py, PyTuple>>, i: usize) -> PyResult<Option<Bound<'py, PyAny>>> {
     match answers {
         Some(a) if i < a.len() => Ok(Some(a.get_item(i)?)),
         _ => Ok(None),
@@ -316,7 +372,7 @@ fn answered<'py>(answers: Option<&Bound<'py, PyTuple>>, i: usize) -> PyResult<Op
 /// A hook's answer that is an awaitable: in an async call, the driver awaits it
 /// (`Some`); in a sync call it is a TypeError naming the hook (the coroutine is closed,
 /// so Python does not warn about it a second time).
-fn awaitable<'py>(value: &Bound<'py, PyAny>, hook: &str, can_await: bool) -> PyResult<Option<Classified<'py>>> {
+pub fn awaitable<'py>(value: &Bound<'py, PyAny>, hook: &str, can_await: bool) -> PyResult<Option<Classified<'py>>> {
     // Plain answers (bool, None, numbers, str) are never awaitable: skip the lookup.
     if value.is_none()
         || value.is_instance_of::<PyBool>()

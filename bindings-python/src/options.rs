@@ -17,7 +17,8 @@ use crate::host_policy::{Hooks, HostPolicy, RetryOn};
 
 /// The options Python has beyond the core's knob table (which supplies the rest, in the
 /// contract's snake_case spelling).
-pub const HOST_ONLY: [&str; 5] = ["retry_on", "retry_after", "retry_on_result", "on_event", "attempt_timeout"];
+pub const HOST_ONLY: [&str; 8] =
+    ["retry_on", "retry_after", "retry_on_result", "on_event", "attempt_timeout", "reraise", "wait", "before_sleep"];
 
 /// Every keyword a Retrier takes: the knob table's, then Python's own (`attempt_timeout`
 /// is both: a knob of the table, which `from_policy` also takes to override a document's),
@@ -32,22 +33,62 @@ pub fn known() -> impl Iterator<Item = &'static str> {
 
 /// Everything a Retrier holds, built from its keyword arguments.
 pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<HostPolicy> {
-    let get = |key: &str| -> Option<Bound<'_, PyAny>> { options.and_then(|o| o.get_item(key).ok().flatten()) };
-    if let Some(options) = options {
-        for key in options.keys() {
-            let key: String = key.extract()?;
-            if !known().any(|k| k == key) {
-                return Err(PyTypeError::new_err(format!(
-                    "Retrier() got an unexpected keyword argument '{key}' (known: {})",
-                    known().collect::<Vec<_>>().join(", ")
-                )));
-            }
+    check_names(options, "Retrier()")?;
+    let (builder, budget) = knobs(Policy::builder(), options)?;
+    let policy = build(builder, options)?;
+    let mut host = host_parts(py, Arc::new(policy), budget.flatten(), options, None)?;
+    host.named = options.is_some_and(|o| o.contains("name").unwrap_or(false));
+    Ok(host)
+}
+
+/// `r.replace(**overrides)`: `base`'s policy and options with `options` given again, as
+/// the constructor takes them (same names, same errors). What is not given is shared: the
+/// budget, the breaker, the listeners, the hooks.
+pub fn replace(py: Python<'_>, base: &HostPolicy, options: Option<&Bound<'_, PyDict>>) -> PyResult<HostPolicy> {
+    check_names(options, "Retrier.replace()")?;
+    let (builder, budget) = knobs(PolicyBuilder::from(&*base.policy), options)?;
+    let policy = build(builder, options)?;
+    let budget = budget.unwrap_or_else(|| base.budget.as_ref().map(|b| b.clone_ref(py)));
+    let mut host = host_parts(py, Arc::new(policy), budget, options, Some(base))?;
+    host.named = base.named || options.is_some_and(|o| o.contains("name").unwrap_or(false));
+    Ok(host)
+}
+
+/// The retrier behind `@r` on `func`: `r` itself, or, when `r` was given no name, `r`
+/// named after the function (its qualified name), sharing everything, stats included.
+pub fn named_for(py: Python<'_>, base: &Arc<HostPolicy>, qualname: &str) -> PyResult<Arc<HostPolicy>> {
+    let builder = PolicyBuilder::from(&*base.policy).name(qualname);
+    let policy = Arc::new(build(builder, None)?);
+    let mut host = host_parts(py, policy, base.budget.as_ref().map(|b| b.clone_ref(py)), None, Some(base))?;
+    host.named = true;
+    host.stats = base.stats.clone();
+    Ok(Arc::new(host))
+}
+
+/// Refuses a keyword that is neither a knob nor one of Python's options, naming them all.
+fn check_names(options: Option<&Bound<'_, PyDict>>, what: &str) -> PyResult<()> {
+    let Some(options) = options else { return Ok(()) };
+    for key in options.keys() {
+        let key: String = key.extract()?;
+        if !known().any(|k| k == key) {
+            return Err(PyTypeError::new_err(format!(
+                "{what} got an unexpected keyword argument '{key}' (known: {})",
+                known().collect::<Vec<_>>().join(", ")
+            )));
         }
     }
+    Ok(())
+}
+
+/// The knobs given in `options` set on `builder` (validated when it is built); the budget
+/// given, if one was (`Some(None)`: `budget=None`, no budget).
+type Knobs = (PolicyBuilder, Option<Option<Py<PyRetryBudget>>>);
+
+fn knobs(mut builder: PolicyBuilder, options: Option<&Bound<'_, PyDict>>) -> PyResult<Knobs> {
+    let get = |key: &str| -> Option<Bound<'_, PyAny>> { options.and_then(|o| o.get_item(key).ok().flatten()) };
     // Present and not None.
     let some = |key: &str| get(key).filter(|v| !v.is_none());
 
-    let mut builder = Policy::builder();
     // The numeric knobs, straight from the table: Python speaks seconds for durations.
     for k in retryrs::knob::numeric() {
         let setting = match get(k.name) {
@@ -83,73 +124,93 @@ pub fn parse(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Ho
             v.cast::<PyString>().map_err(|_| PyTypeError::new_err(format!("name must be a str, got {}", repr(&v))))?;
         builder = builder.name(name.to_cow()?);
     }
-    if let Some(v) = some("seed") {
-        builder = builder.seed(Some(seed(&v)?));
+    match get("seed") {
+        None => {}
+        Some(v) if v.is_none() => builder = builder.seed(None),
+        Some(v) => builder = builder.seed(Some(seed(&v)?)),
     }
-    let budget = match some("budget") {
+    let budget = match get("budget") {
         None => None,
-        Some(v) => Some(
+        Some(v) if v.is_none() => Some(None),
+        Some(v) => Some(Some(
             v.cast::<PyRetryBudget>()
                 .map_err(|_| PyTypeError::new_err(format!("budget must be a retryrs.RetryBudget, got {}", repr(&v))))?
                 .clone()
                 .unbind(),
-        ),
+        )),
     };
     if let Some(b) = &budget {
-        builder = builder.budget(Some(b.get().inner.clone()));
+        builder = builder.budget(b.as_ref().map(|b| b.get().inner.clone()));
     }
-    if let Some(v) = some("breaker") {
-        let b = v
-            .cast::<crate::breaker::PyCircuitBreaker>()
-            .map_err(|_| PyTypeError::new_err(format!("breaker must be a retryrs.CircuitBreaker, got {}", repr(&v))))?;
-        builder = builder.breaker(Some(b.get().inner.clone()));
+    match get("breaker") {
+        None => {}
+        Some(v) if v.is_none() => builder = builder.breaker(None),
+        Some(v) => {
+            let b = v.cast::<crate::breaker::PyCircuitBreaker>().map_err(|_| {
+                PyTypeError::new_err(format!("breaker must be a retryrs.CircuitBreaker, got {}", repr(&v)))
+            })?;
+            builder = builder.breaker(Some(b.get().inner.clone()));
+        }
     }
-    let policy = build(builder, options)?;
-    host_parts(py, Arc::new(policy), budget, options)
+    Ok((builder, budget))
 }
 
-/// `Retrier.from_policy(policy, retry_on=..., ...)`: a document's policy with the parts only
-/// code can give. The knobs are the document's; passing one here is a TypeError.
+/// `Retrier.from_policy(policy, retry_on=..., max_attempts=...)`: a document's policy with
+/// the parts only code can give, and any knob given again (as the constructor takes it).
 pub fn from_policy(
     py: Python<'_>,
     policy: &crate::document::PyPolicy,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<HostPolicy> {
-    if let Some(options) = options {
-        for key in options.keys() {
-            let key: String = key.extract()?;
-            if !HOST_ONLY.contains(&key.as_str()) {
-                return Err(PyTypeError::new_err(format!(
-                    "Retrier.from_policy() got an unexpected keyword argument '{key}' (it takes {}; the knobs come from the policy)",
-                    HOST_ONLY.join(", ")
-                )));
-            }
-        }
-    }
+    check_names(options, "Retrier.from_policy()")?;
     // A hedging policy makes a Retrier whose async calls hedge (retryrs._hedge); its
     // blocking calls and loop forms refuse it, saying why (crate::hedged::refusal).
-    let budget = policy.budget.as_ref().map(|b| b.clone_ref(py));
-    host_parts(py, policy.policy.clone(), budget, options)
+    let (builder, budget) = knobs(PolicyBuilder::from(&*policy.policy), options)?;
+    let built = Arc::new(build(builder, options)?);
+    let budget = budget.unwrap_or_else(|| policy.budget.as_ref().map(|b| b.clone_ref(py)));
+    host_parts(py, built, budget, options, None)
 }
 
-/// The Python-only options (HOST_ONLY) around a validated engine policy.
+/// The Python-only options (HOST_ONLY) around a validated engine policy: those given in
+/// `options`, else `base`'s (a replaced retrier's), else their defaults.
 fn host_parts(
     py: Python<'_>,
     policy: Arc<Policy>,
     budget: Option<Py<PyRetryBudget>>,
     options: Option<&Bound<'_, PyDict>>,
+    base: Option<&HostPolicy>,
 ) -> PyResult<HostPolicy> {
     let get = |key: &str| -> Option<Bound<'_, PyAny>> { options.and_then(|o| o.get_item(key).ok().flatten()) };
     let some = |key: &str| get(key).filter(|v| !v.is_none());
-    let retry_on = match some("retry_on") {
-        None => RetryOn::Classes(py.get_type::<pyo3::exceptions::PyOSError>().into_any().unbind()),
-        Some(v) => retry_on(&v)?,
+    // `Some(given)` when the option was given (None included), else None: keep the base's.
+    let given = |key: &str| get(key).map(|v| (!v.is_none()).then_some(v));
+    let kept = |f: &Option<Py<PyAny>>| f.as_ref().map(|f| f.clone_ref(py));
+    let retry_on = match (given("retry_on"), base) {
+        (Some(Some(v)), _) => retry_on(&v)?,
+        (None, Some(base)) => base.retry_on.clone_ref(py),
+        _ => RetryOn::Default,
     };
-    let retry_after =
-        callable_or_none(some("retry_after"), "retry_after", "a callable exc -> seconds | timedelta | None")?;
-    let retry_on_result =
-        callable_or_none(some("retry_on_result"), "retry_on_result", "a callable value -> bool (True: retry)")?;
-    let on_event = crate::listeners::on_event(some("on_event"))?;
+    let retry_after = match (given("retry_after"), base) {
+        (None, Some(base)) => kept(&base.retry_after),
+        (v, _) => callable_or_none(v.flatten(), "retry_after", "a callable exc -> seconds | timedelta | None")?,
+    };
+    let retry_on_result = match (given("retry_on_result"), base) {
+        (None, Some(base)) => kept(&base.retry_on_result),
+        (v, _) => callable_or_none(v.flatten(), "retry_on_result", "a callable value -> bool (True: retry)")?,
+    };
+    let on_event = match (given("on_event"), base) {
+        (None, Some(base)) => kept(&base.on_event),
+        (v, _) => crate::listeners::on_event(v.flatten())?,
+    };
+    let reraise = match (given("reraise"), base) {
+        (None, Some(base)) => base.reraise,
+        (v, _) => match v.flatten() {
+            None => false,
+            Some(v) => v.cast::<PyBool>().map(|b| b.is_true()).map_err(|_| {
+                PyTypeError::new_err(format!("reraise must be a bool (True or False), got {}", repr(&v)))
+            })?,
+        },
+    };
     // A knob of the core's policy; `from_policy` may override a document's (in
     // `Retrier(...)` the policy already holds it: setting it again changes nothing).
     let policy = match some("attempt_timeout") {
@@ -161,7 +222,20 @@ fn host_parts(
         }
     };
     let attempt_timeout = policy.attempt_timeout().map(|d| d.as_secs_f64());
-    Ok(HostPolicy::new(py, policy, retry_on, Hooks { retry_after, retry_on_result, on_event }, budget, attempt_timeout))
+    let wait = match (given("wait"), base) {
+        (None, Some(base)) => kept(&base.wait),
+        (v, _) => callable_or_none(v.flatten(), "wait", "a callable (attempt, failure, delay) -> seconds | None")?,
+    };
+    let before_sleep = match (given("before_sleep"), base) {
+        (None, Some(base)) => kept(&base.before_sleep),
+        (v, _) => callable_or_none(
+            v.flatten(),
+            "before_sleep",
+            "a callable (attempt, failure, delay) -> None | False (False or raising retryrs.StopRetrying stops)",
+        )?,
+    };
+    let hooks = Hooks { retry_after, retry_on_result, on_event, reraise, wait, before_sleep };
+    Ok(HostPolicy::new(py, policy, retry_on, hooks, budget, attempt_timeout))
 }
 
 fn build(builder: PolicyBuilder, options: Option<&Bound<'_, PyDict>>) -> PyResult<Policy> {
@@ -280,7 +354,10 @@ pub fn _knobs(py: Python<'_>) -> PyResult<Vec<KnobRow>> {
         out.push((k.name, unit, default, k.can_be_off));
     }
     for name in HOST_ONLY.into_iter().filter(|n| retryrs::knob::knob(n).is_none()).chain(["breaker"]) {
-        out.push((name, "host", py.None(), true));
+        // reraise is a plain bool; the others are off (None) by default.
+        let flag = name == "reraise";
+        let default = if flag { PyBool::new(py, false).to_owned().into_any().unbind() } else { py.None() };
+        out.push((name, "host", default, !flag));
     }
     Ok(out)
 }

@@ -83,6 +83,7 @@ impl Retrier {
                         return Ok(value.unbind());
                     }
                 } else {
+                    self.host.stats.count_first_attempt_success();
                     return Ok(value.unbind());
                 }
             }
@@ -206,7 +207,7 @@ impl Retrier {
     /// (in seconds), the signature below is written from it by tools/knobgen.
     #[new]
     // knobgen:begin signature
-    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, seed=None, name='retry', budget=None, max_retry_after=60.0, attempt_timeout=None, retry_after=None, retry_on_result=None, on_event=None, breaker=None)")]
+    #[pyo3(signature = (**options), text_signature = "(*, retry_on=None, max_attempts=5, initial_delay=0.2, multiplier=2.0, max_delay=5.0, jitter='full', deadline=15.0, seed=None, name='retry', budget=None, max_retry_after=60.0, attempt_timeout=None, retry_after=None, retry_on_result=None, on_event=None, breaker=None, reraise=False, wait=None, before_sleep=None)")]
     // knobgen:end signature
     fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         Ok(Retrier { host: Arc::new(crate::options::parse(py, options)?), cancel: None, interrupts: true })
@@ -214,9 +215,10 @@ impl Retrier {
 
     /// `Retrier.from_policy(policies["payments"], retry_on=..., on_event=...)`: a retrier
     /// running a document's policy (see `retryrs.load_policies`), with the parts only code
-    /// can give: retry_on, retry_after, retry_on_result, on_event, attempt_timeout.
+    /// can give (retry_on, retry_after, retry_on_result, on_event, attempt_timeout,
+    /// reraise, wait, before_sleep) and any knob given again to override the document's.
     #[staticmethod]
-    #[pyo3(signature = (policy, /, **options), text_signature = "(policy, /, *, retry_on=None, retry_after=None, retry_on_result=None, on_event=None, attempt_timeout=None)")]
+    #[pyo3(signature = (policy, /, **options), text_signature = "(policy, /, *, retry_on=None, retry_after=None, retry_on_result=None, on_event=None, attempt_timeout=None, reraise=False, wait=None, before_sleep=None, **knobs)")]
     fn from_policy(
         py: Python<'_>,
         policy: &Bound<'_, crate::document::PyPolicy>,
@@ -309,14 +311,18 @@ impl Retrier {
     ) -> PyResult<Self> {
         let h = &*self.host;
         if let Some(helper) = helper {
-            for (option, set) in
-                [("retry_on_result", h.retry_on_result.is_some()), ("retry_after", h.retry_after.is_some())]
-            {
+            const JUDGED: &str = "the HTTP rules judge every response (statuses=, methods=, a per-request override) \
+                                  and Retry-After is read from the response";
+            const ENDS: &str = "when retries run out the helper returns the last response or raises its own \
+                                RetryExhausted (its cause the client's error), as the HTTP rules say";
+            for (option, set, why) in [
+                ("retry_on_result", h.retry_on_result.is_some(), JUDGED),
+                ("retry_after", h.retry_after.is_some(), JUDGED),
+                ("reraise", h.reraise, ENDS),
+            ] {
                 if set {
                     return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                        "{helper} does not use the Retrier's {option}: the HTTP rules judge every response \
-                         (statuses=, methods=, a per-request override) and Retry-After is read from the response; \
-                         give a Retrier without {option}"
+                        "{helper} does not use the Retrier's {option}: {why}; give a Retrier without {option}"
                     )));
                 }
             }
@@ -354,10 +360,19 @@ impl Retrier {
             policy,
             RetryOn::Classes(retry_on),
             // No result predicate: a response is judged by the HTTP rules alone.
-            Hooks { retry_after, retry_on_result: None, on_event: h.on_event.as_ref().map(|f| f.clone_ref(py)) },
+            Hooks {
+                retry_after,
+                retry_on_result: None,
+                on_event: h.on_event.as_ref().map(|f| f.clone_ref(py)),
+                reraise: false,
+                wait: h.wait.as_ref().map(|f| f.clone_ref(py)),
+                before_sleep: h.before_sleep.as_ref().map(|f| f.clone_ref(py)),
+            },
             h.budget.as_ref().map(|b| b.clone_ref(py)),
             h.attempt_timeout,
         );
+        let mut host = host;
+        (host.stats, host.named) = (h.stats.clone(), h.named);
         Ok(Retrier { host: Arc::new(host), cancel: self.cancel.as_ref().map(|t| t.clone_ref(py)), interrupts })
     }
 
@@ -419,11 +434,123 @@ impl Retrier {
     fn breaker(&self) -> Option<crate::breaker::PyCircuitBreaker> {
         self.host.policy.breaker().map(|b| crate::breaker::PyCircuitBreaker { inner: b.clone() })
     }
+    /// The exception classes (or predicate) retried; by default the transient network
+    /// errors, as a tuple of the classes that applies now (see `retryrs._defaults`).
     #[getter]
-    fn retry_on(&self, py: Python<'_>) -> Py<PyAny> {
-        match &self.host.retry_on {
+    fn retry_on(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(match &self.host.retry_on {
             RetryOn::Classes(c) | RetryOn::Predicate(c) => c.clone_ref(py),
+            RetryOn::Default => crate::host_policy::default_retry_on(py)?.unbind(),
+        })
+    }
+
+    /// `{calls, attempts, retries, successes, rejections, cancellations, exhausted:
+    /// {reason: n}}`: what this retrier's calls came to so far (the engine counts every
+    /// event; calls are the ended ones).
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.host.stats.snapshot();
+        let out = PyDict::new(py);
+        for (key, n) in [
+            ("calls", s.calls),
+            ("attempts", s.attempts),
+            ("retries", s.retries),
+            ("successes", s.successes),
+            ("rejections", s.rejections),
+            ("cancellations", s.cancellations),
+        ] {
+            out.set_item(key, n)?;
         }
+        let exhausted = PyDict::new(py);
+        for reason in retryrs::ExhaustReason::ALL {
+            exhausted.set_item(reason.as_str(), s.exhausted(reason))?;
+        }
+        out.set_item("exhausted", exhausted)?;
+        Ok(out)
+    }
+
+    /// The retrier `@r` runs `func` with: `r`, or `r` named after `qualname` when it was
+    /// given no name (sharing everything, its stats included).
+    fn _named(slf: &Bound<'_, Self>, qualname: &str) -> PyResult<Py<Self>> {
+        let (py, this) = (slf.py(), slf.get());
+        if this.host.named {
+            return Ok(slf.clone().unbind());
+        }
+        let host = crate::options::named_for(py, &this.host, qualname)?;
+        let cancel = this.cancel.as_ref().map(|t| t.clone_ref(py));
+        Py::new(py, Retrier { host, cancel, interrupts: this.interrupts })
+    }
+
+    /// Whether exhaustion by a transient error raises that error itself.
+    #[getter]
+    fn reraise(&self) -> bool {
+        self.host.reraise
+    }
+
+    /// `r.replace(max_attempts=3)`: a new Retrier with these options given again (as the
+    /// constructor takes them, with its errors) and everything else kept: it shares this
+    /// one's budget, breaker, listeners, hooks and cancel token.
+    #[pyo3(signature = (**options))]
+    fn replace(&self, py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let host = crate::options::replace(py, &self.host, options)?;
+        Ok(Retrier {
+            host: Arc::new(host),
+            cancel: self.cancel.as_ref().map(|t| t.clone_ref(py)),
+            interrupts: self.interrupts,
+        })
+    }
+
+    /// `copy.copy(r)`: the same retrier (it is immutable), sharing everything.
+    fn __copy__(&self, py: Python<'_>) -> Self {
+        Retrier {
+            host: self.host.clone(),
+            cancel: self.cancel.as_ref().map(|t| t.clone_ref(py)),
+            interrupts: self.interrupts,
+        }
+    }
+
+    /// Pickles by its options: `Retrier(**r._options())`. A budget or breaker is made
+    /// anew (fresh, by its own parameters) in the process that unpickles.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyDict>,))> {
+        if self.cancel.is_some() {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "a Retrier with a cancel token cannot be pickled (a token does not cross processes): pickle the \
+                 Retrier, then call .with_cancel(token) where it is used",
+            ));
+        }
+        let rebuild = py.import("retryrs._pickle")?.getattr("retrier")?;
+        Ok((rebuild, (self._options(py)?,)))
+    }
+
+    /// Every option as the constructor takes it: each knob (budget and breaker included),
+    /// then Python's own options that differ from their defaults.
+    fn _options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let h = &*self.host;
+        let out = PyDict::new(py);
+        for k in retryrs::KNOBS {
+            out.set_item(k.name, self.knob(py, k.name)?)?;
+        }
+        if let Some(breaker) = self.breaker() {
+            out.set_item("breaker", Bound::new(py, breaker)?)?;
+        }
+        match &h.retry_on {
+            RetryOn::Classes(c) | RetryOn::Predicate(c) => out.set_item("retry_on", c)?,
+            RetryOn::Default => {}
+        }
+        for (key, f) in [
+            ("retry_after", &h.retry_after),
+            ("retry_on_result", &h.retry_on_result),
+            ("on_event", &h.on_event),
+            ("wait", &h.wait),
+            ("before_sleep", &h.before_sleep),
+        ] {
+            if let Some(f) = f {
+                out.set_item(key, f)?;
+            }
+        }
+        if h.reraise {
+            out.set_item("reraise", true)?;
+        }
+        Ok(out)
     }
 
     /// `Retrier(name='rates', max_attempts=5, initial_delay=0.2, ...)`: the name, then
@@ -435,10 +562,16 @@ impl Retrier {
         let py_repr = |v: &Bound<'_, PyAny>| crate::convert::repr(v);
         {
             let h = &*self.host;
-            parts.push(format!("retry_on={}", py_repr(self.retry_on(py).bind(py))));
+            match &h.retry_on {
+                RetryOn::Classes(c) | RetryOn::Predicate(c) => parts.push(format!("retry_on={}", py_repr(c.bind(py)))),
+                RetryOn::Default => parts.push("retry_on=<transient network errors>".to_string()),
+            }
             parts.push(format!("seed={}", p.seed().map_or("None".to_string(), |s| s.to_string())));
             let budget = h.budget.as_ref().map_or("None".to_string(), |b| py_repr(b.bind(py).as_any()));
             parts.push(format!("budget={budget}"));
+            if let Some(b) = self.breaker() {
+                parts.push(format!("breaker=CircuitBreaker(model={:?})", b.model_name()));
+            }
             if let Some(f) = &h.retry_after {
                 parts.push(format!("retry_after={}", py_repr(f.bind(py))));
             }
@@ -448,6 +581,18 @@ impl Retrier {
             if let Some(f) = &h.on_event {
                 parts.push(format!("on_event={}", py_repr(f.bind(py))));
             }
+            if h.reraise {
+                parts.push("reraise=True".to_string());
+            }
+            for (key, f) in [("wait", &h.wait), ("before_sleep", &h.before_sleep)] {
+                if let Some(f) = f {
+                    parts.push(format!("{key}={}", py_repr(f.bind(py))));
+                }
+            }
+        }
+        // The attempts cannot all fit in the deadline: say so where a port would look.
+        if let Some(hint) = p.deadline_hint() {
+            parts.push(format!("hint='{}'", hint.to_string().replace('\'', "\\'")));
         }
         format!("Retrier({})", parts.join(", "))
     }
@@ -536,6 +681,8 @@ impl Retrier {
                         return slow(FirstAttempt::VALUE, Some(attempt), None, Some(value), false);
                     }
                     this.report_success(py, info.get().start, &info.get().frame.clock, info.get().admission)?;
+                } else {
+                    this.host.stats.count_first_attempt_success();
                 }
                 Ok(value)
             }
@@ -591,7 +738,13 @@ impl Retrier {
         self.host.retry_on_result.as_ref().map(|f| f.clone_ref(py))
     }
 
+    /// A first attempt's success, from the Python drivers: reported to the engine when
+    /// someone needs it, else only counted.
     fn _succeeded(&self, py: Python<'_>, first: &Bound<'_, AttemptInfo>) -> PyResult<()> {
+        if !self.host.wants_success {
+            self.host.stats.count_first_attempt_success();
+            return Ok(());
+        }
         let first = first.get();
         self.report_success(py, first.start, &crate::testing::clock(py), first.admission)
     }

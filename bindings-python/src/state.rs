@@ -9,7 +9,9 @@ use std::time::Duration;
 use pyo3::exceptions::{PyException, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use retryrs::{Call, CancelToken, Clock, Decision, Policy, Resume, Stop, SystemClock, Verdict, VirtualClock};
+use retryrs::{
+    Call, CancelToken, Clock, Decision, Plan, Policy, Proposal, Resume, Stop, SystemClock, Verdict, VirtualClock,
+};
 
 use crate::errors;
 use crate::host_policy::{Classified, HostPolicy};
@@ -49,7 +51,28 @@ pub struct CallState {
     pub errors: Vec<Kept>,
     pub clock: Option<VirtualClock>,
     pub token: Option<CancelToken>,
+    /// The engine proposed a wait and the hooks (wait=, before_sleep=) are being asked:
+    /// an async driver comes back with their awaited answers.
+    pending: Option<Pending>,
 }
+
+/// A wait the engine proposed, waiting on the hooks' answers.
+#[derive(Clone, Copy)]
+struct Pending {
+    delay: Duration,
+    attempt: u32,
+    /// How many of the driver's answers classification used (the hooks' come after).
+    asked: usize,
+}
+
+/// What the hooks came to: the engine's decision, or an awaitable to await first.
+enum Hooked {
+    Decided(Decision),
+    Await(Py<PyAny>),
+}
+
+static STOP_RETRYING: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> = pyo3::sync::PyOnceLock::new();
+static RAISED: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> = pyo3::sync::PyOnceLock::new();
 
 fn state_error(e: retryrs::StateError) -> PyErr {
     PyRuntimeError::new_err(format!("retryrs: {e}"))
@@ -65,7 +88,7 @@ impl CallState {
         admission: Option<retryrs::Admission>,
     ) -> Self {
         let call = Call::start_admitted(host.policy.clone(), start, admission);
-        CallState { host, call, errors: Vec::new(), clock, token }
+        CallState { host, call, errors: Vec::new(), clock, token, pending: None }
     }
 
     /// Keeps a failure: the last `retryrs::HISTORY` only, so a call with a huge
@@ -116,7 +139,8 @@ impl CallState {
         answers: Option<&Bound<'_, PyTuple>>,
     ) -> Result<Failed, PyErr> {
         let value = err.value(py).clone().into_any();
-        let host = &*self.host;
+        let host = self.host.clone();
+        let host = &*host;
         let mut signal = None;
         let subject = Some((&value, false));
         // KeyboardInterrupt, SystemExit, GeneratorExit, CancelledError: never offered to
@@ -127,34 +151,58 @@ impl CallState {
             self.errors.clear();
             return Err(err);
         }
-        let verdict = match host.classify(&value, answers) {
-            Ok(Classified::Await(pending)) => return Ok(Failed::Await(pending.unbind())),
-            Ok(Classified::Verdict(v)) => Ok(v),
-            Err(e) => Err(e),
-        };
-        let at = now(&self.clock);
-        let verdict = match verdict {
-            Ok(v) => v,
-            Err(hook_error) => {
-                // The hook's own failure ends the call; the events still close it (as a
-                // rejection: no retry happened), and nothing is lost.
-                let _ = self.call.record(Verdict::Permanent, at, &mut |e| host.emit(py, e, subject, &mut signal));
-                self.errors.clear();
-                if let Some(signal) = signal {
-                    return Err(signal);
+        let decision = if let Some(pending) = self.pending.take() {
+            // The hooks' awaited answers: classification is done and the engine proposed.
+            match self.hooked(py, pending, &value, false, answers, &mut signal) {
+                Ok(Hooked::Decided(d)) => d,
+                Ok(Hooked::Await(pending)) => return Ok(Failed::Await(pending)),
+                Err(hook_error) => return Err(self.hook_failed(py, hook_error, Some(err), signal)),
+            }
+        } else {
+            let verdict = match host.classify(&value, answers) {
+                Ok(Classified::Await(pending)) => return Ok(Failed::Await(pending.unbind())),
+                Ok(Classified::Verdict(v)) => Ok(v),
+                Err(e) => Err(e),
+            };
+            let at = now(&self.clock);
+            let verdict = match verdict {
+                Ok(v) => v,
+                Err(hook_error) => {
+                    // The hook's own failure ends the call; the events still close it (as a
+                    // rejection: no retry happened), and nothing is lost.
+                    let _ = self.call.record(Verdict::Permanent, at, &mut |e| host.emit(py, e, subject, &mut signal));
+                    self.errors.clear();
+                    if let Some(signal) = signal {
+                        return Err(signal);
+                    }
+                    hook_error.set_cause(py, Some(err));
+                    return Err(hook_error);
                 }
-                hook_error.set_cause(py, Some(err));
-                return Err(hook_error);
+            };
+            if host.hooks_waits() {
+                let asked = answers.map_or(0, |a| a.len());
+                match self.proposed(py, verdict, at, &value, false, answers, asked, &mut signal)? {
+                    Ok(Hooked::Decided(d)) => d,
+                    Ok(Hooked::Await(pending)) => return Ok(Failed::Await(pending)),
+                    Err(hook_error) => return Err(self.hook_failed(py, hook_error, Some(err), signal)),
+                }
+            } else {
+                self.call.record(verdict, at, &mut |e| host.emit(py, e, subject, &mut signal)).map_err(state_error)?
             }
         };
-        let decision =
-            self.call.record(verdict, at, &mut |e| host.emit(py, e, subject, &mut signal)).map_err(state_error)?;
         if let Some(signal) = signal {
             // A Ctrl-C (or SystemExit) raised by a listener ends the call as it would
             // anywhere else; the failure it interrupted is its context.
             signal.value(py).setattr("__context__", err.value(py))?;
             self.errors.clear();
             return Err(signal);
+        }
+        if host.reraise && matches!(decision, Decision::Retry(_) | Decision::Stop(Stop::Exhausted(_))) {
+            // The error may be raised again as it is: its traceback goes with it (before
+            // 3.12 a caught error's traceback is the PyErr's, not yet the object's).
+            if let Some(tb) = err.traceback(py) {
+                value.setattr(pyo3::intern!(py, "__traceback__"), tb)?;
+            }
         }
         match decision {
             Decision::Retry(delay) => {
@@ -182,25 +230,48 @@ impl CallState {
         value: Bound<'_, PyAny>,
         answers: Option<&Bound<'_, PyTuple>>,
     ) -> Result<Failed, PyErr> {
-        let host = &*self.host;
+        let host = self.host.clone();
+        let host = &*host;
         let mut signal = None;
         let subject = Some((&value, true));
-        let verdict = match host.hint_verdict(&value, answers) {
-            Ok(Classified::Await(pending)) => return Ok(Failed::Await(pending.unbind())),
-            Ok(Classified::Verdict(v)) => Ok(v),
-            Err(e) => Err(e),
-        };
-        let at = now(&self.clock);
-        let verdict = match verdict {
-            Ok(v) => v,
-            Err(hook_error) => {
-                let _ = self.call.record(Verdict::Permanent, at, &mut |e| host.emit(py, e, subject, &mut signal));
-                self.errors.clear();
-                return Err(signal.unwrap_or(hook_error));
+        let decision = if let Some(pending) = self.pending.take() {
+            match self.hooked(py, pending, &value, true, answers, &mut signal) {
+                Ok(Hooked::Decided(d)) => d,
+                Ok(Hooked::Await(pending)) => return Ok(Failed::Await(pending)),
+                Err(hook_error) => {
+                    self.keep(value.clone().unbind(), true);
+                    return Err(self.hook_failed(py, hook_error, None, signal));
+                }
+            }
+        } else {
+            let verdict = match host.hint_verdict(&value, answers) {
+                Ok(Classified::Await(pending)) => return Ok(Failed::Await(pending.unbind())),
+                Ok(Classified::Verdict(v)) => Ok(v),
+                Err(e) => Err(e),
+            };
+            let at = now(&self.clock);
+            let verdict = match verdict {
+                Ok(v) => v,
+                Err(hook_error) => {
+                    let _ = self.call.record(Verdict::Permanent, at, &mut |e| host.emit(py, e, subject, &mut signal));
+                    self.errors.clear();
+                    return Err(signal.unwrap_or(hook_error));
+                }
+            };
+            if host.hooks_waits() {
+                let asked = answers.map_or(0, |a| a.len());
+                match self.proposed(py, verdict, at, &value, true, answers, asked, &mut signal)? {
+                    Ok(Hooked::Decided(d)) => d,
+                    Ok(Hooked::Await(pending)) => return Ok(Failed::Await(pending)),
+                    Err(hook_error) => {
+                        self.keep(value.clone().unbind(), true);
+                        return Err(self.hook_failed(py, hook_error, None, signal));
+                    }
+                }
+            } else {
+                self.call.record(verdict, at, &mut |e| host.emit(py, e, subject, &mut signal)).map_err(state_error)?
             }
         };
-        let decision =
-            self.call.record(verdict, at, &mut |e| host.emit(py, e, subject, &mut signal)).map_err(state_error)?;
         if let Some(signal) = signal {
             self.errors.clear();
             return Err(signal);
@@ -213,9 +284,157 @@ impl CallState {
         }
     }
 
-    /// `RetryExhausted` from the failures kept; the call's history is then dropped.
+    /// The engine's proposal for a transient failure (`subject`, a value when `is_value`),
+    /// then the hooks' answers: `Err` is a hook's own error (the call is closed).
+    #[allow(clippy::too_many_arguments)]
+    fn proposed(
+        &mut self,
+        py: Python<'_>,
+        verdict: Verdict,
+        at: Duration,
+        subject: &Bound<'_, PyAny>,
+        is_value: bool,
+        answers: Option<&Bound<'_, PyTuple>>,
+        asked: usize,
+        signal: &mut Option<PyErr>,
+    ) -> PyResult<Result<Hooked, PyErr>> {
+        let host = self.host.clone();
+        let proposal = self
+            .call
+            .propose(verdict, at, &mut |e| host.emit(py, e, Some((subject, is_value)), signal))
+            .map_err(state_error)?;
+        match proposal {
+            Proposal::Stop(stop) => Ok(Ok(Hooked::Decided(Decision::Stop(stop)))),
+            Proposal::Wait { delay, attempt, .. } => {
+                if signal.is_some() {
+                    // A listener's Ctrl-C: the hooks are not asked; the call is cancelled.
+                    let _ = self.call.cancel(at, &mut |_| {});
+                    return Ok(Ok(Hooked::Decided(Decision::Stop(Stop::Cancelled))));
+                }
+                Ok(self.hooked(py, Pending { delay, attempt, asked }, subject, is_value, answers, signal))
+            }
+        }
+    }
+
+    /// Asks the hooks about the proposed wait (before_sleep, then wait), each answer taken
+    /// from the driver's awaited `answers` when it has it, and settles the call with the
+    /// plan they make. An awaitable answer (async calls) comes back to be awaited, the
+    /// proposal kept; a hook's own error (or an answer it may not give) is `Err`, the
+    /// call then settled as stopped.
+    fn hooked(
+        &mut self,
+        py: Python<'_>,
+        pending: Pending,
+        subject: &Bound<'_, PyAny>,
+        is_value: bool,
+        answers: Option<&Bound<'_, PyTuple>>,
+        signal: &mut Option<PyErr>,
+    ) -> Result<Hooked, PyErr> {
+        let host = self.host.clone();
+        let can_await = answers.is_some();
+        let mut asked = pending.asked;
+        let mut plan = Plan::Engine;
+        let mut failure: Option<PyErr> = None;
+        for (name, hook) in [("before_sleep", &host.before_sleep), ("wait", &host.wait)] {
+            let Some(hook) = hook else { continue };
+            let answer = match crate::host_policy::answered(answers, asked) {
+                Ok(Some(a)) => Ok(a),
+                Ok(None) => {
+                    let delay = pending.delay.as_secs_f64();
+                    match hook.bind(py).call1((pending.attempt, subject, delay)) {
+                        Ok(a) => match crate::host_policy::awaitable(&a, name, can_await) {
+                            Ok(Some(Classified::Await(p))) => {
+                                self.pending = Some(pending);
+                                return Ok(Hooked::Await(p.unbind()));
+                            }
+                            Ok(_) => Ok(a),
+                            Err(e) => Err(e),
+                        },
+                        Err(e) => Err(e),
+                    }
+                }
+                Err(e) => Err(e),
+            };
+            asked += 1;
+            // An awaited hook that raised comes back from the driver wrapped.
+            let answer = match answer {
+                Ok(a) if raised_type(py).is_ok_and(|t| a.is_instance(t).unwrap_or(false)) => {
+                    Err(PyErr::from_value(a.getattr("error")?))
+                }
+                other => other,
+            };
+            match (name, answer) {
+                ("before_sleep", Ok(a)) => {
+                    if a.is_instance_of::<pyo3::types::PyBool>() && !a.is_truthy()? {
+                        plan = Plan::Stop;
+                    }
+                }
+                ("before_sleep", Err(e)) if is_stop(py, &e) => plan = Plan::Stop,
+                (_, Err(e)) => {
+                    failure = Some(e);
+                    plan = Plan::Stop;
+                }
+                (_, Ok(a)) => {
+                    if !a.is_none() {
+                        let exact = crate::convert::seconds(&a, "wait")
+                            .map_err(|e| {
+                                pyo3::exceptions::PyTypeError::new_err(format!(
+                                    "wait must return seconds (float, int, timedelta) or None, got {}: {e}",
+                                    crate::convert::repr(&a)
+                                ))
+                            })
+                            .and_then(|s| {
+                                Plan::exact_ms(crate::convert::ms(s)).map_err(|_| {
+                                    pyo3::exceptions::PyValueError::new_err(format!(
+                                        "wait returned {}: a wait must be seconds >= 0 (or None: the engine's)",
+                                        crate::convert::repr(&a)
+                                    ))
+                                })
+                            });
+                        match exact {
+                            Ok(exact) => plan = exact,
+                            Err(e) => {
+                                failure = Some(e);
+                                plan = Plan::Stop;
+                            }
+                        }
+                    }
+                }
+            }
+            if plan == Plan::Stop {
+                break;
+            }
+        }
+        let at = now(&self.clock);
+        let decision = self
+            .call
+            .settle(plan, at, &mut |e| host.emit(py, e, Some((subject, is_value)), signal))
+            .map_err(state_error)?;
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(Hooked::Decided(decision)),
+        }
+    }
+
+    /// A hook's own error ends the call (the events closed it as stopped): raised with the
+    /// original error as its cause; a listener's signal goes first.
+    fn hook_failed(&mut self, py: Python<'_>, hook_error: PyErr, err: Option<PyErr>, signal: Option<PyErr>) -> PyErr {
+        self.errors.clear();
+        if let Some(signal) = signal {
+            return signal;
+        }
+        if let Some(err) = err {
+            hook_error.set_cause(py, Some(err));
+        }
+        hook_error
+    }
+
+    /// `RetryExhausted` from the failures kept (with `reraise=True`, the last error itself,
+    /// the history attached); the call's history is then dropped.
     fn exhausted(&mut self, py: Python<'_>, reason: retryrs::ExhaustReason) -> PyErr {
-        let exhausted = errors::exhausted(py, self.host.policy.name(), self.call.attempt(), reason, &self.errors);
+        let build = if self.host.reraise { errors::reraised } else { errors::exhausted };
+        let hint = self.host.policy.deadline_hint();
+        let exhausted = build(py, self.host.policy.name(), self.call.attempt(), reason, &self.errors, hint);
         self.errors.clear();
         exhausted
     }
@@ -266,6 +485,7 @@ impl CallState {
     /// records the cancel, and the host's own signal goes on.
     /// (A listener's own signal is dropped: the host's is already on its way.)
     pub fn interrupted(&mut self, py: Python<'_>) {
+        self.pending = None;
         let _ = self.emit_cancel(py);
         self.errors.clear();
     }
@@ -302,5 +522,23 @@ impl CallState {
                 Err(e)
             }
         }
+    }
+}
+
+/// `retryrs.StopRetrying` raised by `before_sleep`: the call stops (reason `stopped`).
+fn is_stop(py: Python<'_>, e: &PyErr) -> bool {
+    STOP_RETRYING.import(py, "retryrs._errors", "StopRetrying").is_ok_and(|t| e.is_instance(py, t))
+}
+
+/// The wrapper the async driver puts around an awaited hook's exception.
+fn raised_type(py: Python<'_>) -> PyResult<&Bound<'_, pyo3::types::PyType>> {
+    RAISED.import(py, "retryrs._errors", "_Raised")
+}
+
+impl CallState {
+    /// Whether the hooks (not the classification) are being asked: an awaited answer that
+    /// raises is then handed back wrapped, rather than raised.
+    pub fn hooking(&self) -> bool {
+        self.pending.is_some()
     }
 }

@@ -125,6 +125,13 @@ impl SteppedCall {
         self.token = None;
     }
 
+    /// True while the wait / before_sleep hooks are being asked (an awaited one that raises
+    /// is handed back wrapped in `retryrs._errors._Raised`).
+    #[getter]
+    fn _hooking(&self) -> bool {
+        self.state.hooking()
+    }
+
     #[getter]
     fn attempt(&self) -> u32 {
         self.state.attempt()

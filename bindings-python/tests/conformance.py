@@ -80,11 +80,11 @@ VECTOR_KEYS = {
     "breaker": {"model", "failures", "failure_ratio", "minimum_throughput", "sampling_duration", "break_duration",
                 "half_open_probes", "break_multiplier", "max_break_duration", "per_attempt"},
     "call": {"at_ms", "attempts", "expect"},
-    "attempt": {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait"},
+    "attempt": {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait", "wait"},
     "expect": {"outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens", "breaker_state",
                "winner", "launched_ms", "cancelled",
                "bounds_ms"},
-    "event": {"kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error", "value"},
+    "event": {"kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error", "value", "retries_left"},
     "expect_error": {"knob"},
     "retry_after": {"value", "now_unix_s", "expect_ms"},
     "status": {"code", "retryable"},
@@ -122,7 +122,7 @@ def unknown_keys(v: Dict[str, Any]) -> List[str]:
     return found
 
 
-def build(v: Dict[str, Any], on_event: Optional[Callable[..., None]] = None) -> Retrier:
+def build(v: Dict[str, Any], on_event: Optional[Callable[..., None]] = None, hook_script: Optional[Dict[str, Any]] = None) -> Retrier:
     """The vector's policy through the document loader: the policy "retry" (the
     contract's default name) in a document with the vector's budgets, or the service
     "retry" of the vector's gRPC service_config; the host parts
@@ -133,9 +133,26 @@ def build(v: Dict[str, Any], on_event: Optional[Callable[..., None]] = None) -> 
         "breakers": v.get("breakers", {}),
     }
     policy = retryrs.load_policies(document)["retry"]
+    hooks: Dict[str, Any] = {}
+    if hook_script is not None:
+        # A hook vector: the wait hook answers the script's "wait" for the attempt that
+        # just failed (a number: an exact wait in ms; "engine": None); the before_sleep
+        # hook stops the call where the script says "stop".
+        def scripted(attempt: int) -> Any:
+            script = hook_script.get("attempts", [])
+            return script[attempt - 1].get("wait", "engine") if 1 <= attempt <= len(script) else "engine"
+
+        def wait(attempt: int, failure: Any, delay: float) -> Optional[float]:
+            answer = scripted(attempt)
+            return answer / 1000 if isinstance(answer, (int, float)) else None
+
+        def before_sleep(attempt: int, failure: Any, delay: float) -> bool:
+            return scripted(attempt) != "stop"
+
+        hooks = {"wait": wait, "before_sleep": before_sleep}
     if on_event is not None:
-        return Retrier.from_policy(policy, retry_on=Transient, retry_on_result=rejects, on_event=on_event)
-    return Retrier.from_policy(policy, retry_on=Transient, retry_on_result=rejects)
+        return Retrier.from_policy(policy, retry_on=Transient, retry_on_result=rejects, on_event=on_event, **hooks)
+    return Retrier.from_policy(policy, retry_on=Transient, retry_on_result=rejects, **hooks)
 
 
 def ms(x: Optional[float]) -> Optional[int]:
@@ -272,7 +289,7 @@ def shared_checks(r: Retrier, expect: Dict[str, Any], events: List[Any], state: 
     if "events" in expect:
         got = [
             {"kind": e.kind, "attempt": e.attempt, "elapsed_ms": ms(e.elapsed), "delay_ms": ms(e.delay), "reason": e.reason, "error": e.error is not None,
-             "value": e.result is not None}
+             "value": e.result is not None, "retries_left": e.retries_left}
             for e in events
         ]
         want = expect["events"]
@@ -299,10 +316,13 @@ def run_vector(v: Dict[str, Any], use_async: bool = False) -> List[str]:
         return unknown
     if "calls" in v:
         holder: Dict[str, Any] = {}
-        r = build(v, on_event=lambda e: holder["listener"](e))
+        current: Dict[str, Any] = {}  # the call running now, for the hooks of a hook vector
+        r = build(v, on_event=lambda e: holder["listener"](e), hook_script=current if uses_hooks(v) else None)
         problems: List[str] = []
         hedged = uses_hedging(v)
         for i, call in enumerate(v["calls"]):
+            current.clear()
+            current.update(call)
             found = run_hedged_call(r, call, holder) if hedged else run_call(r, call, holder, use_async)
             problems += [f"call {i + 1}: {p}" for p in found]
         return problems
@@ -345,127 +365,10 @@ def uses_hedging(v: Dict[str, Any]) -> bool:
     return "hedge" in v.get("policy", {}) or any("hedgingPolicy" in c for c in configs)
 
 
-def run_hedged_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any]) -> List[str]:
-    """One call of a hedging vector, through the Python host's hedged call (the native
-    stepper the asyncio driver runs, ``Retrier._hedge()``) on virtual time, as
-    tests/conformance/README.md says: attempt k ends ``takes_ms`` after its launch; at one
-    instant outcomes are reported (in attempt order) before a due hedge; cancelled attempts'
-    late results are reported afterwards and must be dropped."""
-    script = call["attempts"]
-    expect = call["expect"]
-    problems: List[str] = []
-    events: List[Any] = []
-    holder["listener"] = events.append
-    launched: List[int] = []
-    bounds: List[Optional[int]] = []
-    ends: Dict[int, int] = {}
-    failures: List[Tuple[Any, bool]] = []
-    raised: Dict[int, BaseException] = {}
-    cancelled: List[int] = []
-    winner: Optional[int] = None
-    outcome, reason, error = None, None, None
-    value: Any = None
-    now = 0
-
-    def outcome_of(hc: Any, k: int) -> Any:
-        step = script[k - 1]
-        if step["result"] == "success":
-            return hc.succeeded(k)
-        if step["result"] == "rejected_value":
-            rejected = Value(k, True, step.get("hint_ms"))
-            return hc.rejected(k, rejected)
-        err = Transient(k, step.get("hint_ms")) if step["result"] == "transient" else Permanent(f"attempt {k}")
-        raised[k] = err
-        return hc.failed(k, err)
-
-    with testing.virtual_time():
-        if call.get("at_ms"):
-            testing.advance(call["at_ms"] / 1000)
-        try:
-            hc = r._hedge()
-        except RetryExhausted as e:
-            hc, outcome, reason, error = None, "exhausted", e.reason, e
-        queue: List[int] = []
-        step = hc.poll() if hc is not None else None
-        while step is not None:
-            action = step[0]
-            if action == _native._HEDGE_LAUNCH:
-                k = step[1]
-                if k > len(script):
-                    problems.append(f"launched attempt {k}, script has {len(script)}")
-                    return problems
-                launched.append(now)
-                info = hc.attempt_info(k)
-                if info.number != k:
-                    problems.append(f"attempt {k}: attempt_info says {info.number}")
-                bounds.append(ms(info.remaining))
-                ends[k] = now + script[k - 1].get("takes_ms", 0)
-            elif action == _native._HEDGE_WON:
-                winner, cancelled, outcome = step[1], list(step[3]), "success"
-                value = Value(winner, False)
-                break
-            elif action == _native._HEDGE_STOP:
-                cancelled, error = list(step[3]), step[4]
-                if isinstance(error, RetryExhausted):
-                    outcome, reason = "exhausted", error.reason
-                elif isinstance(error, RetryCancelled):
-                    outcome = "cancelled"
-                elif isinstance(error, Permanent):
-                    outcome = "rejected"
-                else:
-                    problems.append(f"stopped with {error!r}")
-                break
-            elif action == _native._HEDGE_WAIT and not queue:
-                running = hc.running
-                targets = [ends[k] for k in running]
-                if step[2] is not None:
-                    targets.append(now + round(step[2] * 1000))
-                if not targets:
-                    problems.append("told to wait with nothing in flight and no timer")
-                    return problems
-                target = min(targets)
-                testing.advance((target - now) / 1000)
-                now = target
-                queue = sorted(k for k in running if ends[k] <= now)
-            if queue:
-                step = outcome_of(hc, queue.pop(0))
-                if step[0] == _native._HEDGE_DROPPED:
-                    problems.append("an attempt in flight was dropped")
-            else:
-                step = hc.poll()
-        # The losers' late results: dropped, with no event and no budget change.
-        if hc is not None:
-            seen, tokens = len(events), (r.budget.tokens if r.budget is not None else None)
-            for k in sorted(cancelled):
-                if hc_step_dropped(outcome_of(hc, k)) is False:
-                    problems.append(f"attempt {k}'s late result was not dropped")
-            if len(events) != seen or (r.budget is not None and r.budget.tokens != tokens):
-                problems.append("a late result changed the events or the budget")
-        state = r.breaker.state if r.breaker is not None else None
-
-    if outcome != expect["outcome"]:
-        problems.append(f"outcome {outcome} ({error!r}), expected {expect['outcome']}")
-    if "reason" in expect and reason != expect["reason"]:
-        problems.append(f"reason {reason}, expected {expect['reason']}")
-    if "attempts" in expect and len(launched) != expect["attempts"]:
-        problems.append(f"{len(launched)} attempts launched, expected {expect['attempts']}")
-    if outcome == "rejected" and not any(error is e for e in raised.values()):
-        problems.append("the rejected error is not the original object")
-    if isinstance(error, RetryExhausted) and error.attempts != len(launched):
-        problems.append(f"RetryExhausted.attempts {error.attempts} != {len(launched)}")
-    if "winner" in expect and winner != expect["winner"]:
-        problems.append(f"winner {winner}, expected {expect['winner']}")
-    if outcome == "success" and (not isinstance(value, Value) or value.n != winner):
-        problems.append(f"value {value!r} is not the winner's")
-    if "launched_ms" in expect and launched != expect["launched_ms"]:
-        problems.append(f"launched at {launched} ms, expected {expect['launched_ms']}")
-    if "cancelled" in expect and cancelled != expect["cancelled"]:
-        problems.append(f"cancelled {cancelled}, expected {expect['cancelled']}")
-    return problems + shared_checks(r, expect, events, state, bounds)
-
-
-def hc_step_dropped(step: Any) -> bool:
-    return bool(step[0] == _native._HEDGE_DROPPED)
+            current.clear()
+            current.update(call)
+            found = run_hedged_call(r, call, holder) if hedged else run_call(r, call, holder, use_async)
+            problems += [f"call {i + 1}: {p}" for p in found]
 
 
 def run_all(use_async: bool = False) -> Tuple[int, List[Tuple[str, List[str]]], int]:

@@ -10,7 +10,7 @@ from retryrs import AttemptTimeout, CancelToken, Retrier, RetryCancelled, RetryE
 
 
 class AFlaky:
-    def __init__(self, failures, exc=lambda n: OSError(f"fail {n}"), value="ok", sleep=0.0):
+    def __init__(self, failures, exc=lambda n: ConnectionError(f"fail {n}"), value="ok", sleep=0.0):
         self.failures, self.exc, self.value, self.sleep, self.calls, self.raised = failures, exc, value, sleep, 0, []
 
     async def __call__(self, *args, **kwargs):

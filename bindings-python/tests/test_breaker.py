@@ -22,7 +22,7 @@ class Down:
     def __call__(self):
         self.calls += 1
         if not self.up:
-            raise OSError("503")
+            raise ConnectionError("503")
         return "ok"
 
 
@@ -77,7 +77,7 @@ def test_the_server_sees_no_request_while_the_breaker_is_open(virtual):
     try:
         url = f"http://127.0.0.1:{server.server_port}/rates"
         breaker = CircuitBreaker(failures=1, break_duration=10)
-        r = Retrier(max_attempts=2, initial_delay=0, breaker=breaker)
+        r = Retrier(max_attempts=2, initial_delay=0, breaker=breaker, retry_on=OSError)  # a 503 is an HTTPError
         fetch = lambda: urllib.request.urlopen(url, timeout=5).read()  # noqa: E731
         with pytest.raises(RetryExhausted):
             r.call(fetch)

@@ -10,7 +10,7 @@ def test_errors_keep_the_last_64(virtual):
     raised = []
 
     def f():
-        e = OSError(f"fail {len(raised) + 1}")
+        e = ConnectionError(f"fail {len(raised) + 1}")
         raised.append(e)
         raise e
 

@@ -18,7 +18,7 @@ def test_100k_calls_leave_memory_and_refcounts_flat():
         return value
 
     def transient():
-        raise OSError("503")
+        raise ConnectionError("503")
 
     def rejected():
         # A fresh error each time: re-raising one object grows its own __traceback__
@@ -61,7 +61,7 @@ def test_rss_flat_over_100k_native_calls():
     r = Retrier(max_attempts=3, initial_delay=0, jitter="none", on_event=lambda e: None)
 
     def transient():
-        raise OSError("503")
+        raise ConnectionError("503")
 
     def run(n):
         for _ in range(n):
@@ -89,7 +89,7 @@ def test_async_calls_leave_memory_and_refcounts_flat():
         return 1
 
     async def transient():
-        raise OSError("503")
+        raise ConnectionError("503")
 
     async def rejected():
         raise KeyError("gone")
@@ -134,7 +134,7 @@ def test_cycles_through_native_objects_are_collected():
 
         return weakref.ref(f)
 
-    class Marker(OSError):
+    class Marker(ConnectionError):
         pass
 
     def abandon_a_loop():

@@ -14,7 +14,7 @@ def test_for_attempt_retries_the_block_until_it_succeeds(virtual):
         with attempt:
             seen.append(attempt.number)
             if attempt.number < 3:
-                raise OSError("503")
+                raise ConnectionError("503")
             value = "rate"
     assert value == "rate" and seen == [1, 2, 3]
     assert [e.kind for e in events] == ["attempt_failed", "retrying", "attempt_failed", "retrying", "success"]
@@ -26,7 +26,7 @@ def test_for_attempt_raises_exhausted_and_permanent_errors(virtual):
     with pytest.raises(RetryExhausted) as info:
         for attempt in Retrier(max_attempts=3):
             with attempt:
-                errors.append(OSError(attempt.number))
+                errors.append(ConnectionError(attempt.number))
                 raise errors[-1]
     assert list(info.value.errors) == errors
     original = KeyError("x")
@@ -45,7 +45,7 @@ def test_async_for_attempt(virtual):
                 n += 1
                 await asyncio.sleep(0)
                 if n < 2:
-                    raise OSError("503")
+                    raise ConnectionError("503")
         return n
 
     assert asyncio.run(main()) == 2

@@ -25,7 +25,7 @@ def waits(policy: retryrs.Policy) -> list[int]:
     retrier = Retrier.from_policy(policy, retry_on=OSError, on_event=events.append)
 
     def fail() -> None:
-        raise OSError("down")
+        raise ConnectionError("down")
 
     with pytest.raises(RetryExhausted):
         retrier.call(fail)
@@ -81,10 +81,16 @@ def test_a_budget_named_twice_is_one_object(virtual: object) -> None:
     assert load_policies(DATA / "shared.json")["payments"].budget is not policies["payments"].budget
 
 
-def test_from_policy_takes_only_the_host_parts() -> None:
+def test_from_policy_takes_the_host_parts_and_knob_overrides() -> None:
     p = load_policies(DATA / "shared.json")["payments"]
-    with pytest.raises(TypeError, match="the knobs come from the policy"):
-        Retrier.from_policy(p, max_attempts=3)  # type: ignore[call-arg]
+    # A knob given again overrides the document's (issue 24); the rest stay the document's.
+    over = Retrier.from_policy(p, max_attempts=3, reraise=True)
+    assert (over.max_attempts, over.name, over.budget, over.reraise) == (3, "payments", p.budget, True)
+    assert over.initial_delay == p.initial_delay and over.deadline == p.deadline
+    with pytest.raises(TypeError, match="unexpected keyword argument 'max_attempt'"):
+        Retrier.from_policy(p, max_attempt=3)  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="max_attempts"):
+        Retrier.from_policy(p, max_attempts=0)
     r = Retrier.from_policy(p, retry_on=ValueError, attempt_timeout=2)
     assert (r.max_attempts, r.name, r.attempt_timeout, r.budget) == (4, "payments", 2, p.budget)
     with pytest.raises(TypeError):

@@ -68,7 +68,7 @@ def test_exhaustion_on_an_error_after_values_has_no_result(virtual):
         calls.append(1)
         if len(calls) < 3:
             return Response(503)
-        raise OSError("reset")
+        raise ConnectionError("reset")
 
     with pytest.raises(RetryExhausted) as info:
         Retrier(retry_on_result=unavailable, max_attempts=3).call(fetch)

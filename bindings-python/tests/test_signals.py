@@ -22,7 +22,7 @@ CHILD = textwrap.dedent(
             print("waiting", flush=True)
 
     def flaky():
-        raise OSError("503")
+        raise ConnectionError("503")
 
     r = Retrier(initial_delay=10, max_delay=10, jitter="none", on_event=on_event)
     try:

@@ -15,7 +15,7 @@ from retryrs import CancelToken, Retrier, RetryBudget, RetryCancelled, RetryExha
 class Flaky:
     """Fails `failures` times with `exc_factory()`, then returns `value`."""
 
-    def __init__(self, failures, exc_factory=lambda n: OSError(f"fail {n}"), value="ok"):
+    def __init__(self, failures, exc_factory=lambda n: ConnectionError(f"fail {n}"), value="ok"):
         self.failures, self.exc_factory, self.value, self.calls, self.raised = failures, exc_factory, value, 0, []
 
     def __call__(self, *args, **kwargs):
@@ -62,7 +62,7 @@ def test_a_permanent_error_surfaces_unchanged_with_its_traceback():
 
 def test_the_rejected_error_is_the_same_object_even_after_retries(virtual):
     err = ValueError("bad request")
-    f = Flaky(3, lambda n: OSError("503") if n < 3 else err)
+    f = Flaky(3, lambda n: ConnectionError("503") if n < 3 else err)
     with pytest.raises(ValueError) as info:
         Retrier().call(f)
     assert info.value is err and f.calls == 3
@@ -89,7 +89,7 @@ def test_control_flow_signals_are_never_offered_nor_retried(virtual, signal):
 
 
 def test_a_predicate_that_raises_ends_the_call_with_the_original_attached():
-    original = OSError("503")
+    original = ConnectionError("503")
 
     def predicate(e):
         raise RuntimeError("predicate bug")
@@ -144,7 +144,7 @@ def test_deadline_none_turns_it_off(virtual):
 
 
 def test_retry_after_hint_default_attribute_and_hook(virtual):
-    class Throttled(OSError):
+    class Throttled(ConnectionError):
         def __init__(self, after):
             super().__init__("429")
             self.retry_after = after
@@ -265,7 +265,11 @@ def test_decorator_keeps_name_doc_signature_and_binds_methods(virtual):
     assert fetch("/x") == "ok/x"
     assert fetch.__name__ == "fetch" and fetch.__doc__ == "Fetches."
     assert str(inspect.signature(fetch)) == "(url: str, *, timeout: float = 1.0) -> str"
-    assert fetch.retrier is r
+    # An unnamed retrier takes the function's name (issue 24): the same policy, shared stats.
+    assert fetch.retrier.name.endswith("<locals>.fetch") and r.name == "retry"
+    assert fetch.retrier.max_attempts == r.max_attempts and r.stats()["calls"] == 1
+    named = Retrier(name="db")
+    assert named(fetch).retrier is named
 
     class Client:
         def __init__(self):
@@ -275,7 +279,7 @@ def test_decorator_keeps_name_doc_signature_and_binds_methods(virtual):
         def get(self, x):
             self.n += 1
             if self.n < 2:
-                raise OSError("flaky")
+                raise ConnectionError("flaky")
             return x * 2
 
     c = Client()
@@ -357,28 +361,28 @@ def test_log_events_adapter(virtual, caplog):
     msgs = [(r.levelno, r.getMessage()) for r in caplog.records]
     # One line per retry (trap 11: not "attempt 1 attempt failed" plus a second line).
     assert msgs == [
-        (logging.INFO, "rates: attempt 1 failed after 0 ms: OSError('fail 1'); retrying in 200 ms"),
+        (logging.INFO, "rates: attempt 1 failed after 0 ms: ConnectionError('fail 1'); retrying in 200 ms"),
         (logging.INFO, "rates: attempt 2 succeeded after 200 ms"),
     ]
     assert caplog.records[-1].retry_event.kind == "success"
 
 
 def test_retry_after_attribute_found_however_it_is_defined(virtual):
-    class OnInstance(OSError):
+    class OnInstance(ConnectionError):
         pass
 
-    class AsProperty(OSError):
+    class AsProperty(ConnectionError):
         @property
         def retry_after(self):
             return 2.0
 
-    class ViaGetattr(OSError):
+    class ViaGetattr(ConnectionError):
         def __getattr__(self, name):
             if name == "retry_after":
                 return 3.0
             raise AttributeError(name)
 
-    class WithSlots(OSError):
+    class WithSlots(ConnectionError):
         __slots__ = ("retry_after",)
 
     def instance(n):
@@ -391,7 +395,7 @@ def test_retry_after_attribute_found_however_it_is_defined(virtual):
         e.retry_after = 4.0
         return e
 
-    for factory, want in [(instance, 1.0), (lambda n: AsProperty(), 2.0), (lambda n: ViaGetattr(), 3.0), (slotted, 4.0), (lambda n: OSError(), 0.001)]:
+    for factory, want in [(instance, 1.0), (lambda n: AsProperty(), 2.0), (lambda n: ViaGetattr(), 3.0), (slotted, 4.0), (lambda n: ConnectionError(), 0.001)]:
         for _ in range(2):  # the second time through the per-class cache
             events = []
             Retrier(jitter="none", initial_delay=0.001, on_event=events.append).call(Flaky(1, factory))

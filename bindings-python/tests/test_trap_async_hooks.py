@@ -24,7 +24,7 @@ async def async_listener(event):
 
 
 def permanent():
-    raise OSError("permanent, says the predicate")
+    raise ConnectionError("permanent, says the predicate")
 
 
 @pytest.mark.parametrize("knob,hook", [("retry_on", never_retry), ("retry_after", hint_one_second)])
@@ -33,7 +33,7 @@ def test_a_sync_call_refuses_an_async_hook_naming_it(virtual, knob, hook):
 
     def f():
         calls.append(1)
-        raise OSError("down")
+        raise ConnectionError("down")
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the coroutine never awaited
@@ -49,7 +49,7 @@ def test_call_async_awaits_an_async_predicate(virtual):
 
     async def f():
         calls.append(1)
-        raise OSError("down")
+        raise ConnectionError("down")
 
     with pytest.raises(OSError):
         asyncio.run(Retrier(retry_on=never_retry).call_async(f))
@@ -63,7 +63,7 @@ def test_an_async_decorator_awaits_an_async_hint(virtual):
     @Retrier(retry_after=hint_one_second, jitter="none", initial_delay=0.01, max_attempts=2, on_event=lambda e: delays.append(e.delay) if e.kind == "retrying" else None)
     async def f():
         calls.append(1)
-        raise OSError("down")
+        raise ConnectionError("down")
 
     with pytest.raises(RetryExhausted):
         asyncio.run(f())

@@ -8,7 +8,7 @@ from retryrs import Retrier
 
 
 def test_a_failing_exhaustion_error_keeps_the_original(virtual, monkeypatch):
-    original = OSError("the real failure")
+    original = ConnectionError("the real failure")
 
     def broken_init(self, *a, **k):
         raise RecursionError("maximum recursion depth exceeded")

@@ -28,7 +28,7 @@ def _delays(r):
 
 
 def _fail():
-    raise OSError("down")
+    raise ConnectionError("down")
 
 
 def _retrier():

@@ -23,7 +23,7 @@ def _flaky(failures):
     def f():
         calls.append(1)
         if len(calls) <= failures:
-            raise OSError("down")
+            raise ConnectionError("down")
         return "value"
 
     return f, calls
@@ -63,7 +63,7 @@ def test_a_signal_in_a_listener_ends_the_loop_form(virtual):
     with pytest.raises(SystemExit):
         for attempt in r:
             with attempt:
-                raise OSError("down")
+                raise ConnectionError("down")
 
 
 def test_an_ordinary_listener_error_still_leaves_the_outcome_alone(virtual):

@@ -14,7 +14,7 @@ def test_one_readable_line_per_retry(virtual, caplog):
     def f():
         calls.append(1)
         if len(calls) < 3:
-            raise OSError("down")
+            raise ConnectionError("down")
         return "ok"
 
     caplog.set_level(logging.DEBUG, logger="retryrs")
@@ -22,7 +22,7 @@ def test_one_readable_line_per_retry(virtual, caplog):
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 3, lines  # two retries, one success
     assert not any("attempt failed" in line for line in lines), lines
-    assert lines[0] == "rates: attempt 1 failed after 0 ms: OSError('down'); retrying in 200 ms"
+    assert lines[0] == "rates: attempt 1 failed after 0 ms: ConnectionError('down'); retrying in 200 ms"
     assert lines[-1] == "rates: attempt 3 succeeded after 600 ms"
 
 
@@ -30,12 +30,12 @@ def test_exhaustion_is_one_line_with_its_reason(virtual, caplog):
     caplog.set_level(logging.DEBUG, logger="retryrs")
 
     def f():
-        raise OSError("down")
+        raise ConnectionError("down")
 
     with pytest.raises(RetryExhausted):
         Retrier(max_attempts=1, on_event=log_events()).call(f)
     lines = [r.getMessage() for r in caplog.records]
-    assert lines == ["retry: attempt 1 failed after 0 ms: OSError('down'); gave up (attempts)"]
+    assert lines == ["retry: attempt 1 failed after 0 ms: ConnectionError('down'); gave up (attempts)"]
     assert caplog.records[0].levelno == logging.WARNING
 
 

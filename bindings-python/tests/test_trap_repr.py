@@ -13,4 +13,4 @@ def test_repr_shows_retry_on_seed_and_budget():
 
 def test_repr_of_the_defaults_shows_the_default_retry_on():
     text = repr(Retrier())
-    assert "retry_on=<class 'OSError'>" in text and "seed=None" in text and "budget=None" in text
+    assert "retry_on=<transient network errors>" in text and "seed=None" in text and "budget=None" in text

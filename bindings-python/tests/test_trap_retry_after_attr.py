@@ -7,12 +7,12 @@ import pytest
 from retryrs import Retrier
 
 
-class WithMethod(OSError):
+class WithMethod(ConnectionError):
     def retry_after(self):
         return 3
 
 
-class WithAttr(OSError):
+class WithAttr(ConnectionError):
     def __init__(self, value):
         super().__init__("down")
         self.retry_after = value
@@ -44,7 +44,7 @@ def test_bytes_are_a_retry_after_header(virtual):
 
 def test_a_hook_that_returns_garbage_is_still_an_error(virtual):
     def f():
-        raise OSError("down")
+        raise ConnectionError("down")
 
     with pytest.raises(TypeError, match="retry_after"):
         Retrier(retry_after=lambda e: {"bad": 1}).call(f)

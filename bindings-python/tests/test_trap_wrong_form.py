@@ -49,7 +49,7 @@ def test_call_async_refuses_a_failing_sync_function_without_retrying_it():
 
     def failing():
         calls.append(1)
-        raise OSError("down")
+        raise ConnectionError("down")
 
     with pytest.raises(TypeError, match=r"not async.*\.call\(") as info:
         asyncio.run(Retrier().call_async(failing))

@@ -20,7 +20,7 @@ def test_a_zero_delay_storm_lets_a_concurrent_task_run():
                 await asyncio.sleep(0)
 
         async def failing():
-            raise OSError("down")
+            raise ConnectionError("down")
 
         task = asyncio.ensure_future(ticker())
         await asyncio.sleep(0)
@@ -54,7 +54,7 @@ def test_the_async_loop_form_yields_too():
         with pytest.raises(RetryExhausted):
             async for attempt in r:
                 with attempt:
-                    raise OSError("down")
+                    raise ConnectionError("down")
         during = ticks - before
         stop = True
         await task

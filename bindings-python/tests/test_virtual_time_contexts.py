@@ -23,11 +23,11 @@ def one_100ms_wait():
 
 
 def _fail():
-    raise OSError("down")
+    raise ConnectionError("down")
 
 
 async def _afail():
-    raise OSError("down")
+    raise ConnectionError("down")
 
 
 async def one_100ms_async_wait():

@@ -12,7 +12,7 @@ import retryrs
 from retryrs import CancelToken, Event, Retrier, RetryBudget, RetryExhausted
 
 
-class Throttled(OSError):
+class Throttled(ConnectionError):
     def __init__(self, retry_after: float) -> None:
         super().__init__("429")
         self.retry_after = retry_after
@@ -48,7 +48,7 @@ def fetch(symbol: str, *, scale: int = 1) -> float:
     global calls
     calls += 1
     if calls < 2:
-        raise OSError("503")
+        raise ConnectionError("503")
     return 1.0842 * scale
 
 
@@ -153,3 +153,21 @@ def fetch_fail() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+# Issue 24's escape hatches, typed.
+def exact_wait(attempt: int, failure: object, delay: float) -> Optional[float]:
+    return 0.001 * attempt if attempt < 3 else None
+
+
+def stop_on_third(attempt: int, failure: object, delay: float) -> Optional[bool]:
+    if attempt >= 3:
+        raise retryrs.StopRetrying()
+    return None
+
+
+hooked = retrier.replace(reraise=True, wait=exact_wait, before_sleep=stop_on_third, budget=None)
+reraise_flag: bool = hooked.reraise
+counts = hooked.stats()
+linked = CancelToken.any([CancelToken(), CancelToken()]).child()
+assert not linked.cancelled and reraise_flag and counts["calls"] == 0

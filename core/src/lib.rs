@@ -128,11 +128,12 @@ pub mod redact;
 pub mod reqwest_retry;
 pub mod retry_after;
 pub mod sleep;
+pub mod stats;
 #[cfg(feature = "tower")]
 pub mod tower_retry;
 pub mod units;
 
-pub use async_executor::{AsyncRun, TimedOut};
+pub use async_executor::{AsyncBeforeRetry, AsyncRun, AsyncWaitHook, TimedOut};
 pub use attempt::Attempt;
 pub use breaker::{admit, Admission, BreakerConfig, BreakerModel, BreakerState, CircuitBreaker, Transition};
 pub use budget::{BudgetError, BudgetKind, QuotaBudget, RatioBudget, RetryBudget, RetryCause, TokenBucket};
@@ -140,21 +141,24 @@ pub use cancel::CancelToken;
 pub use clock::{testing, Clock, SystemClock, VirtualClock};
 #[cfg(feature = "documents")]
 pub use document::{DocumentError, LoadOptions, Policies};
-pub use engine::{cancelled_before_start, duration_from_ms, Call, Decision, Resume, StateError, Stop, Verdict};
+pub use engine::{
+    cancelled_before_start, duration_from_ms, Call, Decision, Plan, Proposal, Resume, StateError, Stop, Verdict,
+};
 pub use event::{CancelledAfter, Event, EventKind, ExhaustReason, GaveUp};
-pub use executor::{Failed, Retrier, RetryError, Run, ValueVerdict, HISTORY};
+pub use executor::{BeforeRetry, Failed, Retrier, RetryContext, RetryError, Run, ValueVerdict, WaitHook, HISTORY};
 pub use hedge::{AttemptSet, HedgeCall, HedgeDelay, HedgeError, Hedging, LatencySketch, Step};
 pub use http::{
     classify_request, is_error_status, is_idempotent, is_retryable_status, HttpOutcome, HttpRules, HttpVerdict,
     IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_METHODS, RETRYABLE_STATUSES,
 };
 pub use knob::{Knob, Setting, Unit, KNOBS};
-pub use policy::{Given, Jitter, Policy, PolicyBuilder, PolicyError, Pushback};
+pub use policy::{DeadlineHint, Given, Jitter, Policy, PolicyBuilder, PolicyError, Pushback};
 pub use redact::{check_redact_keys, redact_url, redact_url_with, REDACTED_QUERY_KEYS};
 pub use retry_after::{parse_retry_after, parse_retry_after_ms, transient, RetryAfter};
 pub use sleep::Sleep;
 #[cfg(feature = "tokio")]
 pub use sleep::TokioSleep;
+pub use stats::{Stats, StatsSnapshot};
 
 /// The crate version, as in Cargo.toml.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

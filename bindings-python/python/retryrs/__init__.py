@@ -3,7 +3,7 @@ cancellation, decided by one Rust engine shared with the Rust, Node and C hosts.
 
     from retryrs import Retrier
 
-    r = Retrier(retry_on=OSError, max_attempts=5, initial_delay=0.2, deadline=15)
+    r = Retrier(retry_on=ConnectionError, max_attempts=5, initial_delay=0.2, deadline=15)
     value = r.call(fetch, url)          # sync
     value = await r.call_async(afetch)  # asyncio
 
@@ -17,7 +17,7 @@ import importlib
 from types import ModuleType
 
 from . import testing
-from ._errors import AttemptTimeout, RetryCancelled, RetryError, RetryExhausted
+from ._errors import AttemptTimeout, RetryCancelled, RetryError, RetryExhausted, StopRetrying
 from ._logging import log_events
 from ._policies import PolicyDocument, PolicyDocumentError, load_policies
 from ._native import (
@@ -52,6 +52,7 @@ __all__ = [
     "RetryExhausted",
     "RetryCancelled",
     "AttemptTimeout",
+    "StopRetrying",
     "current_attempt",
     "AttemptInfo",
     "parse_retry_after",

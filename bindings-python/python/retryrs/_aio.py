@@ -15,7 +15,7 @@ import types
 from typing import Any, Awaitable, Callable, Dict, Generator, List, Optional, Tuple
 
 from . import _native
-from ._errors import AttemptTimeout
+from ._errors import AttemptTimeout, _Raised
 from ._runtime import library as _library, sleep as _sleep
 
 _CURRENT = _native._CURRENT
@@ -60,11 +60,10 @@ async def _go_on(r: _native.Retrier, first: _native._FirstAttempt, fn: Callable[
             _leave(entered)
     if exc is None:
         # No engine state unless someone listens, a budget refills or a result predicate
-        # looks at the value.
-        if r._wants_success:
-            if await _rejects(r, value):
-                return await _retry(r, r._begin(info), fn, args, kw, None, value)
-            r._succeeded(info)
+        # looks at the value (else the success is only counted, for r.stats()).
+        if r._wants_success and await _rejects(r, value):
+            return await _retry(r, r._begin(info), fn, args, kw, None, value)
+        r._succeeded(info)
         return value
     return await _retry(r, r._begin(info), fn, args, kw, exc, None)
 
@@ -120,7 +119,7 @@ async def _failed(call: _native.SteppedCall, exc: BaseException) -> float:
         step = call.failed(exc, answers)
         if type(step) is float:
             return step
-        answers += (await step,)
+        answers += (await _answer(call, step),)
 
 
 async def _rejected(call: _native.SteppedCall, value: Any) -> float:
@@ -130,7 +129,21 @@ async def _rejected(call: _native.SteppedCall, value: Any) -> float:
         step = call.rejected(value, answers)
         if type(step) is float:
             return step
-        answers += (await step,)
+        answers += (await _answer(call, step),)
+
+
+async def _answer(call: _native.SteppedCall, step: Any) -> Any:
+    """A hook's awaited answer. A wait / before_sleep hook that raises (StopRetrying, or
+    its own error) goes back to the engine, which closes the call."""
+    if not call._hooking:
+        return await step
+    try:
+        return await step
+    except Exception as e:
+        return _Raised(e)
+    except BaseException:
+        call.interrupted()  # (task cancelled during the hook: the engine records it)
+        raise
 
 
 _NOT_CALLED = object()
@@ -304,6 +317,10 @@ def decorate(r: _native.Retrier, fn: Any) -> Any:
             f"{fn!r} is a generator function: calling it only creates the generator, so there is nothing to retry; "
             "decorate a function that does the work, or use the loop form (`for attempt in retrier: with attempt: ...`) inside the generator"
         )
+    # An unnamed retrier takes the function's name, in events, log lines and errors.
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    if isinstance(name, str):
+        r = r._named(name)
     if inspect.iscoroutinefunction(fn):
         if r._hedges:  # (decided here, once: the wrapper below pays nothing for it)
             from ._hedge import decorate as hedged

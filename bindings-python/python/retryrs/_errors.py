@@ -13,7 +13,9 @@ class RetryExhausted(RetryError):
     """Transient failures ran out of room.
 
     ``attempts``: calls made; ``reason``: ``"attempts"``, ``"deadline"``, ``"budget"``,
-    ``"retry_after"`` (the server asked for a wait longer than ``max_retry_after``) or
+    ``"retry_after"`` (the server asked for a wait longer than ``max_retry_after``, or a
+    ``wait`` hook gave one), ``"stopped"`` (a ``before_sleep`` hook returned False or raised
+    ``StopRetrying``) or
     ``"circuit_open"`` (the Retrier's circuit breaker refused the call: no attempt was
     made; ``breaker_state`` is ``"open"`` or ``"half_open"`` and ``retry_in`` the seconds
     before a probe may go); ``errors``: the exceptions among the last 64 failures, in
@@ -59,16 +61,46 @@ class RetryCancelled(RetryError):
         return (_rebuild, (type(self), self.args, self.__dict__))
 
 
+class StopRetrying(Exception):
+    """Raised by a ``before_sleep`` hook (which runs before each wait): the call stops
+    there, as it would returning False: ``RetryExhausted(reason="stopped")``, the last
+    failure its cause and its history kept (with ``reraise=True``, the last error itself).
+    """
+
+
+class _Raised:
+    """An awaited hook's exception, handed back to the engine by the async driver."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
 class AttemptTimeout(RetryError, TimeoutError):
     """An async attempt ran past its bound: the Retrier's ``attempt_timeout``, or the time
     left before its deadline. A ``TimeoutError``, judged by ``retry_on`` like any failure
-    (transient under the default ``OSError``); past the deadline a transient one ends the
+    (transient under the default ``retry_on``); past the deadline a transient one ends the
     call with reason ``deadline``. ``timeout``: the bound, in seconds, when the attempt
     started."""
 
     def __init__(self, timeout: float) -> None:
         super().__init__(f"attempt took longer than {timeout} s")
         self.timeout = timeout
+
+
+def _reraise(err: BaseException, exhausted: RetryExhausted) -> BaseException:
+    """``reraise=True``: the last error goes up itself, the call's history attached as
+    ``err.retryrs_history`` (the RetryExhausted it replaces: ``attempts``, ``reason``,
+    ``errors``) and, on 3.11+, as a note the traceback shows."""
+    try:
+        err.retryrs_history = exhausted  # type: ignore[attr-defined]
+    except Exception:  # (a class that refuses attributes: the error still goes up)
+        pass
+    add_note = getattr(err, "add_note", None)
+    if add_note is not None:
+        add_note(f"{exhausted} (reraise=True: the last error is raised; .retryrs_history has the {len(exhausted.errors)} failures kept)")
+    return err
 
 
 def _rebuild(cls: Any, args: Any, state: Any) -> Any:

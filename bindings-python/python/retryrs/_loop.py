@@ -134,8 +134,8 @@ class _Base:
             self._done = True
             if self._call is not None:
                 self._call.succeeded()
-            elif self._r._wants_success:
-                self._r._succeeded(self._start)
+            else:
+                self._r._succeeded(self._start)  # (reported, or only counted)
             return False
         if self._call is None:
             self._call = self._r._begin(self._start)

@@ -5,7 +5,7 @@ from ._loop import Attempts, AsyncAttempts
 from contextvars import ContextVar
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any, Awaitable, Callable, Coroutine, Generic, List, Literal, Optional, Sequence, Tuple, Type, TypeVar, Union, final, overload
+from typing import Any, Awaitable, Callable, Coroutine, Generic, Iterable, List, Literal, Optional, Sequence, Tuple, Type, TypeVar, Union, final, overload
 
 if sys.version_info >= (3, 10):
     from typing import Concatenate, ParamSpec
@@ -20,6 +20,8 @@ _S = TypeVar("_S")
 Seconds = Union[float, int, timedelta]
 RetryOn = Union[Type[BaseException], Tuple[Type[BaseException], ...], Callable[[BaseException], Union[bool, Awaitable[bool]]]]
 Hint = Union[float, int, timedelta, str, None]
+WaitHook = Callable[[int, Any, float], Union[float, int, timedelta, None, Awaitable[Union[float, int, timedelta, None]]]]
+BeforeSleepHook = Callable[[int, Any, float], Union[None, bool, Awaitable[Optional[bool]]]]
 
 __version__: str
 RETRYABLE_STATUSES: Tuple[int, ...]
@@ -103,6 +105,10 @@ class Event:
     def delay(self) -> Optional[float]: ...
     @property
     def reason(self) -> Optional[str]: ...
+    # The retries the attempt limit still allows (a bound: the deadline, budget or a hook
+    # may end the call sooner).
+    @property
+    def retries_left(self) -> int: ...
 
 @final
 class CancelToken:
@@ -110,6 +116,11 @@ class CancelToken:
     def cancel(self) -> None: ...
     @property
     def cancelled(self) -> bool: ...
+    # A token cancelled when this one is; cancelling it leaves this one alone.
+    def child(self) -> CancelToken: ...
+    # A token cancelled as soon as any of `tokens` is.
+    @staticmethod
+    def any(tokens: Iterable[CancelToken]) -> CancelToken: ...
     def _subscribe(self, callback: Callable[[], object]) -> int: ...
     def _unsubscribe(self, id: int) -> None: ...
 
@@ -218,7 +229,19 @@ class Retrier:
         on_event: Union[Callable[[Event], object], list[Callable[[Event], object]], tuple[Callable[[Event], object], ...], None] = None,
         # A circuit breaker shared with other retriers; None: no breaker.
         breaker: Optional[CircuitBreaker] = None,
+        # True: exhaustion by a transient error raises that error itself (the history as
+        # its .retryrs_history); exhaustion on a rejected value still raises RetryExhausted.
+        reraise: bool = False,
+        # (attempt, failure, delay) -> seconds to wait instead of `delay` (the engine's), or
+        # None: the engine's; the deadline and max_retry_after still apply (may be async in
+        # async calls).
+        wait: Optional[WaitHook] = None,
+        # (attempt, failure, delay), before each wait: returning False or raising
+        # retryrs.StopRetrying stops the call (RetryExhausted, reason "stopped").
+        before_sleep: Optional[BeforeSleepHook] = None,
     ) -> Retrier: ...
+    # A document's policy, with the parts only code can give and any knob given again
+    # (same names, units and errors as the constructor).
     @staticmethod
     def from_policy(
         policy: Policy,
@@ -229,7 +252,22 @@ class Retrier:
         retry_on_result: Optional[Callable[[Any], Union[bool, Awaitable[bool]]]] = None,
         on_event: Union[Callable[[Event], object], list[Callable[[Event], object]], tuple[Callable[[Event], object], ...], None] = None,
         attempt_timeout: Optional[Seconds] = None,
+        reraise: bool = False,
+        wait: Optional[WaitHook] = None,
+        before_sleep: Optional[BeforeSleepHook] = None,
+        **knobs: Any,
     ) -> Retrier: ...
+    # The same options given again, the rest kept: shares the budget, breaker, listeners,
+    # hooks and cancel token.
+    def replace(self, **options: Any) -> Retrier: ...
+    def __copy__(self) -> Retrier: ...
+    def __reduce__(self) -> Tuple[Callable[[dict[str, Any]], Retrier], Tuple[dict[str, Any]]]: ...
+    def _options(self) -> dict[str, Any]: ...
+    @property
+    def reraise(self) -> bool: ...
+    # {calls, attempts, retries, successes, rejections, cancellations, exhausted: {reason: n}}
+    def stats(self) -> dict[str, Any]: ...
+    def _named(self, qualname: str) -> Retrier: ...
     def call(self, func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T: ...
     def call_async(self, func: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs) -> Coroutine[Any, Any, T]: ...
     @overload
@@ -345,6 +383,8 @@ class SteppedCall:
     def wait(self, seconds: float) -> None: ...
     def cancelled(self) -> None: ...
     def interrupted(self) -> None: ...
+    @property
+    def _hooking(self) -> bool: ...
     @property
     def attempt(self) -> int: ...
     @property

@@ -74,7 +74,15 @@ fn property(k: &Knob) -> String {
 /// Python's own options, around the knobs, as `Retrier.__new__` takes them (checked
 /// against options.rs's HOST_ONLY by tests/test_knobs.py).
 const BEFORE: &[&str] = &["retry_on=None"];
-const AFTER: &[&str] = &["retry_after=None", "retry_on_result=None", "on_event=None", "breaker=None"];
+const AFTER: &[&str] = &[
+    "retry_after=None",
+    "retry_on_result=None",
+    "on_event=None",
+    "breaker=None",
+    "reraise=False",
+    "wait=None",
+    "before_sleep=None",
+];
 
 fn signature() -> String {
     let knobs = KNOBS.iter().map(|k| format!("{}={}", k.name, default(k, '\'')));
