@@ -136,7 +136,7 @@ impl HedgedCall {
                         let name = self.host.policy.name();
                         let err = match self.call.refusal() {
                             Some((state, retry_in)) => errors::circuit_open(py, name, state.as_str(), retry_in),
-                            None => errors::exhausted(py, name, self.call.launched(), reason, &self.errors),
+                            None => errors::exhausted(py, name, self.call.launched(), reason, &self.errors, None),
                         };
                         Some(err)
                     }

@@ -365,10 +365,132 @@ def uses_hedging(v: Dict[str, Any]) -> bool:
     return "hedge" in v.get("policy", {}) or any("hedgingPolicy" in c for c in configs)
 
 
-            current.clear()
-            current.update(call)
-            found = run_hedged_call(r, call, holder) if hedged else run_call(r, call, holder, use_async)
-            problems += [f"call {i + 1}: {p}" for p in found]
+def run_hedged_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any]) -> List[str]:
+    """One call of a hedging vector, through the Python host's hedged call (the native
+    stepper the asyncio driver runs, ``Retrier._hedge()``) on virtual time, as
+    tests/conformance/README.md says: attempt k ends ``takes_ms`` after its launch; at one
+    instant outcomes are reported (in attempt order) before a due hedge; cancelled attempts'
+    late results are reported afterwards and must be dropped."""
+    script = call["attempts"]
+    expect = call["expect"]
+    problems: List[str] = []
+    events: List[Any] = []
+    holder["listener"] = events.append
+    launched: List[int] = []
+    bounds: List[Optional[int]] = []
+    ends: Dict[int, int] = {}
+    failures: List[Tuple[Any, bool]] = []
+    raised: Dict[int, BaseException] = {}
+    cancelled: List[int] = []
+    winner: Optional[int] = None
+    outcome, reason, error = None, None, None
+    value: Any = None
+    now = 0
+
+    def outcome_of(hc: Any, k: int) -> Any:
+        step = script[k - 1]
+        if step["result"] == "success":
+            return hc.succeeded(k)
+        if step["result"] == "rejected_value":
+            rejected = Value(k, True, step.get("hint_ms"))
+            return hc.rejected(k, rejected)
+        err = Transient(k, step.get("hint_ms")) if step["result"] == "transient" else Permanent(f"attempt {k}")
+        raised[k] = err
+        return hc.failed(k, err)
+
+    with testing.virtual_time():
+        if call.get("at_ms"):
+            testing.advance(call["at_ms"] / 1000)
+        try:
+            hc = r._hedge()
+        except RetryExhausted as e:
+            hc, outcome, reason, error = None, "exhausted", e.reason, e
+        queue: List[int] = []
+        step = hc.poll() if hc is not None else None
+        while step is not None:
+            action = step[0]
+            if action == _native._HEDGE_LAUNCH:
+                k = step[1]
+                if k > len(script):
+                    problems.append(f"launched attempt {k}, script has {len(script)}")
+                    return problems
+                launched.append(now)
+                info = hc.attempt_info(k)
+                if info.number != k:
+                    problems.append(f"attempt {k}: attempt_info says {info.number}")
+                bounds.append(ms(info.remaining))
+                ends[k] = now + script[k - 1].get("takes_ms", 0)
+            elif action == _native._HEDGE_WON:
+                winner, cancelled, outcome = step[1], list(step[3]), "success"
+                value = Value(winner, False)
+                break
+            elif action == _native._HEDGE_STOP:
+                cancelled, error = list(step[3]), step[4]
+                if isinstance(error, RetryExhausted):
+                    outcome, reason = "exhausted", error.reason
+                elif isinstance(error, RetryCancelled):
+                    outcome = "cancelled"
+                elif isinstance(error, Permanent):
+                    outcome = "rejected"
+                else:
+                    problems.append(f"stopped with {error!r}")
+                break
+            elif action == _native._HEDGE_WAIT and not queue:
+                running = hc.running
+                targets = [ends[k] for k in running]
+                if step[2] is not None:
+                    targets.append(now + round(step[2] * 1000))
+                if not targets:
+                    problems.append("told to wait with nothing in flight and no timer")
+                    return problems
+                target = min(targets)
+                testing.advance((target - now) / 1000)
+                now = target
+                queue = sorted(k for k in running if ends[k] <= now)
+            if queue:
+                step = outcome_of(hc, queue.pop(0))
+                if step[0] == _native._HEDGE_DROPPED:
+                    problems.append("an attempt in flight was dropped")
+            else:
+                step = hc.poll()
+        # The losers' late results: dropped, with no event and no budget change.
+        if hc is not None:
+            seen, tokens = len(events), (r.budget.tokens if r.budget is not None else None)
+            for k in sorted(cancelled):
+                if hc_step_dropped(outcome_of(hc, k)) is False:
+                    problems.append(f"attempt {k}'s late result was not dropped")
+            if len(events) != seen or (r.budget is not None and r.budget.tokens != tokens):
+                problems.append("a late result changed the events or the budget")
+        state = r.breaker.state if r.breaker is not None else None
+
+    if outcome != expect["outcome"]:
+        problems.append(f"outcome {outcome} ({error!r}), expected {expect['outcome']}")
+    if "reason" in expect and reason != expect["reason"]:
+        problems.append(f"reason {reason}, expected {expect['reason']}")
+    if "attempts" in expect and len(launched) != expect["attempts"]:
+        problems.append(f"{len(launched)} attempts launched, expected {expect['attempts']}")
+    if outcome == "rejected" and not any(error is e for e in raised.values()):
+        problems.append("the rejected error is not the original object")
+    if isinstance(error, RetryExhausted) and error.attempts != len(launched):
+        problems.append(f"RetryExhausted.attempts {error.attempts} != {len(launched)}")
+    if "winner" in expect and winner != expect["winner"]:
+        problems.append(f"winner {winner}, expected {expect['winner']}")
+    if outcome == "success" and (not isinstance(value, Value) or value.n != winner):
+        problems.append(f"value {value!r} is not the winner's")
+    if "launched_ms" in expect and launched != expect["launched_ms"]:
+        problems.append(f"launched at {launched} ms, expected {expect['launched_ms']}")
+    if "cancelled" in expect and cancelled != expect["cancelled"]:
+        problems.append(f"cancelled {cancelled}, expected {expect['cancelled']}")
+    return problems + shared_checks(r, expect, events, state, bounds)
+
+
+def hc_step_dropped(step: Any) -> bool:
+    return bool(step[0] == _native._HEDGE_DROPPED)
+
+
+def uses_hooks(v: Dict[str, Any]) -> bool:
+    """A hook vector (tests/conformance/README.md): an attempt scripts a hook's "wait"."""
+    return any("wait" in a for c in v.get("calls", []) for a in c.get("attempts", []))
 
 
 def run_all(use_async: bool = False) -> Tuple[int, List[Tuple[str, List[str]]], int]:
