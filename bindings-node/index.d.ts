@@ -73,10 +73,11 @@ export interface RetrierOptions<R = unknown> {
   attemptTimeoutMs?: number | null;
   // knobgen:end retrier-options
   /**
-   * true: transient (retry); false: permanent (the error surfaces as it is). May answer
-   * with a promise; anything but a boolean is a TypeError. Default: isTransientError.
+   * Truthy: transient (retry); falsy (false, undefined, ...): permanent (the original
+   * error surfaces unchanged), read by truthiness as p-retry reads it. May answer with a
+   * promise, which the call awaits. Default: isTransientError.
    */
-  shouldRetry?: (error: unknown) => Answer<boolean>;
+  shouldRetry?: (error: unknown) => Answer<unknown>;
   /**
    * true: fn's value is a failure, retried like a transient error (a 503 response, an
    * empty page). May answer with a promise. Default: none (every value is a success).
@@ -99,6 +100,24 @@ export interface RetrierOptions<R = unknown> {
   unref?: boolean;
   /** A circuit breaker shared with other retriers (and worker threads); null: none. */
   breaker?: CircuitBreaker | SharedCircuitBreaker | null;
+  /**
+   * true: when transient failures run out (attempts, deadline, budget, retry_after), the
+   * call rejects with the last failure itself (your own catch handlers still match), its
+   * history attached as `err.retryrs` (a RetryExhaustedError; see RetryHistory). A call
+   * that ran out on a value shouldRetryResult rejected, or that the breaker refused, still
+   * rejects with RetryExhaustedError (there is no error to rethrow). Default false.
+   */
+  reraise?: boolean;
+}
+
+/** What `reraise: true` attaches to the failure it rejects with (non-enumerable). */
+export interface RetryHistory {
+  readonly retryrs?: RetryExhaustedError;
+}
+
+/** What r.onEvent(listener) returns: dispose() detaches the listener (also `using`, via Symbol.dispose). */
+export interface ListenerHandle {
+  dispose(): void;
 }
 
 /** What fn receives for each attempt. */
@@ -140,12 +159,27 @@ export declare class Retrier<R = unknown> {
    * the signal's reason (aborted).
    */
   call<T extends R>(fn: (ctx: AttemptContext) => T | PromiseLike<T>, options?: CallOptions): Promise<Awaited<T>>;
-  /** A retrier running a policy from a document (loadPolicies), with the options only code can give. */
+  /**
+   * A retrier running a policy from a document (loadPolicies), with the options only code
+   * can give and any knob overridden (the document's policy is unchanged); validated like
+   * the constructor's options.
+   */
   static fromPolicy<R = unknown>(policy: Policy, options?: FromPolicyOptions<R>): Retrier<R>;
+  /**
+   * The same retrier with some options changed (tenacity's retry_with): the options given
+   * replace this retrier's; the budget, breaker and listeners (onEvent, and those attached
+   * with r.onEvent, now or later) are shared. Validated like the constructor's options.
+   */
+  with<R2 = R>(overrides: RetrierOptions<R2>): Retrier<R2>;
+  /**
+   * Attaches a listener after creation (cockatiel style), called for every event after
+   * the onEvent option's, by this retrier and those made from it with with().
+   */
+  onEvent(listener: (event: RetryEvent) => void | PromiseLike<void>): ListenerHandle;
 }
 
-/** The options Retrier.fromPolicy takes: the knobs come from the policy. */
-export type FromPolicyOptions<R = unknown> = Pick<RetrierOptions<R>, 'shouldRetry' | 'shouldRetryResult' | 'retryAfterMs' | 'onEvent' | 'attemptTimeoutMs' | 'unref'>;
+/** The options Retrier.fromPolicy takes: the host's, and knobs overriding the document's. */
+export type FromPolicyOptions<R = unknown> = RetrierOptions<R>;
 
 /** A named policy from a policy document: read-only; it answers its knobs (null when off). */
 export declare class Policy {

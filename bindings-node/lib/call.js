@@ -40,6 +40,8 @@ class CallRun {
   constructor(o, fn, signal, t0, startedOnLastSeen = false) {
     this.o = o;
     this.fn = fn;
+    // What events and errors name: the retrier's chosen name, else the function's.
+    this.name = nameOf(o, fn);
     this.signal = signal;
     this.t0 = t0;
     // t0 came from the happy path's reading of the switch (clock.startTime).
@@ -108,7 +110,7 @@ class CallRun {
     const listener = this.o.onEvent;
     if (listener === undefined || this.engine === null) return;
     for (const rec of native.callTakeEvents(this.engine)) {
-      const event = { kind: rec.kind, name: this.o.name, attempt: rec.attempt, elapsedMs: rec.elapsedMs };
+      const event = { kind: rec.kind, name: this.name, attempt: rec.attempt, elapsedMs: rec.elapsedMs };
       if (rec.delayMs !== null && rec.delayMs !== undefined) event.delayMs = rec.delayMs;
       if (rec.reason !== null && rec.reason !== undefined) event.reason = rec.reason;
       // The core says which kinds carry the failure (retrying does: see docs/contract.md).
@@ -223,7 +225,7 @@ class CallRun {
       this.interrupt = () => settle(ABORTED);
       if (bound !== null && o.interrupts) {
         const cut = () => {
-          const err = boundError(o, n, bound);
+          const err = boundError(o, this.name, n, bound);
           if (isDeadline(o, bound)) this.deadlineError = err;
           abortAttempt(ctx, err);
           settle(FAILED, err);
@@ -288,16 +290,16 @@ class CallRun {
     } catch (err) {
       return this.hookFailed(error, err);
     }
+    // Read by truthiness, as p-retry reads it: a falsy answer (undefined from the common
+    // `err.code && codes.has(err.code)`) is "permanent", the original error passed through.
     if (answer === true) return this.hint(error);
-    if (answer === false) return this.record(error, V_PERMANENT, undefined);
     if (isThenable(answer)) {
-      return Promise.resolve(answer).then((a) => {
-        if (a === true) return this.hint(error);
-        if (a === false) return this.record(error, V_PERMANENT, undefined);
-        return this.hookFailed(error, notBoolean('shouldRetry', a));
-      }, (err) => this.hookFailed(error, err));
+      return Promise.resolve(answer).then(
+        (a) => (a ? this.hint(error) : this.record(error, V_PERMANENT, undefined)),
+        (err) => this.hookFailed(error, err),
+      );
     }
-    return this.hookFailed(error, notBoolean('shouldRetry', answer));
+    return answer ? this.hint(error) : this.record(error, V_PERMANENT, undefined);
   }
 
   /**
@@ -385,7 +387,7 @@ class CallRun {
     const refusal = native.callRefusal(this.engineCall());
     this.emit(undefined);
     if (refusal === null || refusal === undefined) return;
-    const err = new RetryExhaustedError(this.o.name, 0, 'circuit_open', []);
+    const err = new RetryExhaustedError(this.name, 0, 'circuit_open', []);
     err.breakerState = refusal[0];
     err.retryInMs = refusal[1];
     throw err;
@@ -394,7 +396,8 @@ class CallRun {
   exhausted() {
     const id = this.engine;
     const result = this.lastWasValue ? this.errors[this.errors.length - 1] : undefined;
-    return new RetryExhaustedError(this.o.name, native.callAttempt(id), native.callReason(id), this.errors, result);
+    const exhausted = new RetryExhaustedError(this.name, native.callAttempt(id), native.callReason(id), this.errors, result);
+    return this.o.reraise && !this.lastWasValue ? reraised(exhausted) : exhausted;
   }
 
   succeed() {
@@ -460,16 +463,21 @@ class CallRun {
   }
 }
 
+/** The name events and errors carry: the retrier's if chosen, else fn's (when it has one). */
+function nameOf(o, fn) {
+  return o.named || typeof fn.name !== 'string' || fn.name === '' ? o.name : fn.name;
+}
+
 /** Whether an attempt bound of `bound` ms was the deadline (not the attempt timeout). */
 function isDeadline(o, bound) {
   return o.attemptTimeoutMs === 0 || bound < o.attemptTimeoutMs;
 }
 
 /** What an attempt cut short by its bound fails with (a TimeoutError, as fetch's). */
-function boundError(o, n, bound) {
+function boundError(o, name, n, bound) {
   const message = isDeadline(o, bound)
-    ? `${o.name}: attempt ${n} ran past the deadline (it had ${Math.round(bound)} ms left)`
-    : `${o.name}: attempt ${n} timed out after ${o.attemptTimeoutMs} ms`;
+    ? `${name}: attempt ${n} ran past the deadline (it had ${Math.round(bound)} ms left)`
+    : `${name}: attempt ${n} timed out after ${o.attemptTimeoutMs} ms`;
   return new DOMException(message, 'TimeoutError');
 }
 
@@ -512,7 +520,7 @@ function boundedFirstAttempt(o, fn, t0) {
     if (at === SETTLED) return; // after the bound passed: a late failure is dropped
     run = new CallRun(o, fn, undefined, t0, true);
     if (err === EXPIRED) {
-      err = boundError(o, 1, bound);
+      err = boundError(o, nameOf(o, fn), 1, bound);
       abortAttempt(ctx, err);
       if (isDeadline(o, bound)) {
         run.deadlineError = err;
@@ -544,6 +552,23 @@ function captureResolve(resolve) {
   captured = resolve;
 }
 
+/**
+ * reraise: the last failure itself, carrying the call's RetryExhaustedError (attempts,
+ * reason, errors) as its `retryrs` property. A failure that cannot carry it (a thrown
+ * primitive, a frozen error) is rejected with as it is.
+ */
+function reraised(exhausted) {
+  const last = exhausted.cause;
+  if (last !== null && typeof last === 'object' && Object.isExtensible(last)) {
+    try {
+      Object.defineProperty(last, 'retryrs', { value: exhausted, writable: true, configurable: true, enumerable: false });
+    } catch {
+      // A proxy refused: the failure goes as it is.
+    }
+  }
+  return last;
+}
+
 function notBoolean(option, answer) {
   return new TypeError(`${option} must return a boolean (or a Promise of one), got ${typeName(answer)}`);
 }
@@ -570,4 +595,4 @@ function hookError(thrown, original) {
   return wrapped;
 }
 
-module.exports = { CallRun, isThenable, boundedFirstAttempt, isDeadline };
+module.exports = { CallRun, isThenable, boundedFirstAttempt, isDeadline, nameOf };

@@ -203,6 +203,31 @@ impl NativePolicy {
         })
     }
 
+    /// The same policy with some knobs overridden (the others, the budget and the breaker
+    /// kept unless given): what `r.with({...})` and `Retrier.fromPolicy(p, overrides)`
+    /// run. `budget`/`breaker` replace the policy's when `replace_budget`/`replace_breaker`
+    /// is true (None then removes it). A bad value throws like `create` does.
+    #[napi]
+    pub fn with_options(
+        &self,
+        options: PolicyOptions,
+        replace_budget: bool,
+        budget: Option<&NativeBudget>,
+        replace_breaker: bool,
+        breaker: Option<&NativeBreaker>,
+    ) -> napi::Result<NativePolicy> {
+        guarded(|| {
+            let mut b = PolicyBuilder::from(&*self.inner);
+            if replace_budget {
+                b = b.budget(budget.map(|x| x.inner.clone()));
+            }
+            if replace_breaker {
+                b = b.breaker(breaker.map(|x| x.inner.clone()));
+            }
+            apply(b, options).map_err(Problem::into_error)
+        })
+    }
+
     /// Why the policy cannot run in this host, if it hedges (the core's wording), or null.
     /// Node runs one attempt at a time until it hedges (issue 26).
     #[napi(getter)]
@@ -246,9 +271,15 @@ fn build(
     budget: Option<Arc<retryrs::RetryBudget>>,
     breaker: Option<Arc<retryrs::CircuitBreaker>>,
 ) -> Result<NativePolicy, Problem> {
+    apply(Policy::builder().budget(budget).breaker(breaker), o)
+}
+
+/// The options set on a builder (a fresh one, or an existing policy's), validated by the
+/// engine, and the result registered.
+fn apply(b: PolicyBuilder, o: PolicyOptions) -> Result<NativePolicy, Problem> {
     let given = o.numbers.unwrap_or_default();
     let problem = |e| Problem::from_policy(e, &given);
-    let mut b = Policy::builder().budget(budget).breaker(breaker);
+    let mut b = b;
     for (name, value) in &given {
         b = b.set(name, Setting::Number(*value)).map_err(problem)?;
     }
