@@ -4,7 +4,7 @@
 export type Jitter = 'none' | 'full' | 'equal' | 'decorrelated' | `proportional(${number})` | `proportional:${number}`;
 
 /** Why a call gave up on transient failures. */
-export type ExhaustReason = 'attempts' | 'deadline' | 'budget' | 'retry_after' | 'circuit_open';
+export type ExhaustReason = 'attempts' | 'deadline' | 'budget' | 'retry_after' | 'circuit_open' | 'stopped';
 
 /** What a call reports as it goes, in the contract's order. */
 /**

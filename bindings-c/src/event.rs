@@ -25,6 +25,11 @@ pub struct retryrs_event {
     /// Why the call was exhausted (RETRYRS_EVENT_EXHAUSTED only; RETRYRS_REASON_NONE
     /// otherwise).
     pub reason: retryrs_reason,
+    /// The retries the attempt limit still allows after this event's attempt:
+    /// max_attempts - attempt (max_attempts - 1 before the first attempt). A bound, not a
+    /// promise: the deadline, the budget, a server's hint or a hook may end the call
+    /// sooner. Since 0.2 (appended: the library fills this struct, a program only reads it).
+    pub retries_left: u32,
 }
 
 /// Receives each event, on the thread running the call, in the contract's order.
@@ -51,6 +56,7 @@ impl retryrs_listener {
                 elapsed_ms: millis(event.elapsed),
                 delay_ms: event.delay.map_or(0, millis),
                 reason: reason(event.reason),
+                retries_left: event.retries_left,
             };
             // SAFETY: the caller promised a callable function and its user_data.
             unsafe { f(self.user_data, &c) }

@@ -103,6 +103,9 @@ pub const RETRYRS_REASON_BUDGET: retryrs_reason = 3;
 pub const RETRYRS_REASON_RETRY_AFTER: retryrs_reason = 4;
 /// The policy's circuit breaker is open: the call was refused, no attempt made.
 pub const RETRYRS_REASON_CIRCUIT_OPEN: retryrs_reason = 5;
+/// A hook stopped the call before a wait (a before-retry callback answered stop, or
+/// retryrs_call_settle was given RETRYRS_PLAN_STOP); the last failure is kept.
+pub const RETRYRS_REASON_STOPPED: retryrs_reason = 6;
 
 /// The C value of an event kind.
 pub fn event_kind(kind: EventKind) -> retryrs_event_kind {
@@ -130,6 +133,7 @@ pub fn reason(reason: Option<ExhaustReason>) -> retryrs_reason {
         Some(ExhaustReason::Budget) => RETRYRS_REASON_BUDGET,
         Some(ExhaustReason::RetryAfter) => RETRYRS_REASON_RETRY_AFTER,
         Some(ExhaustReason::CircuitOpen) => RETRYRS_REASON_CIRCUIT_OPEN,
+        Some(ExhaustReason::Stopped) => RETRYRS_REASON_STOPPED,
     }
 }
 

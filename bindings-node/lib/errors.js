@@ -22,7 +22,7 @@ class RetryExhaustedError extends Error {
   /**
    * @param {string} retrier the retrier's name
    * @param {number} attempts how many times fn ran
-   * @param {'attempts'|'deadline'|'budget'|'retry_after'|'circuit_open'} reason which limit
+   * @param {'attempts'|'deadline'|'budget'|'retry_after'|'circuit_open'|'stopped'} reason which limit
    *   ended the call (circuit_open: the breaker refused it, fn never ran; the error then
    *   has breakerState and retryInMs)
    * @param {unknown[]} errors the failures (errors, and values shouldRetryResult

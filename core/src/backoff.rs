@@ -132,7 +132,7 @@ impl Backoff {
 }
 
 /// A hint rounded up to whole milliseconds: never sooner than the server asked.
-fn ceil_ms(hint: Duration) -> u64 {
+pub(crate) fn ceil_ms(hint: Duration) -> u64 {
     u64::try_from(hint.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
 }
 

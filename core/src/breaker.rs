@@ -414,7 +414,15 @@ impl CircuitBreaker {
 pub fn admit(policy: &Policy, now: Duration, sink: &mut impl FnMut(&Event<'_>)) -> Option<Admission> {
     let breaker = policy.breaker.as_ref()?;
     let mut event = |kind, delay, reason| {
-        sink(&Event { kind, name: &policy.name, attempt: 0, elapsed: Duration::ZERO, delay, reason })
+        sink(&Event {
+            kind,
+            name: &policy.name,
+            attempt: 0,
+            elapsed: Duration::ZERO,
+            delay,
+            reason,
+            retries_left: crate::event::retries_left(policy.max_attempts, 0),
+        })
     };
     let admission = breaker.admit(now, &mut |t| {
         if t == Transition::HalfOpen {

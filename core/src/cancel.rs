@@ -1,11 +1,13 @@
 //! A cancel token: one side calls [`CancelToken::cancel`], a sleeping executor on another
 //! thread wakes at once (not when its timer would have fired), and so does an async one
-//! awaiting [`CancelToken::cancelled`].
+//! awaiting [`CancelToken::cancelled`]. Tokens link: [`CancelToken::child`] and
+//! [`CancelToken::any`] make a token that a parent's cancel cancels too (never the
+//! reverse); a parent holds its children weakly, so dropped children cost nothing.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -25,11 +27,15 @@ struct Inner {
     wake: Condvar,
 }
 
-/// The tasks awaiting [`CancelToken::cancelled`], each under the id of its future.
+/// The tasks awaiting [`CancelToken::cancelled`], each under the id of its future, and
+/// the linked tokens a cancel reaches.
 #[derive(Debug, Default)]
 struct Waiters {
     next_id: u64,
     wakers: Vec<(u64, Waker)>,
+    /// Tokens made by [`CancelToken::child`] / [`CancelToken::any`] from this one, held
+    /// weakly (a dropped child is pruned when the next one is linked).
+    children: Vec<Weak<Inner>>,
 }
 
 impl CancelToken {
@@ -38,19 +44,53 @@ impl CancelToken {
         Self::default()
     }
 
+    /// A token cancelled when this one is (at once if it already is); cancelling the
+    /// child leaves this one alone. This token holds it weakly: dropping it leaks nothing.
+    pub fn child(&self) -> CancelToken {
+        CancelToken::any(&[self])
+    }
+
+    /// A token cancelled as soon as any of `parents` is (at once if one already is; never
+    /// if the list is empty, unless cancelled itself). Cancelling it cancels none of them.
+    /// The parents hold it weakly: dropping it leaks nothing.
+    pub fn any(parents: &[&CancelToken]) -> CancelToken {
+        let token = CancelToken::new();
+        for parent in parents {
+            let mut guard = parent.inner.lock.lock().unwrap_or_else(|e| e.into_inner());
+            // Checked under the lock: cancel() sets the flag before it takes the lock to
+            // collect the children, so a child linked now is one it will see, or the flag
+            // is already set here.
+            if parent.is_cancelled() {
+                drop(guard);
+                token.cancel();
+                break;
+            }
+            guard.children.retain(|child| child.strong_count() > 0);
+            guard.children.push(Arc::downgrade(&token.inner));
+        }
+        token
+    }
+
     /// Cancels, and wakes every thread waiting on this token and every task awaiting
-    /// [`CancelToken::cancelled`].
+    /// [`CancelToken::cancelled`]; then the same for every linked token made from it.
     pub fn cancel(&self) {
-        self.inner.cancelled.store(true, Ordering::Release);
-        // Taking the lock orders this notify after a waiter's check-then-wait.
-        let wakers = {
-            let mut guard = self.inner.lock.lock().unwrap_or_else(|e| e.into_inner());
-            self.inner.wake.notify_all();
-            std::mem::take(&mut guard.wakers)
-        };
-        // Woken outside the lock: a waker may run a task inline.
-        for (_, waker) in wakers {
-            waker.wake();
+        // A worklist, not recursion: a long chain of children cannot overflow the stack.
+        let mut pending = vec![self.inner.clone()];
+        while let Some(inner) = pending.pop() {
+            if inner.cancelled.swap(true, Ordering::AcqRel) && !Arc::ptr_eq(&inner, &self.inner) {
+                continue; // a linked token cancelled before: its children were reached then
+            }
+            // Taking the lock orders this notify after a waiter's check-then-wait.
+            let (wakers, children) = {
+                let mut guard = inner.lock.lock().unwrap_or_else(|e| e.into_inner());
+                inner.wake.notify_all();
+                (std::mem::take(&mut guard.wakers), std::mem::take(&mut guard.children))
+            };
+            // Woken outside the lock: a waker may run a task inline.
+            for (_, waker) in wakers {
+                waker.wake();
+            }
+            pending.extend(children.iter().filter_map(Weak::upgrade));
         }
     }
 
@@ -144,6 +184,77 @@ impl Drop for Cancellation<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_parent_cancels_its_children_and_not_the_reverse() {
+        let parent = CancelToken::new();
+        let child = parent.child();
+        let grandchild = child.child();
+        assert!(!child.is_cancelled());
+        child.cancel();
+        assert!(!parent.is_cancelled(), "a child's cancel does not reach its parent");
+        assert!(grandchild.is_cancelled(), "but reaches its own children");
+        let other = parent.child();
+        let sleeper = other.clone();
+        let waiting = std::thread::spawn(move || sleeper.wait_timeout(Duration::from_secs(30)));
+        std::thread::sleep(Duration::from_millis(20));
+        parent.cancel();
+        assert!(waiting.join().unwrap(), "a thread blocked on the child wakes when the parent is cancelled");
+        assert!(other.is_cancelled());
+        assert!(parent.child().is_cancelled(), "a child of a cancelled token starts cancelled");
+    }
+
+    #[test]
+    fn any_is_cancelled_by_whichever_parent_goes_first() {
+        let (a, b) = (CancelToken::new(), CancelToken::new());
+        let either = CancelToken::any(&[&a, &b]);
+        assert!(!either.is_cancelled());
+        b.cancel();
+        assert!(either.is_cancelled());
+        assert!(!a.is_cancelled());
+        assert!(CancelToken::any(&[&a, &b]).is_cancelled(), "one parent already cancelled");
+        let none = CancelToken::any(&[]);
+        assert!(!none.is_cancelled());
+        none.cancel();
+        assert!(none.is_cancelled());
+    }
+
+    #[test]
+    fn dropped_children_are_not_kept() {
+        let parent = CancelToken::new();
+        for _ in 0..1000 {
+            let child = parent.child();
+            drop(child);
+        }
+        let kept = parent.child();
+        // Pruned as each one is linked: only the live child is held.
+        assert_eq!(parent.inner.lock.lock().unwrap().children.len(), 1);
+        assert_eq!(Arc::strong_count(&kept.inner), 1, "the parent holds no strong reference");
+        parent.cancel();
+        assert!(kept.is_cancelled());
+    }
+
+    #[test]
+    fn a_cancelled_parent_wakes_a_task_awaiting_its_child() {
+        use std::sync::atomic::AtomicUsize;
+        use std::task::Wake;
+        struct Count(AtomicUsize);
+        impl Wake for Count {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = Waker::from(count.clone());
+        let mut cx = Context::from_waker(&waker);
+        let parent = CancelToken::new();
+        let child = CancelToken::any(&[&parent, &CancelToken::new()]);
+        let mut waiting = child.cancelled();
+        assert_eq!(Pin::new(&mut waiting).poll(&mut cx), Poll::Pending);
+        parent.cancel();
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        assert_eq!(Pin::new(&mut waiting).poll(&mut cx), Poll::Ready(()));
+    }
 
     #[test]
     fn a_cancel_from_another_thread_wakes_a_sleeper_at_once() {

@@ -63,6 +63,47 @@ pub enum Decision {
     Stop(Stop),
 }
 
+/// What [`Call::propose`] says: the call ended already, or it may wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proposal {
+    /// The call is over, exactly as [`Call::record`] would have ended it.
+    Stop(Stop),
+    /// The engine would wait `delay`; the host's hooks decide, then [`Call::settle`].
+    Wait {
+        /// The wait the engine computed (backoff, raised to the hint).
+        delay: Duration,
+        /// The attempt that failed (1-based).
+        attempt: u32,
+        /// The retries the attempt limit still allows ([`Event::retries_left`]).
+        retries_left: u32,
+        /// The verdict's hint (a server's minimum wait), if it had one.
+        hint: Option<Duration>,
+    },
+}
+
+/// The host's answer to a [`Proposal::Wait`]: what [`Call::settle`] does with the wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// Wait what the engine computed.
+    Engine,
+    /// Wait exactly this long (a user's wait hook), instead of the computed wait and not
+    /// raised to the hint: rounded up to whole milliseconds, refused past the deadline,
+    /// over `max_retry_after` (when set) it ends the call with reason `retry_after`.
+    Exact(Duration),
+    /// A hook stopped the call: it ends with reason `stopped`, no budget token taken.
+    Stop,
+}
+
+impl Plan {
+    /// [`Plan::Exact`] from (possibly fractional) milliseconds, as hosts hold a wait;
+    /// `+inf` saturates. An error naming the value for NaN or a negative wait.
+    pub fn exact_ms(ms: f64) -> Result<Plan, String> {
+        duration_from_ms(ms)
+            .map(Plan::Exact)
+            .ok_or_else(|| format!("a wait must be a number of milliseconds >= 0, got {ms}"))
+    }
+}
+
 /// The engine's answer after a wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resume {
@@ -85,6 +126,8 @@ pub enum StateError {
     Ended,
     /// An attempt's bound asked for while no attempt is in progress.
     NoAttempt(&'static str),
+    /// `settle` without a [`Proposal::Wait`] before it.
+    NotProposed(&'static str),
 }
 
 impl std::fmt::Display for StateError {
@@ -98,6 +141,9 @@ impl std::fmt::Display for StateError {
             StateError::NoAttempt(state) => {
                 write!(f, "the attempt's bound needs an attempt in progress; the call is {state}")
             }
+            StateError::NotProposed(state) => {
+                write!(f, "settle() needs a proposed wait (propose() answered Wait); the call is {state}")
+            }
         }
     }
 }
@@ -107,6 +153,8 @@ impl std::error::Error for StateError {}
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Attempting,
+    /// [`Call::propose`] computed this wait; [`Call::settle`] comes next.
+    Proposed(Duration),
     Waiting,
     Done(Stop),
 }
@@ -115,6 +163,7 @@ impl State {
     fn describe(&self) -> &'static str {
         match self {
             State::Attempting => "attempting",
+            State::Proposed(_) => "proposed",
             State::Waiting => "waiting",
             State::Done(_) => "ended",
         }
@@ -237,6 +286,8 @@ impl<P: Deref<Target = Policy>> Call<P> {
 
     /// Steps 1 to 8 of the contract (step 5 refuses a hint over `max_retry_after`): the verdict on the current attempt, at time `now`.
     /// Emits AttemptFailed and then one of Retrying, Rejected, Exhausted; or Success.
+    /// The same as [`Call::propose`] followed by [`Call::settle`] with [`Plan::Engine`]
+    /// (for a host without hooks that act on the wait).
     // Inline hints: the hosts' call loops are hot, and whether the engine's two steps got
     // inlined into them used to depend on how codegen units happened to be split.
     #[inline]
@@ -246,6 +297,64 @@ impl<P: Deref<Target = Policy>> Call<P> {
         now: Duration,
         sink: &mut impl FnMut(&Event<'_>),
     ) -> Result<Decision, StateError> {
+        match self.propose_step(verdict, now, sink)? {
+            Ok((delay, _)) => Ok(self.settle_step(Plan::Engine, delay, now, sink)),
+            Err(stop) => Ok(Decision::Stop(stop)),
+        }
+    }
+
+    /// The first half of [`Call::record`], for a host whose hooks may change the wait or
+    /// stop the call (contract step 5a): classifies the verdict at `now`, emits
+    /// AttemptFailed, and either ends the call exactly as `record` would (success,
+    /// rejected, exhausted by attempts, by the deadline the attempt overran, or by a hint
+    /// over `max_retry_after`: [`Proposal::Stop`]), or computes the wait and returns
+    /// [`Proposal::Wait`]. The call is then "proposed": the host runs its hooks (they may
+    /// take any time, awaited or not) and answers with [`Call::settle`]. The jitter is
+    /// drawn here, whatever the hooks answer, so the stream of later waits is the same.
+    #[inline]
+    pub fn propose(
+        &mut self,
+        verdict: Verdict,
+        now: Duration,
+        sink: &mut impl FnMut(&Event<'_>),
+    ) -> Result<Proposal, StateError> {
+        match self.propose_step(verdict, now, sink)? {
+            Ok((delay, hint)) => {
+                self.state = State::Proposed(delay);
+                let retries_left = crate::event::retries_left(self.policy.max_attempts, self.attempt);
+                Ok(Proposal::Wait { delay, attempt: self.attempt, retries_left, hint })
+            }
+            Err(stop) => Ok(Proposal::Stop(stop)),
+        }
+    }
+
+    /// The second half: the host's [`Plan`] for the wait [`Call::propose`] computed, at
+    /// `now` (the hooks may have taken time). An exact wait over `max_retry_after` (when
+    /// set) ends the call with reason `retry_after`; a wait that cannot finish before the
+    /// deadline (or a deadline that passed during the hooks) ends it with reason
+    /// `deadline`; [`Plan::Stop`] ends it with reason `stopped`. Then the budget is asked
+    /// (not for a stopped call). Emits Retrying with the final wait, or Exhausted.
+    #[inline]
+    pub fn settle(
+        &mut self,
+        plan: Plan,
+        now: Duration,
+        sink: &mut impl FnMut(&Event<'_>),
+    ) -> Result<Decision, StateError> {
+        let State::Proposed(computed) = self.state else {
+            return Err(StateError::NotProposed(self.state.describe()));
+        };
+        Ok(self.settle_step(plan, computed, now, sink))
+    }
+
+    /// Steps 1 to 5: `Ok((wait, hint))` when the call may wait, `Err(stop)` when it ended.
+    #[inline(always)]
+    fn propose_step(
+        &mut self,
+        verdict: Verdict,
+        now: Duration,
+        sink: &mut impl FnMut(&Event<'_>),
+    ) -> Result<Result<(Duration, Option<Duration>), Stop>, StateError> {
         if self.state != State::Attempting {
             return Err(StateError::NotAttempting(self.state.describe()));
         }
@@ -258,11 +367,11 @@ impl<P: Deref<Target = Policy>> Call<P> {
                 if let Some(budget) = &self.policy.budget {
                     budget.call_succeeded(self.retry_cost);
                 }
-                return Ok(Decision::Stop(self.finish(Stop::Success, EventKind::Success, elapsed, None, sink)));
+                return Ok(Err(self.finish(Stop::Success, EventKind::Success, elapsed, None, sink)));
             }
             Verdict::Permanent => {
                 self.emit(EventKind::AttemptFailed, elapsed, None, None, sink);
-                return Ok(Decision::Stop(self.finish(Stop::Rejected, EventKind::Rejected, elapsed, None, sink)));
+                return Ok(Err(self.finish(Stop::Rejected, EventKind::Rejected, elapsed, None, sink)));
             }
             Verdict::Transient { hint } => hint,
         };
@@ -274,36 +383,63 @@ impl<P: Deref<Target = Policy>> Call<P> {
         // before the attempt count and the hint: the deadline is what cut the call short,
         // on the last attempt too. (A success past the deadline is still a success, above.)
         if self.past_deadline(elapsed) {
-            return Ok(Decision::Stop(self.exhaust(ExhaustReason::Deadline, elapsed, sink)));
+            return Ok(Err(self.exhaust(ExhaustReason::Deadline, elapsed, sink)));
         }
         if self.attempt >= self.policy.max_attempts {
-            return Ok(Decision::Stop(self.exhaust(ExhaustReason::Attempts, elapsed, sink)));
+            return Ok(Err(self.exhaust(ExhaustReason::Attempts, elapsed, sink)));
         }
         // Step 5: a server that asks for longer than the policy accepts gets a fast failure,
         // not a pinned caller. Checked before the backoff draws, so the jitter stream is
         // the same whether or not the hint was refused.
         if let (Some(hint), Some(limit)) = (hint, self.policy.max_retry_after) {
             if hint > limit {
-                return Ok(Decision::Stop(self.exhaust(ExhaustReason::RetryAfter, elapsed, sink)));
+                return Ok(Err(self.exhaust(ExhaustReason::RetryAfter, elapsed, sink)));
             }
         }
         // Clamped to the longest wait validation implies (only a hint with both limits
         // off can be longer), so no host's `now + delay` wraps.
         let delay = Duration::from_millis(self.backoff.wait_ms(&self.policy, self.attempt, hint).min(MAX_WAIT_MS));
+        Ok(Ok((delay, hint)))
+    }
+
+    /// Steps 5a to 8 for the wait `computed` and the host's plan, at `now`.
+    #[inline(always)]
+    fn settle_step(
+        &mut self,
+        plan: Plan,
+        computed: Duration,
+        now: Duration,
+        sink: &mut impl FnMut(&Event<'_>),
+    ) -> Decision {
+        let elapsed = now.saturating_sub(self.start);
+        let delay = match plan {
+            Plan::Engine => computed,
+            Plan::Exact(exact) => {
+                // The same rule as a server's hint: longer than the policy accepts is a
+                // fast failure, not a pinned caller.
+                if let Some(limit) = self.policy.max_retry_after {
+                    if exact > limit {
+                        return Decision::Stop(self.exhaust(ExhaustReason::RetryAfter, elapsed, sink));
+                    }
+                }
+                Duration::from_millis(crate::backoff::ceil_ms(exact).min(MAX_WAIT_MS))
+            }
+            Plan::Stop => return Decision::Stop(self.exhaust(ExhaustReason::Stopped, elapsed, sink)),
+        };
         if let Some(deadline) = self.policy.deadline {
             if elapsed.saturating_add(delay) > deadline {
-                return Ok(Decision::Stop(self.exhaust(ExhaustReason::Deadline, elapsed, sink)));
+                return Decision::Stop(self.exhaust(ExhaustReason::Deadline, elapsed, sink));
             }
         }
         if let Some(budget) = &self.policy.budget {
             match budget.try_retry(now) {
                 Some(cost) => self.retry_cost = Some(cost),
-                None => return Ok(Decision::Stop(self.exhaust(ExhaustReason::Budget, elapsed, sink))),
+                None => return Decision::Stop(self.exhaust(ExhaustReason::Budget, elapsed, sink)),
             }
         }
         self.state = State::Waiting;
         self.emit(EventKind::Retrying, elapsed, Some(delay), None, sink);
-        Ok(Decision::Retry(delay))
+        Decision::Retry(delay)
     }
 
     /// Step 9: the wait is over at `now`. Past the deadline the call ends as Exhausted
@@ -365,7 +501,8 @@ impl<P: Deref<Target = Policy>> Call<P> {
         reason: Option<ExhaustReason>,
         sink: &mut impl FnMut(&Event<'_>),
     ) {
-        sink(&Event { kind, name: &self.policy.name, attempt: self.attempt, elapsed, delay, reason });
+        let retries_left = crate::event::retries_left(self.policy.max_attempts, self.attempt);
+        sink(&Event { kind, name: &self.policy.name, attempt: self.attempt, elapsed, delay, reason, retries_left });
     }
 }
 
@@ -379,6 +516,7 @@ pub fn cancelled_before_start(policy: &Policy, sink: &mut impl FnMut(&Event<'_>)
         elapsed: Duration::ZERO,
         delay: None,
         reason: None,
+        retries_left: crate::event::retries_left(policy.max_attempts, 0),
     });
     Stop::Cancelled
 }
@@ -647,6 +785,182 @@ mod tests {
         let d = call.record(Verdict::transient_ms(Some(9.0e15 - 1.0)), ms(0), &mut |_: &Event<'_>| {});
         assert_eq!(d, Ok(Decision::Retry(ms(MAX_WAIT_MS - 1))), "a hint below the maximum is kept");
         assert_eq!(MAX_WAIT_MS, crate::knob::MAX_MS as u64);
+    }
+
+    fn wait(call: &mut Call<&Policy>, now: u64, log: &mut Vec<(EventKind, Option<ExhaustReason>)>) -> Duration {
+        match call.propose(Verdict::TRANSIENT, ms(now), &mut |e: &Event<'_>| log.push((e.kind, e.reason))) {
+            Ok(Proposal::Wait { delay, .. }) => delay,
+            other => panic!("expected a proposed wait, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_exact_wait_replaces_the_computed_one_and_the_limits_still_apply() {
+        let p = Policy::builder()
+            .max_attempts(4)
+            .initial_delay_ms(100.0)
+            .jitter(Jitter::None)
+            .deadline_ms(Some(1000.0))
+            .max_retry_after_ms(Some(500.0))
+            .build()
+            .unwrap();
+        let mut log = vec![];
+        let mut call = Call::start(&p, ms(0));
+        assert_eq!(
+            call.propose(Verdict::Transient { hint: Some(ms(150)) }, ms(0), &mut |_: &Event<'_>| {}),
+            Ok(Proposal::Wait { delay: ms(150), attempt: 1, retries_left: 3, hint: Some(ms(150)) })
+        );
+        // Exact: not raised to the hint, rounded up to whole milliseconds.
+        let d = call.settle(Plan::Exact(Duration::from_micros(7_001)), ms(0), &mut |e: &Event<'_>| {
+            log.push((e.kind, e.reason));
+            assert_eq!(e.delay, Some(ms(8)), "Retrying reports the final wait");
+        });
+        assert_eq!(d, Ok(Decision::Retry(ms(8))));
+        assert_eq!(log, [(EventKind::Retrying, None)]);
+        call.after_wait(ms(8), &mut |_: &Event<'_>| {}).unwrap();
+        // Over max_retry_after: retry_after, as a hint would.
+        log.clear();
+        wait(&mut call, 8, &mut log);
+        assert_eq!(
+            call.settle(Plan::Exact(ms(501)), ms(8), &mut |e: &Event<'_>| log.push((e.kind, e.reason))),
+            Ok(Decision::Stop(Stop::Exhausted(ExhaustReason::RetryAfter)))
+        );
+        assert_eq!(log, [(EventKind::AttemptFailed, None), (EventKind::Exhausted, Some(ExhaustReason::RetryAfter))]);
+        // Past the deadline: deadline, even when the computed wait would have fit.
+        let mut call = Call::start(&p, ms(0));
+        assert_eq!(wait(&mut call, 200, &mut log), ms(100));
+        let d = call.settle(Plan::Exact(ms(450)), ms(600), &mut |_: &Event<'_>| {});
+        assert_eq!(d, Ok(Decision::Stop(Stop::Exhausted(ExhaustReason::Deadline))));
+        // A deadline that passed while the hook ran: deadline, whatever the plan.
+        let mut call = Call::start(&p, ms(0));
+        wait(&mut call, 0, &mut log);
+        let d = call.settle(Plan::Engine, ms(1001), &mut |_: &Event<'_>| {});
+        assert_eq!(d, Ok(Decision::Stop(Stop::Exhausted(ExhaustReason::Deadline))));
+        // Off: a huge exact wait is clamped to the longest wait.
+        let off = Policy::builder().max_retry_after(None).deadline(None).build().unwrap();
+        let mut call = Call::start(&off, ms(0));
+        call.propose(Verdict::TRANSIENT, ms(0), &mut |_: &Event<'_>| {}).unwrap();
+        assert_eq!(
+            call.settle(Plan::Exact(Duration::MAX), ms(0), &mut |_: &Event<'_>| {}),
+            Ok(Decision::Retry(ms(MAX_WAIT_MS)))
+        );
+    }
+
+    #[test]
+    fn a_stopped_call_keeps_its_attempts_and_takes_no_token() {
+        let budget = Arc::new(RetryBudget::new(10.0, 1.0).unwrap());
+        let p = Policy::builder().max_attempts(5).budget(Some(budget.clone())).build().unwrap();
+        let mut log = vec![];
+        let mut call = Call::start(&p, ms(0));
+        let d = wait(&mut call, 0, &mut log);
+        assert_eq!(call.settle(Plan::Engine, ms(0), &mut |_: &Event<'_>| {}), Ok(Decision::Retry(d)));
+        call.after_wait(d, &mut |_: &Event<'_>| {}).unwrap();
+        log.clear();
+        wait(&mut call, 1000, &mut log);
+        let tokens = budget.tokens(); // the failure's cost is taken in propose
+        let mut retries = vec![];
+        let d = call.settle(Plan::Stop, ms(1000), &mut |e: &Event<'_>| {
+            log.push((e.kind, e.reason));
+            retries.push((e.attempt, e.retries_left));
+        });
+        assert_eq!(d, Ok(Decision::Stop(Stop::Exhausted(ExhaustReason::Stopped))));
+        assert_eq!(log, [(EventKind::AttemptFailed, None), (EventKind::Exhausted, Some(ExhaustReason::Stopped))]);
+        assert_eq!(retries, [(2, 3)]);
+        assert_eq!(call.attempt(), 2);
+        assert_eq!(budget.tokens(), tokens, "no token drawn for a stopped call");
+    }
+
+    #[test]
+    fn propose_stops_exactly_as_record_would_and_settle_is_refused_out_of_turn() {
+        let p = no_jitter(2);
+        let none = &mut |_: &Event<'_>| {};
+        let mut call = Call::start(&p, ms(0));
+        assert!(matches!(call.settle(Plan::Engine, ms(0), none), Err(StateError::NotProposed("attempting"))));
+        assert_eq!(call.propose(Verdict::Success, ms(0), none), Ok(Proposal::Stop(Stop::Success)));
+        let mut call = Call::start(&p, ms(0));
+        assert_eq!(call.propose(Verdict::Permanent, ms(0), none), Ok(Proposal::Stop(Stop::Rejected)));
+        let mut call = Call::start(&p, ms(0));
+        call.record(Verdict::TRANSIENT, ms(0), none).unwrap();
+        call.after_wait(ms(100), none).unwrap();
+        assert_eq!(
+            call.propose(Verdict::TRANSIENT, ms(100), none),
+            Ok(Proposal::Stop(Stop::Exhausted(ExhaustReason::Attempts)))
+        );
+        // Proposed: record, after_wait and propose are refused; cancel is not.
+        let mut call = Call::start(&p, ms(0));
+        call.propose(Verdict::TRANSIENT, ms(0), none).unwrap();
+        assert_eq!(call.record(Verdict::TRANSIENT, ms(0), none), Err(StateError::NotAttempting("proposed")));
+        assert_eq!(call.after_wait(ms(0), none), Err(StateError::NotWaiting("proposed")));
+        assert_eq!(call.cancel(ms(5), none), Ok(Stop::Cancelled));
+        assert_eq!(call.settle(Plan::Engine, ms(5), none), Err(StateError::NotProposed("ended")));
+    }
+
+    #[test]
+    fn the_jitter_stream_is_the_same_whatever_the_hook_answers() {
+        let p = Policy::builder().max_attempts(6).seed(Some(7)).deadline(None).build().unwrap();
+        let computed = |exact: bool| {
+            let mut call = Call::start(&p, ms(0));
+            let mut seen = vec![];
+            for n in 0..5u64 {
+                let Ok(Proposal::Wait { delay, .. }) = call.propose(Verdict::TRANSIENT, ms(n), &mut |_: &Event<'_>| {})
+                else {
+                    panic!()
+                };
+                seen.push(delay);
+                let plan = if exact { Plan::Exact(ms(1)) } else { Plan::Engine };
+                call.settle(plan, ms(n), &mut |_: &Event<'_>| {}).unwrap();
+                call.after_wait(ms(n), &mut |_: &Event<'_>| {}).unwrap();
+            }
+            seen
+        };
+        assert_eq!(computed(true), computed(false));
+        // And record is propose + settle(Engine).
+        let mut call = Call::start(&p, ms(0));
+        let recorded: Vec<_> = (0..5u64)
+            .map(|n| {
+                let Ok(Decision::Retry(d)) = call.record(Verdict::TRANSIENT, ms(n), &mut |_: &Event<'_>| {}) else {
+                    panic!()
+                };
+                call.after_wait(ms(n), &mut |_: &Event<'_>| {}).unwrap();
+                d
+            })
+            .collect();
+        assert_eq!(recorded, computed(false));
+    }
+
+    #[test]
+    fn every_event_carries_the_retries_left() {
+        let p = no_jitter(3);
+        let mut seen = vec![];
+        let mut sink = |e: &Event<'_>| seen.push((e.kind, e.attempt, e.retries_left));
+        let mut call = Call::start(&p, ms(0));
+        call.record(Verdict::TRANSIENT, ms(0), &mut sink).unwrap();
+        call.after_wait(ms(100), &mut sink).unwrap();
+        call.record(Verdict::TRANSIENT, ms(100), &mut sink).unwrap();
+        call.after_wait(ms(300), &mut sink).unwrap();
+        call.record(Verdict::TRANSIENT, ms(300), &mut sink).unwrap();
+        cancelled_before_start(&p, &mut sink);
+        use EventKind::*;
+        assert_eq!(
+            seen,
+            [
+                (AttemptFailed, 1, 2),
+                (Retrying, 1, 2),
+                (AttemptFailed, 2, 1),
+                (Retrying, 2, 1),
+                (AttemptFailed, 3, 0),
+                (Exhausted, 3, 0),
+                (Cancelled, 0, 2)
+            ]
+        );
+    }
+
+    #[test]
+    fn exact_waits_from_host_milliseconds() {
+        assert_eq!(Plan::exact_ms(12.5), Ok(Plan::Exact(Duration::from_micros(12_500))));
+        assert_eq!(Plan::exact_ms(f64::INFINITY), Ok(Plan::Exact(Duration::MAX)));
+        assert!(Plan::exact_ms(-1.0).unwrap_err().contains("got -1"));
+        assert!(Plan::exact_ms(f64::NAN).is_err());
     }
 
     #[test]

@@ -100,20 +100,24 @@ pub enum ExhaustReason {
     RetryAfter,
     /// The policy's circuit breaker is open: the call was refused, no attempt made.
     CircuitOpen,
+    /// A host hook that runs before a wait stopped the call ([`crate::engine::Plan::Stop`]);
+    /// the last failure and the history are kept.
+    Stopped,
 }
 
 impl ExhaustReason {
     /// Every reason, in declaration order: what documentation and listeners list (a test
     /// keeps docs/observability.md's list equal to it).
-    pub const ALL: [ExhaustReason; 5] = [
+    pub const ALL: [ExhaustReason; 6] = [
         ExhaustReason::Attempts,
         ExhaustReason::Deadline,
         ExhaustReason::Budget,
         ExhaustReason::RetryAfter,
         ExhaustReason::CircuitOpen,
+        ExhaustReason::Stopped,
     ];
 
-    /// `attempts`, `deadline`, `budget`, `retry_after` or `circuit_open`.
+    /// `attempts`, `deadline`, `budget`, `retry_after`, `circuit_open` or `stopped`.
     pub fn as_str(&self) -> &'static str {
         match self {
             ExhaustReason::Attempts => "attempts",
@@ -121,6 +125,7 @@ impl ExhaustReason {
             ExhaustReason::Budget => "budget",
             ExhaustReason::RetryAfter => "retry_after",
             ExhaustReason::CircuitOpen => "circuit_open",
+            ExhaustReason::Stopped => "stopped",
         }
     }
 }
@@ -134,6 +139,7 @@ impl ExhaustReason {
             ExhaustReason::Budget => "retry budget spent",
             ExhaustReason::RetryAfter => "server asked to wait longer than max_retry_after",
             ExhaustReason::CircuitOpen => "circuit breaker open",
+            ExhaustReason::Stopped => "stopped by a hook",
         }
     }
 }
@@ -149,6 +155,7 @@ impl std::str::FromStr for ExhaustReason {
             "budget" => Ok(ExhaustReason::Budget),
             "retry_after" => Ok(ExhaustReason::RetryAfter),
             "circuit_open" => Ok(ExhaustReason::CircuitOpen),
+            "stopped" => Ok(ExhaustReason::Stopped),
             other => Err(format!("unknown exhaust reason {other:?}")),
         }
     }
@@ -219,6 +226,17 @@ pub struct Event<'a> {
     pub delay: Option<Duration>,
     /// Why the call was exhausted (Exhausted only).
     pub reason: Option<ExhaustReason>,
+    /// The retries the attempt limit still allows after this event's attempt:
+    /// `max_attempts - attempt` (`max_attempts - 1` for an event before the first
+    /// attempt). A bound, not a promise: the deadline, the budget, a server's hint or a
+    /// hook may end the call sooner.
+    pub retries_left: u32,
+}
+
+/// [`Event::retries_left`] for `attempt` under a limit of `max_attempts`.
+#[inline]
+pub(crate) fn retries_left(max_attempts: u32, attempt: u32) -> u32 {
+    max_attempts.saturating_sub(attempt.max(1))
 }
 
 impl fmt::Display for Event<'_> {
@@ -248,7 +266,8 @@ mod tests {
                 | ExhaustReason::Deadline
                 | ExhaustReason::Budget
                 | ExhaustReason::RetryAfter
-                | ExhaustReason::CircuitOpen => {}
+                | ExhaustReason::CircuitOpen
+                | ExhaustReason::Stopped => {}
             }
         }
         let count = |r: ExhaustReason| match r {
@@ -257,8 +276,12 @@ mod tests {
             ExhaustReason::Budget => 2,
             ExhaustReason::RetryAfter => 3,
             ExhaustReason::CircuitOpen => 4,
+            ExhaustReason::Stopped => 5,
         };
-        assert_eq!(ExhaustReason::ALL.map(count), [0, 1, 2, 3, 4]);
+        assert_eq!(ExhaustReason::ALL.map(count), [0, 1, 2, 3, 4, 5]);
+        for r in ExhaustReason::ALL {
+            assert_eq!(r.as_str().parse::<ExhaustReason>(), Ok(r));
+        }
     }
 
     #[test]

@@ -681,7 +681,8 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
         reason: Option<ExhaustReason>,
         sink: &mut impl FnMut(&Event<'_>),
     ) {
-        sink(&Event { kind, name: &self.policy.name, attempt, elapsed, delay, reason });
+        let retries_left = crate::event::retries_left(self.policy.max_attempts, attempt);
+        sink(&Event { kind, name: &self.policy.name, attempt, elapsed, delay, reason, retries_left });
     }
 }
 

@@ -128,6 +128,7 @@ pub mod redact;
 pub mod reqwest_retry;
 pub mod retry_after;
 pub mod sleep;
+pub mod stats;
 #[cfg(feature = "tower")]
 pub mod tower_retry;
 pub mod units;
@@ -140,7 +141,9 @@ pub use cancel::CancelToken;
 pub use clock::{testing, Clock, SystemClock, VirtualClock};
 #[cfg(feature = "documents")]
 pub use document::{DocumentError, LoadOptions, Policies};
-pub use engine::{cancelled_before_start, duration_from_ms, Call, Decision, Resume, StateError, Stop, Verdict};
+pub use engine::{
+    cancelled_before_start, duration_from_ms, Call, Decision, Plan, Proposal, Resume, StateError, Stop, Verdict,
+};
 pub use event::{CancelledAfter, Event, EventKind, ExhaustReason, GaveUp};
 pub use executor::{Failed, Retrier, RetryError, Run, ValueVerdict, HISTORY};
 pub use hedge::{AttemptSet, HedgeCall, HedgeDelay, HedgeError, Hedging, LatencySketch, Step};
@@ -149,12 +152,13 @@ pub use http::{
     IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_METHODS, RETRYABLE_STATUSES,
 };
 pub use knob::{Knob, Setting, Unit, KNOBS};
-pub use policy::{Given, Jitter, Policy, PolicyBuilder, PolicyError, Pushback};
+pub use policy::{DeadlineHint, Given, Jitter, Policy, PolicyBuilder, PolicyError, Pushback};
 pub use redact::{check_redact_keys, redact_url, redact_url_with, REDACTED_QUERY_KEYS};
 pub use retry_after::{parse_retry_after, parse_retry_after_ms, transient, RetryAfter};
 pub use sleep::Sleep;
 #[cfg(feature = "tokio")]
 pub use sleep::TokioSleep;
+pub use stats::{Stats, StatsSnapshot};
 
 /// The crate version, as in Cargo.toml.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

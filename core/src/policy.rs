@@ -572,9 +572,107 @@ impl PolicyBuilder {
     }
 }
 
+/// What [`Policy::deadline_hint`] reports: `max_attempts` attempts' waits, at the nominal
+/// backoff (the ceilings, before jitter), do not fit the deadline. Its Display is the one
+/// wording every host shows (repr/inspect, and appended to an exhaustion by `deadline`):
+/// `max_attempts=10 needs up to 26.2 s of backoff waits (before jitter), deadline is 15 s:
+/// raise deadline or lower max_attempts`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeadlineHint {
+    /// The policy's max_attempts.
+    pub max_attempts: u32,
+    /// The sum of the nominal waits between those attempts (a lower bound when the sum
+    /// was cut short: enough to pass the deadline).
+    pub waits: Duration,
+    /// The policy's deadline.
+    pub deadline: Duration,
+}
+
+impl fmt::Display for DeadlineHint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "max_attempts={} needs up to {} s of backoff waits (before jitter), deadline is {} s: raise deadline or lower max_attempts",
+            self.max_attempts,
+            Secs(self.waits),
+            Secs(self.deadline)
+        )
+    }
+}
+
+/// Seconds with at most 3 decimals, trailing zeros dropped: `15`, `26.2`, `0.125`.
+struct Secs(Duration);
+
+impl fmt::Display for Secs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ms = self.0.as_millis();
+        let (whole, frac) = (ms / 1000, ms % 1000);
+        if frac == 0 {
+            return write!(f, "{whole}");
+        }
+        let digits = format!("{frac:03}");
+        write!(f, "{whole}.{}", digits.trim_end_matches('0'))
+    }
+}
+
+impl Policy {
+    /// Whether `max_attempts` cannot fit the deadline at the nominal backoff: the sum of
+    /// the backoff ceilings of the `max_attempts - 1` waits (before jitter, hints aside)
+    /// is longer than the deadline. `None` when it fits, or with no deadline. Advice for
+    /// people (a ported `max_attempts=10` cut short by the 15 s default deadline), never
+    /// a decision: the engine goes on deciding each wait as it comes.
+    pub fn deadline_hint(&self) -> Option<DeadlineHint> {
+        let deadline = self.deadline?;
+        let limit = deadline.as_millis();
+        let waits = self.max_attempts.saturating_sub(1);
+        let mut sum: u128 = 0;
+        let mut failed = 1;
+        while failed <= waits && sum <= limit {
+            let ceiling = crate::backoff::ceiling_ms(self, failed);
+            if ceiling >= self.max_delay_ms || self.multiplier == 1.0 || failed >= 10_000 {
+                // Constant from here on (or, after many tiny steps, at least this each,
+                // which keeps the sum a lower bound): the rest in one multiplication.
+                sum += u128::from(ceiling) * u128::from(waits - failed + 1);
+                break;
+            }
+            sum += u128::from(ceiling);
+            failed += 1;
+        }
+        (sum > limit).then(|| DeadlineHint {
+            max_attempts: self.max_attempts,
+            waits: Duration::from_millis(u64::try_from(sum).unwrap_or(u64::MAX)),
+            deadline,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_deadline_hint_names_both_knobs_when_the_backoff_cannot_fit() {
+        // Defaults: 200 ms doubling to the 5 s cap; 9 waits = 0.2+0.4+0.8+1.6+3.2+4*5 = 26.2 s.
+        let ten = Policy::builder().max_attempts(10).build().unwrap();
+        let hint = ten.deadline_hint().expect("26.2 s of waits do not fit 15 s");
+        assert_eq!(hint.waits, Duration::from_millis(26_200));
+        assert_eq!(
+            hint.to_string(),
+            "max_attempts=10 needs up to 26.2 s of backoff waits (before jitter), deadline is 15 s: raise deadline or lower max_attempts"
+        );
+        assert_eq!(Policy::default().deadline_hint(), None, "5 attempts: 6.2 s of waits fit");
+        assert_eq!(Policy::builder().max_attempts(10).deadline(None).build().unwrap().deadline_hint(), None);
+        // Exactly the deadline fits.
+        let exact = Policy::builder().max_attempts(3).initial_delay_ms(100.0).deadline_ms(Some(300.0)).build().unwrap();
+        assert_eq!(exact.deadline_hint(), None);
+        let over = Policy::builder().max_attempts(3).initial_delay_ms(100.0).deadline_ms(Some(299.0)).build().unwrap();
+        assert_eq!(over.deadline_hint().map(|h| h.waits), Some(Duration::from_millis(300)));
+        // Huge max_attempts: no overflow, no four-billion-step loop.
+        let huge = Policy::builder().max_attempts(u64::from(u32::MAX)).multiplier(1.0).build().unwrap();
+        assert!(huge.deadline_hint().is_some());
+        let zero = Policy::builder().max_attempts(u64::from(u32::MAX)).initial_delay_ms(0.0).build().unwrap();
+        assert_eq!(zero.deadline_hint(), None);
+    }
 
     #[test]
     fn defaults_are_the_contracts() {

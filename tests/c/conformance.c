@@ -74,6 +74,7 @@ static const char *reason_name(retryrs_reason r) {
     case RETRYRS_REASON_BUDGET: return "budget";
     case RETRYRS_REASON_RETRY_AFTER: return "retry_after";
     case RETRYRS_REASON_CIRCUIT_OPEN: return "circuit_open";
+    case RETRYRS_REASON_STOPPED: return "stopped";
     default: return NULL;
   }
 }

@@ -18,7 +18,7 @@ const r = new Retrier({
       const d: number = e.delayMs;
       void d;
     } else if (e.kind === 'exhausted') {
-      const reason: 'attempts' | 'deadline' | 'budget' | 'retry_after' | 'circuit_open' = e.reason;
+      const reason: 'attempts' | 'deadline' | 'budget' | 'retry_after' | 'circuit_open' | 'stopped' = e.reason;
       void reason;
     }
   },
