@@ -7,7 +7,7 @@ const { now, isVirtual, lastSeenVirtual, advanceVirtual, breakerBase } = require
 const { watch, unwatch } = require('./abort');
 const { typeName } = require('./options');
 const { RetryExhaustedError, describe } = require('./errors');
-const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, REJECTED, EXHAUSTED } = require('./codes');
+const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, REJECTED, EXHAUSTED, PLAN_ENGINE, PLAN_EXACT, PLAN_STOP } = require('./codes');
 const { AttemptContext, BoundedAttemptContext, abortAttempt } = require('./attempt');
 // MAX_TIMER_MS: the longest single setTimeout; longer waits are armed in chunks.
 const { armBound, clearBound, EXPIRED, MAX_TIMER_MS } = require('./bound');
@@ -113,6 +113,7 @@ class CallRun {
       const event = { kind: rec.kind, name: this.name, attempt: rec.attempt, elapsedMs: rec.elapsedMs };
       if (rec.delayMs !== null && rec.delayMs !== undefined) event.delayMs = rec.delayMs;
       if (rec.reason !== null && rec.reason !== undefined) event.reason = rec.reason;
+      event.retriesLeft = rec.retriesLeft;
       // The core says which kinds carry the failure (retrying does: see docs/contract.md).
       if (CARRIES_ERROR.has(rec.kind) && this.errors.length > 0) {
         if (this.lastWasValue) event.value = error;
@@ -373,11 +374,80 @@ class CallRun {
   record(error, verdict, hint, fromHook = false, at = now()) {
     const id = this.engineCall();
     this.recordedAt = at;
-    const decision = native.callRecord(id, verdict, hint, this.recordedAt + this.base);
+    // With onRetry or delayMs, a transient failure is proposed first: the hooks answer
+    // before the engine decides (callSettle).
+    const proposes = this.o.hooked && verdict === V_TRANSIENT && !fromHook;
+    const decision = proposes
+      ? native.callPropose(id, verdict, hint, this.recordedAt + this.base)
+      : native.callRecord(id, verdict, hint, this.recordedAt + this.base);
     this.emit(error);
-    if (decision >= 0) return decision;
+    if (decision >= 0) return proposes ? this.askHooks(error, decision) : decision;
     if (fromHook) return decision;
     if (decision === REJECTED) throw error;
+    if (decision === EXHAUSTED) throw this.exhausted();
+    throw new Error(`retryrs: unexpected engine decision ${decision} (a bug)`);
+  }
+
+  /**
+   * The engine proposed a wait of `delay` ms: onRetry first (a throw or `false` stops the
+   * call: reason stopped), then delayMs (a number: wait exactly that; undefined: the
+   * engine's wait), each awaited; then the engine decides (deadline, max_retry_after,
+   * budget). Resolves to the wait or rejects with the outcome.
+   */
+  async askHooks(error, delay) {
+    const o = this.o;
+    const id = this.engine;
+    const info = { attempt: native.callAttempt(id), delayMs: delay, retriesLeft: native.callRetriesLeft(id), name: this.name };
+    if (this.lastWasValue) info.value = error;
+    else info.error = error;
+    if (o.onRetry !== undefined) {
+      let answer;
+      try {
+        answer = await o.onRetry(info);
+      } catch (thrown) {
+        this.settle(PLAN_STOP, undefined, error, true);
+        throw hookError(thrown, error);
+      }
+      if (answer === false) return this.settle(PLAN_STOP, undefined, error);
+    }
+    if (o.delayMs === undefined) return this.settle(PLAN_ENGINE, undefined, error);
+    let answer;
+    try {
+      answer = await o.delayMs(info);
+    } catch (thrown) {
+      this.settle(PLAN_STOP, undefined, error, true);
+      throw hookError(thrown, error);
+    }
+    if (answer === undefined || answer === null) return this.settle(PLAN_ENGINE, undefined, error);
+    if (typeof answer !== 'number') {
+      this.settle(PLAN_STOP, undefined, error, true);
+      throw hookError(new TypeError(`delayMs must return a number of milliseconds or undefined (or a Promise of one), got ${typeName(answer)}`), error);
+    }
+    let decision;
+    try {
+      decision = native.callSettle(id, PLAN_EXACT, answer, now() + this.base);
+    } catch (refused) {
+      // Not a wait (NaN, negative): the engine's words, naming the value.
+      this.settle(PLAN_STOP, undefined, error, true);
+      throw hookError(new RangeError(`delayMs: ${refused.message}`), error);
+    }
+    return this.decided(error, decision);
+  }
+
+  /** The hooks' plan handed to the engine; returns the wait or throws the outcome. */
+  settle(plan, exact, error, quiet = false) {
+    const decision = native.callSettle(this.engine, plan, exact, now() + this.base);
+    if (quiet) {
+      // A hook threw: the call ends with its throw (the caller's), the events told.
+      this.emit(error);
+      return decision;
+    }
+    return this.decided(error, decision);
+  }
+
+  decided(error, decision) {
+    this.emit(error);
+    if (decision >= 0) return decision;
     if (decision === EXHAUSTED) throw this.exhausted();
     throw new Error(`retryrs: unexpected engine decision ${decision} (a bug)`);
   }
@@ -396,15 +466,22 @@ class CallRun {
   exhausted() {
     const id = this.engine;
     const result = this.lastWasValue ? this.errors[this.errors.length - 1] : undefined;
-    const exhausted = new RetryExhaustedError(this.name, native.callAttempt(id), native.callReason(id), this.errors, result);
+    const reason = native.callReason(id);
+    // A deadline that max_attempts could never fit: the engine's hint names both knobs.
+    const hint = reason === 'deadline' ? this.o.deadlineHint : null;
+    const exhausted = new RetryExhaustedError(this.name, native.callAttempt(id), reason, this.errors, result, hint);
     return this.o.reraise && !this.lastWasValue ? reraised(exhausted) : exhausted;
   }
 
   succeed() {
-    // The engine needs to hear of a success only to credit a budget or emit an event.
-    if (this.o.recordsSuccess) {
+    // The engine needs to hear of a success to credit a budget, emit an event, or end a
+    // call it started (its statistics count it); a first-attempt success it never heard
+    // of is counted for r.stats() instead.
+    if (this.o.recordsSuccess || this.engine !== null) {
       native.callRecord(this.engineCall(), V_SUCCESS, undefined, now() + this.base);
       this.emit(undefined);
+    } else {
+      this.o.counts.firstOk += 1;
     }
     return this.value;
   }
@@ -497,12 +574,15 @@ function boundedFirstAttempt(o, fn, t0) {
     return new CallRun(o, fn, undefined, t0, true).run(err, true);
   }
   if (!(result instanceof Promise)) {
-    if (!isThenable(result)) return Promise.resolve(result);
+    if (!isThenable(result)) {
+      o.counts.firstOk += 1;
+      return Promise.resolve(result);
+    }
     result = Promise.resolve(result);
   }
   if (!o.interrupts) {
     // The attempt bounds itself (retryingFetch): nothing to cut.
-    return result.then(undefined, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
+    return result.then(o.countOk, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
   }
   // The call's promise, settled by whichever comes first: the attempt's promise or the
   // queue's expiry. Its executor is shared (no closure per call).
@@ -540,6 +620,7 @@ function boundedFirstAttempt(o, fn, t0) {
     if (at === SETTLED) return;
     queue.settle(at);
     at = SETTLED;
+    o.counts.firstOk += 1;
     resolve(v);
   }, failed);
   return call;

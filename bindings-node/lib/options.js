@@ -13,7 +13,7 @@ const { BoundQueue } = require('./bound');
 // options that exist in Node alone are declared here.
 const KNOBS = native.knobs();
 const NUMBERS = KNOBS.filter((k) => k.numeric);
-const FUNCTIONS = ['shouldRetry', 'shouldRetryResult', 'retryAfterMs'];
+const FUNCTIONS = ['shouldRetry', 'shouldRetryResult', 'retryAfterMs', 'delayMs', 'onRetry'];
 const HOST_ONLY = [...FUNCTIONS, 'onEvent', 'unref', 'reraise'];
 // The engine objects that are not knobs of the table (the budget is one): the breaker.
 const OBJECTS = ['breaker'];
@@ -27,8 +27,7 @@ const INSTEAD = {
   minTimeout: 'initialDelayMs',
   maxTimeout: 'maxDelayMs',
   randomize: "jitter ('full' for randomize: true, 'none' for false)",
-  onFailedAttempt: "onEvent (an event of kind 'attempt_failed' carries the error)",
-  onRetry: "onEvent (an event of kind 'retrying' carries the delay)",
+  onFailedAttempt: "onRetry (awaited before each retry; throw or return false to stop) or onEvent (an event of kind 'attempt_failed' carries the error)",
   maxRetryTime: 'deadlineMs',
   signal: 'call(fn, { signal }) (a signal belongs to one call)',
   forever: 'maxAttempts: 4294967295 with deadlineMs: null',
@@ -167,7 +166,9 @@ function sourceOf(handle, options, named, listeners) {
   for (const key of HOST_ONLY) {
     if (options[key] !== undefined) host[key] = options[key];
   }
-  return { handle, host, named, listeners };
+  // Calls whose first attempt succeeded on the fast path (no engine call, so no event
+  // for the engine's statistics to count): handed to the engine by r.stats().
+  return { handle, host, named, listeners, counts: { firstOk: 0 } };
 }
 
 /** The options that exist in Node alone, checked. */
@@ -225,6 +226,19 @@ function finish(src, attached) {
     // attempt bounds itself with ctx.remainingMs, as retryingFetch does).
     interrupts: true,
     unref: options.unref === true,
+    // The hooks asked before each wait (between the engine's proposal and its decision):
+    // onRetry may stop the call, delayMs may replace the wait with an exact one.
+    onRetry: options.onRetry,
+    delayMs: options.delayMs,
+    hooked: options.onRetry !== undefined || options.delayMs !== undefined,
+    // Why max_attempts cannot fit the deadline (the engine's wording), or null.
+    deadlineHint: handle.deadlineHint ?? null,
+    counts: src.counts,
+    // The fast path's success handler: counts a first-attempt success, passes the value.
+    countOk: (v) => {
+      src.counts.firstOk += 1;
+      return v;
+    },
     // Exhaustion by a thrown failure rejects with that failure itself (the history as its
     // `retryrs` property) instead of a RetryExhaustedError (tenacity's reraise=True).
     reraise: options.reraise === true,

@@ -65,6 +65,9 @@ class Listeners {
   }
 }
 
+// The exhaust reasons, in the order the engine's statistics count them.
+const REASONS = native.exhaustReasons();
+
 const DISPOSE = Symbol.dispose ?? Symbol.for('nodejs.dispose');
 
 class Retrier {
@@ -170,6 +173,10 @@ class Retrier {
     const listeners = this.#o.onEvent === undefined ? 0 : (typeof host.onEvent === 'function' ? 1 : host.onEvent?.length ?? 0) + this.#src.listeners.fns.length;
     if (listeners > 0) shown.listeners = listeners;
     if (this.#o.reraise) shown.reraise = true;
+    for (const key of ['onRetry', 'delayMs']) {
+      if (host[key] !== undefined) shown[key] = host[key];
+    }
+    if (this.#o.deadlineHint !== null) shown.hint = this.#o.deadlineHint;
     if (this.#o.unref) shown.unref = true;
     return `Retrier ${show(shown, { ...options, depth: options.depth === null ? null : options.depth - 1 })}`;
   }
@@ -212,25 +219,46 @@ class Retrier {
       return new CallRun(o, fn, undefined, t0, true).run(err, true);
     }
     if (result instanceof Promise) {
-      return result.then(undefined, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
+      return result.then(o.countOk, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
     }
     if (isThenable(result)) {
-      return Promise.resolve(result).then(undefined, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
+      return Promise.resolve(result).then(o.countOk, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
     }
+    o.counts.firstOk += 1;
     return Promise.resolve(result);
   }
 
   #abortedBeforeStart(o, fn, signal) {
+    // Asked even without a listener: the engine's statistics count the cancelled call.
+    const records = native.cancelledBeforeStartEvents(o.policy);
     if (o.onEvent !== undefined) {
-      for (const rec of native.cancelledBeforeStartEvents(o.policy)) {
+      for (const rec of records) {
         try {
-          o.onEvent({ kind: rec.kind, name: nameOf(o, fn), attempt: rec.attempt, elapsedMs: rec.elapsedMs });
+          o.onEvent({ kind: rec.kind, name: nameOf(o, fn), attempt: rec.attempt, elapsedMs: rec.elapsedMs, retriesLeft: rec.retriesLeft });
         } catch (err) {
           reportListenerError(err);
         }
       }
     }
     return Promise.reject(signal.reason);
+  }
+
+  /**
+   * What this retrier's calls did, counted by the engine from their events: calls ended,
+   * attempts, retries, successes, rejections (permanent failures), cancellations, and
+   * exhaustions by reason. Per retrier (one made by with() counts its own); the HTTP
+   * helpers' calls count in the retrier they were given.
+   */
+  stats() {
+    const src = this.#src;
+    const firstOk = src.counts.firstOk;
+    src.counts.firstOk = 0;
+    const raw = src.handle.stats(firstOk);
+    const exhausted = {};
+    REASONS.forEach((reason, i) => {
+      exhausted[reason] = raw[6 + i];
+    });
+    return { calls: raw[0], attempts: raw[1], retries: raw[2], successes: raw[3], rejections: raw[4], cancellations: raw[5], exhausted };
   }
 }
 

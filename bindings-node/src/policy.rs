@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
-use retryrs::{units, Jitter, Policy, PolicyBuilder, Setting};
+use retryrs::{units, Jitter, Policy, PolicyBuilder, Setting, Stats};
 
 use crate::breaker::NativeBreaker;
 use crate::budget::NativeBudget;
@@ -63,15 +63,26 @@ pub fn knobs() -> napi::Result<Vec<KnobInfo>> {
     })
 }
 
+/// The exhaust reasons in the order `NativePolicy.stats` lists their counts.
+#[napi]
+pub fn exhaust_reasons() -> napi::Result<Vec<String>> {
+    guarded(|| Ok(retryrs::ExhaustReason::ALL.iter().map(|r| r.as_str().to_string()).collect()))
+}
+
 /// A validated, immutable policy shared by every call of one JS `Retrier`.
 #[napi]
 pub struct NativePolicy {
     pub(crate) inner: Arc<Policy>,
+    /// The retrier's statistics (`r.stats()`): every call under this policy feeds them.
+    pub(crate) stats: Arc<Stats>,
     id: u32,
 }
 
+/// A registered policy and the statistics its calls feed.
+pub(crate) type Entry = (Arc<Policy>, Arc<Stats>);
+
 /// Live policies (by id) and the ids free for reuse.
-type Registry = (Vec<Option<Arc<Policy>>>, Vec<u32>);
+type Registry = (Vec<Option<Entry>>, Vec<u32>);
 
 thread_local! {
     /// Live policies by id, so a call can name its policy with a plain number: unwrapping
@@ -79,21 +90,22 @@ thread_local! {
     static POLICIES: RefCell<Registry> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
-fn register(policy: &Arc<Policy>) -> napi::Result<u32> {
+fn register(policy: &Arc<Policy>, stats: &Arc<Stats>) -> napi::Result<u32> {
     POLICIES.with(|cell| {
         let (slots, free) = &mut *cell.borrow_mut();
+        let entry = Some((policy.clone(), stats.clone()));
         if let Some(id) = free.pop() {
-            slots[id as usize] = Some(policy.clone());
+            slots[id as usize] = entry;
             return Ok(id);
         }
         let id = u32::try_from(slots.len()).map_err(|_| napi::Error::from_reason("retryrs: too many retriers"))?;
-        slots.push(Some(policy.clone()));
+        slots.push(entry);
         Ok(id)
     })
 }
 
-/// The policy registered under `id` (by a live NativePolicy).
-pub fn policy_by_id(id: u32) -> napi::Result<Arc<Policy>> {
+/// The policy registered under `id` (by a live NativePolicy), and its statistics.
+pub fn policy_by_id(id: u32) -> napi::Result<Entry> {
     POLICIES
         .with(|cell| cell.borrow().0.get(id as usize).cloned().flatten())
         .ok_or_else(|| napi::Error::from_reason(format!("retryrs: no policy with id {id} (a bug)")))
@@ -118,8 +130,13 @@ impl Drop for NativePolicy {
 impl NativePolicy {
     /// A policy already validated (a document's), registered for calls to name.
     pub(crate) fn from_policy(inner: Arc<Policy>) -> napi::Result<Self> {
-        let id = register(&inner)?;
-        Ok(NativePolicy { inner, id })
+        Self::with_stats(inner, Arc::new(Stats::new()))
+    }
+
+    /// A policy feeding existing statistics (a derivation of the same retrier).
+    fn with_stats(inner: Arc<Policy>, stats: Arc<Stats>) -> napi::Result<Self> {
+        let id = register(&inner, &stats)?;
+        Ok(NativePolicy { inner, stats, id })
     }
 }
 
@@ -199,7 +216,8 @@ impl NativePolicy {
                 .set("max_attempts", Setting::Number(n))
                 .and_then(|b| b.build())
                 .map_err(|e| Problem::from_policy(e, &given).into_error())?;
-            NativePolicy::from_policy(Arc::new(built))
+            // The same retrier's calls (an HTTP request's own retry.limit): its statistics.
+            NativePolicy::with_stats(Arc::new(built), self.stats.clone())
         })
     }
 
@@ -226,6 +244,30 @@ impl NativePolicy {
             }
             apply(b, options).map_err(Problem::into_error)
         })
+    }
+
+    /// The counters of every call under this policy (`r.stats()`), after counting `first_ok`
+    /// calls whose first attempt succeeded on the JS fast path (no engine call, so no
+    /// Success event): `[calls, attempts, retries, successes, rejections, cancellations,
+    /// ...exhaustions in ExhaustReason::ALL order]`.
+    #[napi]
+    pub fn stats(&self, first_ok: u32) -> napi::Result<Vec<f64>> {
+        guarded(|| {
+            for _ in 0..first_ok {
+                self.stats.count_first_attempt_success();
+            }
+            let s = self.stats.snapshot();
+            let mut out = vec![s.calls, s.attempts, s.retries, s.successes, s.rejections, s.cancellations];
+            out.extend(s.exhaustions);
+            Ok(out.into_iter().map(|n| n as f64).collect())
+        })
+    }
+
+    /// Why max_attempts cannot fit the deadline (the core's wording, naming both knobs), or
+    /// null when it can.
+    #[napi(getter)]
+    pub fn deadline_hint(&self) -> napi::Result<Option<String>> {
+        guarded(|| Ok(self.inner.deadline_hint().map(|h| h.to_string())))
     }
 
     /// Why the policy cannot run in this host, if it hedges (the core's wording), or null.
@@ -300,6 +342,5 @@ fn apply(b: PolicyBuilder, o: PolicyOptions) -> Result<NativePolicy, Problem> {
         b = b.seed(Some(value));
     }
     let inner = Arc::new(b.build().map_err(problem)?);
-    let id = register(&inner).map_err(|e| Problem::new("options", e.reason.clone(), "registrable"))?;
-    Ok(NativePolicy { inner, id })
+    NativePolicy::from_policy(inner).map_err(|e| Problem::new("options", e.reason.clone(), "registrable"))
 }

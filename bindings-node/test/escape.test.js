@@ -132,3 +132,118 @@ test('listeners attach after creation and detach with the returned disposable', 
   assert.equal(kinds.length, 4, 'a disposed listener hears nothing');
   assert.throws(() => r.onEvent('x'), /onEvent\(listener\): listener must be a function, got string/);
 });
+
+test('onRetry is awaited before each wait; returning false stops the call: reason stopped, history kept', async () => {
+  const seen = [];
+  const events = [];
+  const r = new Retrier({
+    ...fast,
+    maxAttempts: 5,
+    onEvent: (e) => events.push(`${e.kind}:${e.retriesLeft}`),
+    onRetry: async (info) => {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      seen.push([info.attempt, info.retriesLeft, info.delayMs, info.error.message]);
+      return info.attempt < 2;
+    },
+  });
+  const fn = flaky(10);
+  const err = await r.call(fn).then(() => assert.fail('resolved'), (e) => e);
+  assert.ok(err instanceof RetryExhaustedError);
+  assert.equal(err.reason, 'stopped');
+  assert.equal(err.attempts, 2);
+  assert.equal(fn.calls(), 2, 'no attempt after the stop');
+  assert.deepEqual(err.errors.map((e) => e.message), ['failure 1', 'failure 2']);
+  assert.equal(err.cause.message, 'failure 2');
+  assert.match(err.message, /stopped by a hook/);
+  assert.deepEqual(seen, [[1, 4, 0, 'failure 1'], [2, 3, 0, 'failure 2']]);
+  assert.deepEqual(events, ['attempt_failed:4', 'retrying:4', 'attempt_failed:3', 'exhausted:3']);
+  // With reraise, a stopped call rejects with the last failure itself.
+  const re = r.with({ reraise: true });
+  const last = await re.call(flaky(10)).then(() => assert.fail('resolved'), (e) => e);
+  assert.equal(last.message, 'failure 2');
+  assert.equal(last.retryrs.reason, 'stopped');
+});
+
+test('a throw from onRetry stops the call and is what it rejects with (as p-retry), the failure its cause', async () => {
+  const events = [];
+  const stop = new Error('stop now');
+  const r = new Retrier({ ...fast, onEvent: (e) => events.push(e.reason ?? e.kind), onRetry: () => { throw stop; } });
+  const fn = flaky(10);
+  await assert.rejects(r.call(fn), (e) => e === stop && e.cause.message === 'failure 1');
+  assert.equal(fn.calls(), 1);
+  assert.deepEqual(events, ['attempt_failed', 'stopped']);
+});
+
+test('delayMs replaces the wait with an exact one; undefined keeps the engine\'s; the deadline still applies', async () => {
+  const delays = [];
+  const asked = [];
+  const r = new Retrier({
+    initialDelayMs: 1, maxDelayMs: 1, jitter: 'none', maxAttempts: 4,
+    onEvent: (e) => { if (e.kind === 'retrying') delays.push(e.delayMs); },
+    delayMs: async ({ attempt, delayMs, error }) => {
+      asked.push([attempt, delayMs, error instanceof Error]);
+      return attempt === 2 ? undefined : 3 * attempt;
+    },
+  });
+  assert.equal(await r.call(flaky(3, 'ok')), 'ok');
+  assert.deepEqual(asked, [[1, 1, true], [2, 1, true], [3, 1, true]]);
+  assert.deepEqual(delays, [3, 1, 9], 'exact, the engine\'s, exact');
+  // An exact wait past the deadline ends the call with reason deadline, without waiting.
+  const late = new Retrier({ ...fast, deadlineMs: 1000, delayMs: () => 60_000 });
+  const started = Date.now();
+  await assert.rejects(late.call(flaky(5)), (e) => e instanceof RetryExhaustedError && e.reason === 'deadline' && e.attempts === 1);
+  assert.ok(Date.now() - started < 30_000, 'the refused wait was not waited');
+  // Over max_retry_after: reason retry_after.
+  const capped = new Retrier({ ...fast, maxRetryAfterMs: 100, delayMs: () => 500 });
+  await assert.rejects(capped.call(flaky(5)), (e) => e instanceof RetryExhaustedError && e.reason === 'retry_after');
+});
+
+test('a delayMs answer that is not a wait ends the call with an error naming the hook, the failure its cause', async () => {
+  for (const [answer, kind, pattern] of [['5s', TypeError, /delayMs must return a number/], [-1, RangeError, /delayMs: .*-1/], [NaN, RangeError, /delayMs: .*NaN/]]) {
+    const fn = flaky(5);
+    const r = new Retrier({ ...fast, delayMs: () => answer });
+    await assert.rejects(r.call(fn), (e) => e instanceof kind && pattern.test(e.message) && e.cause.message === 'failure 1');
+    assert.equal(fn.calls(), 1);
+  }
+});
+
+test('events carry retriesLeft', async () => {
+  const seen = [];
+  const r = new Retrier({ ...fast, maxAttempts: 3, onEvent: (e) => seen.push([e.kind, e.attempt, e.retriesLeft]) });
+  await assert.rejects(r.call(flaky(5)), RetryExhaustedError);
+  assert.deepEqual(seen, [
+    ['attempt_failed', 1, 2], ['retrying', 1, 2], ['attempt_failed', 2, 1], ['retrying', 2, 1],
+    ['attempt_failed', 3, 0], ['exhausted', 3, 0],
+  ]);
+});
+
+test('r.stats(): calls, attempts, retries and outcomes by reason, the fast path counted too', async () => {
+  const r = new Retrier({ ...fast, maxAttempts: 2 });
+  assert.equal(await r.call(() => 1), 1);
+  assert.equal(await r.call(async () => 2), 2);
+  assert.equal(await r.call(flaky(1, 'ok')), 'ok');
+  await assert.rejects(r.call(flaky(5)), RetryExhaustedError);
+  const permanent = new TypeError('bug');
+  await assert.rejects(r.call(() => { throw permanent; }), (e) => e === permanent);
+  const aborted = AbortSignal.abort(new Error('gone'));
+  await assert.rejects(r.call(() => 1, { signal: aborted }), /gone/);
+  const s = r.stats();
+  assert.deepEqual(s, {
+    calls: 6, attempts: 7, retries: 2, successes: 3, rejections: 1, cancellations: 1,
+    exhausted: { attempts: 1, deadline: 0, budget: 0, retry_after: 0, circuit_open: 0, stopped: 0 },
+  });
+  // Per retrier: one made by with() counts its own.
+  const other = r.with({});
+  await other.call(() => 1);
+  assert.equal(other.stats().calls, 1);
+  assert.equal(r.stats().calls, 6);
+});
+
+test('the deadline hint: inspect says when max_attempts cannot fit the deadline, and so does a deadline exhaustion', async () => {
+  const tight = new Retrier({ maxAttempts: 10, initialDelayMs: 1000, maxDelayMs: 30_000, deadlineMs: 15_000 });
+  assert.match(inspect(tight), /hint: 'max_attempts=10 needs up to .* deadline is 15 s: raise deadline or lower max_attempts'/);
+  assert.doesNotMatch(inspect(new Retrier()), /hint/);
+  const short = new Retrier({ maxAttempts: 10, initialDelayMs: 200, maxDelayMs: 200, jitter: 'none', deadlineMs: 300 });
+  await assert.rejects(short.call(flaky(20)), (e) => e instanceof RetryExhaustedError && e.reason === 'deadline' && /raise deadline or lower max_attempts/.test(e.message));
+  await assert.rejects(new Retrier({ ...fast, maxAttempts: 2 }).call(flaky(5)), (e) => !/raise deadline/.test(e.message));
+});
