@@ -14,16 +14,38 @@ export type ExhaustReason = 'attempts' | 'deadline' | 'budget' | 'retry_after' |
 export type FailureOf = { error: unknown; value?: never } | { value: unknown; error?: never };
 
 export type RetryEvent =
-  | ({ kind: 'attempt_failed'; name: string; attempt: number; elapsedMs: number } & FailureOf)
-  | ({ kind: 'retrying'; name: string; attempt: number; elapsedMs: number; delayMs: number } & FailureOf)
-  | ({ kind: 'rejected'; name: string; attempt: number; elapsedMs: number } & FailureOf)
-  | ({ kind: 'exhausted'; name: string; attempt: number; elapsedMs: number; reason: ExhaustReason } & FailureOf)
-  | ({ kind: 'cancelled'; name: string; attempt: number; elapsedMs: number } & Partial<FailureOf>)
-  | { kind: 'success'; name: string; attempt: number; elapsedMs: number }
-  | { kind: 'breaker_opened'; name: string; attempt: number; elapsedMs: number; delayMs: number }
-  | { kind: 'breaker_half_open' | 'breaker_closed'; name: string; attempt: number; elapsedMs: number };
+  | ({ kind: 'attempt_failed'; name: string; attempt: number; elapsedMs: number; retriesLeft: number } & FailureOf)
+  | ({ kind: 'retrying'; name: string; attempt: number; elapsedMs: number; retriesLeft: number; delayMs: number } & FailureOf)
+  | ({ kind: 'rejected'; name: string; attempt: number; elapsedMs: number; retriesLeft: number } & FailureOf)
+  | ({ kind: 'exhausted'; name: string; attempt: number; elapsedMs: number; retriesLeft: number; reason: ExhaustReason } & FailureOf)
+  | ({ kind: 'cancelled'; name: string; attempt: number; elapsedMs: number; retriesLeft: number } & Partial<FailureOf>)
+  | { kind: 'success'; name: string; attempt: number; elapsedMs: number; retriesLeft: number }
+  | { kind: 'breaker_opened'; name: string; attempt: number; elapsedMs: number; retriesLeft: number; delayMs: number }
+  | { kind: 'breaker_half_open' | 'breaker_closed'; name: string; attempt: number; elapsedMs: number; retriesLeft: number };
 
 export type RetryEventKind = RetryEvent['kind'];
+
+/**
+ * What onRetry and delayMs receive after a failure, before the wait the engine proposes:
+ * the attempt that failed (1-based), the engine's wait (backoff raised to any hint), the
+ * retries the attempt limit still allows (a bound, not a promise), the name events carry,
+ * and the failure.
+ */
+export type RetryInfo = { attempt: number; delayMs: number; retriesLeft: number; name: string } & FailureOf;
+
+/** r.stats(): what a retrier's calls did, counted by the engine. */
+export interface RetryStats {
+  /** Calls ended (succeeded, rejected, exhausted or cancelled). */
+  readonly calls: number;
+  readonly attempts: number;
+  readonly retries: number;
+  readonly successes: number;
+  /** Calls ended by a permanent failure. */
+  readonly rejections: number;
+  readonly cancellations: number;
+  /** Calls exhausted, by reason. */
+  readonly exhausted: Readonly<Record<ExhaustReason, number>>;
+}
 
 /** A hook's answer: now, or as a promise the call awaits. */
 export type Answer<T> = T | PromiseLike<T>;
@@ -108,6 +130,20 @@ export interface RetrierOptions<R = unknown> {
    * rejects with RetryExhaustedError (there is no error to rethrow). Default false.
    */
   reraise?: boolean;
+  /**
+   * Awaited after a failure, before each wait (p-retry's onFailedAttempt, but only when a
+   * retry would follow): returning false stops the call (RetryExhaustedError, reason
+   * 'stopped', the history kept); a throw stops it too and is what the call rejects with
+   * (the failure as its cause). Anything else goes on.
+   */
+  onRetry?: (info: RetryInfo) => Answer<unknown>;
+  /**
+   * The wait before the next attempt, exactly, in ms; undefined: the engine's. Called
+   * after onRetry; awaited. The engine still refuses a wait past the deadline (reason
+   * 'deadline') or over maxRetryAfterMs (reason 'retry_after'). Retry-After hints are not
+   * a floor for it. A negative or NaN answer is a RangeError, a non-number a TypeError.
+   */
+  delayMs?: (info: RetryInfo) => Answer<number | undefined | null>;
 }
 
 /** What `reraise: true` attaches to the failure it rejects with (non-enumerable). */
@@ -176,6 +212,8 @@ export declare class Retrier<R = unknown> {
    * the onEvent option's, by this retrier and those made from it with with().
    */
   onEvent(listener: (event: RetryEvent) => void | PromiseLike<void>): ListenerHandle;
+  /** What this retrier's calls did (a retrier made by with() counts its own). */
+  stats(): RetryStats;
 }
 
 /** The options Retrier.fromPolicy takes: the host's, and knobs overriding the document's. */

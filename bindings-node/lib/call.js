@@ -474,14 +474,13 @@ class CallRun {
   }
 
   succeed() {
-    // The engine needs to hear of a success to credit a budget, emit an event, or end a
-    // call it started (its statistics count it); a first-attempt success it never heard
-    // of is counted for r.stats() instead.
-    if (this.o.recordsSuccess || this.engine !== null) {
+    // The engine needs to hear of a success only to credit a budget or emit an event;
+    // otherwise it is counted here for r.stats() (what the Success event would count).
+    if (this.o.recordsSuccess) {
       native.callRecord(this.engineCall(), V_SUCCESS, undefined, now() + this.base);
       this.emit(undefined);
     } else {
-      this.o.counts.firstOk += 1;
+      this.o.counts.unseenOk += 1;
     }
     return this.value;
   }
@@ -575,7 +574,7 @@ function boundedFirstAttempt(o, fn, t0) {
   }
   if (!(result instanceof Promise)) {
     if (!isThenable(result)) {
-      o.counts.firstOk += 1;
+      o.counts.unseenOk += 1;
       return Promise.resolve(result);
     }
     result = Promise.resolve(result);
@@ -620,7 +619,7 @@ function boundedFirstAttempt(o, fn, t0) {
     if (at === SETTLED) return;
     queue.settle(at);
     at = SETTLED;
-    o.counts.firstOk += 1;
+    o.counts.unseenOk += 1;
     resolve(v);
   }, failed);
   return call;

@@ -166,9 +166,9 @@ function sourceOf(handle, options, named, listeners) {
   for (const key of HOST_ONLY) {
     if (options[key] !== undefined) host[key] = options[key];
   }
-  // Calls whose first attempt succeeded on the fast path (no engine call, so no event
-  // for the engine's statistics to count): handed to the engine by r.stats().
-  return { handle, host, named, listeners, counts: { firstOk: 0 } };
+  // Successes the engine did not hear of (the fast path's, and any when no budget,
+  // breaker or listener needs it told): handed to its statistics by r.stats().
+  return { handle, host, named, listeners, counts: { unseenOk: 0 } };
 }
 
 /** The options that exist in Node alone, checked. */
@@ -236,7 +236,7 @@ function finish(src, attached) {
     counts: src.counts,
     // The fast path's success handler: counts a first-attempt success, passes the value.
     countOk: (v) => {
-      src.counts.firstOk += 1;
+      src.counts.unseenOk += 1;
       return v;
     },
     // Exhaustion by a thrown failure rejects with that failure itself (the history as its

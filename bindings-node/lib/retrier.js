@@ -224,7 +224,7 @@ class Retrier {
     if (isThenable(result)) {
       return Promise.resolve(result).then(o.countOk, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
     }
-    o.counts.firstOk += 1;
+    o.counts.unseenOk += 1;
     return Promise.resolve(result);
   }
 
@@ -251,9 +251,9 @@ class Retrier {
    */
   stats() {
     const src = this.#src;
-    const firstOk = src.counts.firstOk;
-    src.counts.firstOk = 0;
-    const raw = src.handle.stats(firstOk);
+    const unseenOk = src.counts.unseenOk;
+    src.counts.unseenOk = 0;
+    const raw = src.handle.stats(unseenOk);
     const exhausted = {};
     REASONS.forEach((reason, i) => {
       exhausted[reason] = raw[6 + i];

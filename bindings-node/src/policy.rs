@@ -246,14 +246,14 @@ impl NativePolicy {
         })
     }
 
-    /// The counters of every call under this policy (`r.stats()`), after counting `first_ok`
-    /// calls whose first attempt succeeded on the JS fast path (no engine call, so no
-    /// Success event): `[calls, attempts, retries, successes, rejections, cancellations,
+    /// The counters of every call under this policy (`r.stats()`), after counting
+    /// `unseen_ok` successes the engine did not hear of (the JS fast path's, and those of
+    /// calls nobody needed it told of: no Success event to observe): `[calls, attempts, retries, successes, rejections, cancellations,
     /// ...exhaustions in ExhaustReason::ALL order]`.
     #[napi]
-    pub fn stats(&self, first_ok: u32) -> napi::Result<Vec<f64>> {
+    pub fn stats(&self, unseen_ok: u32) -> napi::Result<Vec<f64>> {
         guarded(|| {
-            for _ in 0..first_ok {
+            for _ in 0..unseen_ok {
                 self.stats.count_first_attempt_success();
             }
             let s = self.stats.snapshot();

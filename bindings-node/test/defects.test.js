@@ -182,7 +182,7 @@ test("8: p-retry's, cockatiel's and async-retry's option names get a hint", () =
     minTimeout: /did you mean initialDelayMs\?/,
     maxTimeout: /did you mean maxDelayMs\?/,
     randomize: /did you mean jitter/,
-    onFailedAttempt: /did you mean onEvent/,
+    onFailedAttempt: /did you mean onRetry .* or onEvent/,
     maxRetryTime: /did you mean deadlineMs\?/,
     maxattempts: /did you mean maxAttempts\?/,
     initialDelay: /did you mean initialDelayMs\?/,

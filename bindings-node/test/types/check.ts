@@ -1,6 +1,6 @@
 // Compiled with `tsc --noEmit` by types.test.js: the declarations must accept real use and
 // reject misuse (each @ts-expect-error fails the build if the line compiles).
-import { Retrier, RetryBudget, RetryExhaustedError, parseRetryAfter, isRetryableStatus, testing, type RetryEvent, type AttemptContext, type ListenerHandle, type RetryHistory } from 'retryrs';
+import { Retrier, RetryBudget, RetryExhaustedError, parseRetryAfter, isRetryableStatus, testing, type RetryEvent, type AttemptContext, type ListenerHandle, type RetryHistory, type RetryInfo, type RetryStats } from 'retryrs';
 
 const budget = new RetryBudget(10, 0.1);
 const r = new Retrier({
@@ -97,6 +97,16 @@ const base = new Retrier({ reraise: true, maxAttempts: 3 });
 const one: Retrier = base.with({ maxAttempts: 1, name: 'once' });
 const handle: ListenerHandle = one.onEvent((e: RetryEvent) => void e.kind);
 handle.dispose();
+// Hooks that act: onRetry may stop the call, delayMs gives an exact wait.
+const hooked = new Retrier({
+  onRetry: async (info: RetryInfo) => info.retriesLeft > 0 && info.attempt < 3,
+  delayMs: (info) => (info.error instanceof Error ? info.delayMs * 2 : undefined),
+  onEvent: (e) => void e.retriesLeft,
+});
+const stats: RetryStats = hooked.stats();
+void (stats.calls + stats.exhausted.stopped + stats.exhausted.deadline);
+// @ts-expect-error delayMs answers a number of milliseconds
+new Retrier({ delayMs: () => '5s' });
 // @ts-expect-error reraise is a boolean
 new Retrier({ reraise: 'yes' });
 // @ts-expect-error with() takes options, not a number
