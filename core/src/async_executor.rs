@@ -75,7 +75,7 @@ use crate::cancel::CancelToken;
 use crate::clock::{testing, Clock, SystemClock};
 use crate::engine::{Call, Decision, Resume, Stop, Verdict};
 use crate::event::{Event, ExhaustReason};
-use crate::executor::{Failed, History, Retrier, RetryError, ValueVerdict};
+use crate::executor::{Failed, History, Retrier, RetryContext, RetryError, ValueVerdict};
 use crate::judge::Judged;
 use crate::policy::Policy;
 use crate::sleep::{yield_now, Sleep};
@@ -121,8 +121,15 @@ pub type AsyncListener<'a, E, T = ()> = Box<dyn FnMut(&Event<'_>, Option<Failed<
 /// A result predicate of an async call.
 pub type AsyncResultPredicate<'a, T> = Box<dyn FnMut(&T) -> ValueVerdict + Send + 'a>;
 
+/// A wait hook of an async call ([`AsyncRun::wait_with`]).
+pub type AsyncWaitHook<'a, E, T> = Box<dyn FnMut(&RetryContext<'_, E, T>) -> Option<Duration> + Send + 'a>;
+
+/// A before-retry hook of an async call ([`AsyncRun::before_retry`]).
+pub type AsyncBeforeRetry<'a, E, T> = Box<dyn FnMut(&RetryContext<'_, E, T>) -> std::ops::ControlFlow<()> + Send + 'a>;
+
 /// Options of one [`Retrier::execute_async`] call: the timer, and as for the blocking
-/// [`Run`](crate::Run), a cancel token, a listener, a result predicate and a clock.
+/// [`Run`](crate::Run), a cancel token, a listener, a result predicate, a clock and the
+/// hooks.
 #[must_use = "options do nothing until passed to Retrier::execute_async"]
 pub struct AsyncRun<'a, S, E, T = ()> {
     sleep: S,
@@ -130,6 +137,8 @@ pub struct AsyncRun<'a, S, E, T = ()> {
     clock: Option<&'a dyn Clock>,
     listener: Option<AsyncListener<'a, E, T>>,
     result_predicate: Option<AsyncResultPredicate<'a, T>>,
+    wait: Option<AsyncWaitHook<'a, E, T>>,
+    before_retry: Option<AsyncBeforeRetry<'a, E, T>>,
 }
 
 #[cfg(feature = "tokio")]
@@ -143,7 +152,15 @@ impl<'a, E, T> AsyncRun<'a, crate::sleep::TokioSleep, E, T> {
 impl<'a, S: Sleep, E, T> AsyncRun<'a, S, E, T> {
     /// Options that wait on `sleep`: a runtime's timer, e.g. `|d| async_std::task::sleep(d)`.
     pub fn new(sleep: S) -> Self {
-        AsyncRun { sleep, cancel: None, clock: None, listener: None, result_predicate: None }
+        AsyncRun {
+            sleep,
+            cancel: None,
+            clock: None,
+            listener: None,
+            result_predicate: None,
+            wait: None,
+            before_retry: None,
+        }
     }
     /// Adds a cancel token: when it fires, the wait or the attempt in flight is dropped
     /// and the call ends as [`RetryError::Cancelled`].
@@ -165,6 +182,19 @@ impl<'a, S: Sleep, E, T> AsyncRun<'a, S, E, T> {
     /// `sleep` must not block; meant for [`VirtualClock`](crate::VirtualClock).
     pub fn clock(mut self, clock: &'a dyn Clock) -> Self {
         self.clock = Some(clock);
+        self
+    }
+    /// Adds a wait hook (see [`Run::wait_with`](crate::Run::wait_with)).
+    pub fn wait_with(mut self, f: impl FnMut(&RetryContext<'_, E, T>) -> Option<Duration> + Send + 'a) -> Self {
+        self.wait = Some(Box::new(f));
+        self
+    }
+    /// Adds a before-retry hook (see [`Run::before_retry`](crate::Run::before_retry)).
+    pub fn before_retry(
+        mut self,
+        f: impl FnMut(&RetryContext<'_, E, T>) -> std::ops::ControlFlow<()> + Send + 'a,
+    ) -> Self {
+        self.before_retry = Some(Box::new(f));
         self
     }
 }
@@ -278,7 +308,7 @@ impl Retrier {
         Fut: Future<Output = Result<T, E>>,
         E: From<TimedOut>,
     {
-        let AsyncRun { sleep, cancel, clock, mut listener, mut result_predicate } = run;
+        let AsyncRun { sleep, cancel, clock, mut listener, mut result_predicate, mut wait, mut before_retry } = run;
         let virtual_clock = match clock {
             Some(_) => None,
             None => testing::clock(),
@@ -291,7 +321,9 @@ impl Retrier {
             (None, None) => (&SystemClock, false),
         };
         let has_listener = listener.is_some();
+        let stats = &**self.stats_counters();
         let mut notify = |event: &Event<'_>, failed: Option<Failed<'_, E, T>>| {
+            stats.observe(event);
             if let Some(listen) = listener.as_mut() {
                 // Only the kinds that carry a failure get it (not the breaker's events).
                 listen(event, failed.filter(|_| event.kind.carries_error()));
@@ -316,11 +348,20 @@ impl Retrier {
         if let Some(refusal) = call.refusal() {
             let reason = ExhaustReason::CircuitOpen;
             let refusal = Some(refusal);
-            return Err(RetryError::Exhausted { attempts: 0, reason, errors: Vec::new(), value: None, refusal });
+            let (errors, deadline_hint) = (Vec::new(), None);
+            return Err(RetryError::Exhausted { attempts: 0, reason, errors, value: None, refusal, deadline_hint });
         }
         let mut attempt_start = call.started_at();
         let success_timed = has_listener || policy.breaker().is_some();
         let mut history = History { errors: Vec::new(), value: None };
+        let hooked = wait.is_some() || before_retry.is_some();
+        let mut hooks = |ctx: &RetryContext<'_, E, T>| {
+            crate::executor::plan(
+                ctx,
+                before_retry.as_deref_mut().map(|f| f as &mut _),
+                wait.as_deref_mut().map(|f| f as &mut _),
+            )
+        };
         loop {
             let bound = call.attempt_deadline().expect("the executor runs op only while an attempt is in progress");
             let attempt = Attempt::new(call.attempt(), attempt_start, bound);
@@ -340,20 +381,22 @@ impl Retrier {
                 }
                 Raced::Cancelled => {
                     let _ = call.cancel(read_time(), &mut |e| notify(e, history.last()));
-                    return Err(history.stopped(Stop::Cancelled, call.attempt()));
+                    return Err(history.stopped(Stop::Cancelled, call.attempt(), policy));
                 }
             };
             let started = call.started_at();
             let success_now = || if success_timed { clock.now() } else { started };
             let predicate = result_predicate.as_deref_mut();
-            let decision =
-                match history.judge(call, outcome, predicate, &mut classify, &mut notify, read_time, success_now) {
-                    Judged::Accepted(value) => return Ok(value),
-                    Judged::Decided(decision) => decision,
-                };
+            let hooks: Option<&mut crate::judge::PlanHook<'_, E, T>> = if hooked { Some(&mut hooks) } else { None };
+            let judged =
+                history.judge(call, outcome, predicate, &mut classify, &mut notify, read_time, success_now, hooks);
+            let decision = match judged {
+                Judged::Accepted(value) => return Ok(value),
+                Judged::Decided(decision) => decision,
+            };
             let delay = match decision {
                 Decision::Retry(delay) => delay,
-                Decision::Stop(stop) => return Err(history.stopped(stop, call.attempt())),
+                Decision::Stop(stop) => return Err(history.stopped(stop, call.attempt(), policy)),
             };
             let waited = if is_virtual {
                 let ok = clock.sleep(delay, cancel).is_ok();
@@ -368,14 +411,14 @@ impl Retrier {
             };
             if !waited || cancel.is_some_and(CancelToken::is_cancelled) {
                 let _ = call.cancel(read_time(), &mut |e| notify(e, history.last()));
-                return Err(history.stopped(Stop::Cancelled, call.attempt()));
+                return Err(history.stopped(Stop::Cancelled, call.attempt(), policy));
             }
             attempt_start = read_time();
             let resume = call
                 .after_wait(attempt_start, &mut |e| notify(e, history.last()))
                 .expect("the executor only resumes after a retry decision");
             if let Resume::Stop(stop) = resume {
-                return Err(history.stopped(stop, call.attempt()));
+                return Err(history.stopped(stop, call.attempt(), policy));
             }
         }
     }

@@ -5,6 +5,7 @@
 #![cfg_attr(not(feature = "blocking"), allow(unused_imports))]
 
 use std::fmt;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,10 +13,11 @@ use crate::attempt::Attempt;
 use crate::breaker::BreakerState;
 use crate::cancel::CancelToken;
 use crate::clock::{testing, Clock, SystemClock};
-use crate::engine::{Call, Decision, Resume, Stop, Verdict};
+use crate::engine::{Call, Decision, Plan, Resume, Stop, Verdict};
 use crate::event::{Event, ExhaustReason};
 use crate::judge::Judged;
-use crate::policy::Policy;
+use crate::policy::{DeadlineHint, Policy};
+use crate::stats::{Stats, StatsSnapshot};
 
 /// How many failures a [`RetryError`] keeps: the last 64 (the contract's history cap), so
 /// a call with a huge `max_attempts` cannot hold every error it ever saw. `attempts`
@@ -47,6 +49,9 @@ pub enum RetryError<E, T = ()> {
         /// For reason `circuit_open` (no attempt made): the breaker's state and the time
         /// left before it lets a probe through.
         refusal: Option<(BreakerState, Duration)>,
+        /// For reason `deadline`: the policy's [`DeadlineHint`], when `max_attempts`
+        /// cannot fit the deadline at the nominal backoff (Display appends it).
+        deadline_hint: Option<DeadlineHint>,
     },
     /// The cancel token fired.
     Cancelled {
@@ -97,8 +102,8 @@ impl<E, T> RetryError<E, T> {
     pub(crate) fn without_value(self) -> RetryError<E> {
         match self {
             RetryError::Rejected(e) => RetryError::Rejected(e),
-            RetryError::Exhausted { attempts, reason, errors, refusal, .. } => {
-                RetryError::Exhausted { attempts, reason, errors, value: None, refusal }
+            RetryError::Exhausted { attempts, reason, errors, refusal, deadline_hint, .. } => {
+                RetryError::Exhausted { attempts, reason, errors, value: None, refusal, deadline_hint }
             }
             RetryError::Cancelled { attempts, errors, .. } => RetryError::Cancelled { attempts, errors, value: None },
             RetryError::Refused(why) => RetryError::Refused(why),
@@ -114,8 +119,11 @@ impl<E: fmt::Display, T: fmt::Debug> fmt::Display for RetryError<E, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RetryError::Rejected(e) => write!(f, "{e}"),
-            RetryError::Exhausted { attempts, reason, value, .. } => {
+            RetryError::Exhausted { attempts, reason, value, deadline_hint, .. } => {
                 write!(f, "{}", crate::event::GaveUp { name: None, attempts: *attempts, reason: *reason })?;
+                if let Some(hint) = deadline_hint {
+                    write!(f, "; {hint}")?;
+                }
                 match value {
                     Some(v) => write!(f, ": rejected value {v:?}"),
                     None => Ok(()),
@@ -203,14 +211,61 @@ impl<'a, E, T> Failed<'a, E, T> {
 
 /// A policy ready to run closures. Immutable: share it freely between threads (it is an
 /// `Arc` inside); each call keeps its own state.
+/// A clone is the same retrier: it shares the policy and the [statistics](Retrier::stats).
 #[derive(Debug, Clone)]
 pub struct Retrier {
     policy: Arc<Policy>,
+    stats: Arc<Stats>,
 }
 
 impl From<Policy> for Retrier {
     fn from(policy: Policy) -> Self {
-        Retrier { policy: Arc::new(policy) }
+        Retrier::from_arc(Arc::new(policy))
+    }
+}
+
+/// What the hooks of [`Run::wait_with`] and [`Run::before_retry`] see: a failed attempt
+/// the engine would retry, and the wait it computed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct RetryContext<'a, E, T = ()> {
+    /// The attempt that failed (1-based).
+    pub attempt: u32,
+    /// The wait the engine computed (the backoff, raised to the hint).
+    pub delay: Duration,
+    /// The retries the attempt limit still allows ([`Event::retries_left`]).
+    pub retries_left: u32,
+    /// The failure's Retry-After hint, if it had one.
+    pub hint: Option<Duration>,
+    /// Time since the call began.
+    pub elapsed: Duration,
+    /// The failure: the error, or the value the result predicate rejected.
+    pub failure: Failed<'a, E, T>,
+}
+
+/// A wait hook: `Some(d)` waits exactly `d` (not raised to the hint; the deadline and
+/// `max_retry_after` still apply), `None` waits what the engine computed.
+pub type WaitHook<'a, E, T = ()> = Box<dyn FnMut(&RetryContext<'_, E, T>) -> Option<Duration> + 'a>;
+
+/// A before-retry hook: [`ControlFlow::Break`] stops the call (exhausted, reason `stopped`,
+/// the history kept), [`ControlFlow::Continue`] lets it wait.
+pub type BeforeRetry<'a, E, T = ()> = Box<dyn FnMut(&RetryContext<'_, E, T>) -> ControlFlow<()> + 'a>;
+
+/// The plan of a call's hooks for one proposed wait: the before-retry hook first (a stop
+/// skips the wait hook), then the wait hook.
+pub(crate) fn plan<E, T>(
+    ctx: &RetryContext<'_, E, T>,
+    before: Option<&mut (dyn FnMut(&RetryContext<'_, E, T>) -> ControlFlow<()> + '_)>,
+    wait: Option<&mut (dyn FnMut(&RetryContext<'_, E, T>) -> Option<Duration> + '_)>,
+) -> Plan {
+    if let Some(before) = before {
+        if before(ctx).is_break() {
+            return Plan::Stop;
+        }
+    }
+    match wait.and_then(|wait| wait(ctx)) {
+        Some(exact) => Plan::Exact(exact),
+        None => Plan::Engine,
     }
 }
 
@@ -237,13 +292,16 @@ impl<E, T> History<E, T> {
         }
     }
 
-    pub(crate) fn stopped(mut self, stop: Stop, attempts: u32) -> RetryError<E, T> {
+    pub(crate) fn stopped(mut self, stop: Stop, attempts: u32, policy: &Policy) -> RetryError<E, T> {
         let History { errors, value } = match stop {
             Stop::Rejected => return RetryError::Rejected(self.errors.pop().expect("a rejection follows a failure")),
             _ => self,
         };
         match stop {
-            Stop::Exhausted(reason) => RetryError::Exhausted { attempts, reason, errors, value, refusal: None },
+            Stop::Exhausted(reason) => {
+                let deadline_hint = if reason == ExhaustReason::Deadline { policy.deadline_hint() } else { None };
+                RetryError::Exhausted { attempts, reason, errors, value, refusal: None, deadline_hint }
+            }
             Stop::Cancelled => RetryError::Cancelled { attempts, errors, value },
             Stop::Success | Stop::Rejected => unreachable!("success returns the value; rejection is above"),
         }
@@ -258,7 +316,18 @@ impl Retrier {
 
     /// A retrier over a shared policy.
     pub fn from_arc(policy: Arc<Policy>) -> Self {
-        Retrier { policy }
+        Retrier { policy, stats: Arc::default() }
+    }
+
+    /// What this retrier's calls (and its clones') did so far: calls, attempts, retries,
+    /// outcomes, exhaustions by reason.
+    pub fn stats(&self) -> StatsSnapshot {
+        self.stats.snapshot()
+    }
+
+    /// The counters [`Retrier::stats`] reads (for a host that drives calls itself).
+    pub fn stats_counters(&self) -> &Arc<Stats> {
+        &self.stats
     }
 
     /// The policy.
@@ -346,7 +415,9 @@ impl Retrier {
         let cancel = run.cancel;
         let has_listener = run.listener.is_some();
         let listener = &mut run.listener;
+        let stats = &*self.stats;
         let mut notify = |event: &Event<'_>, failed: Option<Failed<'_, E, T>>| {
+            stats.observe(event);
             if let Some(listen) = listener.as_mut() {
                 // Only the kinds that carry a failure get it (not the breaker's events).
                 listen(event, failed.filter(|_| event.kind.carries_error()));
@@ -365,12 +436,16 @@ impl Retrier {
         if let Some(refusal) = call.refusal() {
             let reason = ExhaustReason::CircuitOpen;
             let refusal = Some(refusal);
-            return Err(RetryError::Exhausted { attempts: 0, reason, errors: Vec::new(), value: None, refusal });
+            let (errors, deadline_hint) = (Vec::new(), None);
+            return Err(RetryError::Exhausted { attempts: 0, reason, errors, value: None, refusal, deadline_hint });
         }
         let mut attempt_start = call.started_at();
         let success_timed = has_listener || self.policy.breaker().is_some();
         // Allocated at the first failure: the happy path allocates nothing.
         let mut history = History { errors: Vec::new(), value: None };
+        let (mut wait, mut before) = (run.wait.take(), run.before_retry.take());
+        let hooked = wait.is_some() || before.is_some();
+        let mut hooks = |ctx: &RetryContext<'_, E, T>| plan(ctx, before.as_deref_mut(), wait.as_deref_mut());
         loop {
             let bound = call.attempt_deadline().expect("the executor runs op only while an attempt is in progress");
             let outcome = op(&Attempt::new(call.attempt(), attempt_start, bound));
@@ -378,6 +453,7 @@ impl Retrier {
             // Only the Success event (and a breaker) needs its time: else skip the read.
             let success_now = || if success_timed { clock.now() } else { started };
             let predicate = run.result_predicate.as_deref_mut();
+            let hooks: Option<&mut crate::judge::PlanHook<'_, E, T>> = if hooked { Some(&mut hooks) } else { None };
             let decision = match history.judge(
                 &mut call,
                 outcome,
@@ -386,24 +462,25 @@ impl Retrier {
                 &mut notify,
                 read_time,
                 success_now,
+                hooks,
             ) {
                 Judged::Accepted(value) => return Ok(value),
                 Judged::Decided(decision) => decision,
             };
             let delay = match decision {
                 Decision::Retry(delay) => delay,
-                Decision::Stop(stop) => return Err(history.stopped(stop, call.attempt())),
+                Decision::Stop(stop) => return Err(history.stopped(stop, call.attempt(), &self.policy)),
             };
             if clock.sleep(delay, cancel).is_err() {
                 let _ = call.cancel(read_time(), &mut |e| notify(e, history.last()));
-                return Err(history.stopped(Stop::Cancelled, call.attempt()));
+                return Err(history.stopped(Stop::Cancelled, call.attempt(), &self.policy));
             }
             attempt_start = read_time();
             let resume = call
                 .after_wait(attempt_start, &mut |e| notify(e, history.last()))
                 .expect("the executor only resumes after a retry decision");
             if let Resume::Stop(stop) = resume {
-                return Err(history.stopped(stop, call.attempt()));
+                return Err(history.stopped(stop, call.attempt(), &self.policy));
             }
         }
     }
@@ -427,11 +504,15 @@ pub struct Run<'a, E, T = ()> {
     pub clock: Option<&'a dyn Clock>,
     /// The result predicate; `None`: every returned value is a success.
     pub result_predicate: Option<ResultPredicate<'a, T>>,
+    /// The wait hook ([`Run::wait_with`]).
+    pub wait: Option<WaitHook<'a, E, T>>,
+    /// The before-retry hook ([`Run::before_retry`]).
+    pub before_retry: Option<BeforeRetry<'a, E, T>>,
 }
 
 impl<E, T> Default for Run<'_, E, T> {
     fn default() -> Self {
-        Run { listener: None, cancel: None, clock: None, result_predicate: None }
+        Run { listener: None, cancel: None, clock: None, result_predicate: None, wait: None, before_retry: None }
     }
 }
 
@@ -462,6 +543,40 @@ impl<'a, E, T> Run<'a, E, T> {
     /// Uses this clock.
     pub fn clock(mut self, clock: &'a dyn Clock) -> Self {
         self.clock = Some(clock);
+        self
+    }
+    /// Adds a wait hook, called when the engine would retry (after the before-retry hook):
+    /// `Some(d)` waits exactly `d` instead of the computed wait (tenacity's custom `wait=`,
+    /// stamina's backoff hook): not raised to a Retry-After hint, rounded up to whole
+    /// milliseconds, still refused past the deadline (reason `deadline`) and, longer than
+    /// `max_retry_after` when that is set, ending the call (reason `retry_after`) as a hint
+    /// would. `None`: the computed wait. The jitter stream is the same either way.
+    ///
+    /// ```
+    /// use retryrs::{Policy, Retrier, Run, Verdict};
+    /// use std::time::Duration;
+    /// # let _virtual_time = retryrs::testing::scoped();
+    /// let retrier = Retrier::new(Policy::builder().max_attempts(4).build().unwrap());
+    /// let mut waits = vec![];
+    /// let got = retrier.execute(
+    ///     Run::default()
+    ///         .wait_with(|ctx| Some(Duration::from_millis(10 * u64::from(ctx.attempt)))) // 10, 20, 30 ms
+    ///         .listener(|e, _| waits.extend(e.delay)),
+    ///     |a: &retryrs::Attempt| if a.number < 4 { Err("busy") } else { Ok(a.number) },
+    ///     |_| Verdict::TRANSIENT,
+    /// );
+    /// assert_eq!(got.unwrap(), 4);
+    /// assert_eq!(waits, [10, 20, 30].map(Duration::from_millis));
+    /// ```
+    pub fn wait_with(mut self, f: impl FnMut(&RetryContext<'_, E, T>) -> Option<Duration> + 'a) -> Self {
+        self.wait = Some(Box::new(f));
+        self
+    }
+    /// Adds a before-retry hook, called when the engine would retry, before the wait hook:
+    /// [`ControlFlow::Break`] stops the call, which ends as [`RetryError::Exhausted`] with
+    /// reason `stopped`, the errors kept (p-retry's throwing `onFailedAttempt`).
+    pub fn before_retry(mut self, f: impl FnMut(&RetryContext<'_, E, T>) -> ControlFlow<()> + 'a) -> Self {
+        self.before_retry = Some(Box::new(f));
         self
     }
 }

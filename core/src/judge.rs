@@ -6,10 +6,43 @@
 use std::ops::Deref;
 use std::time::Duration;
 
-use crate::engine::{Call, Decision, Verdict};
+use crate::engine::{Call, Decision, Plan, Proposal, Verdict};
 use crate::event::Event;
-use crate::executor::{Failed, History, ValueVerdict};
+use crate::executor::{Failed, History, RetryContext, ValueVerdict};
 use crate::policy::Policy;
+
+/// A call's hooks, as one answer to each proposed wait.
+pub(crate) type PlanHook<'h, E, T> = dyn FnMut(&RetryContext<'_, E, T>) -> Plan + 'h;
+
+/// Records `verdict`: one step ([`Call::record`]) without hooks; with them, the engine
+/// proposes, the hooks answer, the engine settles (the time read again after them).
+#[inline]
+fn decide<P, E, T>(
+    call: &mut Call<P>,
+    verdict: Verdict,
+    failure: Failed<'_, E, T>,
+    notify: &mut impl FnMut(&Event<'_>, Option<Failed<'_, E, T>>),
+    now: &impl Fn() -> Duration,
+    hooks: Option<&mut PlanHook<'_, E, T>>,
+) -> Decision
+where
+    P: Deref<Target = Policy>,
+{
+    const BUSY: &str = "the executor only records while an attempt is in progress";
+    let sink = &mut |e: &Event<'_>| notify(e, Some(failure));
+    let Some(hooks) = hooks else {
+        return call.record(verdict, now(), sink).expect(BUSY);
+    };
+    let at = now();
+    match call.propose(verdict, at, sink).expect(BUSY) {
+        Proposal::Stop(stop) => Decision::Stop(stop),
+        Proposal::Wait { delay, attempt, retries_left, hint } => {
+            let elapsed = at.saturating_sub(call.started_at());
+            let plan = hooks(&RetryContext { attempt, delay, retries_left, hint, elapsed, failure });
+            call.settle(plan, now(), sink).expect("settle follows a proposed wait")
+        }
+    }
+}
 
 /// What became of an attempt's outcome.
 pub(crate) enum Judged<T> {
@@ -34,6 +67,7 @@ impl<E, T> History<E, T> {
         notify: &mut impl FnMut(&Event<'_>, Option<Failed<'_, E, T>>),
         now: impl Fn() -> Duration,
         success_now: impl FnOnce() -> Duration,
+        hooks: Option<&mut PlanHook<'_, E, T>>,
     ) -> Judged<T>
     where
         P: Deref<Target = Policy>,
@@ -52,17 +86,13 @@ impl<E, T> History<E, T> {
                     }
                     ValueVerdict::Retry { hint } => hint,
                 };
-                let decision = call
-                    .record(Verdict::Transient { hint }, now(), &mut |e| notify(e, Some(Failed::Value(&value))))
-                    .expect("the executor only records while an attempt is in progress");
+                let decision = decide(call, Verdict::Transient { hint }, Failed::Value(&value), notify, &now, hooks);
                 self.value = Some(value);
                 Judged::Decided(decision)
             }
             Err(error) => {
                 let verdict = classify(&error);
-                let decision = call
-                    .record(verdict, now(), &mut |e| notify(e, Some(Failed::Error(&error))))
-                    .expect("the executor only records while an attempt is in progress");
+                let decision = decide(call, verdict, Failed::Error(&error), notify, &now, hooks);
                 self.push_error(error);
                 Judged::Decided(decision)
             }

@@ -133,7 +133,7 @@ pub mod stats;
 pub mod tower_retry;
 pub mod units;
 
-pub use async_executor::{AsyncRun, TimedOut};
+pub use async_executor::{AsyncBeforeRetry, AsyncRun, AsyncWaitHook, TimedOut};
 pub use attempt::Attempt;
 pub use breaker::{admit, Admission, BreakerConfig, BreakerModel, BreakerState, CircuitBreaker, Transition};
 pub use budget::{BudgetError, BudgetKind, QuotaBudget, RatioBudget, RetryBudget, RetryCause, TokenBucket};
@@ -145,7 +145,7 @@ pub use engine::{
     cancelled_before_start, duration_from_ms, Call, Decision, Plan, Proposal, Resume, StateError, Stop, Verdict,
 };
 pub use event::{CancelledAfter, Event, EventKind, ExhaustReason, GaveUp};
-pub use executor::{Failed, Retrier, RetryError, Run, ValueVerdict, HISTORY};
+pub use executor::{BeforeRetry, Failed, Retrier, RetryContext, RetryError, Run, ValueVerdict, WaitHook, HISTORY};
 pub use hedge::{AttemptSet, HedgeCall, HedgeDelay, HedgeError, Hedging, LatencySketch, Step};
 pub use http::{
     classify_request, is_error_status, is_idempotent, is_retryable_status, HttpOutcome, HttpRules, HttpVerdict,

@@ -3,6 +3,7 @@
 //! blocking executor on a virtual clock, a listener, a cancel token.
 
 use std::cell::RefCell;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -121,6 +122,7 @@ fn run_call(retrier: &Retrier, script: &[Value], at_ms: Option<u64>) -> Result<V
         if let Some(r) = e.reason {
             ev["reason"] = json!(r.as_str());
         }
+        ev["retries_left"] = json!(e.retries_left);
         // Whether the event carried an error, or a rejected value: the vectors say which
         // must (docs/contract.md, "Events").
         ev["error"] = json!(err.is_some());
@@ -143,9 +145,21 @@ fn run_call(retrier: &Retrier, script: &[Value], at_ms: Option<u64>) -> Result<V
         events.borrow_mut().push(ev);
     };
     let hint = |s: &Value| s.get("hint_ms").and_then(Value::as_f64).and_then(retryrs::duration_from_ms);
+    let mut run = Run::default();
+    // A hook vector (an attempt with "wait"): the wait and before-retry hooks answer what
+    // the script says for the attempt that failed; other vectors run without hooks (the
+    // one-step path).
+    if script.iter().any(|s| s.get("wait").is_some()) {
+        let wait = |n: u32| step(n).and_then(|s| s.get("wait")).cloned().unwrap_or(json!("engine"));
+        run = run
+            .before_retry(move |ctx| match wait(ctx.attempt) == "stop" {
+                true => ControlFlow::Break(()),
+                false => ControlFlow::Continue(()),
+            })
+            .wait_with(move |ctx| wait(ctx.attempt).as_u64().map(Duration::from_millis));
+    }
     let result = retrier.execute(
-        Run::default()
-            .clock(&clock)
+        run.clock(&clock)
             .cancel(&token)
             .observer(listener)
             // The value attempt n returns is n; the script says whether it is accepted.
@@ -456,7 +470,16 @@ fn check_vector_keys(v: &Value) -> Result<(), String> {
             last_at = at;
         }
         for a in call["attempts"].as_array().into_iter().flatten() {
-            check_keys("attempt", a, &["result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait"])?;
+            check_keys(
+                "attempt",
+                a,
+                &["result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait", "wait"],
+            )?;
+            if let Some(w) = a.get("wait") {
+                if !(w.is_u64() || w == "engine" || w == "stop") {
+                    return Err(format!("attempt: wait is a whole number of ms, \"engine\" or \"stop\", not {w}"));
+                }
+            }
             let result = a["result"].as_str().unwrap_or("");
             if !["success", "transient", "permanent", "rejected_value"].contains(&result) {
                 return Err(format!("attempt: unknown result {result:?}"));
@@ -482,7 +505,11 @@ fn check_vector_keys(v: &Value) -> Result<(), String> {
             ],
         )?;
         for e in expect.get("events").and_then(Value::as_array).into_iter().flatten() {
-            check_keys("event", e, &["kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error", "value"])?;
+            check_keys(
+                "event",
+                e,
+                &["kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error", "value", "retries_left"],
+            )?;
         }
     }
     if let Some(e) = v.get("expect_error") {
