@@ -400,24 +400,11 @@ class CallRun {
     const info = { attempt: native.callAttempt(id), delayMs: delay, retriesLeft: native.callRetriesLeft(id), name: this.name };
     if (this.lastWasValue) info.value = error;
     else info.error = error;
-    if (o.onRetry !== undefined) {
-      let answer;
-      try {
-        answer = await o.onRetry(info);
-      } catch (thrown) {
-        this.settle(PLAN_STOP, undefined, error, true);
-        throw hookError(thrown, error);
-      }
-      if (answer === false) return this.settle(PLAN_STOP, undefined, error);
+    if (o.onRetry !== undefined && (await this.askHook(o.onRetry, info, error)) === false) {
+      return this.settle(PLAN_STOP, undefined, error);
     }
     if (o.delayMs === undefined) return this.settle(PLAN_ENGINE, undefined, error);
-    let answer;
-    try {
-      answer = await o.delayMs(info);
-    } catch (thrown) {
-      this.settle(PLAN_STOP, undefined, error, true);
-      throw hookError(thrown, error);
-    }
+    const answer = await this.askHook(o.delayMs, info, error);
     if (answer === undefined || answer === null) return this.settle(PLAN_ENGINE, undefined, error);
     if (typeof answer !== 'number') {
       this.settle(PLAN_STOP, undefined, error, true);
@@ -432,6 +419,16 @@ class CallRun {
       throw hookError(new RangeError(`delayMs: ${refused.message}`), error);
     }
     return this.decided(error, decision);
+  }
+
+  /** A hook's answer, awaited; a throw stops the call and is what it rejects with. */
+  async askHook(hook, info, error) {
+    try {
+      return await hook(info);
+    } catch (thrown) {
+      this.settle(PLAN_STOP, undefined, error, true);
+      throw hookError(thrown, error);
+    }
   }
 
   /** The hooks' plan handed to the engine; returns the wait or throws the outcome. */

@@ -166,20 +166,13 @@ pub fn calls_in_progress() -> napi::Result<u32> {
 #[napi]
 pub fn call_record(id: f64, verdict: u32, hint_ms: Option<f64>, now_ms: f64) -> napi::Result<f64> {
     with_slot(id, |slot| {
-        let verdict = match verdict {
-            V_SUCCESS => Verdict::Success,
-            V_TRANSIENT => Verdict::transient_ms(hint_ms),
-            _ => Verdict::Permanent,
-        };
+        let verdict = verdict_of(verdict, hint_ms);
         let (events, stats) = (&mut slot.events, &slot.stats);
         let decision = slot
             .call
             .record(verdict, duration(now_ms), &mut |e: &Event<'_>| push(events, stats, e))
             .map_err(|e| napi::Error::from_reason(e.to_string()))?;
-        Ok(match decision {
-            Decision::Retry(d) => ms(d),
-            Decision::Stop(stop) => stop_code(stop),
-        })
+        Ok(decision_code(decision))
     })
 }
 
@@ -190,11 +183,7 @@ pub fn call_record(id: f64, verdict: u32, hint_ms: Option<f64>, now_ms: f64) -> 
 #[napi]
 pub fn call_propose(id: f64, verdict: u32, hint_ms: Option<f64>, now_ms: f64) -> napi::Result<f64> {
     with_slot(id, |slot| {
-        let verdict = match verdict {
-            V_SUCCESS => Verdict::Success,
-            V_TRANSIENT => Verdict::transient_ms(hint_ms),
-            _ => Verdict::Permanent,
-        };
+        let verdict = verdict_of(verdict, hint_ms);
         let (events, stats) = (&mut slot.events, &slot.stats);
         let proposal = slot
             .call
@@ -236,10 +225,7 @@ pub fn call_settle(id: f64, plan: u32, exact_ms: Option<f64>, now_ms: f64) -> na
             .call
             .settle(plan, duration(now_ms), &mut |e: &Event<'_>| push(events, stats, e))
             .map_err(|e| napi::Error::from_reason(e.to_string()))?;
-        Ok(match decision {
-            Decision::Retry(d) => ms(d),
-            Decision::Stop(stop) => stop_code(stop),
-        })
+        Ok(decision_code(decision))
     })
 }
 
@@ -326,6 +312,23 @@ fn push(events: &mut Option<Vec<EventRecord>>, stats: &Stats, e: &Event<'_>) {
     stats.observe(e);
     if let Some(list) = events {
         list.push(EventRecord::from(e));
+    }
+}
+
+/// A verdict code (`lib/codes.js`) with its hint in ms.
+fn verdict_of(code: u32, hint_ms: Option<f64>) -> Verdict {
+    match code {
+        V_SUCCESS => Verdict::Success,
+        V_TRANSIENT => Verdict::transient_ms(hint_ms),
+        _ => Verdict::Permanent,
+    }
+}
+
+/// A decision as the JS layer reads it: the wait in ms, or a stop code.
+fn decision_code(decision: Decision) -> f64 {
+    match decision {
+        Decision::Retry(d) => ms(d),
+        Decision::Stop(stop) => stop_code(stop),
     }
 }
 

@@ -247,3 +247,18 @@ test('the deadline hint: inspect says when max_attempts cannot fit the deadline,
   await assert.rejects(short.call(flaky(20)), (e) => e instanceof RetryExhaustedError && e.reason === 'deadline' && /raise deadline or lower max_attempts/.test(e.message));
   await assert.rejects(new Retrier({ ...fast, maxAttempts: 2 }).call(flaky(5)), (e) => !/raise deadline/.test(e.message));
 });
+
+test('linked cancellation: AbortSignal.any combines a library\'s signal with the caller\'s, either ends the call', async () => {
+  const r = new Retrier({ initialDelayMs: 60_000, maxDelayMs: 60_000, jitter: 'none', deadlineMs: null });
+  for (const which of [0, 1]) {
+    const library = new AbortController();
+    const caller = new AbortController();
+    const reason = new Error(`aborted by ${which === 0 ? 'library' : 'caller'}`);
+    let calls = 0;
+    const call = r.call(() => { calls += 1; throw transient(); }, { signal: AbortSignal.any([library.signal, caller.signal]) });
+    // The call is in its 60 s wait: aborting either signal ends it at once, with that reason.
+    setImmediate(() => (which === 0 ? library : caller).abort(reason));
+    await assert.rejects(call, (e) => e === reason);
+    assert.equal(calls, 1, 'never retried after the abort');
+  }
+});
