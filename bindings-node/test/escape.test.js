@@ -262,3 +262,22 @@ test('linked cancellation: AbortSignal.any combines a library\'s signal with the
     assert.equal(calls, 1, 'never retried after the abort');
   }
 });
+
+test('the HTTP helpers: listeners attached later reach their calls, which count in the retrier\'s stats; onRetry/delayMs are refused', async () => {
+  const { retryingFetch } = require('../lib/fetch');
+  const r = new Retrier({ ...fast, name: 'api' });
+  let n = 0;
+  const fetch = async () => new Response('body', { status: ++n < 2 ? 503 : 200 });
+  const f = retryingFetch({ retrier: r, fetch });
+  const kinds = [];
+  const d = r.onEvent((e) => kinds.push(`${e.name}:${e.kind}`));
+  const res = await f('http://127.0.0.1:9/x');
+  assert.equal(res.status, 200);
+  assert.deepEqual(kinds, ['api:attempt_failed', 'api:retrying', 'api:success']);
+  d.dispose();
+  assert.equal(r.stats().calls, 1);
+  assert.equal(r.stats().retries, 1);
+  for (const hook of ['onRetry', 'delayMs']) {
+    assert.throws(() => retryingFetch({ retrier: new Retrier({ [hook]: () => undefined }), fetch }), new RegExp(`retrier's ${hook} cannot apply to the HTTP helpers`));
+  }
+});
