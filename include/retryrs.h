@@ -281,6 +281,11 @@ typedef struct retryrs_event {
   // Why the call was exhausted (RETRYRS_EVENT_EXHAUSTED only; RETRYRS_REASON_NONE
   // otherwise).
   retryrs_reason reason;
+  // The retries the attempt limit still allows after this event's attempt:
+  // max_attempts - attempt (max_attempts - 1 before the first attempt). A bound, not a
+  // promise: the deadline, the budget, a server's hint or a hook may end the call
+  // sooner. Since 0.2 (appended: the library fills this struct, a program only reads it).
+  uint32_t retries_left;
 } retryrs_event;
 
 // Receives each event, on the thread running the call, in the contract's order.
@@ -301,6 +306,54 @@ typedef struct retryrs_outcome {
   // Why, when the status is RETRYRS_EXHAUSTED; RETRYRS_REASON_NONE otherwise.
   retryrs_reason reason;
 } retryrs_outcome;
+
+// A failed attempt the engine would retry, as the hooks see it. Valid only during the
+// callback. The library fills it (later versions may append fields).
+typedef struct retryrs_retry_info {
+  // The retrier's name (NUL-terminated, owned by the retrier).
+  const char *name;
+  // The attempt that failed (1-based).
+  uint32_t attempt;
+  // The retries the attempt limit still allows: max_attempts - attempt.
+  uint32_t retries_left;
+  // The wait the engine computed, in ms (the backoff, raised to the hint).
+  uint64_t delay_ms;
+  // The failure's Retry-After hint in ms; negative when it had none.
+  double hint_ms;
+  // Time since the call began, in ms.
+  uint64_t elapsed_ms;
+} retryrs_retry_info;
+
+// A wait callback: returns the exact wait in ms to use instead of info->delay_ms (not
+// raised to the hint; rounded up to whole ms; refused past the deadline, reason
+// RETRYRS_REASON_DEADLINE; over max_retry_after_ms when that is set, reason
+// RETRYRS_REASON_RETRY_AFTER), or a negative number for the engine's wait. NaN ends the
+// call with RETRYRS_INVALID_ARGUMENT. Must not unwind.
+typedef double (*retryrs_wait_fn)(void *user_data, const struct retryrs_retry_info *info);
+
+// What a program answers to a proposed wait (retryrs_call_settle()), and what a
+// before-retry callback returns.
+typedef int32_t retryrs_plan;
+
+// A before-retry callback, called before the wait callback: returns RETRYRS_PLAN_ENGINE
+// to let the call wait, RETRYRS_PLAN_STOP to stop it (RETRYRS_EXHAUSTED, reason
+// RETRYRS_REASON_STOPPED; the wait callback is not called). Any other value ends the
+// call with RETRYRS_INVALID_ARGUMENT. Must not unwind.
+typedef retryrs_plan (*retryrs_before_retry_fn)(void *user_data,
+                                                const struct retryrs_retry_info *info);
+
+// The hooks of a blocking call (retryrs_retrier_call_hooked()). Set struct_size to
+// sizeof(retryrs_hooks) (see "ABI growth"); either callback may be NULL.
+typedef struct retryrs_hooks {
+  // sizeof(retryrs_hooks) as the program was compiled.
+  size_t struct_size;
+  // Sets exact waits; NULL: the engine's waits.
+  retryrs_wait_fn wait;
+  // May stop the call before a wait; NULL: never stops.
+  retryrs_before_retry_fn before_retry;
+  // Passed back as both callbacks' first argument.
+  void *user_data;
+} retryrs_hooks;
 
 // A circuit breaker's settings; fill it with retryrs_breaker_config_init() first.
 typedef struct retryrs_breaker_config {
@@ -403,6 +456,24 @@ typedef struct retryrs_step {
   retryrs_reason reason;
 } retryrs_step;
 
+// The engine's answer to retryrs_call_propose().
+typedef struct retryrs_proposal {
+  // RETRYRS_ACTION_PROPOSED or RETRYRS_ACTION_STOP.
+  retryrs_action action;
+  // PROPOSED: the wait the engine computed, in ms (the backoff, raised to the hint).
+  uint64_t delay_ms;
+  // PROPOSED: the attempt that failed; STOP: the attempts made.
+  uint32_t attempt;
+  // PROPOSED: the retries the attempt limit still allows (max_attempts - attempt).
+  uint32_t retries_left;
+  // PROPOSED: the failure's hint in ms, negative when it had none.
+  double hint_ms;
+  // STOP: RETRYRS_OK, RETRYRS_REJECTED, RETRYRS_EXHAUSTED or RETRYRS_CANCELLED.
+  retryrs_status outcome;
+  // STOP with RETRYRS_EXHAUSTED: why; RETRYRS_REASON_NONE otherwise.
+  retryrs_reason reason;
+} retryrs_proposal;
+
 // What the program does next with a hedged call.
 typedef int32_t retryrs_hedge_action;
 
@@ -423,6 +494,27 @@ typedef struct retryrs_hedge_step {
   retryrs_reason reason;
 } retryrs_hedge_step;
 
+// A retrier's statistics: what its calls (blocking, and engine calls started from it)
+// did so far. Counters only grow; each is read on its own.
+typedef struct retryrs_stats {
+  // sizeof(retryrs_stats) as the program was compiled: set by retryrs_retrier_stats().
+  size_t struct_size;
+  // Calls that ended (success, rejected, exhausted or cancelled).
+  uint64_t calls;
+  // Attempts that ended (failed or succeeded).
+  uint64_t attempts;
+  // Waits started (Retrying events).
+  uint64_t retries;
+  // Calls that succeeded.
+  uint64_t successes;
+  // Calls that ended on a permanent failure.
+  uint64_t rejections;
+  // Calls cancelled.
+  uint64_t cancellations;
+  // Calls exhausted, indexed by RETRYRS_REASON_* (index RETRYRS_REASON_NONE is 0).
+  uint64_t exhausted[7];
+} retryrs_stats;
+
 // How an HTTP request ended, for retryrs_http_classify().
 typedef int32_t retryrs_http_outcome;
 
@@ -435,6 +527,10 @@ typedef int32_t retryrs_http_outcome;
 
 // The call is over: `step.outcome` and `step.reason` say how.
 #define RETRYRS_ACTION_STOP 2
+
+// retryrs_call_propose(): the engine would wait `proposal.delay_ms`; run the hooks,
+// then answer with retryrs_call_settle().
+#define RETRYRS_ACTION_PROPOSED 3
 
 // Launch attempt `step.attempt` now, beside those in flight; then retryrs_hedge_poll().
 #define RETRYRS_HEDGE_LAUNCH 0
@@ -452,6 +548,15 @@ typedef int32_t retryrs_http_outcome;
 
 // The result reported came after its attempt was cancelled or the call ended: drop it.
 #define RETRYRS_HEDGE_DROPPED 4
+
+// Wait what the engine computed (a before-retry callback: let the call wait).
+#define RETRYRS_PLAN_ENGINE 0
+
+// Wait exactly `wait_ms` (retryrs_call_settle() only).
+#define RETRYRS_PLAN_EXACT 1
+
+// Stop the call: RETRYRS_EXHAUSTED with reason RETRYRS_REASON_STOPPED.
+#define RETRYRS_PLAN_STOP 2
 
 // A response arrived; `status` is its status.
 #define RETRYRS_HTTP_RESPONSE 0
@@ -516,6 +621,10 @@ typedef int32_t retryrs_http_outcome;
 // The policy's circuit breaker is open: the call was refused, no attempt made.
 #define RETRYRS_REASON_CIRCUIT_OPEN 5
 
+// A hook stopped the call before a wait (a before-retry callback answered stop, or
+// retryrs_call_settle was given RETRYRS_PLAN_STOP); the last failure is kept.
+#define RETRYRS_REASON_STOPPED 6
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -553,6 +662,21 @@ retryrs_status retryrs_retrier_call(const struct retryrs_retrier *retrier,
                                     const struct retryrs_listener *listener,
                                     const struct retryrs_cancel *cancel,
                                     struct retryrs_outcome *outcome);
+
+// retryrs_retrier_call() with hooks (may be NULL: none) that act on the call: before
+// each wait the engine would make, `hooks->before_retry` may stop the call
+// (RETRYRS_EXHAUSTED, reason RETRYRS_REASON_STOPPED, outcome->attempts the attempts
+// made), then `hooks->wait` may set an exact wait; the deadline, max_retry_after_ms and
+// the budget still apply to it (see retryrs_wait_fn). A hook answering a value it may not
+// stops the call and returns RETRYRS_INVALID_ARGUMENT naming the value. A hooks struct
+// whose struct_size this library does not know: RETRYRS_INVALID_ARGUMENT, nothing run.
+retryrs_status retryrs_retrier_call_hooked(const struct retryrs_retrier *retrier,
+                                           retryrs_attempt_fn attempt,
+                                           void *user_data,
+                                           const struct retryrs_listener *listener,
+                                           const struct retryrs_cancel *cancel,
+                                           const struct retryrs_hooks *hooks,
+                                           struct retryrs_outcome *outcome);
 
 // Fills `*config` with the defaults (each field's comment says its own).
 retryrs_status retryrs_breaker_config_init(struct retryrs_breaker_config *config);
@@ -634,6 +758,21 @@ void retryrs_budget_free(struct retryrs_budget *budget);
 // Creates a token not yet cancelled. Free with retryrs_cancel_free().
 retryrs_status retryrs_cancel_new(struct retryrs_cancel **out);
 
+// Creates a token cancelled as soon as any of the `n` tokens in `parents` is (at once if
+// one already is; never for n == 0, unless fired itself): a library's own token linked
+// to its caller's. Firing it fires none of the parents. The parents hold it weakly: free
+// it with retryrs_cancel_free() whenever you like, before or after them. `parents` may be
+// NULL only when n is 0; no parent may be NULL.
+retryrs_status retryrs_cancel_any(const struct retryrs_cancel *const *parents,
+                                  size_t n,
+                                  struct retryrs_cancel **out);
+
+// Creates a child of `parent`: firing the parent fires it (at once if the parent already
+// fired); firing it leaves the parent alone. Free it with retryrs_cancel_free(), before
+// or after the parent.
+retryrs_status retryrs_cancel_child(const struct retryrs_cancel *parent,
+                                    struct retryrs_cancel **out);
+
 // Cancels: a blocking call waiting on this token wakes at once and returns
 // RETRYRS_CANCELLED; a call not started yet with it runs nothing.
 retryrs_status retryrs_cancel_fire(const struct retryrs_cancel *cancel);
@@ -680,6 +819,33 @@ retryrs_status retryrs_call_refusal(const struct retryrs_call *call, double *ret
 retryrs_status retryrs_call_report(struct retryrs_call *call,
                                    retryrs_verdict verdict,
                                    double hint_ms,
+                                   uint64_t now_ms,
+                                   struct retryrs_step *step);
+
+// The first half of retryrs_call_report(), for a program whose hooks may change the wait
+// or stop the call (contract step 5a): reports the attempt's verdict at `now_ms` as
+// retryrs_call_report() does. `*proposal` gets STOP (the call ended exactly as
+// retryrs_call_report() would have ended it) or PROPOSED: the engine would wait
+// `delay_ms`; run the hooks (they may take time), then call retryrs_call_settle(). Until
+// then the call accepts only retryrs_call_settle() and retryrs_call_cancel().
+retryrs_status retryrs_call_propose(struct retryrs_call *call,
+                                    retryrs_verdict verdict,
+                                    double hint_ms,
+                                    uint64_t now_ms,
+                                    struct retryrs_proposal *proposal);
+
+// The second half: the program's `plan` for the wait retryrs_call_propose() proposed, at
+// `now_ms`: RETRYRS_PLAN_ENGINE (the computed wait), RETRYRS_PLAN_EXACT (exactly
+// `wait_ms`: not raised to the hint, rounded up to whole ms; over max_retry_after_ms when
+// set -> STOP, reason RETRYRS_REASON_RETRY_AFTER) or RETRYRS_PLAN_STOP (STOP, reason
+// RETRYRS_REASON_STOPPED, no budget token drawn). A wait that cannot end before the
+// deadline (or a deadline that passed while the hooks ran) -> STOP, reason
+// RETRYRS_REASON_DEADLINE. `*step` gets RETRY (wait `delay_ms`, then
+// retryrs_call_after_wait()) or STOP. RETRYRS_INVALID_ARGUMENT when nothing was
+// proposed, for an unknown plan, or a negative or NaN `wait_ms` with RETRYRS_PLAN_EXACT.
+retryrs_status retryrs_call_settle(struct retryrs_call *call,
+                                   retryrs_plan plan,
+                                   double wait_ms,
                                    uint64_t now_ms,
                                    struct retryrs_step *step);
 
@@ -783,6 +949,13 @@ retryrs_status retryrs_hedge_remaining_ms(struct retryrs_hedge *hedge,
 // Releases the hedged call (ended or not). NULL is a no-op; not twice. From inside its
 // own listener the free is deferred until the function that ran the listener returns.
 void retryrs_hedge_free(struct retryrs_hedge *hedge);
+
+// Fills `*out` with the retrier's statistics and sets out->struct_size. Call it as
+// retryrs_retrier_stats_get(retrier, &stats), the macro that passes sizeof(stats). A
+// struct_size this library does not know: RETRYRS_INVALID_ARGUMENT, nothing written.
+retryrs_status retryrs_retrier_stats(const struct retryrs_retrier *retrier,
+                                     struct retryrs_stats *out,
+                                     size_t struct_size);
 
 // Parses a Retry-After header value (delay-seconds or any HTTP-date form) relative to
 // the current system time. On RETRYRS_OK, *has_hint says whether the value was valid
@@ -939,3 +1112,5 @@ void retryrs_retrier_free(struct retryrs_retrier *retrier);
 #define retryrs_config_default(config) retryrs_config_init((config), sizeof *(config))
 /* Fills *config with a loaded document's policy `name` and its struct_size. */
 #define retryrs_policies_get(policies, name, config) retryrs_policies_config((policies), (name), (config), sizeof *(config))
+/* Fills *stats with a retrier's statistics and its struct_size. */
+#define retryrs_retrier_stats_get(retrier, stats) retryrs_retrier_stats((retrier), (stats), sizeof *(stats))

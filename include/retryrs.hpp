@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -146,6 +147,8 @@ class Event {
     return std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(e_.delay_ms));
   }
   retryrs_reason reason() const noexcept { return e_.reason; }
+  /// The retries the attempt limit still allows (max_attempts - attempt).
+  std::uint32_t retries_left() const noexcept { return e_.retries_left; }
   const retryrs_event &raw() const noexcept { return e_; }
 
  private:
@@ -192,32 +195,56 @@ class Budget {
 };
 
 /// A cancel token; copies share it. Fire it from any thread: a call waiting with it wakes
-/// at once and ends RETRYRS_CANCELLED. Sticky.
+/// at once and ends RETRYRS_CANCELLED. Sticky. Tokens link: child() and any() make a token
+/// that its parents' cancel fires too (never the reverse).
 class CancelToken {
  public:
-  CancelToken() : s_(std::make_shared<State>()) {}
-  void cancel() const {
-    std::lock_guard<std::mutex> lock(s_->m);
-    detail::check(retryrs_cancel_fire(s_->token.get()));
-    for (const retryrs_cancel *t : s_->linked) retryrs_cancel_fire(t);
-  }
+  CancelToken() : t_(detail::new_cancel()) {}
+  void cancel() const { detail::check(retryrs_cancel_fire(t_.get())); }
   bool cancelled() const {
     bool c = false;
-    detail::check(retryrs_cancel_is_cancelled(s_->token.get(), &c));
+    detail::check(retryrs_cancel_is_cancelled(t_.get(), &c));
     return c;
   }
-  const retryrs_cancel *get() const noexcept { return s_->token.get(); }
+  /// A token this one's cancel fires (at once if this one already fired); firing the
+  /// child leaves this one alone.
+  CancelToken child() const {
+    retryrs_cancel *raw = nullptr;
+    detail::check(retryrs_cancel_child(t_.get(), &raw));
+    return CancelToken(raw);
+  }
+  /// A token fired as soon as any of `parents` is (a library's own token linked to its
+  /// caller's).
+  static CancelToken any(std::initializer_list<std::reference_wrapper<const CancelToken>> parents) {
+    std::vector<const retryrs_cancel *> raw;
+    for (const CancelToken &p : parents) raw.push_back(p.get());
+    retryrs_cancel *out = nullptr;
+    detail::check(retryrs_cancel_any(raw.data(), raw.size(), &out));
+    return CancelToken(out);
+  }
+  const retryrs_cancel *get() const noexcept { return t_.get(); }
 
  private:
-  friend class Retrier;
-  struct State {
-    std::unique_ptr<retryrs_cancel, detail::CancelDelete> token = detail::new_cancel();
-    std::mutex m;
-    // The own tokens of the calls running with this token: fired with it.
-    std::vector<const retryrs_cancel *> linked;
-  };
-  std::shared_ptr<State> s_;
+  explicit CancelToken(retryrs_cancel *raw) : t_(raw, detail::CancelDelete()) {}
+  std::shared_ptr<retryrs_cancel> t_;
 };
+
+/// A failed attempt the engine would retry, as a hook sees it (valid during the hook).
+struct RetryInfo {
+  std::string_view name;
+  std::uint32_t attempt;       ///< the attempt that failed (1-based)
+  std::uint32_t retries_left;  ///< max_attempts - attempt
+  std::chrono::milliseconds delay;  ///< the wait the engine computed
+  std::optional<Millis> hint;       ///< the failure's Retry-After hint, if any
+  std::chrono::milliseconds elapsed;
+};
+
+/// A wait hook: an exact wait to use instead of info.delay (not raised to the hint; the
+/// deadline and max_retry_after still apply), or std::nullopt for the engine's.
+using WaitHook = std::function<std::optional<Millis>(const RetryInfo &)>;
+/// A before-retry hook: false stops the call (RETRYRS_EXHAUSTED, reason
+/// RETRYRS_REASON_STOPPED); it runs before the wait hook.
+using BeforeRetry = std::function<bool(const RetryInfo &)>;
 
 /// Every knob of a retrier, from the contract's defaults; setters chain.
 class Config {
@@ -307,6 +334,8 @@ namespace detail {
 struct CallContext {
   const retryrs_cancel *own = nullptr;
   const Listener *listener = nullptr;
+  const WaitHook *wait = nullptr;
+  const BeforeRetry *before_retry = nullptr;
   std::exception_ptr error;
 
   void fail() noexcept {
@@ -354,6 +383,41 @@ inline void listener_trampoline(void *user_data, const retryrs_event *e) noexcep
   }
 }
 
+inline RetryInfo retry_info(const retryrs_retry_info &i) {
+  RetryInfo r{i.name,
+              i.attempt,
+              i.retries_left,
+              std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(i.delay_ms)),
+              std::nullopt,
+              std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(i.elapsed_ms))};
+  if (i.hint_ms >= 0) r.hint = Millis(i.hint_ms);
+  return r;
+}
+
+inline retryrs_plan before_retry_trampoline(void *user_data, const retryrs_retry_info *info) noexcept {
+  CallContext *ctx = static_cast<CallContext *>(user_data);
+  if (ctx->error) return RETRYRS_PLAN_STOP;
+  try {
+    return (*ctx->before_retry)(retry_info(*info)) ? RETRYRS_PLAN_ENGINE : RETRYRS_PLAN_STOP;
+  } catch (...) {
+    ctx->fail();
+    return RETRYRS_PLAN_STOP;
+  }
+}
+
+inline double wait_trampoline(void *user_data, const retryrs_retry_info *info) noexcept {
+  CallContext *ctx = static_cast<CallContext *>(user_data);
+  if (ctx->error) return -1;
+  try {
+    const std::optional<Millis> wait = (*ctx->wait)(retry_info(*info));
+    // A negative wait would read as "the engine's": clamp a negative answer to 0.
+    return wait ? std::max(wait->count(), 0.0) : -1;
+  } catch (...) {
+    ctx->fail();
+    return -1;
+  }
+}
+
 }  // namespace detail
 
 class Policies;
@@ -374,16 +438,22 @@ class Retrier {
   template <class Attempt>
   Outcome call(Attempt &&attempt, const Listener &listener = {}, const CancelToken *cancel = nullptr) const {
     using Fn = std::remove_reference_t<Attempt>;
-    auto own = detail::new_cancel();
+    // The call's own token: a child of the caller's (firing the caller's fires it), and
+    // what an exception fires without cancelling the caller's other calls.
+    const CancelToken own = cancel ? cancel->child() : CancelToken();
     detail::CallContext ctx;
     ctx.own = own.get();
     ctx.listener = &listener;
-    Link link(cancel, own.get());
+    ctx.wait = &wait_;
+    ctx.before_retry = &before_retry_;
     detail::AttemptBox<Fn> box{&ctx, &attempt};
     const retryrs_listener l{detail::listener_trampoline, &ctx};
+    const retryrs_hooks hooks{sizeof(retryrs_hooks), wait_ ? &detail::wait_trampoline : nullptr,
+                              before_retry_ ? &detail::before_retry_trampoline : nullptr, &ctx};
     retryrs_outcome out{};
-    const retryrs_status status = retryrs_retrier_call(r_.get(), &detail::attempt_trampoline<detail::AttemptBox<Fn>>,
-                                                       &box, listener ? &l : nullptr, own.get(), &out);
+    const retryrs_status status =
+        retryrs_retrier_call_hooked(r_.get(), &detail::attempt_trampoline<detail::AttemptBox<Fn>>, &box,
+                                    listener ? &l : nullptr, own.get(), &hooks, &out);
     if (ctx.error) std::rethrow_exception(ctx.error);
     if (status == RETRYRS_INVALID_ARGUMENT || status == RETRYRS_INTERNAL_ERROR) {
       throw Error(status, retryrs_last_error());
@@ -411,6 +481,25 @@ class Retrier {
     return result;
   }
 
+  /// Sets the wait hook of every call made with this retrier (set it before sharing the
+  /// retrier between threads): an exact wait, or std::nullopt for the engine's.
+  Retrier &wait_with(WaitHook hook) {
+    wait_ = std::move(hook);
+    return *this;
+  }
+  /// Sets the before-retry hook of every call (before sharing the retrier): false stops
+  /// the call, which ends RETRYRS_EXHAUSTED with reason RETRYRS_REASON_STOPPED.
+  Retrier &before_retry(BeforeRetry hook) {
+    before_retry_ = std::move(hook);
+    return *this;
+  }
+  /// What this retrier's calls did so far (retryrs_retrier_stats()).
+  retryrs_stats stats() const {
+    retryrs_stats s{};
+    detail::check(retryrs_retrier_stats_get(r_.get(), &s));
+    return s;
+  }
+
   const retryrs_retrier *get() const noexcept { return r_.get(); }
 
  private:
@@ -426,33 +515,9 @@ class Retrier {
     }
   }
 
-  /// Ties a call's own token to the caller's for the call's duration: firing the
-  /// caller's fires the call's (the C call takes one token; the own one is also what an
-  /// exception fires without cancelling the caller's other calls).
-  class Link {
-   public:
-    Link(const CancelToken *cancel, const retryrs_cancel *own) : s_(cancel ? cancel->s_.get() : nullptr), own_(own) {
-      if (!s_) return;
-      std::lock_guard<std::mutex> lock(s_->m);
-      s_->linked.push_back(own_);
-      bool fired = false;
-      retryrs_cancel_is_cancelled(s_->token.get(), &fired);
-      if (fired) retryrs_cancel_fire(own_);
-    }
-    ~Link() {
-      if (!s_) return;
-      std::lock_guard<std::mutex> lock(s_->m);
-      s_->linked.erase(std::find(s_->linked.begin(), s_->linked.end(), own_));
-    }
-    Link(const Link &) = delete;
-    Link &operator=(const Link &) = delete;
-
-   private:
-    CancelToken::State *s_;
-    const retryrs_cancel *own_;
-  };
-
   std::unique_ptr<retryrs_retrier, detail::RetrierDelete> r_;
+  WaitHook wait_;
+  BeforeRetry before_retry_;
 };
 
 /// A loaded policy document (RAII over retryrs_policies).

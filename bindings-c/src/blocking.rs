@@ -6,12 +6,15 @@ use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::Duration;
 
-use retryrs::{testing, Call, CancelToken, Clock, Decision, Event, Resume, StateError, Stop, SystemClock, Verdict};
+use retryrs::{
+    testing, Call, CancelToken, Clock, Decision, Event, Proposal, Resume, StateError, Stop, SystemClock, Verdict,
+};
 
 use crate::cancel::retryrs_cancel;
 use crate::engine::library_now;
 use crate::event::retryrs_listener;
 use crate::ffi::{arg, arg_mut, guard_status, write_opt, Failure};
+use crate::hooks::{retryrs_hooks, retryrs_retry_info};
 use crate::retrier::{retryrs_retrier, Shared};
 use crate::types::*;
 
@@ -74,6 +77,8 @@ struct Ended {
     stop: Stop,
     attempts: u32,
     bad_verdict: Option<retryrs_verdict_value>,
+    /// A hook answered something it may not (the call was stopped): why.
+    bad_hook: Option<String>,
 }
 
 /// The loop of the core's `Retrier::execute`, specialised for C: a C failure carries no
@@ -86,6 +91,7 @@ fn run(
     user_data: *mut c_void,
     listener: Option<&retryrs_listener>,
     cancel: Option<&CancelToken>,
+    hooks: Option<&retryrs_hooks>,
 ) -> Result<Ended, Failure> {
     let virtual_clock = testing::clock();
     let clock: &dyn Clock = match &virtual_clock {
@@ -93,14 +99,10 @@ fn run(
         None => &SystemClock,
     };
     let policy = shared.retrier.policy();
-    let mut sink = |e: &Event<'_>| {
-        if let Some(l) = listener {
-            l.deliver(e, &shared.name);
-        }
-    };
+    let mut sink = |e: &Event<'_>| shared.report(listener, e);
     if cancel.is_some_and(CancelToken::is_cancelled) {
         let stop = retryrs::cancelled_before_start(policy, &mut sink);
-        return Ok(Ended { stop, attempts: 0, bad_verdict: None });
+        return Ok(Ended { stop, attempts: 0, bad_verdict: None, bad_hook: None });
     }
     let internal = |e: StateError| Failure { status: RETRYRS_INTERNAL_ERROR, message: format!("internal error: {e}") };
     // Time only matters to the attempts' bounds, to a breaker or a ratio budget (shared
@@ -111,9 +113,9 @@ fn run(
     let mut call = Call::start_with(&**policy, read_time(), &mut sink);
     if let Some(stop) = call.outcome() {
         // The circuit breaker refused the call: no attempt.
-        return Ok(Ended { stop, attempts: 0, bad_verdict: None });
+        return Ok(Ended { stop, attempts: 0, bad_verdict: None, bad_hook: None });
     }
-    let mut bad_verdict = None;
+    let (mut bad_verdict, mut bad_hook) = (None, None);
     loop {
         let n = call.attempt();
         let mut hint = -1.0;
@@ -140,18 +142,40 @@ fn run(
         } else {
             read_time()
         };
-        let delay = match call.record(verdict, now, &mut sink).map_err(internal)? {
-            Decision::Stop(stop) => return Ok(Ended { stop, attempts: n, bad_verdict }),
+        // Without hooks, one step; with them, the engine proposes, the hooks answer, and
+        // the engine settles at the time they returned.
+        let (decision, at) = match hooks {
+            None => (call.record(verdict, now, &mut sink).map_err(internal)?, now),
+            Some(h) => match call.propose(verdict, now, &mut sink).map_err(internal)? {
+                Proposal::Stop(stop) => (Decision::Stop(stop), now),
+                Proposal::Wait { delay, attempt, retries_left, hint } => {
+                    let info = retryrs_retry_info {
+                        name: shared.name.as_ptr(),
+                        attempt,
+                        retries_left,
+                        delay_ms: millis(delay),
+                        hint_ms: hint.map_or(-1.0, |h| h.as_secs_f64() * 1000.0),
+                        elapsed_ms: millis(now.saturating_sub(call.started_at())),
+                    };
+                    let (plan, bad) = h.plan(&info);
+                    bad_hook = bad;
+                    let at = read_time();
+                    (call.settle(plan, at, &mut sink).map_err(internal)?, at)
+                }
+            },
+        };
+        let delay = match decision {
+            Decision::Stop(stop) => return Ok(Ended { stop, attempts: n, bad_verdict, bad_hook }),
             Decision::Retry(delay) => delay,
         };
         if clock.sleep(delay, cancel).is_err() {
             let stop = call.cancel(read_time(), &mut sink).map_err(internal)?;
-            return Ok(Ended { stop, attempts: n, bad_verdict });
+            return Ok(Ended { stop, attempts: n, bad_verdict, bad_hook });
         }
-        // A zero delay slept not at all: the time is still `now`.
-        let woke = if delay.is_zero() { now } else { read_time() };
+        // A zero delay slept not at all: the time is still `at`.
+        let woke = if delay.is_zero() { at } else { read_time() };
         if let Resume::Stop(stop) = call.after_wait(woke, &mut sink).map_err(internal)? {
-            return Ok(Ended { stop, attempts: n, bad_verdict });
+            return Ok(Ended { stop, attempts: n, bad_verdict, bad_hook });
         }
     }
 }
@@ -201,32 +225,75 @@ pub unsafe extern "C" fn retryrs_retrier_call(
     cancel: *const retryrs_cancel,
     outcome: *mut retryrs_outcome,
 ) -> retryrs_status {
+    guard_status(|| call(retrier, attempt, user_data, listener, cancel, None, outcome))
+}
+
+/// retryrs_retrier_call() with hooks (may be NULL: none) that act on the call: before
+/// each wait the engine would make, `hooks->before_retry` may stop the call
+/// (RETRYRS_EXHAUSTED, reason RETRYRS_REASON_STOPPED, outcome->attempts the attempts
+/// made), then `hooks->wait` may set an exact wait; the deadline, max_retry_after_ms and
+/// the budget still apply to it (see retryrs_wait_fn). A hook answering a value it may not
+/// stops the call and returns RETRYRS_INVALID_ARGUMENT naming the value. A hooks struct
+/// whose struct_size this library does not know: RETRYRS_INVALID_ARGUMENT, nothing run.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_retrier_call_hooked(
+    retrier: *const retryrs_retrier,
+    attempt: retryrs_attempt_fn,
+    user_data: *mut c_void,
+    listener: *const retryrs_listener,
+    cancel: *const retryrs_cancel,
+    hooks: *const retryrs_hooks,
+    outcome: *mut retryrs_outcome,
+) -> retryrs_status {
     guard_status(|| {
         write_opt(outcome, retryrs_outcome::default());
-        // The call's own reference: another thread may free the retrier while it runs.
-        let shared = Arc::clone(&arg(retrier, "retrier")?.inner);
-        if let Some(why) = retryrs::hedge::one_at_a_time_refusal(shared.retrier.policy()) {
-            return Err(Failure::invalid(format!("retryrs_retrier_call: {why}; drive it with retryrs_hedge_start()")));
-        }
-        let attempt = attempt.ok_or_else(|| Failure::invalid("attempt must not be NULL"))?;
-        let listener = listener.as_ref().filter(|l| l.on_event.is_some());
-        let cancel = cancel.as_ref().map(|c| &c.token);
-        let ended = run(&shared, attempt, user_data, listener, cancel)?;
-        let (status, why) = stop(ended.stop);
-        write_opt(outcome, retryrs_outcome { attempts: ended.attempts, reason: why });
-        let name = shared.retrier.policy().name();
-        let n = ended.attempts;
-        let message = match (ended.bad_verdict, ended.stop) {
-            (_, Stop::Success) => return Ok(()),
-            (Some(v), _) => {
-                return Err(Failure::invalid(format!(
-                    "{name}: the attempt callback returned {v}, not RETRYRS_SUCCESS, RETRYRS_TRANSIENT or RETRYRS_PERMANENT"
-                )))
-            }
-            (None, Stop::Rejected) => format!("{name}: attempt {n} failed permanently"),
-            (None, Stop::Exhausted(reason)) => retryrs::GaveUp { name: Some(name), attempts: n, reason }.to_string(),
-            (None, Stop::Cancelled) => retryrs::CancelledAfter { name: Some(name), attempts: n }.to_string(),
-        };
-        Err(Failure { status, message })
+        let hooks = retryrs_hooks::checked(hooks)?.filter(|h| h.wait.is_some() || h.before_retry.is_some());
+        call(retrier, attempt, user_data, listener, cancel, hooks, outcome)
     })
+}
+
+unsafe fn call(
+    retrier: *const retryrs_retrier,
+    attempt: retryrs_attempt_fn,
+    user_data: *mut c_void,
+    listener: *const retryrs_listener,
+    cancel: *const retryrs_cancel,
+    hooks: Option<&retryrs_hooks>,
+    outcome: *mut retryrs_outcome,
+) -> Result<(), Failure> {
+    write_opt(outcome, retryrs_outcome::default());
+    // The call's own reference: another thread may free the retrier while it runs.
+    let shared = Arc::clone(&arg(retrier, "retrier")?.inner);
+    if let Some(why) = retryrs::hedge::one_at_a_time_refusal(shared.retrier.policy()) {
+        return Err(Failure::invalid(format!("retryrs_retrier_call: {why}; drive it with retryrs_hedge_start()")));
+    }
+    let attempt = attempt.ok_or_else(|| Failure::invalid("attempt must not be NULL"))?;
+    let listener = listener.as_ref().filter(|l| l.on_event.is_some());
+    let cancel = cancel.as_ref().map(|c| &c.token);
+    let ended = run(&shared, attempt, user_data, listener, cancel, hooks)?;
+    let (status, why) = stop(ended.stop);
+    write_opt(outcome, retryrs_outcome { attempts: ended.attempts, reason: why });
+    let policy = shared.retrier.policy();
+    let name = policy.name();
+    let n = ended.attempts;
+    let message = match (ended.bad_verdict, ended.bad_hook, ended.stop) {
+        (_, _, Stop::Success) => return Ok(()),
+        (Some(v), _, _) => {
+            return Err(Failure::invalid(format!(
+                "{name}: the attempt callback returned {v}, not RETRYRS_SUCCESS, RETRYRS_TRANSIENT or RETRYRS_PERMANENT"
+            )))
+        }
+        (None, Some(why), _) => return Err(Failure::invalid(format!("{name}: {why}"))),
+        (None, None, Stop::Rejected) => format!("{name}: attempt {n} failed permanently"),
+        (None, None, Stop::Exhausted(reason)) => {
+            let gave_up = retryrs::GaveUp { name: Some(name), attempts: n, reason }.to_string();
+            // An exhaustion by the deadline says when max_attempts cannot fit it.
+            match policy.deadline_hint().filter(|_| reason == retryrs::ExhaustReason::Deadline) {
+                Some(hint) => format!("{gave_up}; {hint}"),
+                None => gave_up,
+            }
+        }
+        (None, None, Stop::Cancelled) => retryrs::CancelledAfter { name: Some(name), attempts: n }.to_string(),
+    };
+    Err(Failure { status, message })
 }

@@ -21,6 +21,49 @@ pub unsafe extern "C" fn retryrs_cancel_new(out: *mut *mut retryrs_cancel) -> re
     })
 }
 
+/// Creates a token cancelled as soon as any of the `n` tokens in `parents` is (at once if
+/// one already is; never for n == 0, unless fired itself): a library's own token linked
+/// to its caller's. Firing it fires none of the parents. The parents hold it weakly: free
+/// it with retryrs_cancel_free() whenever you like, before or after them. `parents` may be
+/// NULL only when n is 0; no parent may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_cancel_any(
+    parents: *const *const retryrs_cancel,
+    n: usize,
+    out: *mut *mut retryrs_cancel,
+) -> retryrs_status {
+    guard_status(|| {
+        arg_mut(out, "out")?;
+        let list: &[*const retryrs_cancel] = match n {
+            0 => &[],
+            _ => std::slice::from_raw_parts(arg(parents, "parents")?, n),
+        };
+        let tokens = list
+            .iter()
+            .enumerate()
+            .map(|(i, p)| arg(*p, &format!("parents[{i}]")).map(|c| &c.token))
+            .collect::<Result<Vec<_>, _>>()?;
+        hand_out(out, retryrs_cancel { token: CancelToken::any(&tokens) });
+        Ok(())
+    })
+}
+
+/// Creates a child of `parent`: firing the parent fires it (at once if the parent already
+/// fired); firing it leaves the parent alone. Free it with retryrs_cancel_free(), before
+/// or after the parent.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_cancel_child(
+    parent: *const retryrs_cancel,
+    out: *mut *mut retryrs_cancel,
+) -> retryrs_status {
+    guard_status(|| {
+        let parent = arg(parent, "parent")?;
+        arg_mut(out, "out")?;
+        hand_out(out, retryrs_cancel { token: parent.token.child() });
+        Ok(())
+    })
+}
+
 /// Cancels: a blocking call waiting on this token wakes at once and returns
 /// RETRYRS_CANCELLED; a call not started yet with it runs nothing.
 #[no_mangle]

@@ -5,10 +5,11 @@ use std::cell::{Cell, UnsafeCell};
 use std::sync::Arc;
 use std::time::Duration;
 
-use retryrs::{testing, Call, Clock, Decision, Event, Policy, Resume, StateError, SystemClock, Verdict};
+use retryrs::{testing, Call, Clock, Decision, Event, Policy, Proposal, Resume, StateError, SystemClock, Verdict};
 
 use crate::event::retryrs_listener;
 use crate::ffi::{arg, arg_mut, free_handle, guard_status, guard_value, hand_out, Failure};
+use crate::hooks::{retryrs_plan, RETRYRS_PLAN_ENGINE, RETRYRS_PLAN_EXACT, RETRYRS_PLAN_STOP};
 use crate::retrier::{retryrs_retrier, Shared};
 use crate::types::*;
 
@@ -124,6 +125,29 @@ pub const RETRYRS_ACTION_ATTEMPT: retryrs_action = 0;
 pub const RETRYRS_ACTION_RETRY: retryrs_action = 1;
 /// The call is over: `step.outcome` and `step.reason` say how.
 pub const RETRYRS_ACTION_STOP: retryrs_action = 2;
+/// retryrs_call_propose(): the engine would wait `proposal.delay_ms`; run the hooks,
+/// then answer with retryrs_call_settle().
+pub const RETRYRS_ACTION_PROPOSED: retryrs_action = 3;
+
+/// The engine's answer to retryrs_call_propose().
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct retryrs_proposal {
+    /// RETRYRS_ACTION_PROPOSED or RETRYRS_ACTION_STOP.
+    pub action: retryrs_action,
+    /// PROPOSED: the wait the engine computed, in ms (the backoff, raised to the hint).
+    pub delay_ms: u64,
+    /// PROPOSED: the attempt that failed; STOP: the attempts made.
+    pub attempt: u32,
+    /// PROPOSED: the retries the attempt limit still allows (max_attempts - attempt).
+    pub retries_left: u32,
+    /// PROPOSED: the failure's hint in ms, negative when it had none.
+    pub hint_ms: f64,
+    /// STOP: RETRYRS_OK, RETRYRS_REJECTED, RETRYRS_EXHAUSTED or RETRYRS_CANCELLED.
+    pub outcome: retryrs_status,
+    /// STOP with RETRYRS_EXHAUSTED: why; RETRYRS_REASON_NONE otherwise.
+    pub reason: retryrs_reason,
+}
 
 /// The engine's answer.
 #[repr(C)]
@@ -143,19 +167,24 @@ pub struct retryrs_step {
 }
 
 impl CallState {
+    /// Runs one engine step with the call's sink (stats, listener): the engine's answer.
+    fn step_raw(
+        &mut self,
+        f: impl FnOnce(&mut Call<Arc<Policy>>, &mut dyn FnMut(&retryrs::Event<'_>)) -> Result<Answer, StateError>,
+    ) -> Result<Answer, Failure> {
+        let (listener, shared) = (self.listener, &self.shared);
+        let mut sink = |e: &retryrs::Event<'_>| shared.report(listener.as_ref(), e);
+        f(&mut self.call, &mut sink).map_err(|e| Failure::invalid(e.to_string()))
+    }
+
     fn step(
         &mut self,
         f: impl FnOnce(&mut Call<Arc<Policy>>, &mut dyn FnMut(&retryrs::Event<'_>)) -> Result<Answer, StateError>,
     ) -> Result<retryrs_step, Failure> {
-        let (listener, name) = (self.listener, &self.shared.name);
-        let mut sink = |e: &retryrs::Event<'_>| {
-            if let Some(l) = &listener {
-                l.deliver(e, name);
-            }
-        };
-        let answer = f(&mut self.call, &mut sink).map_err(|e| Failure::invalid(e.to_string()))?;
+        let answer = self.step_raw(f)?;
         let attempt = self.call.attempt();
         Ok(match answer {
+            Answer::Proposed(..) => unreachable!("a proposal is answered by retryrs_call_propose"),
             Answer::Attempt(n) => retryrs_step { action: RETRYRS_ACTION_ATTEMPT, attempt: n, ..Default::default() },
             Answer::Retry(d) => {
                 retryrs_step { action: RETRYRS_ACTION_RETRY, delay_ms: millis(d), attempt, ..Default::default() }
@@ -169,6 +198,7 @@ impl CallState {
 }
 
 enum Answer {
+    Proposed(Duration, u32, u32, Option<Duration>),
     Attempt(u32),
     Retry(Duration),
     Stop(retryrs::Stop),
@@ -201,9 +231,7 @@ pub unsafe extern "C" fn retryrs_call_start(
         // every call that shares the breaker); a refused call has ended already: see
         // retryrs_call_refusal().
         let call = Call::start_with(Arc::clone(shared.retrier.policy()), now(now_ms), &mut |e: &Event<'_>| {
-            if let Some(l) = &listener {
-                l.deliver(e, &shared.name);
-            }
+            shared.report(listener.as_ref(), e)
         });
         let state = CallState { shared, call, listener };
         hand_out(
@@ -262,6 +290,96 @@ pub unsafe extern "C" fn retryrs_call_report(
         *out = drive(call, "retryrs_call_report", |c| {
             c.step(|call, sink| {
                 call.record(verdict, now(now_ms), &mut &mut *sink).map(|d| match d {
+                    Decision::Retry(d) => Answer::Retry(d),
+                    Decision::Stop(s) => Answer::Stop(s),
+                })
+            })
+        })?;
+        Ok(())
+    })
+}
+
+/// The first half of retryrs_call_report(), for a program whose hooks may change the wait
+/// or stop the call (contract step 5a): reports the attempt's verdict at `now_ms` as
+/// retryrs_call_report() does. `*proposal` gets STOP (the call ended exactly as
+/// retryrs_call_report() would have ended it) or PROPOSED: the engine would wait
+/// `delay_ms`; run the hooks (they may take time), then call retryrs_call_settle(). Until
+/// then the call accepts only retryrs_call_settle() and retryrs_call_cancel().
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_call_propose(
+    call: *mut retryrs_call,
+    verdict: retryrs_verdict_value,
+    hint_ms: f64,
+    now_ms: u64,
+    proposal: *mut retryrs_proposal,
+) -> retryrs_status {
+    guard_status(|| {
+        let out = arg_mut(proposal, "proposal")?;
+        let verdict = reported(verdict, hint_ms)?;
+        *out = drive(call, "retryrs_call_propose", |c| {
+            let step = c.step_raw(|call, sink| {
+                call.propose(verdict, now(now_ms), &mut &mut *sink).map(|p| match p {
+                    Proposal::Wait { delay, attempt, retries_left, hint } => {
+                        Answer::Proposed(delay, attempt, retries_left, hint)
+                    }
+                    Proposal::Stop(s) => Answer::Stop(s),
+                })
+            })?;
+            let attempt = c.call.attempt();
+            Ok(match step {
+                Answer::Proposed(delay, attempt, retries_left, hint) => retryrs_proposal {
+                    action: RETRYRS_ACTION_PROPOSED,
+                    delay_ms: millis(delay),
+                    attempt,
+                    retries_left,
+                    hint_ms: hint.map_or(-1.0, |h| h.as_secs_f64() * 1000.0),
+                    ..Default::default()
+                },
+                Answer::Stop(s) => {
+                    let (outcome, reason) = stop(s);
+                    retryrs_proposal { action: RETRYRS_ACTION_STOP, attempt, outcome, reason, ..Default::default() }
+                }
+                Answer::Attempt(_) | Answer::Retry(_) => unreachable!("propose answers Proposed or Stop"),
+            })
+        })?;
+        Ok(())
+    })
+}
+
+/// The second half: the program's `plan` for the wait retryrs_call_propose() proposed, at
+/// `now_ms`: RETRYRS_PLAN_ENGINE (the computed wait), RETRYRS_PLAN_EXACT (exactly
+/// `wait_ms`: not raised to the hint, rounded up to whole ms; over max_retry_after_ms when
+/// set -> STOP, reason RETRYRS_REASON_RETRY_AFTER) or RETRYRS_PLAN_STOP (STOP, reason
+/// RETRYRS_REASON_STOPPED, no budget token drawn). A wait that cannot end before the
+/// deadline (or a deadline that passed while the hooks ran) -> STOP, reason
+/// RETRYRS_REASON_DEADLINE. `*step` gets RETRY (wait `delay_ms`, then
+/// retryrs_call_after_wait()) or STOP. RETRYRS_INVALID_ARGUMENT when nothing was
+/// proposed, for an unknown plan, or a negative or NaN `wait_ms` with RETRYRS_PLAN_EXACT.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_call_settle(
+    call: *mut retryrs_call,
+    plan: retryrs_plan,
+    wait_ms: f64,
+    now_ms: u64,
+    step: *mut retryrs_step,
+) -> retryrs_status {
+    guard_status(|| {
+        let out = arg_mut(step, "step")?;
+        let plan = match plan {
+            RETRYRS_PLAN_ENGINE => retryrs::Plan::Engine,
+            RETRYRS_PLAN_EXACT => {
+                retryrs::Plan::exact_ms(wait_ms).map_err(|e| Failure::invalid(format!("wait_ms: {e}")))?
+            }
+            RETRYRS_PLAN_STOP => retryrs::Plan::Stop,
+            other => {
+                return Err(Failure::invalid(format!(
+                    "plan must be RETRYRS_PLAN_ENGINE, RETRYRS_PLAN_EXACT or RETRYRS_PLAN_STOP, got {other}"
+                )))
+            }
+        };
+        *out = drive(call, "retryrs_call_settle", |c| {
+            c.step(|call, sink| {
+                call.settle(plan, now(now_ms), &mut &mut *sink).map(|d| match d {
                     Decision::Retry(d) => Answer::Retry(d),
                     Decision::Stop(s) => Answer::Stop(s),
                 })

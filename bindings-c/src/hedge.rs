@@ -83,12 +83,8 @@ impl HedgeState {
         &mut self,
         f: impl FnOnce(&mut HedgeCall<Arc<Policy>>, &mut dyn FnMut(&retryrs::Event<'_>)) -> Result<Step, StateError>,
     ) -> Result<retryrs_hedge_step, Failure> {
-        let (listener, name) = (self.listener, &self.shared.name);
-        let mut sink = |e: &retryrs::Event<'_>| {
-            if let Some(l) = &listener {
-                l.deliver(e, name);
-            }
-        };
+        let (listener, shared) = (self.listener, &self.shared);
+        let mut sink = |e: &retryrs::Event<'_>| shared.report(listener.as_ref(), e);
         let step = f(&mut self.call, &mut sink).map_err(|e| Failure::invalid(e.to_string()))?;
         Ok(c_step(step, self.call.launched()))
     }
@@ -148,9 +144,7 @@ pub unsafe extern "C" fn retryrs_hedge_start(
         // A policy with a breaker asks it here, once for the whole call: a refused call's
         // first retryrs_hedge_poll() is STOP, reason circuit_open, with nothing launched.
         let call = HedgeCall::start_with(Arc::clone(shared.retrier.policy()), now(now_ms), &mut |e: &Event<'_>| {
-            if let Some(l) = &listener {
-                l.deliver(e, &shared.name);
-            }
+            shared.report(listener.as_ref(), e)
         });
         let state = HedgeState { shared, call, listener };
         hand_out(

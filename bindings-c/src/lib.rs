@@ -19,6 +19,7 @@ pub mod engine;
 pub mod event;
 pub mod ffi;
 pub mod hedge;
+pub mod hooks;
 pub mod http;
 pub mod policies;
 pub mod retrier;

@@ -23,6 +23,17 @@ pub struct Shared {
     pub name: CString,
 }
 
+impl Shared {
+    /// One event of a call made with this retrier: counted in its statistics, then
+    /// delivered to the call's listener, if it has one.
+    pub fn report(&self, listener: Option<&crate::event::retryrs_listener>, event: &retryrs::Event<'_>) {
+        self.retrier.stats_counters().observe(event);
+        if let Some(l) = listener {
+            l.deliver(event, &self.name);
+        }
+    }
+}
+
 /// Validates `config` and creates a retrier. On RETRYRS_INVALID_ARGUMENT nothing is
 /// created and retryrs_last_error() names the field and value ("retryrs_retrier_new:
 /// config->max_attempts must be >= 1 and <= 4294967295, got 0"); a config whose

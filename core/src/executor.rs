@@ -212,10 +212,23 @@ impl<'a, E, T> Failed<'a, E, T> {
 /// A policy ready to run closures. Immutable: share it freely between threads (it is an
 /// `Arc` inside); each call keeps its own state.
 /// A clone is the same retrier: it shares the policy and the [statistics](Retrier::stats).
-#[derive(Debug, Clone)]
+/// Its Debug shows the policy, the statistics and, when `max_attempts` cannot fit the
+/// deadline, the [`DeadlineHint`].
+#[derive(Clone)]
 pub struct Retrier {
     policy: Arc<Policy>,
     stats: Arc<Stats>,
+}
+
+impl fmt::Debug for Retrier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Retrier");
+        d.field("policy", &self.policy).field("stats", &self.stats.snapshot());
+        if let Some(hint) = self.policy.deadline_hint() {
+            d.field("deadline_hint", &format_args!("{hint}"));
+        }
+        d.finish()
+    }
 }
 
 impl From<Policy> for Retrier {

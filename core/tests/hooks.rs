@@ -123,6 +123,7 @@ fn an_exhaustion_by_deadline_says_when_max_attempts_cannot_fit() {
         "gave up after 7 attempts (deadline reached); max_attempts=10 needs up to 26.2 s of backoff waits (before \
          jitter), deadline is 15 s: raise deadline or lower max_attempts"
     );
+    assert!(format!("{r:?}").contains("deadline_hint: max_attempts=10 needs up to 26.2 s"), "{r:?}");
     // A policy whose waits fit says nothing more, even when slow attempts ran it out.
     let r = Retrier::new(policy(3).deadline(Some(ms(1000))).build().unwrap());
     let clock = VirtualClock::new();
@@ -137,6 +138,7 @@ fn an_exhaustion_by_deadline_says_when_max_attempts_cannot_fit() {
         )
         .unwrap_err();
     assert_eq!(err.to_string(), "gave up after 2 attempts (deadline reached)");
+    assert!(!format!("{r:?}").contains("deadline_hint"));
 }
 
 #[test]

@@ -20,6 +20,7 @@ typedef struct {
   uint32_t attempt;
   uint64_t elapsed_ms, delay_ms;
   retryrs_reason reason;
+  uint32_t retries_left;
 } seen_event;
 
 typedef struct {
@@ -98,6 +99,7 @@ static void on_event(void *user_data, const retryrs_event *e) {
     s->elapsed_ms = e->elapsed_ms;
     s->delay_ms = e->delay_ms;
     s->reason = e->reason;
+    s->retries_left = e->retries_left;
   }
   if (st->blocking && e->kind == RETRYRS_EVENT_RETRYING && e->attempt >= 1 &&
       e->attempt <= st->call->n_attempts) {
@@ -137,6 +139,21 @@ static retryrs_verdict attempt_fn(void *user_data, uint32_t attempt, double *hin
   if (a->takes_ms) retryrs_testing_advance(a->takes_ms);
   if (a->has_hint) *hint_ms = a->hint_ms;
   return a->result;
+}
+
+/* A hook vector's hooks: the script's answer for the attempt that failed. */
+static const cv_attempt *hooked_step(run_state *st, uint32_t n) {
+  return n >= 1 && n <= st->call->n_attempts ? &st->call->attempts[n - 1] : NULL;
+}
+
+static retryrs_plan before_retry_fn(void *user_data, const retryrs_retry_info *info) {
+  const cv_attempt *a = hooked_step((run_state *)user_data, info->attempt);
+  return a && a->plan == RETRYRS_PLAN_STOP ? RETRYRS_PLAN_STOP : RETRYRS_PLAN_ENGINE;
+}
+
+static double wait_fn(void *user_data, const retryrs_retry_info *info) {
+  const cv_attempt *a = hooked_step((run_state *)user_data, info->attempt);
+  return a && a->plan == RETRYRS_PLAN_EXACT ? a->wait_ms : -1.0;
 }
 
 /* The vector's policy through the document loader; `*doc` owns the budget the retrier
@@ -195,7 +212,21 @@ static void run_engine(const retryrs_retrier *r, run_state *st, retryrs_status *
     saw_bound(st, s, bound);
     if (!a) break;
     now += a->takes_ms;
-    s = retryrs_call_report(call, a->result, a->has_hint ? a->hint_ms : -1.0, now, &step);
+    if (st->call->hooked) {
+      /* Propose, answer with the script's plan, settle. */
+      retryrs_proposal p;
+      s = retryrs_call_propose(call, a->result, a->has_hint ? a->hint_ms : -1.0, now, &p);
+      if (s == RETRYRS_OK && p.action == RETRYRS_ACTION_PROPOSED) {
+        s = retryrs_call_settle(call, a->plan, a->wait_ms, now, &step);
+      } else if (s == RETRYRS_OK) {
+        step.action = p.action;
+        step.attempt = p.attempt;
+        step.outcome = p.outcome;
+        step.reason = p.reason;
+      }
+    } else {
+      s = retryrs_call_report(call, a->result, a->has_hint ? a->hint_ms : -1.0, now, &step);
+    }
     if (s == RETRYRS_OK && step.action == RETRYRS_ACTION_RETRY) {
       if (a->cancel_during_wait) {
         s = retryrs_call_cancel(call, now, &step);
@@ -326,7 +357,8 @@ static void check_call(const cv_call *c, run_state *st, retryrs_status status, u
       if (strcmp(kind_name(s->kind), e->kind) != 0 || (e->attempt >= 0 && (long long)s->attempt != e->attempt) ||
           (e->elapsed_ms >= 0 && (long long)s->elapsed_ms != e->elapsed_ms) ||
           (e->delay_ms >= 0 && (long long)s->delay_ms != e->delay_ms) ||
-          (e->reason && (!r || strcmp(r, e->reason) != 0)))
+          (e->reason && (!r || strcmp(r, e->reason) != 0)) ||
+          (e->retries_left >= 0 && (long long)s->retries_left != e->retries_left))
         failf("event #%zu is %s attempt %u at %llu ms (delay %llu, reason %s), expected %s attempt %lld at %lld ms",
               i + 1, kind_name(s->kind), s->attempt, (unsigned long long)s->elapsed_ms,
               (unsigned long long)s->delay_ms, r ? r : "none", e->kind, e->attempt, e->elapsed_ms);
@@ -389,7 +421,12 @@ static void run_calls(const cv_vector *v, int blocking) {
       retryrs_cancel_new(&st.cancel);
       retryrs_testing_enable(); /* a fresh virtual clock at 0 for each call */
       if (st.call->at_ms) retryrs_testing_advance(st.call->at_ms); /* the vector's timeline */
-      status = retryrs_retrier_call(r, attempt_fn, &st, &l, st.cancel, &out);
+      if (st.call->hooked) {
+        retryrs_hooks hooks = {sizeof hooks, wait_fn, before_retry_fn, &st};
+        status = retryrs_retrier_call_hooked(r, attempt_fn, &st, &l, st.cancel, &hooks, &out);
+      } else {
+        status = retryrs_retrier_call(r, attempt_fn, &st, &l, st.cancel, &out);
+      }
       if (breaker) {
         int32_t state = -1;
         retryrs_breaker_state(breaker, &state, NULL);
@@ -411,7 +448,7 @@ static void run_calls(const cv_vector *v, int blocking) {
     if (why[0]) {
       char prefix[600];
       snprintf(prefix, sizeof prefix, "call %zu via %s: %s", i + 1,
-               v->policy.hedging ? "retryrs_hedge_*" : blocking ? "retryrs_retrier_call" : "the engine", why);
+               v->policy.hedging ? "retryrs_hedge_*" : blocking ? (st.call->hooked ? "retryrs_retrier_call_hooked" : "retryrs_retrier_call") : "the engine", why);
       memcpy(why, prefix, sizeof why - 1);
       why[sizeof why - 1] = 0;
     }

@@ -26,6 +26,9 @@ typedef struct {
   double hint_ms;
   unsigned long long takes_ms, wait_overrun_ms;
   int cancel_during_wait;
+  /* A hook vector's answer after this attempt's failure: RETRYRS_PLAN_* (and wait_ms). */
+  retryrs_plan plan;
+  double wait_ms;
 } cv_attempt;
 
 /* -1 / NULL: field absent, not compared. */
@@ -33,11 +36,13 @@ typedef struct {
   const char *kind;
   long long attempt, elapsed_ms, delay_ms;
   const char *reason;
+  long long retries_left;
 } cv_event;
 
 typedef struct {
   const cv_attempt *attempts;
   size_t n_attempts;
+  int hooked; /* a hook vector: the calls run with hooks (retryrs_retrier_call_hooked, propose/settle) */
   const char *outcome, *reason;
   long long expect_attempts;
   int has_delays;

@@ -12,7 +12,7 @@ import sys
 
 # A vector's policy is in the policy-document format (docs/policies.md); the C runner
 # loads it with retryrs_policies_from_json, which rejects unknown keys itself.
-ATTEMPT_KEYS = {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait"}
+ATTEMPT_KEYS = {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait", "wait"}
 EXPECT_KEYS = {"outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens", "breaker_state",
                "bounds_ms", "winner", "launched_ms", "cancelled"}
 # Every budget kind's keys and both breaker models' (the core's loader checks which belong
@@ -21,7 +21,7 @@ BUDGET_KEYS = {"kind", "max_tokens", "token_ratio", "capacity", "retry_cost", "t
                "ttl", "min_retries_per_sec", "percent_can_retry"}
 BREAKER_KEYS = {"model", "failures", "failure_ratio", "minimum_throughput", "sampling_duration", "break_duration",
                 "half_open_probes", "break_multiplier", "max_break_duration", "per_attempt"}
-EVENT_KEYS = {"kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error", "value"}
+EVENT_KEYS = {"kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error", "value", "retries_left"}
 # "error" and "value" (whether the event carries the failure, an error or a rejected value)
 # have no C counterpart: a C event carries no failure (it is the attempt callback's verdict),
 # and neither does a C outcome ("value" of expect), so they are read and ignored.
@@ -111,6 +111,16 @@ def call_init(out, where, c):
         fields.append(f".takes_ms = {int(a.get('takes_ms', 0))}ULL")
         fields.append(f".wait_overrun_ms = {int(a.get('wait_overrun_ms', 0))}ULL")
         fields.append(f".cancel_during_wait = {1 if a.get('cancel_during_wait') else 0}")
+        # A hook vector's scripted answer (tests/conformance/README.md, "wait").
+        w = a.get("wait", "engine")
+        if w == "engine":
+            fields.append(".plan = RETRYRS_PLAN_ENGINE")
+        elif w == "stop":
+            fields.append(".plan = RETRYRS_PLAN_STOP")
+        elif isinstance(w, int) and not isinstance(w, bool) and w >= 0:
+            fields.append(f".plan = RETRYRS_PLAN_EXACT, .wait_ms = {num(w)}")
+        else:
+            fail(where, f"wait is a whole number of ms, \"engine\" or \"stop\", not {w!r}")
         attempts.append("{" + ", ".join(fields) + "}")
     e = c["expect"]
     check_keys(where + ".expect", e, EXPECT_KEYS)
@@ -123,10 +133,12 @@ def call_init(out, where, c):
             f".elapsed_ms = {int(ev.get('elapsed_ms', -1))}",
             f".delay_ms = {int(ev.get('delay_ms', -1))}",
             f".reason = {c_str(ev.get('reason'))}",
+            f".retries_left = {int(ev.get('retries_left', -1))}",
         ]) + "}")
     delays = [f"{int(d)}LL" for d in e.get("delays_ms", [])]
     fields = [
         f".attempts = {out.array('cv_attempt', attempts)}, .n_attempts = {len(attempts)}",
+        f".hooked = {int(any('wait' in a for a in c['attempts']))}",
         f".outcome = {c_str(e['outcome'])}",
         f".reason = {c_str(e.get('reason'))}",
         f".expect_attempts = {int(e.get('attempts', -1))}",

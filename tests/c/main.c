@@ -19,6 +19,7 @@ int main(int argc, char **argv) {
   breaker_tests();
   budget_kind_tests();
   bound_tests();
+  hooks_tests();
   run_conformance(argc > 1 ? argv[1] : NULL);
   return h_summary() == 0 ? 0 : 1;
 }

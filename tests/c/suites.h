@@ -17,6 +17,7 @@ void policies_tests(void);
 void breaker_tests(void);
 void budget_kind_tests(void);
 void bound_tests(void);
+void hooks_tests(void);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,7 @@
 #include "retryrs.hpp"
 
 #include <chrono>
+#include <optional>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -191,9 +192,65 @@ void policies_hand_out_retriers() {
   CHECK(caught);
 }
 
+// Issue 24: the hooks as lambdas (an exact wait, a stop, an exception in a hook), the
+// retrier's statistics, retries_left on events, linked tokens.
+void hooks_act_on_the_call_and_stats_count_it() {
+  retryrs::Retrier r(retryrs::Config().name("hooks").jitter(RETRYRS_JITTER_NONE).initial_delay(2s).max_attempts(5));
+  std::vector<std::uint32_t> seen_left, infos;
+  std::vector<long long> delays;
+  r.wait_with([&](const retryrs::RetryInfo &i) -> std::optional<retryrs::Millis> {
+     infos.push_back(i.attempt * 100 + i.retries_left);
+     return retryrs::Millis(1);  // instead of the engine's 2 s
+   }).before_retry([](const retryrs::RetryInfo &i) { return i.attempt < 3; });
+  const auto t0 = std::chrono::steady_clock::now();
+  const retryrs::Outcome o = r.call([](std::uint32_t) { return retryrs::Verdict::transient(); },
+                                    [&](const retryrs::Event &e) {
+                                      seen_left.push_back(e.retries_left());
+                                      if (e.kind() == RETRYRS_EVENT_RETRYING) delays.push_back(e.delay().count());
+                                    });
+  CHECK(seconds_since(t0) < 1.0);  // two 1 ms waits, not 2 s and 4 s
+  CHECK(o.status == RETRYRS_EXHAUSTED && o.reason == RETRYRS_REASON_STOPPED && o.attempts == 3);
+  CHECK(delays == (std::vector<long long>{1, 1}));
+  CHECK(infos == (std::vector<std::uint32_t>{104, 203}));  // the wait hook is not asked after a stop
+  CHECK(seen_left == (std::vector<std::uint32_t>{4, 4, 3, 3, 2, 2}));
+  const retryrs_stats st = r.stats();
+  CHECK(st.calls == 1 && st.attempts == 3 && st.retries == 2 && st.exhausted[RETRYRS_REASON_STOPPED] == 1);
+  // An exception in a hook stops the call and reaches the caller.
+  r.before_retry([](const retryrs::RetryInfo &) -> bool { throw Boom("hook"); });
+  bool caught = false;
+  try {
+    r.call([](std::uint32_t) { return retryrs::Verdict::transient(); });
+  } catch (const Boom &) {
+    caught = true;
+  }
+  CHECK(caught);
+}
+
+void linked_tokens_fire_downwards_only() {
+  retryrs::CancelToken a, b;
+  const retryrs::CancelToken either = retryrs::CancelToken::any({a, b});
+  const retryrs::CancelToken child = a.child();
+  child.cancel();
+  CHECK(!a.cancelled() && !either.cancelled());
+  b.cancel();
+  CHECK(either.cancelled() && !a.cancelled());
+  // A caller's token cancels a call through the call's own child token.
+  retryrs::Retrier r(retryrs::Config().jitter(RETRYRS_JITTER_NONE).initial_delay(5s).max_delay(5s));
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(50ms);
+    a.cancel();
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  const retryrs::Outcome o = r.call([](std::uint32_t) { return retryrs::Verdict::transient(); }, {}, &a);
+  canceller.join();
+  CHECK(o.status == RETRYRS_CANCELLED && seconds_since(t0) < 4.0);  // woken, not after the 5 s wait
+}
+
 }  // namespace
 
 extern "C" void cpp_tests(void) {
+  h_run("C++: hooks act on the call and stats count it", hooks_act_on_the_call_and_stats_count_it);
+  h_run("C++: linked tokens fire downwards only", linked_tokens_fire_downwards_only);
   h_run("C++: a listener's exception ends a 2 s wait at once and is rethrown",
         a_listener_exception_ends_a_2s_wait_at_once_and_is_rethrown);
   h_run("C++: an attempt's or predicate's exception is rethrown, nothing runs after it",
