@@ -227,16 +227,24 @@ test('r.stats(): calls, attempts, retries and outcomes by reason, the fast path 
   await assert.rejects(r.call(() => { throw permanent; }), (e) => e === permanent);
   const aborted = AbortSignal.abort(new Error('gone'));
   await assert.rejects(r.call(() => 1, { signal: aborted }), /gone/);
+  // Cancelled during its first attempt, and during a wait: counted without a listener.
+  const during = new AbortController();
+  await assert.rejects(r.call(() => { during.abort(new Error('mid')); return new Promise(() => {}); }, { signal: during.signal }), /mid/);
+  const waiting = new AbortController();
+  const slow = r.with({ initialDelayMs: 60_000, maxDelayMs: 60_000, jitter: 'none', deadlineMs: null });
+  const pending = slow.call(() => { setImmediate(() => waiting.abort(new Error('in wait'))); throw transient(); }, { signal: waiting.signal });
+  await assert.rejects(pending, /in wait/);
+  assert.equal(slow.stats().cancellations, 1);
   const s = r.stats();
   assert.deepEqual(s, {
-    calls: 6, attempts: 7, retries: 2, successes: 3, rejections: 1, cancellations: 1,
+    calls: 7, attempts: 7, retries: 2, successes: 3, rejections: 1, cancellations: 2,
     exhausted: { attempts: 1, deadline: 0, budget: 0, retry_after: 0, circuit_open: 0, stopped: 0 },
   });
   // Per retrier: one made by with() counts its own.
   const other = r.with({});
   await other.call(() => 1);
   assert.equal(other.stats().calls, 1);
-  assert.equal(r.stats().calls, 6);
+  assert.equal(r.stats().calls, 7);
 });
 
 test('the deadline hint: inspect says when max_attempts cannot fit the deadline, and so does a deadline exhaustion', async () => {
