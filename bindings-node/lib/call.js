@@ -16,6 +16,8 @@ const { reportListenerError } = require('./events');
 // Which event kinds carry the failure: the core's rule, read once.
 const CARRIES_ERROR = new Set(native.eventKindsCarryingError());
 
+const BREAKER_KINDS = new Set(['breaker_opened', 'breaker_half_open', 'breaker_closed']);
+
 // How many failures a call keeps (the last ones): the core's history cap.
 const HISTORY = native.historyCap();
 
@@ -110,7 +112,9 @@ class CallRun {
     const listener = this.o.onEvent;
     if (listener === undefined || this.engine === null) return;
     for (const rec of native.callTakeEvents(this.engine)) {
-      const event = { kind: rec.kind, name: this.name, attempt: rec.attempt, elapsedMs: rec.elapsedMs };
+      // A breaker's moves are the retrier's (its breaker is shared by every function it
+      // runs): they carry the retrier's name, not the function's.
+      const event = { kind: rec.kind, name: BREAKER_KINDS.has(rec.kind) ? this.o.name : this.name, attempt: rec.attempt, elapsedMs: rec.elapsedMs };
       if (rec.delayMs !== null && rec.delayMs !== undefined) event.delayMs = rec.delayMs;
       if (rec.reason !== null && rec.reason !== undefined) event.reason = rec.reason;
       event.retriesLeft = rec.retriesLeft;

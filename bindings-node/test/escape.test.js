@@ -289,3 +289,16 @@ test('the HTTP helpers: listeners attached later reach their calls, which count 
     assert.throws(() => retryingFetch({ retrier: new Retrier({ [hook]: () => undefined }), fetch }), new RegExp(`retrier's ${hook} cannot apply to the HTTP helpers`));
   }
 });
+
+test('a breaker\'s events carry the retrier\'s name, not the function\'s (one breaker, one state gauge)', async () => {
+  const { CircuitBreaker } = require('..');
+  const breaker = new CircuitBreaker({ failures: 1, breakDurationMs: 30000 });
+  const seen = [];
+  const r = new Retrier({ ...fast, maxAttempts: 1, breaker, onEvent: (e) => seen.push([e.kind, e.name]) });
+  async function loadQuotes() {
+    throw transient();
+  }
+  await assert.rejects(r.call(loadQuotes), RetryExhaustedError);
+  assert.deepEqual(seen.find(([kind]) => kind === 'breaker_opened'), ['breaker_opened', 'retry']);
+  assert.deepEqual(seen.find(([kind]) => kind === 'exhausted'), ['exhausted', 'loadQuotes']);
+});
