@@ -264,12 +264,17 @@ pub type WaitHook<'a, E, T = ()> = Box<dyn FnMut(&RetryContext<'_, E, T>) -> Opt
 /// the history kept), [`ControlFlow::Continue`] lets it wait.
 pub type BeforeRetry<'a, E, T = ()> = Box<dyn FnMut(&RetryContext<'_, E, T>) -> ControlFlow<()> + 'a>;
 
+/// A before-retry hook, borrowed for one call to [`plan`].
+pub(crate) type BeforeRetryFn<'h, E, T> = dyn FnMut(&RetryContext<'_, E, T>) -> ControlFlow<()> + 'h;
+/// A wait hook, borrowed for one call to [`plan`].
+pub(crate) type WaitFn<'h, E, T> = dyn FnMut(&RetryContext<'_, E, T>) -> Option<Duration> + 'h;
+
 /// The plan of a call's hooks for one proposed wait: the before-retry hook first (a stop
 /// skips the wait hook), then the wait hook.
 pub(crate) fn plan<E, T>(
     ctx: &RetryContext<'_, E, T>,
-    before: Option<&mut (dyn FnMut(&RetryContext<'_, E, T>) -> ControlFlow<()> + '_)>,
-    wait: Option<&mut (dyn FnMut(&RetryContext<'_, E, T>) -> Option<Duration> + '_)>,
+    before: Option<&mut BeforeRetryFn<'_, E, T>>,
+    wait: Option<&mut WaitFn<'_, E, T>>,
 ) -> Plan {
     if let Some(before) = before {
         if before(ctx).is_break() {
@@ -566,6 +571,7 @@ impl<'a, E, T> Run<'a, E, T> {
     /// would. `None`: the computed wait. The jitter stream is the same either way.
     ///
     /// ```
+    /// # #[cfg(feature = "blocking")] {
     /// use retryrs::{Policy, Retrier, Run, Verdict};
     /// use std::time::Duration;
     /// # let _virtual_time = retryrs::testing::scoped();
@@ -580,6 +586,7 @@ impl<'a, E, T> Run<'a, E, T> {
     /// );
     /// assert_eq!(got.unwrap(), 4);
     /// assert_eq!(waits, [10, 20, 30].map(Duration::from_millis));
+    /// # }
     /// ```
     pub fn wait_with(mut self, f: impl FnMut(&RetryContext<'_, E, T>) -> Option<Duration> + 'a) -> Self {
         self.wait = Some(Box::new(f));
