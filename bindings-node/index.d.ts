@@ -14,18 +14,40 @@ export type ExhaustReason = 'attempts' | 'deadline' | 'budget' | 'retry_after' |
 export type FailureOf = { error: unknown; value?: never } | { value: unknown; error?: never };
 
 export type RetryEvent =
-  | ({ kind: 'attempt_failed'; name: string; attempt: number; elapsedMs: number } & FailureOf)
-  | ({ kind: 'retrying'; name: string; attempt: number; elapsedMs: number; delayMs: number } & FailureOf)
-  | ({ kind: 'rejected'; name: string; attempt: number; elapsedMs: number } & FailureOf)
-  | ({ kind: 'exhausted'; name: string; attempt: number; elapsedMs: number; reason: ExhaustReason } & FailureOf)
-  | ({ kind: 'cancelled'; name: string; attempt: number; elapsedMs: number } & Partial<FailureOf>)
-  | { kind: 'success'; name: string; attempt: number; elapsedMs: number }
+  | ({ kind: 'attempt_failed'; name: string; attempt: number; elapsedMs: number; retriesLeft: number } & FailureOf)
+  | ({ kind: 'retrying'; name: string; attempt: number; elapsedMs: number; retriesLeft: number; delayMs: number } & FailureOf)
+  | ({ kind: 'rejected'; name: string; attempt: number; elapsedMs: number; retriesLeft: number } & FailureOf)
+  | ({ kind: 'exhausted'; name: string; attempt: number; elapsedMs: number; retriesLeft: number; reason: ExhaustReason } & FailureOf)
+  | ({ kind: 'cancelled'; name: string; attempt: number; elapsedMs: number; retriesLeft: number } & Partial<FailureOf>)
+  | { kind: 'success'; name: string; attempt: number; elapsedMs: number; retriesLeft: number }
   /** A hedged call launched attempt `attempt` beside those in flight, `delayMs` after the previous launch. */
-  | { kind: 'hedge'; name: string; attempt: number; elapsedMs: number; delayMs: number }
-  | { kind: 'breaker_opened'; name: string; attempt: number; elapsedMs: number; delayMs: number }
-  | { kind: 'breaker_half_open' | 'breaker_closed'; name: string; attempt: number; elapsedMs: number };
+  | { kind: 'hedge'; name: string; attempt: number; elapsedMs: number; retriesLeft: number; delayMs: number }
+  | { kind: 'breaker_opened'; name: string; attempt: number; elapsedMs: number; retriesLeft: number; delayMs: number }
+  | { kind: 'breaker_half_open' | 'breaker_closed'; name: string; attempt: number; elapsedMs: number; retriesLeft: number };
 
 export type RetryEventKind = RetryEvent['kind'];
+
+/**
+ * What onRetry and delayMs receive after a failure, before the wait the engine proposes:
+ * the attempt that failed (1-based), the engine's wait (backoff raised to any hint), the
+ * retries the attempt limit still allows (a bound, not a promise), the name events carry,
+ * and the failure.
+ */
+export type RetryInfo = { attempt: number; delayMs: number; retriesLeft: number; name: string } & FailureOf;
+
+/** r.stats(): what a retrier's calls did, counted by the engine. */
+export interface RetryStats {
+  /** Calls ended (succeeded, rejected, exhausted or cancelled). */
+  readonly calls: number;
+  readonly attempts: number;
+  readonly retries: number;
+  readonly successes: number;
+  /** Calls ended by a permanent failure. */
+  readonly rejections: number;
+  readonly cancellations: number;
+  /** Calls exhausted, by reason. */
+  readonly exhausted: Readonly<Record<ExhaustReason, number>>;
+}
 
 /** A hook's answer: now, or as a promise the call awaits. */
 export type Answer<T> = T | PromiseLike<T>;
@@ -75,10 +97,11 @@ export interface RetrierOptions<R = unknown> {
   attemptTimeoutMs?: number | null;
   // knobgen:end retrier-options
   /**
-   * true: transient (retry); false: permanent (the error surfaces as it is). May answer
-   * with a promise; anything but a boolean is a TypeError. Default: isTransientError.
+   * Truthy: transient (retry); falsy (false, undefined, ...): permanent (the original
+   * error surfaces unchanged), read by truthiness as p-retry reads it. May answer with a
+   * promise, which the call awaits. Default: isTransientError.
    */
-  shouldRetry?: (error: unknown) => Answer<boolean>;
+  shouldRetry?: (error: unknown) => Answer<unknown>;
   /**
    * true: fn's value is a failure, retried like a transient error (a 503 response, an
    * empty page). May answer with a promise. Default: none (every value is a success).
@@ -109,6 +132,38 @@ export interface RetrierOptions<R = unknown> {
    * breaker do.
    */
   hedge?: HedgeOptions | null;
+  /**
+   * true: when transient failures run out (attempts, deadline, budget, retry_after), the
+   * call rejects with the last failure itself (your own catch handlers still match), its
+   * history attached as `err.retryrs` (a RetryExhaustedError; see RetryHistory). A call
+   * that ran out on a value shouldRetryResult rejected, or that the breaker refused, still
+   * rejects with RetryExhaustedError (there is no error to rethrow). Default false.
+   */
+  reraise?: boolean;
+  /**
+   * Awaited after a failure, before each wait (p-retry's onFailedAttempt, but only when a
+   * retry would follow): returning false stops the call (RetryExhaustedError, reason
+   * 'stopped', the history kept); a throw stops it too and is what the call rejects with
+   * (the failure as its cause). Anything else goes on.
+   */
+  onRetry?: (info: RetryInfo) => Answer<unknown>;
+  /**
+   * The wait before the next attempt, exactly, in ms; undefined: the engine's. Called
+   * after onRetry; awaited. The engine still refuses a wait past the deadline (reason
+   * 'deadline') or over maxRetryAfterMs (reason 'retry_after'). Retry-After hints are not
+   * a floor for it. A negative or NaN answer is a RangeError, a non-number a TypeError.
+   */
+  delayMs?: (info: RetryInfo) => Answer<number | undefined | null>;
+}
+
+/** What `reraise: true` attaches to the failure it rejects with (non-enumerable). */
+export interface RetryHistory {
+  readonly retryrs?: RetryExhaustedError;
+}
+
+/** What r.onEvent(listener) returns: dispose() detaches the listener (also `using`, via Symbol.dispose). */
+export interface ListenerHandle {
+  dispose(): void;
 }
 
 /**
@@ -161,12 +216,29 @@ export declare class Retrier<R = unknown> {
    * the signal's reason (aborted).
    */
   call<T extends R>(fn: (ctx: AttemptContext) => T | PromiseLike<T>, options?: CallOptions): Promise<Awaited<T>>;
-  /** A retrier running a policy from a document (loadPolicies), with the options only code can give. */
+  /**
+   * A retrier running a policy from a document (loadPolicies), with the options only code
+   * can give and any knob overridden (the document's policy is unchanged); validated like
+   * the constructor's options.
+   */
   static fromPolicy<R = unknown>(policy: Policy, options?: FromPolicyOptions<R>): Retrier<R>;
+  /**
+   * The same retrier with some options changed (tenacity's retry_with): the options given
+   * replace this retrier's; the budget, breaker and listeners (onEvent, and those attached
+   * with r.onEvent, now or later) are shared. Validated like the constructor's options.
+   */
+  with<R2 = R>(overrides: RetrierOptions<R2>): Retrier<R2>;
+  /**
+   * Attaches a listener after creation (cockatiel style), called for every event after
+   * the onEvent option's, by this retrier and those made from it with with().
+   */
+  onEvent(listener: (event: RetryEvent) => void | PromiseLike<void>): ListenerHandle;
+  /** What this retrier's calls did (a retrier made by with() counts its own). */
+  stats(): RetryStats;
 }
 
-/** The options Retrier.fromPolicy takes: the knobs come from the policy. */
-export type FromPolicyOptions<R = unknown> = Pick<RetrierOptions<R>, 'shouldRetry' | 'shouldRetryResult' | 'retryAfterMs' | 'onEvent' | 'attemptTimeoutMs' | 'unref'>;
+/** The options Retrier.fromPolicy takes: the host's, and knobs overriding the document's. */
+export type FromPolicyOptions<R = unknown> = RetrierOptions<R>;
 
 /** A named policy from a policy document: read-only; it answers its knobs (null when off). */
 export declare class Policy {

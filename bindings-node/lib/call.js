@@ -7,7 +7,7 @@ const { now, isVirtual, lastSeenVirtual, advanceVirtual, breakerBase } = require
 const { watch, unwatch } = require('./abort');
 const { typeName } = require('./options');
 const { RetryExhaustedError, describe } = require('./errors');
-const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, REJECTED, EXHAUSTED } = require('./codes');
+const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, REJECTED, EXHAUSTED, PLAN_ENGINE, PLAN_EXACT, PLAN_STOP } = require('./codes');
 const { AttemptContext, BoundedAttemptContext, abortAttempt } = require('./attempt');
 // MAX_TIMER_MS: the longest single setTimeout; longer waits are armed in chunks.
 const { armBound, clearBound, EXPIRED, MAX_TIMER_MS } = require('./bound');
@@ -15,6 +15,8 @@ const { reportListenerError } = require('./events');
 
 // Which event kinds carry the failure: the core's rule, read once.
 const CARRIES_ERROR = new Set(native.eventKindsCarryingError());
+
+const BREAKER_KINDS = new Set(['breaker_opened', 'breaker_half_open', 'breaker_closed']);
 
 // How many failures a call keeps (the last ones): the core's history cap.
 const HISTORY = native.historyCap();
@@ -40,6 +42,8 @@ class CallRun {
   constructor(o, fn, signal, t0, startedOnLastSeen = false) {
     this.o = o;
     this.fn = fn;
+    // What events and errors name: the retrier's chosen name, else the function's.
+    this.name = nameOf(o, fn);
     this.signal = signal;
     this.t0 = t0;
     // t0 came from the happy path's reading of the switch (clock.startTime).
@@ -108,9 +112,12 @@ class CallRun {
     const listener = this.o.onEvent;
     if (listener === undefined || this.engine === null) return;
     for (const rec of native.callTakeEvents(this.engine)) {
-      const event = { kind: rec.kind, name: this.o.name, attempt: rec.attempt, elapsedMs: rec.elapsedMs };
+      // A breaker's moves are the retrier's (its breaker is shared by every function it
+      // runs): they carry the retrier's name, not the function's.
+      const event = { kind: rec.kind, name: BREAKER_KINDS.has(rec.kind) ? this.o.name : this.name, attempt: rec.attempt, elapsedMs: rec.elapsedMs };
       if (rec.delayMs !== null && rec.delayMs !== undefined) event.delayMs = rec.delayMs;
       if (rec.reason !== null && rec.reason !== undefined) event.reason = rec.reason;
+      event.retriesLeft = rec.retriesLeft;
       // The core says which kinds carry the failure (retrying does: see docs/contract.md).
       if (CARRIES_ERROR.has(rec.kind) && this.errors.length > 0) {
         if (this.lastWasValue) event.value = error;
@@ -225,7 +232,7 @@ class CallRun {
       this.interrupt = () => settle(ABORTED);
       if (bound !== null && o.interrupts) {
         const cut = () => {
-          const err = boundError(o, n, bound);
+          const err = boundError(o, this.name, n, bound);
           if (isDeadline(o, bound)) this.deadlineError = err;
           abortAttempt(ctx, err);
           settle(FAILED, err);
@@ -290,16 +297,16 @@ class CallRun {
     } catch (err) {
       return this.hookFailed(error, err);
     }
+    // Read by truthiness, as p-retry reads it: a falsy answer (undefined from the common
+    // `err.code && codes.has(err.code)`) is "permanent", the original error passed through.
     if (answer === true) return this.hint(error);
-    if (answer === false) return this.record(error, V_PERMANENT, undefined);
     if (isThenable(answer)) {
-      return Promise.resolve(answer).then((a) => {
-        if (a === true) return this.hint(error);
-        if (a === false) return this.record(error, V_PERMANENT, undefined);
-        return this.hookFailed(error, notBoolean('shouldRetry', a));
-      }, (err) => this.hookFailed(error, err));
+      return Promise.resolve(answer).then(
+        (a) => (a ? this.hint(error) : this.record(error, V_PERMANENT, undefined)),
+        (err) => this.hookFailed(error, err),
+      );
     }
-    return this.hookFailed(error, notBoolean('shouldRetry', answer));
+    return answer ? this.hint(error) : this.record(error, V_PERMANENT, undefined);
   }
 
   /**
@@ -373,11 +380,77 @@ class CallRun {
   record(error, verdict, hint, fromHook = false, at = now()) {
     const id = this.engineCall();
     this.recordedAt = at;
-    const decision = native.callRecord(id, verdict, hint, this.recordedAt + this.base);
+    // With onRetry or delayMs, a transient failure is proposed first: the hooks answer
+    // before the engine decides (callSettle).
+    const proposes = this.o.hooked && verdict === V_TRANSIENT && !fromHook;
+    const decision = proposes
+      ? native.callPropose(id, verdict, hint, this.recordedAt + this.base)
+      : native.callRecord(id, verdict, hint, this.recordedAt + this.base);
     this.emit(error);
-    if (decision >= 0) return decision;
+    if (decision >= 0) return proposes ? this.askHooks(error, decision) : decision;
     if (fromHook) return decision;
     if (decision === REJECTED) throw error;
+    if (decision === EXHAUSTED) throw this.exhausted();
+    throw new Error(`retryrs: unexpected engine decision ${decision} (a bug)`);
+  }
+
+  /**
+   * The engine proposed a wait of `delay` ms: onRetry first (a throw or `false` stops the
+   * call: reason stopped), then delayMs (a number: wait exactly that; undefined: the
+   * engine's wait), each awaited; then the engine decides (deadline, max_retry_after,
+   * budget). Resolves to the wait or rejects with the outcome.
+   */
+  async askHooks(error, delay) {
+    const o = this.o;
+    const id = this.engine;
+    const info = { attempt: native.callAttempt(id), delayMs: delay, retriesLeft: native.callRetriesLeft(id), name: this.name };
+    if (this.lastWasValue) info.value = error;
+    else info.error = error;
+    if (o.onRetry !== undefined && (await this.askHook(o.onRetry, info, error)) === false) {
+      return this.settle(PLAN_STOP, undefined, error);
+    }
+    if (o.delayMs === undefined) return this.settle(PLAN_ENGINE, undefined, error);
+    const answer = await this.askHook(o.delayMs, info, error);
+    if (answer === undefined || answer === null) return this.settle(PLAN_ENGINE, undefined, error);
+    if (typeof answer !== 'number') {
+      this.settle(PLAN_STOP, undefined, error, true);
+      throw hookError(new TypeError(`delayMs must return a number of milliseconds or undefined (or a Promise of one), got ${typeName(answer)}`), error);
+    }
+    let decision;
+    try {
+      decision = native.callSettle(id, PLAN_EXACT, answer, now() + this.base);
+    } catch (refused) {
+      // Not a wait (NaN, negative): the engine's words, naming the value.
+      this.settle(PLAN_STOP, undefined, error, true);
+      throw hookError(new RangeError(`delayMs: ${refused.message}`), error);
+    }
+    return this.decided(error, decision);
+  }
+
+  /** A hook's answer, awaited; a throw stops the call and is what it rejects with. */
+  async askHook(hook, info, error) {
+    try {
+      return await hook(info);
+    } catch (thrown) {
+      this.settle(PLAN_STOP, undefined, error, true);
+      throw hookError(thrown, error);
+    }
+  }
+
+  /** The hooks' plan handed to the engine; returns the wait or throws the outcome. */
+  settle(plan, exact, error, quiet = false) {
+    const decision = native.callSettle(this.engine, plan, exact, now() + this.base);
+    if (quiet) {
+      // A hook threw: the call ends with its throw (the caller's), the events told.
+      this.emit(error);
+      return decision;
+    }
+    return this.decided(error, decision);
+  }
+
+  decided(error, decision) {
+    this.emit(error);
+    if (decision >= 0) return decision;
     if (decision === EXHAUSTED) throw this.exhausted();
     throw new Error(`retryrs: unexpected engine decision ${decision} (a bug)`);
   }
@@ -387,7 +460,7 @@ class CallRun {
     const refusal = native.callRefusal(this.engineCall());
     this.emit(undefined);
     if (refusal === null || refusal === undefined) return;
-    const err = new RetryExhaustedError(this.o.name, 0, 'circuit_open', []);
+    const err = new RetryExhaustedError(this.name, 0, 'circuit_open', []);
     err.breakerState = refusal[0];
     err.retryInMs = refusal[1];
     throw err;
@@ -396,24 +469,30 @@ class CallRun {
   exhausted() {
     const id = this.engine;
     const result = this.lastWasValue ? this.errors[this.errors.length - 1] : undefined;
-    return new RetryExhaustedError(this.o.name, native.callAttempt(id), native.callReason(id), this.errors, result);
+    const reason = native.callReason(id);
+    // A deadline that max_attempts could never fit: the engine's hint names both knobs.
+    const hint = reason === 'deadline' ? this.o.deadlineHint : null;
+    const exhausted = new RetryExhaustedError(this.name, native.callAttempt(id), reason, this.errors, result, hint);
+    return this.o.reraise && !this.lastWasValue ? reraised(exhausted) : exhausted;
   }
 
   succeed() {
-    // The engine needs to hear of a success only to credit a budget or emit an event.
+    // The engine needs to hear of a success only to credit a budget or emit an event;
+    // otherwise it is counted here for r.stats() (what the Success event would count).
     if (this.o.recordsSuccess) {
       native.callRecord(this.engineCall(), V_SUCCESS, undefined, now() + this.base);
       this.emit(undefined);
+    } else {
+      this.o.counts.unseenOk += 1;
     }
     return this.value;
   }
 
   /** Ends the call as cancelled (the Cancelled event) and returns what to reject with. */
   cancel() {
-    if (this.o.onEvent !== undefined) {
-      native.callCancel(this.engineCall(), now() + this.base);
-      this.emit(this.errors[this.errors.length - 1]);
-    }
+    // Told even without a listener: the engine's statistics count the cancellation.
+    native.callCancel(this.engineCall(), now() + this.base);
+    this.emit(this.errors[this.errors.length - 1]);
     return this.signal.reason;
   }
 
@@ -462,16 +541,21 @@ class CallRun {
   }
 }
 
+/** The name events and errors carry: the retrier's if chosen, else fn's (when it has one). */
+function nameOf(o, fn) {
+  return o.named || typeof fn.name !== 'string' || fn.name === '' ? o.name : fn.name;
+}
+
 /** Whether an attempt bound of `bound` ms was the deadline (not the attempt timeout). */
 function isDeadline(o, bound) {
   return o.attemptTimeoutMs === 0 || bound < o.attemptTimeoutMs;
 }
 
 /** What an attempt cut short by its bound fails with (a TimeoutError, as fetch's). */
-function boundError(o, n, bound) {
+function boundError(o, name, n, bound) {
   const message = isDeadline(o, bound)
-    ? `${o.name}: attempt ${n} ran past the deadline (it had ${Math.round(bound)} ms left)`
-    : `${o.name}: attempt ${n} timed out after ${o.attemptTimeoutMs} ms`;
+    ? `${name}: attempt ${n} ran past the deadline (it had ${Math.round(bound)} ms left)`
+    : `${name}: attempt ${n} timed out after ${o.attemptTimeoutMs} ms`;
   return new DOMException(message, 'TimeoutError');
 }
 
@@ -491,12 +575,15 @@ function boundedFirstAttempt(o, fn, t0) {
     return new CallRun(o, fn, undefined, t0, true).run(err, true);
   }
   if (!(result instanceof Promise)) {
-    if (!isThenable(result)) return Promise.resolve(result);
+    if (!isThenable(result)) {
+      o.counts.unseenOk += 1;
+      return Promise.resolve(result);
+    }
     result = Promise.resolve(result);
   }
   if (!o.interrupts) {
     // The attempt bounds itself (retryingFetch): nothing to cut.
-    return result.then(undefined, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
+    return result.then(o.countOk, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
   }
   // The call's promise, settled by whichever comes first: the attempt's promise or the
   // queue's expiry. Its executor is shared (no closure per call).
@@ -514,7 +601,7 @@ function boundedFirstAttempt(o, fn, t0) {
     if (at === SETTLED) return; // after the bound passed: a late failure is dropped
     run = new CallRun(o, fn, undefined, t0, true);
     if (err === EXPIRED) {
-      err = boundError(o, 1, bound);
+      err = boundError(o, nameOf(o, fn), 1, bound);
       abortAttempt(ctx, err);
       if (isDeadline(o, bound)) {
         run.deadlineError = err;
@@ -534,6 +621,7 @@ function boundedFirstAttempt(o, fn, t0) {
     if (at === SETTLED) return;
     queue.settle(at);
     at = SETTLED;
+    o.counts.unseenOk += 1;
     resolve(v);
   }, failed);
   return call;
@@ -544,6 +632,23 @@ function boundedFirstAttempt(o, fn, t0) {
 let captured;
 function captureResolve(resolve) {
   captured = resolve;
+}
+
+/**
+ * reraise: the last failure itself, carrying the call's RetryExhaustedError (attempts,
+ * reason, errors) as its `retryrs` property. A failure that cannot carry it (a thrown
+ * primitive, a frozen error) is rejected with as it is.
+ */
+function reraised(exhausted) {
+  const last = exhausted.cause;
+  if (last !== null && typeof last === 'object' && Object.isExtensible(last)) {
+    try {
+      Object.defineProperty(last, 'retryrs', { value: exhausted, writable: true, configurable: true, enumerable: false });
+    } catch {
+      // A proxy refused: the failure goes as it is.
+    }
+  }
+  return last;
 }
 
 function notBoolean(option, answer) {
@@ -572,4 +677,4 @@ function hookError(thrown, original) {
   return wrapped;
 }
 
-module.exports = { CallRun, isThenable, boundedFirstAttempt, isDeadline, boundError, hookError, notBoolean };
+module.exports = { CallRun, isThenable, boundedFirstAttempt, isDeadline, boundError, hookError, notBoolean, nameOf };

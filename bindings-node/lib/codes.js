@@ -10,4 +10,8 @@ module.exports = Object.freeze({
   REJECTED: -2,
   EXHAUSTED: -3,
   CANCELLED: -4,
+  // Plans for callSettle (after callPropose): the engine's wait, an exact one, stop.
+  PLAN_ENGINE: 0,
+  PLAN_EXACT: 1,
+  PLAN_STOP: 2,
 });

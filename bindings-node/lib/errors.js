@@ -28,10 +28,13 @@ class RetryExhaustedError extends Error {
    * @param {unknown[]} errors the failures (errors, and values shouldRetryResult
    *   rejected), in order, the last 64 at most (the last one is also `cause`)
    * @param {unknown} [result] the last rejected value, when the last failure was a value
+   * @param {string|null} [hint] the engine's deadline hint, appended to the message
    */
-  constructor(retrier, attempts, reason, errors, result) {
+  constructor(retrier, attempts, reason, errors, result, hint) {
     const last = errors[errors.length - 1];
-    const gaveUp = native.gaveUp(retrier, attempts, reason);
+    let gaveUp = native.gaveUp(retrier, attempts, reason);
+    // The engine's deadline hint (the policy's max_attempts cannot fit its deadline).
+    if (typeof hint === 'string') gaveUp = `${gaveUp}; ${hint}`;
     super(errors.length === 0 ? gaveUp : `${gaveUp}: ${describe(last)}`, {
       cause: last,
     });

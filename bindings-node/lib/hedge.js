@@ -326,7 +326,7 @@ class HedgeRun {
   }
 }
 
-/** Runs a boolean hook (sync or a promise); then(answer, thrown). */
+/** Runs a predicate hook (sync or a promise); then(answer, thrown). */
 function judged(hook, name, then) {
   let answer;
   try {
@@ -334,7 +334,10 @@ function judged(hook, name, then) {
   } catch (err) {
     return then(undefined, err);
   }
-  const check = (a) => (typeof a === 'boolean' ? then(a, undefined) : then(undefined, notBoolean(name, a)));
+  // shouldRetry is read by truthiness (p-retry's reading, as lib/call.js does);
+  // shouldRetryResult must answer a boolean.
+  const check = (a) =>
+    typeof a === 'boolean' || name === 'shouldRetry' ? then(Boolean(a), undefined) : then(undefined, notBoolean(name, a));
   if (isThenable(answer)) return Promise.resolve(answer).then(check, (err) => then(undefined, err));
   return check(answer);
 }

@@ -204,6 +204,10 @@ function refuseHooks(where, retrier) {
   if (o.shouldRetry !== isTransientError) throw new TypeError(`${where}: the retrier's shouldRetry cannot apply to HTTP: ${why}`);
   if (o.shouldRetryResult !== undefined) throw new TypeError(`${where}: the retrier's shouldRetryResult cannot apply to HTTP: ${why}`);
   if (o.retryAfterMs !== retryAfterFromError) throw new TypeError(`${where}: the retrier's retryAfterMs cannot apply to HTTP: the response's Retry-After header is the hint`);
+  // They would see the helper's own failure records, not your responses and errors.
+  for (const hook of ['onRetry', 'delayMs']) {
+    if (o[hook] !== undefined) throw new TypeError(`${where}: the retrier's ${hook} cannot apply to the HTTP helpers yet (use it with r.call)`);
+  }
 }
 
 /**

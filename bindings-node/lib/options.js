@@ -13,14 +13,11 @@ const { BoundQueue } = require('./bound');
 // options that exist in Node alone are declared here.
 const KNOBS = native.knobs();
 const NUMBERS = KNOBS.filter((k) => k.numeric);
-const FUNCTIONS = ['shouldRetry', 'shouldRetryResult', 'retryAfterMs'];
-const HOST_ONLY = [...FUNCTIONS, 'onEvent', 'unref'];
+const FUNCTIONS = ['shouldRetry', 'shouldRetryResult', 'retryAfterMs', 'delayMs', 'onRetry'];
+const HOST_ONLY = [...FUNCTIONS, 'onEvent', 'unref', 'reraise'];
 // The engine objects that are not knobs of the table (the budget is one): the breaker.
 const OBJECTS = ['breaker', 'hedge'];
 const KNOWN = new Set([...KNOBS.map((k) => k.option), ...HOST_ONLY, ...OBJECTS]);
-// What Retrier.fromPolicy takes: the host options, and the one knob code may override
-// (the attempt timeout: how long one request may take is often the caller's to say).
-const FROM_POLICY = [...HOST_ONLY, 'attemptTimeoutMs'];
 
 // Option names from p-retry, cockatiel and async-retry (and near misses of ours), and
 // what to write instead: `unknown option` alone leaves a migrating user guessing.
@@ -30,8 +27,7 @@ const INSTEAD = {
   minTimeout: 'initialDelayMs',
   maxTimeout: 'maxDelayMs',
   randomize: "jitter ('full' for randomize: true, 'none' for false)",
-  onFailedAttempt: "onEvent (an event of kind 'attempt_failed' carries the error)",
-  onRetry: "onEvent (an event of kind 'retrying' carries the delay)",
+  onFailedAttempt: "onRetry (awaited before each retry; throw or return false to stop) or onEvent (an event of kind 'attempt_failed' carries the error)",
   maxRetryTime: 'deadlineMs',
   signal: 'call(fn, { signal }) (a signal belongs to one call)',
   forever: 'maxAttempts: 4294967295 with deadlineMs: null',
@@ -60,14 +56,9 @@ function typeName(v) {
   return v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v;
 }
 
-function normalise(options) {
-  if (options === undefined || options === null) options = {};
-  if (typeof options !== 'object') throw new TypeError(`Retrier options must be an object, got ${typeName(options)}`);
-  for (const key of Object.keys(options)) {
-    if (!KNOWN.has(key)) throw unknownOption(key);
-  }
+/** The engine's part of some options: the knobs, and the budget and breaker objects. */
+function knobParts(options) {
   const given = (key) => options[key] !== undefined;
-
   const policy = { numbers: {}, off: [] };
   for (const k of NUMBERS) {
     const key = k.option;
@@ -102,42 +93,77 @@ function normalise(options) {
     if (!breaker) throw new TypeError(`breaker must be a CircuitBreaker, got ${typeName(options.breaker)}`);
   }
   if (given('hedge') && options.hedge !== null) policy.hedge = hedgeOf(options.hedge);
-  const hostOptions = hostParts(options);
+  return { policy, budget, breaker, budgetGiven: given('budget'), breakerGiven: given('breaker') };
+}
+
+function checkKnown(options, what) {
+  if (options === undefined || options === null) return {};
+  if (typeof options !== 'object') throw new TypeError(`${what} must be an object, got ${typeName(options)}`);
+  for (const key of Object.keys(options)) {
+    if (!KNOWN.has(key)) throw unknownOption(key);
+  }
+  return options;
+}
+
+/** The constructor's options: the engine's policy and the host's options, checked. */
+function normalise(options, listeners) {
+  options = checkKnown(options, 'Retrier options');
+  const k = knobParts(options);
+  hostParts(options);
   let handle;
   try {
-    handle = native.NativePolicy.create(policy, budget, breaker);
+    handle = native.NativePolicy.create(k.policy, k.budget, k.breaker);
   } catch (err) {
     rethrowProblem(err);
   }
-  return finish(handle, budget !== undefined, hostOptions);
+  return sourceOf(handle, options, options.name !== undefined, listeners);
 }
 
 /**
- * A document's policy (lib/policies.js) with the options only code can give; the knobs
- * are the document's, so passing one is a TypeError.
+ * A retrier's source (see finish) with some options overridden: the knobs given replace
+ * the policy's (validated by the engine like the constructor's), the host options given
+ * replace its host options; the budget, breaker and listeners are shared unless given.
+ * What r.with({...}) and Retrier.fromPolicy(policy, overrides) run.
  */
-function normaliseFromPolicy(policyHandle, hasBudget, options) {
-  let handle = policyHandle;
-  if (options === undefined || options === null) options = {};
-  if (typeof options !== 'object') throw new TypeError(`Retrier.fromPolicy options must be an object, got ${typeName(options)}`);
-  for (const key of Object.keys(options)) {
-    if (!FROM_POLICY.includes(key)) {
-      throw new TypeError(`Retrier.fromPolicy: unknown option '${key}' (it takes ${FROM_POLICY.join(', ')}; the knobs come from the policy)`);
-    }
+function override(src, overrides, what) {
+  overrides = checkKnown(overrides, what);
+  const k = knobParts(overrides);
+  hostParts(overrides);
+  const host = { ...src.host };
+  for (const key of HOST_ONLY) {
+    if (overrides[key] !== undefined) host[key] = overrides[key];
   }
-  const host = hostParts(options);
-  if (options.attemptTimeoutMs !== undefined) {
-    // The document's policy with the caller's attempt timeout (null: none), validated by
-    // the engine like any knob.
-    const t = options.attemptTimeoutMs;
-    if (t !== null && typeof t !== 'number') throw new TypeError(`attemptTimeoutMs must be a number or null (off), got ${typeName(t)}`);
-    try {
-      handle = handle.withAttemptTimeout(t);
-    } catch (err) {
-      rethrowProblem(err);
-    }
+  let handle;
+  try {
+    handle = src.handle.withOptions(k.policy, k.budgetGiven, k.budget, k.breakerGiven, k.breaker);
+  } catch (err) {
+    rethrowProblem(err);
   }
-  return finish(handle, hasBudget, host);
+  return sourceOf(handle, host, src.named || overrides.name !== undefined, src.listeners);
+}
+
+/**
+ * A document's policy (lib/policies.js) with the options code gives: the host's, and
+ * knob overrides (Retrier.fromPolicy).
+ */
+function normaliseFromPolicy(policyHandle, options, listeners) {
+  const src = override(sourceOf(policyHandle, {}, true, listeners), options, 'Retrier.fromPolicy options');
+  return src;
+}
+
+/**
+ * What a retrier is made from, kept so it can be remade (a listener attached later, an
+ * override): the native policy, the host options (only those), whether the name was
+ * chosen (else events name the called function), and the listener group it shares.
+ */
+function sourceOf(handle, options, named, listeners) {
+  const host = {};
+  for (const key of HOST_ONLY) {
+    if (options[key] !== undefined) host[key] = options[key];
+  }
+  // Successes the engine did not hear of (the fast path's, and any when no budget,
+  // breaker or listener needs it told): handed to its statistics by r.stats().
+  return { handle, host, named, listeners, counts: { unseenOk: 0 } };
 }
 
 /** The options that exist in Node alone, checked. */
@@ -152,24 +178,40 @@ function hostParts(options) {
     if (!ok) throw new TypeError(`onEvent must be a function or an array of functions, got ${typeName(l)}`);
   }
   if (given('unref') && typeof options.unref !== 'boolean') throw new TypeError(`unref must be a boolean, got ${typeName(options.unref)}`);
-  return { options };
+  if (given('reraise') && typeof options.reraise !== 'boolean') throw new TypeError(`reraise must be a boolean, got ${typeName(options.reraise)}`);
 }
 
-/** The fixed shape calls read: a native policy and the host parts. */
-function finish(handle, hasBudget, host) {
-  const budget = hasBudget ? true : undefined;
-  const { options } = host;
-  const onEvent = listenerOf(options.onEvent);
+function asList(onEvent) {
+  return onEvent === undefined ? [] : typeof onEvent === 'function' ? [onEvent] : onEvent;
+}
+
+/**
+ * The fixed shape calls read, from a source (sourceOf): a native policy and the host
+ * parts; `attached`: the listeners attached since (r.onEvent), called after onEvent's.
+ */
+function finish(src, attached) {
+  const handle = src.handle;
+  const options = src.host;
+  const budget = handle.hasBudget ? true : undefined;
+  const onEvent = listenerOf(attached.length === 0 ? options.onEvent : [...asList(options.onEvent), ...attached]);
   // Every call asks a breaker first and tells it how it ended.
   const hasBreaker = handle.hasBreaker;
+  const hedges = handle.hedges;
+  // A hedged call launches attempts on the hedging delay, not after a failure's wait:
+  // the wait hooks would never run, so they are refused rather than ignored.
+  if (hedges && (options.onRetry !== undefined || options.delayMs !== undefined)) {
+    throw new TypeError('onRetry and delayMs do not apply to a hedging retrier (its attempts are launched by the hedging delay, not after a wait): remove them or the hedge');
+  }
   // The engine's bound on a call's first attempt (null: unbounded): later attempts ask
   // the engine's call (native.callRemainingMs).
   const firstBoundMs = handle.firstBoundMs;
-  const hedges = handle.hedges;
   return Object.freeze({
     policy: handle,
     policyId: handle.id,
     name: handle.name,
+    // Whether the name was chosen; if not, events and errors name the called function
+    // (fn.name) when it has one.
+    named: src.named,
     shouldRetry: options.shouldRetry ?? isTransientError,
     retryAfterMs: options.retryAfterMs ?? retryAfterFromError,
     // None by default: every value is a success (the contract's default).
@@ -185,6 +227,22 @@ function finish(handle, hasBudget, host) {
     // attempt bounds itself with ctx.remainingMs, as retryingFetch does).
     interrupts: true,
     unref: options.unref === true,
+    // The hooks asked before each wait (between the engine's proposal and its decision):
+    // onRetry may stop the call, delayMs may replace the wait with an exact one.
+    onRetry: options.onRetry,
+    delayMs: options.delayMs,
+    hooked: options.onRetry !== undefined || options.delayMs !== undefined,
+    // Why max_attempts cannot fit the deadline (the engine's wording), or null.
+    deadlineHint: handle.deadlineHint ?? null,
+    counts: src.counts,
+    // The fast path's success handler: counts a first-attempt success, passes the value.
+    countOk: (v) => {
+      src.counts.unseenOk += 1;
+      return v;
+    },
+    // Exhaustion by a thrown failure rejects with that failure itself (the history as its
+    // `retryrs` property) instead of a RetryExhaustedError (tenacity's reraise=True).
+    reraise: options.reraise === true,
     hasBudget: budget !== undefined,
     hasBreaker,
     // Whether calls are hedged (lib/hedge.js): they take the full loop, which hands them over.
@@ -202,6 +260,18 @@ function finish(handle, hasBudget, host) {
     // The first attempts' timers of the fast path (lib/bound.js), one queue per retrier.
     queue: firstBoundMs !== null ? new BoundQueue(options.unref === true) : null,
   });
+}
+
+function seedOf(seed) {
+  if (typeof seed === 'bigint') {
+    if (seed < 0n || seed >= 2n ** 64n) throw new RangeError(`seed must be an integer in [0, 2^64-1], got ${seed}`);
+    return seed;
+  }
+  if (typeof seed === 'number') {
+    if (!Number.isSafeInteger(seed) || seed < 0) throw new RangeError(`seed must be an integer in [0, 2^53-1] (or a bigint up to 2^64-1), got ${seed}`);
+    return BigInt(seed);
+  }
+  throw new TypeError(`seed must be a number or a bigint, got ${typeName(seed)}`);
 }
 
 const HEDGE_KEYS = ['maxAttempts', 'delayMs', 'quantile', 'floorMs', 'ceilingMs', 'window'];
@@ -229,16 +299,4 @@ function hedgeOf(h) {
   return out;
 }
 
-function seedOf(seed) {
-  if (typeof seed === 'bigint') {
-    if (seed < 0n || seed >= 2n ** 64n) throw new RangeError(`seed must be an integer in [0, 2^64-1], got ${seed}`);
-    return seed;
-  }
-  if (typeof seed === 'number') {
-    if (!Number.isSafeInteger(seed) || seed < 0) throw new RangeError(`seed must be an integer in [0, 2^53-1] (or a bigint up to 2^64-1), got ${seed}`);
-    return BigInt(seed);
-  }
-  throw new TypeError(`seed must be a number or a bigint, got ${typeName(seed)}`);
-}
-
-module.exports = { normalise, normaliseFromPolicy, typeName, KNOBS, HOST_ONLY, OBJECTS, FROM_POLICY };
+module.exports = { normalise, normaliseFromPolicy, override, finish, typeName, KNOBS, HOST_ONLY, OBJECTS };

@@ -4,12 +4,13 @@
 // told); anything else is handed to the call loop (./call.js).
 const native = require('./native');
 const { now, startTime } = require('./clock');
-const { normalise, normaliseFromPolicy, typeName } = require('./options');
+const { inspect } = require('node:util');
+const { normalise, normaliseFromPolicy, override, finish, typeName, KNOBS } = require('./options');
 const { policyParts } = require('./policies');
 const { rethrowProblem } = require('./problem');
 const { AttemptContext } = require('./attempt');
 const { reportListenerError } = require('./events');
-const { CallRun, isThenable, boundedFirstAttempt } = require('./call');
+const { CallRun, isThenable, boundedFirstAttempt, nameOf } = require('./call');
 const { wrapBreaker } = require('./breaker');
 
 // The CircuitBreaker object of each native policy, made on first ask.
@@ -20,46 +21,131 @@ function isAbortSignal(s) {
   return typeof s === 'object' && s !== null && typeof s.aborted === 'boolean' && typeof s.addEventListener === 'function';
 }
 
-// Options already normalised, for a retrier derived from another (see withClassifier).
-const DERIVED = Symbol('retryrs.derived');
+// A retrier made from a source already checked (see lib/options.js, sourceOf): by
+// fromPolicy, r.with and the internal derivations (withClassifier), which also overlay
+// hooks on the options calls read.
+const MADE = Symbol('retryrs.made');
+let remake;
 let derive;
 let optionsOf;
+let sourceOfRetrier;
 
-// Options already normalised (by fromPolicy): the constructor takes them as they are.
-class Prebuilt {
-  constructor(o) {
-    this.o = o;
+/**
+ * The listeners attached after creation (r.onEvent), shared by a retrier and every
+ * retrier made from it (r.with, the HTTP helpers' derivations): attaching or disposing
+ * one remakes the options each member's calls read.
+ */
+class Listeners {
+  constructor() {
+    this.fns = [];
+    this.members = new Set();
+    this.pruneAt = 64;
+  }
+
+  join(retrier) {
+    // The HTTP helpers derive a retrier per request with a retry.limit of its own: the
+    // dead ones are dropped as the set grows, not only when a listener changes.
+    if (this.members.size >= this.pruneAt) {
+      this.prune();
+      this.pruneAt = Math.max(64, 2 * this.members.size);
+    }
+    this.members.add(new WeakRef(retrier));
+  }
+
+  prune(each) {
+    for (const ref of this.members) {
+      const r = ref.deref();
+      if (r === undefined) this.members.delete(ref);
+      else if (each !== undefined) each(r);
+    }
+  }
+
+  changed() {
+    this.prune(remake);
   }
 }
 
+// The exhaust reasons, in the order the engine's statistics count them.
+const REASONS = native.exhaustReasons();
+
+const DISPOSE = Symbol.dispose ?? Symbol.for('nodejs.dispose');
+
 class Retrier {
   #o;
+  #src;
+  #hooks;
 
   /** @param {object} [options] see index.d.ts */
   constructor(options) {
-    if (options instanceof Prebuilt) {
-      this.#o = options.o;
-      return;
+    if (options !== null && typeof options === 'object' && options[MADE] !== undefined) {
+      const { src, hooks } = options[MADE];
+      this.#src = src;
+      this.#hooks = hooks;
+    } else {
+      this.#src = normalise(options, new Listeners());
+      this.#hooks = undefined;
     }
-    const derived = options !== null && typeof options === 'object' ? options[DERIVED] : undefined;
-    this.#o = derived !== undefined ? derived : normalise(options);
+    this.#build();
+    this.#src.listeners.join(this);
+  }
+
+  #build() {
+    const o = finish(this.#src, this.#src.listeners.fns);
+    this.#o = this.#hooks === undefined ? o : Object.freeze({ ...o, ...this.#hooks });
   }
 
   static {
-    derive = (retrier, hooks) => new Retrier({ [DERIVED]: Object.freeze({ ...retrier.#o, ...hooks }) });
+    remake = (retrier) => retrier.#build();
+    derive = (retrier, hooks) => new Retrier({ [MADE]: { src: retrier.#src, hooks: { ...retrier.#hooks, ...hooks } } });
     optionsOf = (retrier) => retrier.#o;
+    sourceOfRetrier = (retrier) => retrier.#src;
   }
 
   /**
    * A retrier running a policy from a document (loadPolicies), with the options only
-   * code can give: shouldRetry, retryAfterMs, onEvent, attemptTimeoutMs.
+   * code can give (shouldRetry, onEvent, ...) and knobs overriding the document's.
    * @param {import('./policies').Policy} policy
-   * @param {object} [options]
+   * @param {object} [overrides]
    */
-  static fromPolicy(policy, options) {
+  static fromPolicy(policy, overrides) {
     const parts = policyParts(policy);
     if (parts === undefined) throw new TypeError(`Retrier.fromPolicy(policy): policy must come from loadPolicies, got ${typeName(policy)}`);
-    return new Retrier(new Prebuilt(normaliseFromPolicy(parts.handle, parts.hasBudget, options)));
+    return new Retrier({ [MADE]: { src: normaliseFromPolicy(parts.handle, overrides, new Listeners()), hooks: undefined } });
+  }
+
+  /**
+   * The same retrier with some options changed (tenacity's retry_with): knobs and hooks
+   * given replace these; the budget, breaker and listeners (onEvent, and those attached
+   * with r.onEvent, now or later) are shared. Validated like the constructor's options.
+   * @param {object} overrides
+   */
+  with(overrides) {
+    if (this.#hooks !== undefined) throw new TypeError('with(): not available on an HTTP helper\'s internal retrier');
+    return new Retrier({ [MADE]: { src: override(this.#src, overrides, 'with(overrides)'), hooks: undefined } });
+  }
+
+  /**
+   * Attaches a listener after creation (cockatiel style), called for every event after
+   * the onEvent listeners, by this retrier and every retrier made from it with r.with.
+   * Returns a disposable: `d.dispose()` (or `using d = r.onEvent(...)`) detaches it.
+   * @param {(event: object) => void} listener
+   */
+  onEvent(listener) {
+    if (typeof listener !== 'function') throw new TypeError(`onEvent(listener): listener must be a function, got ${typeName(listener)}`);
+    const group = this.#src.listeners;
+    // Each attachment is its own entry: attaching one function twice calls it twice, and
+    // each disposable detaches one.
+    const entry = (event) => listener(event);
+    group.fns = [...group.fns, entry];
+    group.changed();
+    let attached = true;
+    const dispose = () => {
+      if (!attached) return;
+      attached = false;
+      group.fns = group.fns.filter((f) => f !== entry);
+      group.changed();
+    };
+    return { dispose, [DISPOSE]: dispose };
   }
 
   /** The circuit breaker the retrier's calls ask first (a policy document's too), or null. */
@@ -72,6 +158,27 @@ class Retrier {
       breakers.set(handle, breaker);
     }
     return breaker;
+  }
+
+  /**
+   * What console.log and util.inspect show: the knobs (as the engine holds them, null when
+   * off) and the host options given.
+   */
+  [inspect.custom](depth, options, show) {
+    const shown = knobsOf(this.#o.policy);
+    const host = this.#src.host;
+    for (const key of ['shouldRetry', 'shouldRetryResult', 'retryAfterMs']) {
+      if (host[key] !== undefined) shown[key] = host[key];
+    }
+    const listeners = this.#o.onEvent === undefined ? 0 : (typeof host.onEvent === 'function' ? 1 : host.onEvent?.length ?? 0) + this.#src.listeners.fns.length;
+    if (listeners > 0) shown.listeners = listeners;
+    if (this.#o.reraise) shown.reraise = true;
+    for (const key of ['onRetry', 'delayMs']) {
+      if (host[key] !== undefined) shown[key] = host[key];
+    }
+    if (this.#o.deadlineHint !== null) shown.hint = this.#o.deadlineHint;
+    if (this.#o.unref) shown.unref = true;
+    return `Retrier ${show(shown, { ...options, depth: options.depth === null ? null : options.depth - 1 })}`;
   }
 
   /** The retrier's name, as events and errors carry it. */
@@ -96,7 +203,7 @@ class Retrier {
         return Promise.reject(new TypeError(`call(fn, { signal }): signal must be an AbortSignal, got ${typeName(signal)}`));
       }
     }
-    if (signal !== undefined && signal.aborted) return this.#abortedBeforeStart(o, signal);
+    if (signal !== undefined && signal.aborted) return this.#abortedBeforeStart(o, fn, signal);
     if (signal !== undefined || o.needsFullLoop) return new CallRun(o, fn, signal, o.needsClock ? now() : 0).run(undefined, false);
     const t0 = o.needsClock ? startTime() : 0;
     // A bounded first attempt is raced against its bound (lib/bound.js).
@@ -112,19 +219,22 @@ class Retrier {
       return new CallRun(o, fn, undefined, t0, true).run(err, true);
     }
     if (result instanceof Promise) {
-      return result.then(undefined, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
+      return result.then(o.countOk, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
     }
     if (isThenable(result)) {
-      return Promise.resolve(result).then(undefined, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
+      return Promise.resolve(result).then(o.countOk, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
     }
+    o.counts.unseenOk += 1;
     return Promise.resolve(result);
   }
 
-  #abortedBeforeStart(o, signal) {
+  #abortedBeforeStart(o, fn, signal) {
+    // Asked even without a listener: the engine's statistics count the cancelled call.
+    const records = native.cancelledBeforeStartEvents(o.policy);
     if (o.onEvent !== undefined) {
-      for (const rec of native.cancelledBeforeStartEvents(o.policy)) {
+      for (const rec of records) {
         try {
-          o.onEvent({ kind: rec.kind, name: o.name, attempt: rec.attempt, elapsedMs: rec.elapsedMs });
+          o.onEvent({ kind: rec.kind, name: nameOf(o, fn), attempt: rec.attempt, elapsedMs: rec.elapsedMs, retriesLeft: rec.retriesLeft });
         } catch (err) {
           reportListenerError(err);
         }
@@ -132,6 +242,38 @@ class Retrier {
     }
     return Promise.reject(signal.reason);
   }
+
+  /**
+   * What this retrier's calls did, counted by the engine from their events: calls ended,
+   * attempts, retries, successes, rejections (permanent failures), cancellations, and
+   * exhaustions by reason. Per retrier (one made by with() counts its own); the HTTP
+   * helpers' calls count in the retrier they were given.
+   */
+  stats() {
+    const src = this.#src;
+    const unseenOk = src.counts.unseenOk;
+    src.counts.unseenOk = 0;
+    const raw = src.handle.stats(unseenOk);
+    const exhausted = {};
+    REASONS.forEach((reason, i) => {
+      exhausted[reason] = raw[6 + i];
+    });
+    return { calls: raw[0], attempts: raw[1], retries: raw[2], successes: raw[3], rejections: raw[4], cancellations: raw[5], exhausted };
+  }
+}
+
+/** A native policy's knobs in Node's spelling, null when off (for inspect). */
+function knobsOf(handle) {
+  const shown = {};
+  for (const k of KNOBS) {
+    if (k.numeric) shown[k.option] = handle.number(k.name) ?? null;
+    else if (k.option === 'jitter') shown.jitter = handle.jitter;
+    else if (k.option === 'name') shown.name = handle.name;
+    else if (k.option === 'seed') shown.seed = handle.seed ?? null;
+  }
+  if (handle.hasBudget) shown.budget = true;
+  if (handle.hasBreaker) shown.breaker = true;
+  return shown;
 }
 
 /**
@@ -144,7 +286,9 @@ class Retrier {
 function withClassifier(retrier, shouldRetry, retryAfterMs, boundsAttempts = false) {
   if (!(retrier instanceof Retrier)) throw new TypeError(`retrier must be a Retrier, got ${typeName(retrier)}`);
   // No result predicate: a response is judged by the HTTP rules alone.
-  const hooks = { shouldRetry, retryAfterMs, shouldRetryResult: undefined };
+  // Its exhaustion is the helper's to shape (a client error marked exhausted): no reraise.
+  // Its events name the retrier, not the helper's own attempt function.
+  const hooks = { shouldRetry, retryAfterMs, shouldRetryResult: undefined, reraise: false, named: true };
   if (boundsAttempts) hooks.interrupts = false;
   return derive(retrier, hooks);
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use napi_derive::napi;
-use retryrs::{cancelled_before_start, Call, Decision, Event, Policy, Resume, Stop, Verdict};
+use retryrs::{cancelled_before_start, Call, Decision, Event, Plan, Policy, Proposal, Resume, Stats, Stop, Verdict};
 
 use crate::guard::guarded;
 use crate::policy::{policy_by_id, NativePolicy};
@@ -34,6 +34,8 @@ pub struct EventRecord {
     pub elapsed_ms: f64,
     pub delay_ms: Option<f64>,
     pub reason: Option<String>,
+    /// The retries the attempt limit still allows (a bound, not a promise).
+    pub retries_left: u32,
 }
 
 impl From<&Event<'_>> for EventRecord {
@@ -44,6 +46,7 @@ impl From<&Event<'_>> for EventRecord {
             elapsed_ms: e.elapsed.as_millis() as f64,
             delay_ms: e.delay.map(ms),
             reason: e.reason.map(|r| r.as_str().to_string()),
+            retries_left: e.retries_left,
         }
     }
 }
@@ -52,6 +55,10 @@ impl From<&Event<'_>> for EventRecord {
 struct Slot {
     call: Call<Arc<Policy>>,
     events: Option<Vec<EventRecord>>,
+    /// The retrier's statistics: every event of the call is counted.
+    stats: Arc<Stats>,
+    /// The retries left of the last proposal (callPropose), for the hooks.
+    retries_left: u32,
     generation: u32,
 }
 
@@ -98,13 +105,13 @@ fn with_slot<T>(id: f64, f: impl FnOnce(&mut Slot) -> napi::Result<T>) -> napi::
 #[napi]
 pub fn call_start(policy_id: u32, start_ms: f64, want_events: bool) -> napi::Result<f64> {
     guarded(|| {
-        let policy = policy_by_id(policy_id)?;
+        let (policy, stats) = policy_by_id(policy_id)?;
         CALLS.with(|calls| {
             let mut calls = calls.borrow_mut();
             let mut events = want_events.then(Vec::new);
             // A policy with a breaker asks it here: a refused call has ended already
             // (callReason says `circuit_open`, callRefusal how long it stays open).
-            let call = Call::start_with(policy, duration(start_ms), &mut |e: &Event<'_>| push(&mut events, e));
+            let call = Call::start_with(policy, duration(start_ms), &mut |e: &Event<'_>| push(&mut events, &stats, e));
             let index = match calls.free.pop() {
                 Some(i) => i,
                 None => {
@@ -118,7 +125,7 @@ pub fn call_start(policy_id: u32, start_ms: f64, want_events: bool) -> napi::Res
             let i = index as usize;
             let generation = calls.generations[i].wrapping_add(1);
             calls.generations[i] = generation;
-            calls.slots[i] = Some(Slot { call, events, generation });
+            calls.slots[i] = Some(Slot { call, events, stats, retries_left: 0, generation });
             Ok(handle(index, generation))
         })
     })
@@ -159,20 +166,66 @@ pub fn calls_in_progress() -> napi::Result<u32> {
 #[napi]
 pub fn call_record(id: f64, verdict: u32, hint_ms: Option<f64>, now_ms: f64) -> napi::Result<f64> {
     with_slot(id, |slot| {
-        let verdict = match verdict {
-            V_SUCCESS => Verdict::Success,
-            V_TRANSIENT => Verdict::transient_ms(hint_ms),
-            _ => Verdict::Permanent,
-        };
-        let events = &mut slot.events;
+        let verdict = verdict_of(verdict, hint_ms);
+        let (events, stats) = (&mut slot.events, &slot.stats);
         let decision = slot
             .call
-            .record(verdict, duration(now_ms), &mut |e: &Event<'_>| push(events, e))
+            .record(verdict, duration(now_ms), &mut |e: &Event<'_>| push(events, stats, e))
             .map_err(|e| napi::Error::from_reason(e.to_string()))?;
-        Ok(match decision {
-            Decision::Retry(d) => ms(d),
-            Decision::Stop(stop) => stop_code(stop),
+        Ok(decision_code(decision))
+    })
+}
+
+/// The first phase of `callRecord`, for a call with hooks that may change the wait or
+/// stop the call: the verdict on the current attempt at `now_ms`. Returns the wait the
+/// engine proposes (>= 0; the hooks then answer and `callSettle` decides) or a stop code
+/// (the call ended as `callRecord` would have ended it).
+#[napi]
+pub fn call_propose(id: f64, verdict: u32, hint_ms: Option<f64>, now_ms: f64) -> napi::Result<f64> {
+    with_slot(id, |slot| {
+        let verdict = verdict_of(verdict, hint_ms);
+        let (events, stats) = (&mut slot.events, &slot.stats);
+        let proposal = slot
+            .call
+            .propose(verdict, duration(now_ms), &mut |e: &Event<'_>| push(events, stats, e))
+            .map_err(|e| napi::Error::from_reason(e.to_string()))?;
+        Ok(match proposal {
+            Proposal::Wait { delay, retries_left, .. } => {
+                slot.retries_left = retries_left;
+                ms(delay)
+            }
+            Proposal::Stop(stop) => stop_code(stop),
         })
+    })
+}
+
+/// The retries the attempt limit still allows after the proposed wait's attempt.
+#[napi]
+pub fn call_retries_left(id: f64) -> napi::Result<u32> {
+    with_slot(id, |slot| Ok(slot.retries_left))
+}
+
+/// Plans for `callSettle`, in the order of `lib/codes.js`.
+const PLAN_ENGINE: u32 = 0;
+const PLAN_EXACT: u32 = 1;
+
+/// The second phase: what the hooks answered (0 the engine's wait, 1 exactly `exact_ms`,
+/// 2 stop) at `now_ms`. Returns the wait (>= 0) or a stop code, as `callRecord` does. An
+/// exact wait that is not a wait (NaN, negative) throws, naming the value.
+#[napi]
+pub fn call_settle(id: f64, plan: u32, exact_ms: Option<f64>, now_ms: f64) -> napi::Result<f64> {
+    with_slot(id, |slot| {
+        let plan = match plan {
+            PLAN_ENGINE => Plan::Engine,
+            PLAN_EXACT => Plan::exact_ms(exact_ms.unwrap_or(f64::NAN)).map_err(napi::Error::from_reason)?,
+            _ => Plan::Stop,
+        };
+        let (events, stats) = (&mut slot.events, &slot.stats);
+        let decision = slot
+            .call
+            .settle(plan, duration(now_ms), &mut |e: &Event<'_>| push(events, stats, e))
+            .map_err(|e| napi::Error::from_reason(e.to_string()))?;
+        Ok(decision_code(decision))
     })
 }
 
@@ -181,10 +234,10 @@ pub fn call_record(id: f64, verdict: u32, hint_ms: Option<f64>, now_ms: f64) -> 
 #[napi]
 pub fn call_after_wait(id: f64, now_ms: f64) -> napi::Result<f64> {
     with_slot(id, |slot| {
-        let events = &mut slot.events;
+        let (events, stats) = (&mut slot.events, &slot.stats);
         let resume = slot
             .call
-            .after_wait(duration(now_ms), &mut |e: &Event<'_>| push(events, e))
+            .after_wait(duration(now_ms), &mut |e: &Event<'_>| push(events, stats, e))
             .map_err(|e| napi::Error::from_reason(e.to_string()))?;
         Ok(match resume {
             Resume::Attempt(n) => f64::from(n),
@@ -197,8 +250,8 @@ pub fn call_after_wait(id: f64, now_ms: f64) -> napi::Result<f64> {
 #[napi]
 pub fn call_cancel(id: f64, now_ms: f64) -> napi::Result<bool> {
     with_slot(id, |slot| {
-        let events = &mut slot.events;
-        Ok(slot.call.cancel(duration(now_ms), &mut |e: &Event<'_>| push(events, e)).is_ok())
+        let (events, stats) = (&mut slot.events, &slot.stats);
+        Ok(slot.call.cancel(duration(now_ms), &mut |e: &Event<'_>| push(events, stats, e)).is_ok())
     })
 }
 
@@ -250,14 +303,32 @@ pub fn call_take_events(id: f64) -> napi::Result<Vec<EventRecord>> {
 pub fn cancelled_before_start_events(policy: &NativePolicy) -> napi::Result<Vec<EventRecord>> {
     guarded(|| {
         let mut events = Some(Vec::new());
-        cancelled_before_start(&policy.inner, &mut |e: &Event<'_>| push(&mut events, e));
+        cancelled_before_start(&policy.inner, &mut |e: &Event<'_>| push(&mut events, &policy.stats, e));
         Ok(events.unwrap_or_default())
     })
 }
 
-fn push(events: &mut Option<Vec<EventRecord>>, e: &Event<'_>) {
+fn push(events: &mut Option<Vec<EventRecord>>, stats: &Stats, e: &Event<'_>) {
+    stats.observe(e);
     if let Some(list) = events {
         list.push(EventRecord::from(e));
+    }
+}
+
+/// A verdict code (`lib/codes.js`) with its hint in ms.
+fn verdict_of(code: u32, hint_ms: Option<f64>) -> Verdict {
+    match code {
+        V_SUCCESS => Verdict::Success,
+        V_TRANSIENT => Verdict::transient_ms(hint_ms),
+        _ => Verdict::Permanent,
+    }
+}
+
+/// A decision as the JS layer reads it: the wait in ms, or a stop code.
+fn decision_code(decision: Decision) -> f64 {
+    match decision {
+        Decision::Retry(d) => ms(d),
+        Decision::Stop(stop) => stop_code(stop),
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
-use retryrs::{units, Jitter, Policy, PolicyBuilder, Setting};
+use retryrs::{units, Jitter, Policy, PolicyBuilder, Setting, Stats};
 
 use crate::breaker::NativeBreaker;
 use crate::budget::NativeBudget;
@@ -116,15 +116,26 @@ pub fn knobs() -> napi::Result<Vec<KnobInfo>> {
     })
 }
 
+/// The exhaust reasons in the order `NativePolicy.stats` lists their counts.
+#[napi]
+pub fn exhaust_reasons() -> napi::Result<Vec<String>> {
+    guarded(|| Ok(retryrs::ExhaustReason::ALL.iter().map(|r| r.as_str().to_string()).collect()))
+}
+
 /// A validated, immutable policy shared by every call of one JS `Retrier`.
 #[napi]
 pub struct NativePolicy {
     pub(crate) inner: Arc<Policy>,
+    /// The retrier's statistics (`r.stats()`): every call under this policy feeds them.
+    pub(crate) stats: Arc<Stats>,
     id: u32,
 }
 
+/// A registered policy and the statistics its calls feed.
+pub(crate) type Entry = (Arc<Policy>, Arc<Stats>);
+
 /// Live policies (by id) and the ids free for reuse.
-type Registry = (Vec<Option<Arc<Policy>>>, Vec<u32>);
+type Registry = (Vec<Option<Entry>>, Vec<u32>);
 
 thread_local! {
     /// Live policies by id, so a call can name its policy with a plain number: unwrapping
@@ -132,21 +143,22 @@ thread_local! {
     static POLICIES: RefCell<Registry> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
-fn register(policy: &Arc<Policy>) -> napi::Result<u32> {
+fn register(policy: &Arc<Policy>, stats: &Arc<Stats>) -> napi::Result<u32> {
     POLICIES.with(|cell| {
         let (slots, free) = &mut *cell.borrow_mut();
+        let entry = Some((policy.clone(), stats.clone()));
         if let Some(id) = free.pop() {
-            slots[id as usize] = Some(policy.clone());
+            slots[id as usize] = entry;
             return Ok(id);
         }
         let id = u32::try_from(slots.len()).map_err(|_| napi::Error::from_reason("retryrs: too many retriers"))?;
-        slots.push(Some(policy.clone()));
+        slots.push(entry);
         Ok(id)
     })
 }
 
-/// The policy registered under `id` (by a live NativePolicy).
-pub fn policy_by_id(id: u32) -> napi::Result<Arc<Policy>> {
+/// The policy registered under `id` (by a live NativePolicy), and its statistics.
+pub fn policy_by_id(id: u32) -> napi::Result<Entry> {
     POLICIES
         .with(|cell| cell.borrow().0.get(id as usize).cloned().flatten())
         .ok_or_else(|| napi::Error::from_reason(format!("retryrs: no policy with id {id} (a bug)")))
@@ -171,8 +183,13 @@ impl Drop for NativePolicy {
 impl NativePolicy {
     /// A policy already validated (a document's), registered for calls to name.
     pub(crate) fn from_policy(inner: Arc<Policy>) -> napi::Result<Self> {
-        let id = register(&inner)?;
-        Ok(NativePolicy { inner, id })
+        Self::with_stats(inner, Arc::new(Stats::new()))
+    }
+
+    /// A policy feeding existing statistics (a derivation of the same retrier).
+    fn with_stats(inner: Arc<Policy>, stats: Arc<Stats>) -> napi::Result<Self> {
+        let id = register(&inner, &stats)?;
+        Ok(NativePolicy { inner, stats, id })
     }
 }
 
@@ -272,8 +289,58 @@ impl NativePolicy {
                     .map_err(|e| Problem::from_policy(e, &given).into_error())?;
             }
             let built = builder.build().map_err(|e| Problem::from_policy(e, &given).into_error())?;
-            NativePolicy::from_policy(Arc::new(built))
+            // The same retrier's calls (an HTTP request's own retry.limit): its statistics.
+            NativePolicy::with_stats(Arc::new(built), self.stats.clone())
         })
+    }
+
+    /// The same policy with some knobs overridden (the others, the budget and the breaker
+    /// kept unless given): what `r.with({...})` and `Retrier.fromPolicy(p, overrides)`
+    /// run. `budget`/`breaker` replace the policy's when `replace_budget`/`replace_breaker`
+    /// is true (None then removes it). A bad value throws like `create` does.
+    #[napi]
+    pub fn with_options(
+        &self,
+        options: PolicyOptions,
+        replace_budget: bool,
+        budget: Option<&NativeBudget>,
+        replace_breaker: bool,
+        breaker: Option<&NativeBreaker>,
+    ) -> napi::Result<NativePolicy> {
+        guarded(|| {
+            let mut b = PolicyBuilder::from(&*self.inner);
+            if replace_budget {
+                b = b.budget(budget.map(|x| x.inner.clone()));
+            }
+            if replace_breaker {
+                b = b.breaker(breaker.map(|x| x.inner.clone()));
+            }
+            apply(b, options).map_err(Problem::into_error)
+        })
+    }
+
+    /// The counters of every call under this policy (`r.stats()`), after counting
+    /// `unseen_ok` successes the engine did not hear of (the JS fast path's, and those of
+    /// calls nobody needed it told of: no Success event to observe): `[calls, attempts, retries, successes, rejections, cancellations,
+    /// ...exhaustions in ExhaustReason::ALL order]`.
+    #[napi]
+    pub fn stats(&self, unseen_ok: u32) -> napi::Result<Vec<f64>> {
+        guarded(|| {
+            for _ in 0..unseen_ok {
+                self.stats.count_first_attempt_success();
+            }
+            let s = self.stats.snapshot();
+            let mut out = vec![s.calls, s.attempts, s.retries, s.successes, s.rejections, s.cancellations];
+            out.extend(s.exhaustions);
+            Ok(out.into_iter().map(|n| n as f64).collect())
+        })
+    }
+
+    /// Why max_attempts cannot fit the deadline (the core's wording, naming both knobs), or
+    /// null when it can.
+    #[napi(getter)]
+    pub fn deadline_hint(&self) -> napi::Result<Option<String>> {
+        guarded(|| Ok(self.inner.deadline_hint().map(|h| h.to_string())))
     }
 
     /// Whether calls by this policy are hedged (`lib/hedge.js` runs them).
@@ -293,7 +360,7 @@ impl NativePolicy {
                 .hedge(Some(single))
                 .build()
                 .map_err(|e| Problem::from(e).into_error())?;
-            NativePolicy::from_policy(Arc::new(built))
+            NativePolicy::with_stats(Arc::new(built), self.stats.clone())
         })
     }
 
@@ -333,9 +400,15 @@ fn build(
     budget: Option<Arc<retryrs::RetryBudget>>,
     breaker: Option<Arc<retryrs::CircuitBreaker>>,
 ) -> Result<NativePolicy, Problem> {
+    apply(Policy::builder().budget(budget).breaker(breaker), o)
+}
+
+/// The options set on a builder (a fresh one, or an existing policy's), validated by the
+/// engine, and the result registered.
+fn apply(b: PolicyBuilder, o: PolicyOptions) -> Result<NativePolicy, Problem> {
     let given = o.numbers.unwrap_or_default();
     let problem = |e| Problem::from_policy(e, &given);
-    let mut b = Policy::builder().budget(budget).breaker(breaker);
+    let mut b = b;
     for (name, value) in &given {
         b = b.set(name, Setting::Number(*value)).map_err(problem)?;
     }
@@ -359,6 +432,5 @@ fn build(
         b = b.seed(Some(value));
     }
     let inner = Arc::new(b.build().map_err(problem)?);
-    let id = register(&inner).map_err(|e| Problem::new("options", e.reason.clone(), "registrable"))?;
-    Ok(NativePolicy { inner, id })
+    NativePolicy::from_policy(inner).map_err(|e| Problem::new("options", e.reason.clone(), "registrable"))
 }

@@ -40,7 +40,7 @@ test('a breaker shared by two retriers opens, refuses without calling, half-open
     assert.deepEqual([refused.reason, refused.attempts, refused.errors, refused.breakerState], ['circuit_open', 0, [], 'open']);
     assert.equal(refused.retryInMs, 30000);
     assert.equal(refused.message, 'a: gave up after 0 attempts (circuit breaker open)');
-    assert.deepEqual(events.at(-1), { kind: 'exhausted', name: 'a', attempt: 0, elapsedMs: 0, reason: 'circuit_open' });
+    assert.deepEqual(events.at(-1), { kind: 'exhausted', name: 'a', attempt: 0, elapsedMs: 0, reason: 'circuit_open', retriesLeft: 1 });
     assert.equal(breaker.rejections, 1);
     testing.advance(29999);
     assert.equal(breaker.state, 'open');

@@ -188,7 +188,16 @@ async function checkCallVector(v) {
   const predicate = needsResultPredicate(v)
     ? { shouldRetryResult: (value) => holder.script[(typeof value === 'number' ? value : value.n) - 1]?.result === 'rejected_value' }
     : {};
-  holder.retrier = Retrier.fromPolicy(policy, { ...predicate, onEvent: (ev) => holder.listener(ev) });
+  // A hook vector scripts the hooks' answer after an attempt's failure ("wait": a number
+  // of ms, "engine" or "stop"): onRetry stops on "stop", delayMs answers the number.
+  const stepAfter = (attempt) => holder.script[attempt - 1] || {};
+  const hooks = isHookVector(v)
+    ? {
+      onRetry: ({ attempt }) => stepAfter(attempt).wait !== 'stop',
+      delayMs: ({ attempt }) => (typeof stepAfter(attempt).wait === 'number' ? stepAfter(attempt).wait : undefined),
+    }
+    : {};
+  holder.retrier = Retrier.fromPolicy(policy, { ...predicate, ...hooks, onEvent: (ev) => holder.listener(ev) });
   for (const [i, call] of v.calls.entries()) {
     const where = `call ${i + 1}`;
     const hedged = usesHedging(v);
@@ -236,6 +245,7 @@ async function checkCallVector(v) {
         if ('elapsed_ms' in w) out.elapsed_ms = e.elapsedMs;
         if ('delay_ms' in w) out.delay_ms = e.delayMs;
         if ('reason' in w) out.reason = e.reason;
+        if ('retries_left' in w) out.retries_left = e.retriesLeft;
         if ('error' in w) out.error = Object.hasOwn(e, 'error');
         if ('value' in w) out.value = Object.hasOwn(e, 'value');
         return out;
@@ -308,6 +318,8 @@ let failed = 0;
 function usesHedging(v) {
   return 'hedge' in (v.policy || {}) || ((v.service_config || {}).methodConfig || []).some((c) => 'hedgingPolicy' in c);
 }
+// A hook vector: an attempt scripts what the hooks answer after its failure ("wait").
+const isHookVector = (v) => (v.calls || []).some((c) => c.attempts.some((a) => 'wait' in a));
 
 // A vector whose script returns a value the result predicate rejects.
 const needsResultPredicate = (v) => (v.calls || []).some((c) => c.attempts.some((a) => a.result === 'rejected_value'));

@@ -57,12 +57,18 @@ test('2: shouldRetry may answer with a promise (p-retry parity): a false one is 
   assert.equal(await again.call(flaky(2, 'ok')), 'ok');
 });
 
-test('2: a non-boolean answer is a TypeError naming the option, the failure its cause', async () => {
-  for (const answer of [1, 'yes', {}, null, Promise.resolve('yes')]) {
+test('2: a non-boolean answer is read by truthiness (p-retry parity, issue 24): falsy passes the original error through', async () => {
+  for (const answer of [1, 'yes', {}, Promise.resolve('yes')]) {
+    let calls = 0;
+    const r = new Retrier({ ...fast, shouldRetry: () => answer });
+    assert.equal(await r.call(() => { calls += 1; if (calls < 3) throw transient(); return 'ok'; }), 'ok');
+    assert.equal(calls, 3, `a truthy ${typeof answer} is "retry"`);
+  }
+  for (const answer of [0, '', null, undefined, Promise.resolve(undefined)]) {
     const original = transient();
     let calls = 0;
     const r = new Retrier({ ...fast, shouldRetry: () => answer });
-    await assert.rejects(r.call(() => { calls += 1; throw original; }), (e) => e instanceof TypeError && /shouldRetry must return a boolean/.test(e.message) && e.cause === original);
+    await assert.rejects(r.call(() => { calls += 1; throw original; }), (e) => e === original);
     assert.equal(calls, 1);
   }
   const original = transient();
@@ -176,7 +182,7 @@ test("8: p-retry's, cockatiel's and async-retry's option names get a hint", () =
     minTimeout: /did you mean initialDelayMs\?/,
     maxTimeout: /did you mean maxDelayMs\?/,
     randomize: /did you mean jitter/,
-    onFailedAttempt: /did you mean onEvent/,
+    onFailedAttempt: /did you mean onRetry .* or onEvent/,
     maxRetryTime: /did you mean deadlineMs\?/,
     maxattempts: /did you mean maxAttempts\?/,
     initialDelay: /did you mean initialDelayMs\?/,

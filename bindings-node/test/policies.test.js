@@ -70,9 +70,12 @@ test('a budget named twice is one RetryBudget', async () => {
   assert.notEqual(loadPolicies(SHARED).get('payments').budget, budget);
 });
 
-test('fromPolicy takes only the host options', () => {
+test('fromPolicy takes the host options and knob overrides (issue 24), the document untouched', () => {
   const p = loadPolicies(SHARED).get('payments');
-  assert.throws(() => Retrier.fromPolicy(p, { maxAttempts: 3 }), /the knobs come from the policy/);
+  assert.notEqual(p.maxAttempts, 3);
+  assert.match(require('node:util').inspect(Retrier.fromPolicy(p, { maxAttempts: 3 })), /maxAttempts: 3,/);
+  assert.doesNotMatch(require('node:util').inspect(Retrier.fromPolicy(p)), /maxAttempts: 3,/);
+  assert.throws(() => Retrier.fromPolicy(p, { maxAtempts: 3 }), /unknown option 'maxAtempts'/);
   assert.throws(() => Retrier.fromPolicy({ maxAttempts: 3 }), /must come from loadPolicies/);
   assert.equal(Retrier.fromPolicy(p, { shouldRetry: () => true }).name, 'payments');
 });

@@ -17,7 +17,7 @@ test('under virtual time a 15 s deadline is reached at once, and holds', async (
   // 1000 + 2000 + 4000 + 4000 + 4000 = 15000 (a wait that ends on the deadline is
   // allowed); the next 4000 would pass it.
   assert.deepEqual(events.filter((e) => e.kind === 'retrying').map((e) => [e.elapsedMs, e.delayMs]), [[0, 1000], [1000, 2000], [3000, 4000], [7000, 4000], [11000, 4000]]);
-  assert.deepEqual(events.at(-1), { kind: 'exhausted', name: 'retry', attempt: 6, elapsedMs: 15000, reason: 'deadline', error: err.cause });
+  assert.deepEqual(events.at(-1), { kind: 'exhausted', name: 'retry', attempt: 6, elapsedMs: 15000, reason: 'deadline', retriesLeft: 94, error: err.cause });
   assert.equal(testing.isOn(), false, 'scoped restores the switch');
 });
 

@@ -571,6 +571,7 @@ impl<'a, E, T> Run<'a, E, T> {
     /// would. `None`: the computed wait. The jitter stream is the same either way.
     ///
     /// ```
+    /// # #[cfg(feature = "blocking")] {
     /// use retryrs::{Policy, Retrier, Run, Verdict};
     /// use std::time::Duration;
     /// # let _virtual_time = retryrs::testing::scoped();
@@ -585,6 +586,7 @@ impl<'a, E, T> Run<'a, E, T> {
     /// );
     /// assert_eq!(got.unwrap(), 4);
     /// assert_eq!(waits, [10, 20, 30].map(Duration::from_millis));
+    /// # }
     /// ```
     pub fn wait_with(mut self, f: impl FnMut(&RetryContext<'_, E, T>) -> Option<Duration> + 'a) -> Self {
         self.wait = Some(Box::new(f));

@@ -1,6 +1,6 @@
 // Compiled with `tsc --noEmit` by types.test.js: the declarations must accept real use and
 // reject misuse (each @ts-expect-error fails the build if the line compiles).
-import { Retrier, RetryBudget, RetryExhaustedError, parseRetryAfter, isRetryableStatus, testing, type RetryEvent, type AttemptContext } from 'retryrs';
+import { Retrier, RetryBudget, RetryExhaustedError, parseRetryAfter, isRetryableStatus, testing, type RetryEvent, type AttemptContext, type ListenerHandle, type RetryHistory, type RetryInfo, type RetryStats } from 'retryrs';
 
 const budget = new RetryBudget(10, 0.1);
 const r = new Retrier({
@@ -88,8 +88,38 @@ async function typedResults(): Promise<void> {
 void typedResults;
 // @ts-expect-error shouldRetryResult answers a boolean
 new Retrier({ shouldRetryResult: () => 'yes' });
-// @ts-expect-error shouldRetry answers a boolean (or a promise of one), not a string
-new Retrier({ shouldRetry: async () => 'retry' });
+// shouldRetry is read by truthiness (p-retry's `err.code && set.has(err.code)` style).
+const codes = new Set(['ECONNRESET']);
+new Retrier({ shouldRetry: (e) => e instanceof Error && 'code' in e && typeof e.code === 'string' && codes.has(e.code) });
+new Retrier({ shouldRetry: async (e) => (e as { code?: string }).code && codes.has((e as { code: string }).code) });
+// reraise, overrides, listeners attached later.
+const base = new Retrier({ reraise: true, maxAttempts: 3 });
+const one: Retrier = base.with({ maxAttempts: 1, name: 'once' });
+const handle: ListenerHandle = one.onEvent((e: RetryEvent) => void e.kind);
+handle.dispose();
+// Hooks that act: onRetry may stop the call, delayMs gives an exact wait.
+const hooked = new Retrier({
+  onRetry: async (info: RetryInfo) => info.retriesLeft > 0 && info.attempt < 3,
+  delayMs: (info) => (info.error instanceof Error ? info.delayMs * 2 : undefined),
+  onEvent: (e) => void e.retriesLeft,
+});
+const stats: RetryStats = hooked.stats();
+void (stats.calls + stats.exhausted.stopped + stats.exhausted.deadline);
+// @ts-expect-error delayMs answers a number of milliseconds
+new Retrier({ delayMs: () => '5s' });
+// @ts-expect-error reraise is a boolean
+new Retrier({ reraise: 'yes' });
+// @ts-expect-error with() takes options, not a number
+base.with(3);
+async function reraised(): Promise<void> {
+  try {
+    await base.call(() => 1);
+  } catch (err) {
+    const history = (err as RetryHistory).retryrs;
+    if (history !== undefined) void (history.attempts + history.errors.length);
+  }
+}
+void reraised;
 // @ts-expect-error unref is a boolean
 new Retrier({ unref: 1 });
 // @ts-expect-error onEvent takes functions
@@ -135,7 +165,7 @@ retryingFetch({ retries: 3 });
 // @ts-expect-error retrier must be a Retrier
 retryingFetch({ retrier: { maxAttempts: 3 } });
 
-// Policy documents: a Map of typed policies, fromPolicy takes only the host's options.
+// Policy documents: a Map of typed policies; fromPolicy takes the host's options and knob overrides.
 import { loadPolicies, PolicyDocumentError, type Policy } from 'retryrs';
 const policies: Map<string, Policy> = loadPolicies('policies.json');
 const payments = policies.get('payments');
@@ -145,8 +175,9 @@ if (payments !== undefined) {
   void attempts;
   void deadline;
   Retrier.fromPolicy(payments, { shouldRetry: () => true, onEvent: (e: RetryEvent) => void e });
-  // @ts-expect-error the knobs come from the policy
   Retrier.fromPolicy(payments, { maxAttempts: 3 });
+  // @ts-expect-error an override is checked like a constructor option
+  Retrier.fromPolicy(payments, { maxAttempts: '3' });
 }
 try {
   loadPolicies({ policies: {} });
