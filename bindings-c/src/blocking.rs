@@ -108,7 +108,7 @@ fn run(
     // Time only matters to the attempts' bounds, to a breaker or a ratio budget (shared
     // with other calls) and to events: with none, the engine is fed a constant and the
     // clock is never read (a read costs more than the rest of a call).
-    let timed = policy.reads_time() || listener.is_some();
+    let timed = policy.reads_time() || listener.is_some() || hooks.is_some();
     let read_time = || if timed { clock.now() } else { Duration::ZERO };
     let mut call = Call::start_with(&**policy, read_time(), &mut sink);
     if let Some(stop) = call.outcome() {

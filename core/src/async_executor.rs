@@ -341,7 +341,9 @@ impl Retrier {
         }
         // As in the blocking executor: time matters only to the attempts' bounds, to a
         // breaker or a ratio budget, and to events; with none, the clock is never read.
-        let timed = policy.reads_time() || has_listener;
+        // Hooks see the time since the call began, too.
+        let hooked = wait.is_some() || before_retry.is_some();
+        let timed = policy.reads_time() || has_listener || hooked;
         let read_time = || if timed { clock.now() } else { Duration::ZERO };
         let mut guard = Unreported(Call::start_with(policy, read_time(), &mut |e| notify(e, None)));
         let call = &mut guard.0;
@@ -354,7 +356,6 @@ impl Retrier {
         let mut attempt_start = call.started_at();
         let success_timed = has_listener || policy.breaker().is_some();
         let mut history = History { errors: Vec::new(), value: None };
-        let hooked = wait.is_some() || before_retry.is_some();
         let mut hooks = |ctx: &RetryContext<'_, E, T>| {
             crate::executor::plan(
                 ctx,

@@ -448,7 +448,9 @@ impl Retrier {
         // Time matters only to the attempts' bounds (a deadline or an attempt timeout), to
         // a breaker or ratio budget, and to events: with none, the engine is fed a constant
         // and the clock is never read.
-        let timed = self.policy.reads_time() || has_listener;
+        // Hooks see the time since the call began, too.
+        let hooked = run.wait.is_some() || run.before_retry.is_some();
+        let timed = self.policy.reads_time() || has_listener || hooked;
         let read_time = || if timed { clock.now() } else { Duration::ZERO };
         let mut call = Call::start_with(&*self.policy, read_time(), &mut |e| notify(e, None));
         if let Some(refusal) = call.refusal() {
@@ -462,7 +464,6 @@ impl Retrier {
         // Allocated at the first failure: the happy path allocates nothing.
         let mut history = History { errors: Vec::new(), value: None };
         let (mut wait, mut before) = (run.wait.take(), run.before_retry.take());
-        let hooked = wait.is_some() || before.is_some();
         let mut hooks = |ctx: &RetryContext<'_, E, T>| plan(ctx, before.as_deref_mut(), wait.as_deref_mut());
         loop {
             let bound = call.attempt_deadline().expect("the executor runs op only while an attempt is in progress");

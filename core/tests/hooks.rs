@@ -26,7 +26,7 @@ fn a_wait_hook_sets_exact_waits_and_sees_the_engines() {
         Run::default()
             .clock(&clock)
             .wait_with(|ctx| {
-                seen.push((ctx.attempt, ctx.delay, ctx.retries_left, *ctx.failure.error().unwrap()));
+                seen.push((ctx.attempt, ctx.delay, ctx.retries_left, *ctx.failure.error().unwrap(), ctx.elapsed));
                 // The second wait is the engine's.
                 (ctx.attempt != 2).then(|| ms(7 * u64::from(ctx.attempt)))
             })
@@ -36,7 +36,7 @@ fn a_wait_hook_sets_exact_waits_and_sees_the_engines() {
     );
     assert_eq!(got.unwrap(), "ok");
     assert_eq!(waits, [ms(7), ms(200), ms(21)]);
-    assert_eq!(seen, [(1, ms(100), 3, 1), (2, ms(200), 2, 2), (3, ms(400), 1, 3)]);
+    assert_eq!(seen, [(1, ms(100), 3, 1, ms(0)), (2, ms(200), 2, 2, ms(7)), (3, ms(400), 1, 3, ms(207))]);
     assert_eq!(clock.now(), ms(228), "the exact waits were slept");
 }
 
@@ -181,4 +181,21 @@ impl From<retryrs::TimedOut> for Failure {
     fn from(_: retryrs::TimedOut) -> Self {
         Failure(0)
     }
+}
+
+#[test]
+fn hooks_see_the_elapsed_time_without_a_listener_or_deadline() {
+    // No deadline, no listener: the executor would not read the clock for itself.
+    let r = Retrier::new(policy(3).build().unwrap());
+    let clock = VirtualClock::new();
+    let mut elapsed = vec![];
+    let _ = r.execute(
+        Run::default().clock(&clock).before_retry(|ctx| {
+            elapsed.push(ctx.elapsed);
+            ControlFlow::Continue(())
+        }),
+        |a: &Attempt| Err::<(), _>(a.number),
+        |_| Verdict::TRANSIENT,
+    );
+    assert_eq!(elapsed, [ms(0), ms(100)]);
 }

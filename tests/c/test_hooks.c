@@ -235,6 +235,23 @@ static void test_linked_cancel_tokens(void) {
   retryrs_cancel_free(a);
 }
 
+static void test_a_deadline_exhaustion_names_both_knobs(void) {
+  retryrs_config c;
+  retryrs_retrier *r = NULL;
+  script s = {.fail_until = 100};
+  retryrs_outcome o;
+  retryrs_config_default(&c); /* 200 ms doubling to 5 s, deadline 15 s */
+  c.max_attempts = 10;
+  c.jitter = RETRYRS_JITTER_NONE;
+  CHECK_STATUS(retryrs_retrier_new(&c, &r), RETRYRS_OK);
+  CHECK_STATUS(retryrs_testing_enable(), RETRYRS_OK);
+  CHECK_STATUS(retryrs_retrier_call(r, attempt, &s, NULL, NULL, &o), RETRYRS_EXHAUSTED);
+  CHECK(o.reason == RETRYRS_REASON_DEADLINE);
+  CHECK(contains(retryrs_last_error(), "(deadline reached); max_attempts=10 needs up to 26.2 s of backoff waits"));
+  CHECK_STATUS(retryrs_testing_disable(), RETRYRS_OK);
+  retryrs_retrier_free(r);
+}
+
 static void test_new_exports_refuse_null(void) {
   retryrs_retrier *r = retrier(3, OFF, OFF);
   retryrs_cancel *k = NULL, *out = NULL;
@@ -277,5 +294,6 @@ void hooks_tests(void) {
   h_run("bad hook answers are named", test_bad_hook_answers_are_named);
   h_run("the engine proposes and the program settles", test_the_engine_proposes_and_the_program_settles);
   h_run("linked cancel tokens", test_linked_cancel_tokens);
+  h_run("a deadline exhaustion names both knobs", test_a_deadline_exhaustion_names_both_knobs);
   h_run("new exports refuse NULL", test_new_exports_refuse_null);
 }
