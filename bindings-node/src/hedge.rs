@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use napi_derive::napi;
-use retryrs::{Event, HedgeCall, Policy, StateError, Step, Stop, Verdict};
+use retryrs::{Event, HedgeCall, Policy, StateError, Stats, Step, Stop, Verdict};
 
 use crate::call::{duration, EventRecord};
 use crate::guard::guarded;
@@ -62,6 +62,8 @@ fn state_error(e: StateError) -> napi::Error {
 pub struct NativeHedge {
     call: HedgeCall<Arc<Policy>>,
     events: Option<Vec<EventRecord>>,
+    // The retrier's counters (r.stats()): a hedged call counts there as any call does.
+    stats: Arc<Stats>,
 }
 
 #[napi]
@@ -71,10 +73,11 @@ impl NativeHedge {
     #[napi(factory)]
     pub fn start(policy_id: u32, start_ms: f64, want_events: bool) -> napi::Result<Self> {
         guarded(|| {
-            let policy = policy_by_id(policy_id)?;
+            let (policy, stats) = policy_by_id(policy_id)?;
             let mut events = want_events.then(Vec::new);
-            let call = HedgeCall::start_with(policy, duration(start_ms), &mut |e: &Event<'_>| push(&mut events, e));
-            Ok(NativeHedge { call, events })
+            let call =
+                HedgeCall::start_with(policy, duration(start_ms), &mut |e: &Event<'_>| push(&mut events, &stats, e));
+            Ok(NativeHedge { call, events, stats })
         })
     }
 
@@ -82,8 +85,8 @@ impl NativeHedge {
     #[napi]
     pub fn poll(&mut self, now_ms: f64) -> napi::Result<HedgeStep> {
         guarded(|| {
-            let events = &mut self.events;
-            let step = self.call.poll(duration(now_ms), &mut |e: &Event<'_>| push(events, e)).map_err(state_error)?;
+            let (events, stats) = (&mut self.events, &self.stats);
+            let step = self.call.poll(duration(now_ms), &mut |e: &Event<'_>| push(events, stats, e)).map_err(state_error)?;
             Ok(js_step(step))
         })
     }
@@ -99,10 +102,10 @@ impl NativeHedge {
                 1 => Verdict::transient_ms(hint_ms),
                 _ => Verdict::Permanent,
             };
-            let events = &mut self.events;
+            let (events, stats) = (&mut self.events, &self.stats);
             let step = self
                 .call
-                .record(attempt, verdict, duration(now_ms), &mut |e: &Event<'_>| push(events, e))
+                .record(attempt, verdict, duration(now_ms), &mut |e: &Event<'_>| push(events, stats, e))
                 .map_err(state_error)?;
             Ok(js_step(step))
         })
@@ -113,10 +116,10 @@ impl NativeHedge {
     #[napi]
     pub fn cancel(&mut self, now_ms: f64) -> napi::Result<Option<u32>> {
         guarded(|| {
-            let events = &mut self.events;
+            let (events, stats) = (&mut self.events, &self.stats);
             Ok(self
                 .call
-                .cancel(duration(now_ms), &mut |e: &Event<'_>| push(events, e))
+                .cancel(duration(now_ms), &mut |e: &Event<'_>| push(events, stats, e))
                 .ok()
                 .map(|s| u32::from(s.bits())))
         })
@@ -153,7 +156,8 @@ impl NativeHedge {
     }
 }
 
-fn push(events: &mut Option<Vec<EventRecord>>, e: &Event<'_>) {
+fn push(events: &mut Option<Vec<EventRecord>>, stats: &Stats, e: &Event<'_>) {
+    stats.observe(e);
     if let Some(list) = events {
         list.push(EventRecord::from(e));
     }
