@@ -419,3 +419,9 @@ test('retryingFetch, hedged: a deadline after a retried status ends with that re
     await new Promise((resolve) => server.close(resolve));
   }
 });
+
+test('onRetry and delayMs are refused on a hedging retrier (they would never run)', () => {
+  assert.throws(() => hedging({ onRetry: () => true }), { name: 'TypeError', message: /onRetry and delayMs do not apply to a hedging retrier/ });
+  assert.throws(() => hedging({ delayMs: () => 10 }), { name: 'TypeError', message: /hedging retrier/ });
+  assert.throws(() => hedging().with({ onRetry: () => true }), { name: 'TypeError', message: /hedging retrier/ });
+});

@@ -234,6 +234,14 @@ fn host_parts(
             "a callable (attempt, failure, delay) -> None | False (False or raising retryrs.StopRetrying stops)",
         )?,
     };
+    // A hedged call launches attempts on the hedging delay, not after a failure's wait:
+    // the wait hooks would never run, so they are refused rather than ignored.
+    if policy.hedging().is_some() && (wait.is_some() || before_sleep.is_some()) {
+        return Err(PyValueError::new_err(
+            "wait= and before_sleep= do not apply to a hedging retrier (its attempts are launched by the hedging \
+             delay, not after a wait): remove them or the policy's hedge",
+        ));
+    }
     let hooks = Hooks { retry_after, retry_on_result, on_event, reraise, wait, before_sleep };
     Ok(HostPolicy::new(py, policy, retry_on, hooks, budget, attempt_timeout))
 }

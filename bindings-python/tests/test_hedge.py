@@ -794,3 +794,13 @@ def test_httpx_under_trio_hedges_a_get_and_closes_the_losers_connection() -> Non
     finally:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(5)
+
+
+def test_wait_hooks_are_refused_on_a_hedging_retrier() -> None:
+    # A hedged call never waits after a failure: a wait=/before_sleep= hook would never
+    # run, so it is refused where the retrier is made (and by replace()).
+    for hook in ("wait", "before_sleep"):
+        with pytest.raises(ValueError, match=f"{hook}= .*hedging retrier"):
+            Retrier.from_policy(hedged(), **{hook: lambda attempt, failure, delay: None})
+        with pytest.raises(ValueError, match="hedging retrier"):
+            Retrier.from_policy(hedged()).replace(**{hook: lambda attempt, failure, delay: None})
