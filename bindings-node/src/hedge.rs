@@ -86,7 +86,8 @@ impl NativeHedge {
     pub fn poll(&mut self, now_ms: f64) -> napi::Result<HedgeStep> {
         guarded(|| {
             let (events, stats) = (&mut self.events, &self.stats);
-            let step = self.call.poll(duration(now_ms), &mut |e: &Event<'_>| push(events, stats, e)).map_err(state_error)?;
+            let step =
+                self.call.poll(duration(now_ms), &mut |e: &Event<'_>| push(events, stats, e)).map_err(state_error)?;
             Ok(js_step(step))
         })
     }
