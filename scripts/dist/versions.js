@@ -9,6 +9,7 @@
 // their manifests), the wheel and sdist (pyproject's version is dynamic: maturin
 // reads Cargo), the header macros (Rust consts, checked by bindings-c/tests/version.rs),
 // the .pc and CMake version files (written by `make install-c`, checked by test-dist-c).
+// Every version the built artefacts state, those included: scripts/dist/artefact-versions.
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
