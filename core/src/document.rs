@@ -396,26 +396,8 @@ impl<'a> Loader<'a> {
                 }
             }
         }
-        let mut breakers = BTreeMap::new();
-        if let Some(raw) = breakers_raw {
-            for (name, b) in self.object("breakers", Some(raw))? {
-                if !valid_name(&name) {
-                    return Err(self.key_err(&format!("breakers.{name:?}"), b, format!("the key {NAME_RULE}")));
-                }
-                let breaker = self.breaker(&format!("breakers.{name}"), b)?;
-                breakers.insert(name, Arc::new(breaker));
-            }
-        }
-        let mut budgets = BTreeMap::new();
-        if let Some(raw) = budgets_raw {
-            for (name, b) in self.object("budgets", Some(raw))? {
-                if !valid_name(&name) {
-                    return Err(self.key_err(&format!("budgets.{name:?}"), b, format!("the key {NAME_RULE}")));
-                }
-                let budget = self.budget(&format!("budgets.{name}"), b)?;
-                budgets.insert(name, Arc::new(budget));
-            }
-        }
+        let breakers = self.named("breakers", breakers_raw, Self::breaker)?;
+        let budgets = self.named("budgets", budgets_raw, Self::budget)?;
         let Some(policies_raw) = policies_raw else {
             return Err(self.err("policies", None, "missing; a policy document holds a \"policies\" object"));
         };
@@ -435,6 +417,27 @@ impl<'a> Loader<'a> {
             policies.insert(name.to_string(), policy);
         }
         Ok(Policies { policies, budgets, breakers, warnings: Vec::new() })
+    }
+
+    /// A section of named objects (`budgets`, `breakers`): each key checked against the
+    /// name rule, each value built by `build` at its path; an absent section is empty.
+    fn named<T>(
+        &self,
+        section: &str,
+        raw: Option<&'a RawValue>,
+        build: impl Fn(&Self, &str, &'a RawValue) -> Result<T, DocumentError>,
+    ) -> Result<BTreeMap<String, Arc<T>>, DocumentError> {
+        let mut out = BTreeMap::new();
+        if let Some(raw) = raw {
+            for (name, value) in self.object(section, Some(raw))? {
+                if !valid_name(&name) {
+                    return Err(self.key_err(&format!("{section}.{name:?}"), value, format!("the key {NAME_RULE}")));
+                }
+                let built = build(self, &format!("{section}.{name}"), value)?;
+                out.insert(name, Arc::new(built));
+            }
+        }
+        Ok(out)
     }
 
     fn budget(&self, path: &str, raw: &'a RawValue) -> Result<RetryBudget, DocumentError> {

@@ -514,3 +514,37 @@ fn our_hedge_object_loads_is_inherited_and_refuses_what_it_does_not_know() {
         assert!(err.message.contains(fragment), "{bad}: {err}");
     }
 }
+
+#[test]
+fn budgets_and_breakers_are_named_and_built_at_their_paths() {
+    for (doc, path, fragment) in [
+        (
+            r#"{"policies": {"a": {}}, "budgets": {"": {"max_tokens": 1, "token_ratio": 0.1}}}"#,
+            r#"budgets."""#,
+            "the key must be a name",
+        ),
+        (
+            r#"{"policies": {"a": {}}, "breakers": {"": {"model": "consecutive"}}}"#,
+            r#"breakers."""#,
+            "the key must be a name",
+        ),
+        (
+            r#"{"policies": {"a": {}}, "budgets": {"b": {"max_tokens": -1, "token_ratio": 0.1}}}"#,
+            "budgets.b.max_tokens",
+            "",
+        ),
+        (r#"{"policies": {"a": {}}, "breakers": {"k": {"model": "nope"}}}"#, "breakers.k.model", ""),
+        (r#"{"policies": {"a": {}}, "budgets": []}"#, "budgets", ""),
+    ] {
+        let err = Policies::from_json(doc).unwrap_err();
+        assert_eq!(err.path, path, "{doc}: {err}");
+        assert!(err.to_string().contains(fragment), "{doc}: {err}");
+    }
+    let policies = Policies::from_json(
+        r#"{"policies": {"a": {}}, "budgets": {"b": {"max_tokens": 3, "token_ratio": 0.1}}, "breakers": {"k": {"model": "consecutive", "failures": 3}}}"#,
+    )
+    .unwrap();
+    assert_eq!(policies.budget_names().collect::<Vec<_>>(), ["b"]);
+    assert_eq!(policies.breaker_names().collect::<Vec<_>>(), ["k"]);
+    assert_eq!(policies.budget("b").unwrap().max_tokens(), 3.0);
+}
