@@ -100,8 +100,9 @@ test-dist-artefact-versions: dist-python dist-c dist-node
 	scripts/dist/artefact-versions $(DIST) $(VERSION)
 
 # After the one edit of a release (the version in Cargo.toml): the lock's workspace
-# entries, the npm manifests and lock, the READMEs' install commands. Then `make
-# header-c` (the header's version macros) and the CHANGELOG's section.
+# entries, the npm manifests and lock, the READMEs' install commands, the C header's
+# version consts (bindings-c/src/lib.rs). Then `make header-c` (the header's version
+# macros) and the CHANGELOG's section: scripts/release-bump does it all.
 version-sync:
 	cargo update --workspace --quiet
 	node scripts/dist/versions.js --write
