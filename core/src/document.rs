@@ -1102,27 +1102,10 @@ impl<'a> Loader<'a> {
         }
         let at = |k: &str| format!("{rp}.{k}");
         let attempts_raw = field("maxAttempts")?;
-        let attempts = self.number(&at("maxAttempts"), attempts_raw)?;
-        if !(attempts.fract() == 0.0 && attempts > 1.0) {
-            return Err(self.err(
-                &at("maxAttempts"),
-                Some(attempts_raw),
-                format!("must be a whole number > 1 (gRPC), got {attempts}"),
-            ));
-        }
-        let attempts = attempts.min(f64::from(self.options.grpc_max_attempts.max(1))) as u64;
+        let attempts = self.grpc_attempts(&at("maxAttempts"), attempts_raw, self.options.grpc_max_attempts.max(1))?;
         let backoff = |k: &str| -> Result<f64, DocumentError> {
             let raw = field(k)?;
-            let ms = match self.value(&at(k), raw)? {
-                Value::String(s) => grpc_duration(&s).map_err(|w| self.err(&at(k), Some(raw), w))?,
-                other => {
-                    return Err(self.err(
-                        &at(k),
-                        Some(raw),
-                        format!("must be a duration in seconds such as \"0.1s\", got {}", describe(&other)),
-                    ))
-                }
-            };
+            let ms = self.grpc_seconds(&at(k), raw, "0.1s")?;
             if ms <= 0.0 {
                 return Err(self.err(&at(k), Some(raw), "must be > 0 (gRPC)"));
             }
@@ -1158,6 +1141,27 @@ impl<'a> Loader<'a> {
         Ok(builder)
     }
 
+    /// A retry or hedging policy's `maxAttempts`: a whole number > 1 (gRPC), capped at `cap`.
+    fn grpc_attempts(&self, path: &str, raw: &'a RawValue, cap: u32) -> Result<u64, DocumentError> {
+        let attempts = self.number(path, raw)?;
+        if !(attempts.fract() == 0.0 && attempts > 1.0) {
+            return Err(self.err(path, Some(raw), format!("must be a whole number > 1 (gRPC), got {attempts}")));
+        }
+        Ok(attempts.min(f64::from(cap)) as u64)
+    }
+
+    /// A gRPC duration (`"0.1s"`) in milliseconds; `example` shows the form in the error.
+    fn grpc_seconds(&self, path: &str, raw: &'a RawValue, example: &str) -> Result<f64, DocumentError> {
+        match self.value(path, raw)? {
+            Value::String(s) => grpc_duration(&s).map_err(|w| self.err(path, Some(raw), w)),
+            other => Err(self.err(
+                path,
+                Some(raw),
+                format!("must be a duration in seconds such as \"{example}\", got {}", describe(&other)),
+            )),
+        }
+    }
+
     /// A method config's `hedgingPolicy`, as A6 and grpc-java read it: `maxAttempts` a
     /// whole number > 1 (capped at 5, or [`LoadOptions::grpc_max_attempts`] if lower),
     /// `hedgingDelay` a duration >= 0 (0s when omitted: every attempt at once),
@@ -1181,28 +1185,11 @@ impl<'a> Loader<'a> {
         let at = |k: &str| format!("{hp}.{k}");
         let attempts_raw = get("maxAttempts")
             .ok_or_else(|| self.err(&hp, Some(hedge), "maxAttempts is missing (gRPC requires it)"))?;
-        let attempts = self.number(&at("maxAttempts"), attempts_raw)?;
-        if !(attempts.fract() == 0.0 && attempts > 1.0) {
-            return Err(self.err(
-                &at("maxAttempts"),
-                Some(attempts_raw),
-                format!("must be a whole number > 1 (gRPC), got {attempts}"),
-            ));
-        }
         let cap = self.options.grpc_max_attempts.clamp(1, crate::hedge::MAX_HEDGE_ATTEMPTS);
-        let attempts = attempts.min(f64::from(cap)) as u64;
+        let attempts = self.grpc_attempts(&at("maxAttempts"), attempts_raw, cap)?;
         let delay = match get("hedgingDelay") {
             None => 0.0,
-            Some(raw) => match self.value(&at("hedgingDelay"), raw)? {
-                Value::String(s) => grpc_duration(&s).map_err(|w| self.err(&at("hedgingDelay"), Some(raw), w))?,
-                other => {
-                    return Err(self.err(
-                        &at("hedgingDelay"),
-                        Some(raw),
-                        format!("must be a duration in seconds such as \"0.5s\", got {}", describe(&other)),
-                    ))
-                }
-            },
+            Some(raw) => self.grpc_seconds(&at("hedgingDelay"), raw, "0.5s")?,
         };
         let non_fatal = match get("nonFatalStatusCodes") {
             None => vec![],
