@@ -3,9 +3,8 @@
 // (or, with --write, sets) every other place that states it, and checks that the static
 // link line is the same list everywhere it is written.
 //   node versions.js           fails, naming each place that differs
-//   node versions.js --write   rewrites the npm manifests and lock, the READMEs' install
-//                              commands (artefact names, SONAME, find_package) and the C
-//                              header's version consts, to the workspace's
+//   node versions.js --write   rewrites the npm manifests and lock, and the READMEs' install
+//                              commands (artefact names, SONAME, find_package), to the workspace's
 // Derived elsewhere, not here: the npm platform packages (scripts/dist/node-pack.js writes
 // their manifests), the wheel and sdist (pyproject's version is dynamic: maturin
 // reads Cargo), the header macros (cbindgen copies them from the Rust consts in
