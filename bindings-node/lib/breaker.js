@@ -3,12 +3,8 @@
 // RetryBudget: postMessage copies its one own field, its share id, and the receiving
 // thread attaches to the same native breaker (one addon per process).
 const native = require('./native');
-const { rethrowProblem } = require('./problem');
 const { breakerNow } = require('./clock');
-
-const handles = new WeakMap();
-// What a worker received (a plain { retryrsBreaker: id }), attached once.
-const attached = new WeakMap();
+const { shareable } = require('./shareable');
 
 const MODELS = ['consecutive', 'sampling'];
 const SAMPLING_ONLY = ['failureRatio', 'minimumThroughput', 'samplingDurationMs'];
@@ -55,13 +51,7 @@ class CircuitBreaker {
       maxBreakDurationMs: options.maxBreakDurationMs === null || options.maxBreakDurationMs === undefined ? undefined : num('maxBreakDurationMs'),
       perAttempt: options.perAttempt === true,
     };
-    let handle;
-    try {
-      handle = native.NativeBreaker.create(config);
-    } catch (err) {
-      rethrowProblem(err, 'CircuitBreaker: ');
-    }
-    adopt(this, handle);
+    share.made(() => native.NativeBreaker.create(config), 'CircuitBreaker: ', this);
   }
 
   /**
@@ -69,69 +59,35 @@ class CircuitBreaker {
    * as the plain object `{ retryrsBreaker: id }`): the same breaker, in this thread.
    */
   static from(received) {
-    if (handles.has(received)) return received;
-    const id = received !== null && typeof received === 'object' ? received.retryrsBreaker : undefined;
-    if (!Number.isInteger(id)) {
-      throw new TypeError('CircuitBreaker.from: expected a CircuitBreaker or what postMessage made of one ({ retryrsBreaker: id })');
-    }
-    let breaker = attached.get(received);
-    if (breaker === undefined) {
-      let handle;
-      try {
-        handle = native.NativeBreaker.attach(id);
-      } catch (err) {
-        rethrowProblem(err, 'CircuitBreaker.from: ');
-      }
-      breaker = Object.create(CircuitBreaker.prototype);
-      adopt(breaker, handle, id);
-      attached.set(received, breaker);
-    }
-    return breaker;
+    return share.from(received);
   }
 
   /** 'closed', 'open' or 'half_open', now (virtual time under retryrs/testing). */
   get state() {
-    return handles.get(this).state(breakerNow());
+    return share.handles.get(this).state(breakerNow());
   }
 
   /** Milliseconds left before a probe may go (0 unless open). */
   get retryInMs() {
-    return handles.get(this).retryInMs(breakerNow());
+    return share.handles.get(this).retryInMs(breakerNow());
   }
 
   /** Calls refused so far. */
   get rejections() {
-    return handles.get(this).rejections;
+    return share.handles.get(this).rejections;
   }
 
   /** 'consecutive' or 'sampling'. */
   get model() {
-    return handles.get(this).model;
+    return share.handles.get(this).model;
   }
 }
 
-function adopt(breaker, handle, id = handle.share()) {
-  handles.set(breaker, handle);
-  // The one own, enumerable field: what structured clone carries to another thread.
-  Object.defineProperty(breaker, 'retryrsBreaker', { value: id, enumerable: true });
-  Object.freeze(breaker);
-}
+const share = shareable(CircuitBreaker, 'retryrsBreaker', (id) => native.NativeBreaker.attach(id));
 
 /** The native handle behind a CircuitBreaker (or one received from another thread), or undefined. */
-function breakerHandle(breaker) {
-  const handle = handles.get(breaker);
-  if (handle !== undefined) return handle;
-  if (breaker !== null && typeof breaker === 'object' && Number.isInteger(breaker.retryrsBreaker)) {
-    return handles.get(CircuitBreaker.from(breaker));
-  }
-  return undefined;
-}
-
+const breakerHandle = share.handleOf;
 /** A CircuitBreaker around a native handle made elsewhere (a policy document's breaker). */
-function wrapBreaker(handle) {
-  const breaker = Object.create(CircuitBreaker.prototype);
-  adopt(breaker, handle);
-  return breaker;
-}
+const wrapBreaker = share.wrap;
 
 module.exports = { CircuitBreaker, breakerHandle, wrapBreaker };

@@ -3,11 +3,7 @@
 // worker_threads: postMessage copies a RetryBudget's one own field, its share id, and the
 // receiving thread attaches to the same native bucket (one addon per process).
 const native = require('./native');
-const { rethrowProblem } = require('./problem');
-
-const handles = new WeakMap();
-// What a worker received (a plain { retryrsBudget: id }), attached once.
-const attached = new WeakMap();
+const { shareable } = require('./shareable');
 
 class RetryBudget {
   /**
@@ -18,13 +14,7 @@ class RetryBudget {
     for (const [key, v] of [['maxTokens', maxTokens], ['tokenRatio', tokenRatio]]) {
       if (typeof v !== 'number') throw new TypeError(`RetryBudget: ${key} must be a number, got ${typeof v}`);
     }
-    let handle;
-    try {
-      handle = native.NativeBudget.create(maxTokens, tokenRatio);
-    } catch (err) {
-      rethrowProblem(err, 'RetryBudget: ');
-    }
-    adopt(this, handle);
+    share.made(() => native.NativeBudget.create(maxTokens, tokenRatio), 'RetryBudget: ', this);
   }
 
   /**
@@ -33,7 +23,7 @@ class RetryBudget {
    */
   static quota(o = {}) {
     const n = numbers('RetryBudget.quota', o, { capacity: 500, retryCost: 5, timeoutRetryCost: 10, noRetryIncrement: 1 });
-    return made(() => native.NativeBudget.quota(n.capacity, n.retryCost, n.timeoutRetryCost, n.noRetryIncrement), 'RetryBudget.quota: ');
+    return share.made(() => native.NativeBudget.quota(n.capacity, n.retryCost, n.timeoutRetryCost, n.noRetryIncrement), 'RetryBudget.quota: ');
   }
 
   /**
@@ -42,12 +32,12 @@ class RetryBudget {
    */
   static ratio(o = {}) {
     const n = numbers('RetryBudget.ratio', o, { ttlMs: 10000, minRetriesPerSec: 10, percentCanRetry: 0.2 });
-    return made(() => native.NativeBudget.ratio(n.ttlMs, n.minRetriesPerSec, n.percentCanRetry), 'RetryBudget.ratio: ');
+    return share.made(() => native.NativeBudget.ratio(n.ttlMs, n.minRetriesPerSec, n.percentCanRetry), 'RetryBudget.ratio: ');
   }
 
   /** 'token_bucket', 'quota' or 'ratio'. */
   get kind() {
-    return handles.get(this).kind;
+    return share.handles.get(this).kind;
   }
 
   /**
@@ -56,37 +46,20 @@ class RetryBudget {
    * A RetryBudget is returned as it is.
    */
   static from(received) {
-    if (handles.has(received)) return received;
-    const id = received !== null && typeof received === 'object' ? received.retryrsBudget : undefined;
-    if (!Number.isInteger(id)) {
-      throw new TypeError('RetryBudget.from: expected a RetryBudget or what postMessage made of one ({ retryrsBudget: id })');
-    }
-    let budget = attached.get(received);
-    if (budget === undefined) {
-      let handle;
-      try {
-        handle = native.NativeBudget.attach(id);
-      } catch (err) {
-        rethrowProblem(err, 'RetryBudget.from: ');
-      }
-      budget = Object.create(RetryBudget.prototype);
-      adopt(budget, handle, id);
-      attached.set(received, budget);
-    }
-    return budget;
+    return share.from(received);
   }
 
   /** Tokens left now. */
   get tokens() {
-    return handles.get(this).tokens;
+    return share.handles.get(this).tokens;
   }
 
   get maxTokens() {
-    return handles.get(this).maxTokens;
+    return share.handles.get(this).maxTokens;
   }
 
   get tokenRatio() {
-    return handles.get(this).tokenRatio;
+    return share.handles.get(this).tokenRatio;
   }
 }
 
@@ -105,41 +78,11 @@ function numbers(where, o, defaults) {
   return out;
 }
 
-/** A RetryBudget around the handle `make` returns, its problems thrown as RangeErrors. */
-function made(make, prefix) {
-  let handle;
-  try {
-    handle = make();
-  } catch (err) {
-    rethrowProblem(err, prefix);
-  }
-  const budget = Object.create(RetryBudget.prototype);
-  adopt(budget, handle);
-  return budget;
-}
-
-function adopt(budget, handle, id = handle.share()) {
-  handles.set(budget, handle);
-  // The one own, enumerable field: what structured clone carries to another thread.
-  Object.defineProperty(budget, 'retryrsBudget', { value: id, enumerable: true });
-  Object.freeze(budget);
-}
+const share = shareable(RetryBudget, 'retryrsBudget', (id) => native.NativeBudget.attach(id));
 
 /** The native handle behind a RetryBudget (or one received from another thread), or undefined. */
-function budgetHandle(budget) {
-  const handle = handles.get(budget);
-  if (handle !== undefined) return handle;
-  if (budget !== null && typeof budget === 'object' && Number.isInteger(budget.retryrsBudget)) {
-    return handles.get(RetryBudget.from(budget));
-  }
-  return undefined;
-}
-
+const budgetHandle = share.handleOf;
 /** A RetryBudget around a native handle made elsewhere (a policy document's budget). */
-function wrapBudget(handle) {
-  const budget = Object.create(RetryBudget.prototype);
-  handles.set(budget, handle);
-  return Object.freeze(budget);
-}
+const wrapBudget = share.wrap;
 
 module.exports = { RetryBudget, budgetHandle, wrapBudget };

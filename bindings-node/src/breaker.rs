@@ -9,10 +9,11 @@ use retryrs::{BreakerConfig, BreakerModel, CircuitBreaker};
 use crate::budget::budget_problem;
 use crate::call::duration;
 use crate::guard::guarded;
+use crate::problem::is_whole;
 use crate::share::Registry;
 
 /// Breakers other threads may attach to, by share id.
-static SHARED: Registry<CircuitBreaker> = Registry::new();
+static SHARED: Registry<CircuitBreaker> = Registry::new("CircuitBreaker");
 
 /// The breaker's settings as the JS layer normalised them (types checked there, defaults
 /// filled in; durations in milliseconds).
@@ -39,7 +40,7 @@ pub struct NativeBreaker {
 /// A whole number as the core's `u32`: a fraction or a negative is refused by the caller's
 /// rule (0 where the core requires >= 1 or 2), a huge one saturates.
 fn count(v: f64) -> u32 {
-    if v.is_finite() && v >= 0.0 && v.fract() == 0.0 {
+    if is_whole(v) {
         v.min(f64::from(u32::MAX)) as u32
     } else {
         0
@@ -80,14 +81,7 @@ impl NativeBreaker {
     /// The breaker shared under `id` (by another thread), if some thread still holds it.
     #[napi(factory)]
     pub fn attach(id: u32) -> napi::Result<Self> {
-        guarded(|| {
-            SHARED.attach(id).map(|inner| NativeBreaker { inner }).ok_or_else(|| {
-                napi::Error::new(
-                    napi::Status::InvalidArg,
-                    format!("no CircuitBreaker is shared under id {id}: no thread holds it any more"),
-                )
-            })
-        })
+        guarded(|| SHARED.attach(id).map(|inner| NativeBreaker { inner }))
     }
 
     /// `closed`, `open` or `half_open` at `now_ms` (the breaker's time base).

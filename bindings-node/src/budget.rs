@@ -6,7 +6,7 @@ use napi_derive::napi;
 use retryrs::RetryBudget;
 
 use crate::guard::guarded;
-use crate::problem::{option_name, Problem};
+use crate::problem::{is_whole, option_name, Problem};
 use crate::share::Registry;
 
 /// One token bucket, shared by every retrier (and call) that holds it.
@@ -16,7 +16,7 @@ pub struct NativeBudget {
 }
 
 /// Budgets other threads (worker_threads) may attach to, by share id.
-static SHARED: Registry<RetryBudget> = Registry::new();
+static SHARED: Registry<RetryBudget> = Registry::new("RetryBudget");
 
 #[napi]
 impl NativeBudget {
@@ -41,7 +41,7 @@ impl NativeBudget {
     ) -> napi::Result<Self> {
         guarded(|| {
             let whole = |knob: &'static str, v: f64| {
-                if v.is_finite() && v >= 0.0 && v.fract() == 0.0 {
+                if is_whole(v) {
                     Ok(v as u64)
                 } else {
                     Err(Problem::new(&option_name(knob), v.to_string(), "a whole number in [0, 1e12]").into_error())
@@ -61,7 +61,7 @@ impl NativeBudget {
     #[napi(factory)]
     pub fn ratio(ttl_ms: f64, min_retries_per_sec: f64, percent_can_retry: f64) -> napi::Result<Self> {
         guarded(|| {
-            if !(min_retries_per_sec.is_finite() && min_retries_per_sec >= 0.0 && min_retries_per_sec.fract() == 0.0) {
+            if !is_whole(min_retries_per_sec) {
                 let v = min_retries_per_sec.to_string();
                 return Err(Problem::new("minRetriesPerSec", v, "a whole number in [0, 2147483647]").into_error());
             }
@@ -88,14 +88,7 @@ impl NativeBudget {
     /// The budget shared under `id` (by another thread), if some thread still holds it.
     #[napi(factory)]
     pub fn attach(id: u32) -> napi::Result<Self> {
-        guarded(|| {
-            SHARED.attach(id).map(|inner| NativeBudget { inner }).ok_or_else(|| {
-                napi::Error::new(
-                    napi::Status::InvalidArg,
-                    format!("no RetryBudget is shared under id {id}: no thread holds it any more"),
-                )
-            })
-        })
+        guarded(|| SHARED.attach(id).map(|inner| NativeBudget { inner }))
     }
 
     /// Tokens left now.

@@ -62,6 +62,12 @@ impl From<PolicyError> for Problem {
     }
 }
 
+/// A whole number >= 0 (what a count or a cost must be); fractions, negatives, NaN and
+/// infinities are not.
+pub fn is_whole(v: f64) -> bool {
+    v.is_finite() && v >= 0.0 && v.fract() == 0.0
+}
+
 /// A number as JavaScript's `String(n)` prints it (`Infinity`, `NaN`, `1e+300`), so a
 /// message quotes what the user typed, not Rust's spelling of it.
 pub fn js_number(n: f64) -> String {

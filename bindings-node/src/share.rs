@@ -8,14 +8,16 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 pub struct Registry<T> {
+    /// The JS class's name, for the error of an id no thread holds any more.
+    class: &'static str,
     map: Mutex<Option<HashMap<u32, Weak<T>>>>,
     /// Share ids are never reused, so a stale id cannot attach to another object.
     next: AtomicU32,
 }
 
 impl<T> Registry<T> {
-    pub const fn new() -> Self {
-        Registry { map: Mutex::new(None), next: AtomicU32::new(1) }
+    pub const fn new(class: &'static str) -> Self {
+        Registry { class, map: Mutex::new(None), next: AtomicU32::new(1) }
     }
 
     /// Registers `object` for other threads and returns its share id.
@@ -29,9 +31,14 @@ impl<T> Registry<T> {
         id
     }
 
-    /// The object shared under `id`, if some thread still holds it.
-    pub fn attach(&self, id: u32) -> Option<Arc<T>> {
+    /// The object shared under `id`, or an error saying no thread holds it any more.
+    pub fn attach(&self, id: u32) -> napi::Result<Arc<T>> {
         let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        map.as_ref().and_then(|m| m.get(&id)).and_then(Weak::upgrade)
+        map.as_ref().and_then(|m| m.get(&id)).and_then(Weak::upgrade).ok_or_else(|| {
+            napi::Error::new(
+                napi::Status::InvalidArg,
+                format!("no {} is shared under id {id}: no thread holds it any more", self.class),
+            )
+        })
     }
 }

@@ -4,6 +4,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import retryrs, { Retrier, RetryExhaustedError, RetryBudget, parseRetryAfter, isRetryableStatus, testing } from 'retryrs';
+import * as namespace from 'retryrs';
 
 const require = createRequire(import.meta.url);
 
@@ -15,6 +16,13 @@ test('ESM and CommonJS entry points export the same objects', () => {
   assert.equal(testing, cjs.testing);
   assert.equal(retryrs, cjs);
   assert.deepEqual(Object.keys(retryrs).sort(), Object.keys(cjs).sort());
+});
+
+test('every CommonJS export is a named ESM export too (index.mjs lists them by hand)', () => {
+  const cjs = require('retryrs');
+  const named = Object.keys(namespace).filter((k) => k !== 'default');
+  assert.deepEqual(named.sort(), Object.keys(cjs).sort());
+  for (const k of named) assert.equal(namespace[k], cjs[k], k);
 });
 
 test('a call works through the ESM entry point', async () => {

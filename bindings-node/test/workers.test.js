@@ -5,7 +5,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
 const { Worker } = require('node:worker_threads');
-const { RetryBudget, testing } = require('..');
+const { RetryBudget, loadPolicies, testing } = require('..');
 
 const PKG = path.join(__dirname, '..');
 
@@ -64,6 +64,18 @@ test('9: what postMessage makes of a RetryBudget is its share id; anything else 
   assert.equal(RetryBudget.from(budget), budget);
   assert.throws(() => RetryBudget.from({}), /RetryBudget\.from: expected a RetryBudget/);
   assert.throws(() => RetryBudget.from({ retryrsBudget: 2 ** 31 }), /RetryBudget\.from: no RetryBudget is shared under id/);
+});
+
+test("9: a policy document's budget is shared like any RetryBudget (its share id is what postMessage copies)", () => {
+  const doc = loadPolicies({ policies: { a: { budget: 'shared' }, b: { budget: 'shared' } }, budgets: { shared: { max_tokens: 7, token_ratio: 0.5 } } });
+  const budget = doc.get('a').budget;
+  assert.ok(budget instanceof RetryBudget);
+  assert.equal(doc.get('b').budget, budget, 'one budget for both policies');
+  const copy = structuredClone(budget);
+  assert.deepEqual(Object.keys(copy), ['retryrsBudget']);
+  const back = RetryBudget.from(copy);
+  assert.equal(back.maxTokens, 7);
+  assert.equal(back.tokens, budget.tokens);
 });
 
 /** One real 100 ms wait between two attempts, in the code's own thread; resolves with ms taken. */

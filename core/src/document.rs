@@ -396,26 +396,8 @@ impl<'a> Loader<'a> {
                 }
             }
         }
-        let mut breakers = BTreeMap::new();
-        if let Some(raw) = breakers_raw {
-            for (name, b) in self.object("breakers", Some(raw))? {
-                if !valid_name(&name) {
-                    return Err(self.key_err(&format!("breakers.{name:?}"), b, format!("the key {NAME_RULE}")));
-                }
-                let breaker = self.breaker(&format!("breakers.{name}"), b)?;
-                breakers.insert(name, Arc::new(breaker));
-            }
-        }
-        let mut budgets = BTreeMap::new();
-        if let Some(raw) = budgets_raw {
-            for (name, b) in self.object("budgets", Some(raw))? {
-                if !valid_name(&name) {
-                    return Err(self.key_err(&format!("budgets.{name:?}"), b, format!("the key {NAME_RULE}")));
-                }
-                let budget = self.budget(&format!("budgets.{name}"), b)?;
-                budgets.insert(name, Arc::new(budget));
-            }
-        }
+        let breakers = self.named("breakers", breakers_raw, Self::breaker)?;
+        let budgets = self.named("budgets", budgets_raw, Self::budget)?;
         let Some(policies_raw) = policies_raw else {
             return Err(self.err("policies", None, "missing; a policy document holds a \"policies\" object"));
         };
@@ -435,6 +417,27 @@ impl<'a> Loader<'a> {
             policies.insert(name.to_string(), policy);
         }
         Ok(Policies { policies, budgets, breakers, warnings: Vec::new() })
+    }
+
+    /// A section of named objects (`budgets`, `breakers`): each key checked against the
+    /// name rule, each value built by `build` at its path; an absent section is empty.
+    fn named<T>(
+        &self,
+        section: &str,
+        raw: Option<&'a RawValue>,
+        build: impl Fn(&Self, &str, &'a RawValue) -> Result<T, DocumentError>,
+    ) -> Result<BTreeMap<String, Arc<T>>, DocumentError> {
+        let mut out = BTreeMap::new();
+        if let Some(raw) = raw {
+            for (name, value) in self.object(section, Some(raw))? {
+                if !valid_name(&name) {
+                    return Err(self.key_err(&format!("{section}.{name:?}"), value, format!("the key {NAME_RULE}")));
+                }
+                let built = build(self, &format!("{section}.{name}"), value)?;
+                out.insert(name, Arc::new(built));
+            }
+        }
+        Ok(out)
     }
 
     fn budget(&self, path: &str, raw: &'a RawValue) -> Result<RetryBudget, DocumentError> {
@@ -1099,27 +1102,10 @@ impl<'a> Loader<'a> {
         }
         let at = |k: &str| format!("{rp}.{k}");
         let attempts_raw = field("maxAttempts")?;
-        let attempts = self.number(&at("maxAttempts"), attempts_raw)?;
-        if !(attempts.fract() == 0.0 && attempts > 1.0) {
-            return Err(self.err(
-                &at("maxAttempts"),
-                Some(attempts_raw),
-                format!("must be a whole number > 1 (gRPC), got {attempts}"),
-            ));
-        }
-        let attempts = attempts.min(f64::from(self.options.grpc_max_attempts.max(1))) as u64;
+        let attempts = self.grpc_attempts(&at("maxAttempts"), attempts_raw, self.options.grpc_max_attempts.max(1))?;
         let backoff = |k: &str| -> Result<f64, DocumentError> {
             let raw = field(k)?;
-            let ms = match self.value(&at(k), raw)? {
-                Value::String(s) => grpc_duration(&s).map_err(|w| self.err(&at(k), Some(raw), w))?,
-                other => {
-                    return Err(self.err(
-                        &at(k),
-                        Some(raw),
-                        format!("must be a duration in seconds such as \"0.1s\", got {}", describe(&other)),
-                    ))
-                }
-            };
+            let ms = self.grpc_seconds(&at(k), raw, "0.1s")?;
             if ms <= 0.0 {
                 return Err(self.err(&at(k), Some(raw), "must be > 0 (gRPC)"));
             }
@@ -1155,6 +1141,27 @@ impl<'a> Loader<'a> {
         Ok(builder)
     }
 
+    /// A retry or hedging policy's `maxAttempts`: a whole number > 1 (gRPC), capped at `cap`.
+    fn grpc_attempts(&self, path: &str, raw: &'a RawValue, cap: u32) -> Result<u64, DocumentError> {
+        let attempts = self.number(path, raw)?;
+        if !(attempts.fract() == 0.0 && attempts > 1.0) {
+            return Err(self.err(path, Some(raw), format!("must be a whole number > 1 (gRPC), got {attempts}")));
+        }
+        Ok(attempts.min(f64::from(cap)) as u64)
+    }
+
+    /// A gRPC duration (`"0.1s"`) in milliseconds; `example` shows the form in the error.
+    fn grpc_seconds(&self, path: &str, raw: &'a RawValue, example: &str) -> Result<f64, DocumentError> {
+        match self.value(path, raw)? {
+            Value::String(s) => grpc_duration(&s).map_err(|w| self.err(path, Some(raw), w)),
+            other => Err(self.err(
+                path,
+                Some(raw),
+                format!("must be a duration in seconds such as \"{example}\", got {}", describe(&other)),
+            )),
+        }
+    }
+
     /// A method config's `hedgingPolicy`, as A6 and grpc-java read it: `maxAttempts` a
     /// whole number > 1 (capped at 5, or [`LoadOptions::grpc_max_attempts`] if lower),
     /// `hedgingDelay` a duration >= 0 (0s when omitted: every attempt at once),
@@ -1178,28 +1185,11 @@ impl<'a> Loader<'a> {
         let at = |k: &str| format!("{hp}.{k}");
         let attempts_raw = get("maxAttempts")
             .ok_or_else(|| self.err(&hp, Some(hedge), "maxAttempts is missing (gRPC requires it)"))?;
-        let attempts = self.number(&at("maxAttempts"), attempts_raw)?;
-        if !(attempts.fract() == 0.0 && attempts > 1.0) {
-            return Err(self.err(
-                &at("maxAttempts"),
-                Some(attempts_raw),
-                format!("must be a whole number > 1 (gRPC), got {attempts}"),
-            ));
-        }
         let cap = self.options.grpc_max_attempts.clamp(1, crate::hedge::MAX_HEDGE_ATTEMPTS);
-        let attempts = attempts.min(f64::from(cap)) as u64;
+        let attempts = self.grpc_attempts(&at("maxAttempts"), attempts_raw, cap)?;
         let delay = match get("hedgingDelay") {
             None => 0.0,
-            Some(raw) => match self.value(&at("hedgingDelay"), raw)? {
-                Value::String(s) => grpc_duration(&s).map_err(|w| self.err(&at("hedgingDelay"), Some(raw), w))?,
-                other => {
-                    return Err(self.err(
-                        &at("hedgingDelay"),
-                        Some(raw),
-                        format!("must be a duration in seconds such as \"0.5s\", got {}", describe(&other)),
-                    ))
-                }
-            },
+            Some(raw) => self.grpc_seconds(&at("hedgingDelay"), raw, "0.5s")?,
         };
         let non_fatal = match get("nonFatalStatusCodes") {
             None => vec![],

@@ -470,12 +470,34 @@ fn grpc_java_s_hedging_example_loads_as_a6_describes() {
     assert_eq!(zero.unwrap().get("s").unwrap().hedging().unwrap().current_delay(), Duration::ZERO);
     for (bad, path, fragment) in [
         (r#"{"maxAttempts": 2, "hedgingDelay": "-1s"}"#, "hedgingPolicy.hedgingDelay", "not a protobuf duration"),
-        (r#"{"maxAttempts": 2, "hedgingDelay": 5}"#, "hedgingPolicy.hedgingDelay", "duration"),
+        (r#"{"maxAttempts": 2, "hedgingDelay": 5}"#, "hedgingPolicy.hedgingDelay", r#"such as "0.5s", got"#),
+        (r#"{"maxAttempts": 1}"#, "hedgingPolicy.maxAttempts", "must be a whole number > 1 (gRPC), got 1"),
+        (r#"{"maxAttempts": 2.5}"#, "hedgingPolicy.maxAttempts", "must be a whole number > 1 (gRPC), got 2.5"),
+        (r#"{"maxAttempts": 1, "initialBackoff": 5}"#, "hedgingPolicy.initialBackoff", "unknown"),
         (r#"{"maxAttempts": 2, "nonFatalStatusCodes": ["NOPE"]}"#, "hedgingPolicy.nonFatalStatusCodes[0]", "NOPE"),
         (r#"{"maxAttempts": 2, "hedgeDelay": "1s"}"#, "hedgingPolicy.hedgeDelay", "unknown"),
         (r#"{"hedgingDelay": "1s"}"#, "hedgingPolicy", "maxAttempts is missing"),
     ] {
         let doc = format!(r#"{{"methodConfig": [{{"name": [{{"service": "s"}}], "hedgingPolicy": {bad}}}]}}"#);
+        let err = Policies::from_json(&doc).unwrap_err();
+        assert_eq!(err.path, format!("methodConfig[0].{path}"), "{bad}: {err}");
+        assert!(err.message.contains(fragment), "{bad}: {err}");
+    }
+    // The retry policy reads maxAttempts and its durations by the same rules.
+    let retry = r#""initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]"#;
+    for (bad, path, fragment) in [
+        (
+            format!(r#"{{"maxAttempts": 1, {retry}}}"#),
+            "retryPolicy.maxAttempts",
+            "must be a whole number > 1 (gRPC), got 1",
+        ),
+        (
+            format!(r#"{{"maxAttempts": 3, {}}}"#, retry.replace(r#""0.1s""#, "5")),
+            "retryPolicy.initialBackoff",
+            r#"such as "0.1s", got"#,
+        ),
+    ] {
+        let doc = format!(r#"{{"methodConfig": [{{"name": [{{"service": "s"}}], "retryPolicy": {bad}}}]}}"#);
         let err = Policies::from_json(&doc).unwrap_err();
         assert_eq!(err.path, format!("methodConfig[0].{path}"), "{bad}: {err}");
         assert!(err.message.contains(fragment), "{bad}: {err}");
@@ -513,4 +535,38 @@ fn our_hedge_object_loads_is_inherited_and_refuses_what_it_does_not_know() {
         assert_eq!(err.path, want, "{bad}: {err}");
         assert!(err.message.contains(fragment), "{bad}: {err}");
     }
+}
+
+#[test]
+fn budgets_and_breakers_are_named_and_built_at_their_paths() {
+    for (doc, path, fragment) in [
+        (
+            r#"{"policies": {"a": {}}, "budgets": {"": {"max_tokens": 1, "token_ratio": 0.1}}}"#,
+            r#"budgets."""#,
+            "the key must be a name",
+        ),
+        (
+            r#"{"policies": {"a": {}}, "breakers": {"": {"model": "consecutive"}}}"#,
+            r#"breakers."""#,
+            "the key must be a name",
+        ),
+        (
+            r#"{"policies": {"a": {}}, "budgets": {"b": {"max_tokens": -1, "token_ratio": 0.1}}}"#,
+            "budgets.b.max_tokens",
+            "",
+        ),
+        (r#"{"policies": {"a": {}}, "breakers": {"k": {"model": "nope"}}}"#, "breakers.k.model", ""),
+        (r#"{"policies": {"a": {}}, "budgets": []}"#, "budgets", ""),
+    ] {
+        let err = Policies::from_json(doc).unwrap_err();
+        assert_eq!(err.path, path, "{doc}: {err}");
+        assert!(err.to_string().contains(fragment), "{doc}: {err}");
+    }
+    let policies = Policies::from_json(
+        r#"{"policies": {"a": {}}, "budgets": {"b": {"max_tokens": 3, "token_ratio": 0.1}}, "breakers": {"k": {"model": "consecutive", "failures": 3}}}"#,
+    )
+    .unwrap();
+    assert_eq!(policies.budget_names().collect::<Vec<_>>(), ["b"]);
+    assert_eq!(policies.breaker_names().collect::<Vec<_>>(), ["k"]);
+    assert_eq!(policies.budget("b").unwrap().max_tokens(), 3.0);
 }

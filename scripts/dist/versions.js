@@ -7,8 +7,10 @@
 //                              commands (artefact names, SONAME, find_package), to the workspace's
 // Derived elsewhere, not here: the npm platform packages (scripts/dist/node-pack.js writes
 // their manifests), the wheel and sdist (pyproject's version is dynamic: maturin
-// reads Cargo), the header macros (Rust consts, checked by bindings-c/tests/version.rs),
+// reads Cargo), the header macros (cbindgen copies them from the Rust consts in
+// bindings-c/src/lib.rs, which this checks and --write sets; `make header-c` then),
 // the .pc and CMake version files (written by `make install-c`, checked by test-dist-c).
+// Every version the built artefacts state, those included: scripts/dist/artefact-versions.
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
@@ -49,6 +51,24 @@ const docPatterns = [
   [/\bfind_package\(retryrs (\d+\.\d+)\b/g, (v) => [v.split('.').slice(0, 2).join('.')]],
 ];
 
+// The C header's version macros are Rust consts that cbindgen copies (it cannot evaluate
+// env!), so they are written out in bindings-c/src/lib.rs.
+const versionConsts = 'bindings-c/src/lib.rs';
+function constProblems(version, fix) {
+  const parts = Object.fromEntries(['MAJOR', 'MINOR', 'PATCH'].map((k, i) => [k, version.split('.')[i]]));
+  const problems = [];
+  let seen = 0;
+  const text = read(versionConsts).replace(/^(pub const RETRYRS_VERSION_(MAJOR|MINOR|PATCH): u32 = )(\d+);$/gm, (whole, head, part, stated) => {
+    seen += 1;
+    if (stated === parts[part]) return whole;
+    problems.push(`${versionConsts}: RETRYRS_VERSION_${part} is ${stated}, want ${parts[part]}`);
+    return `${head}${parts[part]};`;
+  });
+  if (seen !== 3) problems.push(`${versionConsts}: want the three consts RETRYRS_VERSION_MAJOR/MINOR/PATCH, found ${seen}`);
+  if (fix) fs.writeFileSync(path.join(repo, versionConsts), text);
+  return problems;
+}
+
 function docProblems(version, fix) {
   const problems = [];
   for (const file of docFiles) {
@@ -70,7 +90,7 @@ function docProblems(version, fix) {
 
 function check() {
   const version = workspaceVersion();
-  const problems = docProblems(version, false);
+  const problems = [...docProblems(version, false), ...constProblems(version, false)];
   for (const [file, what, get] of npmPlaces()) {
     const found = get(JSON.parse(read(file)));
     if (found !== version) problems.push(`${file} ${what} is ${found}, Cargo.toml says ${version}`);
@@ -97,6 +117,7 @@ function write() {
   }
   for (const [file, json] of files) fs.writeFileSync(path.join(repo, file), `${JSON.stringify(json, null, 2)}\n`);
   docProblems(version, true);
+  constProblems(version, true);
 }
 
 module.exports = { workspaceVersion };

@@ -81,11 +81,15 @@ static void test_http_classify_rejects_bad_arguments_by_name(void) {
   CHECK_STATUS(retryrs_http_classify("GET", RETRYRS_HTTP_RESPONSE, 70000, NULL, 0, NULL, 0, &v), RETRYRS_INVALID_ARGUMENT);
   CHECK(strstr(retryrs_last_error(), "status") != NULL);
   CHECK_STATUS(retryrs_http_classify("GET", RETRYRS_HTTP_RESPONSE, 503, NULL, 2, NULL, 0, &v), RETRYRS_INVALID_ARGUMENT);
-  CHECK(strstr(retryrs_last_error(), "retry_methods") != NULL);
+  CHECK(strstr(retryrs_last_error(), "retry_methods is NULL but retry_methods_len is 2") != NULL);
   CHECK_STATUS(retryrs_http_classify("GET", RETRYRS_HTTP_RESPONSE, 503, with_null, 2, NULL, 0, &v), RETRYRS_INVALID_ARGUMENT);
   CHECK(strstr(retryrs_last_error(), "retry_methods[1]") != NULL);
   CHECK_STATUS(retryrs_http_classify("GET", RETRYRS_HTTP_RESPONSE, 503, NULL, 0, NULL, 3, &v), RETRYRS_INVALID_ARGUMENT);
-  CHECK(strstr(retryrs_last_error(), "retry_statuses") != NULL);
+  CHECK(strstr(retryrs_last_error(), "retry_statuses is NULL but retry_statuses_len is 3") != NULL);
+  const int32_t bad_statuses[] = {503, 70000};
+  CHECK_STATUS(retryrs_http_classify_request("GET", NULL, RETRYRS_HTTP_RESPONSE, 503, NULL, 0, bad_statuses, 2, &v),
+               RETRYRS_INVALID_ARGUMENT);
+  CHECK(strstr(retryrs_last_error(), "retryrs_http_classify_request: retry_statuses[1] must be an HTTP status") != NULL);
   CHECK(v == -1); /* never written on failure */
 }
 

@@ -15,7 +15,6 @@ import sys
 from typing import Any, Optional
 
 from . import _native
-from ._errors import AttemptTimeout
 
 SUPPORTED = ("asyncio", "trio")
 
@@ -102,17 +101,6 @@ async def _trio_sleep(call: _native.SteppedCall, delay: float) -> None:
         raise
     if fired is not None and fired.is_set():
         call.cancelled()  # raises RetryCancelled
-
-
-async def trio_bounded(attempt: Any, seconds: float) -> Any:
-    """One attempt under trio for at most ``seconds``: past it the attempt is cancelled
-    (with everything it awaits) and an AttemptTimeout raised; a TimeoutError (or
-    trio.TooSlowError) the attempt raises itself stays its own."""
-    import trio
-
-    with trio.move_on_after(seconds):
-        return await attempt
-    raise AttemptTimeout(seconds)
 
 
 def _run_soon(run: Any, fn: Any) -> None:
