@@ -61,6 +61,11 @@
 //!   short by a timer (virtual time does not pass while an attempt runs), but the
 //!   deadline rule still judges them when they end.
 //!
+//! - **Hedging**: a policy with a hedging section ([`Policy::hedging`]) runs its attempts
+//!   side by side in the call's own future, nothing spawned: the first success wins, the
+//!   losers' futures are dropped, and dropping the call or firing the cancel token drops
+//!   every attempt in flight (see [`crate::hedge`] for the engine's rules).
+//!
 //! The future is `Send` when the closures, their futures, the errors and the timer are,
 //! so it can be spawned on a multi-threaded runtime.
 
@@ -70,6 +75,7 @@ use std::pin::pin;
 use std::task::Poll;
 use std::time::Duration;
 
+use crate::async_hedge::Hedged;
 use crate::attempt::Attempt;
 use crate::cancel::CancelToken;
 use crate::clock::{testing, Clock, SystemClock};
@@ -298,14 +304,15 @@ impl Retrier {
             }
         };
         let policy = &**self.policy();
-        if let Some(why) = crate::hedge::one_at_a_time_refusal(policy) {
-            return Err(RetryError::Refused(format!(
-                "{why}; the async executor does not hedge yet: drive a hedged call with retryrs::hedge::HedgeCall"
-            )));
-        }
         if cancel.is_some_and(CancelToken::is_cancelled) {
             crate::engine::cancelled_before_start(policy, &mut |e| notify(e, None));
             return Err(RetryError::Cancelled { attempts: 0, errors: Vec::new(), value: None });
+        }
+        if policy.hedging().is_some() {
+            // Attempts side by side, in this future (crate::async_hedge).
+            let predicate = result_predicate.as_deref_mut();
+            let hedged = Hedged { policy, sleep: &sleep, cancel, clock, is_virtual, classify, notify, predicate };
+            return hedged.run(op).await;
         }
         // As in the blocking executor: time matters only to the attempts' bounds, to a
         // breaker or a ratio budget, and to events; with none, the clock is never read.

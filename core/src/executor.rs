@@ -60,8 +60,9 @@ pub enum RetryError<E, T = ()> {
     /// The call was refused before any attempt ran, and says why: a policy that hedges
     /// ([`Policy::hedging`](crate::Policy::hedging)) run by an executor that runs one
     /// attempt at a time and so cannot abandon one (the blocking [`Retrier::run`] and
-    /// [`Retrier::execute`]; the async executor, which does not hedge yet). Drive such a
-    /// policy with [`HedgeCall`](crate::hedge::HedgeCall).
+    /// [`Retrier::execute`]). Run such a policy with the async executor
+    /// ([`Retrier::run_async`](crate::Retrier::run_async)), or drive it with
+    /// [`HedgeCall`](crate::hedge::HedgeCall).
     Refused(String),
 }
 
@@ -340,7 +341,7 @@ impl Retrier {
         };
         if let Some(why) = crate::hedge::one_at_a_time_refusal(&self.policy) {
             return Err(RetryError::Refused(format!(
-                "{why}; a blocking Retrier::run/execute cannot abandon an attempt: hedge from async code with retryrs::hedge::HedgeCall"
+                "{why}; a blocking Retrier::run/execute cannot abandon an attempt: hedge from async code with Retrier::run_async (or retryrs::hedge::HedgeCall)"
             )));
         }
         let cancel = run.cancel;

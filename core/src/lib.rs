@@ -102,6 +102,7 @@
 #![deny(missing_docs)]
 
 pub mod async_executor;
+mod async_hedge;
 pub mod attempt;
 pub mod backoff;
 pub mod breaker;
