@@ -69,6 +69,7 @@
 //! The future is `Send` when the closures, their futures, the errors and the timer are,
 //! so it can be spawned on a multi-threaded runtime.
 
+use std::cell::Cell;
 use std::fmt;
 use std::future::{poll_fn, Future};
 use std::pin::pin;
@@ -318,6 +319,15 @@ impl Retrier {
         // breaker or a ratio budget, and to events; with none, the clock is never read.
         let timed = policy.reads_time() || has_listener;
         let read_time = || if timed { clock.now() } else { Duration::ZERO };
+        // The happy path of a policy with nothing to tell or bound (as in the blocking
+        // executor): attempt 1 runs before the engine starts, and a value returns at once.
+        let mut first = None;
+        if !timed && cancel.is_none() && policy.budget.is_none() && result_predicate.is_none() {
+            match op(Attempt::new(1, Duration::ZERO, None)).await {
+                Ok(value) => return Ok(value),
+                Err(error) => first = Some(error),
+            }
+        }
         let mut guard = Unreported(Call::start_with(policy, read_time(), &mut |e| notify(e, None)));
         let call = &mut guard.0;
         if let Some(refusal) = call.refusal() {
@@ -325,20 +335,26 @@ impl Retrier {
             let refusal = Some(refusal);
             return Err(RetryError::Exhausted { attempts: 0, reason, errors: Vec::new(), value: None, refusal });
         }
-        let mut attempt_start = call.started_at();
+        // One clock read per attempt, as in the blocking executor: a failure's time only
+        // when a decision needs it, reused as the next start after a zero delay.
+        let failure_timed = has_listener || policy.failure_reads_time();
+        let attempt_start = Cell::new(call.started_at());
+        let failed_at = Cell::new(None);
         let success_timed = has_listener || policy.breaker().is_some();
         let mut history = History { errors: Vec::new(), value: None };
         loop {
             let bound = call.attempt_deadline().expect("the executor runs op only while an attempt is in progress");
-            let attempt = Attempt::new(call.attempt(), attempt_start, bound);
+            let attempt = Attempt::new(call.attempt(), attempt_start.get(), bound);
             let timer = match attempt.remaining {
                 Some(left) if !is_virtual => Some(sleep.sleep(left)),
                 _ => None,
             };
-            let raced = match (&timer, cancel) {
+            let raced = match (first.take(), &timer, cancel) {
+                // Attempt 1 already ran, before the engine started.
+                (Some(error), _, _) => Raced::Done(Err(error)),
                 // Nothing to race against: the attempt alone (the common, unbounded case).
-                (None, None) => Raced::Done(op(attempt).await),
-                _ => race(op(attempt), timer, cancel).await,
+                (None, None, None) => Raced::Done(op(attempt).await),
+                (None, _, _) => race(op(attempt), timer, cancel).await,
             };
             let outcome = match raced {
                 Raced::Done(outcome) => outcome,
@@ -352,9 +368,16 @@ impl Retrier {
             };
             let started = call.started_at();
             let success_now = || if success_timed { clock.now() } else { started };
+            // Made here, not before the loop: a borrow of the Cells held across an await
+            // would make the future !Send.
+            let failure_now = || {
+                let now = if failure_timed { clock.now() } else { attempt_start.get() };
+                failed_at.set(Some(now).filter(|_| failure_timed));
+                now
+            };
             let predicate = result_predicate.as_deref_mut();
             let decision =
-                match history.judge(call, outcome, predicate, &mut classify, &mut notify, read_time, success_now) {
+                match history.judge(call, outcome, predicate, &mut classify, &mut notify, failure_now, success_now) {
                     Judged::Accepted(value) => return Ok(value),
                     Judged::Decided(decision) => decision,
                 };
@@ -377,9 +400,12 @@ impl Retrier {
                 let _ = call.cancel(read_time(), &mut |e| notify(e, history.last()));
                 return Err(history.stopped(Stop::Cancelled, call.attempt()));
             }
-            attempt_start = read_time();
+            attempt_start.set(match failed_at.get() {
+                Some(at) if delay.is_zero() => at,
+                _ => read_time(),
+            });
             let resume = call
-                .after_wait(attempt_start, &mut |e| notify(e, history.last()))
+                .after_wait(attempt_start.get(), &mut |e| notify(e, history.last()))
                 .expect("the executor only resumes after a retry decision");
             if let Resume::Stop(stop) = resume {
                 return Err(history.stopped(stop, call.attempt()));

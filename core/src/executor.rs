@@ -4,6 +4,7 @@
 // Without the `blocking` feature only the error types are left here.
 #![cfg_attr(not(feature = "blocking"), allow(unused_imports))]
 
+use std::cell::Cell;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -362,19 +363,46 @@ impl Retrier {
         // and the clock is never read.
         let timed = self.policy.reads_time() || has_listener;
         let read_time = || if timed { clock.now() } else { Duration::ZERO };
+        // The happy path of a policy with nothing to tell or bound (no clock needed, no
+        // budget or breaker to inform, no listener, no result predicate): attempt 1 runs
+        // before the engine starts (a lazy start, as the other hosts do), and a value
+        // returns at once. A failure starts the engine and is judged as attempt 1.
+        let mut first = None;
+        if !timed && self.policy.budget.is_none() && run.result_predicate.is_none() {
+            match op(&Attempt::new(1, Duration::ZERO, None)) {
+                Ok(value) => return Ok(value),
+                Err(error) => first = Some(error),
+            }
+        }
         let mut call = Call::start_with(&*self.policy, read_time(), &mut |e| notify(e, None));
         if let Some(refusal) = call.refusal() {
             let reason = ExhaustReason::CircuitOpen;
             let refusal = Some(refusal);
             return Err(RetryError::Exhausted { attempts: 0, reason, errors: Vec::new(), value: None, refusal });
         }
-        let mut attempt_start = call.started_at();
+        // One clock read per attempt: a failure's time is read only when a decision needs
+        // it (failure_timed), and it is also the next attempt's start after a zero delay;
+        // after a real wait the clock is read again (the deadline is checked after it).
+        let failure_timed = has_listener || self.policy.failure_reads_time();
+        let attempt_start = Cell::new(call.started_at());
+        let failed_at = Cell::new(None);
+        let failure_now = || {
+            let now = if failure_timed { clock.now() } else { attempt_start.get() };
+            failed_at.set(Some(now).filter(|_| failure_timed));
+            now
+        };
         let success_timed = has_listener || self.policy.breaker().is_some();
         // Allocated at the first failure: the happy path allocates nothing.
         let mut history = History { errors: Vec::new(), value: None };
         loop {
-            let bound = call.attempt_deadline().expect("the executor runs op only while an attempt is in progress");
-            let outcome = op(&Attempt::new(call.attempt(), attempt_start, bound));
+            let outcome = match first.take() {
+                Some(error) => Err(error),
+                None => {
+                    let bound =
+                        call.attempt_deadline().expect("the executor runs op only while an attempt is in progress");
+                    op(&Attempt::new(call.attempt(), attempt_start.get(), bound))
+                }
+            };
             let started = call.started_at();
             // Only the Success event (and a breaker) needs its time: else skip the read.
             let success_now = || if success_timed { clock.now() } else { started };
@@ -385,7 +413,7 @@ impl Retrier {
                 predicate,
                 &mut classify,
                 &mut notify,
-                read_time,
+                failure_now,
                 success_now,
             ) {
                 Judged::Accepted(value) => return Ok(value),
@@ -399,9 +427,12 @@ impl Retrier {
                 let _ = call.cancel(read_time(), &mut |e| notify(e, history.last()));
                 return Err(history.stopped(Stop::Cancelled, call.attempt()));
             }
-            attempt_start = read_time();
+            attempt_start.set(match failed_at.get() {
+                Some(at) if delay.is_zero() => at,
+                _ => read_time(),
+            });
             let resume = call
-                .after_wait(attempt_start, &mut |e| notify(e, history.last()))
+                .after_wait(attempt_start.get(), &mut |e| notify(e, history.last()))
                 .expect("the executor only resumes after a retry decision");
             if let Resume::Stop(stop) = resume {
                 return Err(history.stopped(stop, call.attempt()));

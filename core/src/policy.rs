@@ -243,6 +243,15 @@ impl Policy {
     pub fn reads_time(&self) -> bool {
         self.bounds_attempts() || self.breaker.is_some() || self.budget.as_ref().is_some_and(|b| b.as_ratio().is_some())
     }
+    /// Whether the time an attempt *failed* matters to a decision: the deadline (does the
+    /// wait fit before it?), a circuit breaker or a ratio budget. An attempt timeout alone
+    /// needs only the attempts' start times, so an executor need not read the clock when
+    /// an attempt fails.
+    pub(crate) fn failure_reads_time(&self) -> bool {
+        self.deadline.is_some()
+            || self.breaker.is_some()
+            || self.budget.as_ref().is_some_and(|b| b.as_ratio().is_some())
+    }
     /// When an attempt that starts at `attempt_start`, in a call that started at
     /// `call_start`, runs out of time, on the same time base: the call's deadline, or
     /// the attempt timeout if that ends sooner; `None` when neither is set. The one
