@@ -300,12 +300,23 @@ impl Retrier {
     /// assert_eq!(got.unwrap(), 2);
     /// ```
     #[cfg(feature = "blocking")]
+    #[inline]
     pub fn run<T, E>(
         &self,
         op: impl FnMut(&Attempt) -> Result<T, E>,
         classify: impl FnMut(&E) -> Verdict,
     ) -> Result<T, RetryError<E>> {
-        self.execute(Run::default(), op, classify).map_err(RetryError::without_value)
+        let mut op = op;
+        // Inlined into the caller: with a policy that has nothing to tell or bound, the
+        // happy path is the attempt itself (the engine starts at the first failure).
+        let first = match self.policy.starts_lazily() {
+            true => match op(&Attempt::new(1, Duration::ZERO, None)) {
+                Ok(value) => return Ok(value),
+                Err(error) => Some(error),
+            },
+            false => None,
+        };
+        self.execute_from(Run::default(), first, op, classify).map_err(RetryError::without_value)
     }
 
     /// [`Retrier::run`] with the options of [`Run`]: a listener, a cancel token, a clock,
@@ -325,7 +336,20 @@ impl Retrier {
     #[cfg(feature = "blocking")]
     pub fn execute<T, E>(
         &self,
+        run: Run<'_, E, T>,
+        op: impl FnMut(&Attempt) -> Result<T, E>,
+        classify: impl FnMut(&E) -> Verdict,
+    ) -> Result<T, RetryError<E, T>> {
+        self.execute_from(run, None, op, classify)
+    }
+
+    /// [`Retrier::execute`], where `first` is attempt 1's error if the caller already ran
+    /// it (a lazy start: the policy has nothing to tell or bound).
+    #[cfg(feature = "blocking")]
+    fn execute_from<T, E>(
+        &self,
         mut run: Run<'_, E, T>,
+        mut first: Option<E>,
         mut op: impl FnMut(&Attempt) -> Result<T, E>,
         mut classify: impl FnMut(&E) -> Verdict,
     ) -> Result<T, RetryError<E, T>> {
@@ -367,8 +391,7 @@ impl Retrier {
         // budget or breaker to inform, no listener, no result predicate): attempt 1 runs
         // before the engine starts (a lazy start, as the other hosts do), and a value
         // returns at once. A failure starts the engine and is judged as attempt 1.
-        let mut first = None;
-        if !timed && self.policy.budget.is_none() && run.result_predicate.is_none() {
+        if first.is_none() && !timed && self.policy.budget.is_none() && run.result_predicate.is_none() {
             match op(&Attempt::new(1, Duration::ZERO, None)) {
                 Ok(value) => return Ok(value),
                 Err(error) => first = Some(error),

@@ -240,8 +240,17 @@ impl Policy {
     /// breaker or a ratio budget (both keep time windows shared with other calls) is set.
     /// When not, a host that emits no events may feed the engine a constant instead of
     /// reading a clock.
+    #[inline]
     pub fn reads_time(&self) -> bool {
         self.bounds_attempts() || self.breaker.is_some() || self.budget.as_ref().is_some_and(|b| b.as_ratio().is_some())
+    }
+    /// Whether an executor may run attempt 1 before starting the engine (a lazy start):
+    /// nothing is bounded or timed, no budget is told of the call, and it does not hedge.
+    /// A value then returns at once; a failure starts the engine and is judged as attempt 1.
+    #[cfg(feature = "blocking")]
+    #[inline]
+    pub(crate) fn starts_lazily(&self) -> bool {
+        !self.reads_time() && self.budget.is_none() && self.hedge.is_none()
     }
     /// Whether the time an attempt *failed* matters to a decision: the deadline (does the
     /// wait fit before it?), a circuit breaker or a ratio budget. An attempt timeout alone
