@@ -356,10 +356,11 @@ impl Retrier {
                 (None, None, None) => Raced::Done(op(attempt).await),
                 (None, _, _) => race(op(attempt), timer, cancel).await,
             };
-            let outcome = match raced {
-                Raced::Done(outcome) => outcome,
+            let (outcome, timed_out) = match raced {
+                Raced::Done(outcome) => (outcome, false),
                 Raced::TimedOut => {
-                    Err(E::from(TimedOut { attempt: attempt.number, bound: attempt.remaining.unwrap_or_default() }))
+                    let bound = attempt.remaining.unwrap_or_default();
+                    (Err(E::from(TimedOut { attempt: attempt.number, bound })), true)
                 }
                 Raced::Cancelled => {
                     let _ = call.cancel(read_time(), &mut |e| notify(e, history.last()));
@@ -376,11 +377,19 @@ impl Retrier {
                 now
             };
             let predicate = result_predicate.as_deref_mut();
-            let decision =
-                match history.judge(call, outcome, predicate, &mut classify, &mut notify, failure_now, success_now) {
-                    Judged::Accepted(value) => return Ok(value),
-                    Judged::Decided(decision) => decision,
-                };
+            let decision = match history.judge(
+                call,
+                outcome,
+                timed_out,
+                predicate,
+                &mut classify,
+                &mut notify,
+                failure_now,
+                success_now,
+            ) {
+                Judged::Accepted(value) => return Ok(value),
+                Judged::Decided(decision) => decision,
+            };
             let delay = match decision {
                 Decision::Retry(delay) => delay,
                 Decision::Stop(stop) => return Err(history.stopped(stop, call.attempt())),

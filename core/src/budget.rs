@@ -284,9 +284,17 @@ impl RetryBudget {
     /// no, and nothing was taken.
     #[inline]
     pub fn try_retry(&self, now: Duration) -> Option<u64> {
+        self.try_retry_after(RetryCause::Failure, now)
+    }
+
+    /// [`RetryBudget::try_retry`] for a retry that follows `cause`: a quota charges a
+    /// timeout its `timeout_retry_cost` (the AWS SDKs' 10, against 5); the other models
+    /// price every retry alike.
+    #[inline]
+    pub fn try_retry_after(&self, cause: RetryCause, now: Duration) -> Option<u64> {
         match &self.model {
             Model::TokenBucket(b) => b.allows_retry().then_some(0),
-            Model::Quota(q) => q.try_acquire(RetryCause::Failure),
+            Model::Quota(q) => q.try_acquire(cause),
             Model::Ratio(r) => r.try_withdraw(now).then_some(0),
         }
     }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::backoff::Backoff;
 use crate::breaker::{Admission, BreakerState};
+use crate::budget::RetryCause;
 use crate::event::{Event, EventKind, ExhaustReason};
 use crate::knob::MAX_WAIT_MS;
 use crate::policy::Policy;
@@ -246,6 +247,31 @@ impl<P: Deref<Target = Policy>> Call<P> {
         now: Duration,
         sink: &mut impl FnMut(&Event<'_>),
     ) -> Result<Decision, StateError> {
+        self.record_after(verdict, RetryCause::Failure, now, sink)
+    }
+
+    /// [`Call::record`] for an attempt that ran out of its bound (the host cut it short,
+    /// or its I/O timed out): the same verdict and decision, but a retry after it is
+    /// priced as a timeout's by a quota budget (the AWS SDKs charge 10, not 5, and a
+    /// success after it gives the 10 back).
+    #[inline]
+    pub fn record_timeout(
+        &mut self,
+        verdict: Verdict,
+        now: Duration,
+        sink: &mut impl FnMut(&Event<'_>),
+    ) -> Result<Decision, StateError> {
+        self.record_after(verdict, RetryCause::Timeout, now, sink)
+    }
+
+    #[inline]
+    fn record_after(
+        &mut self,
+        verdict: Verdict,
+        cause: RetryCause,
+        now: Duration,
+        sink: &mut impl FnMut(&Event<'_>),
+    ) -> Result<Decision, StateError> {
         if self.state != State::Attempting {
             return Err(StateError::NotAttempting(self.state.describe()));
         }
@@ -296,7 +322,7 @@ impl<P: Deref<Target = Policy>> Call<P> {
             }
         }
         if let Some(budget) = &self.policy.budget {
-            match budget.try_retry(now) {
+            match budget.try_retry_after(cause, now) {
                 Some(cost) => self.retry_cost = Some(cost),
                 None => return Ok(Decision::Stop(self.exhaust(ExhaustReason::Budget, elapsed, sink))),
             }

@@ -433,6 +433,7 @@ impl Retrier {
             let decision = match history.judge(
                 &mut call,
                 outcome,
+                false,
                 predicate,
                 &mut classify,
                 &mut notify,

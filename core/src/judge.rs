@@ -20,7 +20,8 @@ pub(crate) enum Judged<T> {
 }
 
 impl<E, T> History<E, T> {
-    /// Judges `outcome` of the attempt `call` has in progress. `now` reads the time the
+    /// Judges `outcome` of the attempt `call` has in progress (`timed_out`: the executor
+    /// cut it at its bound, and the error is its `TimedOut`). `now` reads the time the
     /// engine is given for a failure; `success_now` the time of a success (only its event
     /// shows it, so an executor without a listener need not read the clock).
     #[allow(clippy::too_many_arguments)]
@@ -29,6 +30,7 @@ impl<E, T> History<E, T> {
         &mut self,
         call: &mut Call<P>,
         outcome: Result<T, E>,
+        timed_out: bool,
         predicate: Option<&mut A>,
         classify: &mut impl FnMut(&E) -> Verdict,
         notify: &mut impl FnMut(&Event<'_>, Option<Failed<'_, E, T>>),
@@ -60,9 +62,14 @@ impl<E, T> History<E, T> {
             }
             Err(error) => {
                 let verdict = classify(&error);
-                let decision = call
-                    .record(verdict, now(), &mut |e| notify(e, Some(Failed::Error(&error))))
-                    .expect("the executor only records while an attempt is in progress");
+                let sink = &mut |e: &Event<'_>| notify(e, Some(Failed::Error(&error)));
+                // An attempt cut at its bound: a quota prices the retry after it as a timeout's.
+                let recorded = if timed_out {
+                    call.record_timeout(verdict, now(), sink)
+                } else {
+                    call.record(verdict, now(), sink)
+                };
+                let decision = recorded.expect("the executor only records while an attempt is in progress");
                 self.push_error(error);
                 Judged::Decided(decision)
             }
