@@ -3,8 +3,8 @@
 //! throttling ([`RetryBudget`]), the AWS SDKs' standard retry quota ([`QuotaBudget`]) and
 //! Finagle's windowed ratio budget ([`RatioBudget`]).
 
+use crate::fork_lock::{ForkGuard, ForkLock};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
 /// Tokens are kept in thousandths (as gRPC does), so a ratio such as 0.1 adds exactly.
@@ -484,7 +484,7 @@ pub struct RatioBudget {
     withdrawal: i64,
     reserve: i64,
     /// `None`: Finagle's `Empty` (no reserve, no percentage).
-    window: Option<Mutex<Window>>,
+    window: Option<ForkLock<Window>>,
 }
 
 /// twitter/util's `WindowedAdder` with 10 slices: the current slice (`writer`) and the
@@ -584,12 +584,14 @@ impl RatioBudget {
         // Scala's Double.toInt: truncated, and at most Int.MaxValue.
         let withdrawal = if none { 1 } else { (1000.0 / percent_can_retry).min(f64::from(i32::MAX)) as i64 };
         let reserve = i64::from(min_retries_per_sec) * ttl_secs as i64 * withdrawal;
-        let window = (min_retries_per_sec > 0 || !none).then(|| Mutex::new(Window::new(ms(ttl), ms(now))));
+        let window = (min_retries_per_sec > 0 || !none).then(|| ForkLock::new(Window::new(ms(ttl), ms(now))));
         Ok(RatioBudget { ttl, min_retries_per_sec, percent_can_retry, deposit, withdrawal, reserve, window })
     }
 
-    fn window(&self) -> Option<std::sync::MutexGuard<'_, Window>> {
-        self.window.as_ref().map(|w| w.lock().unwrap_or_else(|e| e.into_inner()))
+    fn window(&self) -> Option<ForkGuard<'_, Window>> {
+        // Held by a thread that did not follow a fork: its counters (plain numbers, one
+        // update at most behind) are kept.
+        self.window.as_ref().map(|w| w.lock(|| None))
     }
 
     /// A call (every call, not only the ones that fail): one deposit.

@@ -114,6 +114,7 @@ pub mod document;
 pub mod engine;
 pub mod event;
 pub mod executor;
+mod fork_lock;
 pub mod hedge;
 pub mod http;
 #[cfg(feature = "http-date")]
