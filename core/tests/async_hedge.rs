@@ -332,3 +332,37 @@ fn a_hedged_call_s_future_is_send() {
     );
     is_send(&call);
 }
+
+/// On a virtual clock the hedging delay is waited out by advancing the clock (only while
+/// every attempt in flight is pending): no timer, no real time.
+#[test]
+fn on_a_virtual_clock_the_hedge_goes_out_after_the_delay_in_virtual_time() {
+    use retryrs::Clock;
+    use std::future::Future;
+    let clock = retryrs::VirtualClock::new();
+    let retrier = Retrier::new(hedged(3, 50.0).build().unwrap());
+    let launched_at = Mutex::new(vec![]);
+    let call = retrier.execute_async(
+        AsyncRun::new(|_: Duration| -> std::future::Ready<()> { panic!("no timer on a virtual clock") }).clock(&clock),
+        |a: Attempt| {
+            launched_at.lock().unwrap().push(clock.now());
+            let number = a.number;
+            async move {
+                if number == 1 {
+                    std::future::pending::<()>().await;
+                }
+                Ok::<_, std::io::Error>(number)
+            }
+        },
+        |_| Verdict::TRANSIENT,
+    );
+    let mut call = std::pin::pin!(call);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let got = loop {
+        if let std::task::Poll::Ready(v) = call.as_mut().poll(&mut cx) {
+            break v;
+        }
+    };
+    assert_eq!(got.unwrap(), 2);
+    assert_eq!(*launched_at.lock().unwrap(), [ms(0), ms(50)], "attempt 2 went out 50 ms later, in virtual time");
+}
