@@ -55,7 +55,8 @@
 //! - **Zero-delay retries yield** to the runtime once, so one task's retries never
 //!   starve the others on its thread.
 //! - **No clock read** the policy does not need: with neither a deadline nor an attempt
-//!   timeout (and no listener) the clock is never read.
+//!   timeout (and no listener) the clock is never read; with an attempt timeout alone,
+//!   once per attempt (its start); with a deadline, also when an attempt fails.
 //! - Under the testing switch ([`crate::testing`]) or with [`AsyncRun::clock`], waits
 //!   advance that virtual clock and yield instead of sleeping; attempts are then not cut
 //!   short by a timer (virtual time does not pass while an attempt runs), but the
@@ -335,8 +336,8 @@ impl Retrier {
             let refusal = Some(refusal);
             return Err(RetryError::Exhausted { attempts: 0, reason, errors: Vec::new(), value: None, refusal });
         }
-        // One clock read per attempt, as in the blocking executor: a failure's time only
-        // when a decision needs it, reused as the next start after a zero delay.
+        // A failure's time is read only when a decision needs it (as in the blocking
+        // executor); see below for the next attempt's start.
         let failure_timed = has_listener || policy.failure_reads_time();
         let attempt_start = Cell::new(call.started_at());
         let failed_at = Cell::new(None);
@@ -409,8 +410,12 @@ impl Retrier {
                 let _ = call.cancel(read_time(), &mut |e| notify(e, history.last()));
                 return Err(history.stopped(Stop::Cancelled, call.attempt()));
             }
+            // After a zero delay the failure's time is the next start, on a virtual clock
+            // (a yield does not move it). On the real one the yield handed the thread to
+            // other tasks for as long as they took, so the clock is read again: the
+            // attempt's bound must start when the attempt does.
             attempt_start.set(match failed_at.get() {
-                Some(at) if delay.is_zero() => at,
+                Some(at) if delay.is_zero() && is_virtual => at,
                 _ => read_time(),
             });
             let resume = call

@@ -3,6 +3,11 @@
 //! with them, one read per attempt while the retries' delays are zero (a failure's time
 //! is the next attempt's start). After a real wait the clock is read once more, since the
 //! deadline is checked again after every wait (the contract's "One call").
+//!
+//! The async executor is counted here on a virtual clock, where it reads as the blocking
+//! one does. On the real clock it also reads after a zero-delay retry's yield (other
+//! tasks ran meanwhile, for as long as they took, and the attempt's bound starts when the
+//! attempt does): with a deadline, two reads per retried attempt there.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
