@@ -79,6 +79,7 @@ use std::time::Duration;
 
 use crate::async_hedge::Hedged;
 use crate::attempt::Attempt;
+use crate::breaker::CircuitBreaker;
 use crate::cancel::CancelToken;
 use crate::clock::{testing, Clock, SystemClock};
 use crate::engine::{Call, Decision, Resume, Stop, Verdict};
@@ -341,7 +342,7 @@ impl Retrier {
         let failure_timed = has_listener || policy.failure_reads_time();
         let attempt_start = Cell::new(call.started_at());
         let failed_at = Cell::new(None);
-        let success_timed = has_listener || policy.breaker().is_some();
+        let success_timed = has_listener || policy.breaker().is_some_and(CircuitBreaker::times_successes);
         let mut history = History { errors: Vec::new(), value: None };
         loop {
             let bound = call.attempt_deadline().expect("the executor runs op only while an attempt is in progress");

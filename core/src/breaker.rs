@@ -301,6 +301,13 @@ impl CircuitBreaker {
         self.lock().rejections
     }
 
+    /// Whether a success's time matters to it: only the sampling model files a success in
+    /// a time window (a consecutive breaker resets a count, or closes from half-open), so
+    /// an executor without a listener need not read the clock for it.
+    pub(crate) fn times_successes(self: &std::sync::Arc<Self>) -> bool {
+        matches!(self.config.model, BreakerModel::Sampling { .. })
+    }
+
     /// A call is about to start at `now`: may it? `on` hears a move to half-open.
     pub fn admit(&self, now: Duration, on: &mut impl FnMut(Transition)) -> Admission {
         let mut inner = self.lock();

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::attempt::Attempt;
 use crate::breaker::BreakerState;
+use crate::breaker::CircuitBreaker;
 use crate::cancel::CancelToken;
 use crate::clock::{testing, Clock, SystemClock};
 use crate::engine::{Call, Decision, Resume, Stop, Verdict};
@@ -414,7 +415,7 @@ impl Retrier {
             failed_at.set(Some(now).filter(|_| failure_timed));
             now
         };
-        let success_timed = has_listener || self.policy.breaker().is_some();
+        let success_timed = has_listener || self.policy.breaker().is_some_and(CircuitBreaker::times_successes);
         // Allocated at the first failure: the happy path allocates nothing.
         let mut history = History { errors: Vec::new(), value: None };
         loop {
