@@ -326,9 +326,7 @@ impl NativePolicy {
     #[napi]
     pub fn stats(&self, unseen_ok: u32) -> napi::Result<Vec<f64>> {
         guarded(|| {
-            for _ in 0..unseen_ok {
-                self.stats.count_first_attempt_success();
-            }
+            self.stats.count_first_attempt_successes(u64::from(unseen_ok));
             let s = self.stats.snapshot();
             let mut out = vec![s.calls, s.attempts, s.retries, s.successes, s.rejections, s.cancellations];
             out.extend(s.exhaustions);

@@ -55,22 +55,31 @@
 //! - **Zero-delay retries yield** to the runtime once, so one task's retries never
 //!   starve the others on its thread.
 //! - **No clock read** the policy does not need: with neither a deadline nor an attempt
-//!   timeout (and no listener) the clock is never read.
+//!   timeout (and no listener) the clock is never read; with an attempt timeout alone,
+//!   once per attempt (its start); with a deadline, also when an attempt fails.
 //! - Under the testing switch ([`crate::testing`]) or with [`AsyncRun::clock`], waits
 //!   advance that virtual clock and yield instead of sleeping; attempts are then not cut
 //!   short by a timer (virtual time does not pass while an attempt runs), but the
 //!   deadline rule still judges them when they end.
 //!
+//! - **Hedging**: a policy with a hedging section ([`Policy::hedging`]) runs its attempts
+//!   side by side in the call's own future, nothing spawned: the first success wins, the
+//!   losers' futures are dropped, and dropping the call or firing the cancel token drops
+//!   every attempt in flight (see [`crate::hedge`] for the engine's rules).
+//!
 //! The future is `Send` when the closures, their futures, the errors and the timer are,
 //! so it can be spawned on a multi-threaded runtime.
 
+use std::cell::Cell;
 use std::fmt;
 use std::future::{poll_fn, Future};
 use std::pin::pin;
 use std::task::Poll;
 use std::time::Duration;
 
+use crate::async_hedge::Hedged;
 use crate::attempt::Attempt;
+use crate::breaker::CircuitBreaker;
 use crate::cancel::CancelToken;
 use crate::clock::{testing, Clock, SystemClock};
 use crate::engine::{Call, Decision, Resume, Stop, Verdict};
@@ -330,14 +339,15 @@ impl Retrier {
             }
         };
         let policy = &**self.policy();
-        if let Some(why) = crate::hedge::one_at_a_time_refusal(policy) {
-            return Err(RetryError::Refused(format!(
-                "{why}; the async executor does not hedge yet: drive a hedged call with retryrs::hedge::HedgeCall"
-            )));
-        }
         if cancel.is_some_and(CancelToken::is_cancelled) {
             crate::engine::cancelled_before_start(policy, &mut |e| notify(e, None));
             return Err(RetryError::Cancelled { attempts: 0, errors: Vec::new(), value: None });
+        }
+        if policy.hedging().is_some() {
+            // Attempts side by side, in this future (crate::async_hedge).
+            let predicate = result_predicate.as_deref_mut();
+            let hedged = Hedged { policy, sleep: &sleep, cancel, clock, is_virtual, classify, notify, predicate };
+            return hedged.run(op).await;
         }
         // As in the blocking executor: time matters only to the attempts' bounds, to a
         // breaker or a ratio budget, and to events; with none, the clock is never read.
@@ -345,6 +355,18 @@ impl Retrier {
         let hooked = wait.is_some() || before_retry.is_some();
         let timed = policy.reads_time() || has_listener || hooked;
         let read_time = || if timed { clock.now() } else { Duration::ZERO };
+        // The happy path of a policy with nothing to tell or bound (as in the blocking
+        // executor): attempt 1 runs before the engine starts, and a value returns at once.
+        let mut first = None;
+        if !timed && cancel.is_none() && policy.budget.is_none() && result_predicate.is_none() {
+            match op(Attempt::new(1, Duration::ZERO, None)).await {
+                Ok(value) => {
+                    self.stats_counters().count_first_attempt_success();
+                    return Ok(value);
+                }
+                Err(error) => first = Some(error),
+            }
+        }
         let mut guard = Unreported(Call::start_with(policy, read_time(), &mut |e| notify(e, None)));
         let call = &mut guard.0;
         if let Some(refusal) = call.refusal() {
@@ -353,8 +375,12 @@ impl Retrier {
             let (errors, deadline_hint) = (Vec::new(), None);
             return Err(RetryError::Exhausted { attempts: 0, reason, errors, value: None, refusal, deadline_hint });
         }
-        let mut attempt_start = call.started_at();
-        let success_timed = has_listener || policy.breaker().is_some();
+        // A failure's time is read only when a decision needs it (as in the blocking
+        // executor); see below for the next attempt's start.
+        let failure_timed = has_listener || hooked || policy.failure_reads_time();
+        let attempt_start = Cell::new(call.started_at());
+        let failed_at = Cell::new(None);
+        let success_timed = has_listener || policy.breaker().is_some_and(CircuitBreaker::times_successes);
         let mut history = History { errors: Vec::new(), value: None };
         let mut hooks = |ctx: &RetryContext<'_, E, T>| {
             crate::executor::plan(
@@ -365,20 +391,23 @@ impl Retrier {
         };
         loop {
             let bound = call.attempt_deadline().expect("the executor runs op only while an attempt is in progress");
-            let attempt = Attempt::new(call.attempt(), attempt_start, bound);
+            let attempt = Attempt::new(call.attempt(), attempt_start.get(), bound);
             let timer = match attempt.remaining {
                 Some(left) if !is_virtual => Some(sleep.sleep(left)),
                 _ => None,
             };
-            let raced = match (&timer, cancel) {
+            let raced = match (first.take(), &timer, cancel) {
+                // Attempt 1 already ran, before the engine started.
+                (Some(error), _, _) => Raced::Done(Err(error)),
                 // Nothing to race against: the attempt alone (the common, unbounded case).
-                (None, None) => Raced::Done(op(attempt).await),
-                _ => race(op(attempt), timer, cancel).await,
+                (None, None, None) => Raced::Done(op(attempt).await),
+                (None, _, _) => race(op(attempt), timer, cancel).await,
             };
-            let outcome = match raced {
-                Raced::Done(outcome) => outcome,
+            let (outcome, timed_out) = match raced {
+                Raced::Done(outcome) => (outcome, false),
                 Raced::TimedOut => {
-                    Err(E::from(TimedOut { attempt: attempt.number, bound: attempt.remaining.unwrap_or_default() }))
+                    let bound = attempt.remaining.unwrap_or_default();
+                    (Err(E::from(TimedOut { attempt: attempt.number, bound })), true)
                 }
                 Raced::Cancelled => {
                     let _ = call.cancel(read_time(), &mut |e| notify(e, history.last()));
@@ -387,10 +416,26 @@ impl Retrier {
             };
             let started = call.started_at();
             let success_now = || if success_timed { clock.now() } else { started };
+            // Made here, not before the loop: a borrow of the Cells held across an await
+            // would make the future !Send.
+            let failure_now = || {
+                let now = if failure_timed { clock.now() } else { attempt_start.get() };
+                failed_at.set(Some(now).filter(|_| failure_timed));
+                now
+            };
             let predicate = result_predicate.as_deref_mut();
             let hooks: Option<&mut crate::judge::PlanHook<'_, E, T>> = if hooked { Some(&mut hooks) } else { None };
-            let judged =
-                history.judge(call, outcome, predicate, &mut classify, &mut notify, read_time, success_now, hooks);
+            let judged = history.judge(
+                call,
+                outcome,
+                timed_out,
+                predicate,
+                &mut classify,
+                &mut notify,
+                failure_now,
+                success_now,
+                hooks,
+            );
             let decision = match judged {
                 Judged::Accepted(value) => return Ok(value),
                 Judged::Decided(decision) => decision,
@@ -414,9 +459,16 @@ impl Retrier {
                 let _ = call.cancel(read_time(), &mut |e| notify(e, history.last()));
                 return Err(history.stopped(Stop::Cancelled, call.attempt(), policy));
             }
-            attempt_start = read_time();
+            // After a zero delay the failure's time is the next start, on a virtual clock
+            // (a yield does not move it). On the real one the yield handed the thread to
+            // other tasks for as long as they took, so the clock is read again: the
+            // attempt's bound must start when the attempt does.
+            attempt_start.set(match failed_at.get() {
+                Some(at) if delay.is_zero() && is_virtual => at,
+                _ => read_time(),
+            });
             let resume = call
-                .after_wait(attempt_start, &mut |e| notify(e, history.last()))
+                .after_wait(attempt_start.get(), &mut |e| notify(e, history.last()))
                 .expect("the executor only resumes after a retry decision");
             if let Resume::Stop(stop) = resume {
                 return Err(history.stopped(stop, call.attempt(), policy));

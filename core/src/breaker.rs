@@ -24,11 +24,13 @@
 //!
 //! Time is whatever the caller passes (`now`, on one time base for every retrier that
 //! shares the breaker), so virtual time drives it; it never reads a clock. Thread-safe (a
-//! small mutex, held for a few comparisons); after a fork each process has its own copy.
+//! small lock, held for a few comparisons); after a fork each process has its own copy,
+//! and a child whose copy was locked by another thread at the fork starts it afresh,
+//! closed, instead of waiting forever (crate::fork_lock).
 
+use crate::fork_lock::{ForkGuard, ForkLock};
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use std::ops::Deref;
@@ -172,7 +174,7 @@ pub enum Transition {
 #[derive(Debug)]
 pub struct CircuitBreaker {
     config: BreakerConfig,
-    inner: Mutex<Inner>,
+    inner: ForkLock<Inner>,
 }
 
 #[derive(Debug)]
@@ -190,6 +192,20 @@ struct Inner {
     windows: VecDeque<HealthWindow>,
     /// Calls refused since the breaker was made.
     rejections: u64,
+}
+
+impl Inner {
+    fn closed() -> Self {
+        Inner {
+            state: BreakerState::Closed,
+            until: Duration::ZERO,
+            opens: 0,
+            probes: 0,
+            consecutive: 0,
+            windows: VecDeque::new(),
+            rejections: 0,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -247,16 +263,7 @@ impl CircuitBreaker {
                 return Err(bad("max_break_duration", ms, ">= break_duration and <= 1 day (ms)"));
             }
         }
-        let inner = Inner {
-            state: BreakerState::Closed,
-            until: Duration::ZERO,
-            opens: 0,
-            probes: 0,
-            consecutive: 0,
-            windows: VecDeque::new(),
-            rejections: 0,
-        };
-        Ok(CircuitBreaker { config, inner: Mutex::new(inner) })
+        Ok(CircuitBreaker { config, inner: ForkLock::new(Inner::closed()) })
     }
 
     /// Its knobs.
@@ -264,9 +271,10 @@ impl CircuitBreaker {
         &self.config
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        // Nothing under the lock panics; a poisoned lock still holds a consistent state.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> ForkGuard<'_, Inner> {
+        // Nothing under the lock panics. Held by a thread that did not follow a fork, the
+        // state may be half-updated: the child's breaker starts afresh, closed.
+        self.inner.lock(|| Some(Inner::closed()))
     }
 
     /// The state at `now` (an open breaker whose break is over reads half-open, as the next
@@ -291,6 +299,13 @@ impl CircuitBreaker {
     /// Calls refused so far.
     pub fn rejections(&self) -> u64 {
         self.lock().rejections
+    }
+
+    /// Whether a success's time matters to it: only the sampling model files a success in
+    /// a time window (a consecutive breaker resets a count, or closes from half-open), so
+    /// an executor without a listener need not read the clock for it.
+    pub(crate) fn times_successes(self: &std::sync::Arc<Self>) -> bool {
+        matches!(self.config.model, BreakerModel::Sampling { .. })
     }
 
     /// A call is about to start at `now`: may it? `on` hears a move to half-open.

@@ -3,8 +3,8 @@
 //! throttling ([`RetryBudget`]), the AWS SDKs' standard retry quota ([`QuotaBudget`]) and
 //! Finagle's windowed ratio budget ([`RatioBudget`]).
 
+use crate::fork_lock::{ForkGuard, ForkLock};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
 /// Tokens are kept in thousandths (as gRPC does), so a ratio such as 0.1 adds exactly.
@@ -284,9 +284,17 @@ impl RetryBudget {
     /// no, and nothing was taken.
     #[inline]
     pub fn try_retry(&self, now: Duration) -> Option<u64> {
+        self.try_retry_after(RetryCause::Failure, now)
+    }
+
+    /// [`RetryBudget::try_retry`] for a retry that follows `cause`: a quota charges a
+    /// timeout its `timeout_retry_cost` (the AWS SDKs' 10, against 5); the other models
+    /// price every retry alike.
+    #[inline]
+    pub fn try_retry_after(&self, cause: RetryCause, now: Duration) -> Option<u64> {
         match &self.model {
             Model::TokenBucket(b) => b.allows_retry().then_some(0),
-            Model::Quota(q) => q.try_acquire(RetryCause::Failure),
+            Model::Quota(q) => q.try_acquire(cause),
             Model::Ratio(r) => r.try_withdraw(now).then_some(0),
         }
     }
@@ -476,7 +484,7 @@ pub struct RatioBudget {
     withdrawal: i64,
     reserve: i64,
     /// `None`: Finagle's `Empty` (no reserve, no percentage).
-    window: Option<Mutex<Window>>,
+    window: Option<ForkLock<Window>>,
 }
 
 /// twitter/util's `WindowedAdder` with 10 slices: the current slice (`writer`) and the
@@ -576,12 +584,14 @@ impl RatioBudget {
         // Scala's Double.toInt: truncated, and at most Int.MaxValue.
         let withdrawal = if none { 1 } else { (1000.0 / percent_can_retry).min(f64::from(i32::MAX)) as i64 };
         let reserve = i64::from(min_retries_per_sec) * ttl_secs as i64 * withdrawal;
-        let window = (min_retries_per_sec > 0 || !none).then(|| Mutex::new(Window::new(ms(ttl), ms(now))));
+        let window = (min_retries_per_sec > 0 || !none).then(|| ForkLock::new(Window::new(ms(ttl), ms(now))));
         Ok(RatioBudget { ttl, min_retries_per_sec, percent_can_retry, deposit, withdrawal, reserve, window })
     }
 
-    fn window(&self) -> Option<std::sync::MutexGuard<'_, Window>> {
-        self.window.as_ref().map(|w| w.lock().unwrap_or_else(|e| e.into_inner()))
+    fn window(&self) -> Option<ForkGuard<'_, Window>> {
+        // Held by a thread that did not follow a fork: its counters (plain numbers, one
+        // update at most behind) are kept.
+        self.window.as_ref().map(|w| w.lock(|| None))
     }
 
     /// A call (every call, not only the ones that fail): one deposit.

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::backoff::Backoff;
 use crate::breaker::{Admission, BreakerState};
+use crate::budget::RetryCause;
 use crate::event::{Event, EventKind, ExhaustReason};
 use crate::knob::MAX_WAIT_MS;
 use crate::policy::Policy;
@@ -297,8 +298,33 @@ impl<P: Deref<Target = Policy>> Call<P> {
         now: Duration,
         sink: &mut impl FnMut(&Event<'_>),
     ) -> Result<Decision, StateError> {
+        self.record_as(verdict, RetryCause::Failure, now, sink)
+    }
+
+    /// [`Call::record`] for an attempt that ran out of its bound (the host cut it short,
+    /// or its I/O timed out): the same verdict and decision, but a retry after it is
+    /// priced as a timeout's by a quota budget (the AWS SDKs charge 10, not 5, and a
+    /// success after it gives the 10 back).
+    #[inline]
+    pub fn record_timeout(
+        &mut self,
+        verdict: Verdict,
+        now: Duration,
+        sink: &mut impl FnMut(&Event<'_>),
+    ) -> Result<Decision, StateError> {
+        self.record_as(verdict, RetryCause::Timeout, now, sink)
+    }
+
+    #[inline(always)]
+    fn record_as(
+        &mut self,
+        verdict: Verdict,
+        cause: RetryCause,
+        now: Duration,
+        sink: &mut impl FnMut(&Event<'_>),
+    ) -> Result<Decision, StateError> {
         match self.propose_step(verdict, now, sink)? {
-            Ok((delay, _)) => Ok(self.settle_step(Plan::Engine, delay, now, sink)),
+            Ok((delay, _)) => Ok(self.settle_step(Plan::Engine, delay, cause, now, sink)),
             Err(stop) => Ok(Decision::Stop(stop)),
         }
     }
@@ -311,6 +337,7 @@ impl<P: Deref<Target = Policy>> Call<P> {
     /// [`Proposal::Wait`]. The call is then "proposed": the host runs its hooks (they may
     /// take any time, awaited or not) and answers with [`Call::settle`]. The jitter is
     /// drawn here, whatever the hooks answer, so the stream of later waits is the same.
+    /// (A quota budget prices the retry as an ordinary failure's, not a timeout's.)
     #[inline]
     pub fn propose(
         &mut self,
@@ -344,7 +371,7 @@ impl<P: Deref<Target = Policy>> Call<P> {
         let State::Proposed(computed) = self.state else {
             return Err(StateError::NotProposed(self.state.describe()));
         };
-        Ok(self.settle_step(plan, computed, now, sink))
+        Ok(self.settle_step(plan, computed, RetryCause::Failure, now, sink))
     }
 
     /// Steps 1 to 5: `Ok((wait, hint))` when the call may wait, `Err(stop)` when it ended.
@@ -408,6 +435,7 @@ impl<P: Deref<Target = Policy>> Call<P> {
         &mut self,
         plan: Plan,
         computed: Duration,
+        cause: RetryCause,
         now: Duration,
         sink: &mut impl FnMut(&Event<'_>),
     ) -> Decision {
@@ -432,7 +460,7 @@ impl<P: Deref<Target = Policy>> Call<P> {
             }
         }
         if let Some(budget) = &self.policy.budget {
-            match budget.try_retry(now) {
+            match budget.try_retry_after(cause, now) {
                 Some(cost) => self.retry_cost = Some(cost),
                 None => return Decision::Stop(self.exhaust(ExhaustReason::Budget, elapsed, sink)),
             }

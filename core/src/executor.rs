@@ -4,6 +4,7 @@
 // Without the `blocking` feature only the error types are left here.
 #![cfg_attr(not(feature = "blocking"), allow(unused_imports))]
 
+use std::cell::Cell;
 use std::fmt;
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use std::time::Duration;
 
 use crate::attempt::Attempt;
 use crate::breaker::BreakerState;
+use crate::breaker::CircuitBreaker;
 use crate::cancel::CancelToken;
 use crate::clock::{testing, Clock, SystemClock};
 use crate::engine::{Call, Decision, Plan, Resume, Stop, Verdict};
@@ -65,8 +67,9 @@ pub enum RetryError<E, T = ()> {
     /// The call was refused before any attempt ran, and says why: a policy that hedges
     /// ([`Policy::hedging`](crate::Policy::hedging)) run by an executor that runs one
     /// attempt at a time and so cannot abandon one (the blocking [`Retrier::run`] and
-    /// [`Retrier::execute`]; the async executor, which does not hedge yet). Drive such a
-    /// policy with [`HedgeCall`](crate::hedge::HedgeCall).
+    /// [`Retrier::execute`]). Run such a policy with the async executor
+    /// ([`Retrier::run_async`](crate::Retrier::run_async)), or drive it with
+    /// [`HedgeCall`](crate::hedge::HedgeCall).
     Refused(String),
 }
 
@@ -385,12 +388,27 @@ impl Retrier {
     /// assert_eq!(got.unwrap(), 2);
     /// ```
     #[cfg(feature = "blocking")]
+    #[inline]
     pub fn run<T, E>(
         &self,
         op: impl FnMut(&Attempt) -> Result<T, E>,
         classify: impl FnMut(&E) -> Verdict,
     ) -> Result<T, RetryError<E>> {
-        self.execute(Run::default(), op, classify).map_err(RetryError::without_value)
+        let mut op = op;
+        // Inlined into the caller: with a policy that has nothing to tell or bound, the
+        // happy path is the attempt itself (the engine starts at the first failure).
+        let first = match self.policy.starts_lazily() {
+            true => match op(&Attempt::new(1, Duration::ZERO, None)) {
+                Ok(value) => {
+                    // No Call, so no Success event to count: the stats are told here.
+                    self.stats.count_first_attempt_success();
+                    return Ok(value);
+                }
+                Err(error) => Some(error),
+            },
+            false => None,
+        };
+        self.execute_from(Run::default(), first, op, classify).map_err(RetryError::without_value)
     }
 
     /// [`Retrier::run`] with the options of [`Run`]: a listener, a cancel token, a clock,
@@ -410,7 +428,20 @@ impl Retrier {
     #[cfg(feature = "blocking")]
     pub fn execute<T, E>(
         &self,
+        run: Run<'_, E, T>,
+        op: impl FnMut(&Attempt) -> Result<T, E>,
+        classify: impl FnMut(&E) -> Verdict,
+    ) -> Result<T, RetryError<E, T>> {
+        self.execute_from(run, None, op, classify)
+    }
+
+    /// [`Retrier::execute`], where `first` is attempt 1's error if the caller already ran
+    /// it (a lazy start: the policy has nothing to tell or bound).
+    #[cfg(feature = "blocking")]
+    fn execute_from<T, E>(
+        &self,
         mut run: Run<'_, E, T>,
+        mut first: Option<E>,
         mut op: impl FnMut(&Attempt) -> Result<T, E>,
         mut classify: impl FnMut(&E) -> Verdict,
     ) -> Result<T, RetryError<E, T>> {
@@ -427,7 +458,7 @@ impl Retrier {
         };
         if let Some(why) = crate::hedge::one_at_a_time_refusal(&self.policy) {
             return Err(RetryError::Refused(format!(
-                "{why}; a blocking Retrier::run/execute cannot abandon an attempt: hedge from async code with retryrs::hedge::HedgeCall"
+                "{why}; a blocking Retrier::run/execute cannot abandon an attempt: hedge from async code with Retrier::run_async (or retryrs::hedge::HedgeCall)"
             )));
         }
         let cancel = run.cancel;
@@ -452,6 +483,19 @@ impl Retrier {
         let hooked = run.wait.is_some() || run.before_retry.is_some();
         let timed = self.policy.reads_time() || has_listener || hooked;
         let read_time = || if timed { clock.now() } else { Duration::ZERO };
+        // The happy path of a policy with nothing to tell or bound (no clock needed, no
+        // budget or breaker to inform, no listener, no result predicate): attempt 1 runs
+        // before the engine starts (a lazy start, as the other hosts do), and a value
+        // returns at once. A failure starts the engine and is judged as attempt 1.
+        if first.is_none() && !timed && self.policy.budget.is_none() && run.result_predicate.is_none() {
+            match op(&Attempt::new(1, Duration::ZERO, None)) {
+                Ok(value) => {
+                    self.stats.count_first_attempt_success();
+                    return Ok(value);
+                }
+                Err(error) => first = Some(error),
+            }
+        }
         let mut call = Call::start_with(&*self.policy, read_time(), &mut |e| notify(e, None));
         if let Some(refusal) = call.refusal() {
             let reason = ExhaustReason::CircuitOpen;
@@ -459,15 +503,31 @@ impl Retrier {
             let (errors, deadline_hint) = (Vec::new(), None);
             return Err(RetryError::Exhausted { attempts: 0, reason, errors, value: None, refusal, deadline_hint });
         }
-        let mut attempt_start = call.started_at();
-        let success_timed = has_listener || self.policy.breaker().is_some();
+        // One clock read per attempt: a failure's time is read only when a decision needs
+        // it (failure_timed), and it is also the next attempt's start after a zero delay;
+        // after a real wait the clock is read again (the deadline is checked after it).
+        let failure_timed = has_listener || hooked || self.policy.failure_reads_time();
+        let attempt_start = Cell::new(call.started_at());
+        let failed_at = Cell::new(None);
+        let failure_now = || {
+            let now = if failure_timed { clock.now() } else { attempt_start.get() };
+            failed_at.set(Some(now).filter(|_| failure_timed));
+            now
+        };
+        let success_timed = has_listener || self.policy.breaker().is_some_and(CircuitBreaker::times_successes);
         // Allocated at the first failure: the happy path allocates nothing.
         let mut history = History { errors: Vec::new(), value: None };
         let (mut wait, mut before) = (run.wait.take(), run.before_retry.take());
         let mut hooks = |ctx: &RetryContext<'_, E, T>| plan(ctx, before.as_deref_mut(), wait.as_deref_mut());
         loop {
-            let bound = call.attempt_deadline().expect("the executor runs op only while an attempt is in progress");
-            let outcome = op(&Attempt::new(call.attempt(), attempt_start, bound));
+            let outcome = match first.take() {
+                Some(error) => Err(error),
+                None => {
+                    let bound =
+                        call.attempt_deadline().expect("the executor runs op only while an attempt is in progress");
+                    op(&Attempt::new(call.attempt(), attempt_start.get(), bound))
+                }
+            };
             let started = call.started_at();
             // Only the Success event (and a breaker) needs its time: else skip the read.
             let success_now = || if success_timed { clock.now() } else { started };
@@ -476,10 +536,11 @@ impl Retrier {
             let decision = match history.judge(
                 &mut call,
                 outcome,
+                false,
                 predicate,
                 &mut classify,
                 &mut notify,
-                read_time,
+                failure_now,
                 success_now,
                 hooks,
             ) {
@@ -494,9 +555,12 @@ impl Retrier {
                 let _ = call.cancel(read_time(), &mut |e| notify(e, history.last()));
                 return Err(history.stopped(Stop::Cancelled, call.attempt(), &self.policy));
             }
-            attempt_start = read_time();
+            attempt_start.set(match failed_at.get() {
+                Some(at) if delay.is_zero() => at,
+                _ => read_time(),
+            });
             let resume = call
-                .after_wait(attempt_start, &mut |e| notify(e, history.last()))
+                .after_wait(attempt_start.get(), &mut |e| notify(e, history.last()))
                 .expect("the executor only resumes after a retry decision");
             if let Resume::Stop(stop) = resume {
                 return Err(history.stopped(stop, call.attempt(), &self.policy));

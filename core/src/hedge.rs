@@ -447,6 +447,17 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
         }
     }
 
+    /// The policy this call runs.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// What the circuit breaker said at the start (`None`: no breaker): an executor whose
+    /// call may be dropped unfinished hands a probe back with it.
+    pub(crate) fn admission(&self) -> Option<Admission> {
+        self.admission
+    }
+
     /// The delay between launches this call uses.
     pub fn hedging_delay(&self) -> Duration {
         self.delay

@@ -50,6 +50,13 @@ impl Rules {
         }
     }
 
+    /// Whether the request may be sent more than once (an idempotent method, or one with
+    /// an honoured `Idempotency-Key`): what a hedge needs, since it is sent before the
+    /// first attempt has failed.
+    pub(crate) fn repeatable(&self, method: &str, idempotency_key: Option<&str>) -> bool {
+        matches!(self.judge(method, idempotency_key, HttpOutcome::NetworkFailed), HttpVerdict::Retry)
+    }
+
     /// A network failure: transient if the connection was never made, or if the request
     /// may be repeated; otherwise the call ends with it.
     pub(crate) fn failure(&self, method: &str, idempotency_key: Option<&str>, connect_failed: bool) -> Verdict {

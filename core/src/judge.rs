@@ -24,6 +24,7 @@ fn decide<P, E, T>(
     notify: &mut impl FnMut(&Event<'_>, Option<Failed<'_, E, T>>),
     now: &impl Fn() -> Duration,
     hooks: Option<&mut PlanHook<'_, E, T>>,
+    timed_out: bool,
 ) -> Decision
 where
     P: Deref<Target = Policy>,
@@ -31,7 +32,10 @@ where
     const BUSY: &str = "the executor only records while an attempt is in progress";
     let sink = &mut |e: &Event<'_>| notify(e, Some(failure));
     let Some(hooks) = hooks else {
-        return call.record(verdict, now(), sink).expect(BUSY);
+        // An attempt cut at its bound: a quota prices the retry after it as a timeout's.
+        let recorded =
+            if timed_out { call.record_timeout(verdict, now(), sink) } else { call.record(verdict, now(), sink) };
+        return recorded.expect(BUSY);
     };
     let at = now();
     match call.propose(verdict, at, sink).expect(BUSY) {
@@ -53,7 +57,8 @@ pub(crate) enum Judged<T> {
 }
 
 impl<E, T> History<E, T> {
-    /// Judges `outcome` of the attempt `call` has in progress. `now` reads the time the
+    /// Judges `outcome` of the attempt `call` has in progress (`timed_out`: the executor
+    /// cut it at its bound, and the error is its `TimedOut`). `now` reads the time the
     /// engine is given for a failure; `success_now` the time of a success (only its event
     /// shows it, so an executor without a listener need not read the clock).
     #[allow(clippy::too_many_arguments)]
@@ -62,6 +67,7 @@ impl<E, T> History<E, T> {
         &mut self,
         call: &mut Call<P>,
         outcome: Result<T, E>,
+        timed_out: bool,
         predicate: Option<&mut A>,
         classify: &mut impl FnMut(&E) -> Verdict,
         notify: &mut impl FnMut(&Event<'_>, Option<Failed<'_, E, T>>),
@@ -86,13 +92,14 @@ impl<E, T> History<E, T> {
                     }
                     ValueVerdict::Retry { hint } => hint,
                 };
-                let decision = decide(call, Verdict::Transient { hint }, Failed::Value(&value), notify, &now, hooks);
+                let decision =
+                    decide(call, Verdict::Transient { hint }, Failed::Value(&value), notify, &now, hooks, false);
                 self.value = Some(value);
                 Judged::Decided(decision)
             }
             Err(error) => {
                 let verdict = classify(&error);
-                let decision = decide(call, verdict, Failed::Error(&error), notify, &now, hooks);
+                let decision = decide(call, verdict, Failed::Error(&error), notify, &now, hooks, timed_out);
                 self.push_error(error);
                 Judged::Decided(decision)
             }

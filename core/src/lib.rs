@@ -102,6 +102,7 @@
 #![deny(missing_docs)]
 
 pub mod async_executor;
+mod async_hedge;
 pub mod attempt;
 pub mod backoff;
 pub mod breaker;
@@ -113,6 +114,7 @@ pub mod document;
 pub mod engine;
 pub mod event;
 pub mod executor;
+mod fork_lock;
 pub mod hedge;
 pub mod http;
 #[cfg(feature = "http-date")]

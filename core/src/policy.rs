@@ -240,8 +240,26 @@ impl Policy {
     /// breaker or a ratio budget (both keep time windows shared with other calls) is set.
     /// When not, a host that emits no events may feed the engine a constant instead of
     /// reading a clock.
+    #[inline]
     pub fn reads_time(&self) -> bool {
         self.bounds_attempts() || self.breaker.is_some() || self.budget.as_ref().is_some_and(|b| b.as_ratio().is_some())
+    }
+    /// Whether an executor may run attempt 1 before starting the engine (a lazy start):
+    /// nothing is bounded or timed, no budget is told of the call, and it does not hedge.
+    /// A value then returns at once; a failure starts the engine and is judged as attempt 1.
+    #[cfg(feature = "blocking")]
+    #[inline]
+    pub(crate) fn starts_lazily(&self) -> bool {
+        !self.reads_time() && self.budget.is_none() && self.hedge.is_none()
+    }
+    /// Whether the time an attempt *failed* matters to a decision: the deadline (does the
+    /// wait fit before it?), a circuit breaker or a ratio budget. An attempt timeout alone
+    /// needs only the attempts' start times, so an executor need not read the clock when
+    /// an attempt fails.
+    pub(crate) fn failure_reads_time(&self) -> bool {
+        self.deadline.is_some()
+            || self.breaker.is_some()
+            || self.budget.as_ref().is_some_and(|b| b.as_ratio().is_some())
     }
     /// When an attempt that starts at `attempt_start`, in a call that started at
     /// `call_start`, runs out of time, on the same time base: the call's deadline, or
@@ -620,8 +638,12 @@ impl Policy {
     /// the backoff ceilings of the `max_attempts - 1` waits (before jitter, hints aside)
     /// is longer than the deadline. `None` when it fits, or with no deadline. Advice for
     /// people (a ported `max_attempts=10` cut short by the 15 s default deadline), never
-    /// a decision: the engine goes on deciding each wait as it comes.
+    /// a decision: the engine goes on deciding each wait as it comes. `None` for a
+    /// hedging policy, whose attempts follow the hedging delay, not the backoff.
     pub fn deadline_hint(&self) -> Option<DeadlineHint> {
+        if self.hedge.is_some() {
+            return None;
+        }
         let deadline = self.deadline?;
         let limit = deadline.as_millis();
         let waits = self.max_attempts.saturating_sub(1);

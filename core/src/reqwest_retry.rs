@@ -28,6 +28,12 @@
 //! - The **attempt's bound** (the deadline, or `attempt_timeout`) cuts an attempt short:
 //!   it fails as a network error (a [`TimedOut`] inside `Error::Middleware`).
 //! - A request whose body cannot be cloned (a stream) is sent once, without retries.
+//! - Under a **hedging** policy ([`Policy::hedging`](crate::Policy::hedging)) a repeatable
+//!   request (an idempotent method, or an `Idempotency-Key`) is hedged: the next copy goes
+//!   out after the hedging delay beside the one in flight, the first answer that is not a
+//!   retryable status wins and the others' connections are dropped. A request that may not
+//!   be repeated is sent once (a hedge is sent before anything failed, so nothing would
+//!   tell a duplicate apart).
 //!
 //! Against `reqwest-retry`: the same transient statuses and connection errors, and also
 //! Retry-After (as a floor, with a cap), a deadline for the whole call, attempt timeouts,
@@ -108,6 +114,9 @@ impl Middleware for RetryMiddleware {
         let method = req.method().as_str().to_owned();
         let key = crate::http_retry::idempotency_key(req.headers()).map(str::to_owned);
         let key = key.as_deref();
+        if self.retrier.policy().hedging().is_some() && !self.rules.repeatable(&method, key) {
+            return next.run(req, extensions).await;
+        }
         let mut first = Some(req);
         let rules = &self.rules;
         let ext: &Extensions = extensions;

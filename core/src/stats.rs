@@ -17,6 +17,10 @@ pub struct Stats {
     rejections: AtomicU64,
     exhaustions: [AtomicU64; ExhaustReason::ALL.len()],
     cancellations: AtomicU64,
+    /// Calls whose first attempt succeeded without a `Call` (a host's lazy happy path):
+    /// one counter, so that path pays one atomic add; the snapshot folds it into calls,
+    /// attempts and successes.
+    first_ok: AtomicU64,
 }
 
 /// A reading of [`Stats`]. Each counter is read on its own: under concurrent calls the
@@ -105,19 +109,25 @@ impl Stats {
     /// would count.
     #[inline]
     pub fn count_first_attempt_success(&self) {
-        for c in [&self.calls, &self.attempts, &self.successes] {
-            c.fetch_add(1, Ordering::Relaxed);
-        }
+        self.first_ok.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// [`Stats::count_first_attempt_success`] `n` times (a host that tallies them itself
+    /// and hands them over when the stats are read).
+    #[inline]
+    pub fn count_first_attempt_successes(&self, n: u64) {
+        self.first_ok.fetch_add(n, Ordering::Relaxed);
     }
 
     /// The counters now.
     pub fn snapshot(&self) -> StatsSnapshot {
         let read = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let first_ok = read(&self.first_ok);
         StatsSnapshot {
-            calls: read(&self.calls),
-            attempts: read(&self.attempts),
+            calls: read(&self.calls) + first_ok,
+            attempts: read(&self.attempts) + first_ok,
             retries: read(&self.retries),
-            successes: read(&self.successes),
+            successes: read(&self.successes) + first_ok,
             rejections: read(&self.rejections),
             exhaustions: std::array::from_fn(|i| read(&self.exhaustions[i])),
             cancellations: read(&self.cancellations),

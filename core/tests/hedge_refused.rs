@@ -1,6 +1,7 @@
 //! A policy that hedges is refused, saying why, by the executors that run one attempt at
 //! a time and so cannot abandon one (issue 26): they never silently retry by the backoff
-//! knobs instead.
+//! knobs instead. (The async executor hedges: tests/async_hedge.rs.)
+#![cfg(feature = "blocking")]
 
 use retryrs::{Attempt, Hedging, Policy, Retrier, RetryError, Verdict};
 use std::cell::Cell;
@@ -36,22 +37,6 @@ fn the_blocking_executor_refuses_a_hedging_policy_before_any_attempt() {
     assert_refused(got, ran.get(), "cannot abandon an attempt");
 }
 
-#[test]
-fn the_async_executor_says_it_does_not_hedge_yet() {
-    let ran = Cell::new(0);
-    let retrier = hedged();
-    let fut = retrier.run_async_with(
-        |_d| std::future::ready(()),
-        |_: Attempt| {
-            ran.set(ran.get() + 1);
-            std::future::ready(Err::<(), _>(std::io::Error::other("503")))
-        },
-        |_| Verdict::TRANSIENT,
-    );
-    let got = block_on(fut);
-    assert_refused(got, ran.get(), "does not hedge yet");
-}
-
 #[cfg(feature = "blocking")]
 #[test]
 fn a_policy_without_hedging_still_retries() {
@@ -59,15 +44,4 @@ fn a_policy_without_hedging_still_retries() {
     let _virtual_time = retryrs::testing::scoped();
     let got = retrier.run(|a: &Attempt| if a.number < 2 { Err("503") } else { Ok(a.number) }, |_| Verdict::TRANSIENT);
     assert_eq!(got.unwrap(), 2);
-}
-
-/// Polls a future that never waits (the refusal comes before any sleep).
-fn block_on<F: std::future::Future>(fut: F) -> F::Output {
-    use std::task::{Context, Poll, Waker};
-    let mut fut = std::pin::pin!(fut);
-    let mut cx = Context::from_waker(Waker::noop());
-    match fut.as_mut().poll(&mut cx) {
-        Poll::Ready(v) => v,
-        Poll::Pending => panic!("the refusal is immediate"),
-    }
 }

@@ -112,6 +112,18 @@ fn stats_count_every_call_of_the_retrier_and_its_clones() {
 }
 
 #[test]
+fn stats_count_a_first_attempt_success_that_never_started_the_engine() {
+    // No deadline, budget, breaker, listener or predicate: the executors' lazy happy path
+    // runs attempt 1 before any Call exists; the call still counts.
+    let r = Retrier::new(Policy::builder().deadline(None).build().unwrap());
+    for _ in 0..3 {
+        assert_eq!(r.run(|_: &Attempt| Ok::<_, ()>(1), |_| Verdict::TRANSIENT).unwrap(), 1);
+    }
+    let s = r.stats();
+    assert_eq!((s.calls, s.attempts, s.successes, s.retries), (3, 3, 3, 0));
+}
+
+#[test]
 fn an_exhaustion_by_deadline_says_when_max_attempts_cannot_fit() {
     let _virtual = retryrs::testing::scoped();
     // The default 15 s deadline and backoff (200 ms doubling to 5 s), max_attempts 10.

@@ -121,3 +121,68 @@ async fn the_deadline_ends_a_hung_request() {
     // The attempt's bound ended it: the client's timeout (set to the bound) or the executor's.
     assert!(err.is_timeout() || err.to_string().contains("timed out"), "{err:?}");
 }
+
+/// Issue 26: under a hedging policy a GET whose first request hangs is hedged: the second
+/// copy answers, the first connection is dropped (the server sees it close), and exactly
+/// two requests were sent. A POST is sent once.
+#[tokio::test(flavor = "current_thread")]
+async fn a_hedging_policy_hedges_a_get_and_sends_a_post_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/rates", listener.local_addr().unwrap());
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let (gone_tx, gone_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn({
+        let accepted = accepted.clone();
+        async move {
+            let mut gone_tx = Some(gone_tx);
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let n = accepted.fetch_add(1, Ordering::SeqCst) + 1;
+                let gone = if n == 1 { gone_tx.take() } else { None };
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    let mut request = vec![];
+                    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match socket.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => request.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    if let Some(gone) = gone {
+                        // The first request hangs until the client closes the connection.
+                        while matches!(socket.read(&mut buf).await, Ok(n) if n > 0) {}
+                        let _ = gone.send(());
+                        return;
+                    }
+                    let reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+                    let _ = socket.write_all(reply.as_bytes()).await;
+                    let _ = socket.shutdown().await;
+                });
+            }
+        }
+    });
+    let hedging = retryrs::Hedging::fixed(3, 50.0).unwrap();
+    let policy = Policy::builder().hedge(Some(hedging)).deadline(None).build().unwrap();
+    let started = Instant::now();
+    let response = client(policy).get(&url).send().await.unwrap();
+    assert_eq!(response.text().await.unwrap(), "ok");
+    assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
+    tokio::time::timeout(Duration::from_secs(5), gone_rx)
+        .await
+        .expect("the server saw the hung request's connection close")
+        .unwrap();
+    assert_eq!(accepted.load(Ordering::SeqCst), 2, "exactly two requests were sent");
+    server.abort();
+
+    // A POST may not be sent twice: once, even when the policy hedges at once (delay 0
+    // would send all three copies together).
+    let at_once = retryrs::Hedging::fixed(3, 0.0).unwrap();
+    let policy = Policy::builder().hedge(Some(at_once)).deadline(None).build().unwrap();
+    let posted = serve(vec![Reply(200, ""), Reply(200, ""), Reply(200, "")]).await;
+    let response = client(policy).post(&posted.url).body("order=1").send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(*posted.methods.lock().unwrap(), ["POST"]);
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // One version: the workspace's in Cargo.toml is the only one written by hand. This checks
 // (or, with --write, sets) every other place that states it, and checks that the static
-// link line is the same list everywhere it is written.
+// link line is the same list everywhere it is written, and the repository URL too.
 //   node versions.js           fails, naming each place that differs
 //   node versions.js --write   rewrites the npm manifests and lock, and the READMEs' install
 //                              commands (artefact names, SONAME, find_package), to the workspace's
@@ -105,6 +105,23 @@ function check() {
     if (!read(file).includes(libs)) problems.push(`${file} does not state the static link line "${libs}" (bindings-c/retryrs.pc.in)`);
   }
   if (/-lgcc_s/.test(libs)) problems.push('Libs.private must not carry -lgcc_s: `cc -static` cannot link it');
+  problems.push(...repositoryProblems());
+  return problems;
+}
+
+// One repository URL: the workspace's (Cargo.toml [workspace.package] repository), which the
+// npm manifest and the Python project's URLs repeat.
+function repositoryProblems() {
+  const section = read('Cargo.toml').split(/^\[workspace\.package\]$/m)[1].split(/^\[/m)[0];
+  const m = section.match(/^repository = "([^"]+)"$/m);
+  if (!m) return ['Cargo.toml [workspace.package] has no repository'];
+  const url = m[1];
+  const problems = [];
+  const npm = JSON.parse(read('bindings-node/package.json')).repository;
+  if (!npm || npm.url !== url) problems.push(`bindings-node/package.json repository.url is ${npm && npm.url}, Cargo.toml says ${url}`);
+  const urls = read('bindings-python/pyproject.toml').split(/^\[project\.urls\]$/m)[1];
+  const py = urls && urls.split(/^\[/m)[0].match(/^Repository = "([^"]+)"$/m);
+  if (!py || py[1] !== url) problems.push(`bindings-python/pyproject.toml [project.urls] Repository is ${py && py[1]}, Cargo.toml says ${url}`);
   return problems;
 }
 
@@ -128,7 +145,7 @@ if (require.main === module) {
   }
   const problems = check();
   if (problems.length) {
-    console.error(`versions: the workspace version or the static link line differs:\n  - ${problems.join('\n  - ')}\n` +
+    console.error(`versions: the workspace version, the static link line or the repository URL differs:\n  - ${problems.join('\n  - ')}\n` +
       'Run `make version-sync` after changing the version in Cargo.toml.');
     process.exit(1);
   }
