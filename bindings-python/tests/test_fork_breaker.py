@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX
 
 
 def _fail():
-    raise OSError("503")
+    raise ConnectionError("503")
 
 
 def _wait(pid, timeout=10.0):
