@@ -121,8 +121,12 @@ pub fn event_kind(kind: EventKind) -> retryrs_event_kind {
         EventKind::BreakerOpened => RETRYRS_EVENT_BREAKER_OPENED,
         EventKind::BreakerHalfOpen => RETRYRS_EVENT_BREAKER_HALF_OPEN,
         EventKind::BreakerClosed => RETRYRS_EVENT_BREAKER_CLOSED,
+        // EventKind is non_exhaustive: the assertion below fails to compile when the core
+        // adds a kind, so none reaches this arm unmapped.
+        _ => RETRYRS_EVENT_ATTEMPT_FAILED,
     }
 }
+const _: () = assert!(EventKind::ALL.len() == 10, "a new EventKind needs its C value above");
 
 /// The C value of an exhaust reason.
 pub fn reason(reason: Option<ExhaustReason>) -> retryrs_reason {
@@ -134,8 +138,11 @@ pub fn reason(reason: Option<ExhaustReason>) -> retryrs_reason {
         Some(ExhaustReason::RetryAfter) => RETRYRS_REASON_RETRY_AFTER,
         Some(ExhaustReason::CircuitOpen) => RETRYRS_REASON_CIRCUIT_OPEN,
         Some(ExhaustReason::Stopped) => RETRYRS_REASON_STOPPED,
+        // ExhaustReason is non_exhaustive: see the assertion below.
+        Some(_) => RETRYRS_REASON_ATTEMPTS,
     }
 }
+const _: () = assert!(ExhaustReason::ALL.len() == 6, "a new ExhaustReason needs its C value above");
 
 /// The status and reason a call's end maps to.
 pub fn stop(stop: Stop) -> (retryrs_status, retryrs_reason) {

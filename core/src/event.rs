@@ -11,7 +11,10 @@ use std::time::Duration;
 /// Which event this is. The order within a call is fixed by the contract: AttemptFailed for
 /// each failure, then exactly one of Retrying (followed by the next attempt), Rejected,
 /// Exhausted or Cancelled; or Success.
+// Non-exhaustive: a new kind (hedging and the breaker added four in 0.2) is not a break
+// for a listener that matches with a `_` arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum EventKind {
     /// An attempt returned a value.
     Success,
@@ -37,6 +40,21 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// Every kind, in declaration order (a test keeps it complete; the bindings check its
+    /// length where they map kinds, so a new kind cannot fall into a `_` arm unseen).
+    pub const ALL: [EventKind; 10] = [
+        EventKind::Success,
+        EventKind::AttemptFailed,
+        EventKind::Retrying,
+        EventKind::Rejected,
+        EventKind::Exhausted,
+        EventKind::Cancelled,
+        EventKind::Hedge,
+        EventKind::BreakerOpened,
+        EventKind::BreakerHalfOpen,
+        EventKind::BreakerClosed,
+    ];
+
     /// The snake_case name every host and the conformance vectors use.
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -88,7 +106,10 @@ impl fmt::Display for EventKind {
 }
 
 /// Why a call stopped retrying transient failures.
+// Non-exhaustive: 0.2 added two reasons (circuit_open, stopped); a new one is not a break
+// for code that matches with a `_` arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ExhaustReason {
     /// max_attempts calls were made.
     Attempts,
@@ -282,6 +303,24 @@ mod tests {
         for r in ExhaustReason::ALL {
             assert_eq!(r.as_str().parse::<ExhaustReason>(), Ok(r));
         }
+    }
+
+    #[test]
+    fn all_holds_every_event_kind() {
+        // No wildcard: a new kind fails to compile here until ALL holds it too.
+        let index = |k: EventKind| match k {
+            EventKind::Success => 0,
+            EventKind::AttemptFailed => 1,
+            EventKind::Retrying => 2,
+            EventKind::Rejected => 3,
+            EventKind::Exhausted => 4,
+            EventKind::Cancelled => 5,
+            EventKind::Hedge => 6,
+            EventKind::BreakerOpened => 7,
+            EventKind::BreakerHalfOpen => 8,
+            EventKind::BreakerClosed => 9,
+        };
+        assert_eq!(EventKind::ALL.map(index), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     }
 
     #[test]
