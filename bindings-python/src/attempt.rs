@@ -17,7 +17,7 @@
 //! both are visible (a sync call inside an async attempt, or the reverse) the innermost,
 //! the later started, wins.
 
-use std::cell::RefCell;
+use std::cell::{Cell, UnsafeCell};
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -45,12 +45,12 @@ impl Mark {
     /// Here, now.
     pub fn here() -> Mark {
         // (A thread that is ending has no blocking call left to be inside of.)
-        SYNC.try_with(|s| s.borrow_mut().mark(false)).unwrap_or(Mark { thread: 0, count: 0 })
+        SYNC.try_with(|s| s.mark(false)).unwrap_or(Mark { thread: 0, count: 0 })
     }
 
     /// A blocking call starting here.
     fn next() -> Mark {
-        SYNC.with(|s| s.borrow_mut().mark(true))
+        SYNC.with(|s| s.mark(true))
     }
 
     /// Whether an attempt marked `self` started after the blocking call marked `sync`, on
@@ -184,35 +184,63 @@ impl AttemptInfo {
 }
 
 /// This thread's blocking attempts, and what marks an attempt started here.
+///
+/// The attempts are the blocking calls' own `SyncSlot`s (on their stacks), linked
+/// innermost first: a call links its slot when it starts and unlinks it when it ends, a
+/// few stores with no allocation and no borrow flag. Cells without a destructor, so that
+/// the thread-local needs no registration either: each access is the address lookup.
 struct Stack {
     /// This thread's number (0: not given yet).
-    thread: u64,
+    thread: Cell<u64>,
     /// The blocking calls started on this thread so far.
-    count: u64,
-    /// The blocking executor's attempts on this thread, innermost last.
-    frames: Vec<Frame>,
+    count: Cell<u64>,
+    /// The innermost blocking attempt on this thread (null: none).
+    top: Cell<*const SyncSlot>,
 }
 
 impl Stack {
-    fn mark(&mut self, next: bool) -> Mark {
-        if self.thread == 0 {
-            self.thread = THREADS.fetch_add(1, Ordering::Relaxed) + 1;
+    fn mark(&self, next: bool) -> Mark {
+        if self.thread.get() == 0 {
+            self.thread.set(THREADS.fetch_add(1, Ordering::Relaxed) + 1);
         }
-        self.count += u64::from(next);
-        Mark { thread: self.thread, count: self.count }
+        let count = self.count.get() + u64::from(next);
+        self.count.set(count);
+        Mark { thread: self.thread.get(), count }
+    }
+
+    /// The innermost blocking attempt's frame.
+    fn top(&self) -> Option<Frame> {
+        let top = self.top.get();
+        // SAFETY: a linked slot lives until its call unlinks it (SyncFrame's drop), on
+        // this thread; nothing writes its frame while this reads it (no Python runs here).
+        (!top.is_null()).then(|| unsafe { (*(*top).frame.get()).clone() }).flatten()
     }
 }
 
 thread_local! {
     // One thread-local for all of it: in a shared library each access is a call.
-    static SYNC: RefCell<Stack> = const { RefCell::new(Stack { thread: 0, count: 0, frames: Vec::new() }) };
+    static SYNC: Stack = const { Stack { thread: Cell::new(0), count: Cell::new(0), top: Cell::new(std::ptr::null()) } };
 }
 
-/// A blocking call's place: on the thread-local stack (pushed when the call starts,
-/// updated per attempt, popped when it ends, however it ends), or, where greenlets may
-/// switch within the thread, in the context variable (reset when it ends).
-pub enum SyncFrame {
-    Thread,
+/// A blocking call's attempt, where the thread's stack links it: made empty on the call's
+/// own stack, filled and linked by `SyncFrame::push`, unlinked when that is dropped.
+pub struct SyncSlot {
+    frame: UnsafeCell<Option<Frame>>,
+    /// The next one out (null: none).
+    prev: Cell<*const SyncSlot>,
+}
+
+impl SyncSlot {
+    pub const fn new() -> Self {
+        SyncSlot { frame: UnsafeCell::new(None), prev: Cell::new(std::ptr::null()) }
+    }
+}
+
+/// A blocking call's place: its slot, linked on the thread's stack (when the call starts,
+/// updated per attempt, unlinked when it ends, however it ends), or, where greenlets may
+/// switch within the thread, the context variable (reset when it ends).
+pub enum SyncFrame<'a> {
+    Thread(&'a SyncSlot),
     /// The token of the first set, which restores what was there before the call.
     Context(Py<PyAny>),
 }
@@ -240,30 +268,40 @@ fn set_in_context(py: Python<'_>, frame: Frame) -> PyResult<Py<PyAny>> {
     Ok(context_var(py)?.call_method1(pyo3::intern!(py, "set"), (info,))?.unbind())
 }
 
-impl SyncFrame {
-    /// The first attempt of a blocking call under `policy`, starting at `start`.
-    pub fn push(py: Python<'_>, policy: &Policy, start: Duration, clock: &Option<VirtualClock>) -> PyResult<Self> {
+impl<'a> SyncFrame<'a> {
+    /// The first attempt of a blocking call under `policy`, starting at `start`, in
+    /// `slot` (the call's own, which outlives the returned frame).
+    pub fn push(
+        py: Python<'_>,
+        slot: &'a SyncSlot,
+        policy: &Policy,
+        start: Duration,
+        clock: &Option<VirtualClock>,
+    ) -> PyResult<Self> {
         let end = policy.attempt_deadline(start, start);
         if greenlets(py) {
             let frame = Frame::marked(Mark::next(), 1, end, start, clock.clone());
             return Ok(SyncFrame::Context(set_in_context(py, frame)?));
         }
         SYNC.with(|s| {
-            let mut s = s.borrow_mut();
             let mark = s.mark(true);
-            s.frames.push(Frame::marked(mark, 1, end, start, clock.clone()));
+            // SAFETY: the slot is not linked yet: nothing else reads it.
+            unsafe { *slot.frame.get() = Some(Frame::marked(mark, 1, end, start, clock.clone())) };
+            slot.prev.set(s.top.get());
+            s.top.set(slot);
         });
-        Ok(SyncFrame::Thread)
+        Ok(SyncFrame::Thread(slot))
     }
 
     pub fn set(&self, py: Python<'_>, frame: Frame) -> PyResult<()> {
         match self {
-            SyncFrame::Thread => SYNC.with(|s| {
-                if let Some(top) = s.borrow_mut().frames.last_mut() {
+            // SAFETY: the call's own slot, on this thread; no reader runs meanwhile.
+            SyncFrame::Thread(slot) => unsafe {
+                if let Some(top) = &mut *slot.frame.get() {
                     // Still the same blocking call: its place among the others stays.
                     *top = Frame { mark: top.mark, ..frame };
                 }
-            }),
+            },
             // The first set's token restores the value from before the call at the end.
             SyncFrame::Context(_) => drop(set_in_context(py, frame)?),
         }
@@ -271,11 +309,28 @@ impl SyncFrame {
     }
 }
 
-impl Drop for SyncFrame {
+impl Drop for SyncFrame<'_> {
     fn drop(&mut self) {
         match self {
-            SyncFrame::Thread => SYNC.with(|s| {
-                s.borrow_mut().frames.pop();
+            SyncFrame::Thread(slot) => SYNC.with(|s| {
+                let me: *const SyncSlot = *slot;
+                if s.top.get() == me {
+                    s.top.set(slot.prev.get());
+                    return;
+                }
+                // Not the innermost (greenlets loaded during the call switched to another
+                // blocking call on this thread): unlinked where it is, so that no link
+                // outlives the slot it points to.
+                let mut at = s.top.get();
+                while !at.is_null() {
+                    // SAFETY: every linked slot is alive (see Stack::top).
+                    let next = unsafe { &(*at).prev };
+                    if next.get() == me {
+                        next.set(slot.prev.get());
+                        return;
+                    }
+                    at = next.get();
+                }
             }),
             SyncFrame::Context(token) => Python::attach(|py| {
                 // Only fails if the context changed under the call: nothing to restore then.
@@ -385,7 +440,7 @@ pub fn context_var(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
 /// outside any.
 #[pyfunction]
 pub fn current_attempt(py: Python<'_>) -> PyResult<Option<Py<AttemptInfo>>> {
-    let sync = SYNC.with(|s| s.borrow().frames.last().cloned());
+    let sync = SYNC.with(Stack::top);
     let var = current_in_context(py)?;
     let in_context = var.cast::<AttemptInfo>().ok().map(|a| a.clone().unbind());
     match (sync, in_context) {

@@ -11,7 +11,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 use retryrs::{cancelled_before_start, Admission, Call, Verdict, VirtualClock};
 
-use crate::attempt::{AttemptInfo, Frame, SyncFrame};
+use crate::attempt::{AttemptInfo, Frame, SyncFrame, SyncSlot};
 use crate::errors;
 use crate::host_policy::{Hooks, HostPolicy, RetryOn};
 use crate::state::{now, CallState, Failed};
@@ -58,7 +58,8 @@ impl Retrier {
         let admission = self.admit(py, start)?;
         // The attempt's bound, for `retryrs.current_attempt()`: a blocking attempt cannot
         // be interrupted, so it is there to be passed to I/O.
-        let frame = SyncFrame::push(py, &self.host.policy, start, &clock)?;
+        let slot = SyncSlot::new();
+        let frame = SyncFrame::push(py, &slot, &self.host.policy, start, &clock)?;
         let mut failure = match f.call(args, kwargs) {
             Ok(value) => {
                 if is_coroutine(py, &value)? {
@@ -119,6 +120,7 @@ impl Retrier {
 
     /// Puts the call to the policy's circuit breaker, if it has one: a refused call is
     /// `RetryExhausted(reason="circuit_open")` at once, the function never called.
+    #[inline]
     fn admit(&self, py: Python<'_>, start: Duration) -> PyResult<Option<Admission>> {
         let host = &*self.host;
         let Some(breaker) = host.policy.breaker() else { return Ok(None) };
