@@ -20,7 +20,7 @@
 use std::cell::{Cell, UnsafeCell};
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use pyo3::prelude::*;
@@ -376,7 +376,7 @@ fn context_api() -> Option<&'static ContextApi> {
 }
 
 /// `_CURRENT.set(value)`: the token that restores what was there before.
-pub fn enter<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+fn set_var<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     let py = value.py();
     let var = context_var(py)?;
     match context_api() {
@@ -387,7 +387,7 @@ pub fn enter<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
 }
 
 /// `_CURRENT.reset(token)`.
-pub fn leave(token: &Bound<'_, PyAny>) -> PyResult<()> {
+fn reset_var(token: &Bound<'_, PyAny>) -> PyResult<()> {
     let py = token.py();
     let var = context_var(py)?;
     match context_api() {
@@ -398,6 +398,177 @@ pub fn leave(token: &Bound<'_, PyAny>) -> PyResult<()> {
         },
         None => var.call_method1(pyo3::intern!(py, "reset"), (token,)).map(drop),
     }
+}
+
+/// An asyncio task's first attempts, where its context shows them.
+///
+/// Setting the context variable and resetting it again would cost each async call more
+/// than the rest of its happy path (two new HAMTs and a token). Instead, the first time a
+/// task's first attempt starts, the task's context gets one of these, and each first
+/// attempt of that task that is not nested in another puts itself in it and takes itself
+/// out again (a field written twice). Whatever copies the context meanwhile (a child
+/// task, `asyncio.to_thread`, a callback) holds the same slot, so it sees the attempt
+/// while the attempt is in progress, as it would have seen the variable; a call nested in
+/// the attempt sets the variable over the slot, so that those copies keep seeing the
+/// attempt they were made in. After the attempt a copy sees what the slot shows then
+/// (the variable, set, would have shown the attempt that was over). Only the task that
+/// owns the slot writes it: a child task's first call gets a slot of its own (what it
+/// replaced, `outer`, shows through it while it holds no attempt).
+#[pyclass(frozen, module = "retryrs", name = "_AttemptSlot")]
+pub struct AttemptSlot {
+    /// A weak reference to the task.
+    owner: Py<PyAny>,
+    /// What the context showed before: nothing, or another task's slot.
+    outer: Option<Py<AttemptSlot>>,
+    current: Mutex<Option<Py<AttemptInfo>>>,
+}
+
+impl AttemptSlot {
+    fn swap(&self, info: Option<Py<AttemptInfo>>) -> Option<Py<AttemptInfo>> {
+        std::mem::replace(&mut *self.current.lock().unwrap_or_else(|e| e.into_inner()), info)
+    }
+
+    fn holds_one(&self) -> bool {
+        self.current.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
+    /// The attempt it shows: its own, else the one the slot it replaced shows.
+    fn shown(&self, py: Python<'_>) -> Option<Py<AttemptInfo>> {
+        let own = self.current.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|i| i.clone_ref(py));
+        own.or_else(|| self.outer.as_ref().and_then(|o| o.get().shown(py)))
+    }
+}
+
+/// A first attempt, made the context's current one (see `enter`).
+pub enum Entered<'py> {
+    /// In its task's slot (which held none before).
+    Slot(Bound<'py, AttemptSlot>),
+    /// Set in the context variable: the token that resets it.
+    Token(Bound<'py, PyAny>),
+}
+
+static RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static CURRENT_TASK: PyOnceLock<TaskOf> = PyOnceLock::new();
+
+/// How to find a loop's running task: the C accelerator's `current_task` (3.12 on), its
+/// dict of them (before: asyncio's own `current_task` is written in Python there, and
+/// reads that dict), or asyncio's function where there is no accelerator.
+enum TaskOf {
+    Function(Py<PyAny>),
+    Dict(Py<pyo3::types::PyDict>),
+}
+
+/// The asyncio task running here, if any (None: no running loop, or not in a task).
+fn running_task(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
+    let accelerator = || py.import("_asyncio").or_else(|_| py.import("asyncio"));
+    let get_loop =
+        RUNNING_LOOP.get_or_try_init(py, || accelerator()?.getattr("_get_running_loop").map(Bound::unbind))?;
+    let running = get_loop.bind(py).call0()?;
+    if running.is_none() {
+        return Ok(None);
+    }
+    let task_of = CURRENT_TASK.get_or_try_init(py, || {
+        let module = accelerator()?;
+        if let Ok(f) = module.getattr("current_task") {
+            return Ok::<_, PyErr>(TaskOf::Function(f.unbind()));
+        }
+        match module.getattr("_current_tasks").map(|d| d.cast_into::<pyo3::types::PyDict>()) {
+            Ok(Ok(tasks)) => Ok(TaskOf::Dict(tasks.unbind())),
+            _ => Ok(TaskOf::Function(py.import("asyncio")?.getattr("current_task")?.unbind())),
+        }
+    })?;
+    let task = match task_of {
+        TaskOf::Function(f) => f.bind(py).call1((running,))?,
+        TaskOf::Dict(tasks) => match tasks.bind(py).get_item(running)? {
+            Some(task) => task,
+            None => return Ok(None),
+        },
+    };
+    Ok((!task.is_none()).then_some(task))
+}
+
+impl<'py> Entered<'py> {
+    /// Makes `info` the attempt `retryrs.current_attempt()` shows in this context (and in
+    /// what copies it), before the attempt's function is called.
+    pub fn enter(info: &Bound<'py, AttemptInfo>) -> PyResult<Self> {
+        let py = info.py();
+        let shown = current_in_context(py)?;
+        let foreign = match shown.cast::<AttemptSlot>() {
+            Ok(slot) => Some(slot),
+            Err(_) if shown.is_none() => None,
+            // An attempt set by the loop forms or a later attempt: set over it.
+            Err(_) => return Ok(Entered::Token(set_var(info.as_any())?)),
+        };
+        let Some(task) = running_task(py)? else {
+            return Ok(Entered::Token(set_var(info.as_any())?));
+        };
+        if let Some(slot) = foreign {
+            let owner = slot.get().owner.bind(py).call0()?;
+            if owner.is(&task) {
+                if slot.get().holds_one() {
+                    // A call nested in the task's attempt: set over the slot, so that what
+                    // copied the context inside the outer attempt keeps seeing that one.
+                    return Ok(Entered::Token(set_var(info.as_any())?));
+                }
+                slot.get().swap(Some(info.clone().unbind()));
+                return Ok(Entered::Slot(slot.clone()));
+            }
+        }
+        let weak = pyo3::types::PyWeakrefReference::new(&task)?;
+        let slot = Bound::new(
+            py,
+            AttemptSlot {
+                owner: weak.into_any().unbind(),
+                outer: foreign.map(|f| f.clone().unbind()),
+                current: Mutex::new(Some(info.clone().unbind())),
+            },
+        )?;
+        // Kept for the task's life: its token is dropped, never reset.
+        drop(set_var(slot.as_any())?);
+        Ok(Entered::Slot(slot))
+    }
+
+    /// Whether the attempt is in an asyncio task's slot (so asyncio runs it, not trio).
+    pub fn in_task(&self) -> bool {
+        matches!(self, Entered::Slot(_))
+    }
+
+    /// The attempt is over: the context shows what it showed before.
+    pub fn leave(&self) -> PyResult<()> {
+        match self {
+            Entered::Slot(slot) => drop(slot.get().swap(None)),
+            Entered::Token(token) => reset_var(token)?,
+        }
+        Ok(())
+    }
+
+    /// For the asyncio driver, which leaves an attempt that went on past its first step
+    /// (`_leave_attempt`).
+    pub fn to_object(&self) -> Py<PyAny> {
+        match self {
+            Entered::Slot(slot) => slot.clone().into_any().unbind(),
+            Entered::Token(token) => token.clone().unbind(),
+        }
+    }
+}
+
+/// `_leave_attempt(entered)`: the asyncio driver's first attempt is over (entered in its
+/// task's `_AttemptSlot`, or set in the context variable: the token).
+#[pyfunction]
+pub fn _leave_attempt(entered: &Bound<'_, PyAny>) -> PyResult<()> {
+    match entered.cast::<AttemptSlot>() {
+        Ok(slot) => drop(slot.get().swap(None)),
+        Err(_) => reset_var(entered)?,
+    }
+    Ok(())
+}
+
+/// The attempt a value of the context variable shows.
+fn shown(value: &Bound<'_, PyAny>) -> Option<Py<AttemptInfo>> {
+    if let Ok(info) = value.cast::<AttemptInfo>() {
+        return Some(info.clone().unbind());
+    }
+    value.cast::<AttemptSlot>().ok().and_then(|s| s.get().shown(value.py()))
 }
 
 /// `_CURRENT.get()`.
@@ -441,8 +612,7 @@ pub fn context_var(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
 #[pyfunction]
 pub fn current_attempt(py: Python<'_>) -> PyResult<Option<Py<AttemptInfo>>> {
     let sync = SYNC.with(Stack::top);
-    let var = current_in_context(py)?;
-    let in_context = var.cast::<AttemptInfo>().ok().map(|a| a.clone().unbind());
+    let in_context = shown(&current_in_context(py)?);
     match (sync, in_context) {
         (Some(s), Some(c)) if c.get().frame.mark.after(s.mark) => Ok(Some(c)),
         (Some(s), _) => Ok(Some(Py::new(py, AttemptInfo::new(s, Duration::ZERO))?)),

@@ -33,6 +33,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stepped::SteppedCall>()?;
     m.add_class::<attempt::AttemptInfo>()?;
     m.add_function(wrap_pyfunction!(attempt::current_attempt, m)?)?;
+    m.add_function(wrap_pyfunction!(attempt::_leave_attempt, m)?)?;
     m.add_class::<step::FirstAttempt>()?;
     m.add("_CURRENT", attempt::context_var(m.py())?)?;
     m.add_class::<event::PyEvent>()?;

@@ -462,7 +462,7 @@ impl Retrier {
     ) -> PyResult<Bound<'py, PyAny>> {
         let (py, this) = (slf.py(), slf.get());
         let info = Bound::new(py, this._start(py)?)?;
-        let token = crate::attempt::enter(info.as_any())?;
+        let entered = crate::attempt::Entered::enter(&info)?;
         let slow = |kind: u8,
                     attempt: Option<Bound<'py, PyAny>>,
                     step: Option<Bound<'py, PyAny>>,
@@ -476,7 +476,7 @@ impl Retrier {
                 attempt: attempt.map(Bound::unbind),
                 step: step.map(Bound::unbind),
                 value: value.map(Bound::unbind),
-                token: running.then(|| token.clone().unbind()),
+                token: running.then(|| entered.to_object()),
             };
             Ok(Bound::new(py, first)?.into_any())
         };
@@ -484,23 +484,25 @@ impl Retrier {
         let attempt = match func.call(args, kwargs) {
             Ok(attempt) => attempt,
             Err(e) => {
-                crate::attempt::leave(&token)?;
+                entered.leave()?;
                 return slow(FirstAttempt::FAILED, None, None, Some(e.into_value(py).into_bound(py).into_any()), false);
             }
         };
         // A trio cancel scope bounding the attempt must be entered before its first step
         // (for the scopes the attempt opens to nest inside it): the driver starts it then.
-        if !is_coroutine(py, &attempt)? || (info.get().arm() && crate::attempt::loaded(py, &TRIO, "trio")) {
+        // (Not in an asyncio task, where the attempt entered its task's slot.)
+        let under_trio = || !entered.in_task() && crate::attempt::loaded(py, &TRIO, "trio");
+        if !is_coroutine(py, &attempt)? || (info.get().arm() && under_trio()) {
             return slow(FirstAttempt::UNSTARTED, Some(attempt), None, None, true);
         }
         match crate::step::first_step(py, &attempt) {
             Step::Yielded(step) => slow(FirstAttempt::SUSPENDED, Some(attempt), Some(step), None, true),
             Step::Raised(e) => {
-                crate::attempt::leave(&token)?;
+                entered.leave()?;
                 slow(FirstAttempt::FAILED, Some(attempt), None, Some(e.into_value(py).into_bound(py).into_any()), false)
             }
             Step::Done(value) => {
-                crate::attempt::leave(&token)?;
+                entered.leave()?;
                 if this.host.wants_success {
                     if this.host.retry_on_result.is_some() {
                         return slow(FirstAttempt::VALUE, Some(attempt), None, Some(value), false);
