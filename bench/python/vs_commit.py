@@ -115,11 +115,13 @@ def python_of(tree):
 
 def run_child(tree, name, n, repeats, callgrind=False):
     cmd = [python_of(tree), HERE, "--child", name, "--n", str(n), "--repeats", str(repeats)]
+    # A fixed hash seed: dict probing (hence instruction counts) the same in every run.
+    env = dict(os.environ, PYTHONHASHSEED="0")
     if callgrind:
         cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"] + cmd
     # The child imports retryrs from the tree's venv; run it outside both trees so no
     # checkout's python/ directory shadows it.
-    out = subprocess.run(cmd, capture_output=True, text=True, cwd="/", check=False)
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd="/", env=env, check=False)
     if out.returncode != 0:
         sys.exit(f"{tree}: {name} failed:\n{out.stderr}")
     if callgrind:

@@ -418,6 +418,8 @@ fn reset_var(token: &Bound<'_, PyAny>) -> PyResult<()> {
 pub struct AttemptSlot {
     /// A weak reference to the task.
     owner: Py<PyAny>,
+    /// The loop running the task.
+    task_loop: Py<PyAny>,
     /// What the context showed before: nothing, or another task's slot.
     outer: Option<Py<AttemptSlot>>,
     current: Mutex<Option<Py<AttemptInfo>>>,
@@ -458,17 +460,29 @@ enum TaskOf {
     Dict(Py<pyo3::types::PyDict>),
 }
 
-/// The asyncio task running here, if any (None: no running loop, or not in a task).
-fn running_task(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
-    let accelerator = || py.import("_asyncio").or_else(|_| py.import("asyncio"));
+/// The asyncio loop running here and its task, if any (None: no running loop, or not in
+/// a task). Asking for the running loop costs a system call (asyncio checks the process
+/// id each time, for fork safety): a task's slot keeps its loop, so that its later calls
+/// only ask the loop for its task (`task_of`).
+fn running_task(py: Python<'_>) -> PyResult<Option<(Bound<'_, PyAny>, Bound<'_, PyAny>)>> {
     let get_loop =
-        RUNNING_LOOP.get_or_try_init(py, || accelerator()?.getattr("_get_running_loop").map(Bound::unbind))?;
+        RUNNING_LOOP.get_or_try_init(py, || accelerator(py)?.getattr("_get_running_loop").map(Bound::unbind))?;
     let running = get_loop.bind(py).call0()?;
     if running.is_none() {
         return Ok(None);
     }
+    Ok(task_of(&running)?.map(|task| (running, task)))
+}
+
+fn accelerator(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyModule>> {
+    py.import("_asyncio").or_else(|_| py.import("asyncio"))
+}
+
+/// The task `running_loop` is running now, if any.
+fn task_of<'py>(running_loop: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = running_loop.py();
     let task_of = CURRENT_TASK.get_or_try_init(py, || {
-        let module = accelerator()?;
+        let module = accelerator(py)?;
         if let Ok(f) = module.getattr("current_task") {
             return Ok::<_, PyErr>(TaskOf::Function(f.unbind()));
         }
@@ -478,14 +492,16 @@ fn running_task(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
         }
     })?;
     let task = match task_of {
-        TaskOf::Function(f) => f.bind(py).call1((running,))?,
-        TaskOf::Dict(tasks) => match tasks.bind(py).get_item(running)? {
+        TaskOf::Function(f) => f.bind(py).call1((running_loop,))?,
+        TaskOf::Dict(tasks) => match tasks.bind(py).get_item(running_loop)? {
             Some(task) => task,
             None => return Ok(None),
         },
     };
     Ok((!task.is_none()).then_some(task))
 }
+
+static TRIO_MODULE: PyOnceLock<Py<pyo3::types::PyString>> = PyOnceLock::new();
 
 impl<'py> Entered<'py> {
     /// Makes `info` the attempt `retryrs.current_attempt()` shows in this context (and in
@@ -499,26 +515,36 @@ impl<'py> Entered<'py> {
             // An attempt set by the loop forms or a later attempt: set over it.
             Err(_) => return Ok(Entered::Token(set_var(info.as_any())?)),
         };
-        let Some(task) = running_task(py)? else {
-            return Ok(Entered::Token(set_var(info.as_any())?));
-        };
         if let Some(slot) = foreign {
-            let owner = slot.get().owner.bind(py).call0()?;
-            if owner.is(&task) {
-                if slot.get().holds_one() {
-                    // A call nested in the task's attempt: set over the slot, so that what
-                    // copied the context inside the outer attempt keeps seeing that one.
-                    return Ok(Entered::Token(set_var(info.as_any())?));
+            // The slot's task is the one running its loop now: this is that task (a loop
+            // runs in one thread, one task at a time, and no loop runs inside another).
+            let this = slot.get();
+            if let Some(task) = task_of(this.task_loop.bind(py))? {
+                if this.owner.bind(py).call0()?.is(&task) {
+                    if this.holds_one() {
+                        // A call nested in the task's attempt: set over the slot, so that
+                        // what copied the context inside the outer attempt keeps seeing
+                        // that one.
+                        return Ok(Entered::Token(set_var(info.as_any())?));
+                    }
+                    this.swap(Some(info.clone().unbind()));
+                    return Ok(Entered::Slot(slot.clone()));
                 }
-                slot.get().swap(Some(info.clone().unbind()));
-                return Ok(Entered::Slot(slot.clone()));
             }
         }
+        // Under trio (loaded) the variable is set, as before asyncio tasks had slots.
+        if loaded(py, &TRIO_MODULE, "trio") {
+            return Ok(Entered::Token(set_var(info.as_any())?));
+        }
+        let Some((running_loop, task)) = running_task(py)? else {
+            return Ok(Entered::Token(set_var(info.as_any())?));
+        };
         let weak = pyo3::types::PyWeakrefReference::new(&task)?;
         let slot = Bound::new(
             py,
             AttemptSlot {
                 owner: weak.into_any().unbind(),
+                task_loop: running_loop.unbind(),
                 outer: foreign.map(|f| f.clone().unbind()),
                 current: Mutex::new(Some(info.clone().unbind())),
             },
