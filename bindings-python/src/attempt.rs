@@ -7,7 +7,9 @@
 //!
 //! Where the attempt is found: the asyncio driver and the loop forms set a `contextvars`
 //! value (tasks interleave on one thread, and `asyncio.to_thread` / child tasks copy the
-//! context); the blocking executor pushes onto a thread-local stack instead, which costs
+//! context); an asyncio task's first attempts go in one slot the variable holds for the
+//! task (`AttemptSlot`: two field writes per call rather than a set and a reset); the
+//! blocking executor links its attempt on a thread-local stack instead, which costs
 //! its happy path a few nanoseconds rather than a context-variable set and reset (about
 //! as much again as the whole call). Nothing else can run on a thread while a blocking
 //! call is in progress there, except greenlets (gevent, eventlet: each has its own
@@ -19,8 +21,8 @@
 
 use std::cell::{Cell, UnsafeCell};
 use std::ops::Deref;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use pyo3::prelude::*;
@@ -422,22 +424,52 @@ pub struct AttemptSlot {
     task_loop: Py<PyAny>,
     /// What the context showed before: nothing, or another task's slot.
     outer: Option<Py<AttemptSlot>>,
-    current: Mutex<Option<Py<AttemptInfo>>>,
+    /// The attempt in it (an owned reference to an `AttemptInfo`), or null. Written only
+    /// by the owning task, attached to the interpreter: plain loads and stores (a lock
+    /// costs the happy path more than the rest of the slot).
+    current: AtomicPtr<pyo3::ffi::PyObject>,
 }
 
 impl AttemptSlot {
-    fn swap(&self, info: Option<Py<AttemptInfo>>) -> Option<Py<AttemptInfo>> {
-        std::mem::replace(&mut *self.current.lock().unwrap_or_else(|e| e.into_inner()), info)
+    /// The attempt `info` goes in (the slot holds none).
+    fn put(&self, info: &Bound<'_, AttemptInfo>) {
+        self.current.store(info.clone().into_ptr(), Ordering::Release);
+    }
+
+    /// The attempt in it is over.
+    fn clear(&self, py: Python<'_>) {
+        let held = self.current.load(Ordering::Acquire);
+        self.current.store(std::ptr::null_mut(), Ordering::Release);
+        if !held.is_null() {
+            // SAFETY: the slot's own reference, given up here.
+            drop(unsafe { Bound::<PyAny>::from_owned_ptr(py, held) });
+        }
     }
 
     fn holds_one(&self) -> bool {
-        self.current.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+        !self.current.load(Ordering::Acquire).is_null()
     }
 
     /// The attempt it shows: its own, else the one the slot it replaced shows.
     fn shown(&self, py: Python<'_>) -> Option<Py<AttemptInfo>> {
-        let own = self.current.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|i| i.clone_ref(py));
-        own.or_else(|| self.outer.as_ref().and_then(|o| o.get().shown(py)))
+        let held = self.current.load(Ordering::Acquire);
+        if held.is_null() {
+            return self.outer.as_ref().and_then(|o| o.get().shown(py));
+        }
+        // SAFETY: the slot holds a reference, and only its task (this thread, attached)
+        // gives it up.
+        let held = unsafe { Bound::<PyAny>::from_borrowed_ptr(py, held) };
+        held.cast_into::<AttemptInfo>().ok().map(Bound::unbind)
+    }
+}
+
+impl Drop for AttemptSlot {
+    fn drop(&mut self) {
+        let held = *self.current.get_mut();
+        if !held.is_null() {
+            // SAFETY: the slot's own reference.
+            Python::attach(|py| drop(unsafe { Bound::<PyAny>::from_owned_ptr(py, held) }));
+        }
     }
 }
 
@@ -527,7 +559,7 @@ impl<'py> Entered<'py> {
                         // that one.
                         return Ok(Entered::Token(set_var(info.as_any())?));
                     }
-                    this.swap(Some(info.clone().unbind()));
+                    this.put(info);
                     return Ok(Entered::Slot(slot.clone()));
                 }
             }
@@ -546,7 +578,7 @@ impl<'py> Entered<'py> {
                 owner: weak.into_any().unbind(),
                 task_loop: running_loop.unbind(),
                 outer: foreign.map(|f| f.clone().unbind()),
-                current: Mutex::new(Some(info.clone().unbind())),
+                current: AtomicPtr::new(info.clone().into_ptr()),
             },
         )?;
         // Kept for the task's life: its token is dropped, never reset.
@@ -562,7 +594,7 @@ impl<'py> Entered<'py> {
     /// The attempt is over: the context shows what it showed before.
     pub fn leave(&self) -> PyResult<()> {
         match self {
-            Entered::Slot(slot) => drop(slot.get().swap(None)),
+            Entered::Slot(slot) => slot.get().clear(slot.py()),
             Entered::Token(token) => reset_var(token)?,
         }
         Ok(())
@@ -583,7 +615,7 @@ impl<'py> Entered<'py> {
 #[pyfunction]
 pub fn _leave_attempt(entered: &Bound<'_, PyAny>) -> PyResult<()> {
     match entered.cast::<AttemptSlot>() {
-        Ok(slot) => drop(slot.get().swap(None)),
+        Ok(slot) => slot.get().clear(slot.py()),
         Err(_) => reset_var(entered)?,
     }
     Ok(())

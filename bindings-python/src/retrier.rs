@@ -446,8 +446,9 @@ impl Retrier {
 
     /// The asyncio driver's first attempt, run here up to its first suspension (see
     /// `retryrs._aio.drive`): starts the call as `_start` does, makes the attempt
-    /// `retryrs.current_attempt()` (the context variable, set before the function is
-    /// called so that what the first step starts, threads and child tasks, copies it),
+    /// `retryrs.current_attempt()` (in its asyncio task's slot, or the context variable
+    /// set: see `attempt::AttemptSlot`; before the function is called, so that what the
+    /// first step starts, threads and child tasks, copies it),
     /// calls the function and, for a native coroutine, runs its first step. An attempt
     /// over in that step with a value nobody else needs to see (no result predicate; a
     /// listener or budget hears of the success here) returns the value: the happy path,
