@@ -21,7 +21,7 @@
 
 use std::cell::{Cell, UnsafeCell};
 use std::ops::Deref;
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicPtr, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -249,11 +249,39 @@ pub enum SyncFrame<'a> {
 
 static GREENLET: PyOnceLock<Py<pyo3::types::PyString>> = PyOnceLock::new();
 
-/// Whether the `greenlet` module is loaded (gevent, eventlet, and some libraries that use
-/// it): one dict lookup in `sys.modules`.
+/// Whether the `greenlet` module was ever loaded (gevent, eventlet, and some libraries
+/// that use it): once it was, always (a greenlet may outlive its module's entry). Until
+/// then, a dict lookup in `sys.modules` when its size changed since the last lookup (the
+/// lookup costs the blocking happy path as much as the rest of the attempt's frame): an
+/// import adds an entry, so an unchanged size means no import, unless as many entries
+/// were removed in between.
 fn greenlets(py: Python<'_>) -> bool {
-    loaded(py, &GREENLET, "greenlet")
+    if GREENLET_SEEN.load(Ordering::Relaxed) {
+        return true;
+    }
+    // SAFETY: with the GIL held, sys.modules (a borrowed reference).
+    let size = unsafe {
+        let modules = pyo3::ffi::PyImport_GetModuleDict();
+        if modules.is_null() {
+            return false;
+        }
+        pyo3::ffi::PyDict_Size(modules)
+    };
+    if size == MODULES_WITHOUT_GREENLET.load(Ordering::Relaxed) {
+        return false;
+    }
+    let found = loaded(py, &GREENLET, "greenlet");
+    if found {
+        GREENLET_SEEN.store(true, Ordering::Relaxed);
+    } else {
+        MODULES_WITHOUT_GREENLET.store(size, Ordering::Relaxed);
+    }
+    found
 }
+
+static GREENLET_SEEN: AtomicBool = AtomicBool::new(false);
+/// The size of `sys.modules` when `greenlet` was last looked for and not found (-1: never).
+static MODULES_WITHOUT_GREENLET: AtomicIsize = AtomicIsize::new(-1);
 
 /// Whether the module `name` is in `sys.modules` (`key` holds the name once made).
 pub fn loaded(py: Python<'_>, key: &'static PyOnceLock<Py<pyo3::types::PyString>>, name: &str) -> bool {

@@ -386,6 +386,30 @@ print("ok")
 """
 
 
+# `greenlet` loaded after blocking calls ran: the next call sees it (seen from an empty
+# context, the thread-local stack shows the attempt, the context variable does not).
+GREENLET_LATER = r"""
+import contextvars, sys, types
+import retryrs
+from retryrs import Retrier
+
+assert "greenlet" not in sys.modules
+probe = lambda: contextvars.Context().run(retryrs.current_attempt)
+r = Retrier()
+assert r.call(probe) is not None and r.call(probe) is not None  # the thread's stack
+sys.modules["greenlet"] = types.ModuleType("greenlet")
+assert r.call(probe) is None  # the context variable: each greenlet has its own
+del sys.modules["greenlet"]
+assert r.call(probe) is None  # once loaded, always
+print("ok")
+"""
+
+
+def test_greenlet_loaded_after_blocking_calls_is_noticed_by_the_next_call():
+    out = subprocess.run([sys.executable, "-c", GREENLET_LATER], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
 def test_with_greenlet_loaded_a_blocking_call_keeps_its_attempt_in_the_context():
     out = subprocess.run([sys.executable, "-c", GREENLET_PATH], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
