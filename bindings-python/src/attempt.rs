@@ -7,7 +7,9 @@
 //!
 //! Where the attempt is found: the asyncio driver and the loop forms set a `contextvars`
 //! value (tasks interleave on one thread, and `asyncio.to_thread` / child tasks copy the
-//! context); the blocking executor pushes onto a thread-local stack instead, which costs
+//! context); an asyncio task's first attempts go in one slot the variable holds for the
+//! task (`AttemptSlot`: two field writes per call rather than a set and a reset); the
+//! blocking executor links its attempt on a thread-local stack instead, which costs
 //! its happy path a few nanoseconds rather than a context-variable set and reset (about
 //! as much again as the whole call). Nothing else can run on a thread while a blocking
 //! call is in progress there, except greenlets (gevent, eventlet: each has its own
@@ -17,9 +19,9 @@
 //! both are visible (a sync call inside an async attempt, or the reverse) the innermost,
 //! the later started, wins.
 
-use std::cell::RefCell;
+use std::cell::{Cell, UnsafeCell};
 use std::ops::Deref;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicPtr, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -45,12 +47,12 @@ impl Mark {
     /// Here, now.
     pub fn here() -> Mark {
         // (A thread that is ending has no blocking call left to be inside of.)
-        SYNC.try_with(|s| s.borrow_mut().mark(false)).unwrap_or(Mark { thread: 0, count: 0 })
+        SYNC.try_with(|s| s.mark(false)).unwrap_or(Mark { thread: 0, count: 0 })
     }
 
     /// A blocking call starting here.
     fn next() -> Mark {
-        SYNC.with(|s| s.borrow_mut().mark(true))
+        SYNC.with(|s| s.mark(true))
     }
 
     /// Whether an attempt marked `self` started after the blocking call marked `sync`, on
@@ -184,46 +186,102 @@ impl AttemptInfo {
 }
 
 /// This thread's blocking attempts, and what marks an attempt started here.
+///
+/// The attempts are the blocking calls' own `SyncSlot`s (on their stacks), linked
+/// innermost first: a call links its slot when it starts and unlinks it when it ends, a
+/// few stores with no allocation and no borrow flag. Cells without a destructor, so that
+/// the thread-local needs no registration either: each access is the address lookup.
 struct Stack {
     /// This thread's number (0: not given yet).
-    thread: u64,
+    thread: Cell<u64>,
     /// The blocking calls started on this thread so far.
-    count: u64,
-    /// The blocking executor's attempts on this thread, innermost last.
-    frames: Vec<Frame>,
+    count: Cell<u64>,
+    /// The innermost blocking attempt on this thread (null: none).
+    top: Cell<*const SyncSlot>,
 }
 
 impl Stack {
-    fn mark(&mut self, next: bool) -> Mark {
-        if self.thread == 0 {
-            self.thread = THREADS.fetch_add(1, Ordering::Relaxed) + 1;
+    fn mark(&self, next: bool) -> Mark {
+        if self.thread.get() == 0 {
+            self.thread.set(THREADS.fetch_add(1, Ordering::Relaxed) + 1);
         }
-        self.count += u64::from(next);
-        Mark { thread: self.thread, count: self.count }
+        let count = self.count.get() + u64::from(next);
+        self.count.set(count);
+        Mark { thread: self.thread.get(), count }
+    }
+
+    /// The innermost blocking attempt's frame.
+    fn top(&self) -> Option<Frame> {
+        let top = self.top.get();
+        // SAFETY: a linked slot lives until its call unlinks it (SyncFrame's drop), on
+        // this thread; nothing writes its frame while this reads it (no Python runs here).
+        (!top.is_null()).then(|| unsafe { (*(*top).frame.get()).clone() }).flatten()
     }
 }
 
 thread_local! {
     // One thread-local for all of it: in a shared library each access is a call.
-    static SYNC: RefCell<Stack> = const { RefCell::new(Stack { thread: 0, count: 0, frames: Vec::new() }) };
+    static SYNC: Stack = const { Stack { thread: Cell::new(0), count: Cell::new(0), top: Cell::new(std::ptr::null()) } };
 }
 
-/// A blocking call's place: on the thread-local stack (pushed when the call starts,
-/// updated per attempt, popped when it ends, however it ends), or, where greenlets may
-/// switch within the thread, in the context variable (reset when it ends).
-pub enum SyncFrame {
-    Thread,
+/// A blocking call's attempt, where the thread's stack links it: made empty on the call's
+/// own stack, filled and linked by `SyncFrame::push`, unlinked when that is dropped.
+pub struct SyncSlot {
+    frame: UnsafeCell<Option<Frame>>,
+    /// The next one out (null: none).
+    prev: Cell<*const SyncSlot>,
+}
+
+impl SyncSlot {
+    pub const fn new() -> Self {
+        SyncSlot { frame: UnsafeCell::new(None), prev: Cell::new(std::ptr::null()) }
+    }
+}
+
+/// A blocking call's place: its slot, linked on the thread's stack (when the call starts,
+/// updated per attempt, unlinked when it ends, however it ends), or, where greenlets may
+/// switch within the thread, the context variable (reset when it ends).
+pub enum SyncFrame<'a> {
+    Thread(&'a SyncSlot),
     /// The token of the first set, which restores what was there before the call.
     Context(Py<PyAny>),
 }
 
 static GREENLET: PyOnceLock<Py<pyo3::types::PyString>> = PyOnceLock::new();
 
-/// Whether the `greenlet` module is loaded (gevent, eventlet, and some libraries that use
-/// it): one dict lookup in `sys.modules`.
+/// Whether the `greenlet` module was ever loaded (gevent, eventlet, and some libraries
+/// that use it): once it was, always (a greenlet may outlive its module's entry). Until
+/// then, a dict lookup in `sys.modules` when its size changed since the last lookup (the
+/// lookup costs the blocking happy path as much as the rest of the attempt's frame): an
+/// import adds an entry, so an unchanged size means no import, unless as many entries
+/// were removed in between.
 fn greenlets(py: Python<'_>) -> bool {
-    loaded(py, &GREENLET, "greenlet")
+    if GREENLET_SEEN.load(Ordering::Relaxed) {
+        return true;
+    }
+    // SAFETY: with the GIL held, sys.modules (a borrowed reference).
+    let size = unsafe {
+        let modules = pyo3::ffi::PyImport_GetModuleDict();
+        if modules.is_null() {
+            return false;
+        }
+        pyo3::ffi::PyDict_Size(modules)
+    };
+    if size == MODULES_WITHOUT_GREENLET.load(Ordering::Relaxed) {
+        return false;
+    }
+    let found = loaded(py, &GREENLET, "greenlet");
+    if found {
+        GREENLET_SEEN.store(true, Ordering::Relaxed);
+    } else {
+        MODULES_WITHOUT_GREENLET.store(size, Ordering::Relaxed);
+    }
+    found
 }
+
+static GREENLET_SEEN: AtomicBool = AtomicBool::new(false);
+/// The size of `sys.modules` when `greenlet` was last looked for and not found (-1: never).
+static MODULES_WITHOUT_GREENLET: AtomicIsize = AtomicIsize::new(-1);
 
 /// Whether the module `name` is in `sys.modules` (`key` holds the name once made).
 pub fn loaded(py: Python<'_>, key: &'static PyOnceLock<Py<pyo3::types::PyString>>, name: &str) -> bool {
@@ -240,30 +298,40 @@ fn set_in_context(py: Python<'_>, frame: Frame) -> PyResult<Py<PyAny>> {
     Ok(context_var(py)?.call_method1(pyo3::intern!(py, "set"), (info,))?.unbind())
 }
 
-impl SyncFrame {
-    /// The first attempt of a blocking call under `policy`, starting at `start`.
-    pub fn push(py: Python<'_>, policy: &Policy, start: Duration, clock: &Option<VirtualClock>) -> PyResult<Self> {
+impl<'a> SyncFrame<'a> {
+    /// The first attempt of a blocking call under `policy`, starting at `start`, in
+    /// `slot` (the call's own, which outlives the returned frame).
+    pub fn push(
+        py: Python<'_>,
+        slot: &'a SyncSlot,
+        policy: &Policy,
+        start: Duration,
+        clock: &Option<VirtualClock>,
+    ) -> PyResult<Self> {
         let end = policy.attempt_deadline(start, start);
         if greenlets(py) {
             let frame = Frame::marked(Mark::next(), 1, end, start, clock.clone());
             return Ok(SyncFrame::Context(set_in_context(py, frame)?));
         }
         SYNC.with(|s| {
-            let mut s = s.borrow_mut();
             let mark = s.mark(true);
-            s.frames.push(Frame::marked(mark, 1, end, start, clock.clone()));
+            // SAFETY: the slot is not linked yet: nothing else reads it.
+            unsafe { *slot.frame.get() = Some(Frame::marked(mark, 1, end, start, clock.clone())) };
+            slot.prev.set(s.top.get());
+            s.top.set(slot);
         });
-        Ok(SyncFrame::Thread)
+        Ok(SyncFrame::Thread(slot))
     }
 
     pub fn set(&self, py: Python<'_>, frame: Frame) -> PyResult<()> {
         match self {
-            SyncFrame::Thread => SYNC.with(|s| {
-                if let Some(top) = s.borrow_mut().frames.last_mut() {
+            // SAFETY: the call's own slot, on this thread; no reader runs meanwhile.
+            SyncFrame::Thread(slot) => unsafe {
+                if let Some(top) = &mut *slot.frame.get() {
                     // Still the same blocking call: its place among the others stays.
                     *top = Frame { mark: top.mark, ..frame };
                 }
-            }),
+            },
             // The first set's token restores the value from before the call at the end.
             SyncFrame::Context(_) => drop(set_in_context(py, frame)?),
         }
@@ -271,11 +339,28 @@ impl SyncFrame {
     }
 }
 
-impl Drop for SyncFrame {
+impl Drop for SyncFrame<'_> {
     fn drop(&mut self) {
         match self {
-            SyncFrame::Thread => SYNC.with(|s| {
-                s.borrow_mut().frames.pop();
+            SyncFrame::Thread(slot) => SYNC.with(|s| {
+                let me: *const SyncSlot = *slot;
+                if s.top.get() == me {
+                    s.top.set(slot.prev.get());
+                    return;
+                }
+                // Not the innermost (greenlets loaded during the call switched to another
+                // blocking call on this thread): unlinked where it is, so that no link
+                // outlives the slot it points to.
+                let mut at = s.top.get();
+                while !at.is_null() {
+                    // SAFETY: every linked slot is alive (see Stack::top).
+                    let next = unsafe { &(*at).prev };
+                    if next.get() == me {
+                        next.set(slot.prev.get());
+                        return;
+                    }
+                    at = next.get();
+                }
             }),
             SyncFrame::Context(token) => Python::attach(|py| {
                 // Only fails if the context changed under the call: nothing to restore then.
@@ -321,7 +406,7 @@ fn context_api() -> Option<&'static ContextApi> {
 }
 
 /// `_CURRENT.set(value)`: the token that restores what was there before.
-pub fn enter<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+fn set_var<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     let py = value.py();
     let var = context_var(py)?;
     match context_api() {
@@ -332,7 +417,7 @@ pub fn enter<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
 }
 
 /// `_CURRENT.reset(token)`.
-pub fn leave(token: &Bound<'_, PyAny>) -> PyResult<()> {
+fn reset_var(token: &Bound<'_, PyAny>) -> PyResult<()> {
     let py = token.py();
     let var = context_var(py)?;
     match context_api() {
@@ -343,6 +428,233 @@ pub fn leave(token: &Bound<'_, PyAny>) -> PyResult<()> {
         },
         None => var.call_method1(pyo3::intern!(py, "reset"), (token,)).map(drop),
     }
+}
+
+/// An asyncio task's first attempts, where its context shows them.
+///
+/// Setting the context variable and resetting it again would cost each async call more
+/// than the rest of its happy path (two new HAMTs and a token). Instead, the first time a
+/// task's first attempt starts, the task's context gets one of these, and each first
+/// attempt of that task that is not nested in another puts itself in it and takes itself
+/// out again (a field written twice). Whatever copies the context meanwhile (a child
+/// task, `asyncio.to_thread`, a callback) holds the same slot, so it sees the attempt
+/// while the attempt is in progress, as it would have seen the variable; a call nested in
+/// the attempt sets the variable over the slot, so that those copies keep seeing the
+/// attempt they were made in. After the attempt a copy sees what the slot shows then
+/// (the variable, set, would have shown the attempt that was over). Only the task that
+/// owns the slot writes it: a child task's first call gets a slot of its own (what it
+/// replaced, `outer`, shows through it while it holds no attempt).
+#[pyclass(frozen, module = "retryrs", name = "_AttemptSlot")]
+pub struct AttemptSlot {
+    /// A weak reference to the task.
+    owner: Py<PyAny>,
+    /// The loop running the task.
+    task_loop: Py<PyAny>,
+    /// What the context showed before: nothing, or another task's slot.
+    outer: Option<Py<AttemptSlot>>,
+    /// The attempt in it (an owned reference to an `AttemptInfo`), or null. Written only
+    /// by the owning task, attached to the interpreter: plain loads and stores (a lock
+    /// costs the happy path more than the rest of the slot).
+    current: AtomicPtr<pyo3::ffi::PyObject>,
+}
+
+impl AttemptSlot {
+    /// The attempt `info` goes in (the slot holds none).
+    fn put(&self, info: &Bound<'_, AttemptInfo>) {
+        self.current.store(info.clone().into_ptr(), Ordering::Release);
+    }
+
+    /// The attempt in it is over.
+    fn clear(&self, py: Python<'_>) {
+        let held = self.current.load(Ordering::Acquire);
+        self.current.store(std::ptr::null_mut(), Ordering::Release);
+        if !held.is_null() {
+            // SAFETY: the slot's own reference, given up here.
+            drop(unsafe { Bound::<PyAny>::from_owned_ptr(py, held) });
+        }
+    }
+
+    fn holds_one(&self) -> bool {
+        !self.current.load(Ordering::Acquire).is_null()
+    }
+
+    /// The attempt it shows: its own, else the one the slot it replaced shows.
+    fn shown(&self, py: Python<'_>) -> Option<Py<AttemptInfo>> {
+        let held = self.current.load(Ordering::Acquire);
+        if held.is_null() {
+            return self.outer.as_ref().and_then(|o| o.get().shown(py));
+        }
+        // SAFETY: the slot holds a reference, and only its task (this thread, attached)
+        // gives it up.
+        let held = unsafe { Bound::<PyAny>::from_borrowed_ptr(py, held) };
+        held.cast_into::<AttemptInfo>().ok().map(Bound::unbind)
+    }
+}
+
+impl Drop for AttemptSlot {
+    fn drop(&mut self) {
+        let held = *self.current.get_mut();
+        if !held.is_null() {
+            // SAFETY: the slot's own reference.
+            Python::attach(|py| drop(unsafe { Bound::<PyAny>::from_owned_ptr(py, held) }));
+        }
+    }
+}
+
+/// A first attempt, made the context's current one (see `enter`).
+pub enum Entered<'py> {
+    /// In its task's slot (which held none before).
+    Slot(Bound<'py, AttemptSlot>),
+    /// Set in the context variable: the token that resets it.
+    Token(Bound<'py, PyAny>),
+}
+
+static RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static CURRENT_TASK: PyOnceLock<TaskOf> = PyOnceLock::new();
+
+/// How to find a loop's running task: the C accelerator's `current_task` (3.12 on), its
+/// dict of them (before: asyncio's own `current_task` is written in Python there, and
+/// reads that dict), or asyncio's function where there is no accelerator.
+enum TaskOf {
+    Function(Py<PyAny>),
+    Dict(Py<pyo3::types::PyDict>),
+}
+
+/// The asyncio loop running here and its task, if any (None: no running loop, or not in
+/// a task). Asking for the running loop costs a system call (asyncio checks the process
+/// id each time, for fork safety): a task's slot keeps its loop, so that its later calls
+/// only ask the loop for its task (`task_of`).
+fn running_task(py: Python<'_>) -> PyResult<Option<(Bound<'_, PyAny>, Bound<'_, PyAny>)>> {
+    let get_loop =
+        RUNNING_LOOP.get_or_try_init(py, || accelerator(py)?.getattr("_get_running_loop").map(Bound::unbind))?;
+    let running = get_loop.bind(py).call0()?;
+    if running.is_none() {
+        return Ok(None);
+    }
+    Ok(task_of(&running)?.map(|task| (running, task)))
+}
+
+fn accelerator(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyModule>> {
+    py.import("_asyncio").or_else(|_| py.import("asyncio"))
+}
+
+/// The task `running_loop` is running now, if any.
+fn task_of<'py>(running_loop: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = running_loop.py();
+    let task_of = CURRENT_TASK.get_or_try_init(py, || {
+        let module = accelerator(py)?;
+        if let Ok(f) = module.getattr("current_task") {
+            return Ok::<_, PyErr>(TaskOf::Function(f.unbind()));
+        }
+        match module.getattr("_current_tasks").map(|d| d.cast_into::<pyo3::types::PyDict>()) {
+            Ok(Ok(tasks)) => Ok(TaskOf::Dict(tasks.unbind())),
+            _ => Ok(TaskOf::Function(py.import("asyncio")?.getattr("current_task")?.unbind())),
+        }
+    })?;
+    let task = match task_of {
+        TaskOf::Function(f) => f.bind(py).call1((running_loop,))?,
+        TaskOf::Dict(tasks) => match tasks.bind(py).get_item(running_loop)? {
+            Some(task) => task,
+            None => return Ok(None),
+        },
+    };
+    Ok((!task.is_none()).then_some(task))
+}
+
+static TRIO_MODULE: PyOnceLock<Py<pyo3::types::PyString>> = PyOnceLock::new();
+
+impl<'py> Entered<'py> {
+    /// Makes `info` the attempt `retryrs.current_attempt()` shows in this context (and in
+    /// what copies it), before the attempt's function is called.
+    pub fn enter(info: &Bound<'py, AttemptInfo>) -> PyResult<Self> {
+        let py = info.py();
+        let shown = current_in_context(py)?;
+        let foreign = match shown.cast::<AttemptSlot>() {
+            Ok(slot) => Some(slot),
+            Err(_) if shown.is_none() => None,
+            // An attempt set by the loop forms or a later attempt: set over it.
+            Err(_) => return Ok(Entered::Token(set_var(info.as_any())?)),
+        };
+        if let Some(slot) = foreign {
+            // The slot's task is the one running its loop now: this is that task (a loop
+            // runs in one thread, one task at a time, and no loop runs inside another).
+            let this = slot.get();
+            if let Some(task) = task_of(this.task_loop.bind(py))? {
+                if this.owner.bind(py).call0()?.is(&task) {
+                    if this.holds_one() {
+                        // A call nested in the task's attempt: set over the slot, so that
+                        // what copied the context inside the outer attempt keeps seeing
+                        // that one.
+                        return Ok(Entered::Token(set_var(info.as_any())?));
+                    }
+                    this.put(info);
+                    return Ok(Entered::Slot(slot.clone()));
+                }
+            }
+        }
+        // Under trio (loaded) the variable is set, as before asyncio tasks had slots.
+        if loaded(py, &TRIO_MODULE, "trio") {
+            return Ok(Entered::Token(set_var(info.as_any())?));
+        }
+        let Some((running_loop, task)) = running_task(py)? else {
+            return Ok(Entered::Token(set_var(info.as_any())?));
+        };
+        let weak = pyo3::types::PyWeakrefReference::new(&task)?;
+        let slot = Bound::new(
+            py,
+            AttemptSlot {
+                owner: weak.into_any().unbind(),
+                task_loop: running_loop.unbind(),
+                outer: foreign.map(|f| f.clone().unbind()),
+                current: AtomicPtr::new(info.clone().into_ptr()),
+            },
+        )?;
+        // Kept for the task's life: its token is dropped, never reset.
+        drop(set_var(slot.as_any())?);
+        Ok(Entered::Slot(slot))
+    }
+
+    /// Whether the attempt is in an asyncio task's slot (so asyncio runs it, not trio).
+    pub fn in_task(&self) -> bool {
+        matches!(self, Entered::Slot(_))
+    }
+
+    /// The attempt is over: the context shows what it showed before.
+    pub fn leave(&self) -> PyResult<()> {
+        match self {
+            Entered::Slot(slot) => slot.get().clear(slot.py()),
+            Entered::Token(token) => reset_var(token)?,
+        }
+        Ok(())
+    }
+
+    /// For the asyncio driver, which leaves an attempt that went on past its first step
+    /// (`_leave_attempt`).
+    pub fn to_object(&self) -> Py<PyAny> {
+        match self {
+            Entered::Slot(slot) => slot.clone().into_any().unbind(),
+            Entered::Token(token) => token.clone().unbind(),
+        }
+    }
+}
+
+/// `_leave_attempt(entered)`: the asyncio driver's first attempt is over (entered in its
+/// task's `_AttemptSlot`, or set in the context variable: the token).
+#[pyfunction]
+pub fn _leave_attempt(entered: &Bound<'_, PyAny>) -> PyResult<()> {
+    match entered.cast::<AttemptSlot>() {
+        Ok(slot) => slot.get().clear(slot.py()),
+        Err(_) => reset_var(entered)?,
+    }
+    Ok(())
+}
+
+/// The attempt a value of the context variable shows.
+fn shown(value: &Bound<'_, PyAny>) -> Option<Py<AttemptInfo>> {
+    if let Ok(info) = value.cast::<AttemptInfo>() {
+        return Some(info.clone().unbind());
+    }
+    value.cast::<AttemptSlot>().ok().and_then(|s| s.get().shown(value.py()))
 }
 
 /// `_CURRENT.get()`.
@@ -385,9 +697,8 @@ pub fn context_var(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
 /// outside any.
 #[pyfunction]
 pub fn current_attempt(py: Python<'_>) -> PyResult<Option<Py<AttemptInfo>>> {
-    let sync = SYNC.with(|s| s.borrow().frames.last().cloned());
-    let var = current_in_context(py)?;
-    let in_context = var.cast::<AttemptInfo>().ok().map(|a| a.clone().unbind());
+    let sync = SYNC.with(Stack::top);
+    let in_context = shown(&current_in_context(py)?);
     match (sync, in_context) {
         (Some(s), Some(c)) if c.get().frame.mark.after(s.mark) => Ok(Some(c)),
         (Some(s), _) => Ok(Some(Py::new(py, AttemptInfo::new(s, Duration::ZERO))?)),

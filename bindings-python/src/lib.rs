@@ -34,6 +34,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stepped::SteppedCall>()?;
     m.add_class::<attempt::AttemptInfo>()?;
     m.add_function(wrap_pyfunction!(attempt::current_attempt, m)?)?;
+    m.add_function(wrap_pyfunction!(attempt::_leave_attempt, m)?)?;
     m.add_class::<step::FirstAttempt>()?;
     m.add_class::<hedged::HedgedCall>()?;
     hedged::add_constants(m)?;

@@ -11,7 +11,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 use retryrs::{cancelled_before_start, Admission, Call, Verdict, VirtualClock};
 
-use crate::attempt::{AttemptInfo, Frame, SyncFrame};
+use crate::attempt::{AttemptInfo, Frame, SyncFrame, SyncSlot};
 use crate::errors;
 use crate::host_policy::{Hooks, HostPolicy, RetryOn};
 use crate::state::{now, CallState, Failed};
@@ -69,7 +69,8 @@ impl Retrier {
         let admission = self.admit(py, start)?;
         // The attempt's bound, for `retryrs.current_attempt()`: a blocking attempt cannot
         // be interrupted, so it is there to be passed to I/O.
-        let frame = SyncFrame::push(py, &self.host.policy, start, &clock)?;
+        let slot = SyncSlot::new();
+        let frame = SyncFrame::push(py, &slot, &self.host.policy, start, &clock)?;
         let mut failure = match f.call(args, kwargs) {
             Ok(value) => {
                 if is_coroutine(py, &value)? {
@@ -131,6 +132,7 @@ impl Retrier {
 
     /// Puts the call to the policy's circuit breaker, if it has one: a refused call is
     /// `RetryExhausted(reason="circuit_open")` at once, the function never called.
+    #[inline]
     fn admit(&self, py: Python<'_>, start: Duration) -> PyResult<Option<Admission>> {
         let host = &*self.host;
         let Some(breaker) = host.policy.breaker() else { return Ok(None) };
@@ -621,8 +623,9 @@ impl Retrier {
 
     /// The asyncio driver's first attempt, run here up to its first suspension (see
     /// `retryrs._aio.drive`): starts the call as `_start` does, makes the attempt
-    /// `retryrs.current_attempt()` (the context variable, set before the function is
-    /// called so that what the first step starts, threads and child tasks, copies it),
+    /// `retryrs.current_attempt()` (in its asyncio task's slot, or the context variable
+    /// set: see `attempt::AttemptSlot`; before the function is called, so that what the
+    /// first step starts, threads and child tasks, copies it),
     /// calls the function and, for a native coroutine, runs its first step. An attempt
     /// over in that step with a value nobody else needs to see (no result predicate; a
     /// listener or budget hears of the success here) returns the value: the happy path,
@@ -637,7 +640,7 @@ impl Retrier {
     ) -> PyResult<Bound<'py, PyAny>> {
         let (py, this) = (slf.py(), slf.get());
         let info = Bound::new(py, this._start(py)?)?;
-        let token = crate::attempt::enter(info.as_any())?;
+        let entered = crate::attempt::Entered::enter(&info)?;
         let slow = |kind: u8,
                     attempt: Option<Bound<'py, PyAny>>,
                     step: Option<Bound<'py, PyAny>>,
@@ -651,7 +654,7 @@ impl Retrier {
                 attempt: attempt.map(Bound::unbind),
                 step: step.map(Bound::unbind),
                 value: value.map(Bound::unbind),
-                token: running.then(|| token.clone().unbind()),
+                token: running.then(|| entered.to_object()),
             };
             Ok(Bound::new(py, first)?.into_any())
         };
@@ -659,23 +662,25 @@ impl Retrier {
         let attempt = match func.call(args, kwargs) {
             Ok(attempt) => attempt,
             Err(e) => {
-                crate::attempt::leave(&token)?;
+                entered.leave()?;
                 return slow(FirstAttempt::FAILED, None, None, Some(e.into_value(py).into_bound(py).into_any()), false);
             }
         };
         // A trio cancel scope bounding the attempt must be entered before its first step
         // (for the scopes the attempt opens to nest inside it): the driver starts it then.
-        if !is_coroutine(py, &attempt)? || (info.get().arm() && crate::attempt::loaded(py, &TRIO, "trio")) {
+        // (Not in an asyncio task, where the attempt entered its task's slot.)
+        let under_trio = || !entered.in_task() && crate::attempt::loaded(py, &TRIO, "trio");
+        if !is_coroutine(py, &attempt)? || (info.get().arm() && under_trio()) {
             return slow(FirstAttempt::UNSTARTED, Some(attempt), None, None, true);
         }
         match crate::step::first_step(py, &attempt) {
             Step::Yielded(step) => slow(FirstAttempt::SUSPENDED, Some(attempt), Some(step), None, true),
             Step::Raised(e) => {
-                crate::attempt::leave(&token)?;
+                entered.leave()?;
                 slow(FirstAttempt::FAILED, Some(attempt), None, Some(e.into_value(py).into_bound(py).into_any()), false)
             }
             Step::Done(value) => {
-                crate::attempt::leave(&token)?;
+                entered.leave()?;
                 if this.host.wants_success {
                     if this.host.retry_on_result.is_some() {
                         return slow(FirstAttempt::VALUE, Some(attempt), None, Some(value), false);

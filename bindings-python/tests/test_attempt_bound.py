@@ -163,6 +163,41 @@ def test_the_innermost_call_wins_when_calls_nest():
     assert mid <= 1 and after > 8
 
 
+def test_async_calls_nest_in_one_task_and_a_child_tasks_calls_stay_its_own():
+    # A task's first attempts share one slot in its context (see Retrier._first): a call
+    # nested in the same task, and a child task's own call made while the parent's
+    # attempt waits, each see their attempt, and the parent its own again after them.
+    outer, inner = Retrier(deadline=9), Retrier(deadline=1)
+
+    async def inner_attempt():
+        await asyncio.sleep(0)
+        return retryrs.current_attempt().remaining
+
+    async def child():
+        before = retryrs.current_attempt().remaining  # the parent's attempt, in progress
+        mine = await inner.call_async(inner_attempt)
+        return before, mine, retryrs.current_attempt().remaining
+
+    async def outer_attempt():
+        a = retryrs.current_attempt()
+        task = asyncio.create_task(child())
+        nested = await inner.call_async(inner_attempt)
+        assert retryrs.current_attempt() is a
+        await asyncio.sleep(0.01)  # the child's call runs meanwhile
+        assert retryrs.current_attempt() is a
+        return nested, await task
+
+    async def go():
+        seen = [await outer.call_async(outer_attempt) for _ in range(3)]
+        return seen, retryrs.current_attempt()
+
+    seen, after = asyncio.run(go())
+    assert after is None
+    for nested, (before, mine, after_child) in seen:
+        assert nested <= 1 and mine <= 1
+        assert 8 < before <= 9 and 8 < after_child <= 9
+
+
 @pytest.mark.parametrize("deadline", [None, 5])
 def test_every_shape_of_a_first_async_attempt_sees_itself_and_ends_cleanly(deadline):
     # The driver runs the first step natively and goes on in Python with what is left:
@@ -349,6 +384,30 @@ async def outer():
 assert asyncio.run(Retrier(deadline=9).call_async(outer)) == (3, 9)
 print("ok")
 """
+
+
+# `greenlet` loaded after blocking calls ran: the next call sees it (seen from an empty
+# context, the thread-local stack shows the attempt, the context variable does not).
+GREENLET_LATER = r"""
+import contextvars, sys, types
+import retryrs
+from retryrs import Retrier
+
+assert "greenlet" not in sys.modules
+probe = lambda: contextvars.Context().run(retryrs.current_attempt)
+r = Retrier()
+assert r.call(probe) is not None and r.call(probe) is not None  # the thread's stack
+sys.modules["greenlet"] = types.ModuleType("greenlet")
+assert r.call(probe) is None  # the context variable: each greenlet has its own
+del sys.modules["greenlet"]
+assert r.call(probe) is None  # once loaded, always
+print("ok")
+"""
+
+
+def test_greenlet_loaded_after_blocking_calls_is_noticed_by_the_next_call():
+    out = subprocess.run([sys.executable, "-c", GREENLET_LATER], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
 def test_with_greenlet_loaded_a_blocking_call_keeps_its_attempt_in_the_context():

@@ -68,7 +68,7 @@ async def _go_on(r: _native.Retrier, first: _native._FirstAttempt, fn: Callable[
     return await _retry(r, r._begin(info), fn, args, kw, exc, None)
 
 
-_leave = _CURRENT.reset
+_leave = _native._leave_attempt
 
 
 async def _rejects(r: _native.Retrier, value: Any) -> bool:

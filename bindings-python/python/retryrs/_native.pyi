@@ -26,8 +26,10 @@ BeforeSleepHook = Callable[[int, Any, float], Union[None, bool, Awaitable[Option
 __version__: str
 RETRYABLE_STATUSES: Tuple[int, ...]
 IDEMPOTENT_METHODS: Tuple[str, ...]
-# The context variable the asyncio driver and the loop forms set to the attempt in progress.
-_CURRENT: contextvars.ContextVar[Optional[AttemptInfo]]
+# The context variable the asyncio driver and the loop forms set to the attempt in progress
+# (an AttemptInfo), or that shows an asyncio task's first attempts (its slot; read it with
+# current_attempt()).
+_CURRENT: contextvars.ContextVar[Any]
 
 @final
 class AttemptInfo:
@@ -47,6 +49,9 @@ class AttemptInfo:
     def _arm(self) -> bool: ...
 
 def current_attempt() -> Optional[AttemptInfo]: ...
+
+# The asyncio driver's first attempt is over (what _FirstAttempt.parts gave as its token).
+def _leave_attempt(entered: Any) -> None: ...
 
 # The first attempt of an async call, when it is not over in its first step with a plain
 # value (Retrier._first, for the asyncio driver in retryrs/_aio.py).
