@@ -419,7 +419,8 @@ fn run_engine_call(policy: &Policy, script: &[Value], at_ms: Option<u64>) -> Res
             retryrs::Decision::Stop(stop) => break stop,
         }
     };
-    let mut got = json!({"attempts": call.attempt(), "delays_ms": delays, "events": events.into_inner(), "bounds_ms": bounds});
+    let mut got =
+        json!({"attempts": call.attempt(), "delays_ms": delays, "events": events.into_inner(), "bounds_ms": bounds});
     got["outcome"] = json!(match stop {
         Stop::Success => "success",
         Stop::Rejected => "rejected",
@@ -556,8 +557,12 @@ fn check_vector_keys(v: &Value) -> Result<(), String> {
                 a,
                 &["result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait", "wait", "timed_out"],
             )?;
-            if a.get("timed_out").is_some() && (a["timed_out"] != true || a["result"] != "transient" || a.get("takes_ms").is_some()) {
-                return Err("attempt: timed_out is true, with result transient and no takes_ms (it takes its bound)".into());
+            if a.get("timed_out").is_some()
+                && (a["timed_out"] != true || a["result"] != "transient" || a.get("takes_ms").is_some())
+            {
+                return Err(
+                    "attempt: timed_out is true, with result transient and no takes_ms (it takes its bound)".into()
+                );
             }
             if let Some(w) = a.get("wait") {
                 if !(w.is_u64() || w == "engine" || w == "stop") {
