@@ -81,3 +81,33 @@ def test_a_budget_refusal_after_a_cut_names_the_budget():
         asyncio.run(retrier(quota).call_async(hang))
     assert raised.value.reason == "budget" and raised.value.attempts == 2
     assert quota.tokens == 2
+
+
+def test_with_hooks_the_cut_is_priced_the_same():
+    quota = RetryBudget.quota()
+    seen, asked = [], []
+
+    async def attempt():
+        seen.append(quota.tokens)
+        if len(seen) < 3:
+            await asyncio.sleep(3600)  # cut at 50 ms
+        return "ok"
+
+    def before_sleep(attempt, failure, delay):
+        asked.append(type(failure))
+        return True
+
+    r = Retrier(
+        max_attempts=3,
+        initial_delay=0,
+        jitter="none",
+        attempt_timeout=0.05,
+        deadline=None,
+        budget=quota,
+        retry_on=AttemptTimeout,
+        before_sleep=before_sleep,
+    )
+    assert asyncio.run(r.call_async(attempt)) == "ok"
+    assert asked == [AttemptTimeout, AttemptTimeout]
+    assert seen == [500, 490, 480]
+    assert quota.tokens == 490
