@@ -445,7 +445,7 @@ fn check_call_vector(v: &Value) -> Result<(), String> {
     for (i, call) in v["calls"].as_array().unwrap().iter().enumerate() {
         let at_ms = call.get("at_ms").and_then(Value::as_u64);
         let script = call["attempts"].as_array().unwrap();
-        let got = match script.iter().any(|s| is_cut(s)) {
+        let got = match script.iter().any(is_cut) {
             true => run_engine_call(retrier.policy(), script, at_ms)?,
             false => run_call(&retrier, script, at_ms)?,
         };
