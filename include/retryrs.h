@@ -199,6 +199,11 @@ enum retryrs_verdict
   RETRYRS_TRANSIENT = 1,
   // A failure that will not go away: the call ends as RETRYRS_REJECTED.
   RETRYRS_PERMANENT = 2,
+  // The attempt ran out of its bound (retryrs_attempt_remaining_ms(), or
+  // retryrs_call_remaining_ms()) and was cut there: a transient failure without a hint,
+  // whose retry a quota budget prices as a timeout's (`timeout_retry_cost`, the AWS
+  // SDKs' 10 against 5). Only for the program's own timeout at that bound.
+  RETRYRS_TIMED_OUT = 3,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -243,9 +248,9 @@ typedef struct retryrs_retrier retryrs_retrier;
 // for the message of any other value.
 typedef int32_t retryrs_status;
 
-// One attempt. Returns RETRYRS_SUCCESS, RETRYRS_TRANSIENT or RETRYRS_PERMANENT. For a
-// transient failure it may store a minimum wait in ms in *hint_ms (e.g. from
-// retryrs_parse_retry_after()); *hint_ms starts negative, meaning no hint, and a
+// One attempt. Returns RETRYRS_SUCCESS, RETRYRS_TRANSIENT, RETRYRS_PERMANENT or
+// RETRYRS_TIMED_OUT (below). For a transient failure it may store a minimum wait in ms
+// in *hint_ms (e.g. from retryrs_parse_retry_after()); *hint_ms starts negative, meaning no hint, and a
 // negative or NaN value stays "no hint". Any other return value ends the call with
 // RETRYRS_INVALID_ARGUMENT. Must not unwind (no C++ exceptions, no longjmp).
 //
@@ -258,7 +263,10 @@ typedef int32_t retryrs_status;
 // time it has left (the deadline's, or the smaller attempt timeout); pass it to the
 // attempt's I/O. The library cannot interrupt a callback: one that fails after the
 // deadline has passed ends the call (RETRYRS_EXHAUSTED, reason RETRYRS_REASON_DEADLINE);
-// one that succeeds late is still a success.
+// one that succeeds late is still a success. A callback whose own I/O timed out at that
+// bound (it cut the attempt there) returns RETRYRS_TIMED_OUT: a transient failure
+// whose retry a quota budget prices as a timeout's (the AWS SDKs' 10 against 5); any
+// other timeout (shorter than the bound, or the server's) is RETRYRS_TRANSIENT.
 typedef retryrs_verdict (*retryrs_attempt_fn)(void *user_data, uint32_t attempt, double *hint_ms);
 
 // Why a call was exhausted.
@@ -728,8 +736,8 @@ retryrs_status retryrs_budget_new(double max_tokens,
 // that starts full; a retry is allowed only while what is left covers `retry_cost` (5)
 // and takes it; a call that succeeds gives back its last retry's cost, or
 // `no_retry_increment` (1) when it needed none. `timeout_retry_cost` (10) is the SDKs'
-// price after a timeout, kept for reading; the engine's verdicts do not tell timeouts
-// apart. Whole numbers; capacity and costs in [1, 1e12], the increment in [0, 1e12]:
+// price of a retry after a timeout: after an attempt reported as RETRYRS_TIMED_OUT (or
+// with retryrs_call_record_timeout()). Whole numbers; capacity and costs in [1, 1e12], the increment in [0, 1e12]:
 // otherwise RETRYRS_INVALID_ARGUMENT naming it. retryrs_budget_tokens() reads the
 // capacity left. Free with retryrs_budget_free().
 retryrs_status retryrs_budget_new_quota(uint64_t capacity,
@@ -813,9 +821,11 @@ retryrs_status retryrs_call_start(const struct retryrs_retrier *retrier,
 retryrs_status retryrs_call_refusal(const struct retryrs_call *call, double *retry_in_ms);
 
 // Reports how the current attempt ended at `now_ms`: `verdict` is RETRYRS_SUCCESS,
-// RETRYRS_TRANSIENT (with `hint_ms`, a minimum wait; negative or NaN: no hint) or
-// RETRYRS_PERMANENT. `*step` gets RETRY (wait, then retryrs_call_after_wait()) or STOP.
-// RETRYRS_INVALID_ARGUMENT when no attempt is in progress or the verdict is unknown.
+// RETRYRS_TRANSIENT (with `hint_ms`, a minimum wait; negative or NaN: no hint),
+// RETRYRS_PERMANENT or RETRYRS_TIMED_OUT (the program cut the attempt at its bound, as
+// retryrs_call_record_timeout() reports it; `hint_ms` is ignored). `*step` gets RETRY
+// (wait, then retryrs_call_after_wait()) or STOP. RETRYRS_INVALID_ARGUMENT when no
+// attempt is in progress or the verdict is unknown.
 retryrs_status retryrs_call_report(struct retryrs_call *call,
                                    retryrs_verdict verdict,
                                    double hint_ms,
@@ -877,6 +887,15 @@ retryrs_status retryrs_call_cancelled_before_start(const struct retryrs_retrier 
 // from inside one of the call's own callbacks; `*out` is written only on RETRYRS_OK.
 retryrs_status retryrs_call_remaining_ms(struct retryrs_call *call, uint64_t now_ms, uint64_t *out);
 
+// Reports that the current attempt ran out of its bound at `now_ms`: the program cut it
+// there (its own timeout at the time retryrs_call_remaining_ms() gave it). The same as
+// retryrs_call_report() with RETRYRS_TIMED_OUT: a transient failure without a hint, and
+// a quota budget prices the retry after it as a timeout's (`timeout_retry_cost`).
+// `*step` gets RETRY or STOP. RETRYRS_INVALID_ARGUMENT when no attempt is in progress.
+retryrs_status retryrs_call_record_timeout(struct retryrs_call *call,
+                                           uint64_t now_ms,
+                                           struct retryrs_step *step);
+
 // The library's monotonic clock in ms (the virtual one while the testing switch is on):
 // a time base for retryrs_call_start() and friends.
 uint64_t retryrs_now_ms(void);
@@ -921,9 +940,10 @@ retryrs_status retryrs_hedge_poll(struct retryrs_hedge *hedge,
 
 // Attempt `attempt` ended at `now_ms` with `verdict`: RETRYRS_SUCCESS (it wins),
 // RETRYRS_TRANSIENT (a non-fatal failure; `hint_ms` a server's pushback, negative or
-// NaN for none) or RETRYRS_PERMANENT (fatal: the call ends). `*step` gets what to do
-// next, or DROPPED for an attempt already cancelled. RETRYRS_INVALID_ARGUMENT for an
-// attempt never launched or an unknown verdict.
+// NaN for none) or RETRYRS_PERMANENT (fatal: the call ends); RETRYRS_TIMED_OUT is
+// RETRYRS_TRANSIENT without a hint (a hedged call prices every retry alike). `*step`
+// gets what to do next, or DROPPED for an attempt already cancelled.
+// RETRYRS_INVALID_ARGUMENT for an attempt never launched or an unknown verdict.
 retryrs_status retryrs_hedge_report(struct retryrs_hedge *hedge,
                                     uint32_t attempt,
                                     retryrs_verdict verdict,

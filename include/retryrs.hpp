@@ -103,7 +103,8 @@ inline std::unique_ptr<retryrs_cancel, CancelDelete> new_cancel() {
 /// How an attempt ended, as an attempt callback or a predicate says it.
 class Verdict {
  public:
-  /// Also from a C verdict (RETRYRS_SUCCESS, RETRYRS_TRANSIENT, RETRYRS_PERMANENT).
+  /// Also from a C verdict (RETRYRS_SUCCESS, RETRYRS_TRANSIENT, RETRYRS_PERMANENT,
+  /// RETRYRS_TIMED_OUT).
   constexpr Verdict(retryrs_verdict kind) noexcept : kind_(kind) {}  // NOLINT: implicit on purpose
   static constexpr Verdict success() noexcept { return Verdict(RETRYRS_SUCCESS); }
   static constexpr Verdict transient() noexcept { return Verdict(RETRYRS_TRANSIENT); }
@@ -119,6 +120,9 @@ class Verdict {
     return hint ? transient(*hint) : transient();
   }
   static constexpr Verdict permanent() noexcept { return Verdict(RETRYRS_PERMANENT); }
+  /// The attempt's own I/O ran out of its bound (Attempt's remaining time) and cut it: a
+  /// transient failure whose retry a quota budget prices as a timeout's.
+  static constexpr Verdict timed_out() noexcept { return Verdict(RETRYRS_TIMED_OUT); }
 
   retryrs_verdict kind() const noexcept { return kind_; }
   /// The hint, if one was given.

@@ -18,9 +18,9 @@ use crate::hooks::{retryrs_hooks, retryrs_retry_info};
 use crate::retrier::{retryrs_retrier, Shared};
 use crate::types::*;
 
-/// One attempt. Returns RETRYRS_SUCCESS, RETRYRS_TRANSIENT or RETRYRS_PERMANENT. For a
-/// transient failure it may store a minimum wait in ms in *hint_ms (e.g. from
-/// retryrs_parse_retry_after()); *hint_ms starts negative, meaning no hint, and a
+/// One attempt. Returns RETRYRS_SUCCESS, RETRYRS_TRANSIENT, RETRYRS_PERMANENT or
+/// RETRYRS_TIMED_OUT (below). For a transient failure it may store a minimum wait in ms
+/// in *hint_ms (e.g. from retryrs_parse_retry_after()); *hint_ms starts negative, meaning no hint, and a
 /// negative or NaN value stays "no hint". Any other return value ends the call with
 /// RETRYRS_INVALID_ARGUMENT. Must not unwind (no C++ exceptions, no longjmp).
 ///
@@ -33,7 +33,10 @@ use crate::types::*;
 /// time it has left (the deadline's, or the smaller attempt timeout); pass it to the
 /// attempt's I/O. The library cannot interrupt a callback: one that fails after the
 /// deadline has passed ends the call (RETRYRS_EXHAUSTED, reason RETRYRS_REASON_DEADLINE);
-/// one that succeeds late is still a success.
+/// one that succeeds late is still a success. A callback whose own I/O timed out at that
+/// bound (it cut the attempt there) returns RETRYRS_TIMED_OUT: a transient failure
+/// whose retry a quota budget prices as a timeout's (the AWS SDKs' 10 against 5); any
+/// other timeout (shorter than the bound, or the server's) is RETRYRS_TRANSIENT.
 pub type retryrs_attempt_fn =
     Option<unsafe extern "C" fn(user_data: *mut c_void, attempt: u32, hint_ms: *mut f64) -> retryrs_verdict_value>;
 
@@ -127,10 +130,12 @@ fn run(
             // SAFETY: the caller promised a callable function and its user_data.
             unsafe { attempt(user_data, n, &mut hint) }
         };
+        let timed_out = answer == RETRYRS_TIMED_OUT;
         let verdict = match answer {
             RETRYRS_SUCCESS => Verdict::Success,
             RETRYRS_TRANSIENT => Verdict::transient_ms(Some(hint)),
             RETRYRS_PERMANENT => Verdict::Permanent,
+            RETRYRS_TIMED_OUT => Verdict::TRANSIENT,
             other => {
                 bad_verdict = Some(other);
                 Verdict::Permanent
@@ -145,8 +150,15 @@ fn run(
         // Without hooks, one step; with them, the engine proposes, the hooks answer, and
         // the engine settles at the time they returned.
         let (decision, at) = match hooks {
+            // An attempt the callback cut at its bound: a quota prices its retry as a timeout's.
+            None if timed_out => (call.record_timeout(verdict, now, &mut sink).map_err(internal)?, now),
             None => (call.record(verdict, now, &mut sink).map_err(internal)?, now),
-            Some(h) => match call.propose(verdict, now, &mut sink).map_err(internal)? {
+            Some(h) => match match timed_out {
+                true => call.propose_timeout(verdict, now, &mut sink),
+                false => call.propose(verdict, now, &mut sink),
+            }
+            .map_err(internal)?
+            {
                 Proposal::Stop(stop) => (Decision::Stop(stop), now),
                 Proposal::Wait { delay, attempt, retries_left, hint } => {
                     let info = retryrs_retry_info {
@@ -280,7 +292,8 @@ unsafe fn call(
         (_, _, Stop::Success) => return Ok(()),
         (Some(v), _, _) => {
             return Err(Failure::invalid(format!(
-                "{name}: the attempt callback returned {v}, not RETRYRS_SUCCESS, RETRYRS_TRANSIENT or RETRYRS_PERMANENT"
+                "{name}: the attempt callback returned {v}, not {}",
+                crate::engine::VERDICTS
             )))
         }
         (None, Some(why), _) => return Err(Failure::invalid(format!("{name}: {why}"))),

@@ -36,8 +36,8 @@ pub unsafe extern "C" fn retryrs_budget_new(
 /// that starts full; a retry is allowed only while what is left covers `retry_cost` (5)
 /// and takes it; a call that succeeds gives back its last retry's cost, or
 /// `no_retry_increment` (1) when it needed none. `timeout_retry_cost` (10) is the SDKs'
-/// price after a timeout, kept for reading; the engine's verdicts do not tell timeouts
-/// apart. Whole numbers; capacity and costs in [1, 1e12], the increment in [0, 1e12]:
+/// price of a retry after a timeout: after an attempt reported as RETRYRS_TIMED_OUT (or
+/// with retryrs_call_record_timeout()). Whole numbers; capacity and costs in [1, 1e12], the increment in [0, 1e12]:
 /// otherwise RETRYRS_INVALID_ARGUMENT naming it. retryrs_budget_tokens() reads the
 /// capacity left. Free with retryrs_budget_free().
 #[no_mangle]

@@ -273,9 +273,11 @@ pub unsafe extern "C" fn retryrs_call_refusal(call: *const retryrs_call, retry_i
 }
 
 /// Reports how the current attempt ended at `now_ms`: `verdict` is RETRYRS_SUCCESS,
-/// RETRYRS_TRANSIENT (with `hint_ms`, a minimum wait; negative or NaN: no hint) or
-/// RETRYRS_PERMANENT. `*step` gets RETRY (wait, then retryrs_call_after_wait()) or STOP.
-/// RETRYRS_INVALID_ARGUMENT when no attempt is in progress or the verdict is unknown.
+/// RETRYRS_TRANSIENT (with `hint_ms`, a minimum wait; negative or NaN: no hint),
+/// RETRYRS_PERMANENT or RETRYRS_TIMED_OUT (the program cut the attempt at its bound, as
+/// retryrs_call_record_timeout() reports it; `hint_ms` is ignored). `*step` gets RETRY
+/// (wait, then retryrs_call_after_wait()) or STOP. RETRYRS_INVALID_ARGUMENT when no
+/// attempt is in progress or the verdict is unknown.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_call_report(
     call: *mut retryrs_call,
@@ -286,16 +288,32 @@ pub unsafe extern "C" fn retryrs_call_report(
 ) -> retryrs_status {
     guard_status(|| {
         let out = arg_mut(step, "step")?;
-        let verdict = reported(verdict, hint_ms)?;
-        *out = drive(call, "retryrs_call_report", |c| {
-            c.step(|call, sink| {
-                call.record(verdict, now(now_ms), &mut &mut *sink).map(|d| match d {
-                    Decision::Retry(d) => Answer::Retry(d),
-                    Decision::Stop(s) => Answer::Stop(s),
-                })
-            })
-        })?;
+        let timed_out = verdict == RETRYRS_TIMED_OUT;
+        *out = report(call, "retryrs_call_report", reported(verdict, hint_ms)?, timed_out, now_ms)?;
         Ok(())
+    })
+}
+
+/// retryrs_call_report() and retryrs_call_record_timeout(): one step of the engine.
+unsafe fn report(
+    call: *mut retryrs_call,
+    function: &str,
+    verdict: Verdict,
+    timed_out: bool,
+    now_ms: u64,
+) -> Result<retryrs_step, Failure> {
+    drive(call, function, |c| {
+        c.step(|call, sink| {
+            let at = now(now_ms);
+            let decision = match timed_out {
+                true => call.record_timeout(verdict, at, &mut &mut *sink),
+                false => call.record(verdict, at, &mut &mut *sink),
+            };
+            decision.map(|d| match d {
+                Decision::Retry(d) => Answer::Retry(d),
+                Decision::Stop(s) => Answer::Stop(s),
+            })
+        })
     })
 }
 
@@ -315,10 +333,16 @@ pub unsafe extern "C" fn retryrs_call_propose(
 ) -> retryrs_status {
     guard_status(|| {
         let out = arg_mut(proposal, "proposal")?;
+        let timed_out = verdict == RETRYRS_TIMED_OUT;
         let verdict = reported(verdict, hint_ms)?;
         *out = drive(call, "retryrs_call_propose", |c| {
             let step = c.step_raw(|call, sink| {
-                call.propose(verdict, now(now_ms), &mut &mut *sink).map(|p| match p {
+                let at = now(now_ms);
+                let proposal = match timed_out {
+                    true => call.propose_timeout(verdict, at, &mut &mut *sink),
+                    false => call.propose(verdict, at, &mut &mut *sink),
+                };
+                proposal.map(|p| match p {
                     Proposal::Wait { delay, attempt, retries_left, hint } => {
                         Answer::Proposed(delay, attempt, retries_left, hint)
                     }
@@ -391,16 +415,19 @@ pub unsafe extern "C" fn retryrs_call_settle(
 
 /// A verdict a C program reported (with its hint, negative or NaN for none), or the error
 /// naming what it must be.
+/// RETRYRS_TIMED_OUT is a transient failure without a hint (the caller prices it).
 pub(crate) fn reported(verdict: retryrs_verdict_value, hint_ms: f64) -> Result<Verdict, Failure> {
     match verdict {
         RETRYRS_SUCCESS => Ok(Verdict::Success),
         RETRYRS_TRANSIENT => Ok(Verdict::transient_ms(Some(hint_ms))),
         RETRYRS_PERMANENT => Ok(Verdict::Permanent),
-        other => Err(Failure::invalid(format!(
-            "verdict must be RETRYRS_SUCCESS, RETRYRS_TRANSIENT or RETRYRS_PERMANENT, got {other}"
-        ))),
+        RETRYRS_TIMED_OUT => Ok(Verdict::TRANSIENT),
+        other => Err(Failure::invalid(format!("verdict must be {VERDICTS}, got {other}"))),
     }
 }
+
+/// The verdicts a program may report, for error messages.
+pub(crate) const VERDICTS: &str = "RETRYRS_SUCCESS, RETRYRS_TRANSIENT, RETRYRS_PERMANENT or RETRYRS_TIMED_OUT";
 
 /// The wait ended at `now_ms`. `*step` gets ATTEMPT (run it now) or STOP (the deadline
 /// passed during the wait). RETRYRS_INVALID_ARGUMENT when the call was not waiting.
@@ -486,6 +513,24 @@ pub unsafe extern "C" fn retryrs_call_remaining_ms(
                 .map(remaining_ms)
                 .map_err(|e| Failure::invalid(format!("retryrs_call_remaining_ms: {e}")))
         })?;
+        Ok(())
+    })
+}
+
+/// Reports that the current attempt ran out of its bound at `now_ms`: the program cut it
+/// there (its own timeout at the time retryrs_call_remaining_ms() gave it). The same as
+/// retryrs_call_report() with RETRYRS_TIMED_OUT: a transient failure without a hint, and
+/// a quota budget prices the retry after it as a timeout's (`timeout_retry_cost`).
+/// `*step` gets RETRY or STOP. RETRYRS_INVALID_ARGUMENT when no attempt is in progress.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_call_record_timeout(
+    call: *mut retryrs_call,
+    now_ms: u64,
+    step: *mut retryrs_step,
+) -> retryrs_status {
+    guard_status(|| {
+        let out = arg_mut(step, "step")?;
+        *out = report(call, "retryrs_call_record_timeout", Verdict::TRANSIENT, true, now_ms)?;
         Ok(())
     })
 }

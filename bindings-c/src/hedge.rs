@@ -173,9 +173,10 @@ pub unsafe extern "C" fn retryrs_hedge_poll(
 
 /// Attempt `attempt` ended at `now_ms` with `verdict`: RETRYRS_SUCCESS (it wins),
 /// RETRYRS_TRANSIENT (a non-fatal failure; `hint_ms` a server's pushback, negative or
-/// NaN for none) or RETRYRS_PERMANENT (fatal: the call ends). `*step` gets what to do
-/// next, or DROPPED for an attempt already cancelled. RETRYRS_INVALID_ARGUMENT for an
-/// attempt never launched or an unknown verdict.
+/// NaN for none) or RETRYRS_PERMANENT (fatal: the call ends); RETRYRS_TIMED_OUT is
+/// RETRYRS_TRANSIENT without a hint (a hedged call prices every retry alike). `*step`
+/// gets what to do next, or DROPPED for an attempt already cancelled.
+/// RETRYRS_INVALID_ARGUMENT for an attempt never launched or an unknown verdict.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_hedge_report(
     hedge: *mut retryrs_hedge,

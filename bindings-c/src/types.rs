@@ -35,6 +35,11 @@ pub enum retryrs_verdict {
     RETRYRS_TRANSIENT = 1,
     /// A failure that will not go away: the call ends as RETRYRS_REJECTED.
     RETRYRS_PERMANENT = 2,
+    /// The attempt ran out of its bound (retryrs_attempt_remaining_ms(), or
+    /// retryrs_call_remaining_ms()) and was cut there: a transient failure without a hint,
+    /// whose retry a quota budget prices as a timeout's (`timeout_retry_cost`, the AWS
+    /// SDKs' 10 against 5). Only for the program's own timeout at that bound.
+    RETRYRS_TIMED_OUT = 3,
 }
 
 /// A verdict as C passes it: any int32_t, checked before use (a Rust enum must never hold
@@ -46,6 +51,8 @@ pub(crate) const RETRYRS_SUCCESS: retryrs_verdict_value = retryrs_verdict::RETRY
 pub(crate) const RETRYRS_TRANSIENT: retryrs_verdict_value = retryrs_verdict::RETRYRS_TRANSIENT as i32;
 /// A failure that will not go away.
 pub(crate) const RETRYRS_PERMANENT: retryrs_verdict_value = retryrs_verdict::RETRYRS_PERMANENT as i32;
+/// The attempt was cut at its bound.
+pub(crate) const RETRYRS_TIMED_OUT: retryrs_verdict_value = retryrs_verdict::RETRYRS_TIMED_OUT as i32;
 
 /// The jitter kind of a config.
 pub type retryrs_jitter = i32;

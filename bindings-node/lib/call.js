@@ -7,7 +7,7 @@ const { now, isVirtual, lastSeenVirtual, advanceVirtual, breakerBase } = require
 const { watch, unwatch } = require('./abort');
 const { typeName } = require('./options');
 const { RetryExhaustedError, describe } = require('./errors');
-const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, REJECTED, EXHAUSTED, PLAN_ENGINE, PLAN_EXACT, PLAN_STOP } = require('./codes');
+const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, V_TIMED_OUT, REJECTED, EXHAUSTED, PLAN_ENGINE, PLAN_EXACT, PLAN_STOP } = require('./codes');
 const { AttemptContext, BoundedAttemptContext, abortAttempt } = require('./attempt');
 // MAX_TIMER_MS: the longest single setTimeout; longer waits are armed in chunks.
 const { armBound, clearBound, EXPIRED, MAX_TIMER_MS } = require('./bound');
@@ -68,6 +68,7 @@ class CallRun {
     this.boundAt = 0;
     // The failure of an attempt the deadline cut short (see fail).
     this.deadlineError = null;
+    this.timeoutError = null; // the attempt timeout's cut (record: priced as a timeout)
     // When the attempt after a wait started (the engine's after-wait time).
     this.attemptStart = 0;
     // The call's deadline timer (see attempt), and what it does: cut the attempt running.
@@ -234,6 +235,7 @@ class CallRun {
         const cut = () => {
           const err = boundError(o, this.name, n, bound);
           if (isDeadline(o, bound)) this.deadlineError = err;
+          else this.timeoutError = err;
           abortAttempt(ctx, err);
           settle(FAILED, err);
         };
@@ -380,9 +382,12 @@ class CallRun {
   record(error, verdict, hint, fromHook = false, at = now()) {
     const id = this.engineCall();
     this.recordedAt = at;
+    // The TimeoutError of an attempt this layer cut at its attempt timeout: a quota
+    // prices the retry after it as a timeout's.
+    if (verdict === V_TRANSIENT && error === this.timeoutError) verdict = V_TIMED_OUT;
     // With onRetry or delayMs, a transient failure is proposed first: the hooks answer
     // before the engine decides (callSettle).
-    const proposes = this.o.hooked && verdict === V_TRANSIENT && !fromHook;
+    const proposes = this.o.hooked && (verdict === V_TRANSIENT || verdict === V_TIMED_OUT) && !fromHook;
     const decision = proposes
       ? native.callPropose(id, verdict, hint, this.recordedAt + this.base)
       : native.callRecord(id, verdict, hint, this.recordedAt + this.base);
@@ -606,6 +611,8 @@ function boundedFirstAttempt(o, fn, t0) {
       if (isDeadline(o, bound)) {
         run.deadlineError = err;
         run.boundAt = t0 + bound;
+      } else {
+        run.timeoutError = err;
       }
     } else if (isDeadline(o, bound)) {
       run.queued = at;

@@ -6,6 +6,9 @@ module.exports = Object.freeze({
   V_SUCCESS: 0,
   V_TRANSIENT: 1,
   V_PERMANENT: 2,
+  // A transient failure: the attempt this layer cut at its attempt timeout (a quota
+  // prices the retry after it as a timeout's).
+  V_TIMED_OUT: 3,
   SUCCESS: -1,
   REJECTED: -2,
   EXHAUSTED: -3,

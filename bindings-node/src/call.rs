@@ -25,6 +25,8 @@ const CANCELLED: f64 = -4.0;
 /// Verdict codes, in the order of `lib/codes.js`.
 const V_SUCCESS: u32 = 0;
 const V_TRANSIENT: u32 = 1;
+/// A transient failure: the attempt the JS layer cut at its bound (priced as a timeout).
+const V_TIMED_OUT: u32 = 3;
 
 /// One event as the JS listener receives it (the JS layer adds the name and the error).
 #[napi(object)]
@@ -166,12 +168,15 @@ pub fn calls_in_progress() -> napi::Result<u32> {
 #[napi]
 pub fn call_record(id: f64, verdict: u32, hint_ms: Option<f64>, now_ms: f64) -> napi::Result<f64> {
     with_slot(id, |slot| {
+        let timed_out = verdict == V_TIMED_OUT;
         let verdict = verdict_of(verdict, hint_ms);
         let (events, stats) = (&mut slot.events, &slot.stats);
-        let decision = slot
-            .call
-            .record(verdict, duration(now_ms), &mut |e: &Event<'_>| push(events, stats, e))
-            .map_err(|e| napi::Error::from_reason(e.to_string()))?;
+        let sink = &mut |e: &Event<'_>| push(events, stats, e);
+        let decision = match timed_out {
+            true => slot.call.record_timeout(verdict, duration(now_ms), sink),
+            false => slot.call.record(verdict, duration(now_ms), sink),
+        }
+        .map_err(|e| napi::Error::from_reason(e.to_string()))?;
         Ok(decision_code(decision))
     })
 }
@@ -183,12 +188,15 @@ pub fn call_record(id: f64, verdict: u32, hint_ms: Option<f64>, now_ms: f64) -> 
 #[napi]
 pub fn call_propose(id: f64, verdict: u32, hint_ms: Option<f64>, now_ms: f64) -> napi::Result<f64> {
     with_slot(id, |slot| {
+        let timed_out = verdict == V_TIMED_OUT;
         let verdict = verdict_of(verdict, hint_ms);
         let (events, stats) = (&mut slot.events, &slot.stats);
-        let proposal = slot
-            .call
-            .propose(verdict, duration(now_ms), &mut |e: &Event<'_>| push(events, stats, e))
-            .map_err(|e| napi::Error::from_reason(e.to_string()))?;
+        let sink = &mut |e: &Event<'_>| push(events, stats, e);
+        let proposal = match timed_out {
+            true => slot.call.propose_timeout(verdict, duration(now_ms), sink),
+            false => slot.call.propose(verdict, duration(now_ms), sink),
+        }
+        .map_err(|e| napi::Error::from_reason(e.to_string()))?;
         Ok(match proposal {
             Proposal::Wait { delay, retries_left, .. } => {
                 slot.retries_left = retries_left;
@@ -320,6 +328,7 @@ fn verdict_of(code: u32, hint_ms: Option<f64>) -> Verdict {
     match code {
         V_SUCCESS => Verdict::Success,
         V_TRANSIENT => Verdict::transient_ms(hint_ms),
+        V_TIMED_OUT => Verdict::TRANSIENT,
         _ => Verdict::Permanent,
     }
 }

@@ -135,6 +135,19 @@ async function runCall(retrier, script, atMs, hedged) {
       overcalled = true;
       throw new TypeError('fn called more often than the script has entries');
     }
+    if (step.timed_out) {
+      // "timed_out": the attempt runs past its bound, and the retrier's own bound cuts it
+      // (its signal aborts with the TimeoutError the attempt fails with). The virtual
+      // clock shows the cut at the bound; the retrier's timer fires in real time.
+      assert.notEqual(ctx.remainingMs, undefined, `attempt ${calls} timed out but is unbounded`);
+      testing.advance(ctx.remainingMs);
+      return new Promise((resolve, reject) => {
+        ctx.signal.addEventListener('abort', () => {
+          thrown.push(ctx.signal.reason);
+          reject(ctx.signal.reason);
+        });
+      });
+    }
     if (step.takes_ms) testing.advance(step.takes_ms);
     // The value of attempt n carries n: n itself, or an object with the hint on it for
     // a rejected value (the default hint reader finds `retryAfterMs` there).

@@ -124,7 +124,7 @@ impl CallState {
     /// `RetryExhausted`, or an error raised by the predicate / hint hook (original
     /// attached as its cause).
     pub fn failed(&mut self, py: Python<'_>, err: PyErr) -> Result<Duration, PyErr> {
-        match self.failed_async(py, err, None)? {
+        match self.failed_async(py, err, None, false)? {
             Failed::Wait(delay) => Ok(delay),
             Failed::Await(_) => Err(PyRuntimeError::new_err("retryrs: a sync call was asked to await a hook")),
         }
@@ -132,11 +132,14 @@ impl CallState {
 
     /// [`failed`](Self::failed) for an async driver, which can await a hook's answer:
     /// `answers` are the hooks' awaited answers so far (see `HostPolicy::classify`).
+    /// `timed_out`: the driver cut the attempt at its bound (`err` is its AttemptTimeout):
+    /// recorded as a timeout, which a quota budget prices at `timeout_retry_cost`.
     pub fn failed_async(
         &mut self,
         py: Python<'_>,
         err: PyErr,
         answers: Option<&Bound<'_, PyTuple>>,
+        timed_out: bool,
     ) -> Result<Failed, PyErr> {
         let value = err.value(py).clone().into_any();
         let host = self.host.clone();
@@ -181,11 +184,14 @@ impl CallState {
             };
             if host.hooks_waits() {
                 let asked = answers.map_or(0, |a| a.len());
-                match self.proposed(py, verdict, at, &value, false, answers, asked, &mut signal)? {
+                match self.proposed(py, verdict, timed_out, at, &value, false, answers, asked, &mut signal)? {
                     Ok(Hooked::Decided(d)) => d,
                     Ok(Hooked::Await(pending)) => return Ok(Failed::Await(pending)),
                     Err(hook_error) => return Err(self.hook_failed(py, hook_error, Some(err), signal)),
                 }
+            } else if timed_out {
+                let sink = &mut |e: &retryrs::Event<'_>| host.emit(py, e, subject, &mut signal);
+                self.call.record_timeout(verdict, at, sink).map_err(state_error)?
             } else {
                 self.call.record(verdict, at, &mut |e| host.emit(py, e, subject, &mut signal)).map_err(state_error)?
             }
@@ -260,7 +266,7 @@ impl CallState {
             };
             if host.hooks_waits() {
                 let asked = answers.map_or(0, |a| a.len());
-                match self.proposed(py, verdict, at, &value, true, answers, asked, &mut signal)? {
+                match self.proposed(py, verdict, false, at, &value, true, answers, asked, &mut signal)? {
                     Ok(Hooked::Decided(d)) => d,
                     Ok(Hooked::Await(pending)) => return Ok(Failed::Await(pending)),
                     Err(hook_error) => {
@@ -291,6 +297,7 @@ impl CallState {
         &mut self,
         py: Python<'_>,
         verdict: Verdict,
+        timed_out: bool,
         at: Duration,
         subject: &Bound<'_, PyAny>,
         is_value: bool,
@@ -299,10 +306,12 @@ impl CallState {
         signal: &mut Option<PyErr>,
     ) -> PyResult<Result<Hooked, PyErr>> {
         let host = self.host.clone();
-        let proposal = self
-            .call
-            .propose(verdict, at, &mut |e| host.emit(py, e, Some((subject, is_value)), signal))
-            .map_err(state_error)?;
+        let sink = &mut |e: &retryrs::Event<'_>| host.emit(py, e, Some((subject, is_value)), signal);
+        let proposal = match timed_out {
+            true => self.call.propose_timeout(verdict, at, sink),
+            false => self.call.propose(verdict, at, sink),
+        }
+        .map_err(state_error)?;
         match proposal {
             Proposal::Stop(stop) => Ok(Ok(Hooked::Decided(Decision::Stop(stop)))),
             Proposal::Wait { delay, attempt, .. } => {

@@ -44,15 +44,19 @@ impl SteppedCall {
     /// answers with an awaitable, that awaitable is returned instead of a float, and the
     /// driver calls again with its result appended. Without `answers` (the sync loop
     /// form), such a hook is a TypeError naming it.
-    #[pyo3(signature = (exc, answers=None))]
+    ///
+    /// `timed_out`: the driver cut the attempt at its bound and `exc` is the
+    /// AttemptTimeout it raised for that: a quota budget prices the retry as a timeout's.
+    #[pyo3(signature = (exc, answers=None, timed_out=false))]
     fn failed(
         &mut self,
         py: Python<'_>,
         exc: Bound<'_, PyAny>,
         answers: Option<Bound<'_, PyTuple>>,
+        timed_out: bool,
     ) -> PyResult<Py<PyAny>> {
         let err = PyErr::from_value(exc);
-        let delay = match self.state.failed_async(py, err, answers.as_ref())? {
+        let delay = match self.state.failed_async(py, err, answers.as_ref(), timed_out)? {
             Failed::Wait(delay) => delay,
             Failed::Await(pending) => return Ok(pending),
         };

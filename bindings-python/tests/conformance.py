@@ -80,7 +80,7 @@ VECTOR_KEYS = {
     "breaker": {"model", "failures", "failure_ratio", "minimum_throughput", "sampling_duration", "break_duration",
                 "half_open_probes", "break_multiplier", "max_break_duration", "per_attempt"},
     "call": {"at_ms", "attempts", "expect"},
-    "attempt": {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait", "wait"},
+    "attempt": {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait", "wait", "timed_out"},
     "expect": {"outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens", "breaker_state",
                "winner", "launched_ms", "cancelled",
                "bounds_ms"},
@@ -150,9 +150,21 @@ def build(v: Dict[str, Any], on_event: Optional[Callable[..., None]] = None, hoo
             return scripted(attempt) != "stop"
 
         hooks = {"wait": wait, "before_sleep": before_sleep}
+    # The driver's own AttemptTimeout (an attempt it cut at its bound: "timed_out") is
+    # transient, as every runner classifies its host's timeout error.
+    retry_on = (Transient, retryrs.AttemptTimeout)
     if on_event is not None:
-        return Retrier.from_policy(policy, retry_on=Transient, retry_on_result=rejects, on_event=on_event, **hooks)
-    return Retrier.from_policy(policy, retry_on=Transient, retry_on_result=rejects, **hooks)
+        return Retrier.from_policy(policy, retry_on=retry_on, retry_on_result=rejects, on_event=on_event, **hooks)
+    return Retrier.from_policy(policy, retry_on=retry_on, retry_on_result=rejects, **hooks)
+
+
+# In a run's failures: the AttemptTimeout the driver raised for an attempt it cut (the
+# runner never sees the object before the call ends).
+CUT = object()
+
+
+def same_failure(got: Any, want: Any) -> bool:
+    return got is want or (want is CUT and type(got) is retryrs.AttemptTimeout)
 
 
 def ms(x: Optional[float]) -> Optional[int]:
@@ -181,9 +193,12 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
 
     holder["listener"] = listener
 
-    def attempt() -> Value:
+    def count_one() -> None:
         nonlocal count
         count += 1
+
+    def attempt() -> Value:
+        count_one()
         if count > len(script):
             err: BaseException = ScriptOverrun(f"called {count} times, script has {len(script)}")
             raised.append(err)
@@ -208,7 +223,23 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
         raise err
 
     async def attempt_async() -> Value:
-        return attempt()
+        if count >= len(script) or not script[count].get("timed_out"):
+            return attempt()
+        # "timed_out": the attempt runs past its bound, and the driver's own bound cuts it
+        # (its AttemptTimeout is the failure). The virtual clock shows the cut at the
+        # bound; the driver's timer, armed for the bound, fires in real time.
+        count_one()
+        current = retryrs.current_attempt()
+        left = None if current is None else current.remaining
+        bounds.append(ms(left))
+        if left is None:
+            problems.append(f"attempt {count} timed out but is unbounded")
+            raise ScriptOverrun(f"attempt {count} is unbounded")
+        failures.append((CUT, False))
+        testing.advance(left)
+        await asyncio.sleep(60)
+        problems.append(f"attempt {count} was not cut at its bound")
+        raise ScriptOverrun(f"attempt {count} ran past its bound")
 
     bound = r.with_cancel(token)
     outcome, reason, error = None, None, None
@@ -218,7 +249,9 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
         if call.get("at_ms"):
             testing.advance(call["at_ms"] / 1000)
         try:
-            if use_async:
+            # Only the async driver cuts an attempt at its bound (a sync call cannot
+            # interrupt one): a call with a timed-out attempt runs there in both passes.
+            if use_async or any(a.get("timed_out") for a in script):
                 value = asyncio.run(bound.call_async(attempt_async))
             else:
                 value = bound.call(attempt)
@@ -250,7 +283,7 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
         # attempts counts all. The last failure is the cause if an error, else `result`.
         window = failures[-64:]
         kept_errors = [f for f, is_value in window if not is_value]
-        if len(error.errors) != len(kept_errors) or any(a is not b for a, b in zip(error.errors, kept_errors)):
+        if len(error.errors) != len(kept_errors) or not all(map(same_failure, error.errors, kept_errors)):
             problems.append(f"errors {error.errors!r} are not the errors among the last 64 failures {window!r}")
         last, last_is_value = failures[-1] if failures else (None, False)
         if not failures:
@@ -263,7 +296,7 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
             if error.result is not last:
                 problems.append(f"RetryExhausted.result is {error.result!r}, not the last rejected value {last!r}")
         else:
-            if error.__cause__ is not last:
+            if not same_failure(error.__cause__, last):
                 problems.append("__cause__ is not the last failure")
             if error.result is not None:
                 problems.append(f"RetryExhausted.result is {error.result!r}; the last failure was an error")

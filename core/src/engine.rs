@@ -155,7 +155,8 @@ impl std::error::Error for StateError {}
 enum State {
     Attempting,
     /// [`Call::propose`] computed this wait; [`Call::settle`] comes next.
-    Proposed(Duration),
+    /// The computed wait, and what the retry after it follows (its price in a quota).
+    Proposed(Duration, RetryCause),
     Waiting,
     Done(Stop),
 }
@@ -164,7 +165,7 @@ impl State {
     fn describe(&self) -> &'static str {
         match self {
             State::Attempting => "attempting",
-            State::Proposed(_) => "proposed",
+            State::Proposed(..) => "proposed",
             State::Waiting => "waiting",
             State::Done(_) => "ended",
         }
@@ -337,7 +338,8 @@ impl<P: Deref<Target = Policy>> Call<P> {
     /// [`Proposal::Wait`]. The call is then "proposed": the host runs its hooks (they may
     /// take any time, awaited or not) and answers with [`Call::settle`]. The jitter is
     /// drawn here, whatever the hooks answer, so the stream of later waits is the same.
-    /// (A quota budget prices the retry as an ordinary failure's, not a timeout's.)
+    /// (A quota budget prices the retry as an ordinary failure's; a timeout's through
+    /// [`Call::propose_timeout`].)
     #[inline]
     pub fn propose(
         &mut self,
@@ -345,9 +347,32 @@ impl<P: Deref<Target = Policy>> Call<P> {
         now: Duration,
         sink: &mut impl FnMut(&Event<'_>),
     ) -> Result<Proposal, StateError> {
+        self.propose_as(verdict, RetryCause::Failure, now, sink)
+    }
+
+    /// [`Call::propose`] for an attempt that ran out of its bound (see
+    /// [`Call::record_timeout`]): [`Call::settle`] then prices the retry as a timeout's.
+    #[inline]
+    pub fn propose_timeout(
+        &mut self,
+        verdict: Verdict,
+        now: Duration,
+        sink: &mut impl FnMut(&Event<'_>),
+    ) -> Result<Proposal, StateError> {
+        self.propose_as(verdict, RetryCause::Timeout, now, sink)
+    }
+
+    #[inline(always)]
+    fn propose_as(
+        &mut self,
+        verdict: Verdict,
+        cause: RetryCause,
+        now: Duration,
+        sink: &mut impl FnMut(&Event<'_>),
+    ) -> Result<Proposal, StateError> {
         match self.propose_step(verdict, now, sink)? {
             Ok((delay, hint)) => {
-                self.state = State::Proposed(delay);
+                self.state = State::Proposed(delay, cause);
                 let retries_left = crate::event::retries_left(self.policy.max_attempts, self.attempt);
                 Ok(Proposal::Wait { delay, attempt: self.attempt, retries_left, hint })
             }
@@ -368,10 +393,10 @@ impl<P: Deref<Target = Policy>> Call<P> {
         now: Duration,
         sink: &mut impl FnMut(&Event<'_>),
     ) -> Result<Decision, StateError> {
-        let State::Proposed(computed) = self.state else {
+        let State::Proposed(computed, cause) = self.state else {
             return Err(StateError::NotProposed(self.state.describe()));
         };
-        Ok(self.settle_step(plan, computed, RetryCause::Failure, now, sink))
+        Ok(self.settle_step(plan, computed, cause, now, sink))
     }
 
     /// Steps 1 to 5: `Ok((wait, hint))` when the call may wait, `Err(stop)` when it ended.

@@ -38,7 +38,8 @@ where
         return recorded.expect(BUSY);
     };
     let at = now();
-    match call.propose(verdict, at, sink).expect(BUSY) {
+    let proposed = if timed_out { call.propose_timeout(verdict, at, sink) } else { call.propose(verdict, at, sink) };
+    match proposed.expect(BUSY) {
         Proposal::Stop(stop) => Decision::Stop(stop),
         Proposal::Wait { delay, attempt, retries_left, hint } => {
             let elapsed = at.saturating_sub(call.started_at());

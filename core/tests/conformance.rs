@@ -358,6 +358,84 @@ fn run_hedged_call(policy: &Policy, script: &[Value]) -> Result<Value, String> {
     Ok(got)
 }
 
+/// Whether attempt `s` is one the host cut at its bound (`"timed_out": true`).
+fn is_cut(s: &Value) -> bool {
+    s.get("timed_out").and_then(Value::as_bool) == Some(true)
+}
+
+/// Runs one call with an attempt the host cuts at its bound through the sans-IO [`Call`]:
+/// the blocking executor cannot interrupt an attempt, and the async one does not on a
+/// virtual clock, so the runner is the host here. A cut attempt takes its bound and is
+/// recorded with [`Call::record_timeout`] (what the async executor does when its timer
+/// wins); every other attempt as the executors record it.
+fn run_engine_call(policy: &Policy, script: &[Value], at_ms: Option<u64>) -> Result<Value, String> {
+    let events = RefCell::new(Vec::<Value>::new());
+    let mut sink = |e: &retryrs::Event<'_>| {
+        let mut ev = json!({"kind": e.kind.as_str(), "attempt": e.attempt, "elapsed_ms": e.elapsed.as_millis() as u64});
+        if let Some(d) = e.delay {
+            ev["delay_ms"] = json!(d.as_millis() as u64);
+        }
+        if let Some(r) = e.reason {
+            ev["reason"] = json!(r.as_str());
+        }
+        ev["retries_left"] = json!(e.retries_left);
+        // What the executors attach: the failure an event is about (no value: the
+        // vectors with a cut attempt have no rejected values).
+        ev["error"] = json!(e.kind.carries_error() && e.attempt > 0);
+        events.borrow_mut().push(ev);
+    };
+    let err = |e: retryrs::StateError| e.to_string();
+    let mut now = Duration::from_millis(1000 + at_ms.unwrap_or(0));
+    let mut call = retryrs::Call::start_with(policy, now, &mut sink);
+    let (mut delays, mut bounds) = (vec![], vec![]);
+    let stop = loop {
+        if let Some(stop) = call.outcome() {
+            break stop;
+        }
+        let n = call.attempt();
+        let s = script.get(n as usize - 1).ok_or(format!("attempt {n} made; the script has {}", script.len()))?;
+        let bound = call.remaining(now).map_err(err)?;
+        bounds.push(bound.map(|d| d.as_millis() as u64));
+        let hint = s.get("hint_ms").and_then(Value::as_f64).and_then(retryrs::duration_from_ms);
+        let decision = if is_cut(s) {
+            now += bound.ok_or(format!("attempt {n} timed out but is unbounded"))?;
+            call.record_timeout(Verdict::TRANSIENT, now, &mut sink)
+        } else {
+            now += Duration::from_millis(s.get("takes_ms").and_then(Value::as_u64).unwrap_or(0));
+            let verdict = match s["result"].as_str() {
+                Some("success") => Verdict::Success,
+                Some("transient") => Verdict::Transient { hint },
+                Some(other) => return Err(format!("a vector with a cut attempt scripts {other:?}")),
+                None => Verdict::Permanent,
+            };
+            call.record(verdict, now, &mut sink)
+        };
+        match decision.map_err(err)? {
+            retryrs::Decision::Retry(delay) => {
+                delays.push(delay.as_millis() as u64);
+                now += delay + Duration::from_millis(s.get("wait_overrun_ms").and_then(Value::as_u64).unwrap_or(0));
+                call.after_wait(now, &mut sink).map_err(err)?;
+            }
+            retryrs::Decision::Stop(stop) => break stop,
+        }
+    };
+    let mut got =
+        json!({"attempts": call.attempt(), "delays_ms": delays, "events": events.into_inner(), "bounds_ms": bounds});
+    got["outcome"] = json!(match stop {
+        Stop::Success => "success",
+        Stop::Rejected => "rejected",
+        Stop::Exhausted(_) => "exhausted",
+        Stop::Cancelled => "cancelled",
+    });
+    if let Stop::Exhausted(r) = stop {
+        got["reason"] = json!(r.as_str());
+    }
+    if let Some(budget) = policy.budget() {
+        got["budget_tokens"] = json!(budget.tokens());
+    }
+    Ok(got)
+}
+
 fn check_call_vector(v: &Value) -> Result<(), String> {
     let policy = build_policy(v).map_err(|e| format!("policy did not build: {e}"))?;
     if policy.hedging().is_some() {
@@ -366,7 +444,11 @@ fn check_call_vector(v: &Value) -> Result<(), String> {
     let retrier = Retrier::new(policy);
     for (i, call) in v["calls"].as_array().unwrap().iter().enumerate() {
         let at_ms = call.get("at_ms").and_then(Value::as_u64);
-        let got = run_call(&retrier, call["attempts"].as_array().unwrap(), at_ms)?;
+        let script = call["attempts"].as_array().unwrap();
+        let got = match script.iter().any(is_cut) {
+            true => run_engine_call(retrier.policy(), script, at_ms)?,
+            false => run_call(&retrier, script, at_ms)?,
+        };
         let want = &call["expect"];
         for key in ["outcome", "reason", "attempts", "delays_ms", "value", "bounds_ms"] {
             // bounds_ms is compared where a vector gives it.
@@ -473,8 +555,15 @@ fn check_vector_keys(v: &Value) -> Result<(), String> {
             check_keys(
                 "attempt",
                 a,
-                &["result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait", "wait"],
+                &["result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait", "wait", "timed_out"],
             )?;
+            if a.get("timed_out").is_some()
+                && (a["timed_out"] != true || a["result"] != "transient" || a.get("takes_ms").is_some())
+            {
+                return Err(
+                    "attempt: timed_out is true, with result transient and no takes_ms (it takes its bound)".into()
+                );
+            }
             if let Some(w) = a.get("wait") {
                 if !(w.is_u64() || w == "engine" || w == "stop") {
                     return Err(format!("attempt: wait is a whole number of ms, \"engine\" or \"stop\", not {w}"));

@@ -14,7 +14,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use retryrs::{Call, Decision, Event, Jitter, Policy, QuotaBudget, RetryBudget, Verdict};
+use retryrs::{Call, Decision, Event, Jitter, Plan, Policy, Proposal, QuotaBudget, RetryBudget, Verdict};
 
 #[derive(Clone, Copy, Debug)]
 enum Outcome {
@@ -78,6 +78,31 @@ fn engine_call(policy: &Policy, attempts: &[Outcome]) -> usize {
     panic!("the script ran out before the call ended")
 }
 
+/// [`engine_call`] for a host with hooks: propose (a timeout through
+/// [`Call::propose_timeout`]), then settle with the engine's wait.
+fn hooked_engine_call(policy: &Policy, attempts: &[Outcome]) -> usize {
+    let mut sink = |_: &Event<'_>| {};
+    let mut call = Call::start(policy, Duration::ZERO);
+    for (i, outcome) in attempts.iter().enumerate() {
+        let proposal = match outcome {
+            Success => call.propose(Verdict::Success, Duration::ZERO, &mut sink),
+            Failure => call.propose(Verdict::TRANSIENT, Duration::ZERO, &mut sink),
+            Timeout => call.propose_timeout(Verdict::TRANSIENT, Duration::ZERO, &mut sink),
+        };
+        let decision = match proposal.unwrap() {
+            Proposal::Stop(stop) => Decision::Stop(stop),
+            Proposal::Wait { .. } => call.settle(Plan::Engine, Duration::ZERO, &mut sink).unwrap(),
+        };
+        match decision {
+            Decision::Retry(_) => {
+                call.after_wait(Duration::ZERO, &mut sink).unwrap();
+            }
+            Decision::Stop(_) => return i + 1,
+        }
+    }
+    panic!("the script ran out before the call ended")
+}
+
 fn quota_policy(capacity: u64, max_attempts: u64) -> (Policy, Arc<RetryBudget>) {
     let quota = Arc::new(RetryBudget::from(QuotaBudget::new(capacity, 5, 10, 1).unwrap()));
     let policy = Policy::builder()
@@ -128,6 +153,7 @@ fn timeouts_cost_ten_and_are_given_back_on_success() {
 fn the_engine_matches_botocore_call_by_call() {
     for (capacity, max_attempts) in [(50, 3), (37, 4), (500, 5), (12, 2)] {
         let (policy, quota) = quota_policy(capacity, max_attempts);
+        let (hooked, hooked_quota) = quota_policy(capacity, max_attempts);
         let mut reference = Botocore { max: capacity, available: capacity };
         let mut seed: u64 = 0x2545_f491_4f6c_dd1d ^ capacity;
         let mut next = || {
@@ -147,6 +173,9 @@ fn the_engine_matches_botocore_call_by_call() {
             reference.call(&attempts, max_attempts as usize);
             engine_call(&policy, &attempts);
             assert_eq!(available(&quota), reference.available, "capacity {capacity}, call {n}: {attempts:?}");
+            // The same call again through propose and settle (a host with hooks).
+            hooked_engine_call(&hooked, &attempts);
+            assert_eq!(available(&hooked_quota), reference.available, "hooked, capacity {capacity}, call {n}");
         }
     }
 }

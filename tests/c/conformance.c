@@ -136,6 +136,12 @@ static retryrs_verdict attempt_fn(void *user_data, uint32_t attempt, double *hin
   const cv_attempt *a = script(st, attempt);
   saw_bound(st, s, bound);
   if (!a) return RETRYRS_PERMANENT;
+  if (a->timed_out) {
+    /* The attempt's own I/O timed out at its bound: it took the bound, and says so. */
+    if (s != RETRYRS_OK || bound == RETRYRS_UNBOUNDED) failf("attempt %u timed out but is unbounded", attempt);
+    else retryrs_testing_advance(bound);
+    return RETRYRS_TIMED_OUT;
+  }
   if (a->takes_ms) retryrs_testing_advance(a->takes_ms);
   if (a->has_hint) *hint_ms = a->hint_ms;
   return a->result;
@@ -211,8 +217,15 @@ static void run_engine(const retryrs_retrier *r, run_state *st, retryrs_status *
     const cv_attempt *a = script(st, step.attempt);
     saw_bound(st, s, bound);
     if (!a) break;
-    now += a->takes_ms;
-    if (st->call->hooked) {
+    if (a->timed_out && (s != RETRYRS_OK || bound == RETRYRS_UNBOUNDED)) {
+      failf("attempt %u timed out but is unbounded", step.attempt);
+      break;
+    }
+    /* A timed-out attempt takes its bound (and a->result is RETRYRS_TIMED_OUT). */
+    now += a->timed_out ? bound : a->takes_ms;
+    if (a->timed_out && !st->call->hooked) {
+      s = retryrs_call_record_timeout(call, now, &step);
+    } else if (st->call->hooked) {
       /* Propose, answer with the script's plan, settle. */
       retryrs_proposal p;
       s = retryrs_call_propose(call, a->result, a->has_hint ? a->hint_ms : -1.0, now, &p);

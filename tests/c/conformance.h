@@ -26,6 +26,9 @@ typedef struct {
   double hint_ms;
   unsigned long long takes_ms, wait_overrun_ms;
   int cancel_during_wait;
+  /* The host cut the attempt at its bound: it takes its bound, and the result is
+   * RETRYRS_TIMED_OUT. */
+  int timed_out;
   /* A hook vector's answer after this attempt's failure: RETRYRS_PLAN_* (and wait_ms). */
   retryrs_plan plan;
   double wait_ms;

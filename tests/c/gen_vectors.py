@@ -12,7 +12,7 @@ import sys
 
 # A vector's policy is in the policy-document format (docs/policies.md); the C runner
 # loads it with retryrs_policies_from_json, which rejects unknown keys itself.
-ATTEMPT_KEYS = {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait", "wait"}
+ATTEMPT_KEYS = {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait", "wait", "timed_out"}
 EXPECT_KEYS = {"outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens", "breaker_state",
                "bounds_ms", "winner", "launched_ms", "cancelled"}
 # Every budget kind's keys and both breaker models' (the core's loader checks which belong
@@ -106,6 +106,11 @@ def call_init(out, where, c):
         if a["result"] not in RESULTS:
             fail(where, f"unknown result {a['result']!r}")
         fields = [f".result = {RESULTS[a['result']]}"]
+        if a.get("timed_out") is not None:
+            # The host cut the attempt at its bound (tests/conformance/README.md).
+            if a["timed_out"] is not True or a["result"] != "transient" or "takes_ms" in a:
+                fail(where, "timed_out is true, with result transient and no takes_ms")
+            fields = [".result = RETRYRS_TIMED_OUT", ".timed_out = 1"]
         if "hint_ms" in a:
             fields.append(f".has_hint = 1, .hint_ms = {num(a['hint_ms'])}")
         fields.append(f".takes_ms = {int(a.get('takes_ms', 0))}ULL")

@@ -137,6 +137,10 @@ static void test_null_arguments_are_rejected_by_name(void) {
   CHECK_STATUS(retryrs_call_start(r, 0, NULL, &call), RETRYRS_OK);
   CHECK_STATUS(retryrs_call_report(call, RETRYRS_SUCCESS, -1, 0, NULL), RETRYRS_INVALID_ARGUMENT);
   CHECK(contains(retryrs_last_error(), "step"));
+  CHECK_STATUS(retryrs_call_record_timeout(NULL, 0, &step), RETRYRS_INVALID_ARGUMENT);
+  CHECK(contains(retryrs_last_error(), "call"));
+  CHECK_STATUS(retryrs_call_record_timeout(call, 0, NULL), RETRYRS_INVALID_ARGUMENT);
+  CHECK(contains(retryrs_last_error(), "step"));
   CHECK_STATUS(retryrs_call_after_wait(call, 0, NULL), RETRYRS_INVALID_ARGUMENT);
   CHECK_STATUS(retryrs_call_cancel(call, 0, NULL), RETRYRS_INVALID_ARGUMENT);
   CHECK_STATUS(retryrs_call_remaining_ms(NULL, 0, &ms), RETRYRS_INVALID_ARGUMENT);
@@ -376,7 +380,7 @@ static void test_engine_drives_a_call_by_hand(void) {
   CHECK_STATUS(retryrs_call_after_wait(call, 5000, &step), RETRYRS_INVALID_ARGUMENT);
   CHECK(contains(retryrs_last_error(), "after_wait"));
   CHECK_STATUS(retryrs_call_report(call, 9, -1, 5000, &step), RETRYRS_INVALID_ARGUMENT);
-  CHECK(contains(retryrs_last_error(), "verdict"));
+  CHECK(contains(retryrs_last_error(), "verdict") && contains(retryrs_last_error(), "RETRYRS_TIMED_OUT"));
   CHECK_STATUS(retryrs_call_report(call, RETRYRS_TRANSIENT, -1, 5010, &step), RETRYRS_OK);
   CHECK(step.action == RETRYRS_ACTION_RETRY && step.delay_ms == 100 && step.attempt == 1);
   CHECK_STATUS(retryrs_call_report(call, RETRYRS_SUCCESS, -1, 5010, &step), RETRYRS_INVALID_ARGUMENT);

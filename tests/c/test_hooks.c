@@ -287,7 +287,60 @@ static void test_new_exports_refuse_null(void) {
   retryrs_retrier_free(r);
 }
 
+/* Issue 27: the attempt callback says its own I/O ran out of the bound it was given
+ * (RETRYRS_TIMED_OUT): a quota prices the retry after it at timeout_retry_cost, with hooks
+ * (propose/settle) as without; RETRYRS_TRANSIENT stays at retry_cost. */
+typedef struct {
+  const retryrs_budget *quota;
+  double seen[4];
+  uint32_t n;
+  retryrs_verdict first; /* what attempt 1 answers; attempt 2 answers RETRYRS_TIMED_OUT */
+} timed;
+
+static retryrs_verdict timing_out(void *user_data, uint32_t n, double *hint_ms) {
+  timed *t = (timed *)user_data;
+  (void)hint_ms;
+  if (t->n < 4) CHECK_STATUS(retryrs_budget_tokens(t->quota, &t->seen[t->n++]), RETRYRS_OK);
+  return n == 1 ? t->first : n == 2 ? RETRYRS_TIMED_OUT : RETRYRS_SUCCESS;
+}
+
+static void test_a_timed_out_attempt_is_priced_as_a_timeout(void) {
+  int hooked;
+  for (hooked = 0; hooked < 2; hooked++) {
+    retryrs_budget *quota = NULL;
+    retryrs_retrier *r = NULL;
+    retryrs_config c;
+    script s;
+    retryrs_hooks hooks = {sizeof hooks, NULL, before_retry, &s};
+    retryrs_outcome out;
+    timed t;
+    double left = 0;
+    memset(&s, 0, sizeof s);
+    memset(&t, 0, sizeof t);
+    CHECK_STATUS(retryrs_budget_new_quota(500, 5, 10, 1, &quota), RETRYRS_OK);
+    retryrs_config_default(&c);
+    c.max_attempts = 3;
+    c.initial_delay_ms = 0;
+    c.jitter = RETRYRS_JITTER_NONE;
+    c.budget = quota;
+    CHECK_STATUS(retryrs_retrier_new(&c, &r), RETRYRS_OK);
+    t.quota = quota;
+    t.first = RETRYRS_TRANSIENT;
+    CHECK_STATUS(hooked ? retryrs_retrier_call_hooked(r, timing_out, &t, NULL, NULL, &hooks, &out)
+                        : retryrs_retrier_call(r, timing_out, &t, NULL, NULL, &out),
+                 RETRYRS_OK);
+    CHECK(out.attempts == 3);
+    CHECK(t.n == 3 && t.seen[0] == 500 && t.seen[1] == 495 && t.seen[2] == 485);
+    CHECK_STATUS(retryrs_budget_tokens(quota, &left), RETRYRS_OK);
+    CHECK(left == 495); /* the success gave back the last retry's 10 */
+    CHECK(!hooked || s.n_seen == 2);
+    retryrs_retrier_free(r);
+    retryrs_budget_free(quota);
+  }
+}
+
 void hooks_tests(void) {
+  h_run("a timed-out attempt is priced as a timeout", test_a_timed_out_attempt_is_priced_as_a_timeout);
   h_run("a wait hook sets exact waits", test_a_wait_hook_sets_exact_waits);
   h_run("a before-retry hook stops the call; stats", test_a_before_retry_hook_stops_the_call);
   h_run("exact waits obey the deadline and max_retry_after", test_exact_waits_obey_the_deadline_and_max_retry_after);

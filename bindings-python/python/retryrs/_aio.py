@@ -65,7 +65,7 @@ async def _go_on(r: _native.Retrier, first: _native._FirstAttempt, fn: Callable[
             return await _retry(r, r._begin(info), fn, args, kw, None, value)
         r._succeeded(info)
         return value
-    return await _retry(r, r._begin(info), fn, args, kw, exc, None)
+    return await _retry(r, r._begin(info), fn, args, kw, exc, None, _timed_out(exc, info))
 
 
 _leave = _native._leave_attempt
@@ -79,12 +79,12 @@ async def _rejects(r: _native.Retrier, value: Any) -> bool:
     return bool(await verdict)
 
 
-async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kw: Dict[str, Any], exc: Optional[BaseException], rejected: Any) -> Any:
+async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kw: Dict[str, Any], exc: Optional[BaseException], rejected: Any, timed_out: bool = False) -> Any:
     checks_results = r.retry_on_result is not None
     interrupts = r._interrupts
     while True:
         if exc is not None:
-            delay = await _failed(call, exc)  # raises when the call ends
+            delay = await _failed(call, exc, timed_out)  # raises when the call ends
         else:
             delay = await _rejected(call, rejected)
         exc = rejected = None  # no frame -> traceback -> frame cycle
@@ -100,6 +100,7 @@ async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[...
                 value = await _suspended(fn(*args, **kw).__await__(), _FIRST, current)
         except BaseException as e:
             exc = e
+            timed_out = _timed_out(e, current)
         else:
             if checks_results and await _rejects(r, value):
                 rejected = value
@@ -110,13 +111,13 @@ async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[...
             _CURRENT.reset(entered)
 
 
-async def _failed(call: _native.SteppedCall, exc: BaseException) -> float:
-    """The engine's answer to a failure. A hook (predicate, hint) that answers with an
-    awaitable is awaited here -- never read as "true" -- and the engine asked again with
-    the answers so far."""
+async def _failed(call: _native.SteppedCall, exc: BaseException, timed_out: bool = False) -> float:
+    """The engine's answer to a failure (``timed_out``: the driver cut the attempt at its
+    bound). A hook (predicate, hint) that answers with an awaitable is awaited here --
+    never read as "true" -- and the engine asked again with the answers so far."""
     answers: Tuple[Any, ...] = ()
     while True:
-        step = call.failed(exc, answers)
+        step = call.failed(exc, answers, timed_out)
         if type(step) is float:
             return step
         answers += (await _answer(call, step),)
@@ -193,7 +194,7 @@ def _suspended(it: Any, step: Any, current: _native.AttemptInfo, grace: float = 
         return (yield from _forward(it, step))
     except asyncio.CancelledError:
         if fired[0] and _own_cancel(task, fired):
-            raise AttemptTimeout(current._bound or 0.0) from None
+            raise _cut(current) from None
         raise
     finally:
         if handle is not None:
@@ -231,7 +232,22 @@ def _trio_suspended(it: Any, step: Any, current: _native.AttemptInfo, grace: flo
     left = current.remaining
     with trio.move_on_after((0 if left is None else left) + grace):
         return (yield from _forward(it, step))
-    raise AttemptTimeout(current._bound or 0.0)
+    raise _cut(current)
+
+
+def _cut(current: _native.AttemptInfo) -> AttemptTimeout:
+    """The AttemptTimeout of the attempt ``current`` the driver cut at its bound, marked as
+    the driver's own (``_timed_out``), so a quota prices the retry after it as a timeout's
+    and an AttemptTimeout raised by anything else (an inner Retrier's) stays a plain
+    failure."""
+    timeout = AttemptTimeout(current._bound or 0.0)
+    timeout._cut = current  # type: ignore[attr-defined]
+    return timeout
+
+
+def _timed_out(exc: Optional[BaseException], current: Any) -> bool:
+    """Whether ``exc`` is the driver's own AttemptTimeout for the attempt ``current``."""
+    return type(exc) is AttemptTimeout and getattr(exc, "_cut", None) is current
 
 
 def _expire(task: Any, fired: List[bool]) -> None:
@@ -273,7 +289,7 @@ class TrioBound:
         scope = self._scope
         swallowed = scope.__exit__(type(exc) if exc is not None else None, exc, exc.__traceback__ if exc is not None else None)
         if swallowed and scope.cancelled_caught:
-            return AttemptTimeout(self._current._bound or 0.0)
+            return _cut(self._current)
         return exc
 
 
@@ -302,7 +318,7 @@ class Bound:
             return exc
         own = _own_cancel(self._task, self._fired)
         if isinstance(exc, asyncio.CancelledError) and own:
-            timeout = AttemptTimeout(self._current._bound or 0.0)
+            timeout = _cut(self._current)
             timeout.__context__ = None
             return timeout
         return exc

@@ -95,8 +95,9 @@ class Attempt:
             self._bound = None
             if judged is not exc and judged is not None:
                 # The bound cancelled the block: its AttemptTimeout is the failure (judged
-                # by retry_on), and the cancellation is swallowed if the engine retries.
-                return self._owner._exit(judged, self._result)
+                # by retry_on, priced as a timeout by a quota), and the cancellation is
+                # swallowed if the engine retries.
+                return self._owner._exit(judged, self._result, timed_out=True)
         return self._owner._exit(exc, self._result)
 
     def __repr__(self) -> str:
@@ -123,7 +124,7 @@ class _Base:
         """The sync loop form cannot interrupt its block: nothing to arm."""
         return None
 
-    def _exit(self, exc: Optional[BaseException], result: Any = _UNSET) -> bool:
+    def _exit(self, exc: Optional[BaseException], result: Any = _UNSET, timed_out: bool = False) -> bool:
         self._open = False
         if exc is None and result is not _UNSET and self._r.retry_on_result is not None and self._rejects(result):
             if self._call is None:
@@ -141,7 +142,7 @@ class _Base:
             self._call = self._r._begin(self._start)
         # Raises when the call ends. Hooks answer synchronously here (`__exit__` cannot
         # await): one that returns an awaitable is a TypeError naming it.
-        self._delay = self._call.failed(exc)
+        self._delay = self._call.failed(exc, None, timed_out)
         return True
 
 

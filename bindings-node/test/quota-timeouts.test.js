@@ -1,0 +1,71 @@
+'use strict';
+// The AWS quota's price of a retry after an attempt the retrier cut at its attempt timeout
+// (issue 27): 10, against 5 after any other transient failure; the success gives back the
+// last retry's cost. Only the retrier's own cut counts: a TimeoutError the attempt throws
+// itself is an ordinary failure. Real time, bounds of 50 ms: the attempts that hang are
+// cut by the retrier's timer, whatever the machine's load.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { Retrier, RetryBudget, RetryExhaustedError } = require('..');
+
+const retrier = (budget, extra = {}) =>
+  new Retrier({
+    maxAttempts: 3,
+    initialDelayMs: 0,
+    jitter: 'none',
+    attemptTimeoutMs: 50,
+    deadlineMs: null,
+    budget,
+    shouldRetry: () => true,
+    ...extra,
+  });
+
+/** An attempt that never ends on its own: its signal's abort ends it. */
+const hang = (ctx) => new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)));
+
+test('an attempt cut at its bound is retried at the timeout price', async () => {
+  const quota = RetryBudget.quota();
+  const seen = [];
+  const got = await retrier(quota).call((ctx) => {
+    seen.push(quota.tokens);
+    if (ctx.attempt === 1) return hang(ctx);
+    if (ctx.attempt === 2) throw Object.assign(new Error('reset'), { code: 'ECONNRESET' });
+    return ctx.attempt;
+  });
+  assert.equal(got, 3);
+  assert.deepEqual(seen, [500, 490, 485], "the cut attempt's retry cost 10, the reset's 5");
+  assert.equal(quota.tokens, 490, "the success gave back the last retry's 5");
+});
+
+test('with hooks (onRetry) the cut is priced the same', async () => {
+  const quota = RetryBudget.quota();
+  const seen = [];
+  let asked = 0;
+  const r = retrier(quota, { onRetry: () => { asked += 1; } });
+  const got = await r.call((ctx) => {
+    seen.push(quota.tokens);
+    return ctx.attempt < 3 ? hang(ctx) : 'ok';
+  });
+  assert.equal(got, 'ok');
+  assert.equal(asked, 2);
+  assert.deepEqual(seen, [500, 490, 480]);
+  assert.equal(quota.tokens, 490, "the success gave back the last retry's 10");
+});
+
+test('a TimeoutError the attempt throws itself is an ordinary failure', async () => {
+  const quota = RetryBudget.quota();
+  const seen = [];
+  const got = await retrier(quota).call((ctx) => {
+    seen.push(quota.tokens);
+    if (ctx.attempt === 1) throw new DOMException('its own client gave up', 'TimeoutError');
+    return 'ok';
+  });
+  assert.equal(got, 'ok');
+  assert.deepEqual(seen, [500, 495]);
+});
+
+test('a quota too small for a second cut refuses it (reason budget)', async () => {
+  const quota = RetryBudget.quota({ capacity: 12 });
+  await assert.rejects(retrier(quota).call(hang), (e) => e instanceof RetryExhaustedError && e.reason === 'budget' && e.attempts === 2);
+  assert.equal(quota.tokens, 2);
+});

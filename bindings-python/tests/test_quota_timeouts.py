@@ -1,0 +1,113 @@
+"""The AWS quota's price of a retry after an attempt the asyncio driver cut at its bound
+(issue 27): 10, against 5 after any other transient failure; the success gives back the
+last retry's cost. Only the driver's own cut counts: an AttemptTimeout the attempt raises
+itself (an inner Retrier's) is an ordinary failure. Real time, bounds of 50 ms: the
+attempts that hang are cut by the driver's timer, whatever the machine's load."""
+
+import asyncio
+
+import pytest
+
+from retryrs import AttemptTimeout, Retrier, RetryBudget, RetryExhausted
+
+
+def retrier(quota: RetryBudget) -> Retrier:
+    return Retrier(
+        max_attempts=3,
+        initial_delay=0,
+        jitter="none",
+        attempt_timeout=0.05,
+        deadline=None,
+        budget=quota,
+        retry_on=(ConnectionError, AttemptTimeout),
+    )
+
+
+def test_a_call_cut_at_its_bound_retries_at_the_timeout_price():
+    quota = RetryBudget.quota()
+    seen = []
+
+    async def attempt():
+        seen.append(quota.tokens)
+        if len(seen) == 1:
+            await asyncio.sleep(3600)  # cut at 50 ms
+        if len(seen) == 2:
+            raise ConnectionError("reset")
+        return len(seen)
+
+    assert asyncio.run(retrier(quota).call_async(attempt)) == 3
+    assert seen == [500, 490, 485], "the cut attempt's retry cost 10, the reset's 5"
+    assert quota.tokens == 490, "the success gave back the last retry's 5"
+
+
+def test_the_async_loop_form_prices_its_cut_the_same():
+    quota = RetryBudget.quota()
+    seen = []
+
+    async def run():
+        async for attempt in retrier(quota):
+            with attempt:
+                seen.append(quota.tokens)
+                if attempt.number < 3:
+                    await asyncio.sleep(3600)  # cut at 50 ms
+
+    asyncio.run(run())
+    assert seen == [500, 490, 480]
+    assert quota.tokens == 490, "the success gave back the last retry's 10"
+
+
+def test_an_attempt_timeout_the_attempt_raises_itself_is_an_ordinary_failure():
+    quota = RetryBudget.quota()
+    seen = []
+
+    async def attempt():
+        seen.append(quota.tokens)
+        if len(seen) == 1:
+            raise AttemptTimeout(0.05)  # an inner Retrier's, not this driver's cut
+        return "ok"
+
+    assert asyncio.run(retrier(quota).call_async(attempt)) == "ok"
+    assert seen == [500, 495]
+
+
+def test_a_budget_refusal_after_a_cut_names_the_budget():
+    # 12: the first cut's retry (10) fits, the second's does not.
+    quota = RetryBudget.quota(capacity=12)
+
+    async def hang():
+        await asyncio.sleep(3600)
+
+    with pytest.raises(RetryExhausted) as raised:
+        asyncio.run(retrier(quota).call_async(hang))
+    assert raised.value.reason == "budget" and raised.value.attempts == 2
+    assert quota.tokens == 2
+
+
+def test_with_hooks_the_cut_is_priced_the_same():
+    quota = RetryBudget.quota()
+    seen, asked = [], []
+
+    async def attempt():
+        seen.append(quota.tokens)
+        if len(seen) < 3:
+            await asyncio.sleep(3600)  # cut at 50 ms
+        return "ok"
+
+    def before_sleep(attempt, failure, delay):
+        asked.append(type(failure))
+        return True
+
+    r = Retrier(
+        max_attempts=3,
+        initial_delay=0,
+        jitter="none",
+        attempt_timeout=0.05,
+        deadline=None,
+        budget=quota,
+        retry_on=AttemptTimeout,
+        before_sleep=before_sleep,
+    )
+    assert asyncio.run(r.call_async(attempt)) == "ok"
+    assert asked == [AttemptTimeout, AttemptTimeout]
+    assert seen == [500, 490, 480]
+    assert quota.tokens == 490
