@@ -32,6 +32,9 @@ const OK = 0;
 const FAILED = 1;
 const ABORTED = 2;
 
+// What an awaited hook came to when the call's signal aborted first (see unlessAborted).
+const ABANDONED = Symbol('abandoned');
+
 
 function isThenable(r) {
   return r !== null && (typeof r === 'object' || typeof r === 'function') && typeof r.then === 'function';
@@ -157,7 +160,8 @@ class CallRun {
         // The call's own abort is never offered to the predicate, whatever fn threw.
         if (outcome === ABORTED || signal?.aborted) throw this.cancel();
         let delay = rejectedValue ? this.failValue(this.value) : this.fail(this.error);
-        if (typeof delay !== 'number') delay = await delay;
+        if (typeof delay !== 'number') delay = signal === undefined ? await delay : await this.unlessAborted(delay);
+        if (delay === ABANDONED) throw this.cancel();
         // Even a zero wait yields one turn of the event loop: a zero-delay storm must not
         // starve timers, I/O and the very abort that would end it.
         if (signal === undefined && delay === 0) {
@@ -193,6 +197,36 @@ class CallRun {
       if (this.queued !== SETTLED) this.o.queue.settle(this.queued);
       if (this.engine !== null) native.callFree(this.engine);
     }
+  }
+
+  /**
+   * A hook's pending answer (onRetry, delayMs, a Promise from shouldRetry or
+   * retryAfterMs), or ABANDONED as soon as the call's signal aborts: the call does not
+   * wait for the hook, whose late answer then comes to nothing (the engine's call is
+   * over by then, and a late rejection is caught here).
+   */
+  unlessAborted(pending) {
+    return new Promise((resolve, reject) => {
+      let done = false;
+      this.interrupt = () => {
+        done = true;
+        pending.catch(() => {});
+        resolve(ABANDONED);
+      };
+      pending.then(
+        (answer) => {
+          if (done) return;
+          this.interrupt = null;
+          resolve(answer);
+        },
+        (err) => {
+          if (done) return;
+          this.interrupt = null;
+          reject(err);
+        },
+      );
+      if (this.signal.aborted) this.interrupt();
+    });
   }
 
   /**
@@ -662,7 +696,8 @@ function notBoolean(option, answer) {
  * original failure and whose `thrown` is what the hook threw.
  */
 function hookError(thrown, original) {
-  if (thrown === original) return thrown;
+  // The error itself, carrying the failure already (`throw new AuthError(.., { cause: error })`).
+  if (thrown === original || (thrown !== null && typeof thrown === 'object' && thrown.cause === original)) return thrown;
   if (thrown !== null && typeof thrown === 'object' && thrown.cause === undefined && Object.isExtensible(thrown)) {
     try {
       Object.defineProperty(thrown, 'cause', { value: original, writable: true, configurable: true, enumerable: false });

@@ -134,16 +134,71 @@ async def _rejected(call: _native.SteppedCall, value: Any) -> float:
 
 async def _answer(call: _native.SteppedCall, step: Any) -> Any:
     """A hook's awaited answer. A wait / before_sleep hook that raises (StopRetrying, or
-    its own error) goes back to the engine, which closes the call."""
+    its own error) goes back to the engine, which closes the call. The call's CancelToken
+    firing while a hook is awaited ends the call at once (RetryCancelled; the hook's task
+    is cancelled), as it ends a wait."""
+    token = call.token
+    if token is not None and _library() == "asyncio":
+        step = _UntilToken(token, step)
     if not call._hooking:
-        return await step
-    try:
-        return await step
-    except Exception as e:
-        return _Raised(e)
-    except BaseException:
-        call.interrupted()  # (task cancelled during the hook: the engine records it)
-        raise
+        answer = await step
+    else:
+        try:
+            answer = await step
+        except Exception as e:
+            return _Raised(e)
+        except BaseException:
+            call.interrupted()  # (task cancelled during the hook: the engine records it)
+            raise
+    if answer is _FIRED:
+        call.cancelled()  # raises RetryCancelled
+    return answer
+
+
+_FIRED: Any = object()  # _UntilToken: the token fired before the hook answered
+
+
+class _UntilToken:
+    """Awaits a hook's awaitable in a task of its own, or until ``token`` fires: then the
+    hook's task is cancelled and the answer is ``_FIRED``."""
+
+    __slots__ = ("token", "step")
+
+    def __init__(self, token: Any, step: Any) -> None:
+        self.token = token
+        self.step = step
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        return self._race().__await__()
+
+    async def _race(self) -> Any:
+        loop = asyncio.get_running_loop()
+        hook = asyncio.ensure_future(self.step)
+        hook.add_done_callback(_retrieved)
+        fired: "asyncio.Future[bool]" = loop.create_future()
+        sub = self.token._subscribe(lambda: loop.call_soon_threadsafe(_fire, fired))
+        try:
+            await asyncio.wait((hook, fired), return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            hook.cancel()
+            raise
+        finally:
+            self.token._unsubscribe(sub)
+        if hook.done():
+            return hook.result()
+        hook.cancel()
+        return _FIRED
+
+
+def _fire(fut: "asyncio.Future[bool]") -> None:
+    if not fut.done():
+        fut.set_result(True)
+
+
+def _retrieved(task: "asyncio.Future[Any]") -> None:
+    """An abandoned hook's late exception is nobody's: retrieved so asyncio does not log it."""
+    if not task.cancelled():
+        task.exception()
 
 
 _NOT_CALLED = object()
