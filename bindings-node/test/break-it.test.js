@@ -75,3 +75,14 @@ test('onRetry throwing an error whose cause is the failure rejects with that err
   assert.ok(err instanceof AuthError, `got ${err?.name}: ${err?.message}`);
   assert.equal(err.cause, original);
 });
+
+test('util.inspect shows a hedging retrier\'s hedge (it showed the retry knobs only, as a plain retrier)', () => {
+  const { inspect } = require('node:util');
+  const fixed = inspect(new Retrier({ maxAttempts: 3, hedge: { maxAttempts: 2, delayMs: 50 } }));
+  assert.match(fixed, /hedge: \{ maxAttempts: 2, delayMs: 50 \}/);
+  const adaptive = inspect(new Retrier({ hedge: { maxAttempts: 3, delayMs: 'adaptive', quantile: 0.9, floorMs: 5, ceilingMs: 500 } }));
+  assert.match(adaptive, /hedge: \{\s+maxAttempts: 3,\s+delayMs: 'adaptive',\s+quantile: 0\.9,\s+floorMs: 5,\s+ceilingMs: 500\s+\}/);
+  // Made with r.with, and not on a retrier without hedging.
+  assert.match(inspect(new Retrier({}).with({ hedge: { maxAttempts: 2, delayMs: 7 } })), /hedge: \{ maxAttempts: 2, delayMs: 7 \}/);
+  assert.doesNotMatch(inspect(new Retrier({})), /hedge/);
+});
