@@ -152,3 +152,25 @@ def test_a_hook_that_returns_before_the_token_fires_is_unchanged() -> None:
 
     asyncio.run(main())
     assert calls == [1, 2]
+
+
+# --- the default retry_on and requests' broken connections -----------------------------
+
+
+def test_the_default_retry_on_retries_a_connection_broken_mid_body_in_requests_too(virtual: object) -> None:
+    # requests raises ChunkedEncodingError ("Connection broken: IncompleteRead") when the
+    # server drops the connection mid-body: the same failure as httpx's RemoteProtocolError
+    # and aiohttp's ClientPayloadError, which the default retries. It was not retried.
+    requests = pytest.importorskip("requests")
+    calls = []
+
+    def fetch() -> None:
+        calls.append(1)
+        raise requests.exceptions.ChunkedEncodingError("Connection broken: IncompleteRead(0 bytes read)")
+
+    with pytest.raises(retryrs.RetryExhausted):
+        Retrier(max_attempts=3).call(fetch)
+    assert len(calls) == 3
+    assert requests.exceptions.ChunkedEncodingError in Retrier().retry_on
+    # A response is still not retried.
+    assert not issubclass(requests.HTTPError, Retrier().retry_on)
