@@ -71,6 +71,8 @@ class CallRun {
     this.boundAt = 0;
     // The failure of an attempt the deadline cut short (see fail).
     this.deadlineError = null;
+    // An awaited onRetry / delayMs was still pending at the deadline (see beforeDeadline).
+    this.late = false;
     // When the attempt after a wait started (the engine's after-wait time).
     this.attemptStart = 0;
     // The call's deadline timer (see attempt), and what it does: cut the attempt running.
@@ -443,8 +445,11 @@ class CallRun {
     if (o.onRetry !== undefined && (await this.askHook(o.onRetry, info, error)) === false) {
       return this.settle(PLAN_STOP, undefined, error);
     }
+    // (onRetry ran past the deadline: delayMs is not asked.)
+    if (this.late) return this.settle(PLAN_ENGINE, undefined, error, false, this.pastDeadline());
     if (o.delayMs === undefined) return this.settle(PLAN_ENGINE, undefined, error);
     const answer = await this.askHook(o.delayMs, info, error);
+    if (this.late) return this.settle(PLAN_ENGINE, undefined, error, false, this.pastDeadline());
     if (answer === undefined || answer === null) return this.settle(PLAN_ENGINE, undefined, error);
     if (typeof answer !== 'number') {
       this.settle(PLAN_STOP, undefined, error, true);
@@ -461,19 +466,53 @@ class CallRun {
     return this.decided(error, decision);
   }
 
-  /** A hook's answer, awaited; a throw stops the call and is what it rejects with. */
+  /**
+   * A hook's answer, awaited; a throw stops the call and is what it rejects with. Still
+   * unanswered at the call's deadline, it answers undefined (the engine's wait, which the
+   * engine then refuses: reason deadline) and its late answer is dropped.
+   */
   async askHook(hook, info, error) {
     try {
-      return await hook(info);
+      return await this.beforeDeadline(hook(info));
     } catch (thrown) {
       this.settle(PLAN_STOP, undefined, error, true);
       throw hookError(thrown, error);
     }
   }
 
+  /** A time past the call's deadline (a timer may fire a little early on the clock). */
+  pastDeadline() {
+    return Math.max(now(), this.t0 + this.o.deadlineMs + 1);
+  }
+
+  /** `answer`, or undefined if it is a promise still pending at the call's deadline. */
+  beforeDeadline(answer) {
+    const deadlineMs = this.o.deadlineMs;
+    if (deadlineMs === null || !isThenable(answer) || isVirtual()) return answer;
+    const pending = Promise.resolve(answer);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.late = true;
+        pending.catch(() => {});
+        resolve(undefined);
+      }, Math.max(0, this.t0 + deadlineMs - now()));
+      if (this.o.unref) timer.unref();
+      pending.then(
+        (a) => {
+          clearTimeout(timer);
+          resolve(a);
+        },
+        (err) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      );
+    });
+  }
+
   /** The hooks' plan handed to the engine; returns the wait or throws the outcome. */
-  settle(plan, exact, error, quiet = false) {
-    const decision = native.callSettle(this.engine, plan, exact, now() + this.base);
+  settle(plan, exact, error, quiet = false, at = now()) {
+    const decision = native.callSettle(this.engine, plan, exact, at + this.base);
     if (quiet) {
       // A hook threw: the call ends with its throw (the caller's), the events told.
       this.emit(error);

@@ -86,3 +86,31 @@ test('util.inspect shows a hedging retrier\'s hedge (it showed the retry knobs o
   assert.match(inspect(new Retrier({}).with({ hedge: { maxAttempts: 2, delayMs: 7 } })), /hedge: \{ maxAttempts: 2, delayMs: 7 \}/);
   assert.doesNotMatch(inspect(new Retrier({})), /hedge/);
 });
+
+for (const option of ['onRetry', 'delayMs']) {
+  test(`an ${option} still pending at the deadline ends the call by deadline, not when it answers`, async () => {
+    // Before: a 30 s onRetry held a call with a 200 ms deadline for 30 s.
+    const { hook, release } = stalled();
+    let askedAfter = 0;
+    const events = [];
+    const r = new Retrier({
+      ...fast,
+      maxAttempts: 3,
+      deadlineMs: 200,
+      [option]: hook,
+      ...(option === 'onRetry' ? { delayMs: () => { askedAfter += 1; } } : {}),
+      onEvent: (e) => events.push(e.kind),
+    });
+    const original = transient();
+    const started = Date.now();
+    const err = await r.call(() => { throw original; }).catch((e) => e);
+    assert.equal(err.reason, 'deadline', String(err));
+    assert.equal(err.cause, original);
+    assert.ok(Date.now() - started < 10_000);
+    assert.deepEqual(events, ['attempt_failed', 'exhausted']);
+    assert.equal(askedAfter, 0);
+    release(undefined);
+    await new Promise(setImmediate);
+    assert.deepEqual(unhandled, []);
+  });
+}

@@ -174,3 +174,60 @@ def test_the_default_retry_on_retries_a_connection_broken_mid_body_in_requests_t
     assert requests.exceptions.ChunkedEncodingError in Retrier().retry_on
     # A response is still not retried.
     assert not issubclass(requests.HTTPError, Retrier().retry_on)
+
+
+# --- the deadline during an awaited hook -----------------------------------------------
+
+
+def test_an_awaited_hook_past_the_deadline_ends_the_call_by_deadline() -> None:
+    # Before: a before_sleep coroutine that took 30 s held the call 30 s past its 0.2 s
+    # deadline (an attempt would have been interrupted at its bound).
+    cancelled = []
+
+    async def slow_hook(attempt: int, error: BaseException, delay: float) -> None:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.append(attempt)
+            raise
+
+    async def fail() -> None:
+        raise ConnectionError("down")
+
+    async def main() -> float:
+        events: list = []
+        r = Retrier(max_attempts=3, deadline=0.2, initial_delay=0.01, before_sleep=slow_hook, on_event=events.append)
+        started = time.monotonic()
+        with pytest.raises(retryrs.RetryExhausted) as info:
+            await r.call_async(fail)
+        assert info.value.reason == "deadline"
+        assert isinstance(info.value.__cause__, ConnectionError)
+        assert [e.kind for e in events] == ["attempt_failed", "exhausted"]
+        await asyncio.sleep(0)
+        return time.monotonic() - started
+
+    assert asyncio.run(main()) < 10  # generous: the hook alone takes 30 s
+    assert cancelled == [1]
+
+
+def test_a_wait_hook_asked_after_the_deadline_passed_in_before_sleep_never_runs() -> None:
+    ran = []
+
+    async def slow_hook(attempt: int, error: BaseException, delay: float) -> None:
+        await asyncio.sleep(30)
+
+    async def wait(attempt: int, error: BaseException, delay: float) -> float:
+        ran.append(attempt)
+        return 0.0
+
+    async def fail() -> None:
+        raise ConnectionError("down")
+
+    async def main() -> None:
+        r = Retrier(max_attempts=3, deadline=0.1, initial_delay=0, max_delay=0, before_sleep=slow_hook, wait=wait)
+        with pytest.raises(retryrs.RetryExhausted) as info:
+            await r.call_async(fail)
+        assert info.value.reason == "deadline"
+
+    asyncio.run(main())
+    assert ran == []

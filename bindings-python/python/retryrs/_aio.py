@@ -138,9 +138,13 @@ async def _answer(call: _native.SteppedCall, step: Any) -> Any:
     firing while a hook is awaited ends the call at once (RetryCancelled; the hook's task
     is cancelled), as it ends a wait."""
     token = call.token
-    if token is not None and _library() == "asyncio":
-        step = _UntilToken(token, step)
-    if not call._hooking:
+    hooking = call._hooking
+    # A wait / before_sleep hook still awaited at the deadline is cancelled and answers
+    # None (the engine's wait), which the engine then refuses: reason "deadline".
+    left = call._deadline_left if hooking else None
+    if (token is not None or left is not None) and _library() == "asyncio":
+        step = _UntilToken(token, step, left)
+    if not hooking:
         answer = await step
     else:
         try:
@@ -152,42 +156,55 @@ async def _answer(call: _native.SteppedCall, step: Any) -> Any:
             raise
     if answer is _FIRED:
         call.cancelled()  # raises RetryCancelled
+    if answer is _LATE:
+        return None
     return answer
 
 
 _FIRED: Any = object()  # _UntilToken: the token fired before the hook answered
+_LATE: Any = object()  # _UntilToken: the deadline passed before the hook answered
 
 
 class _UntilToken:
-    """Awaits a hook's awaitable in a task of its own, or until ``token`` fires: then the
-    hook's task is cancelled and the answer is ``_FIRED``."""
+    """Awaits a hook's awaitable in a task of its own, until ``token`` (if any) fires or
+    ``left`` seconds (if any) pass: then the hook's task is cancelled and the answer is
+    ``_FIRED`` or ``_LATE``."""
 
-    __slots__ = ("token", "step")
+    __slots__ = ("token", "step", "left")
 
-    def __init__(self, token: Any, step: Any) -> None:
+    def __init__(self, token: Any, step: Any, left: Optional[float] = None) -> None:
         self.token = token
         self.step = step
+        self.left = left
 
     def __await__(self) -> Generator[Any, Any, Any]:
         return self._race().__await__()
 
     async def _race(self) -> Any:
+        left = self.left
+        if left is not None and left <= 0 and inspect.iscoroutine(self.step):
+            self.step.close()  # (asked past the deadline: never started)
+            return _LATE
         loop = asyncio.get_running_loop()
         hook = asyncio.ensure_future(self.step)
         hook.add_done_callback(_retrieved)
         fired: "asyncio.Future[bool]" = loop.create_future()
-        sub = self.token._subscribe(lambda: loop.call_soon_threadsafe(_fire, fired))
+        token = self.token
+        sub = None if token is None else token._subscribe(lambda: loop.call_soon_threadsafe(_fire, fired))
         try:
-            await asyncio.wait((hook, fired), return_when=asyncio.FIRST_COMPLETED)
+            # (1 ms past the deadline, for the engine to find it passed.)
+            timeout = None if left is None else left + 0.001
+            await asyncio.wait((hook, fired), timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         except BaseException:
             hook.cancel()
             raise
         finally:
-            self.token._unsubscribe(sub)
+            if sub is not None:
+                token._unsubscribe(sub)
         if hook.done():
             return hook.result()
         hook.cancel()
-        return _FIRED
+        return _FIRED if fired.done() else _LATE
 
 
 def _fire(fut: "asyncio.Future[bool]") -> None:
