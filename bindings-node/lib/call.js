@@ -32,6 +32,9 @@ const OK = 0;
 const FAILED = 1;
 const ABORTED = 2;
 
+// What an awaited hook came to when the call's signal aborted first (see unlessAborted).
+const ABANDONED = Symbol('abandoned');
+
 
 function isThenable(r) {
   return r !== null && (typeof r === 'object' || typeof r === 'function') && typeof r.then === 'function';
@@ -69,6 +72,8 @@ class CallRun {
     // The failure of an attempt the deadline cut short (see fail).
     this.deadlineError = null;
     this.timeoutError = null; // the attempt timeout's cut (record: priced as a timeout)
+    // An awaited onRetry / delayMs was still pending at the deadline (see beforeDeadline).
+    this.late = false;
     // When the attempt after a wait started (the engine's after-wait time).
     this.attemptStart = 0;
     // The call's deadline timer (see attempt), and what it does: cut the attempt running.
@@ -158,7 +163,8 @@ class CallRun {
         // The call's own abort is never offered to the predicate, whatever fn threw.
         if (outcome === ABORTED || signal?.aborted) throw this.cancel();
         let delay = rejectedValue ? this.failValue(this.value) : this.fail(this.error);
-        if (typeof delay !== 'number') delay = await delay;
+        if (typeof delay !== 'number') delay = signal === undefined ? await delay : await this.unlessAborted(delay);
+        if (delay === ABANDONED) throw this.cancel();
         // Even a zero wait yields one turn of the event loop: a zero-delay storm must not
         // starve timers, I/O and the very abort that would end it.
         if (signal === undefined && delay === 0) {
@@ -194,6 +200,36 @@ class CallRun {
       if (this.queued !== SETTLED) this.o.queue.settle(this.queued);
       if (this.engine !== null) native.callFree(this.engine);
     }
+  }
+
+  /**
+   * A hook's pending answer (onRetry, delayMs, a Promise from shouldRetry or
+   * retryAfterMs), or ABANDONED as soon as the call's signal aborts: the call does not
+   * wait for the hook, whose late answer then comes to nothing (the engine's call is
+   * over by then, and a late rejection is caught here).
+   */
+  unlessAborted(pending) {
+    return new Promise((resolve, reject) => {
+      let done = false;
+      this.interrupt = () => {
+        done = true;
+        pending.catch(() => {});
+        resolve(ABANDONED);
+      };
+      pending.then(
+        (answer) => {
+          if (done) return;
+          this.interrupt = null;
+          resolve(answer);
+        },
+        (err) => {
+          if (done) return;
+          this.interrupt = null;
+          reject(err);
+        },
+      );
+      if (this.signal.aborted) this.interrupt();
+    });
   }
 
   /**
@@ -414,8 +450,11 @@ class CallRun {
     if (o.onRetry !== undefined && (await this.askHook(o.onRetry, info, error)) === false) {
       return this.settle(PLAN_STOP, undefined, error);
     }
+    // (onRetry ran past the deadline: delayMs is not asked.)
+    if (this.late) return this.settle(PLAN_ENGINE, undefined, error, false, this.pastDeadline());
     if (o.delayMs === undefined) return this.settle(PLAN_ENGINE, undefined, error);
     const answer = await this.askHook(o.delayMs, info, error);
+    if (this.late) return this.settle(PLAN_ENGINE, undefined, error, false, this.pastDeadline());
     if (answer === undefined || answer === null) return this.settle(PLAN_ENGINE, undefined, error);
     if (typeof answer !== 'number') {
       this.settle(PLAN_STOP, undefined, error, true);
@@ -432,19 +471,53 @@ class CallRun {
     return this.decided(error, decision);
   }
 
-  /** A hook's answer, awaited; a throw stops the call and is what it rejects with. */
+  /**
+   * A hook's answer, awaited; a throw stops the call and is what it rejects with. Still
+   * unanswered at the call's deadline, it answers undefined (the engine's wait, which the
+   * engine then refuses: reason deadline) and its late answer is dropped.
+   */
   async askHook(hook, info, error) {
     try {
-      return await hook(info);
+      return await this.beforeDeadline(hook(info));
     } catch (thrown) {
       this.settle(PLAN_STOP, undefined, error, true);
       throw hookError(thrown, error);
     }
   }
 
+  /** A time past the call's deadline (a timer may fire a little early on the clock). */
+  pastDeadline() {
+    return Math.max(now(), this.t0 + this.o.deadlineMs + 1);
+  }
+
+  /** `answer`, or undefined if it is a promise still pending at the call's deadline. */
+  beforeDeadline(answer) {
+    const deadlineMs = this.o.deadlineMs;
+    if (deadlineMs === null || !isThenable(answer) || isVirtual()) return answer;
+    const pending = Promise.resolve(answer);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.late = true;
+        pending.catch(() => {});
+        resolve(undefined);
+      }, Math.max(0, this.t0 + deadlineMs - now()));
+      if (this.o.unref) timer.unref();
+      pending.then(
+        (a) => {
+          clearTimeout(timer);
+          resolve(a);
+        },
+        (err) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      );
+    });
+  }
+
   /** The hooks' plan handed to the engine; returns the wait or throws the outcome. */
-  settle(plan, exact, error, quiet = false) {
-    const decision = native.callSettle(this.engine, plan, exact, now() + this.base);
+  settle(plan, exact, error, quiet = false, at = now()) {
+    const decision = native.callSettle(this.engine, plan, exact, at + this.base);
     if (quiet) {
       // A hook threw: the call ends with its throw (the caller's), the events told.
       this.emit(error);
@@ -669,7 +742,8 @@ function notBoolean(option, answer) {
  * original failure and whose `thrown` is what the hook threw.
  */
 function hookError(thrown, original) {
-  if (thrown === original) return thrown;
+  // The error itself, carrying the failure already (`throw new AuthError(.., { cause: error })`).
+  if (thrown === original || (thrown !== null && typeof thrown === 'object' && thrown.cause === original)) return thrown;
   if (thrown !== null && typeof thrown === 'object' && thrown.cause === undefined && Object.isExtensible(thrown)) {
     try {
       Object.defineProperty(thrown, 'cause', { value: original, writable: true, configurable: true, enumerable: false });

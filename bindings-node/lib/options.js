@@ -219,6 +219,8 @@ function finish(src, attached) {
     onEvent,
     // The policy's knob (0: off), read to say which bound ended an attempt.
     attemptTimeoutMs: handle.number('attempt_timeout') ?? 0,
+    // The call's deadline (null: none), which bounds an awaited onRetry / delayMs too.
+    deadlineMs: handle.number('deadline') ?? null,
     firstBoundMs,
     // Whether attempts are bounded (a deadline or an attempt timeout): each then has a
     // timer and ctx.remainingMs.

@@ -271,6 +271,13 @@ function knobsOf(handle) {
     else if (k.option === 'name') shown.name = handle.name;
     else if (k.option === 'seed') shown.seed = handle.seed ?? null;
   }
+  // A hedging policy's attempts follow its hedge, in the constructor's spelling.
+  const hedge = handle.hedge;
+  if (hedge !== null && hedge !== undefined) {
+    shown.hedge = hedge.delayMs !== null && hedge.delayMs !== undefined
+      ? { maxAttempts: hedge.maxAttempts, delayMs: hedge.delayMs }
+      : { maxAttempts: hedge.maxAttempts, delayMs: 'adaptive', quantile: hedge.quantile, floorMs: hedge.floorMs, ceilingMs: hedge.ceilingMs };
+  }
   if (handle.hasBudget) shown.budget = true;
   if (handle.hasBreaker) shown.breaker = true;
   return shown;

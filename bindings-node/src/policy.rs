@@ -347,6 +347,33 @@ impl NativePolicy {
         guarded(|| Ok(self.inner.hedging().is_some()))
     }
 
+    /// The hedging section as the constructor's `hedge` option spells it, for
+    /// `util.inspect`: `delay_ms` for a fixed delay, else the adaptive one's parameters.
+    #[napi(getter)]
+    pub fn hedge(&self) -> napi::Result<Option<HedgeShown>> {
+        guarded(|| {
+            Ok(self.inner.hedging().map(|h| {
+                let ms = |d: &Duration| units::ms_from_duration(*d);
+                let mut shown = HedgeShown {
+                    max_attempts: h.max_attempts(),
+                    delay_ms: None,
+                    quantile: None,
+                    floor_ms: None,
+                    ceiling_ms: None,
+                };
+                match h.delay() {
+                    retryrs::HedgeDelay::Fixed(d) => shown.delay_ms = Some(ms(d)),
+                    retryrs::HedgeDelay::Adaptive { floor, ceiling, sketch } => {
+                        shown.quantile = Some(sketch.quantile());
+                        shown.floor_ms = Some(ms(floor));
+                        shown.ceiling_ms = Some(ms(ceiling));
+                    }
+                }
+                shown
+            }))
+        })
+    }
+
     /// The same hedging policy with one attempt and no hedge: what an HTTP helper runs
     /// for a request the core's rules do not let it send twice (a POST without an
     /// Idempotency-Key). Its deadline, budget and breaker are kept.
@@ -431,4 +458,14 @@ fn apply(b: PolicyBuilder, o: PolicyOptions) -> Result<NativePolicy, Problem> {
     }
     let inner = Arc::new(b.build().map_err(problem)?);
     NativePolicy::from_policy(inner).map_err(|e| Problem::new("options", e.reason.clone(), "registrable"))
+}
+
+/// A hedging section as `NativePolicy.hedge` shows it (no `delay_ms`: adaptive).
+#[napi(object)]
+pub struct HedgeShown {
+    pub max_attempts: u32,
+    pub delay_ms: Option<f64>,
+    pub quantile: Option<f64>,
+    pub floor_ms: Option<f64>,
+    pub ceiling_ms: Option<f64>,
 }

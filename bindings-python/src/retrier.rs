@@ -519,6 +519,25 @@ impl Retrier {
                  Retrier, then call .with_cancel(token) where it is used",
             ));
         }
+        // The options rebuild the knobs, budget and breaker; a policy document's hedging
+        // section and a gRPC service config's pushback rule are no constructor option, so
+        // an unpickled copy would silently retry where this one hedges.
+        let p = &self.host.policy;
+        let unexpressed = if p.hedging().is_some() {
+            Some("hedges (its hedge section)")
+        } else if p.pushback() != retryrs::Pushback::Floor {
+            Some("comes from a gRPC service config (its pushback rule)")
+        } else {
+            None
+        };
+        if let Some(what) = unexpressed {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "Retrier {:?} cannot be pickled or deep-copied: its policy {what}, which the constructor's \
+                 options cannot carry; load the policy document where it is used and call Retrier.from_policy \
+                 there (copy.copy shares it)",
+                p.name()
+            )));
+        }
         let rebuild = py.import("retryrs._pickle")?.getattr("retrier")?;
         Ok((rebuild, (self._options(py)?,)))
     }

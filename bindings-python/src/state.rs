@@ -57,12 +57,15 @@ pub struct CallState {
 }
 
 /// A wait the engine proposed, waiting on the hooks' answers.
-#[derive(Clone, Copy)]
 struct Pending {
     delay: Duration,
     attempt: u32,
     /// How many of the driver's answers classification used (the hooks' come after).
     asked: usize,
+    /// The failure the hooks are asked about (a value when `is_value`), not yet kept: a
+    /// cancel while they answer keeps it (the RetryCancelled's cause).
+    subject: Py<PyAny>,
+    is_value: bool,
 }
 
 /// What the hooks came to: the engine's decision, or an awaitable to await first.
@@ -206,8 +209,12 @@ impl CallState {
         if host.reraise && matches!(decision, Decision::Retry(_) | Decision::Stop(Stop::Exhausted(_))) {
             // The error may be raised again as it is: its traceback goes with it (before
             // 3.12 a caught error's traceback is the PyErr's, not yet the object's).
+            // Set as the interpreter sets it, past any `__setattr__` of the error's class
+            // (one that refuses attributes must not replace the error it was raising).
             if let Some(tb) = err.traceback(py) {
-                value.setattr(pyo3::intern!(py, "__traceback__"), tb)?;
+                // SAFETY: both are live objects held with the GIL; the call takes its own
+                // reference to the traceback.
+                unsafe { pyo3::ffi::PyException_SetTraceback(value.as_ptr(), tb.as_ptr()) };
             }
         }
         match decision {
@@ -320,7 +327,9 @@ impl CallState {
                     let _ = self.call.cancel(at, &mut |_| {});
                     return Ok(Ok(Hooked::Decided(Decision::Stop(Stop::Cancelled))));
                 }
-                Ok(self.hooked(py, Pending { delay, attempt, asked }, subject, is_value, answers, signal))
+                let subject_obj = subject.clone().unbind();
+                let pending = Pending { delay, attempt, asked, subject: subject_obj, is_value };
+                Ok(self.hooked(py, pending, subject, is_value, answers, signal))
             }
         }
     }
@@ -481,6 +490,11 @@ impl CallState {
 
     /// The call's cancel token fired during the wait: `RetryCancelled`.
     pub fn cancelled(&mut self, py: Python<'_>) -> PyErr {
+        // Cancelled while the hooks were asked: the failure they were asked about is the
+        // last one.
+        if let Some(pending) = self.pending.take() {
+            self.keep(pending.subject, pending.is_value);
+        }
         if let Some(signal) = self.emit_cancel(py) {
             self.errors.clear();
             return signal;

@@ -136,6 +136,18 @@ impl SteppedCall {
         self.state.hooking()
     }
 
+    /// Seconds left before the call's deadline, for the asyncio driver to bound an
+    /// awaited wait / before_sleep hook with; None with no deadline, and under virtual
+    /// time (where a hook's real time is not the call's).
+    #[getter]
+    fn _deadline_left(&self) -> Option<f64> {
+        if self.state.clock.is_some() {
+            return None;
+        }
+        let end = self.state.started_at() + self.state.host.policy.deadline()?;
+        Some(end.saturating_sub(crate::state::now(&None)).as_secs_f64())
+    }
+
     #[getter]
     fn attempt(&self) -> u32 {
         self.state.attempt()

@@ -135,16 +135,88 @@ async def _rejected(call: _native.SteppedCall, value: Any) -> float:
 
 async def _answer(call: _native.SteppedCall, step: Any) -> Any:
     """A hook's awaited answer. A wait / before_sleep hook that raises (StopRetrying, or
-    its own error) goes back to the engine, which closes the call."""
-    if not call._hooking:
-        return await step
-    try:
-        return await step
-    except Exception as e:
-        return _Raised(e)
-    except BaseException:
-        call.interrupted()  # (task cancelled during the hook: the engine records it)
-        raise
+    its own error) goes back to the engine, which closes the call. The call's CancelToken
+    firing while a hook is awaited ends the call at once (RetryCancelled; the hook's task
+    is cancelled), as it ends a wait."""
+    token = call.token
+    hooking = call._hooking
+    # A wait / before_sleep hook still awaited at the deadline is cancelled and answers
+    # None (the engine's wait), which the engine then refuses: reason "deadline".
+    left = call._deadline_left if hooking else None
+    if (token is not None or left is not None) and _library() == "asyncio":
+        step = _UntilToken(token, step, left)
+    if not hooking:
+        answer = await step
+    else:
+        try:
+            answer = await step
+        except Exception as e:
+            return _Raised(e)
+        except BaseException:
+            call.interrupted()  # (task cancelled during the hook: the engine records it)
+            raise
+    if answer is _FIRED:
+        call.cancelled()  # raises RetryCancelled
+    if answer is _LATE:
+        return None
+    return answer
+
+
+_FIRED: Any = object()  # _UntilToken: the token fired before the hook answered
+_LATE: Any = object()  # _UntilToken: the deadline passed before the hook answered
+
+
+class _UntilToken:
+    """Awaits a hook's awaitable in a task of its own, until ``token`` (if any) fires or
+    ``left`` seconds (if any) pass: then the hook's task is cancelled and the answer is
+    ``_FIRED`` or ``_LATE``."""
+
+    __slots__ = ("token", "step", "left")
+
+    def __init__(self, token: Any, step: Any, left: Optional[float] = None) -> None:
+        self.token = token
+        self.step = step
+        self.left = left
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        return self._race().__await__()
+
+    async def _race(self) -> Any:
+        left = self.left
+        if left is not None and left <= 0 and inspect.iscoroutine(self.step):
+            self.step.close()  # (asked past the deadline: never started)
+            return _LATE
+        loop = asyncio.get_running_loop()
+        hook = asyncio.ensure_future(self.step)
+        hook.add_done_callback(_retrieved)
+        fired: "asyncio.Future[bool]" = loop.create_future()
+        token = self.token
+        sub = None if token is None else token._subscribe(lambda: loop.call_soon_threadsafe(_fire, fired))
+        try:
+            # (1 ms past the deadline, for the engine to find it passed.)
+            timeout = None if left is None else left + 0.001
+            await asyncio.wait((hook, fired), timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            hook.cancel()
+            raise
+        finally:
+            if sub is not None:
+                token._unsubscribe(sub)
+        if hook.done():
+            return hook.result()
+        hook.cancel()
+        return _FIRED if fired.done() else _LATE
+
+
+def _fire(fut: "asyncio.Future[bool]") -> None:
+    if not fut.done():
+        fut.set_result(True)
+
+
+def _retrieved(task: "asyncio.Future[Any]") -> None:
+    """An abandoned hook's late exception is nobody's: retrieved so asyncio does not log it."""
+    if not task.cancelled():
+        task.exception()
 
 
 _NOT_CALLED = object()

@@ -4,8 +4,9 @@ Builtins: ``ConnectionError`` (refused, reset, aborted, broken pipe), ``TimeoutE
 (which is ``socket.timeout`` from 3.10 and ``asyncio.TimeoutError`` from 3.11; both are
 added where they are still distinct classes). The HTTP clients' transport errors count
 too, but only once the client is imported (``sys.modules`` is looked at, nothing is ever
-imported here): requests' ``ConnectionError`` and ``Timeout`` (never ``HTTPError``, a
-response: a 404 from ``raise_for_status()`` is not retried), httpx's ``TransportError``,
+imported here): requests' ``ConnectionError``, ``Timeout`` and ``ChunkedEncodingError``
+(a connection broken mid-body; never ``HTTPError``, a response: a 404 from
+``raise_for_status()`` is not retried), httpx's ``TransportError``,
 aiohttp's ``ClientConnectionError``, ``ServerDisconnectedError``, ``ClientPayloadError``
 and ``ServerTimeoutError``. ``FileNotFoundError``, ``PermissionError`` and the other
 ``OSError``s are permanent unless ``retry_on`` says otherwise.
@@ -22,7 +23,7 @@ _BUILTIN: Tuple[Type[BaseException], ...] = tuple(dict.fromkeys((ConnectionError
 
 # (module, attribute) of each client error class, looked up once its module is loaded.
 _CLIENTS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
-    ("requests", ("exceptions.ConnectionError", "exceptions.Timeout")),
+    ("requests", ("exceptions.ConnectionError", "exceptions.Timeout", "exceptions.ChunkedEncodingError")),
     ("httpx", ("TransportError",)),
     ("aiohttp", ("ClientConnectionError", "ServerDisconnectedError", "ClientPayloadError", "ServerTimeoutError")),
 )

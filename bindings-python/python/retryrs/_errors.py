@@ -98,8 +98,10 @@ def _reraise(err: BaseException, exhausted: RetryExhausted) -> BaseException:
     except Exception:  # (a class that refuses attributes: the error still goes up)
         pass
     add_note = getattr(err, "add_note", None)
-    if add_note is not None:
-        add_note(f"{exhausted} (reraise=True: the last error is raised; .retryrs_history has the {len(exhausted.errors)} failures kept)")
+    note = f"{exhausted} (reraise=True: the last error is raised; .retryrs_history has the {len(exhausted.errors)} failures kept)"
+    # One error object raised by many calls (a cached failure) gets each note once.
+    if add_note is not None and note not in (getattr(err, "__notes__", None) or ()):
+        add_note(note)
     return err
 
 
