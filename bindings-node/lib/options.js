@@ -131,11 +131,13 @@ function override(src, overrides, what) {
   hostParts(overrides);
   const host = { ...src.host };
   for (const key of HOST_ONLY) {
-    if (overrides[key] !== undefined) host[key] = overrides[key];
+    // null removes the option (a hook, a listener): the retrier runs without it.
+    if (overrides[key] === null) delete host[key];
+    else if (overrides[key] !== undefined) host[key] = overrides[key];
   }
   let handle;
   try {
-    handle = src.handle.withOptions(k.policy, k.budgetGiven, k.budget, k.breakerGiven, k.breaker);
+    handle = src.handle.withOptions(k.policy, k.budgetGiven, k.budget, k.breakerGiven, k.breaker, overrides.hedge === null);
   } catch (err) {
     rethrowProblem(err);
   }
@@ -159,7 +161,7 @@ function normaliseFromPolicy(policyHandle, options, listeners) {
 function sourceOf(handle, options, named, listeners) {
   const host = {};
   for (const key of HOST_ONLY) {
-    if (options[key] !== undefined) host[key] = options[key];
+    if (options[key] !== undefined && options[key] !== null) host[key] = options[key];
   }
   // Successes the engine did not hear of (the fast path's, and any when no budget,
   // breaker or listener needs it told): handed to its statistics by r.stats().
@@ -168,7 +170,8 @@ function sourceOf(handle, options, named, listeners) {
 
 /** The options that exist in Node alone, checked. */
 function hostParts(options) {
-  const given = (key) => options[key] !== undefined;
+  // null is "none" for every host option (as for budget and breaker).
+  const given = (key) => options[key] !== undefined && options[key] !== null;
   for (const key of FUNCTIONS) {
     if (given(key) && typeof options[key] !== 'function') throw new TypeError(`${key} must be a function, got ${typeName(options[key])}`);
   }

@@ -297,7 +297,8 @@ impl NativePolicy {
     /// The same policy with some knobs overridden (the others, the budget and the breaker
     /// kept unless given): what `r.with({...})` and `Retrier.fromPolicy(p, overrides)`
     /// run. `budget`/`breaker` replace the policy's when `replace_budget`/`replace_breaker`
-    /// is true (None then removes it). A bad value throws like `create` does.
+    /// is true (None then removes it); `drop_hedge` removes the hedging section. A bad
+    /// value throws like `create` does.
     #[napi]
     pub fn with_options(
         &self,
@@ -306,6 +307,7 @@ impl NativePolicy {
         budget: Option<&NativeBudget>,
         replace_breaker: bool,
         breaker: Option<&NativeBreaker>,
+        drop_hedge: bool,
     ) -> napi::Result<NativePolicy> {
         guarded(|| {
             let mut b = PolicyBuilder::from(&*self.inner);
@@ -314,6 +316,10 @@ impl NativePolicy {
             }
             if replace_breaker {
                 b = b.breaker(breaker.map(|x| x.inner.clone()));
+            }
+            // `hedge: null` in the overrides: the same policy, unhedged.
+            if drop_hedge {
+                b = b.hedge(None);
             }
             apply(b, options).map_err(Problem::into_error)
         })

@@ -302,3 +302,24 @@ test('a breaker\'s events carry the retrier\'s name, not the function\'s (one br
   assert.deepEqual(seen.find(([kind]) => kind === 'breaker_opened'), ['breaker_opened', 'retry']);
   assert.deepEqual(seen.find(([kind]) => kind === 'exhausted'), ['exhausted', 'loadQuotes']);
 });
+
+test('with({ hook: null }) removes a hook and with({ hedge: null }) the hedge', async () => {
+  const calls = [];
+  const hooked = new Retrier({ maxAttempts: 3, initialDelayMs: 0, jitter: 'none', onRetry: () => false });
+  const failing = () => {
+    calls.push(1);
+    return Promise.reject(Object.assign(new Error('reset'), { code: 'ECONNRESET' }));
+  };
+  await assert.rejects(hooked.call(failing), { reason: 'stopped' });
+  assert.equal(calls.length, 1, 'the hook stopped the call after one attempt');
+  calls.length = 0;
+  await assert.rejects(hooked.with({ onRetry: null }).call(failing), { reason: 'attempts' });
+  assert.equal(calls.length, 3, 'without the hook all attempts run');
+  assert.doesNotThrow(() => new Retrier({ onRetry: null, delayMs: null, onEvent: null }));
+  const hedging = new Retrier({ hedge: { maxAttempts: 2, delayMs: 50 } });
+  assert.match(require('node:util').inspect(hedging), /hedge/);
+  const plain = hedging.with({ hedge: null });
+  assert.doesNotMatch(require('node:util').inspect(plain), /hedge/);
+  // Hooks apply again once the hedge is gone.
+  assert.doesNotThrow(() => plain.with({ onRetry: () => true }));
+});

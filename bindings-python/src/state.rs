@@ -387,7 +387,9 @@ impl CallState {
                         plan = Plan::Stop;
                     }
                 }
-                ("before_sleep", Err(e)) if is_stop(py, &e) => plan = Plan::Stop,
+                // StopRetrying from either hook stops the call (reason stopped), as
+                // tenacity users raising it from a wait callable expect.
+                (_, Err(e)) if is_stop(py, &e) => plan = Plan::Stop,
                 (_, Err(e)) => {
                     failure = Some(e);
                     plan = Plan::Stop;
@@ -548,7 +550,7 @@ impl CallState {
     }
 }
 
-/// `retryrs.StopRetrying` raised by `before_sleep`: the call stops (reason `stopped`).
+/// `retryrs.StopRetrying` raised by `wait` or `before_sleep`: the call stops (reason `stopped`).
 fn is_stop(py: Python<'_>, e: &PyErr) -> bool {
     STOP_RETRYING.import(py, "retryrs._errors", "StopRetrying").is_ok_and(|t| e.is_instance(py, t))
 }

@@ -156,6 +156,22 @@ def test_before_sleep_stops_the_call_with_reason_stopped_and_the_history(virtual
     assert budget.tokens == 8
 
 
+def test_stop_retrying_raised_by_the_wait_hook_stops_the_call_too(virtual):
+    # tenacity users stop from whatever callable they have; a wait= hook raising
+    # StopRetrying ends the call with reason stopped, not with StopRetrying itself.
+    def wait(attempt, failure, delay):
+        if attempt == 2:
+            raise StopRetrying()
+        return None
+
+    f = failing()
+    r = Retrier(max_attempts=5, initial_delay=0.1, jitter="none", wait=wait)
+    with pytest.raises(RetryExhausted) as info:
+        r.call(f)
+    assert (info.value.reason, info.value.attempts) == ("stopped", 2)
+    assert info.value.__cause__ is f.raised[-1]
+
+
 def test_before_sleep_runs_before_the_wait_hook_and_a_stop_skips_it(virtual):
     order = []
     r = Retrier(max_attempts=3, before_sleep=lambda a, e, d: order.append("before") or a < 2, wait=lambda a, e, d: order.append("wait"))
