@@ -221,6 +221,11 @@ impl<'a, E, T> Failed<'a, E, T> {
 pub struct Retrier {
     policy: Arc<Policy>,
     stats: Arc<Stats>,
+    /// [`Policy::starts_lazily`], read once here: the policy behind the `Arc` cannot
+    /// change, and the happy path then tests one flag of the retrier instead of six
+    /// fields of the policy behind a pointer.
+    #[cfg(feature = "blocking")]
+    lazy: bool,
 }
 
 impl fmt::Debug for Retrier {
@@ -337,7 +342,12 @@ impl Retrier {
 
     /// A retrier over a shared policy.
     pub fn from_arc(policy: Arc<Policy>) -> Self {
-        Retrier { policy, stats: Arc::default() }
+        Retrier {
+            #[cfg(feature = "blocking")]
+            lazy: policy.starts_lazily(),
+            policy,
+            stats: Arc::default(),
+        }
     }
 
     /// What this retrier's calls (and its clones') did so far: calls, attempts, retries,
@@ -397,7 +407,7 @@ impl Retrier {
         let mut op = op;
         // Inlined into the caller: with a policy that has nothing to tell or bound, the
         // happy path is the attempt itself (the engine starts at the first failure).
-        let first = match self.policy.starts_lazily() {
+        let first = match self.lazy {
             true => match op(&Attempt::new(1, Duration::ZERO, None)) {
                 Ok(value) => {
                     // No Call, so no Success event to count: the stats are told here.
@@ -1047,5 +1057,71 @@ mod tests {
         assert_eq!(b.execute(run, |_| Ok::<_, Failure>(7), |_| Verdict::TRANSIENT).unwrap(), 7);
         assert_eq!(seen, ["breaker_half_open", "success", "breaker_closed"]);
         assert_eq!(breaker.state(scope.clock().now()), BreakerState::Closed);
+    }
+}
+
+#[cfg(all(test, feature = "blocking"))]
+mod lazy_tests {
+    use super::*;
+    use crate::breaker::BreakerConfig;
+    use crate::policy::Jitter;
+
+    fn open_breaker() -> Arc<CircuitBreaker> {
+        let breaker = Arc::new(CircuitBreaker::new(BreakerConfig::consecutive(1)).unwrap());
+        let admission = breaker.admit(SystemClock.now(), &mut |_| {});
+        breaker.record(admission, true, SystemClock.now(), &mut |_| {});
+        assert_eq!(breaker.state(SystemClock.now()), BreakerState::Open);
+        breaker
+    }
+
+    #[test]
+    fn a_policy_given_a_breaker_after_it_was_built_does_not_start_lazily() {
+        let lazy = Policy::builder().deadline(None).build().unwrap();
+        assert!(Retrier::new(lazy.clone()).lazy, "nothing to tell or bound: a lazy start");
+        // The retrier reads the flag from the policy it is given: the one with the breaker
+        // asks it first, so the open breaker refuses the call before any attempt.
+        let guarded = Retrier::new(lazy.with_breaker(Some(open_breaker())));
+        let calls = Cell::new(0);
+        let got = guarded.run(
+            |_: &Attempt| {
+                calls.set(calls.get() + 1);
+                Ok::<_, ()>(1)
+            },
+            |_| Verdict::TRANSIENT,
+        );
+        assert!(matches!(got, Err(RetryError::Exhausted { attempts: 0, reason: ExhaustReason::CircuitOpen, .. })));
+        assert_eq!(calls.get(), 0);
+        // And the breaker taken away again starts lazily.
+        assert!(Retrier::new(guarded.policy().with_breaker(None)).lazy);
+    }
+
+    #[test]
+    fn lazy_successes_on_many_threads_are_all_counted() {
+        // More threads than stats slots, some alive at once and some after others have
+        // exited (their slots handed on), each counting lazy successes and failures.
+        let retrier = Retrier::new(
+            Policy::builder().deadline(None).initial_delay(Duration::ZERO).jitter(Jitter::None).build().unwrap(),
+        );
+        let (threads, calls) = (48u64, 500u64);
+        for wave in 0..3 {
+            std::thread::scope(|s| {
+                for _ in 0..threads / 3 {
+                    s.spawn(|| {
+                        for i in 0..calls {
+                            let fails = u32::from(i % 10 == 0);
+                            let got = retrier.run(
+                                |a: &Attempt| if a.number <= fails { Err(()) } else { Ok(a.number) },
+                                |_| Verdict::TRANSIENT,
+                            );
+                            assert_eq!(got.ok(), Some(fails + 1));
+                        }
+                    });
+                }
+            });
+            let done = (wave + 1) * threads / 3 * calls;
+            let s = retrier.stats();
+            assert_eq!((s.calls, s.successes), (done, done), "after wave {wave}");
+            assert_eq!((s.attempts, s.retries), (done + done / 10, done / 10), "after wave {wave}");
+        }
     }
 }
