@@ -1,15 +1,36 @@
 //! Per-retrier statistics: counters a host feeds from its event sink and reads with
 //! `r.stats()` (tenacity's `fn.retry.statistics`, for every host, counted in one place).
 
+use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use crate::event::{Event, EventKind, ExhaustReason};
 
-/// Counters of one retrier, shared by all its calls (atomics: any thread may feed them).
+/// Counters of one retrier, shared by all its calls (any thread may feed them).
 /// A host calls [`Stats::observe`] with each event of each call, and [`Stats::snapshot`]
 /// to read them.
-#[derive(Debug, Default)]
+///
+/// A counter is a sum of cells: one per thread slot ([`slot`]; a cell has one writer at a
+/// time, which adds with a plain load and store) and one shared cell for threads without
+/// a slot (an atomic add). A `lock`ed add cost 5 ns on the machine the benchmarks run
+/// on: ten times the rest of the Rust happy path, and most of a retried call's engine.
+#[derive(Default)]
 pub struct Stats {
+    /// Counted by threads without a slot of their own.
+    shared: Counters,
+    /// Each slot's event counters, allocated at its first event (a retrier whose calls
+    /// all succeed at once never allocates them).
+    by_slot: [OnceLock<Box<Counters>>; slot::SLOTS],
+    /// Calls whose first attempt succeeded without a `Call` (a host's lazy happy path),
+    /// by slot, beside the shared `shared.first_ok`: kept inline, so that path reaches its
+    /// cell without a pointer. The snapshot folds them into calls, attempts and successes.
+    first_ok_by_slot: [AtomicU64; slot::SLOTS],
+}
+
+/// One cell of each counter.
+#[derive(Default)]
+struct Counters {
     calls: AtomicU64,
     attempts: AtomicU64,
     retries: AtomicU64,
@@ -17,15 +38,28 @@ pub struct Stats {
     rejections: AtomicU64,
     exhaustions: [AtomicU64; ExhaustReason::ALL.len()],
     cancellations: AtomicU64,
-    /// Calls whose first attempt succeeded without a `Call` (a host's lazy happy path),
-    /// counted by threads without a slot of their own (and by
-    /// [`Stats::count_first_attempt_successes`]); the snapshot folds it and `first_ok_by_slot`
-    /// into calls, attempts and successes.
+    /// Calls whose first attempt succeeded without a `Call` (see `first_ok_by_slot`):
+    /// counted here by threads without a slot and by
+    /// [`Stats::count_first_attempt_successes`].
     first_ok: AtomicU64,
-    /// The same count, one cell per thread slot ([`slot`]): a cell has one writer at a
-    /// time, so that path pays a plain load and store, not an atomic add (a `lock`ed add
-    /// cost 5 ns a call, ten times the rest of the happy path).
-    first_ok_by_slot: [AtomicU64; slot::SLOTS],
+}
+
+/// Adds one to a cell this thread is the only writer of.
+#[inline(always)]
+fn add_one_exclusive(cell: &AtomicU64) {
+    cell.store(cell.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+}
+
+/// Adds one to a cell any thread may write.
+#[inline(always)]
+fn add_one_shared(cell: &AtomicU64) {
+    cell.fetch_add(1, Ordering::Relaxed);
+}
+
+impl fmt::Debug for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Stats").field(&self.snapshot()).finish()
+    }
 }
 
 /// A reading of [`Stats`]. Each counter is read on its own: under concurrent calls the
@@ -80,30 +114,40 @@ impl Stats {
     /// Counts one event of one call (breaker and hedge events count nothing).
     #[inline]
     pub fn observe(&self, event: &Event<'_>) {
-        let bump = |c: &AtomicU64| {
-            c.fetch_add(1, Ordering::Relaxed);
-        };
+        if !matches!(
+            event.kind,
+            EventKind::Hedge | EventKind::BreakerOpened | EventKind::BreakerHalfOpen | EventKind::BreakerClosed
+        ) {
+            match slot::current() {
+                Some(i) => Self::count(self.by_slot[i].get_or_init(Box::default), event, add_one_exclusive),
+                None => Self::count(&self.shared, event, add_one_shared),
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn count(cells: &Counters, event: &Event<'_>, bump: fn(&AtomicU64)) {
         match event.kind {
-            EventKind::AttemptFailed => bump(&self.attempts),
-            EventKind::Retrying => bump(&self.retries),
+            EventKind::AttemptFailed => bump(&cells.attempts),
+            EventKind::Retrying => bump(&cells.retries),
             EventKind::Success => {
-                bump(&self.attempts);
-                bump(&self.successes);
-                bump(&self.calls);
+                bump(&cells.attempts);
+                bump(&cells.successes);
+                bump(&cells.calls);
             }
             EventKind::Rejected => {
-                bump(&self.rejections);
-                bump(&self.calls);
+                bump(&cells.rejections);
+                bump(&cells.calls);
             }
             EventKind::Exhausted => {
                 if let Some(reason) = event.reason {
-                    bump(&self.exhaustions[reason_index(reason)]);
+                    bump(&cells.exhaustions[reason_index(reason)]);
                 }
-                bump(&self.calls);
+                bump(&cells.calls);
             }
             EventKind::Cancelled => {
-                bump(&self.cancellations);
-                bump(&self.calls);
+                bump(&cells.cancellations);
+                bump(&cells.calls);
             }
             EventKind::Hedge | EventKind::BreakerOpened | EventKind::BreakerHalfOpen | EventKind::BreakerClosed => {}
         }
@@ -116,13 +160,8 @@ impl Stats {
     pub fn count_first_attempt_success(&self) {
         match slot::current() {
             // This thread is the cell's only writer: no read-modify-write needed.
-            Some(i) => {
-                let cell = &self.first_ok_by_slot[i];
-                cell.store(cell.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-            }
-            None => {
-                self.first_ok.fetch_add(1, Ordering::Relaxed);
-            }
+            Some(i) => add_one_exclusive(&self.first_ok_by_slot[i]),
+            None => add_one_shared(&self.shared.first_ok),
         }
     }
 
@@ -130,27 +169,32 @@ impl Stats {
     /// and hands them over when the stats are read).
     #[inline]
     pub fn count_first_attempt_successes(&self, n: u64) {
-        self.first_ok.fetch_add(n, Ordering::Relaxed);
+        self.shared.first_ok.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// The counters now.
+    /// The counters now: each the sum of its cells.
     pub fn snapshot(&self) -> StatsSnapshot {
-        let read = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let first_ok = read(&self.first_ok) + self.first_ok_by_slot.iter().map(read).sum::<u64>();
+        let slots: Vec<&Counters> = self.by_slot.iter().filter_map(|c| c.get().map(|b| &**b)).collect();
+        let read = |field: &dyn Fn(&Counters) -> &AtomicU64| {
+            field(&self.shared).load(Ordering::Relaxed)
+                + slots.iter().map(|c| field(c).load(Ordering::Relaxed)).sum::<u64>()
+        };
+        let first_ok =
+            read(&|c| &c.first_ok) + self.first_ok_by_slot.iter().map(|c| c.load(Ordering::Relaxed)).sum::<u64>();
         StatsSnapshot {
-            calls: read(&self.calls) + first_ok,
-            attempts: read(&self.attempts) + first_ok,
-            retries: read(&self.retries),
-            successes: read(&self.successes) + first_ok,
-            rejections: read(&self.rejections),
-            exhaustions: std::array::from_fn(|i| read(&self.exhaustions[i])),
-            cancellations: read(&self.cancellations),
+            calls: read(&|c| &c.calls) + first_ok,
+            attempts: read(&|c| &c.attempts) + first_ok,
+            retries: read(&|c| &c.retries),
+            successes: read(&|c| &c.successes) + first_ok,
+            rejections: read(&|c| &c.rejections),
+            exhaustions: std::array::from_fn(|i| read(&|c| &c.exhaustions[i])),
+            cancellations: read(&|c| &c.cancellations),
         }
     }
 }
 
-/// Thread slots: each of the first [`SLOTS`] threads alive at once that counts a lazy
-/// success holds a slot index of its own until it exits, so the cell of that index in
+/// Thread slots: each of the first [`SLOTS`] threads alive at once that counts anything
+/// holds a slot index of its own until it exits, so the cell of that index in
 /// every [`Stats`] has one writer at a time. The index is handed from a thread that
 /// exits to the next one that asks through an atomic bitmap (release, then acquire), so
 /// the next writer sees the last one's count. Threads beyond [`SLOTS`] use the shared
