@@ -16,7 +16,11 @@ pub(crate) type PlanHook<'h, E, T> = dyn FnMut(&RetryContext<'_, E, T>) -> Plan 
 
 /// Records `verdict`: one step ([`Call::record`]) without hooks; with them, the engine
 /// proposes, the hooks answer, the engine settles (the time read again after them).
-#[inline]
+///
+/// Always inlined, the hooked path kept out of line: called out of line, the decision came
+/// back through memory, written in pieces and read back whole (a store-forwarding stall
+/// on every failure).
+#[inline(always)]
 fn decide<P, E, T>(
     call: &mut Call<P>,
     verdict: Verdict,
@@ -29,7 +33,6 @@ fn decide<P, E, T>(
 where
     P: Deref<Target = Policy>,
 {
-    const BUSY: &str = "the executor only records while an attempt is in progress";
     let sink = &mut |e: &Event<'_>| notify(e, Some(failure));
     let Some(hooks) = hooks else {
         // An attempt cut at its bound: a quota prices the retry after it as a timeout's.
@@ -37,6 +40,24 @@ where
             if timed_out { call.record_timeout(verdict, now(), sink) } else { call.record(verdict, now(), sink) };
         return recorded.expect(BUSY);
     };
+    decide_hooked(call, verdict, failure, sink, now, hooks)
+}
+
+const BUSY: &str = "the executor only records while an attempt is in progress";
+
+/// [`decide`] with hooks.
+#[inline(never)]
+fn decide_hooked<P, E, T>(
+    call: &mut Call<P>,
+    verdict: Verdict,
+    failure: Failed<'_, E, T>,
+    sink: &mut impl FnMut(&Event<'_>),
+    now: &impl Fn() -> Duration,
+    hooks: &mut PlanHook<'_, E, T>,
+) -> Decision
+where
+    P: Deref<Target = Policy>,
+{
     let at = now();
     match call.propose(verdict, at, sink).expect(BUSY) {
         Proposal::Stop(stop) => Decision::Stop(stop),
