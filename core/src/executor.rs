@@ -456,6 +456,9 @@ impl Retrier {
         mut classify: impl FnMut(&E) -> Verdict,
     ) -> Result<T, RetryError<E, T>> {
         let virtual_clock;
+        // The real clock's zero wait without a cancel token is no wait at all: skipped
+        // below without a call (any other clock is told of every wait).
+        let mut real_clock = false;
         let clock: &dyn Clock = match run.clock {
             Some(clock) => clock,
             None => match testing::clock() {
@@ -463,7 +466,10 @@ impl Retrier {
                     virtual_clock = v;
                     &virtual_clock
                 }
-                None => &SystemClock,
+                None => {
+                    real_clock = true;
+                    &SystemClock
+                }
             },
         };
         if let Some(why) = crate::hedge::one_at_a_time_refusal(&self.policy) {
@@ -561,7 +567,8 @@ impl Retrier {
                 Decision::Retry(delay) => delay,
                 Decision::Stop(stop) => return Err(history.stopped(stop, call.attempt(), &self.policy)),
             };
-            if clock.sleep(delay, cancel).is_err() {
+            let no_wait = real_clock && cancel.is_none() && delay.is_zero();
+            if !no_wait && clock.sleep(delay, cancel).is_err() {
                 let _ = call.cancel(read_time(), &mut |e| notify(e, history.last()));
                 return Err(history.stopped(Stop::Cancelled, call.attempt(), &self.policy));
             }

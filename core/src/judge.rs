@@ -6,6 +6,7 @@
 use std::ops::Deref;
 use std::time::Duration;
 
+use crate::budget::RetryCause;
 use crate::engine::{Call, Decision, Plan, Proposal, Verdict};
 use crate::event::Event;
 use crate::executor::{Failed, History, RetryContext, ValueVerdict};
@@ -36,9 +37,8 @@ where
     let sink = &mut |e: &Event<'_>| notify(e, Some(failure));
     let Some(hooks) = hooks else {
         // An attempt cut at its bound: a quota prices the retry after it as a timeout's.
-        let recorded =
-            if timed_out { call.record_timeout(verdict, now(), sink) } else { call.record(verdict, now(), sink) };
-        return recorded.expect(BUSY);
+        let cause = if timed_out { RetryCause::Timeout } else { RetryCause::Failure };
+        return call.record_attempt(verdict, cause, now(), sink);
     };
     decide_hooked(call, verdict, failure, sink, now, hooks)
 }
@@ -108,7 +108,9 @@ impl<E, T> History<E, T> {
                 };
                 let hint = match verdict {
                     ValueVerdict::Accept => {
-                        let _ = call.record(Verdict::Success, success_now(), &mut |e| notify(e, None));
+                        call.record_attempt(Verdict::Success, RetryCause::Failure, success_now(), &mut |e| {
+                            notify(e, None)
+                        });
                         return Judged::Accepted(value);
                     }
                     ValueVerdict::Retry { hint } => hint,
