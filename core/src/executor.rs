@@ -480,7 +480,8 @@ impl Retrier {
         let cancel = run.cancel;
         let has_listener = run.listener.is_some();
         let listener = &mut run.listener;
-        let stats = &*self.stats;
+        // The whole call runs on this thread: its stats cells are found once.
+        let stats = self.stats.local();
         let mut notify = |event: &Event<'_>, failed: Option<Failed<'_, E, T>>| {
             stats.observe(event);
             if let Some(listen) = listener.as_mut() {

@@ -56,6 +56,55 @@ fn add_one_shared(cell: &AtomicU64) {
     cell.fetch_add(1, Ordering::Relaxed);
 }
 
+/// The cells of one thread ([`Stats::local`]): the thread's slot's, or the shared ones.
+pub(crate) struct LocalStats<'a> {
+    cells: &'a Counters,
+    /// Whether this thread is the cells' only writer.
+    exclusive: bool,
+}
+
+impl LocalStats<'_> {
+    /// [`Stats::observe`], on this thread.
+    #[inline]
+    pub(crate) fn observe(&self, event: &Event<'_>) {
+        let (cells, exclusive) = (self.cells, self.exclusive);
+        let bump = |cell: &AtomicU64| if exclusive { add_one_exclusive(cell) } else { add_one_shared(cell) };
+        match event.kind {
+            EventKind::AttemptFailed => bump(&cells.attempts),
+            EventKind::Retrying => bump(&cells.retries),
+            EventKind::Success => {
+                bump(&cells.attempts);
+                bump(&cells.successes);
+                bump(&cells.calls);
+            }
+            EventKind::Rejected => {
+                bump(&cells.rejections);
+                bump(&cells.calls);
+            }
+            EventKind::Exhausted => {
+                if let Some(reason) = event.reason {
+                    bump(&cells.exhaustions[reason_index(reason)]);
+                }
+                bump(&cells.calls);
+            }
+            EventKind::Cancelled => {
+                bump(&cells.cancellations);
+                bump(&cells.calls);
+            }
+            EventKind::Hedge | EventKind::BreakerOpened | EventKind::BreakerHalfOpen | EventKind::BreakerClosed => {}
+        }
+    }
+}
+
+/// Whether an event is counted (breaker and hedge events are not).
+#[inline(always)]
+fn counts(event: &Event<'_>) -> bool {
+    !matches!(
+        event.kind,
+        EventKind::Hedge | EventKind::BreakerOpened | EventKind::BreakerHalfOpen | EventKind::BreakerClosed
+    )
+}
+
 impl fmt::Debug for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("Stats").field(&self.snapshot()).finish()
@@ -114,42 +163,19 @@ impl Stats {
     /// Counts one event of one call (breaker and hedge events count nothing).
     #[inline]
     pub fn observe(&self, event: &Event<'_>) {
-        if !matches!(
-            event.kind,
-            EventKind::Hedge | EventKind::BreakerOpened | EventKind::BreakerHalfOpen | EventKind::BreakerClosed
-        ) {
-            match slot::current() {
-                Some(i) => Self::count(self.by_slot[i].get_or_init(Box::default), event, add_one_exclusive),
-                None => Self::count(&self.shared, event, add_one_shared),
-            }
+        if counts(event) {
+            self.local().observe(event);
         }
     }
 
-    #[inline(always)]
-    fn count(cells: &Counters, event: &Event<'_>, bump: fn(&AtomicU64)) {
-        match event.kind {
-            EventKind::AttemptFailed => bump(&cells.attempts),
-            EventKind::Retrying => bump(&cells.retries),
-            EventKind::Success => {
-                bump(&cells.attempts);
-                bump(&cells.successes);
-                bump(&cells.calls);
-            }
-            EventKind::Rejected => {
-                bump(&cells.rejections);
-                bump(&cells.calls);
-            }
-            EventKind::Exhausted => {
-                if let Some(reason) = event.reason {
-                    bump(&cells.exhaustions[reason_index(reason)]);
-                }
-                bump(&cells.calls);
-            }
-            EventKind::Cancelled => {
-                bump(&cells.cancellations);
-                bump(&cells.calls);
-            }
-            EventKind::Hedge | EventKind::BreakerOpened | EventKind::BreakerHalfOpen | EventKind::BreakerClosed => {}
+    /// This thread's cells (its slot's, or the shared ones), to count many events of a
+    /// call that runs on this thread from start to end (the blocking executor's) without
+    /// finding them for each event.
+    #[inline]
+    pub(crate) fn local(&self) -> LocalStats<'_> {
+        match slot::current() {
+            Some(i) => LocalStats { cells: self.by_slot[i].get_or_init(Box::default), exclusive: true },
+            None => LocalStats { cells: &self.shared, exclusive: false },
         }
     }
 
