@@ -84,7 +84,7 @@ impl Backoff {
         // A zero initial delay makes every ceiling zero, and a zero range draws nothing
         // (`uniform`), so only decorrelated jitter (whose draw is made, and scaled by
         // zero) needs the full step: the same delay and the same stream, without a call.
-        if policy.initial_delay_ms == 0.0 && policy.jitter != Jitter::Decorrelated {
+        if policy.initial_delay_ms == 0.0 && !matches!(policy.jitter, Jitter::Decorrelated) {
             return 0;
         }
         self.jittered_ms(policy, failed)
