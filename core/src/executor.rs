@@ -589,8 +589,9 @@ impl Retrier {
 /// Tells `listen` of `event`. Out of line: the event sink that calls it stays small enough
 /// to be inlined into the engine's steps, which then build no event for a call without a
 /// listener (7 ns of a call with two zero-delay retries).
+#[cfg(feature = "blocking")]
 #[inline(never)]
-pub(crate) fn tell<E, T>(listen: &mut Listener<'_, E, T>, event: &Event<'_>, failed: Option<Failed<'_, E, T>>) {
+fn tell<E, T>(listen: &mut Listener<'_, E, T>, event: &Event<'_>, failed: Option<Failed<'_, E, T>>) {
     // Only the kinds that carry a failure get it (not the breaker's events).
     listen(event, failed.filter(|_| event.kind.carries_error()));
 }

@@ -11,10 +11,10 @@ use crate::event::{Event, EventKind, ExhaustReason};
 /// A host calls [`Stats::observe`] with each event of each call, and [`Stats::snapshot`]
 /// to read them.
 ///
-/// A counter is a sum of cells: one per thread slot ([`slot`]; a cell has one writer at a
-/// time, which adds with a plain load and store) and one shared cell for threads without
-/// a slot (an atomic add). A `lock`ed add cost 5 ns on the machine the benchmarks run
-/// on: ten times the rest of the Rust happy path, and most of a retried call's engine.
+/// A counter is a sum of cells: one for each of the first 16 threads alive at once (a
+/// cell has one writer at a time, which adds with a plain load and store) and one shared
+/// cell for the other threads (an atomic add). A `lock`ed add cost 5 ns on the machine
+/// the benchmarks run on: ten times the rest of the Rust happy path.
 #[derive(Default)]
 pub struct Stats {
     /// Counted by threads without a slot of their own.
