@@ -411,7 +411,7 @@ impl Retrier {
             true => match op(&Attempt::new(1, Duration::ZERO, None)) {
                 Ok(value) => {
                     // No Call, so no Success event to count: the stats are told here.
-                    self.stats.count_first_attempt_success();
+                    self.stats.count_first_attempt_success_here();
                     return Ok(value);
                 }
                 Err(error) => Some(error),
@@ -506,7 +506,7 @@ impl Retrier {
         if first.is_none() && !timed && self.policy.budget.is_none() && run.result_predicate.is_none() {
             match op(&Attempt::new(1, Duration::ZERO, None)) {
                 Ok(value) => {
-                    self.stats.count_first_attempt_success();
+                    self.stats.count_first_attempt_success_here();
                     return Ok(value);
                 }
                 Err(error) => first = Some(error),
@@ -1114,8 +1114,9 @@ mod lazy_tests {
 
     #[test]
     fn lazy_successes_on_many_threads_are_all_counted() {
-        // More threads than stats slots, some alive at once and some after others have
-        // exited (their slots handed on), each counting lazy successes and failures.
+        // More threads than stats slots (those with a slot count in its cells, the rest in
+        // the shared ones), some alive at once and some after others have exited, each
+        // counting lazy successes and failures.
         let retrier = Retrier::new(
             Policy::builder().deadline(None).initial_delay(Duration::ZERO).jitter(Jitter::None).build().unwrap(),
         );
