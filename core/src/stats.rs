@@ -11,8 +11,8 @@ use crate::event::{Event, EventKind, ExhaustReason};
 /// A host calls [`Stats::observe`] with each event of each call, and [`Stats::snapshot`]
 /// to read them.
 ///
-/// A counter is a sum of cells: one for each of the first 16 threads that run blocking
-/// Rust calls (a cell has one writer, which adds with a plain load and store) and one
+/// A counter is a sum of cells: one for each of the first 16 threads that run Rust
+/// executor calls (a cell has one writer, which adds with a plain load and store) and one
 /// shared cell for every other count (an atomic add). A `lock`ed add cost 5 ns on the
 /// machine the benchmarks run on: ten times the rest of the Rust happy path.
 #[derive(Default)]
@@ -45,7 +45,6 @@ struct Counters {
 }
 
 /// Adds one to a cell this thread is the only writer of.
-#[cfg_attr(not(feature = "blocking"), allow(dead_code))]
 #[inline(always)]
 fn add_one_exclusive(cell: &AtomicU64) {
     cell.store(cell.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
@@ -159,16 +158,15 @@ impl Stats {
         LocalStats { cells: &self.shared, exclusive: false }.observe(event);
     }
 
-    /// This thread's cells (its slot's, or the shared ones), for the blocking executor,
-    /// whose call runs on this thread from start to end: found once a call, then each
-    /// event adds with a plain load and store.
+    /// This thread's cells (its slot's, or the shared ones), for the Rust executors: the
+    /// blocking one finds them once a call (the call runs on one thread from start to
+    /// end), the async one at each event (its task may move between threads, but each
+    /// event is counted on one). Each event then adds with a plain load and store.
     ///
-    /// Only the Rust executors count here. The C, Python and Node hosts (and the async
-    /// executor, whose task may move between threads) count in the shared cells, as the
-    /// thread checkers their tests run under (helgrind, DRD) see no ordering in atomics
-    /// and `OnceLock`s: their suppressions cover the library's own synchronisation by
-    /// function name, and these cells would need more of them.
-    #[cfg(feature = "blocking")]
+    /// Only the Rust executors count here. The C, Python and Node hosts count in the
+    /// shared cells, as the thread checkers their tests run under (helgrind, DRD) see no
+    /// ordering in atomics and `OnceLock`s: their suppressions cover the library's own
+    /// synchronisation by function name, and these cells would need more of them.
     #[inline]
     pub(crate) fn local(&self) -> LocalStats<'_> {
         match slot::current() {
@@ -185,10 +183,9 @@ impl Stats {
         add_one_shared(&self.shared.first_ok);
     }
 
-    /// [`Stats::count_first_attempt_success`] for the blocking executor's lazy happy
-    /// path: in this thread's slot cell when it has one (a plain load and store), no
-    /// other cell allocated.
-    #[cfg(feature = "blocking")]
+    /// [`Stats::count_first_attempt_success`] for the Rust executors' lazy happy path:
+    /// in this thread's slot cell when it has one (a plain load and store), no other cell
+    /// allocated.
     #[inline]
     pub(crate) fn count_first_attempt_success_here(&self) {
         match slot::current() {
@@ -233,7 +230,6 @@ impl Stats {
 /// call made in a pthread key destructor (which runs after the thread's thread-local
 /// destructors) leaks glibc's record of it (tests/c/teardown.c checks a thread whose only
 /// calls are made there leaks nothing). No thread-local here has a destructor.
-#[cfg_attr(not(feature = "blocking"), allow(dead_code))]
 mod slot {
     use std::cell::Cell;
     use std::sync::atomic::{AtomicUsize, Ordering};
