@@ -450,16 +450,19 @@ impl Retrier {
     #[cfg(feature = "blocking")]
     fn execute_from<T, E>(
         &self,
-        mut run: Run<'_, E, T>,
+        run: Run<'_, E, T>,
         mut first: Option<E>,
         mut op: impl FnMut(&Attempt) -> Result<T, E>,
         mut classify: impl FnMut(&E) -> Verdict,
     ) -> Result<T, RetryError<E, T>> {
+        // Taken apart at once: each option is then dropped where it ends, in line (the
+        // whole `Run`, dropped at each return, was a call).
+        let Run { mut listener, cancel, clock, mut result_predicate, wait, before_retry } = run;
         let virtual_clock;
         // The real clock's zero wait without a cancel token is no wait at all: skipped
         // below without a call (any other clock is told of every wait).
         let mut real_clock = false;
-        let clock: &dyn Clock = match run.clock {
+        let clock: &dyn Clock = match clock {
             Some(clock) => clock,
             None => match testing::clock() {
                 Some(v) => {
@@ -477,9 +480,8 @@ impl Retrier {
                 "{why}; a blocking Retrier::run/execute cannot abandon an attempt: hedge from async code with Retrier::run_async (or retryrs::hedge::HedgeCall)"
             )));
         }
-        let cancel = run.cancel;
-        let has_listener = run.listener.is_some();
-        let listener = &mut run.listener;
+        let has_listener = listener.is_some();
+        let listener = &mut listener;
         // The whole call runs on this thread: its stats cells are found once.
         let stats = self.stats.local();
         let mut notify = |event: &Event<'_>, failed: Option<Failed<'_, E, T>>| {
@@ -496,14 +498,14 @@ impl Retrier {
         // a breaker or ratio budget, and to events: with none, the engine is fed a constant
         // and the clock is never read.
         // Hooks see the time since the call began, too.
-        let hooked = run.wait.is_some() || run.before_retry.is_some();
+        let hooked = wait.is_some() || before_retry.is_some();
         let timed = self.policy.reads_time() || has_listener || hooked;
         let read_time = || if timed { clock.now() } else { Duration::ZERO };
         // The happy path of a policy with nothing to tell or bound (no clock needed, no
         // budget or breaker to inform, no listener, no result predicate): attempt 1 runs
         // before the engine starts (a lazy start, as the other hosts do), and a value
         // returns at once. A failure starts the engine and is judged as attempt 1.
-        if first.is_none() && !timed && self.policy.budget.is_none() && run.result_predicate.is_none() {
+        if first.is_none() && !timed && self.policy.budget.is_none() && result_predicate.is_none() {
             match op(&Attempt::new(1, Duration::ZERO, None)) {
                 Ok(value) => {
                     self.stats.count_first_attempt_success_here();
@@ -533,7 +535,7 @@ impl Retrier {
         let success_timed = has_listener || self.policy.breaker().is_some_and(CircuitBreaker::times_successes);
         // Allocated at the first failure: the happy path allocates nothing.
         let mut history = History { errors: Vec::new(), value: None };
-        let (mut wait, mut before) = (run.wait.take(), run.before_retry.take());
+        let (mut wait, mut before) = (wait, before_retry);
         let mut hooks = |ctx: &RetryContext<'_, E, T>| plan(ctx, before.as_deref_mut(), wait.as_deref_mut());
         loop {
             let outcome = match first.take() {
@@ -547,7 +549,7 @@ impl Retrier {
             let started = call.started_at();
             // Only the Success event (and a breaker) needs its time: else skip the read.
             let success_now = || if success_timed { clock.now() } else { started };
-            let predicate = run.result_predicate.as_deref_mut();
+            let predicate = result_predicate.as_deref_mut();
             let hooks: Option<&mut crate::judge::PlanHook<'_, E, T>> = if hooked { Some(&mut hooks) } else { None };
             let decision = match history.judge(
                 &mut call,
