@@ -330,9 +330,10 @@ impl Retrier {
             (None, None) => (&SystemClock, false),
         };
         let has_listener = listener.is_some();
+        // Found at each event: the task may move between threads between polls.
         let stats = &**self.stats_counters();
         let mut notify = |event: &Event<'_>, failed: Option<Failed<'_, E, T>>| {
-            stats.observe(event);
+            stats.local().observe(event);
             if let Some(listen) = listener.as_mut() {
                 // Only the kinds that carry a failure get it (not the breaker's events).
                 listen(event, failed.filter(|_| event.kind.carries_error()));
@@ -361,7 +362,7 @@ impl Retrier {
         if !timed && cancel.is_none() && policy.budget.is_none() && result_predicate.is_none() {
             match op(Attempt::new(1, Duration::ZERO, None)).await {
                 Ok(value) => {
-                    self.stats_counters().count_first_attempt_success();
+                    self.stats_counters().count_first_attempt_success_here();
                     return Ok(value);
                 }
                 Err(error) => first = Some(error),

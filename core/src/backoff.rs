@@ -79,7 +79,19 @@ impl Backoff {
 
     /// The jittered backoff delay, in milliseconds, after the `failed`-th failed attempt.
     /// Never above `max_delay`.
+    #[inline]
     pub fn next_delay_ms(&mut self, policy: &Policy, failed: u32) -> u64 {
+        // A zero initial delay makes every ceiling zero, and a zero range draws nothing
+        // (`uniform`), so only decorrelated jitter (whose draw is made, and scaled by
+        // zero) needs the full step: the same delay and the same stream, without a call.
+        if policy.initial_delay_ms == 0.0 && !matches!(policy.jitter, Jitter::Decorrelated) {
+            return 0;
+        }
+        self.jittered_ms(policy, failed)
+    }
+
+    #[inline(never)]
+    fn jittered_ms(&mut self, policy: &Policy, failed: u32) -> u64 {
         let cap = policy.max_delay_ms;
         match policy.jitter {
             Jitter::None => ceiling_ms(policy, failed),
@@ -236,6 +248,18 @@ mod tests {
             .seed(Some(3))
             .build()
             .unwrap()
+    }
+
+    #[test]
+    fn a_zero_initial_delay_skips_the_step_with_the_same_delays_and_stream() {
+        for jitter in [Jitter::None, Jitter::Full, Jitter::Equal, Jitter::Proportional(0.5), Jitter::Decorrelated] {
+            let p = Policy::builder().initial_delay_ms(0.0).jitter(jitter).seed(Some(3)).build().unwrap();
+            let (mut fast, mut full) = (Backoff::new(), Backoff::new());
+            for failed in 1..=5 {
+                assert_eq!(fast.next_delay_ms(&p, failed), full.jittered_ms(&p, failed), "{jitter:?}");
+                assert!(fast.rng == full.rng && fast.previous_ms == full.previous_ms, "{jitter:?}: the stream state");
+            }
+        }
     }
 
     #[test]

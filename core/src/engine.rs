@@ -324,9 +324,31 @@ impl<P: Deref<Target = Policy>> Call<P> {
         now: Duration,
         sink: &mut impl FnMut(&Event<'_>),
     ) -> Result<Decision, StateError> {
-        match self.propose_step(verdict, now, sink)? {
-            Ok((delay, _)) => Ok(self.settle_step(Plan::Engine, delay, cause, now, sink)),
-            Err(stop) => Ok(Decision::Stop(stop)),
+        if self.state != State::Attempting {
+            return Err(StateError::NotAttempting(self.state.describe()));
+        }
+        Ok(self.record_attempt(verdict, cause, now, sink))
+    }
+
+    /// [`Call::record`] (`cause`: [`Call::record_timeout`]'s price) for an executor whose
+    /// loop records only while an attempt is in progress: the decision itself. (Unwrapped
+    /// from a `Result` in the caller, the decision went through memory in pieces and was
+    /// read back whole: a store-forwarding stall on every failure.)
+    ///
+    /// # Panics
+    /// When no attempt is in progress (an executor bug).
+    #[inline(always)]
+    pub(crate) fn record_attempt(
+        &mut self,
+        verdict: Verdict,
+        cause: RetryCause,
+        now: Duration,
+        sink: &mut impl FnMut(&Event<'_>),
+    ) -> Decision {
+        assert!(self.state == State::Attempting, "the executor only records while an attempt is in progress");
+        match self.propose_attempt(verdict, now, sink) {
+            Ok((delay, _)) => self.settle_step(Plan::Engine, delay, cause, now, sink),
+            Err(stop) => Decision::Stop(stop),
         }
     }
 
@@ -410,6 +432,17 @@ impl<P: Deref<Target = Policy>> Call<P> {
         if self.state != State::Attempting {
             return Err(StateError::NotAttempting(self.state.describe()));
         }
+        Ok(self.propose_attempt(verdict, now, sink))
+    }
+
+    /// [`Call::propose_step`] with an attempt in progress.
+    #[inline(always)]
+    fn propose_attempt(
+        &mut self,
+        verdict: Verdict,
+        now: Duration,
+        sink: &mut impl FnMut(&Event<'_>),
+    ) -> Result<(Duration, Option<Duration>), Stop> {
         let elapsed = now.saturating_sub(self.start);
         if self.admission.is_some() {
             self.count_attempt(verdict, now, sink);
@@ -419,11 +452,11 @@ impl<P: Deref<Target = Policy>> Call<P> {
                 if let Some(budget) = &self.policy.budget {
                     budget.call_succeeded(self.retry_cost);
                 }
-                return Ok(Err(self.finish(Stop::Success, EventKind::Success, elapsed, None, sink)));
+                return Err(self.finish(Stop::Success, EventKind::Success, elapsed, None, sink));
             }
             Verdict::Permanent => {
                 self.emit(EventKind::AttemptFailed, elapsed, None, None, sink);
-                return Ok(Err(self.finish(Stop::Rejected, EventKind::Rejected, elapsed, None, sink)));
+                return Err(self.finish(Stop::Rejected, EventKind::Rejected, elapsed, None, sink));
             }
             Verdict::Transient { hint } => hint,
         };
@@ -435,23 +468,23 @@ impl<P: Deref<Target = Policy>> Call<P> {
         // before the attempt count and the hint: the deadline is what cut the call short,
         // on the last attempt too. (A success past the deadline is still a success, above.)
         if self.past_deadline(elapsed) {
-            return Ok(Err(self.exhaust(ExhaustReason::Deadline, elapsed, sink)));
+            return Err(self.exhaust(ExhaustReason::Deadline, elapsed, sink));
         }
         if self.attempt >= self.policy.max_attempts {
-            return Ok(Err(self.exhaust(ExhaustReason::Attempts, elapsed, sink)));
+            return Err(self.exhaust(ExhaustReason::Attempts, elapsed, sink));
         }
         // Step 5: a server that asks for longer than the policy accepts gets a fast failure,
         // not a pinned caller. Checked before the backoff draws, so the jitter stream is
         // the same whether or not the hint was refused.
         if let (Some(hint), Some(limit)) = (hint, self.policy.max_retry_after) {
             if hint > limit {
-                return Ok(Err(self.exhaust(ExhaustReason::RetryAfter, elapsed, sink)));
+                return Err(self.exhaust(ExhaustReason::RetryAfter, elapsed, sink));
             }
         }
         // Clamped to the longest wait validation implies (only a hint with both limits
         // off can be longer), so no host's `now + delay` wraps.
         let delay = Duration::from_millis(self.backoff.wait_ms(&self.policy, self.attempt, hint).min(MAX_WAIT_MS));
-        Ok(Ok((delay, hint)))
+        Ok((delay, hint))
     }
 
     /// Steps 5a to 8 for the wait `computed` and the host's plan, at `now`.

@@ -221,6 +221,11 @@ impl<'a, E, T> Failed<'a, E, T> {
 pub struct Retrier {
     policy: Arc<Policy>,
     stats: Arc<Stats>,
+    /// [`Policy::starts_lazily`], read once here: the policy behind the `Arc` cannot
+    /// change, and the happy path then tests one flag of the retrier instead of six
+    /// fields of the policy behind a pointer.
+    #[cfg(feature = "blocking")]
+    lazy: bool,
 }
 
 impl fmt::Debug for Retrier {
@@ -337,7 +342,12 @@ impl Retrier {
 
     /// A retrier over a shared policy.
     pub fn from_arc(policy: Arc<Policy>) -> Self {
-        Retrier { policy, stats: Arc::default() }
+        Retrier {
+            #[cfg(feature = "blocking")]
+            lazy: policy.starts_lazily(),
+            policy,
+            stats: Arc::default(),
+        }
     }
 
     /// What this retrier's calls (and its clones') did so far: calls, attempts, retries,
@@ -397,11 +407,11 @@ impl Retrier {
         let mut op = op;
         // Inlined into the caller: with a policy that has nothing to tell or bound, the
         // happy path is the attempt itself (the engine starts at the first failure).
-        let first = match self.policy.starts_lazily() {
+        let first = match self.lazy {
             true => match op(&Attempt::new(1, Duration::ZERO, None)) {
                 Ok(value) => {
                     // No Call, so no Success event to count: the stats are told here.
-                    self.stats.count_first_attempt_success();
+                    self.stats.count_first_attempt_success_here();
                     return Ok(value);
                 }
                 Err(error) => Some(error),
@@ -440,20 +450,29 @@ impl Retrier {
     #[cfg(feature = "blocking")]
     fn execute_from<T, E>(
         &self,
-        mut run: Run<'_, E, T>,
+        run: Run<'_, E, T>,
         mut first: Option<E>,
         mut op: impl FnMut(&Attempt) -> Result<T, E>,
         mut classify: impl FnMut(&E) -> Verdict,
     ) -> Result<T, RetryError<E, T>> {
+        // Taken apart at once: each option is then dropped where it ends, in line (the
+        // whole `Run`, dropped at each return, was a call).
+        let Run { mut listener, cancel, clock, mut result_predicate, wait, before_retry } = run;
         let virtual_clock;
-        let clock: &dyn Clock = match run.clock {
+        // The real clock's zero wait without a cancel token is no wait at all: skipped
+        // below without a call (any other clock is told of every wait).
+        let mut real_clock = false;
+        let clock: &dyn Clock = match clock {
             Some(clock) => clock,
             None => match testing::clock() {
                 Some(v) => {
                     virtual_clock = v;
                     &virtual_clock
                 }
-                None => &SystemClock,
+                None => {
+                    real_clock = true;
+                    &SystemClock
+                }
             },
         };
         if let Some(why) = crate::hedge::one_at_a_time_refusal(&self.policy) {
@@ -461,15 +480,14 @@ impl Retrier {
                 "{why}; a blocking Retrier::run/execute cannot abandon an attempt: hedge from async code with Retrier::run_async (or retryrs::hedge::HedgeCall)"
             )));
         }
-        let cancel = run.cancel;
-        let has_listener = run.listener.is_some();
-        let listener = &mut run.listener;
-        let stats = &*self.stats;
+        let has_listener = listener.is_some();
+        let listener = &mut listener;
+        // The whole call runs on this thread: its stats cells are found once.
+        let stats = self.stats.local();
         let mut notify = |event: &Event<'_>, failed: Option<Failed<'_, E, T>>| {
             stats.observe(event);
             if let Some(listen) = listener.as_mut() {
-                // Only the kinds that carry a failure get it (not the breaker's events).
-                listen(event, failed.filter(|_| event.kind.carries_error()));
+                tell(listen, event, failed);
             }
         };
         if cancel.is_some_and(CancelToken::is_cancelled) {
@@ -480,17 +498,17 @@ impl Retrier {
         // a breaker or ratio budget, and to events: with none, the engine is fed a constant
         // and the clock is never read.
         // Hooks see the time since the call began, too.
-        let hooked = run.wait.is_some() || run.before_retry.is_some();
+        let hooked = wait.is_some() || before_retry.is_some();
         let timed = self.policy.reads_time() || has_listener || hooked;
         let read_time = || if timed { clock.now() } else { Duration::ZERO };
         // The happy path of a policy with nothing to tell or bound (no clock needed, no
         // budget or breaker to inform, no listener, no result predicate): attempt 1 runs
         // before the engine starts (a lazy start, as the other hosts do), and a value
         // returns at once. A failure starts the engine and is judged as attempt 1.
-        if first.is_none() && !timed && self.policy.budget.is_none() && run.result_predicate.is_none() {
+        if first.is_none() && !timed && self.policy.budget.is_none() && result_predicate.is_none() {
             match op(&Attempt::new(1, Duration::ZERO, None)) {
                 Ok(value) => {
-                    self.stats.count_first_attempt_success();
+                    self.stats.count_first_attempt_success_here();
                     return Ok(value);
                 }
                 Err(error) => first = Some(error),
@@ -517,7 +535,7 @@ impl Retrier {
         let success_timed = has_listener || self.policy.breaker().is_some_and(CircuitBreaker::times_successes);
         // Allocated at the first failure: the happy path allocates nothing.
         let mut history = History { errors: Vec::new(), value: None };
-        let (mut wait, mut before) = (run.wait.take(), run.before_retry.take());
+        let (mut wait, mut before) = (wait, before_retry);
         let mut hooks = |ctx: &RetryContext<'_, E, T>| plan(ctx, before.as_deref_mut(), wait.as_deref_mut());
         loop {
             let outcome = match first.take() {
@@ -531,7 +549,7 @@ impl Retrier {
             let started = call.started_at();
             // Only the Success event (and a breaker) needs its time: else skip the read.
             let success_now = || if success_timed { clock.now() } else { started };
-            let predicate = run.result_predicate.as_deref_mut();
+            let predicate = result_predicate.as_deref_mut();
             let hooks: Option<&mut crate::judge::PlanHook<'_, E, T>> = if hooked { Some(&mut hooks) } else { None };
             let decision = match history.judge(
                 &mut call,
@@ -551,7 +569,8 @@ impl Retrier {
                 Decision::Retry(delay) => delay,
                 Decision::Stop(stop) => return Err(history.stopped(stop, call.attempt(), &self.policy)),
             };
-            if clock.sleep(delay, cancel).is_err() {
+            let no_wait = real_clock && cancel.is_none() && delay.is_zero();
+            if !no_wait && clock.sleep(delay, cancel).is_err() {
                 let _ = call.cancel(read_time(), &mut |e| notify(e, history.last()));
                 return Err(history.stopped(Stop::Cancelled, call.attempt(), &self.policy));
             }
@@ -567,6 +586,16 @@ impl Retrier {
             }
         }
     }
+}
+
+/// Tells `listen` of `event`. Out of line: the event sink that calls it stays small enough
+/// to be inlined into the engine's steps, which then build no event for a call without a
+/// listener (7 ns of a call with two zero-delay retries).
+#[cfg(feature = "blocking")]
+#[inline(never)]
+fn tell<E, T>(listen: &mut Listener<'_, E, T>, event: &Event<'_>, failed: Option<Failed<'_, E, T>>) {
+    // Only the kinds that carry a failure get it (not the breaker's events).
+    listen(event, failed.filter(|_| event.kind.carries_error()));
 }
 
 /// A listener: every event, with the failure it is about (an error or a rejected value)
@@ -1047,5 +1076,72 @@ mod tests {
         assert_eq!(b.execute(run, |_| Ok::<_, Failure>(7), |_| Verdict::TRANSIENT).unwrap(), 7);
         assert_eq!(seen, ["breaker_half_open", "success", "breaker_closed"]);
         assert_eq!(breaker.state(scope.clock().now()), BreakerState::Closed);
+    }
+}
+
+#[cfg(all(test, feature = "blocking"))]
+mod lazy_tests {
+    use super::*;
+    use crate::breaker::BreakerConfig;
+    use crate::policy::Jitter;
+
+    fn open_breaker() -> Arc<CircuitBreaker> {
+        let breaker = Arc::new(CircuitBreaker::new(BreakerConfig::consecutive(1)).unwrap());
+        let admission = breaker.admit(SystemClock.now(), &mut |_| {});
+        breaker.record(admission, true, SystemClock.now(), &mut |_| {});
+        assert_eq!(breaker.state(SystemClock.now()), BreakerState::Open);
+        breaker
+    }
+
+    #[test]
+    fn a_policy_given_a_breaker_after_it_was_built_does_not_start_lazily() {
+        let lazy = Policy::builder().deadline(None).build().unwrap();
+        assert!(Retrier::new(lazy.clone()).lazy, "nothing to tell or bound: a lazy start");
+        // The retrier reads the flag from the policy it is given: the one with the breaker
+        // asks it first, so the open breaker refuses the call before any attempt.
+        let guarded = Retrier::new(lazy.with_breaker(Some(open_breaker())));
+        let calls = Cell::new(0);
+        let got = guarded.run(
+            |_: &Attempt| {
+                calls.set(calls.get() + 1);
+                Ok::<_, ()>(1)
+            },
+            |_| Verdict::TRANSIENT,
+        );
+        assert!(matches!(got, Err(RetryError::Exhausted { attempts: 0, reason: ExhaustReason::CircuitOpen, .. })));
+        assert_eq!(calls.get(), 0);
+        // And the breaker taken away again starts lazily.
+        assert!(Retrier::new(guarded.policy().with_breaker(None)).lazy);
+    }
+
+    #[test]
+    fn lazy_successes_on_many_threads_are_all_counted() {
+        // More threads than stats slots (those with a slot count in its cells, the rest in
+        // the shared ones), some alive at once and some after others have exited, each
+        // counting lazy successes and failures.
+        let retrier = Retrier::new(
+            Policy::builder().deadline(None).initial_delay(Duration::ZERO).jitter(Jitter::None).build().unwrap(),
+        );
+        let (threads, calls) = (48u64, 500u64);
+        for wave in 0..3 {
+            std::thread::scope(|s| {
+                for _ in 0..threads / 3 {
+                    s.spawn(|| {
+                        for i in 0..calls {
+                            let fails = u32::from(i % 10 == 0);
+                            let got = retrier.run(
+                                |a: &Attempt| if a.number <= fails { Err(()) } else { Ok(a.number) },
+                                |_| Verdict::TRANSIENT,
+                            );
+                            assert_eq!(got.ok(), Some(fails + 1));
+                        }
+                    });
+                }
+            });
+            let done = (wave + 1) * threads / 3 * calls;
+            let s = retrier.stats();
+            assert_eq!((s.calls, s.successes), (done, done), "after wave {wave}");
+            assert_eq!((s.attempts, s.retries), (done + done / 10, done / 10), "after wave {wave}");
+        }
     }
 }

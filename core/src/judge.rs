@@ -6,6 +6,7 @@
 use std::ops::Deref;
 use std::time::Duration;
 
+use crate::budget::RetryCause;
 use crate::engine::{Call, Decision, Plan, Proposal, Verdict};
 use crate::event::Event;
 use crate::executor::{Failed, History, RetryContext, ValueVerdict};
@@ -16,7 +17,11 @@ pub(crate) type PlanHook<'h, E, T> = dyn FnMut(&RetryContext<'_, E, T>) -> Plan 
 
 /// Records `verdict`: one step ([`Call::record`]) without hooks; with them, the engine
 /// proposes, the hooks answer, the engine settles (the time read again after them).
-#[inline]
+///
+/// Always inlined, the hooked path kept out of line: called out of line, the decision came
+/// back through memory, written in pieces and read back whole (a store-forwarding stall
+/// on every failure).
+#[inline(always)]
 fn decide<P, E, T>(
     call: &mut Call<P>,
     verdict: Verdict,
@@ -29,14 +34,30 @@ fn decide<P, E, T>(
 where
     P: Deref<Target = Policy>,
 {
-    const BUSY: &str = "the executor only records while an attempt is in progress";
     let sink = &mut |e: &Event<'_>| notify(e, Some(failure));
     let Some(hooks) = hooks else {
         // An attempt cut at its bound: a quota prices the retry after it as a timeout's.
-        let recorded =
-            if timed_out { call.record_timeout(verdict, now(), sink) } else { call.record(verdict, now(), sink) };
-        return recorded.expect(BUSY);
+        let cause = if timed_out { RetryCause::Timeout } else { RetryCause::Failure };
+        return call.record_attempt(verdict, cause, now(), sink);
     };
+    decide_hooked(call, verdict, failure, sink, now, hooks)
+}
+
+const BUSY: &str = "the executor only records while an attempt is in progress";
+
+/// [`decide`] with hooks.
+#[inline(never)]
+fn decide_hooked<P, E, T>(
+    call: &mut Call<P>,
+    verdict: Verdict,
+    failure: Failed<'_, E, T>,
+    sink: &mut impl FnMut(&Event<'_>),
+    now: &impl Fn() -> Duration,
+    hooks: &mut PlanHook<'_, E, T>,
+) -> Decision
+where
+    P: Deref<Target = Policy>,
+{
     let at = now();
     let proposed = if timed_out { call.propose_timeout(verdict, at, sink) } else { call.propose(verdict, at, sink) };
     match proposed.expect(BUSY) {
@@ -88,7 +109,9 @@ impl<E, T> History<E, T> {
                 };
                 let hint = match verdict {
                     ValueVerdict::Accept => {
-                        let _ = call.record(Verdict::Success, success_now(), &mut |e| notify(e, None));
+                        call.record_attempt(Verdict::Success, RetryCause::Failure, success_now(), &mut |e| {
+                            notify(e, None)
+                        });
                         return Judged::Accepted(value);
                     }
                     ValueVerdict::Retry { hint } => hint,

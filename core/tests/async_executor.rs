@@ -448,3 +448,40 @@ async fn a_probe_whose_future_is_dropped_goes_back_to_the_breaker() {
     assert_eq!(up.await.unwrap(), 7);
     assert_eq!(breaker.state(scope.clock().now()), BreakerState::Closed);
 }
+
+/// Calls on many threads (more than the stats' per-thread cells) all count, each event on
+/// the thread that polled the call when it happened.
+#[test]
+fn calls_on_many_threads_are_all_counted() {
+    let retrier = Retrier::new(policy().initial_delay(Duration::ZERO).jitter(Jitter::None).build().unwrap());
+    let (threads, calls) = (40u64, 200u64);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+                rt.block_on(async {
+                    for i in 0..calls {
+                        let fails = u32::from(i % 4 == 0);
+                        let got = retrier
+                            .run_async_with(
+                                tokio_sleep,
+                                |a: Attempt| async move {
+                                    if a.number <= fails {
+                                        Err(ApiError::Status(503, None))
+                                    } else {
+                                        Ok(a.number)
+                                    }
+                                },
+                                transient,
+                            )
+                            .await;
+                        assert_eq!(got.unwrap(), fails + 1);
+                    }
+                });
+            });
+        }
+    });
+    let (done, failed) = (threads * calls, threads * calls / 4);
+    let s = retrier.stats();
+    assert_eq!((s.calls, s.successes, s.attempts, s.retries), (done, done, done + failed, failed));
+}
