@@ -40,7 +40,7 @@ where
         let cause = if timed_out { RetryCause::Timeout } else { RetryCause::Failure };
         return call.record_attempt(verdict, cause, now(), sink);
     };
-    decide_hooked(call, verdict, failure, sink, now, hooks)
+    decide_hooked(call, verdict, failure, sink, now, hooks, timed_out)
 }
 
 const BUSY: &str = "the executor only records while an attempt is in progress";
@@ -54,6 +54,7 @@ fn decide_hooked<P, E, T>(
     sink: &mut impl FnMut(&Event<'_>),
     now: &impl Fn() -> Duration,
     hooks: &mut PlanHook<'_, E, T>,
+    timed_out: bool,
 ) -> Decision
 where
     P: Deref<Target = Policy>,
