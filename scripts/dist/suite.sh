@@ -10,4 +10,6 @@ lay_python_suite() {
   ln -s "$repo/scripts" "$dir/scripts"
   # The documents some tests check against (docs/policies.schema.json, docs/policies.md).
   ln -s "$repo/docs" "$dir/docs"
+  # README.md: its migration snippets run against the installed module.
+  ln -s "$repo/README.md" "$dir/README.md"
 }
