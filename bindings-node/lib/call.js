@@ -76,6 +76,10 @@ class CallRun {
     this.deadlineTimer = undefined;
     this.queued = SETTLED;
     this.cut = null;
+    // deadlineAttempt's attempt in progress: its number, bound and promise's resolve.
+    this.attemptN = 0;
+    this.attemptBound = 0;
+    this.resolveAttempt = null;
   }
 
   /** The retrier's queue: the call's deadline (its first bound) passed. */
@@ -213,6 +217,9 @@ class CallRun {
         this.boundAt = this.attemptStart + bound;
       }
     }
+    if (signal === undefined && bound !== null && this.engine !== null && o.interrupts && isDeadline(o, bound)) {
+      return this.deadlineAttempt(n, bound);
+    }
     const ctx = bound === null ? new AttemptContext(n, signal) : new BoundedAttemptContext(n, bound, this.boundAt);
     if (bound !== null) this.attemptCtx = ctx;
     return new Promise((resolve) => {
@@ -269,6 +276,75 @@ class CallRun {
         settle(OK, result);
       }
     });
+  }
+
+  /**
+   * `attempt` for a later attempt (n > 1) that only the deadline bounds, without a call
+   * signal (the default retrier's retries): the same outcome, without a closure per
+   * attempt. Only the deadline can cut it, and a cut ends the call (fail), so no later
+   * attempt follows a cut one: the call's own callbacks (onValue, onError) serve every
+   * attempt, and once `cut` is null (settled, or cut) a late settlement is dropped.
+   */
+  deadlineAttempt(n, bound) {
+    const ctx = new BoundedAttemptContext(n, bound, this.boundAt);
+    let result;
+    try {
+      result = this.fn(ctx);
+    } catch (err) {
+      this.error = err;
+      return FAILED;
+    }
+    if (!isThenable(result)) {
+      this.value = result;
+      return OK;
+    }
+    this.attemptN = n;
+    this.attemptBound = bound;
+    this.attemptCtx = ctx;
+    this.cut = this.cutDeadline;
+    if (this.queued === SETTLED && this.deadlineTimer === undefined) {
+      this.deadlineTimer = armBound(bound, this.o.unref, () => {
+        // Fired (perhaps during a wait, a little early): a later attempt arms anew.
+        this.deadlineTimer = undefined;
+        this.cut?.();
+      });
+    }
+    const attempt = new Promise(captureResolve);
+    this.resolveAttempt = captured;
+    captured = capturedReject = undefined;
+    // Also handles a late rejection after the cut: never unhandled.
+    Promise.resolve(result).then(this.onValue, this.onError);
+    return attempt;
+  }
+
+  /** deadlineAttempt's callbacks: the attempt settled (ignored once cut). */
+  onValue = (v) => {
+    if (this.cut === null) return;
+    this.value = v;
+    this.settleAttempt(OK);
+  };
+
+  onError = (e) => {
+    if (this.cut === null) return;
+    this.error = e;
+    this.settleAttempt(FAILED);
+  };
+
+  /** The deadline passed during deadlineAttempt's attempt: it fails with a TimeoutError. */
+  cutDeadline = () => {
+    const err = boundError(this.o, this.name, this.attemptN, this.attemptBound);
+    this.deadlineError = err;
+    abortAttempt(this.attemptCtx, err);
+    this.error = err;
+    this.settleAttempt(FAILED);
+  };
+
+  settleAttempt(outcome) {
+    const resolve = this.resolveAttempt;
+    this.resolveAttempt = null;
+    this.cut = null;
+    this.attemptCtx = null;
+    resolve(outcome);
   }
 
   /** Keeps a failure for RetryExhaustedError: the last HISTORY only (the contract's cap). */
@@ -589,7 +665,8 @@ function boundedFirstAttempt(o, fn, t0) {
   // queue's expiry. Its executor is shared (no closure per call).
   const call = new Promise(captureResolve);
   const resolve = captured;
-  captured = undefined; // not kept alive until the next call
+  const reject = capturedReject;
+  captured = capturedReject = undefined; // not kept alive until the next call
   const queue = o.queue;
   // The entry's position in the queue; SETTLED once the attempt is over either way.
   let at = SETTLED;
@@ -613,7 +690,8 @@ function boundedFirstAttempt(o, fn, t0) {
       queue.settle(at);
     }
     at = SETTLED;
-    resolve(run.run(err, true));
+    // Not resolve(promise): that costs a job and a turn of the microtask queue more.
+    run.run(err, true).then(resolve, reject);
   };
   // On performance.now()'s time base, the queue's: t0 is on it unless virtual time is on.
   at = queue.add(failed, (lastSeenVirtual() ? perf.now() : t0) + bound);
@@ -630,8 +708,10 @@ function boundedFirstAttempt(o, fn, t0) {
 // The executor of every bounded first attempt's promise, shared: it hands the promise's
 // resolve over in `captured` (a closure per call would cost more than the handover).
 let captured;
-function captureResolve(resolve) {
+let capturedReject;
+function captureResolve(resolve, reject) {
   captured = resolve;
+  capturedReject = reject;
 }
 
 /**
