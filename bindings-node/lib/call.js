@@ -311,7 +311,7 @@ class CallRun {
     }
     const attempt = new Promise(captureResolve);
     this.resolveAttempt = captured;
-    captured = capturedReject = undefined;
+    captured = undefined;
     // Also handles a late rejection after the cut: never unhandled.
     Promise.resolve(result).then(this.onValue, this.onError);
     return attempt;
@@ -665,8 +665,7 @@ function boundedFirstAttempt(o, fn, t0) {
   // queue's expiry. Its executor is shared (no closure per call).
   const call = new Promise(captureResolve);
   const resolve = captured;
-  const reject = capturedReject;
-  captured = capturedReject = undefined; // not kept alive until the next call
+  captured = undefined; // not kept alive until the next call
   const queue = o.queue;
   // The entry's position in the queue; SETTLED once the attempt is over either way.
   let at = SETTLED;
@@ -691,7 +690,7 @@ function boundedFirstAttempt(o, fn, t0) {
     }
     at = SETTLED;
     // Not resolve(promise): that costs a job and a turn of the microtask queue more.
-    run.run(err, true).then(resolve, reject);
+    resolve(run.run(err, true));
   };
   // On performance.now()'s time base, the queue's: t0 is on it unless virtual time is on.
   at = queue.add(failed, (lastSeenVirtual() ? perf.now() : t0) + bound);
@@ -708,10 +707,8 @@ function boundedFirstAttempt(o, fn, t0) {
 // The executor of every bounded first attempt's promise, shared: it hands the promise's
 // resolve over in `captured` (a closure per call would cost more than the handover).
 let captured;
-let capturedReject;
-function captureResolve(resolve, reject) {
+function captureResolve(resolve) {
   captured = resolve;
-  capturedReject = reject;
 }
 
 /**
