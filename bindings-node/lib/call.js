@@ -82,6 +82,10 @@ class CallRun {
     this.deadlineTimer = undefined;
     this.queued = SETTLED;
     this.cut = null;
+    // deadlineAttempt's attempt in progress: its number, bound and promise's resolve.
+    this.attemptN = 0;
+    this.attemptBound = 0;
+    this.resolveAttempt = null;
   }
 
   /** The retrier's queue: the call's deadline (its first bound) passed. */
@@ -250,6 +254,9 @@ class CallRun {
         this.boundAt = this.attemptStart + bound;
       }
     }
+    if (signal === undefined && bound !== null && this.engine !== null && o.interrupts && isDeadline(o, bound)) {
+      return this.deadlineAttempt(n, bound);
+    }
     const ctx = bound === null ? new AttemptContext(n, signal) : new BoundedAttemptContext(n, bound, this.boundAt);
     if (bound !== null) this.attemptCtx = ctx;
     return new Promise((resolve) => {
@@ -307,6 +314,75 @@ class CallRun {
         settle(OK, result);
       }
     });
+  }
+
+  /**
+   * `attempt` for a later attempt (n > 1) that only the deadline bounds, without a call
+   * signal (the default retrier's retries): the same outcome, without a closure per
+   * attempt. Only the deadline can cut it, and a cut ends the call (fail), so no later
+   * attempt follows a cut one: the call's own callbacks (onValue, onError) serve every
+   * attempt, and once `cut` is null (settled, or cut) a late settlement is dropped.
+   */
+  deadlineAttempt(n, bound) {
+    const ctx = new BoundedAttemptContext(n, bound, this.boundAt);
+    let result;
+    try {
+      result = this.fn(ctx);
+    } catch (err) {
+      this.error = err;
+      return FAILED;
+    }
+    if (!isThenable(result)) {
+      this.value = result;
+      return OK;
+    }
+    this.attemptN = n;
+    this.attemptBound = bound;
+    this.attemptCtx = ctx;
+    this.cut = this.cutDeadline;
+    if (this.queued === SETTLED && this.deadlineTimer === undefined) {
+      this.deadlineTimer = armBound(bound, this.o.unref, () => {
+        // Fired (perhaps during a wait, a little early): a later attempt arms anew.
+        this.deadlineTimer = undefined;
+        this.cut?.();
+      });
+    }
+    const attempt = new Promise(captureResolve);
+    this.resolveAttempt = captured;
+    captured = undefined;
+    // Also handles a late rejection after the cut: never unhandled.
+    Promise.resolve(result).then(this.onValue, this.onError);
+    return attempt;
+  }
+
+  /** deadlineAttempt's callbacks: the attempt settled (ignored once cut). */
+  onValue = (v) => {
+    if (this.cut === null) return;
+    this.value = v;
+    this.settleAttempt(OK);
+  };
+
+  onError = (e) => {
+    if (this.cut === null) return;
+    this.error = e;
+    this.settleAttempt(FAILED);
+  };
+
+  /** The deadline passed during deadlineAttempt's attempt: it fails with a TimeoutError. */
+  cutDeadline = () => {
+    const err = boundError(this.o, this.name, this.attemptN, this.attemptBound);
+    this.deadlineError = err;
+    abortAttempt(this.attemptCtx, err);
+    this.error = err;
+    this.settleAttempt(FAILED);
+  };
+
+  settleAttempt(outcome) {
+    const resolve = this.resolveAttempt;
+    this.resolveAttempt = null;
+    this.cut = null;
+    this.attemptCtx = null;
+    resolve(outcome);
   }
 
   /** Keeps a failure for RetryExhaustedError: the last HISTORY only (the contract's cap). */
@@ -693,6 +769,7 @@ function boundedFirstAttempt(o, fn, t0) {
       queue.settle(at);
     }
     at = SETTLED;
+    // Not resolve(promise): that costs a job and a turn of the microtask queue more.
     resolve(run.run(err, true));
   };
   // On performance.now()'s time base, the queue's: t0 is on it unless virtual time is on.

@@ -150,6 +150,70 @@ test('the deadline cuts a later attempt too, whatever the attempt does with its 
   }
 });
 
+test('later attempts the deadline bounds: sync returns and throws count, a late rejection after the cut is dropped', async () => {
+  const reset = () => Object.assign(new Error('reset'), { code: 'ECONNRESET' });
+  const r = new Retrier({ deadlineMs: 300, initialDelayMs: 1, jitter: 'none' });
+  // Attempts 2 and 3 return synchronously (a throw, then a value): the value is the call's.
+  let n = 0;
+  const { value } = await within(300 + 2000, r.call((ctx) => {
+    n++;
+    if (n === 1) return Promise.reject(reset());
+    assert.ok(ctx.remainingMs !== null && ctx.remainingMs <= 300);
+    if (n === 2) throw reset();
+    return `value ${n}`;
+  }));
+  assert.equal(value, 'value 3');
+  // Attempt 2 ignores its signal and rejects after the cut: the call still ends at the
+  // deadline, with the cut's TimeoutError, and the late rejection is never unhandled.
+  const unhandled = [];
+  const onUnhandled = (err) => unhandled.push(err);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    let m = 0;
+    let lateRejected;
+    const late = new Promise((resolve) => (lateRejected = resolve));
+    const { error } = await within(300 + 2000, r.call((ctx) => {
+      if (++m === 1) return Promise.reject(reset());
+      // Rejects after the cut (its signal aborted), whatever the machine's load.
+      return new Promise((_, reject) => ctx.signal.addEventListener('abort', () => setTimeout(() => {
+        reject(new Error('late'));
+        lateRejected();
+      }, 50)));
+    }));
+    assert.equal(error.reason, 'deadline');
+    assert.equal(error.attempts, 2);
+    assert.match(error.cause.message, /attempt 2 ran past the deadline/);
+    await late;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.deepEqual(unhandled, []);
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+  }
+});
+
+test('an attempt cut by its attempt timeout that settles late leaves the next attempt (bound by the deadline) alone', async () => {
+  // Attempt 1 hangs past attemptTimeoutMs and resolves later, during attempt 2, whose
+  // bound is then the deadline (less time is left than an attempt timeout): attempt 2 is
+  // the one cut, at the deadline, and attempt 1's late value is not the call's.
+  const r = new Retrier({ deadlineMs: 1000, attemptTimeoutMs: 600, initialDelayMs: 1, jitter: 'none' });
+  let n = 0;
+  const bounds = [];
+  const { error } = await within(1000 + 2000, r.call((ctx) => {
+    n++;
+    bounds.push(ctx.remainingMs);
+    if (n === 1) {
+      return new Promise((resolve) => ctx.signal.addEventListener('abort', () => setTimeout(() => resolve('late value of attempt 1'), 100)));
+    }
+    return new Promise(() => {});
+  }));
+  assert.ok(error instanceof RetryExhaustedError, String(error));
+  assert.equal(error.reason, 'deadline');
+  assert.equal(error.attempts, 2);
+  assert.match(error.errors[0].message, /attempt 1 timed out after 600 ms/);
+  assert.match(error.cause.message, /attempt 2 ran past the deadline/);
+  assert.ok(bounds[1] < 600, `attempt 2's bound ${bounds[1]} should be the deadline's time left`);
+});
+
 test('a late rejection after the bound is dropped, and a hundred concurrent fast-path calls each end at their own bound', async () => {
   const r = new Retrier({ deadlineMs: 150, maxAttempts: 1 });
   const late = (ctx) => new Promise((_, reject) => ctx.signal.addEventListener('abort', () => setTimeout(() => reject(new Error('late')), 10)));
