@@ -38,7 +38,7 @@ def rows():
     import retryrs
 
     r = retryrs.Retrier(max_attempts=ATTEMPTS)
-    zero = retryrs.Retrier(max_attempts=ATTEMPTS, initial_delay=0, max_delay=0)
+    zero = retryrs.Retrier(retry_on=OSError, max_attempts=ATTEMPTS, initial_delay=0, max_delay=0)
     flaky = make_flaky()
     decorated_async = r(aok)
     return {
