@@ -6,6 +6,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -19,6 +20,19 @@ pub struct Stalling {
     /// Fires once the client has closed the stalled first connection.
     pub gone: oneshot::Receiver<()>,
     pub server: JoinHandle<()>,
+}
+
+impl Stalling {
+    /// After the call: the stalled connection was closed by the client (within a generous
+    /// 5 s), and exactly two connections were made (the stalled one and its hedge).
+    pub async fn assert_loser_closed_and_two_sent(self) {
+        tokio::time::timeout(Duration::from_secs(5), self.gone)
+            .await
+            .expect("the server saw the stalled request's connection close")
+            .unwrap();
+        assert_eq!(self.accepted.load(Ordering::SeqCst), 2, "exactly two requests were sent");
+        self.server.abort();
+    }
 }
 
 /// Starts the server on 127.0.0.1, port 0 (any free one).
