@@ -18,6 +18,7 @@ import dc from 'node:diagnostics_channel';
 import { Registry } from 'prom-client';
 import { Retrier } from '../../bindings-node/index.mjs';
 import { promListener } from '../../bindings-node/lib/prometheus.js';
+import { fmt, makeFlaky, measure as measureWith, yieldingHandLoop } from './common.mjs';
 
 const args = process.argv.slice(2);
 const outIndex = args.indexOf('--out');
@@ -29,55 +30,10 @@ const cpu = args.includes('--cpu');
 
 const ROUNDS = quick ? 3 : 7;
 const ROUND_MS = quick ? 60 : 250;
-
-// Runs fn `iters` times, one after the other, each awaited; returns ns per call.
-async function timeLoop(fn, iters) {
-  if (cpu) {
-    const c0 = process.cpuUsage();
-    for (let i = 0; i < iters; i++) await fn();
-    const c = process.cpuUsage(c0);
-    return ((c.user + c.system) * 1000) / iters;
-  }
-  const t0 = process.hrtime.bigint();
-  for (let i = 0; i < iters; i++) await fn();
-  return Number(process.hrtime.bigint() - t0) / iters;
-}
-
-async function measure(fn) {
-  // Warm up (the JIT settles) while sizing a round to about ROUND_MS: the peers that
-  // sleep on a zero-delay timer take milliseconds per call, the rest nanoseconds.
-  let iters = 100;
-  for (;;) {
-    const ns = await timeLoop(fn, iters);
-    if (ns * iters >= ROUND_MS * 1e6 / 4 || iters >= 1e7) {
-      iters = Math.max(50, Math.round((ROUND_MS * 1e6) / ns));
-      break;
-    }
-    iters *= 4;
-  }
-  // The best of several rounds: the one least disturbed by GC and the other processes.
-  let best = Infinity;
-  for (let r = 0; r < ROUNDS; r++) best = Math.min(best, await timeLoop(fn, iters));
-  return best;
-}
+const measure = (fn) => measureWith(fn, { roundMs: ROUND_MS, rounds: ROUNDS, cpu });
 
 // (a) A function that succeeds at once.
 const ok = async () => 42;
-
-// (b) A function failing twice with a transient error, then succeeding; one per call.
-class Flaky {
-  constructor() {
-    this.n = 0;
-  }
-}
-const transient = () => Object.assign(new Error('reset'), { code: 'ECONNRESET' });
-const makeFlaky = () => {
-  const state = new Flaky();
-  return async () => {
-    if (state.n++ < 2) throw transient();
-    return 42;
-  };
-};
 
 const retrier = new Retrier({ initialDelayMs: 0, maxDelayMs: 0 });
 // Without a deadline (and a listener) the happy path needs no clock read at its start.
@@ -98,18 +54,6 @@ async function handLoop(fn) {
       return await fn();
     } catch (err) {
       if (attempt >= 5) throw err;
-    }
-  }
-}
-
-// The same loop, yielding one turn of the event loop before each retry.
-async function yieldingHandLoop(fn) {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (attempt >= 5) throw err;
-      await new Promise(setImmediate);
     }
   }
 }
@@ -142,7 +86,6 @@ for (const [name, run] of [...happy, ...flaky]) {
   if (v !== 42) throw new Error(`${name} returned ${v}`);
 }
 
-const fmt = (ns) => (ns >= 10_000 ? `${(ns / 1000).toFixed(1)} µs` : `${Math.round(ns)} ns`);
 const rows = [];
 const results = {};
 for (const [scenario, list] of [['a', happy], ['b', flaky]]) {

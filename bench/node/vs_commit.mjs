@@ -11,6 +11,7 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fmt, makeFlaky, measure, yieldingHandLoop } from './common.mjs';
 
 const here = fileURLToPath(import.meta.url);
 const root = path.resolve(path.dirname(here), '..', '..');
@@ -26,58 +27,17 @@ const ROWS = ['bare await', 'r.call', 'r.call, deadlineMs: null', 'yielding hand
 async function child(tree, name, roundMs, repeats) {
   const { Retrier } = await import(pathToFileURL(path.join(tree, 'bindings-node', 'index.js')).href);
   const ok = async () => 42;
-  const transient = () => Object.assign(new Error('reset'), { code: 'ECONNRESET' });
-  const makeFlaky = () => {
-    let n = 0;
-    return async () => {
-      if (n++ < 2) throw transient();
-      return 42;
-    };
-  };
   const retrier = new Retrier({ initialDelayMs: 0, maxDelayMs: 0 });
   const noDeadline = new Retrier({ initialDelayMs: 0, maxDelayMs: 0, deadlineMs: null });
-  const yielding = async (fn) => {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await fn();
-      } catch (err) {
-        if (attempt >= 5) throw err;
-        await new Promise(setImmediate);
-      }
-    }
-  };
   const run = {
     'bare await': () => ok(),
     'r.call': () => retrier.call(ok),
     'r.call, deadlineMs: null': () => noDeadline.call(ok),
-    'yielding hand loop': () => yielding(makeFlaky()),
+    'yielding hand loop': () => yieldingHandLoop(makeFlaky()),
     'r.call, two failures': () => retrier.call(makeFlaky()),
   }[name];
   if ((await run()) !== 42) throw new Error(`${name}: not 42`);
-  const timeLoop = async (iters) => {
-    if (cpu) {
-      const c0 = process.cpuUsage();
-      for (let i = 0; i < iters; i++) await run();
-      const c = process.cpuUsage(c0);
-      return ((c.user + c.system) * 1000) / iters;
-    }
-    const t0 = process.hrtime.bigint();
-    for (let i = 0; i < iters; i++) await run();
-    return Number(process.hrtime.bigint() - t0) / iters;
-  };
-  // Warm up while sizing a repeat to about roundMs.
-  let iters = 100;
-  for (;;) {
-    const ns = await timeLoop(iters);
-    if (ns * iters >= (roundMs * 1e6) / 4 || iters >= 1e7) {
-      iters = Math.max(50, Math.round((roundMs * 1e6) / ns));
-      break;
-    }
-    iters *= 4;
-  }
-  let best = Infinity;
-  for (let r = 0; r < repeats; r++) best = Math.min(best, await timeLoop(iters));
-  console.log(best);
+  console.log(await measure(run, { roundMs, rounds: repeats, cpu }));
 }
 
 if (args[0] === '--child') {
@@ -102,7 +62,6 @@ if (args[0] === '--child') {
       }
     }
   }
-  const fmt = (ns) => (ns >= 10_000 ? `${(ns / 1000).toFixed(1)} µs` : `${Math.round(ns)} ns`);
   console.log(`Node ${process.version}; this = ${trees.this}, base = ${trees.base}; best of ${rounds} rounds${cpu ? ', CPU time' : ''}\n`);
   console.log('| row | this | base | this/base |\n|---|---:|---:|---:|');
   for (const name of names) {

@@ -14,13 +14,11 @@ Usage: bench.py [--quick] [--markdown PATH]
 """
 
 import argparse
-import asyncio
-import gc
 import platform
 import sys
-import time
 
 import retryrs
+from common import ATTEMPTS, hand_loop, hand_loop_async, make_flaky, time_async, time_sync
 
 try:
     from prometheus_client import CollectorRegistry
@@ -32,45 +30,11 @@ try:
 except ImportError as e:  # pragma: no cover
     sys.exit(f"bench needs the peers: pip install tenacity stamina backoff prometheus-client ({e})")
 
-ATTEMPTS = 5
-
-
-def hand_loop(fn):
-    # What people write by hand: try, catch the transient error, try again.
-    for attempt in range(ATTEMPTS):
-        try:
-            return fn()
-        except OSError:
-            if attempt == ATTEMPTS - 1:
-                raise
-
-
-async def hand_loop_async(fn):
-    for attempt in range(ATTEMPTS):
-        try:
-            return await fn()
-        except OSError:
-            if attempt == ATTEMPTS - 1:
-                raise
-
-
 def make_ok():
     def ok():
         return 42
 
     return ok
-
-
-def make_flaky():
-    state = [0]
-
-    def flaky():
-        state[0] += 1
-        if state[0] % 3:
-            raise OSError("503")
-        return 42
-
-    return flaky
 
 
 def contenders(fn, zero_delay):
@@ -121,31 +85,6 @@ def async_contenders(afn):
         "stamina": sta,
         "backoff": bo,
     }
-
-
-def time_sync(run, n, repeats):
-    best = float("inf")
-    for _ in range(repeats):
-        gc.collect()
-        t0 = time.perf_counter_ns()
-        for _ in range(n):
-            run()
-        best = min(best, (time.perf_counter_ns() - t0) / n)
-    return best
-
-
-def time_async(run, n, repeats):
-    async def loop():
-        t0 = time.perf_counter_ns()
-        for _ in range(n):
-            await run()
-        return (time.perf_counter_ns() - t0) / n
-
-    best = float("inf")
-    for _ in range(repeats):
-        gc.collect()
-        best = min(best, asyncio.run(loop()))
-    return best
 
 
 def scenario(title, runs, timer, n_fast, n_slow, repeats):

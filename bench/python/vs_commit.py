@@ -14,35 +14,15 @@ machine other processes load. Needs only retryrs and the standard library in eac
 """
 
 import argparse
-import asyncio
-import gc
 import os
 import re
 import subprocess
 import sys
-import time
 
-ATTEMPTS = 5
+from common import ATTEMPTS, hand_loop, hand_loop_async, make_flaky, time_async, time_sync
+
 HERE = os.path.abspath(__file__)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
-
-
-def hand_loop(fn):
-    for attempt in range(ATTEMPTS):
-        try:
-            return fn()
-        except OSError:
-            if attempt == ATTEMPTS - 1:
-                raise
-
-
-async def hand_loop_async(fn):
-    for attempt in range(ATTEMPTS):
-        try:
-            return await fn()
-        except OSError:
-            if attempt == ATTEMPTS - 1:
-                raise
 
 
 def ok():
@@ -53,24 +33,12 @@ async def aok():
     return 42
 
 
-def make_flaky():
-    state = [0]
-
-    def flaky():
-        state[0] += 1
-        if state[0] % 3:
-            raise OSError("503")
-        return 42
-
-    return flaky
-
-
 def rows():
     """name -> (kind, zero-argument callable running one call); built in the child."""
     import retryrs
 
     r = retryrs.Retrier(max_attempts=ATTEMPTS)
-    zero = retryrs.Retrier(max_attempts=ATTEMPTS, initial_delay=0, max_delay=0)
+    zero = retryrs.Retrier(retry_on=OSError, max_attempts=ATTEMPTS, initial_delay=0, max_delay=0)
     flaky = make_flaky()
     decorated_async = r(aok)
     return {
@@ -83,30 +51,11 @@ def rows():
     }
 
 
-def time_sync(run, n):
-    gc.collect()
-    t0 = time.perf_counter_ns()
-    for _ in range(n):
-        run()
-    return (time.perf_counter_ns() - t0) / n
-
-
-def time_async(run, n):
-    async def loop():
-        t0 = time.perf_counter_ns()
-        for _ in range(n):
-            await run()
-        return (time.perf_counter_ns() - t0) / n
-
-    gc.collect()
-    return asyncio.run(loop())
-
-
 def child(name, n, repeats):
     kind, run = rows()[name]
     timer = time_sync if kind == "sync" else time_async
-    timer(run, max(1, n // 10))  # warm up
-    print(min(timer(run, n) for _ in range(repeats)))
+    timer(run, max(1, n // 10), 1)  # warm up
+    print(timer(run, n, repeats))
 
 
 def python_of(tree):

@@ -26,16 +26,5 @@ pub fn gave_up(name: String, attempts: u32, reason: String) -> napi::Result<Stri
 /// Events), read once by the JS layer rather than sent with every event.
 #[napi]
 pub fn event_kinds_carrying_error() -> napi::Result<Vec<String>> {
-    guarded(|| {
-        let all = [
-            EventKind::Success,
-            EventKind::AttemptFailed,
-            EventKind::Retrying,
-            EventKind::Rejected,
-            EventKind::Exhausted,
-            EventKind::Cancelled,
-            EventKind::Hedge,
-        ];
-        Ok(all.iter().filter(|k| k.carries_error()).map(|k| k.as_str().to_string()).collect())
-    })
+    guarded(|| Ok(EventKind::ALL.iter().filter(|k| k.carries_error()).map(|k| k.as_str().to_string()).collect()))
 }

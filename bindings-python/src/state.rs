@@ -157,47 +157,11 @@ impl CallState {
             self.errors.clear();
             return Err(err);
         }
-        let decision = if let Some(pending) = self.pending.take() {
-            // The hooks' awaited answers: classification is done and the engine proposed.
-            match self.hooked(py, pending, &value, false, answers, &mut signal) {
-                Ok(Hooked::Decided(d)) => d,
-                Ok(Hooked::Await(pending)) => return Ok(Failed::Await(pending)),
-                Err(hook_error) => return Err(self.hook_failed(py, hook_error, Some(err), signal)),
-            }
-        } else {
-            let verdict = match host.classify(&value, answers) {
-                Ok(Classified::Await(pending)) => return Ok(Failed::Await(pending.unbind())),
-                Ok(Classified::Verdict(v)) => Ok(v),
-                Err(e) => Err(e),
-            };
-            let at = now(&self.clock);
-            let verdict = match verdict {
-                Ok(v) => v,
-                Err(hook_error) => {
-                    // The hook's own failure ends the call; the events still close it (as a
-                    // rejection: no retry happened), and nothing is lost.
-                    let _ = self.call.record(Verdict::Permanent, at, &mut |e| host.emit(py, e, subject, &mut signal));
-                    self.errors.clear();
-                    if let Some(signal) = signal {
-                        return Err(signal);
-                    }
-                    hook_error.set_cause(py, Some(err));
-                    return Err(hook_error);
-                }
-            };
-            if host.hooks_waits() {
-                let asked = answers.map_or(0, |a| a.len());
-                match self.proposed(py, verdict, timed_out, at, &value, false, answers, asked, &mut signal)? {
-                    Ok(Hooked::Decided(d)) => d,
-                    Ok(Hooked::Await(pending)) => return Ok(Failed::Await(pending)),
-                    Err(hook_error) => return Err(self.hook_failed(py, hook_error, Some(err), signal)),
-                }
-            } else if timed_out {
-                let sink = &mut |e: &retryrs::Event<'_>| host.emit(py, e, subject, &mut signal);
-                self.call.record_timeout(verdict, at, sink).map_err(state_error)?
-            } else {
-                self.call.record(verdict, at, &mut |e| host.emit(py, e, subject, &mut signal)).map_err(state_error)?
-            }
+        let classify = || host.classify(&value, answers);
+        let decision = match self.decide(py, &value, false, classify, timed_out, answers, &mut signal)? {
+            Ok(Hooked::Decided(d)) => d,
+            Ok(Hooked::Await(pending)) => return Ok(Failed::Await(pending)),
+            Err(hook_error) => return Err(self.hook_failed(py, hook_error, Some(err), signal)),
         };
         if let Some(signal) = signal {
             // A Ctrl-C (or SystemExit) raised by a listener ends the call as it would
@@ -244,46 +208,13 @@ impl CallState {
         answers: Option<&Bound<'_, PyTuple>>,
     ) -> Result<Failed, PyErr> {
         let host = self.host.clone();
-        let host = &*host;
         let mut signal = None;
-        let subject = Some((&value, true));
-        let decision = if let Some(pending) = self.pending.take() {
-            match self.hooked(py, pending, &value, true, answers, &mut signal) {
-                Ok(Hooked::Decided(d)) => d,
-                Ok(Hooked::Await(pending)) => return Ok(Failed::Await(pending)),
-                Err(hook_error) => {
-                    self.keep(value.clone().unbind(), true);
-                    return Err(self.hook_failed(py, hook_error, None, signal));
-                }
-            }
-        } else {
-            let verdict = match host.hint_verdict(&value, answers) {
-                Ok(Classified::Await(pending)) => return Ok(Failed::Await(pending.unbind())),
-                Ok(Classified::Verdict(v)) => Ok(v),
-                Err(e) => Err(e),
-            };
-            let at = now(&self.clock);
-            let verdict = match verdict {
-                Ok(v) => v,
-                Err(hook_error) => {
-                    let _ = self.call.record(Verdict::Permanent, at, &mut |e| host.emit(py, e, subject, &mut signal));
-                    self.errors.clear();
-                    return Err(signal.unwrap_or(hook_error));
-                }
-            };
-            if host.hooks_waits() {
-                let asked = answers.map_or(0, |a| a.len());
-                match self.proposed(py, verdict, false, at, &value, true, answers, asked, &mut signal)? {
-                    Ok(Hooked::Decided(d)) => d,
-                    Ok(Hooked::Await(pending)) => return Ok(Failed::Await(pending)),
-                    Err(hook_error) => {
-                        self.keep(value.clone().unbind(), true);
-                        return Err(self.hook_failed(py, hook_error, None, signal));
-                    }
-                }
-            } else {
-                self.call.record(verdict, at, &mut |e| host.emit(py, e, subject, &mut signal)).map_err(state_error)?
-            }
+        let classify = || host.hint_verdict(&value, answers);
+        let decision = match self.decide(py, &value, true, classify, false, answers, &mut signal)? {
+            Ok(Hooked::Decided(d)) => d,
+            Ok(Hooked::Await(pending)) => return Ok(Failed::Await(pending)),
+            // No cause: the rejected value is not an exception.
+            Err(hook_error) => return Err(self.hook_failed(py, hook_error, None, signal)),
         };
         if let Some(signal) = signal {
             self.errors.clear();
@@ -294,6 +225,54 @@ impl CallState {
             Decision::Retry(delay) => Ok(Failed::Wait(delay)),
             Decision::Stop(Stop::Exhausted(reason)) => Err(self.exhausted(py, reason)),
             Decision::Stop(_) => Err(PyRuntimeError::new_err("retryrs: a rejected value was not transient")),
+        }
+    }
+
+    /// What a failure (`subject`, a value when `is_value`) comes to, for
+    /// [`failed_async`](Self::failed_async) and [`rejected_value`](Self::rejected_value)
+    /// alike: with the hooks' awaited answers when the engine already proposed a wait,
+    /// else `classify`'s verdict recorded (or proposed, then the hooks asked). `Err` is
+    /// a hook's own error, the call closed: the caller ends it with
+    /// [`hook_failed`](Self::hook_failed).
+    #[allow(clippy::too_many_arguments)]
+    fn decide<'py>(
+        &mut self,
+        py: Python<'py>,
+        subject: &Bound<'py, PyAny>,
+        is_value: bool,
+        classify: impl FnOnce() -> PyResult<Classified<'py>>,
+        timed_out: bool,
+        answers: Option<&Bound<'py, PyTuple>>,
+        signal: &mut Option<PyErr>,
+    ) -> PyResult<Result<Hooked, PyErr>> {
+        if let Some(pending) = self.pending.take() {
+            // The hooks' awaited answers: classification is done and the engine proposed.
+            return Ok(self.hooked(py, pending, subject, is_value, answers, signal));
+        }
+        let verdict = match classify() {
+            Ok(Classified::Await(pending)) => return Ok(Ok(Hooked::Await(pending.unbind()))),
+            Ok(Classified::Verdict(v)) => Ok(v),
+            Err(e) => Err(e),
+        };
+        let host = self.host.clone();
+        let sink = &mut |e: &retryrs::Event<'_>| host.emit(py, e, Some((subject, is_value)), signal);
+        let at = now(&self.clock);
+        let verdict = match verdict {
+            Ok(v) => v,
+            Err(hook_error) => {
+                // The hook's own failure ends the call; the events still close it (as a
+                // rejection: no retry happened), and nothing is lost.
+                let _ = self.call.record(Verdict::Permanent, at, sink);
+                return Ok(Err(hook_error));
+            }
+        };
+        if host.hooks_waits() {
+            let asked = answers.map_or(0, |a| a.len());
+            self.proposed(py, verdict, timed_out, at, subject, is_value, answers, asked, signal)
+        } else if timed_out {
+            Ok(Ok(Hooked::Decided(self.call.record_timeout(verdict, at, sink).map_err(state_error)?)))
+        } else {
+            Ok(Ok(Hooked::Decided(self.call.record(verdict, at, sink).map_err(state_error)?)))
         }
     }
 

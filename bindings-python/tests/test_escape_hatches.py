@@ -15,25 +15,8 @@ import urllib.error
 import pytest
 
 import retryrs
-from retryrs import CircuitBreaker, Retrier, RetryBudget, RetryExhausted, load_policies, testing
-
-
-@pytest.fixture
-def virtual():
-    with testing.virtual_time():
-        yield
-
-
-def failing(make):
-    raised = []
-
-    def f():
-        e = make(len(raised) + 1)
-        raised.append(e)
-        raise e
-
-    f.raised = raised
-    return f
+from failing import failing
+from retryrs import CircuitBreaker, Retrier, RetryBudget, RetryExhausted, load_policies
 
 
 # --- reraise ---------------------------------------------------------------------------

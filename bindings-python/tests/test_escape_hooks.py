@@ -13,25 +13,8 @@ from datetime import timedelta
 import pytest
 
 import retryrs
-from retryrs import CancelToken, Retrier, RetryBudget, RetryCancelled, RetryExhausted, StopRetrying, testing
-
-
-@pytest.fixture
-def virtual():
-    with testing.virtual_time():
-        yield
-
-
-def failing(make=lambda n: ConnectionError(f"fail {n}")):
-    raised = []
-
-    def f():
-        e = make(len(raised) + 1)
-        raised.append(e)
-        raise e
-
-    f.raised = raised
-    return f
+from failing import failing
+from retryrs import CancelToken, Retrier, RetryBudget, RetryCancelled, RetryExhausted, StopRetrying
 
 
 def retrying_delays(events):

@@ -184,6 +184,24 @@ impl Drop for Cancellation<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::task::Wake;
+
+    /// A waker that counts its wakes, for the tests of the `cancelled()` future.
+    struct Count(AtomicUsize);
+
+    impl Count {
+        fn waker() -> (Arc<Count>, Waker) {
+            let count = Arc::new(Count(AtomicUsize::new(0)));
+            (count.clone(), Waker::from(count))
+        }
+    }
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
 
     #[test]
     fn a_parent_cancels_its_children_and_not_the_reverse() {
@@ -236,16 +254,7 @@ mod tests {
 
     #[test]
     fn a_cancelled_parent_wakes_a_task_awaiting_its_child() {
-        use std::sync::atomic::AtomicUsize;
-        use std::task::Wake;
-        struct Count(AtomicUsize);
-        impl Wake for Count {
-            fn wake(self: Arc<Self>) {
-                self.0.fetch_add(1, Ordering::SeqCst);
-            }
-        }
-        let count = Arc::new(Count(AtomicUsize::new(0)));
-        let waker = Waker::from(count.clone());
+        let (count, waker) = Count::waker();
         let mut cx = Context::from_waker(&waker);
         let parent = CancelToken::new();
         let child = CancelToken::any(&[&parent, &CancelToken::new()]);
@@ -286,16 +295,7 @@ mod tests {
 
     #[test]
     fn the_cancelled_future_wakes_its_task_and_unregisters_when_dropped() {
-        use std::sync::atomic::AtomicUsize;
-        use std::task::Wake;
-        struct Count(AtomicUsize);
-        impl Wake for Count {
-            fn wake(self: Arc<Self>) {
-                self.0.fetch_add(1, Ordering::SeqCst);
-            }
-        }
-        let count = Arc::new(Count(AtomicUsize::new(0)));
-        let waker = Waker::from(count.clone());
+        let (count, waker) = Count::waker();
         let mut cx = Context::from_waker(&waker);
         let token = CancelToken::new();
         let mut first = token.cancelled();

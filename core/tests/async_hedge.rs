@@ -15,7 +15,10 @@ use retryrs::{
     AsyncRun, Attempt, CancelToken, EventKind, ExhaustReason, Hedging, Policy, Retrier, RetryBudget, RetryError,
     Verdict,
 };
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+#[path = "support/stall.rs"]
+mod stall;
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -109,35 +112,15 @@ async fn a_stalled_first_attempt_is_overtaken_by_the_hedge_and_dropped() {
 /// the client goes away, the second answers after 10 ms.
 #[tokio::test(flavor = "current_thread")]
 async fn against_a_server_the_loser_s_connection_is_closed_and_two_requests_are_sent() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let (gone_tx, gone_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn({
-        let accepted = accepted.clone();
-        async move {
-            let mut gone_tx = Some(gone_tx);
-            loop {
-                let (mut conn, _) = listener.accept().await.unwrap();
-                let n = accepted.fetch_add(1, Ordering::SeqCst) + 1;
-                let gone = if n == 1 { gone_tx.take() } else { None };
-                tokio::spawn(async move {
-                    if let Some(gone) = gone {
-                        // Stall: never answer; read until the client closes the connection.
-                        let mut sink = vec![];
-                        let _ = conn.read_to_end(&mut sink).await;
-                        let _ = gone.send(());
-                    } else {
-                        let mut line = String::new();
-                        let mut reader = BufReader::new(&mut conn);
-                        reader.read_line(&mut line).await.unwrap();
-                        tokio::time::sleep(ms(10)).await;
-                        conn.write_all(b"200 OK\n").await.unwrap();
-                    }
-                });
-            }
-        }
-    });
+    let server = stall::stall_first(|mut conn: tokio::net::TcpStream| async move {
+        let mut line = String::new();
+        let mut reader = BufReader::new(&mut conn);
+        reader.read_line(&mut line).await.unwrap();
+        tokio::time::sleep(ms(10)).await;
+        conn.write_all(b"200 OK\n").await.unwrap();
+    })
+    .await;
+    let addr = server.addr;
     let retrier = Retrier::new(hedged(3, 50.0).build().unwrap());
     let started = Instant::now();
     let got = retrier
@@ -156,12 +139,7 @@ async fn against_a_server_the_loser_s_connection_is_closed_and_two_requests_are_
     let took = started.elapsed();
     assert_eq!(got.unwrap(), "200 OK\n");
     assert!(took < Duration::from_secs(1), "{took:?}");
-    tokio::time::timeout(Duration::from_secs(5), gone_rx)
-        .await
-        .expect("the server saw the stalled request's connection close")
-        .unwrap();
-    assert_eq!(accepted.load(Ordering::SeqCst), 2, "exactly two requests were sent");
-    server.abort();
+    server.assert_loser_closed_and_two_sent().await;
 }
 
 #[tokio::test(flavor = "current_thread")]

@@ -115,13 +115,7 @@ fn run_call(retrier: &Retrier, script: &[Value], at_ms: Option<u64>) -> Result<V
     let listener = |e: &retryrs::Event<'_>, failed: Option<Failed<'_, Scripted, u32>>| {
         let err = failed.and_then(Failed::error);
         let value = failed.and_then(Failed::value);
-        let mut ev = json!({"kind": e.kind.as_str(), "attempt": e.attempt, "elapsed_ms": e.elapsed.as_millis() as u64});
-        if let Some(d) = e.delay {
-            ev["delay_ms"] = json!(d.as_millis() as u64);
-        }
-        if let Some(r) = e.reason {
-            ev["reason"] = json!(r.as_str());
-        }
+        let mut ev = event_json(e);
         ev["retries_left"] = json!(e.retries_left);
         // Whether the event carried an error, or a rejected value: the vectors say which
         // must (docs/contract.md, "Events").
@@ -252,6 +246,19 @@ fn run_call(retrier: &Retrier, script: &[Value], at_ms: Option<u64>) -> Result<V
     Ok(got)
 }
 
+/// What every runner here records of an event: kind, attempt, elapsed_ms, and delay_ms
+/// and reason when it has them (each runner adds what it checks besides).
+fn event_json(e: &retryrs::Event<'_>) -> Value {
+    let mut ev = json!({"kind": e.kind.as_str(), "attempt": e.attempt, "elapsed_ms": e.elapsed.as_millis() as u64});
+    if let Some(d) = e.delay {
+        ev["delay_ms"] = json!(d.as_millis() as u64);
+    }
+    if let Some(r) = e.reason {
+        ev["reason"] = json!(r.as_str());
+    }
+    ev
+}
+
 /// Runs one hedged call of a call vector through the sans-IO [`HedgeCall`] on virtual
 /// time: attempt k, once launched, ends `takes_ms` later with its script's result. At one
 /// instant, outcomes are reported (in attempt order) before the engine is polled again.
@@ -260,14 +267,7 @@ fn run_call(retrier: &Retrier, script: &[Value], at_ms: Option<u64>) -> Result<V
 fn run_hedged_call(policy: &Policy, script: &[Value]) -> Result<Value, String> {
     let events = RefCell::new(Vec::<Value>::new());
     let mut sink = |e: &retryrs::Event<'_>| {
-        let mut ev = json!({"kind": e.kind.as_str(), "attempt": e.attempt, "elapsed_ms": e.elapsed.as_millis() as u64});
-        if let Some(d) = e.delay {
-            ev["delay_ms"] = json!(d.as_millis() as u64);
-        }
-        if let Some(r) = e.reason {
-            ev["reason"] = json!(r.as_str());
-        }
-        events.borrow_mut().push(ev);
+        events.borrow_mut().push(event_json(e));
     };
     let ms = |n: u64| Duration::from_millis(n);
     let step_of =
@@ -371,13 +371,7 @@ fn is_cut(s: &Value) -> bool {
 fn run_engine_call(policy: &Policy, script: &[Value], at_ms: Option<u64>) -> Result<Value, String> {
     let events = RefCell::new(Vec::<Value>::new());
     let mut sink = |e: &retryrs::Event<'_>| {
-        let mut ev = json!({"kind": e.kind.as_str(), "attempt": e.attempt, "elapsed_ms": e.elapsed.as_millis() as u64});
-        if let Some(d) = e.delay {
-            ev["delay_ms"] = json!(d.as_millis() as u64);
-        }
-        if let Some(r) = e.reason {
-            ev["reason"] = json!(r.as_str());
-        }
+        let mut ev = event_json(e);
         ev["retries_left"] = json!(e.retries_left);
         // What the executors attach: the failure an event is about (no value: the
         // vectors with a cut attempt have no rejected values).

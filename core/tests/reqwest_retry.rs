@@ -1,6 +1,8 @@
 //! The reqwest-middleware middleware against a loopback server: the HTTP scenarios of the
 //! Python and Node helpers.
 
+#[path = "support/stall.rs"]
+mod stall;
 mod support;
 
 use std::time::{Duration, Instant};
@@ -127,55 +129,30 @@ async fn the_deadline_ends_a_hung_request() {
 /// two requests were sent. A POST is sent once.
 #[tokio::test(flavor = "current_thread")]
 async fn a_hedging_policy_hedges_a_get_and_sends_a_post_once() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/rates", listener.local_addr().unwrap());
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let (gone_tx, gone_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn({
-        let accepted = accepted.clone();
-        async move {
-            let mut gone_tx = Some(gone_tx);
-            while let Ok((mut socket, _)) = listener.accept().await {
-                let n = accepted.fetch_add(1, Ordering::SeqCst) + 1;
-                let gone = if n == 1 { gone_tx.take() } else { None };
-                tokio::spawn(async move {
-                    let mut buf = [0u8; 4096];
-                    let mut request = vec![];
-                    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match socket.read(&mut buf).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => request.extend_from_slice(&buf[..n]),
-                        }
-                    }
-                    if let Some(gone) = gone {
-                        // The first request hangs until the client closes the connection.
-                        while matches!(socket.read(&mut buf).await, Ok(n) if n > 0) {}
-                        let _ = gone.send(());
-                        return;
-                    }
-                    let reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
-                    let _ = socket.write_all(reply.as_bytes()).await;
-                    let _ = socket.shutdown().await;
-                });
+    let server = stall::stall_first(|mut socket: tokio::net::TcpStream| async move {
+        let mut buf = [0u8; 4096];
+        let mut request = vec![];
+        while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+            match socket.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => request.extend_from_slice(&buf[..n]),
             }
         }
-    });
+        let reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+        let _ = socket.write_all(reply.as_bytes()).await;
+        let _ = socket.shutdown().await;
+    })
+    .await;
+    let url = format!("http://{}/rates", server.addr);
     let hedging = retryrs::Hedging::fixed(3, 50.0).unwrap();
     let policy = Policy::builder().hedge(Some(hedging)).deadline(None).build().unwrap();
     let started = Instant::now();
     let response = client(policy).get(&url).send().await.unwrap();
     assert_eq!(response.text().await.unwrap(), "ok");
     assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
-    tokio::time::timeout(Duration::from_secs(5), gone_rx)
-        .await
-        .expect("the server saw the hung request's connection close")
-        .unwrap();
-    assert_eq!(accepted.load(Ordering::SeqCst), 2, "exactly two requests were sent");
-    server.abort();
+    server.assert_loser_closed_and_two_sent().await;
 
     // A POST may not be sent twice: once, even when the policy hedges at once (delay 0
     // would send all three copies together).
