@@ -110,7 +110,7 @@
 #define RETRYRS_VERSION_MAJOR 0
 
 // Minor version, as in Cargo.toml.
-#define RETRYRS_VERSION_MINOR 1
+#define RETRYRS_VERSION_MINOR 2
 
 // Patch version, as in Cargo.toml.
 #define RETRYRS_VERSION_PATCH 0
