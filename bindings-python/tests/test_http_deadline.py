@@ -299,6 +299,63 @@ def test_a_post_whose_connect_times_out_is_retried(post):
     assert took < 3 + SLACK
 
 
+class Stuck(httpx.AsyncBaseTransport):
+    """An inner transport that reports the traces httpcore would (``events``) and then
+    never answers: the attempt ends only at its bound, by the helper's own cut (the
+    client's connect timeout is not there to fire first, as on a loaded machine where
+    the loop wakes after both)."""
+
+    def __init__(self, events: List[str]) -> None:
+        self.events = events
+        self.sent = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent += 1
+        trace = request.extensions.get("trace")
+        for name in self.events:
+            await trace(name, {})
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+
+@pytest.mark.parametrize(
+    "events, attempts, error",
+    [
+        (["connection.connect_tcp.started"], 3, httpx.ConnectTimeout),  # still connecting: never sent
+        (["connection.connect_tcp.started", "connection.connect_tcp.complete", "connection.start_tls.started"], 3, httpx.ConnectTimeout),
+        (["connection.connect_tcp.started", "connection.connect_tcp.complete", "http11.send_request_headers.started"], 1, httpx.ReadTimeout),
+        (["http2.send_request_headers.started"], 1, httpx.ReadTimeout),
+        ([], 1, httpx.ReadTimeout),  # a transport without traces: unknown, so maybe sent
+    ],
+)
+def test_an_async_post_cut_at_its_bound_is_retried_only_when_the_traces_say_it_never_left(events, attempts, error):
+    inner = Stuck(events)
+    seen = []
+
+    async def callers_trace(name, info):
+        seen.append(name)
+
+    async def go():
+        r = Retrier(attempt_timeout=0.05, deadline=5, initial_delay=0, max_attempts=3, retry_on=OSError)
+        async with httpx.AsyncClient(transport=AsyncRetryingTransport(r, transport=inner)) as c:
+            request = c.build_request("POST", "http://127.0.0.1:9/pay", content=b"pay", extensions={"trace": callers_trace})
+            try:
+                await c.send(request)
+            finally:
+                assert request.extensions["trace"] is callers_trace, "the caller's callback is put back"
+
+    with pytest.raises(Exception) as e:
+        asyncio.run(go())
+    assert inner.sent == attempts
+    assert seen == events * attempts, "the caller's own trace callback saw every event"
+    chain = []
+    x = e.value
+    while x is not None:
+        chain.append(type(x))
+        x = x.__cause__
+    assert error in chain, chain
+
+
 def capturing(seen):
     """An HTTPAdapter.send that records the timeout it was given and answers 200."""
 

@@ -5,6 +5,7 @@ request; the core decides which outcomes are transient (``retryrs._http_common.R
 from __future__ import annotations
 
 import ssl
+from contextvars import ContextVar
 from typing import Any, Awaitable, Dict, Iterable, List, Optional, Tuple
 
 import httpx  # missing: retryrs.http names the extra to install
@@ -128,18 +129,65 @@ async def _adrain(resp: httpx.Response) -> None:
     prefix.keep(resp)
 
 
-async def _within(send: Awaitable[httpx.Response], current: Optional[_native.AttemptInfo], request: httpx.Request) -> httpx.Response:
+class _Progress:
+    """How far one async attempt got, from httpcore's ``trace`` extension: whether the
+    transport reported anything at all, and whether it began sending the request's
+    headers. A request cut at its bound before that was never sent, whatever the loop's
+    timing made of the client's own connect timeout."""
+
+    __slots__ = ("seen", "sending")
+
+    def __init__(self) -> None:
+        self.seen = False
+        self.sending = False
+
+    def saw(self, name: str) -> None:
+        self.seen = True
+        if name.endswith("send_request_headers.started"):
+            self.sending = True
+
+    def never_sent(self) -> bool:
+        # No event at all: a transport without traces (or a wait in the pool); unknown,
+        # so it counts as sent.
+        return self.seen and not self.sending
+
+
+# The attempt running in this task (hedged attempts run in tasks of their own, so each
+# sees its own; the request, and its extensions, are shared by all of them).
+_PROGRESS: ContextVar[Optional[_Progress]] = ContextVar("retryrs_httpx_progress", default=None)
+
+
+class _Traced:
+    """The request's ``trace`` callback while the transport retries it: tells the current
+    attempt's ``_Progress``, then the caller's own callback, if any."""
+
+    __slots__ = ("inner",)
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def __call__(self, name: str, info: Dict[str, Any]) -> None:
+        progress = _PROGRESS.get()
+        if progress is not None:
+            progress.saw(name)
+        if self.inner is not None:
+            await self.inner(name, info)
+
+
+async def _within(send: Awaitable[httpx.Response], current: Optional[_native.AttemptInfo], request: httpx.Request, progress: _Progress) -> httpx.Response:
     """One request interrupted at its attempt's bound (the deadline's time left or the
     attempt timeout), a little after the client's own timeouts. Past it the request is
-    abandoned as a read timeout: it may have reached the server, so the HTTP rules send
-    it again only for an idempotent method; a POST surfaces the ``httpx.ReadTimeout``,
-    its cause the ``AttemptTimeout``."""
+    abandoned: as an ``httpx.ConnectTimeout`` when the transport's traces show it was
+    still connecting (never sent: retried for every method), else as a read timeout (it
+    may have reached the server, so the HTTP rules send it again only for an idempotent
+    method; a POST surfaces the ``httpx.ReadTimeout``, its cause the ``AttemptTimeout``)."""
     if current is None or current._bound is None:
         return await send
     try:
         return await _suspended(send.__await__(), _FIRST, current, _GRACE)  # type: ignore[no-any-return]
     except AttemptTimeout as e:
-        raise httpx.ReadTimeout(f"{e} (the attempt's bound)", request=request) from e
+        kind = httpx.ConnectTimeout if progress.never_sent() else httpx.ReadTimeout
+        raise kind(f"{e} (the attempt's bound)", request=request) from e
 
 
 def _discard(outcome: Any) -> Optional[Awaitable[None]]:
@@ -283,19 +331,31 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
                 await _adrain(resp)
             raise failure
 
+        trace = request.extensions.get("trace")
+        request.extensions["trace"] = _Traced(trace)
         try:
             return await call_async(retrier, attempt, _discard)  # type: ignore[no-any-return]
         except ErrorStatus as e:
             return e.take()  # type: ignore[no-any-return]
         except RetryExhausted as e:
             return final_response(e)  # type: ignore[no-any-return]
+        finally:
+            if trace is None:
+                request.extensions.pop("trace", None)
+            else:
+                request.extensions["trace"] = trace
 
     async def _send(self, request: httpx.Request, caller: Dict[str, Optional[float]], current: Optional[_native.AttemptInfo]) -> httpx.Response:
         """One request through the inner transport within the attempt's bound: its
         timeouts no longer than the time left, and interrupted past it (as an
         ``httpx.ReadTimeout``)."""
         _bound_request(request, caller, time_left(current))
-        return await _within(self._transport.handle_async_request(request), current, request)
+        progress = _Progress()
+        token = _PROGRESS.set(progress)
+        try:
+            return await _within(self._transport.handle_async_request(request), current, request, progress)
+        finally:
+            _PROGRESS.reset(token)
 
     async def aclose(self) -> None:
         await self._transport.aclose()
