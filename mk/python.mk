@@ -35,7 +35,7 @@ python-dev: $(PY_NATIVE_STAMP)
 
 test-python: $(PY_NATIVE_STAMP)
 	mkdir -p $(BUILD)/conformance
-	cd bindings-python && $(PY) -m pytest -q -p no:cacheprovider tests
+	cd bindings-python && $(PY) -m pytest -q -rs -p no:cacheprovider tests
 	cd bindings-python && $(PY) -m mypy --strict --no-incremental python/retryrs tests/typed_usage.py
 	# The stubs against the built module (what users' type checkers read).
 	cd bindings-python && $(PY) -m mypy.stubtest retryrs --allowlist stubtest-allowlist.txt
