@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use retryrs::{
-    testing, Call, CancelToken, Clock, Decision, Event, Proposal, Resume, StateError, Stop, SystemClock, Verdict,
+    testing, Call, CancelToken, Clock, Decision, Event, Proposal, Resume, RetryCause, StateError, Stop, SystemClock,
+    Verdict,
 };
 
 use crate::cancel::retryrs_cancel;
@@ -130,17 +131,12 @@ fn run(
             // SAFETY: the caller promised a callable function and its user_data.
             unsafe { attempt(user_data, n, &mut hint) }
         };
-        let timed_out = answer == RETRYRS_TIMED_OUT;
-        let verdict = match answer {
-            RETRYRS_SUCCESS => Verdict::Success,
-            RETRYRS_TRANSIENT => Verdict::transient_ms(Some(hint)),
-            RETRYRS_PERMANENT => Verdict::Permanent,
-            RETRYRS_TIMED_OUT => Verdict::TRANSIENT,
-            other => {
-                bad_verdict = Some(other);
-                Verdict::Permanent
-            }
-        };
+        // An attempt the callback cut at its bound (RETRYRS_TIMED_OUT): a quota prices
+        // its retry as a timeout's.
+        let (verdict, cause) = crate::engine::reported(answer, hint).unwrap_or_else(|_| {
+            bad_verdict = Some(answer);
+            (Verdict::Permanent, RetryCause::Failure)
+        });
         // A success without a listener needs no time: only its event would show it.
         let now = if verdict == Verdict::Success && listener.is_none() && policy.breaker().is_none() {
             call.started_at()
@@ -150,15 +146,8 @@ fn run(
         // Without hooks, one step; with them, the engine proposes, the hooks answer, and
         // the engine settles at the time they returned.
         let (decision, at) = match hooks {
-            // An attempt the callback cut at its bound: a quota prices its retry as a timeout's.
-            None if timed_out => (call.record_timeout(verdict, now, &mut sink).map_err(internal)?, now),
-            None => (call.record(verdict, now, &mut sink).map_err(internal)?, now),
-            Some(h) => match match timed_out {
-                true => call.propose_timeout(verdict, now, &mut sink),
-                false => call.propose(verdict, now, &mut sink),
-            }
-            .map_err(internal)?
-            {
+            None => (call.record_as(verdict, cause, now, &mut sink).map_err(internal)?, now),
+            Some(h) => match call.propose_as(verdict, cause, now, &mut sink).map_err(internal)? {
                 Proposal::Stop(stop) => (Decision::Stop(stop), now),
                 Proposal::Wait { delay, attempt, retries_left, hint } => {
                     let info = retryrs_retry_info {

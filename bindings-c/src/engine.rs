@@ -5,7 +5,9 @@ use std::cell::{Cell, UnsafeCell};
 use std::sync::Arc;
 use std::time::Duration;
 
-use retryrs::{testing, Call, Clock, Decision, Event, Policy, Proposal, Resume, StateError, SystemClock, Verdict};
+use retryrs::{
+    testing, Call, Clock, Decision, Event, Policy, Proposal, Resume, RetryCause, StateError, SystemClock, Verdict,
+};
 
 use crate::event::retryrs_listener;
 use crate::ffi::{arg, arg_mut, free_handle, guard_status, guard_value, hand_out, Failure};
@@ -288,8 +290,7 @@ pub unsafe extern "C" fn retryrs_call_report(
 ) -> retryrs_status {
     guard_status(|| {
         let out = arg_mut(step, "step")?;
-        let timed_out = verdict == RETRYRS_TIMED_OUT;
-        *out = report(call, "retryrs_call_report", reported(verdict, hint_ms)?, timed_out, now_ms)?;
+        *out = report(call, "retryrs_call_report", reported(verdict, hint_ms)?, now_ms)?;
         Ok(())
     })
 }
@@ -298,18 +299,13 @@ pub unsafe extern "C" fn retryrs_call_report(
 unsafe fn report(
     call: *mut retryrs_call,
     function: &str,
-    verdict: Verdict,
-    timed_out: bool,
+    (verdict, cause): (Verdict, RetryCause),
     now_ms: u64,
 ) -> Result<retryrs_step, Failure> {
     drive(call, function, |c| {
         c.step(|call, sink| {
             let at = now(now_ms);
-            let decision = match timed_out {
-                true => call.record_timeout(verdict, at, &mut &mut *sink),
-                false => call.record(verdict, at, &mut &mut *sink),
-            };
-            decision.map(|d| match d {
+            call.record_as(verdict, cause, at, &mut &mut *sink).map(|d| match d {
                 Decision::Retry(d) => Answer::Retry(d),
                 Decision::Stop(s) => Answer::Stop(s),
             })
@@ -333,16 +329,11 @@ pub unsafe extern "C" fn retryrs_call_propose(
 ) -> retryrs_status {
     guard_status(|| {
         let out = arg_mut(proposal, "proposal")?;
-        let timed_out = verdict == RETRYRS_TIMED_OUT;
-        let verdict = reported(verdict, hint_ms)?;
+        let (verdict, cause) = reported(verdict, hint_ms)?;
         *out = drive(call, "retryrs_call_propose", |c| {
             let step = c.step_raw(|call, sink| {
                 let at = now(now_ms);
-                let proposal = match timed_out {
-                    true => call.propose_timeout(verdict, at, &mut &mut *sink),
-                    false => call.propose(verdict, at, &mut &mut *sink),
-                };
-                proposal.map(|p| match p {
+                call.propose_as(verdict, cause, at, &mut &mut *sink).map(|p| match p {
                     Proposal::Wait { delay, attempt, retries_left, hint } => {
                         Answer::Proposed(delay, attempt, retries_left, hint)
                     }
@@ -416,12 +407,13 @@ pub unsafe extern "C" fn retryrs_call_settle(
 /// A verdict a C program reported (with its hint, negative or NaN for none), or the error
 /// naming what it must be.
 /// RETRYRS_TIMED_OUT is a transient failure without a hint (the caller prices it).
-pub(crate) fn reported(verdict: retryrs_verdict_value, hint_ms: f64) -> Result<Verdict, Failure> {
+pub(crate) fn reported(verdict: retryrs_verdict_value, hint_ms: f64) -> Result<(Verdict, RetryCause), Failure> {
     match verdict {
-        RETRYRS_SUCCESS => Ok(Verdict::Success),
-        RETRYRS_TRANSIENT => Ok(Verdict::transient_ms(Some(hint_ms))),
-        RETRYRS_PERMANENT => Ok(Verdict::Permanent),
-        RETRYRS_TIMED_OUT => Ok(Verdict::TRANSIENT),
+        RETRYRS_SUCCESS => Ok((Verdict::Success, RetryCause::Failure)),
+        RETRYRS_TRANSIENT => Ok((Verdict::transient_ms(Some(hint_ms)), RetryCause::Failure)),
+        RETRYRS_PERMANENT => Ok((Verdict::Permanent, RetryCause::Failure)),
+        // Transient without a hint, and a quota prices what follows it as a timeout's.
+        RETRYRS_TIMED_OUT => Ok((Verdict::TRANSIENT, RetryCause::Timeout)),
         other => Err(Failure::invalid(format!("verdict must be {VERDICTS}, got {other}"))),
     }
 }
@@ -530,7 +522,7 @@ pub unsafe extern "C" fn retryrs_call_record_timeout(
 ) -> retryrs_status {
     guard_status(|| {
         let out = arg_mut(step, "step")?;
-        *out = report(call, "retryrs_call_record_timeout", Verdict::TRANSIENT, true, now_ms)?;
+        *out = report(call, "retryrs_call_record_timeout", (Verdict::TRANSIENT, RetryCause::Timeout), now_ms)?;
         Ok(())
     })
 }

@@ -188,9 +188,9 @@ pub unsafe extern "C" fn retryrs_hedge_report(
 ) -> retryrs_status {
     guard_status(|| {
         let out = arg_mut(step, "step")?;
-        let verdict = reported(verdict, hint_ms)?;
+        let (verdict, cause) = reported(verdict, hint_ms)?;
         *out = drive(hedge, "retryrs_hedge_report", |h| {
-            h.step(|c, sink| c.record(attempt, verdict, now(now_ms), &mut &mut *sink))
+            h.step(|c, sink| c.record_as(attempt, verdict, cause, now(now_ms), &mut &mut *sink))
         })?;
         Ok(())
     })

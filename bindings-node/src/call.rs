@@ -10,7 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use napi_derive::napi;
-use retryrs::{cancelled_before_start, Call, Decision, Event, Plan, Policy, Proposal, Resume, Stats, Stop, Verdict};
+use retryrs::{
+    cancelled_before_start, Call, Decision, Event, Plan, Policy, Proposal, Resume, RetryCause, Stats, Stop, Verdict,
+};
 
 use crate::guard::guarded;
 use crate::policy::{policy_by_id, NativePolicy};
@@ -168,15 +170,13 @@ pub fn calls_in_progress() -> napi::Result<u32> {
 #[napi]
 pub fn call_record(id: f64, verdict: u32, hint_ms: Option<f64>, now_ms: f64) -> napi::Result<f64> {
     with_slot(id, |slot| {
-        let timed_out = verdict == V_TIMED_OUT;
-        let verdict = verdict_of(verdict, hint_ms);
+        let (verdict, cause) = verdict_of(verdict, hint_ms);
         let (events, stats) = (&mut slot.events, &slot.stats);
         let sink = &mut |e: &Event<'_>| push(events, stats, e);
-        let decision = match timed_out {
-            true => slot.call.record_timeout(verdict, duration(now_ms), sink),
-            false => slot.call.record(verdict, duration(now_ms), sink),
-        }
-        .map_err(|e| napi::Error::from_reason(e.to_string()))?;
+        let decision = slot
+            .call
+            .record_as(verdict, cause, duration(now_ms), sink)
+            .map_err(|e| napi::Error::from_reason(e.to_string()))?;
         Ok(decision_code(decision))
     })
 }
@@ -188,15 +188,13 @@ pub fn call_record(id: f64, verdict: u32, hint_ms: Option<f64>, now_ms: f64) -> 
 #[napi]
 pub fn call_propose(id: f64, verdict: u32, hint_ms: Option<f64>, now_ms: f64) -> napi::Result<f64> {
     with_slot(id, |slot| {
-        let timed_out = verdict == V_TIMED_OUT;
-        let verdict = verdict_of(verdict, hint_ms);
+        let (verdict, cause) = verdict_of(verdict, hint_ms);
         let (events, stats) = (&mut slot.events, &slot.stats);
         let sink = &mut |e: &Event<'_>| push(events, stats, e);
-        let proposal = match timed_out {
-            true => slot.call.propose_timeout(verdict, duration(now_ms), sink),
-            false => slot.call.propose(verdict, duration(now_ms), sink),
-        }
-        .map_err(|e| napi::Error::from_reason(e.to_string()))?;
+        let proposal = slot
+            .call
+            .propose_as(verdict, cause, duration(now_ms), sink)
+            .map_err(|e| napi::Error::from_reason(e.to_string()))?;
         Ok(match proposal {
             Proposal::Wait { delay, retries_left, .. } => {
                 slot.retries_left = retries_left;
@@ -324,12 +322,12 @@ fn push(events: &mut Option<Vec<EventRecord>>, stats: &Stats, e: &Event<'_>) {
 }
 
 /// A verdict code (`lib/codes.js`) with its hint in ms.
-fn verdict_of(code: u32, hint_ms: Option<f64>) -> Verdict {
+pub(crate) fn verdict_of(code: u32, hint_ms: Option<f64>) -> (Verdict, RetryCause) {
     match code {
-        V_SUCCESS => Verdict::Success,
-        V_TRANSIENT => Verdict::transient_ms(hint_ms),
-        V_TIMED_OUT => Verdict::TRANSIENT,
-        _ => Verdict::Permanent,
+        V_SUCCESS => (Verdict::Success, RetryCause::Failure),
+        V_TRANSIENT => (Verdict::transient_ms(hint_ms), RetryCause::Failure),
+        V_TIMED_OUT => (Verdict::TRANSIENT, RetryCause::Timeout),
+        _ => (Verdict::Permanent, RetryCause::Failure),
     }
 }
 

@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use napi_derive::napi;
-use retryrs::{Event, HedgeCall, Policy, StateError, Stats, Step, Stop, Verdict};
+use retryrs::{Event, HedgeCall, Policy, StateError, Stats, Step, Stop};
 
-use crate::call::{duration, EventRecord};
+use crate::call::{duration, verdict_of, EventRecord};
 use crate::guard::guarded;
 use crate::policy::policy_by_id;
 
@@ -93,20 +93,17 @@ impl NativeHedge {
     }
 
     /// Attempt `attempt` ended at `now_ms`: `verdict` 0 success, 1 non-fatal (with an
-    /// optional hint in ms), 2 fatal. Returns what to do next (DROPPED for an attempt
+    /// optional hint in ms), 2 fatal, 3 non-fatal: it timed out (a quota prices the launch
+    /// it asks for as a retry after a timeout). Returns what to do next (DROPPED for an attempt
     /// already cancelled or a call already over).
     #[napi]
     pub fn record(&mut self, attempt: u32, verdict: u32, hint_ms: Option<f64>, now_ms: f64) -> napi::Result<HedgeStep> {
         guarded(|| {
-            let verdict = match verdict {
-                0 => Verdict::Success,
-                1 => Verdict::transient_ms(hint_ms),
-                _ => Verdict::Permanent,
-            };
+            let (verdict, cause) = verdict_of(verdict, hint_ms);
             let (events, stats) = (&mut self.events, &self.stats);
             let step = self
                 .call
-                .record(attempt, verdict, duration(now_ms), &mut |e: &Event<'_>| push(events, stats, e))
+                .record_as(attempt, verdict, cause, duration(now_ms), &mut |e: &Event<'_>| push(events, stats, e))
                 .map_err(state_error)?;
             Ok(js_step(step))
         })

@@ -10,7 +10,8 @@ use pyo3::exceptions::{PyException, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use retryrs::{
-    Call, CancelToken, Clock, Decision, Plan, Policy, Proposal, Resume, Stop, SystemClock, Verdict, VirtualClock,
+    Call, CancelToken, Clock, Decision, Plan, Policy, Proposal, Resume, RetryCause, Stop, SystemClock, Verdict,
+    VirtualClock,
 };
 
 use crate::errors;
@@ -269,10 +270,9 @@ impl CallState {
         if host.hooks_waits() {
             let asked = answers.map_or(0, |a| a.len());
             self.proposed(py, verdict, timed_out, at, subject, is_value, answers, asked, signal)
-        } else if timed_out {
-            Ok(Ok(Hooked::Decided(self.call.record_timeout(verdict, at, sink).map_err(state_error)?)))
         } else {
-            Ok(Ok(Hooked::Decided(self.call.record(verdict, at, sink).map_err(state_error)?)))
+            let cause = RetryCause::from_timed_out(timed_out);
+            Ok(Ok(Hooked::Decided(self.call.record_as(verdict, cause, at, sink).map_err(state_error)?)))
         }
     }
 
@@ -293,11 +293,8 @@ impl CallState {
     ) -> PyResult<Result<Hooked, PyErr>> {
         let host = self.host.clone();
         let sink = &mut |e: &retryrs::Event<'_>| host.emit(py, e, Some((subject, is_value)), signal);
-        let proposal = match timed_out {
-            true => self.call.propose_timeout(verdict, at, sink),
-            false => self.call.propose(verdict, at, sink),
-        }
-        .map_err(state_error)?;
+        let proposal =
+            self.call.propose_as(verdict, RetryCause::from_timed_out(timed_out), at, sink).map_err(state_error)?;
         match proposal {
             Proposal::Stop(stop) => Ok(Ok(Hooked::Decided(Decision::Stop(stop)))),
             Proposal::Wait { delay, attempt, .. } => {

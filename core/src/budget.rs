@@ -339,6 +339,20 @@ pub enum RetryCause {
     Timeout,
 }
 
+impl RetryCause {
+    /// The cause of a retry after an attempt that did (`true`) or did not time out: what a
+    /// host that reports "timed out" as a flag or a verdict code passes to
+    /// [`Call::record_as`](crate::Call::record_as).
+    #[inline]
+    pub fn from_timed_out(timed_out: bool) -> RetryCause {
+        if timed_out {
+            RetryCause::Timeout
+        } else {
+            RetryCause::Failure
+        }
+    }
+}
+
 /// The AWS SDKs' standard-mode retry quota, shared by every call that uses it: a capacity
 /// (500) that starts full; a retry is allowed only while the capacity left covers its cost
 /// (5, or 10 after a timeout), and takes it; a call that succeeds gives back the cost of

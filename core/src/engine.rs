@@ -316,8 +316,26 @@ impl<P: Deref<Target = Policy>> Call<P> {
         self.record_as(verdict, RetryCause::Timeout, now, sink)
     }
 
+    /// [`Call::record`] with what the retry after this attempt follows, for a host that
+    /// knows it per attempt (a verdict code that says "timed out"): [`RetryCause::Failure`]
+    /// is [`Call::record`], [`RetryCause::Timeout`] is [`Call::record_timeout`].
+    ///
+    /// ```
+    /// use retryrs::{Call, Decision, Policy, QuotaBudget, RetryBudget, RetryCause, Verdict};
+    /// use std::{sync::Arc, time::Duration};
+    /// // A quota of 15: an ordinary retry costs 5, a timeout's 10.
+    /// let quota = RetryBudget::from(QuotaBudget::new(15, 5, 10, 1).unwrap());
+    /// let policy = Policy::builder().initial_delay(Duration::ZERO).budget(Some(Arc::new(quota))).build().unwrap();
+    /// let mut call = Call::start(&policy, Duration::ZERO);
+    /// let first = call.record_as(Verdict::TRANSIENT, RetryCause::Timeout, Duration::ZERO, &mut |_| {});
+    /// assert!(matches!(first, Ok(Decision::Retry(_))));
+    /// call.after_wait(Duration::ZERO, &mut |_| {}).unwrap();
+    /// // 5 left: not enough for a second timeout's retry (an ordinary one would fit).
+    /// let second = call.record_as(Verdict::TRANSIENT, RetryCause::Timeout, Duration::ZERO, &mut |_| {});
+    /// assert!(matches!(second, Ok(Decision::Stop(_))));
+    /// ```
     #[inline(always)]
-    fn record_as(
+    pub fn record_as(
         &mut self,
         verdict: Verdict,
         cause: RetryCause,
@@ -384,8 +402,10 @@ impl<P: Deref<Target = Policy>> Call<P> {
         self.propose_as(verdict, RetryCause::Timeout, now, sink)
     }
 
+    /// [`Call::propose`] with what the retry would follow (see [`Call::record_as`]):
+    /// [`Call::settle`] prices it by `cause`.
     #[inline(always)]
-    fn propose_as(
+    pub fn propose_as(
         &mut self,
         verdict: Verdict,
         cause: RetryCause,

@@ -33,6 +33,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::breaker::Admission;
+use crate::budget::RetryCause;
 use crate::engine::{StateError, Stop, Verdict};
 use crate::event::{Event, EventKind, ExhaustReason};
 use crate::knob::MAX_MS;
@@ -393,6 +394,9 @@ pub struct HedgeCall<P: Deref<Target = Policy>> {
     admission: Option<Admission>,
     /// What the last hedge took from a quota budget (`None`: no hedge yet).
     retry_cost: Option<u64>,
+    /// What the next launch follows, for a quota's price: a timeout's when it was asked
+    /// for by an attempt that timed out.
+    next_cause: RetryCause,
 }
 
 impl<P: Deref<Target = Policy>> HedgeCall<P> {
@@ -435,6 +439,7 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
             done: None,
             admission,
             retry_cost: None,
+            next_cause: RetryCause::Failure,
         }
     }
 
@@ -555,6 +560,20 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
         now: Duration,
         sink: &mut impl FnMut(&Event<'_>),
     ) -> Result<Step, StateError> {
+        self.record_as(k, verdict, RetryCause::Failure, now, sink)
+    }
+
+    /// [`HedgeCall::record`] with what a launch it asks for follows: after an attempt that
+    /// timed out ([`RetryCause::Timeout`]), a quota budget prices that next attempt as a
+    /// retry after a timeout (as [`crate::Call::record_as`] does for a retry).
+    pub fn record_as(
+        &mut self,
+        k: u32,
+        verdict: Verdict,
+        cause: RetryCause,
+        now: Duration,
+        sink: &mut impl FnMut(&Event<'_>),
+    ) -> Result<Step, StateError> {
         if k == 0 || k > self.launched {
             return Err(StateError::NotAttempting(if self.done.is_some() { "ended" } else { "not launched" }));
         }
@@ -605,6 +624,9 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
                 (Some(h), _) => self.next_at = Some(now.saturating_add(h)),
                 (None, _) => self.next_at = Some(now),
             }
+            if self.refused.is_none() {
+                self.next_cause = cause;
+            }
         }
         self.poll(now, sink)
     }
@@ -625,7 +647,7 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
     /// is refused while the budget refuses retries.
     fn draw_token(&mut self, now: Duration) -> bool {
         match &self.policy.budget {
-            Some(b) => match b.try_retry(now) {
+            Some(b) => match b.try_retry_after(std::mem::replace(&mut self.next_cause, RetryCause::Failure), now) {
                 Some(cost) => {
                     b.record_failure();
                     self.retry_cost = Some(cost);
@@ -729,6 +751,30 @@ mod tests {
         let end = call.record(2, Verdict::TRANSIENT, ms(12), &mut sink).unwrap();
         assert!(matches!(end, Step::Stop { stop: Stop::Exhausted(ExhaustReason::Budget), .. }), "{end:?}");
         assert_eq!((call.launched(), quota.as_quota().unwrap().available()), (2, 2));
+    }
+
+    /// A launch asked for by an attempt that timed out is priced as a retry after a
+    /// timeout (10 here), one asked for by any other failure as a retry (5); a launch by
+    /// the hedging delay is a plain retry even after a timeout was recorded earlier.
+    #[test]
+    fn a_launch_after_a_timed_out_attempt_costs_a_timeouts_price() {
+        use crate::budget::{QuotaBudget, RetryBudget};
+        for (cause, after_launch) in [(RetryCause::Timeout, 5), (RetryCause::Failure, 10)] {
+            let quota = std::sync::Arc::new(RetryBudget::from(QuotaBudget::new(15, 5, 10, 1).unwrap()));
+            let p = Policy::builder()
+                .hedge(Some(Hedging::fixed(3, 1000.0).unwrap()))
+                .budget(Some(std::sync::Arc::clone(&quota)))
+                .build()
+                .unwrap();
+            let mut sink = |_: &Event<'_>| {};
+            let mut call = HedgeCall::start(&p, ms(0));
+            assert_eq!(call.poll(ms(0), &mut sink), Ok(Step::Launch(1)));
+            assert_eq!(call.record_as(1, Verdict::TRANSIENT, cause, ms(5), &mut sink), Ok(Step::Launch(2)));
+            assert_eq!(quota.as_quota().unwrap().available(), after_launch, "{cause:?}");
+            // Launched by the hedging delay: a retry's price, whatever came before.
+            assert_eq!(call.poll(ms(1005), &mut sink), Ok(Step::Launch(3)));
+            assert_eq!(quota.as_quota().unwrap().available(), after_launch - 5, "{cause:?}");
+        }
     }
 
     /// A hedged call asks the breaker once, before attempt 1; its outcome counts once,

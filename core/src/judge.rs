@@ -37,8 +37,7 @@ where
     let sink = &mut |e: &Event<'_>| notify(e, Some(failure));
     let Some(hooks) = hooks else {
         // An attempt cut at its bound: a quota prices the retry after it as a timeout's.
-        let cause = if timed_out { RetryCause::Timeout } else { RetryCause::Failure };
-        return call.record_attempt(verdict, cause, now(), sink);
+        return call.record_attempt(verdict, RetryCause::from_timed_out(timed_out), now(), sink);
     };
     decide_hooked(call, verdict, failure, sink, now, hooks, timed_out)
 }
@@ -60,7 +59,7 @@ where
     P: Deref<Target = Policy>,
 {
     let at = now();
-    let proposed = if timed_out { call.propose_timeout(verdict, at, sink) } else { call.propose(verdict, at, sink) };
+    let proposed = call.propose_as(verdict, RetryCause::from_timed_out(timed_out), at, sink);
     match proposed.expect(BUSY) {
         Proposal::Stop(stop) => Decision::Stop(stop),
         Proposal::Wait { delay, attempt, retries_left, hint } => {

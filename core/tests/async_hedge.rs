@@ -218,6 +218,24 @@ async fn each_attempt_is_cut_at_its_own_bound() {
     assert_eq!(tally.dropped(), 2, "each hung attempt was dropped at its bound");
 }
 
+/// An attempt dropped at its bound timed out: the hedge its failure launches is priced by
+/// a quota as a retry after a timeout (10 of 15), not as an ordinary retry (5).
+#[tokio::test(flavor = "current_thread")]
+async fn a_hedge_launched_by_an_attempt_cut_at_its_bound_costs_a_timeouts_price() {
+    let quota = Arc::new(RetryBudget::from(retryrs::QuotaBudget::new(15, 5, 10, 1).unwrap()));
+    // The hedging delay never comes: only attempt 1's failure launches attempt 2.
+    let policy = hedged(2, 60_000.0).attempt_timeout(Some(ms(50))).budget(Some(Arc::clone(&quota))).build().unwrap();
+    let retrier = Retrier::new(policy);
+    let tally = Tally::default();
+    let call =
+        retrier.run_async_with(tokio_sleep, |a: Attempt| tally.attempt(HANG, Ok(a.number)), |_| Verdict::TRANSIENT);
+    let got = tokio::time::timeout(Duration::from_secs(10), call).await.expect("the bounds ended the call");
+    assert!(matches!(got, Err(RetryError::Exhausted { attempts: 2, .. })), "{got:?}");
+    assert_eq!(tally.launched(), 2);
+    // 15 - 10 for the hedge launched by attempt 1's timeout (an ordinary failure's: 10 left).
+    assert_eq!(quota.as_quota().unwrap().available(), 5);
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn a_fatal_failure_ends_the_call_and_drops_the_others() {
     let retrier = Retrier::new(hedged(3, 5.0).build().unwrap());

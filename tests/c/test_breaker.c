@@ -179,11 +179,37 @@ static void bad_settings_are_named(void) {
   CHECK(b == NULL);
 }
 
+/* A hedge launched by an attempt reported as RETRYRS_TIMED_OUT is priced by a quota as a
+ * retry after a timeout (10 of 15): a second timed-out attempt finds 5 left and no third
+ * hedge is sent (at the ordinary price, 5 each, it would be). */
+static void a_hedge_after_a_timed_out_attempt_costs_a_timeouts_price(void) {
+  static const char doc[] = "{\"budgets\": {\"q\": {\"kind\": \"quota\", \"capacity\": 15}},"
+                            " \"policies\": {\"read\": {\"budget\": \"q\","
+                            " \"hedge\": {\"max_attempts\": 3, \"delay\": \"60s\"}}}}";
+  retryrs_policies *p = NULL;
+  retryrs_retrier *r = NULL;
+  retryrs_hedge *h = NULL;
+  retryrs_hedge_step step;
+  CHECK_STATUS(retryrs_policies_from_json(doc, sizeof doc - 1, &p), RETRYRS_OK);
+  CHECK_STATUS(retryrs_policies_retrier(p, "read", &r), RETRYRS_OK);
+  CHECK_STATUS(retryrs_hedge_start(r, 0, NULL, &h), RETRYRS_OK);
+  CHECK_STATUS(retryrs_hedge_poll(h, 0, &step), RETRYRS_OK);
+  CHECK(step.action == RETRYRS_HEDGE_LAUNCH && step.attempt == 1);
+  CHECK_STATUS(retryrs_hedge_report(h, 1, RETRYRS_TIMED_OUT, -1, 100, &step), RETRYRS_OK);
+  CHECK(step.action == RETRYRS_HEDGE_LAUNCH && step.attempt == 2);
+  CHECK_STATUS(retryrs_hedge_report(h, 2, RETRYRS_TIMED_OUT, -1, 200, &step), RETRYRS_OK);
+  CHECK(step.action == RETRYRS_HEDGE_STOP && step.outcome == RETRYRS_EXHAUSTED && step.reason == RETRYRS_REASON_BUDGET);
+  retryrs_hedge_free(h);
+  retryrs_retrier_free(r);
+  retryrs_policies_free(p);
+}
+
 void breaker_tests(void) {
   h_run("a shared breaker opens, refuses without calling, half-opens and closes",
         shared_breaker_opens_refuses_half_opens_and_closes);
   h_run("the engine API sees the breaker's refusal", the_engine_api_sees_the_refusal);
   h_run("a hedged call is one call to the breaker", a_hedged_call_is_one_call_to_the_breaker);
+  h_run("a hedge after a timed-out attempt costs a timeout's price", a_hedge_after_a_timed_out_attempt_costs_a_timeouts_price);
   h_run("bad breaker settings are named", bad_settings_are_named);
 }
 
