@@ -1,8 +1,8 @@
 # Rust: the core crate and everything in the workspace. The conformance runner
 # (core/tests/conformance.rs) writes build/conformance/rust.txt itself. The fleet
 # simulator (bench/fleet) is left to mk/sim.mk, so its plotting crate never builds here.
-.PHONY: test-rust lint-rust demo-herd
-TEST_TARGETS += lint-rust test-rust test-rust-package
+.PHONY: test-rust lint-rust demo-herd wasm-check-rust
+TEST_TARGETS += lint-rust test-rust test-rust-package wasm-check-rust
 DEMO_TARGETS += demo-herd
 
 lint-rust:
@@ -10,8 +10,8 @@ lint-rust:
 	cargo clippy --workspace --exclude retryrs-fleet --all-targets --locked -- -D warnings
 	cargo clippy -p retryrs --all-targets --all-features --locked -- -D warnings
 	cargo clippy -p retryrs --all-targets --no-default-features --locked -- -D warnings
-	# The lean build's engine paths use nothing that traps on wasm32-unknown-unknown (no
-	# wasm32 target can be installed here, so a source lint, not a build).
+	# The lean build's engine paths use nothing that traps on wasm32-unknown-unknown: a
+	# source lint that names the line (wasm-check-rust then builds and runs it there).
 	scripts/check-wasm-safe
 	# As docs.rs builds them (package.metadata.docs.rs): every feature on.
 	RUSTDOCFLAGS="-D warnings" cargo doc --locked -p retryrs --no-deps --all-features --quiet
@@ -29,6 +29,10 @@ test-rust:
 # this workspace. Unpacked with fresh mtimes (tar -m): the folder is new every run but
 # the target dir is kept, and files older than last run's binaries would not rebuild them.
 .PHONY: test-rust-package
+# The lean engine built for wasm32-unknown-unknown and run in Node (tests/wasm).
+wasm-check-rust:
+	scripts/wasm-check
+
 test-rust-package:
 	cargo package --locked -p retryrs --allow-dirty
 	dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
