@@ -55,25 +55,75 @@ fn the_reqwest_feature_needs_no_newer_rust_than_its_docs_say() {
 /// The declared rust-version (or `limit`), and what in the tree resolved with `features`
 /// needs a newer Rust.
 fn too_new(features: &[&str], limit: Option<(u64, u64, u64)>) -> ((u64, u64, u64), Vec<String>) {
+    let meta = metadata(features);
+    let (ours, deps) = normal_dependencies(&meta);
+    let declared = version(ours["rust_version"].as_str().expect("retryrs declares a rust-version"));
+    let declared = limit.unwrap_or(declared);
+    assert!(edition_needs(ours["edition"].as_str().unwrap()) <= declared, "our own edition needs a newer Rust");
+    assert!(!deps.is_empty(), "the walk found no dependency: the metadata is not what this test expects");
+    let mut too_new = vec![];
+    for p in deps {
+        let name = format!("{} {}", p["name"].as_str().unwrap(), p["version"].as_str().unwrap());
+        if let Some(rv) = p["rust_version"].as_str() {
+            if version(rv) > declared {
+                too_new.push(format!("{name} declares rust-version {rv}"));
+            }
+        }
+        let edition = p["edition"].as_str().unwrap();
+        if edition_needs(edition) > declared {
+            too_new.push(format!("{name} is edition {edition}"));
+        }
+    }
+    (declared, too_new)
+}
+
+/// The lean build (issue 25: at most 3 normal dependencies) depends on getrandom alone
+/// (with its own two) on this machine, and on nothing at all for wasm32-unknown-unknown.
+/// `cargo tree -p` applies the features to this package alone (`cargo metadata` would
+/// unify them with every workspace member's).
+#[test]
+fn the_lean_build_has_at_most_three_normal_dependencies_and_none_on_wasm32() {
+    let names = |target: &[&str]| {
+        let cargo = option_env!("CARGO").unwrap_or("cargo");
+        let out = Command::new(cargo)
+            .args(["tree", "-p", "retryrs", "--no-default-features", "-e", "normal", "--prefix", "none"])
+            .arg("--manifest-path")
+            .arg(manifest_dir().join("Cargo.toml"))
+            .args(target)
+            .output()
+            .expect("cargo tree runs");
+        assert!(out.status.success(), "cargo tree: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        let names = text.lines().filter_map(|l| l.split_whitespace().next()).map(str::to_string);
+        names.filter(|n| n != "retryrs").collect::<BTreeSet<_>>()
+    };
+    let lean = names(&[]);
+    assert!(lean.len() <= 3 && lean.contains("getrandom"), "{lean:?}");
+    let wasm = names(&["--target", "wasm32-unknown-unknown"]);
+    assert!(wasm.is_empty(), "{wasm:?}");
+}
+
+/// `cargo metadata` of this package with `args` (features, platform filter).
+fn metadata(args: &[&str]) -> Value {
     let manifest = manifest_dir().join("Cargo.toml");
     let cargo = option_env!("CARGO").unwrap_or("cargo");
     let out = Command::new(cargo)
         .args(["metadata", "--format-version", "1", "--manifest-path"])
         .arg(&manifest)
-        .args(features)
+        .args(args)
         .output()
         .expect("cargo metadata runs");
     assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
-    let meta: Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// retryrs's package, and its normal dependencies, transitively (build scripts' and
+/// proc-macros' included: they are compiled by the same toolchain), on every target the
+/// metadata was resolved for.
+fn normal_dependencies(meta: &Value) -> (&Value, Vec<&Value>) {
     let packages: BTreeMap<&str, &Value> =
         meta["packages"].as_array().unwrap().iter().map(|p| (p["id"].as_str().unwrap(), p)).collect();
-    let ours = packages.values().find(|p| p["name"] == "retryrs").expect("retryrs in the metadata");
-    let declared = version(ours["rust_version"].as_str().expect("retryrs declares a rust-version"));
-    let declared = limit.unwrap_or(declared);
-    assert!(edition_needs(ours["edition"].as_str().unwrap()) <= declared, "our own edition needs a newer Rust");
-
-    // The normal dependencies, transitively (build scripts' and proc-macros' included:
-    // they are compiled by the same toolchain), every feature on, every target.
+    let ours = *packages.values().find(|p| p["name"] == "retryrs").expect("retryrs in the metadata");
     let nodes: BTreeMap<&str, &Value> =
         meta["resolve"]["nodes"].as_array().unwrap().iter().map(|n| (n["id"].as_str().unwrap(), n)).collect();
     let mut todo = vec![ours["id"].as_str().unwrap()];
@@ -88,20 +138,5 @@ fn too_new(features: &[&str], limit: Option<(u64, u64, u64)>) -> ((u64, u64, u64
             }
         }
     }
-    assert!(!seen.is_empty(), "the walk found no dependency: the metadata is not what this test expects");
-    let mut too_new = vec![];
-    for id in &seen {
-        let p = packages[id];
-        let name = format!("{} {}", p["name"].as_str().unwrap(), p["version"].as_str().unwrap());
-        if let Some(rv) = p["rust_version"].as_str() {
-            if version(rv) > declared {
-                too_new.push(format!("{name} declares rust-version {rv}"));
-            }
-        }
-        let edition = p["edition"].as_str().unwrap();
-        if edition_needs(edition) > declared {
-            too_new.push(format!("{name} is edition {edition}"));
-        }
-    }
-    (declared, too_new)
+    (ours, seen.into_iter().map(|id| packages[id]).collect())
 }
