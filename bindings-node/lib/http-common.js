@@ -122,19 +122,39 @@ const NETWORK_CODES = new Set([
   'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ERR_STREAM_PREMATURE_CLOSE',
 ]);
 
+// A certificate that failed verification: the same certificate fails every attempt, so it
+// is never retried (got's and undici's own retry codes leave these out too). Node's names
+// for OpenSSL's X509 verify results (X509ErrorCode in Node's src/crypto), the host check
+// of tls.checkServerIdentity, and the alerts of a peer that refused our certificate.
+const CERTIFICATE_CODES = new Set([
+  'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_CRL', 'UNABLE_TO_DECRYPT_CERT_SIGNATURE',
+  'UNABLE_TO_DECRYPT_CRL_SIGNATURE', 'UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY', 'CERT_SIGNATURE_FAILURE',
+  'CRL_SIGNATURE_FAILURE', 'CERT_NOT_YET_VALID', 'CERT_HAS_EXPIRED', 'CRL_NOT_YET_VALID',
+  'CRL_HAS_EXPIRED', 'ERROR_IN_CERT_NOT_BEFORE_FIELD', 'ERROR_IN_CERT_NOT_AFTER_FIELD',
+  'ERROR_IN_CRL_LAST_UPDATE_FIELD', 'ERROR_IN_CRL_NEXT_UPDATE_FIELD', 'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'CERT_CHAIN_TOO_LONG', 'CERT_REVOKED', 'INVALID_CA', 'PATH_LENGTH_EXCEEDED', 'INVALID_PURPOSE',
+  'CERT_UNTRUSTED', 'CERT_REJECTED', 'HOSTNAME_MISMATCH',
+  'ERR_TLS_CERT_ALTNAME_INVALID', 'ERR_TLS_CERT_ALTNAME_FORMAT',
+  'ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE', 'ERR_SSL_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE',
+  'ERR_SSL_SSLV3_ALERT_CERTIFICATE_REVOKED', 'ERR_SSL_SSLV3_ALERT_CERTIFICATE_EXPIRED',
+  'ERR_SSL_SSLV3_ALERT_CERTIFICATE_UNKNOWN', 'ERR_SSL_TLSV1_ALERT_UNKNOWN_CA',
+  'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED',
+]);
+
 /**
  * 'connect', 'network' or undefined (not a network failure: a bug, a bad request, an
- * abort) for a client's error, by its code. `handshake` says whether the connection was
- * still being set up (no request bytes written): a TLS error then is a failed connect,
- * later it is a network failure like a reset (the request may have reached the server).
+ * abort, a certificate that failed verification) for a client's error, by its code.
+ * `handshake` says whether the connection was still being set up (no request bytes
+ * written): a TLS error then (a handshake timeout, a protocol error or EOF) is a failed
+ * connect, later it is a network failure like a reset (the request may have reached the
+ * server).
  */
 function failureOf(err, handshake) {
   const code = codeOf(err);
-  if (code === undefined) return undefined;
+  if (code === undefined || CERTIFICATE_CODES.has(code)) return undefined;
   if (CONNECT_CODES.has(code)) return 'connect';
-  if (code.startsWith('ERR_TLS_') || code.startsWith('ERR_SSL_') || code.startsWith('ERR_OSSL_')
-    || code.startsWith('UNABLE_TO_') || code.startsWith('CERT_') || code.startsWith('DEPTH_ZERO_')
-    || code.startsWith('SELF_SIGNED_')) {
+  if (code.startsWith('ERR_TLS_') || code.startsWith('ERR_SSL_') || code.startsWith('ERR_OSSL_')) {
     return handshake ? 'connect' : 'network';
   }
   if (NETWORK_CODES.has(code)) return 'network';

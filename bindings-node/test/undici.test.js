@@ -7,6 +7,7 @@ const { Readable } = require('node:stream');
 const undici = require('undici');
 const { Retrier } = require('retryrs');
 const { retryInterceptor } = require('retryrs/undici');
+const { HttpRetryError } = require('../lib/http-common');
 const { scenarios, fast } = require('./http-scenarios');
 const { startServer } = require('./http-server');
 
@@ -31,7 +32,13 @@ function make(retrier, options = {}) {
 }
 
 // A refused connection is Node's own error as undici rejects with it (code ECONNREFUSED).
-scenarios({ name: 'undici interceptor', make, isClientError: (err) => err instanceof Error && err.code === 'ECONNREFUSED' && err.syscall === 'connect' });
+// A failed TLS handshake is Node's own TLS error (a code, no syscall).
+scenarios({
+  name: 'undici interceptor',
+  make,
+  isClientError: (err) => err instanceof Error && err.code === 'ECONNREFUSED' && err.syscall === 'connect',
+  isTlsError: (err) => err instanceof Error && typeof err.code === 'string' && err.syscall === undefined && !(err instanceof HttpRetryError),
+});
 
 test('undici interceptor: undici.fetch through the dispatcher, and global fetch through setGlobalDispatcher', async (t) => {
   const s = await startServer();
