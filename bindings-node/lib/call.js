@@ -72,7 +72,7 @@ class CallRun {
     // The failure of an attempt the deadline cut short (see fail).
     this.deadlineError = null;
     this.timeoutError = null; // the attempt timeout's cut (record: priced as a timeout)
-    // An awaited onRetry / delayMs was still pending at the deadline (see beforeDeadline).
+    // An awaited hook or predicate was still pending at the deadline (see beforeDeadline).
     this.late = false;
     // When the attempt after a wait started (the engine's after-wait time).
     this.attemptStart = 0;
@@ -160,7 +160,9 @@ class CallRun {
         if (outcome === OK) {
           if (this.o.shouldRetryResult === undefined) return this.succeed();
           let rejects = this.judge(this.value);
-          if (typeof rejects !== 'boolean') rejects = await rejects;
+          // A pending answer: the deadline bounds it (judge), the call's signal ends it.
+          if (typeof rejects !== 'boolean') rejects = signal === undefined ? await rejects : await this.unlessAborted(rejects);
+          if (rejects === ABANDONED) throw this.cancel();
           if (!rejects) return this.succeed();
           rejectedValue = true;
         }
@@ -415,8 +417,9 @@ class CallRun {
     // `err.code && codes.has(err.code)`) is "permanent", the original error passed through.
     if (answer === true) return this.hint(error);
     if (isThenable(answer)) {
-      return Promise.resolve(answer).then(
-        (a) => (a ? this.hint(error) : this.record(error, V_PERMANENT, undefined)),
+      // Still pending at the deadline: the call ends there (see lateFailure).
+      return Promise.resolve(this.beforeDeadline(answer)).then(
+        (a) => (this.late ? this.lateFailure(error) : a ? this.hint(error) : this.record(error, V_PERMANENT, undefined)),
         (err) => this.hookFailed(error, err),
       );
     }
@@ -438,8 +441,16 @@ class CallRun {
     }
     if (typeof answer === 'boolean') return answer;
     if (isThenable(answer)) {
-      return Promise.resolve(answer).then(
-        (a) => (typeof a === 'boolean' ? a : this.valueHookFailed(value, notBoolean('shouldRetryResult', a))),
+      return Promise.resolve(this.beforeDeadline(answer)).then(
+        (a) => {
+          if (this.late) {
+            // Still pending at the deadline: the value is the call's last failure.
+            this.keep(value);
+            this.lastWasValue = true;
+            return this.lateFailure(value);
+          }
+          return typeof a === 'boolean' ? a : this.valueHookFailed(value, notBoolean('shouldRetryResult', a));
+        },
         (err) => this.valueHookFailed(value, err),
       );
     }
@@ -468,9 +479,22 @@ class CallRun {
       return this.hookFailed(error, err);
     }
     if (isThenable(hint)) {
-      return Promise.resolve(hint).then((h) => this.recordHint(error, h), (err) => this.hookFailed(error, err));
+      return Promise.resolve(this.beforeDeadline(hint)).then(
+        (h) => (this.late ? this.lateFailure(error) : this.recordHint(error, h)),
+        (err) => this.hookFailed(error, err),
+      );
     }
     return this.recordHint(error, hint);
+  }
+
+  /**
+   * A failure whose predicate or hint reader (shouldRetry, shouldRetryResult,
+   * retryAfterMs) was still pending at the call's deadline: recorded as transient past the
+   * deadline, so the engine ends the call there (reason deadline, the failure kept); the
+   * late answer is dropped.
+   */
+  lateFailure(error) {
+    return this.record(error, V_TRANSIENT, undefined, false, this.pastDeadline());
   }
 
   recordHint(error, hint) {

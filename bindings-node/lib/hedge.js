@@ -72,6 +72,8 @@ class HedgeRun {
     this.lastFailure = undefined;
     this.hookThrown = undefined;
     this.values = new Map(); // attempt -> value of a success
+    // Failures (and values) whose predicate has not answered yet: attempt -> { failure, isValue }.
+    this.judging = new Map();
   }
 
   now() {
@@ -125,6 +127,9 @@ class HedgeRun {
       }
       let step = this.engine.poll(this.now());
       for (;;) {
+        // Out of time (or attempts) while a predicate still judges a failure: the call's
+        // last failure is that one, as if judged transient (its late answer is dropped).
+        if (step.action === STOP && step.outcome === 'exhausted') this.keepJudging();
         this.emit(this.lastFailure);
         if (step.action === LAUNCH) {
           this.launch(step.attempt);
@@ -232,6 +237,14 @@ class HedgeRun {
     if (this.inbox.length === 0 && !this.aborted) await new Promise((resolve) => (this.wake = resolve));
   }
 
+  keepJudging() {
+    for (const k of [...this.judging.keys()].sort((a, b) => a - b)) {
+      const { failure, isValue } = this.judging.get(k);
+      this.keep({ verdict: V_TRANSIENT, failure, isValue });
+    }
+    this.judging.clear();
+  }
+
   keep(item) {
     if (item.verdict === V_SUCCESS) return;
     if (this.errors.length === HISTORY) this.errors.shift();
@@ -297,6 +310,7 @@ class HedgeRun {
     this.running.delete(k);
     const at = this.now();
     const deliver = (item) => {
+      this.judging.delete(k);
       item.k = k;
       item.at = at;
       this.inbox.push(item);
@@ -308,6 +322,7 @@ class HedgeRun {
         this.values.set(k, payload);
         return deliver({ verdict: V_SUCCESS, hint: undefined, failure: undefined, isValue: false });
       }
+      this.judging.set(k, { failure: payload, isValue: true });
       return judged(() => o.shouldRetryResult(payload), 'shouldRetryResult', (rejects, thrown) => {
         if (thrown !== undefined) return deliver(hookFailed(payload, true, thrown));
         if (!rejects) {
@@ -318,6 +333,7 @@ class HedgeRun {
       });
     }
     if (this.aborted || this.signal?.aborted) return; // the call's own abort: never judged
+    this.judging.set(k, { failure: payload, isValue: false });
     return judged(() => o.shouldRetry(payload), 'shouldRetry', (retry, thrown) => {
       if (thrown !== undefined) return deliver(hookFailed(payload, false, thrown));
       if (!retry) return deliver({ verdict: V_PERMANENT, hint: undefined, failure: payload, isValue: false });
