@@ -518,9 +518,10 @@ class CallRun {
   record(error, verdict, hint, fromHook = false, at = now()) {
     const id = this.engineCall();
     this.recordedAt = at;
-    // The TimeoutError of an attempt this layer cut at its attempt timeout: a quota
-    // prices the retry after it as a timeout's.
-    if (verdict === V_TRANSIENT && error === this.timeoutError) verdict = V_TIMED_OUT;
+    // The TimeoutError of an attempt this layer cut at its attempt timeout (or a failure
+    // an HTTP helper marked as timed out): a quota prices the retry after it as a
+    // timeout's.
+    if (verdict === V_TRANSIENT && (error === this.timeoutError || isTimedOut(error))) verdict = V_TIMED_OUT;
     // With onRetry or delayMs, a transient failure is proposed first: the hooks answer
     // before the engine decides (callSettle).
     const proposes = this.o.hooked && (verdict === V_TRANSIENT || verdict === V_TIMED_OUT) && !fromHook;
@@ -724,6 +725,23 @@ function nameOf(o, fn) {
   return o.named || typeof fn.name !== 'string' || fn.name === '' ? o.name : fn.name;
 }
 
+// The failures retryrs's own layers made of an attempt that ran out of its bound (the HTTP
+// helpers' cut at the engine's bound, their client's own timeout; a hedged attempt cut at
+// its attempt timeout): a quota prices the retry after one as a timeout's (V_TIMED_OUT).
+// Private, so a TimeoutError an attempt throws itself stays an ordinary failure.
+const timedOutFailures = new WeakSet();
+
+/** Marks `failure` as an attempt that ran out of its bound; returns it. */
+function markTimedOut(failure) {
+  if (failure !== null && typeof failure === 'object') timedOutFailures.add(failure);
+  return failure;
+}
+
+/** Whether `failure` was marked by markTimedOut. */
+function isTimedOut(failure) {
+  return failure !== null && typeof failure === 'object' && timedOutFailures.has(failure);
+}
+
 /** Whether an attempt bound of `bound` ms was the deadline (not the attempt timeout). */
 function isDeadline(o, bound) {
   return o.attemptTimeoutMs === 0 || bound < o.attemptTimeoutMs;
@@ -859,4 +877,6 @@ function hookError(thrown, original) {
   return wrapped;
 }
 
-module.exports = { CallRun, isThenable, boundedFirstAttempt, isDeadline, boundError, hookError, notBoolean, nameOf };
+module.exports = {
+  CallRun, isThenable, boundedFirstAttempt, isDeadline, boundError, hookError, notBoolean, nameOf, markTimedOut, isTimedOut,
+};

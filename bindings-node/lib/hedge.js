@@ -13,8 +13,8 @@ const { RetryExhaustedError } = require('./errors');
 const { armBound, clearBound } = require('./bound');
 const { reportListenerError } = require('./events');
 const { typeName } = require('./options');
-const { V_SUCCESS, V_TRANSIENT, V_PERMANENT } = require('./codes');
-const { isDeadline, isThenable, boundError, hookError, notBoolean } = require('./call');
+const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, V_TIMED_OUT } = require('./codes');
+const { isThenable, boundError, hookError, notBoolean, markTimedOut, isTimedOut } = require('./call');
 
 // The engine's steps (src/hedge.rs).
 const LAUNCH = 0;
@@ -159,7 +159,7 @@ class HedgeRun {
       throw this.signal.reason;
     }
     if (step.outcome === 'exhausted' && step.reason === 'deadline') {
-      this.cancel(step.cancel, (k) => boundError(this.o, k, 0));
+      this.cancel(step.cancel, (k) => boundError(this.o, this.o.name, k, 0));
     } else {
       this.cancel(step.cancel, (k) => ended(this.o, k));
     }
@@ -282,14 +282,15 @@ class HedgeRun {
     } else {
       this.settle(k, r, true, result);
     }
-    if (!r.settled && bound !== null && bound !== undefined && o.interrupts && !isDeadline(o, bound)) {
+    if (!r.settled && bound !== null && bound !== undefined && o.interrupts && this.cutsAtTimeout(started, bound)) {
       // The attempt timeout cuts this attempt (armed after fn started: a result due at
       // the same virtual time comes first); the deadline ends the whole call (the
       // engine's Stop), so it arms nothing here.
       const cut = () => {
         r.timer = undefined;
         r.virtualCut = null;
-        const err = boundError(o, k, bound);
+        // A quota prices the launch it asks for as a retry after a timeout.
+        const err = markTimedOut(boundError(o, o.name, k, o.attemptTimeoutMs));
         abortAttempt(ctx, err);
         this.settle(k, r, false, err);
       };
@@ -300,6 +301,18 @@ class HedgeRun {
         r.timer = armBound(bound, o.unref, cut);
       }
     }
+  }
+
+  /**
+   * Whether the bound of an attempt launched at `started` (the engine's time) is its
+   * attempt timeout rather than the call's deadline, by when each ends: the bound is read
+   * a little after the engine launched the attempt, so it is a little under the attempt
+   * timeout even when that ends first (`isDeadline` on it cut nothing, in real time).
+   */
+  cutsAtTimeout(started, bound) {
+    const o = this.o;
+    if (o.attemptTimeoutMs === 0) return false;
+    return o.deadlineMs === null || started + bound < this.t0 + this.base + o.deadlineMs;
   }
 
   /** Attempt k ended: judged by the retrier's hooks, then handed to the engine. */
@@ -365,7 +378,10 @@ function hinted(o, failure, isValue, deliver) {
     if (h !== null && h !== undefined && typeof h !== 'number') {
       return deliver(hookFailed(failure, isValue, new TypeError(`retryAfterMs must return a number or undefined (or a Promise of one), got ${typeName(h)}`)));
     }
-    return deliver({ verdict: V_TRANSIENT, hint: h ?? undefined, failure, isValue });
+    // An attempt that ran out of its bound (cut here, or an HTTP helper's timeout): the
+    // launch it asks for is priced as a retry after a timeout.
+    const verdict = !isValue && isTimedOut(failure) ? V_TIMED_OUT : V_TRANSIENT;
+    return deliver({ verdict, hint: h ?? undefined, failure, isValue });
   };
   let h;
   try {

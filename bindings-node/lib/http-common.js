@@ -15,7 +15,7 @@ const { ERROR_TYPE } = require('./metrics');
 const { typeName } = require('./options');
 const { armBound, clearBound, unrefBound } = require('./bound');
 const { boundOf } = require('./attempt');
-const { isDeadline } = require('./call');
+const { isDeadline, markTimedOut } = require('./call');
 const { parseRetryAfter } = require('./http');
 
 /** Base of the failures an HTTP helper hands its Retrier: `method` and `url` (redacted). */
@@ -141,6 +141,24 @@ const CERTIFICATE_CODES = new Set([
   'ERR_SSL_SSLV3_ALERT_CERTIFICATE_UNKNOWN', 'ERR_SSL_TLSV1_ALERT_UNKNOWN_CA',
   'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED',
 ]);
+
+// A client's own timeout: undici's connect, headers and body timeouts, Node's and got's
+// ETIMEDOUT, a TLS handshake timeout (a TimeoutError by name too, see isClientTimeout).
+const TIMEOUT_CODES = new Set([
+  'ETIMEDOUT', 'ESOCKETTIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT',
+  'ERR_TLS_HANDSHAKE_TIMEOUT',
+]);
+
+/**
+ * Whether a client's error is its own timeout (the attempt ran out of time): a quota
+ * prices the retry after it as a timeout's, as after the helper's cut at the bound.
+ */
+function isClientTimeout(err) {
+  if (err === null || typeof err !== 'object') return false;
+  if (err.name === 'TimeoutError' || err.cause?.name === 'TimeoutError') return true;
+  const code = codeOf(err);
+  return code !== undefined && TIMEOUT_CODES.has(code);
+}
 
 /**
  * 'connect', 'network' or undefined (not a network failure: a bug, a bad request, an
@@ -374,8 +392,10 @@ function isExhausted(err) {
  * `io.send` resolves with the attempt's outcome `{ status, retryAfter, release() }` (its
  * Retry-After header value, or null; release frees a retried response) or rejects with
  * the client's error; `io.failureOf(err, n)` maps that error to 'connect', 'network' or
- * undefined (final), and `io.unsent(err, n)` (optional) says whether a request cut short
- * by its bound was never sent. `req`: `{ method, url (redacted), key (Idempotency-Key or
+ * undefined (final), `io.unsent(err, n)` (optional) says whether a request cut short
+ * by its bound was never sent, and `io.timedOut(err)` (optional, default isClientTimeout)
+ * whether the error is the client's own timeout. A request cut at its bound or timed out
+ * by its client is priced as a timeout by a quota budget (markTimedOut). `req`: `{ method, url (redacted), key (Idempotency-Key or
  * null), replayable, signal }`.
  *
  * Resolves with the last outcome: a success, a final error response (the call counted
@@ -428,10 +448,12 @@ async function runHttp(h, rules, req, io) {
       // ('network'), sent again only for an idempotent method; one never sent was not
       // connected: a connect failure.
       const unsent = io.unsent?.(err, n) === true;
-      const failure = timer?.signal.aborted ? (unsent ? 'connect' : 'network') : io.failureOf(err, n);
+      const cut = timer?.signal.aborted === true;
+      const failure = cut ? (unsent ? 'connect' : 'network') : io.failureOf(err, n);
       if (failure === undefined) throw err;
       const Failure = verdict(null, failure) === 'retry' ? RequestFailedError : FinalNetworkError;
-      throw new Failure(method, url, failure === 'connect' || unsent, err);
+      const failed = new Failure(method, url, failure === 'connect' || unsent, err);
+      throw cut || (io.timedOut ?? isClientTimeout)(err) ? markTimedOut(failed) : failed;
     }
     if (verdict(out.status, null) !== 'retry') {
       // The caller reads the body within the same bound (the attempt's signal aborts it).
@@ -555,6 +577,7 @@ module.exports = {
   isFailedStatus,
   idempotencyKeyOf,
   failureOf,
+  isClientTimeout,
   codeOf,
   networkErrorType,
   exhaustedAs,

@@ -12,6 +12,9 @@ use crate::call::{duration, EventRecord};
 use crate::guard::guarded;
 use crate::policy::policy_by_id;
 
+/// lib/codes.js's V_TIMED_OUT: a non-fatal failure of an attempt that ran out of its bound.
+const V_TIMED_OUT: u32 = 3;
+
 /// What the driver does next (`action`): the codes of `lib/hedge.js`.
 const LAUNCH: u32 = 0;
 const WAIT: u32 = 1;
@@ -93,21 +96,25 @@ impl NativeHedge {
     }
 
     /// Attempt `attempt` ended at `now_ms`: `verdict` 0 success, 1 non-fatal (with an
-    /// optional hint in ms), 2 fatal. Returns what to do next (DROPPED for an attempt
-    /// already cancelled or a call already over).
+    /// optional hint in ms), 3 non-fatal after a timeout (the attempt ran out of its
+    /// bound: a quota prices the launch it asks for as a timeout's), 2 fatal. Returns what
+    /// to do next (DROPPED for an attempt already cancelled or a call already over).
     #[napi]
     pub fn record(&mut self, attempt: u32, verdict: u32, hint_ms: Option<f64>, now_ms: f64) -> napi::Result<HedgeStep> {
         guarded(|| {
+            let timed_out = verdict == V_TIMED_OUT;
             let verdict = match verdict {
                 0 => Verdict::Success,
-                1 => Verdict::transient_ms(hint_ms),
+                1 | V_TIMED_OUT => Verdict::transient_ms(hint_ms),
                 _ => Verdict::Permanent,
             };
             let (events, stats) = (&mut self.events, &self.stats);
-            let step = self
-                .call
-                .record(attempt, verdict, duration(now_ms), &mut |e: &Event<'_>| push(events, stats, e))
-                .map_err(state_error)?;
+            let sink = &mut |e: &Event<'_>| push(events, stats, e);
+            let step = match timed_out {
+                true => self.call.record_timeout(attempt, verdict, duration(now_ms), sink),
+                false => self.call.record(attempt, verdict, duration(now_ms), sink),
+            }
+            .map_err(state_error)?;
             Ok(js_step(step))
         })
     }

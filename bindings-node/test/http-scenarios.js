@@ -4,7 +4,8 @@
 // gives `client`:
 //   name: the label;
 //   make(retrier, options): a client with retries, where options are the helper's own
-//     (redactQuery, ...); it returns request(url, { method, body, headers, retry, ca })
+//     (redactQuery, ...); it returns request(url, { method, body, headers, retry, ca,
+//     timeoutMs (the client's own timeout) })
 //     resolving with { status } whether the client resolved or rejected with a response;
 //   isClientError(err): whether err is the client's own error type.
 const test = require('node:test');
@@ -15,7 +16,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
-const { Retrier, RetryExhaustedError } = require('retryrs');
+const { Retrier, RetryExhaustedError, RetryBudget } = require('retryrs');
 const { startServer, closedPort } = require('./http-server');
 const { codeOf } = require('../lib/http-common');
 
@@ -338,6 +339,36 @@ function scenarios(client) {
     const post = s.script([['slow', 3000], 200]);
     await assert.rejects(make(retrier)(post, { method: 'POST', body: 'pay' }));
     assert.equal(s.hits(post), 1);
+  });
+
+  test(`${name}: an attempt cut at its bound costs an AWS quota a timeout's 10 per retry`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    // 25 tokens: two retries at 10 leave 5, too few for a third (at 5 each, four retries
+    // would fit and the call would run out of attempts instead).
+    const quota = RetryBudget.quota({ capacity: 25 });
+    const { retrier, events } = fast({ attemptTimeoutMs: 100, maxAttempts: 5, budget: quota });
+    const url = s.script([['slow', 3000]]);
+    const err = await make(retrier)(url).then((res) => assert.fail(`resolved ${res.status}`), (e) => e);
+    assert.equal(err.reason, 'budget', `${err?.name}: ${err?.message}`);
+    assert.equal(err.attempts, 3);
+    assert.equal(quota.tokens, 5);
+    assert.equal(s.hits(url), 3);
+    assert.equal(events.filter((e) => e.kind === 'retrying').length, 2);
+  });
+
+  test(`${name}: the client's own timeout costs an AWS quota a timeout's 10 per retry`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    const quota = RetryBudget.quota({ capacity: 25 });
+    // No attemptTimeoutMs: only the client's timeout ends each attempt.
+    const { retrier } = fast({ maxAttempts: 5, budget: quota });
+    const url = s.script([['slow', 3000]]);
+    const err = await make(retrier)(url, { timeoutMs: 100 }).then((res) => assert.fail(`resolved ${res.status}`), (e) => e);
+    assert.equal(err.reason, 'budget', `${err?.name}: ${err?.message}`);
+    assert.equal(err.attempts, 3);
+    assert.equal(quota.tokens, 5);
+    assert.equal(s.hits(url), 3);
   });
 
   test(`${name}: 200 retried calls leave no sockets or memory behind`, async (t) => {

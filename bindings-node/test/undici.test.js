@@ -14,8 +14,8 @@ const { startServer } = require('./http-server');
 const agents = [];
 test.after(() => Promise.all(agents.map((a) => a.close())));
 
-function dispatcherFor(retrier, options = {}, ca) {
-  const agent = new undici.Agent(ca ? { connect: { ca } } : {});
+function dispatcherFor(retrier, options = {}, ca, timeoutMs) {
+  const agent = new undici.Agent({ ...(ca ? { connect: { ca } } : {}), ...(timeoutMs !== undefined ? { headersTimeout: timeoutMs } : {}) });
   agents.push(agent);
   return agent.compose(retryInterceptor({ retrier, ...options }));
 }
@@ -23,8 +23,8 @@ function dispatcherFor(retrier, options = {}, ca) {
 /** undici.request on a composed Agent; resolves with { status } once the body is read. */
 function make(retrier, options = {}) {
   const plain = dispatcherFor(retrier, options);
-  return async (url, { method = 'GET', body, headers, retry, ca } = {}) => {
-    const dispatcher = ca ? dispatcherFor(retrier, options, ca) : plain;
+  return async (url, { method = 'GET', body, headers, retry, ca, timeoutMs } = {}) => {
+    const dispatcher = ca || timeoutMs !== undefined ? dispatcherFor(retrier, options, ca, timeoutMs) : plain;
     const res = await undici.request(url, { dispatcher, method, body, headers, retry });
     await res.body.text();
     return { status: res.statusCode };

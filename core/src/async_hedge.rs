@@ -55,6 +55,8 @@ enum Woke<T, E> {
     Ended {
         k: u32,
         outcome: Result<T, E>,
+        /// Dropped at its bound: a quota prices the launch it asks for as a timeout's.
+        timed_out: bool,
     },
     /// The engine's wake-up time came.
     Wake,
@@ -150,14 +152,14 @@ impl<S, C, N, R> Hedged<'_, S, C, N, R> {
                     if let Poll::Ready(outcome) = flight.work.as_mut().poll(cx) {
                         let k = flight.number;
                         *slot = None;
-                        return Poll::Ready(Woke::Ended { k, outcome });
+                        return Poll::Ready(Woke::Ended { k, outcome, timed_out: false });
                     }
                     if flight.timer.as_mut().is_some_and(|t| t.as_mut().poll(cx).is_ready()) {
                         let (k, bound) = (flight.number, flight.bound.unwrap_or_default());
                         // Dropped at its bound.
                         *slot = None;
                         let outcome = Err(E::from(TimedOut { attempt: k, bound }));
-                        return Poll::Ready(Woke::Ended { k, outcome });
+                        return Poll::Ready(Woke::Ended { k, outcome, timed_out: true });
                     }
                 }
                 if let Some(c) = cancelled.as_mut().as_pin_mut() {
@@ -193,7 +195,7 @@ impl<S, C, N, R> Hedged<'_, S, C, N, R> {
                     drop_flights(&mut flights, in_flight);
                     return Err(history.stopped(Stop::Cancelled, call.launched(), policy));
                 }
-                Woke::Ended { k, outcome: Ok(value) } => {
+                Woke::Ended { k, outcome: Ok(value), .. } => {
                     let verdict = match predicate.as_mut() {
                         None => ValueVerdict::Accept,
                         Some(accept) => accept(&value),
@@ -216,9 +218,13 @@ impl<S, C, N, R> Hedged<'_, S, C, N, R> {
                         }
                     }
                 }
-                Woke::Ended { k, outcome: Err(error) } => {
+                Woke::Ended { k, outcome: Err(error), timed_out } => {
                     let verdict = classify(&error);
-                    let step = call.record(k, verdict, now, &mut |e| notify(e, Some(Failed::Error(&error))));
+                    let sink = &mut |e: &Event<'_>| notify(e, Some(Failed::Error(&error)));
+                    let step = match timed_out {
+                        true => call.record_timeout(k, verdict, now, sink),
+                        false => call.record(k, verdict, now, sink),
+                    };
                     history.push_error(error);
                     step
                 }
