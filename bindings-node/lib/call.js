@@ -861,8 +861,9 @@ function notBoolean(option, answer) {
  * original failure and whose `thrown` is what the hook threw.
  */
 function hookError(thrown, original) {
-  // The error itself, carrying the failure already (`throw new AuthError(.., { cause: error })`).
-  if (thrown === original || (thrown !== null && typeof thrown === 'object' && thrown.cause === original)) return thrown;
+  // The error itself, carrying the failure already (`throw new AuthError(.., { cause: error })`,
+  // or further down its cause chain: p-retry rejects with what onFailedAttempt threw).
+  if (thrown === original || carries(thrown, original)) return thrown;
   if (thrown !== null && typeof thrown === 'object' && thrown.cause === undefined && Object.isExtensible(thrown)) {
     try {
       Object.defineProperty(thrown, 'cause', { value: original, writable: true, configurable: true, enumerable: false });
@@ -875,6 +876,22 @@ function hookError(thrown, original) {
   wrapped.name = 'RetryrsHookError';
   wrapped.thrown = thrown;
   return wrapped;
+}
+
+/** Whether `original` is in the cause chain of `thrown` (its first 16 links). */
+function carries(thrown, original) {
+  let link = thrown;
+  for (let i = 0; i < 16 && link !== null && typeof link === 'object'; i++) {
+    let cause;
+    try {
+      cause = link.cause;
+    } catch {
+      return false; // a throwing getter: not followed
+    }
+    if (cause === original) return true;
+    link = cause;
+  }
+  return false;
 }
 
 module.exports = {

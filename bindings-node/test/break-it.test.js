@@ -211,3 +211,25 @@ for (const option of ['shouldRetry', 'shouldRetryResult']) {
     assert.deepEqual(unhandled, []);
   });
 }
+
+test('onRetry throwing an error whose cause chain holds the failure rejects with that error itself (p-retry\'s rule)', async () => {
+  // Before: only a direct cause counted; a deeper one was wrapped in a RetryrsHookError,
+  // though nothing would be lost by handing back the throw as p-retry does.
+  class AuthError extends Error {}
+  const r = new Retrier({
+    ...fast,
+    maxAttempts: 3,
+    onRetry: ({ error }) => { throw new AuthError('login again', { cause: new Error('refresh failed', { cause: error }) }); },
+  });
+  const original = transient();
+  const err = await r.call(() => { throw original; }).catch((e) => e);
+  assert.ok(err instanceof AuthError, `got ${err?.name}: ${err?.message}`);
+  assert.equal(err.cause.cause, original);
+  // A throw whose own cause is something else is still wrapped: the failure is kept.
+  const other = new Error('unrelated');
+  const r2 = new Retrier({ ...fast, maxAttempts: 3, onRetry: () => { throw new AuthError('x', { cause: other }); } });
+  const wrapped = await r2.call(() => { throw original; }).catch((e) => e);
+  assert.equal(wrapped.name, 'RetryrsHookError');
+  assert.equal(wrapped.cause, original);
+  assert.ok(wrapped.thrown instanceof AuthError);
+});
