@@ -941,7 +941,8 @@ retryrs_status retryrs_hedge_poll(struct retryrs_hedge *hedge,
 // Attempt `attempt` ended at `now_ms` with `verdict`: RETRYRS_SUCCESS (it wins),
 // RETRYRS_TRANSIENT (a non-fatal failure; `hint_ms` a server's pushback, negative or
 // NaN for none) or RETRYRS_PERMANENT (fatal: the call ends); RETRYRS_TIMED_OUT is
-// RETRYRS_TRANSIENT without a hint (a hedged call prices every retry alike). `*step`
+// RETRYRS_TRANSIENT without a hint, and a quota prices the attempt it launches as a
+// retry after a timeout (a hedge launched on its timer is a plain retry). `*step`
 // gets what to do next, or DROPPED for an attempt already cancelled.
 // RETRYRS_INVALID_ARGUMENT for an attempt never launched or an unknown verdict.
 retryrs_status retryrs_hedge_report(struct retryrs_hedge *hedge,

@@ -6,7 +6,7 @@
 // axios's outcomes to "response", "connect" or "network".
 const { requirePeer } = require('./metrics');
 const { typeName } = require('./options');
-const { httpHelper, runHttp, idempotencyKeyOf, failureOf, codeOf } = require('./http-common');
+const { httpHelper, runHttp, idempotencyKeyOf, failureOf, codeOf, isClientTimeout } = require('./http-common');
 
 const INSTALLED = Symbol('retryrs.axios');
 
@@ -28,6 +28,15 @@ function failureOfAxios(err) {
   const socket = err?.request?.socket;
   const handshake = socket == null || socket.encrypted !== true || socket.authorized !== true;
   return failureOf(err, handshake);
+}
+
+/**
+ * Whether axios's error is its own timeout (`timeout` config): ECONNABORTED "timeout of
+ * N ms exceeded", or ETIMEDOUT with transitional.clarifyTimeoutError.
+ */
+function timedOutAxios(err) {
+  if (isClientTimeout(err)) return true;
+  return codeOf(err) === 'ECONNABORTED' && typeof err?.message === 'string' && /timeout/i.test(err.message);
 }
 
 /**
@@ -68,6 +77,7 @@ function retryAxios(instance, options) {
           },
         ),
         failureOf: failureOfAxios,
+        timedOut: timedOutAxios,
       });
     } catch (err) {
       // The caller's abort during a wait: axios's own CanceledError, as without retries.

@@ -72,7 +72,7 @@ class CallRun {
     // The failure of an attempt the deadline cut short (see fail).
     this.deadlineError = null;
     this.timeoutError = null; // the attempt timeout's cut (record: priced as a timeout)
-    // An awaited onRetry / delayMs was still pending at the deadline (see beforeDeadline).
+    // An awaited hook or predicate was still pending at the deadline (see beforeDeadline).
     this.late = false;
     // When the attempt after a wait started (the engine's after-wait time).
     this.attemptStart = 0;
@@ -160,7 +160,9 @@ class CallRun {
         if (outcome === OK) {
           if (this.o.shouldRetryResult === undefined) return this.succeed();
           let rejects = this.judge(this.value);
-          if (typeof rejects !== 'boolean') rejects = await rejects;
+          // A pending answer: the deadline bounds it (judge), the call's signal ends it.
+          if (typeof rejects !== 'boolean') rejects = signal === undefined ? await rejects : await this.unlessAborted(rejects);
+          if (rejects === ABANDONED) throw this.cancel();
           if (!rejects) return this.succeed();
           rejectedValue = true;
         }
@@ -415,8 +417,9 @@ class CallRun {
     // `err.code && codes.has(err.code)`) is "permanent", the original error passed through.
     if (answer === true) return this.hint(error);
     if (isThenable(answer)) {
-      return Promise.resolve(answer).then(
-        (a) => (a ? this.hint(error) : this.record(error, V_PERMANENT, undefined)),
+      // Still pending at the deadline: the call ends there (see lateFailure).
+      return Promise.resolve(this.beforeDeadline(answer)).then(
+        (a) => (this.late ? this.lateFailure(error) : a ? this.hint(error) : this.record(error, V_PERMANENT, undefined)),
         (err) => this.hookFailed(error, err),
       );
     }
@@ -438,8 +441,16 @@ class CallRun {
     }
     if (typeof answer === 'boolean') return answer;
     if (isThenable(answer)) {
-      return Promise.resolve(answer).then(
-        (a) => (typeof a === 'boolean' ? a : this.valueHookFailed(value, notBoolean('shouldRetryResult', a))),
+      return Promise.resolve(this.beforeDeadline(answer)).then(
+        (a) => {
+          if (this.late) {
+            // Still pending at the deadline: the value is the call's last failure.
+            this.keep(value);
+            this.lastWasValue = true;
+            return this.lateFailure(value);
+          }
+          return typeof a === 'boolean' ? a : this.valueHookFailed(value, notBoolean('shouldRetryResult', a));
+        },
         (err) => this.valueHookFailed(value, err),
       );
     }
@@ -468,9 +479,22 @@ class CallRun {
       return this.hookFailed(error, err);
     }
     if (isThenable(hint)) {
-      return Promise.resolve(hint).then((h) => this.recordHint(error, h), (err) => this.hookFailed(error, err));
+      return Promise.resolve(this.beforeDeadline(hint)).then(
+        (h) => (this.late ? this.lateFailure(error) : this.recordHint(error, h)),
+        (err) => this.hookFailed(error, err),
+      );
     }
     return this.recordHint(error, hint);
+  }
+
+  /**
+   * A failure whose predicate or hint reader (shouldRetry, shouldRetryResult,
+   * retryAfterMs) was still pending at the call's deadline: recorded as transient past the
+   * deadline, so the engine ends the call there (reason deadline, the failure kept); the
+   * late answer is dropped.
+   */
+  lateFailure(error) {
+    return this.record(error, V_TRANSIENT, undefined, false, this.pastDeadline());
   }
 
   recordHint(error, hint) {
@@ -494,9 +518,10 @@ class CallRun {
   record(error, verdict, hint, fromHook = false, at = now()) {
     const id = this.engineCall();
     this.recordedAt = at;
-    // The TimeoutError of an attempt this layer cut at its attempt timeout: a quota
-    // prices the retry after it as a timeout's.
-    if (verdict === V_TRANSIENT && error === this.timeoutError) verdict = V_TIMED_OUT;
+    // The TimeoutError of an attempt this layer cut at its attempt timeout (or a failure
+    // an HTTP helper marked as timed out): a quota prices the retry after it as a
+    // timeout's.
+    if (verdict === V_TRANSIENT && (error === this.timeoutError || isTimedOut(error))) verdict = V_TIMED_OUT;
     // With onRetry or delayMs, a transient failure is proposed first: the hooks answer
     // before the engine decides (callSettle).
     const proposes = this.o.hooked && (verdict === V_TRANSIENT || verdict === V_TIMED_OUT) && !fromHook;
@@ -700,6 +725,23 @@ function nameOf(o, fn) {
   return o.named || typeof fn.name !== 'string' || fn.name === '' ? o.name : fn.name;
 }
 
+// The failures retryrs's own layers made of an attempt that ran out of its bound (the HTTP
+// helpers' cut at the engine's bound, their client's own timeout; a hedged attempt cut at
+// its attempt timeout): a quota prices the retry after one as a timeout's (V_TIMED_OUT).
+// Private, so a TimeoutError an attempt throws itself stays an ordinary failure.
+const timedOutFailures = new WeakSet();
+
+/** Marks `failure` as an attempt that ran out of its bound; returns it. */
+function markTimedOut(failure) {
+  if (failure !== null && typeof failure === 'object') timedOutFailures.add(failure);
+  return failure;
+}
+
+/** Whether `failure` was marked by markTimedOut. */
+function isTimedOut(failure) {
+  return failure !== null && typeof failure === 'object' && timedOutFailures.has(failure);
+}
+
 /** Whether an attempt bound of `bound` ms was the deadline (not the attempt timeout). */
 function isDeadline(o, bound) {
   return o.attemptTimeoutMs === 0 || bound < o.attemptTimeoutMs;
@@ -819,8 +861,9 @@ function notBoolean(option, answer) {
  * original failure and whose `thrown` is what the hook threw.
  */
 function hookError(thrown, original) {
-  // The error itself, carrying the failure already (`throw new AuthError(.., { cause: error })`).
-  if (thrown === original || (thrown !== null && typeof thrown === 'object' && thrown.cause === original)) return thrown;
+  // The error itself, carrying the failure already (`throw new AuthError(.., { cause: error })`,
+  // or further down its cause chain: p-retry rejects with what onFailedAttempt threw).
+  if (thrown === original || carries(thrown, original)) return thrown;
   if (thrown !== null && typeof thrown === 'object' && thrown.cause === undefined && Object.isExtensible(thrown)) {
     try {
       Object.defineProperty(thrown, 'cause', { value: original, writable: true, configurable: true, enumerable: false });
@@ -835,4 +878,22 @@ function hookError(thrown, original) {
   return wrapped;
 }
 
-module.exports = { CallRun, isThenable, boundedFirstAttempt, isDeadline, boundError, hookError, notBoolean, nameOf };
+/** Whether `original` is in the cause chain of `thrown` (its first 16 links). */
+function carries(thrown, original) {
+  let link = thrown;
+  for (let i = 0; i < 16 && link !== null && typeof link === 'object'; i++) {
+    let cause;
+    try {
+      cause = link.cause;
+    } catch {
+      return false; // a throwing getter: not followed
+    }
+    if (cause === original) return true;
+    link = cause;
+  }
+  return false;
+}
+
+module.exports = {
+  CallRun, isThenable, boundedFirstAttempt, isDeadline, boundError, hookError, notBoolean, nameOf, markTimedOut, isTimedOut,
+};

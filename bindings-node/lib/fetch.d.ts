@@ -17,7 +17,8 @@ export interface HttpHelperOptions {
    * losers (their connections closed); others go out once. retryrs/got refuses one. */
   retrier?: Retrier;
   /** Methods whose network failures and listed statuses are retried (default:
-   * IDEMPOTENT_METHODS). A failed connection is retried for every method. */
+   * IDEMPOTENT_METHODS). A failed connection is retried for every method; a certificate that
+   * fails verification never is (one attempt, fetch's own error). */
   methods?: readonly string[];
   /** Statuses retried (default: RETRYABLE_STATUSES: 408, 425, 429, 500, 502, 503, 504). */
   statuses?: readonly number[];

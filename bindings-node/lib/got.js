@@ -9,8 +9,9 @@
 const { parseRetryAfter } = require('./http');
 const {
   httpHelper, idempotencyKeyOf, failureOf, classify, isFailedStatus, exhaustedAs, isExhausted,
-  RetryableStatusError, FinalStatusError, RequestFailedError, FinalNetworkError, markResend,
+  RetryableStatusError, FinalStatusError, RequestFailedError, FinalNetworkError, markResend, isClientTimeout,
 } = require('./http-common');
+const { markTimedOut } = require('./call');
 
 // Where a request's retrier call lives: in got's per-request `context` (shallow-copied
 // from one attempt's options to the next, so every attempt of a request sees it).
@@ -134,6 +135,9 @@ function retryGot(options) {
       else {
         const Failure = verdict(state, null, kind) === 'retry' ? RequestFailedError : FinalNetworkError;
         failure = new Failure(state.method, state.url, kind === 'connect', error);
+        // got's own timeout (timeout.request is the engine's bound, see beforeRequest): a
+        // quota prices the retry after it as a timeout's.
+        if (isClientTimeout(error)) markTimedOut(failure);
       }
     }
     return new Promise((resolve) => {

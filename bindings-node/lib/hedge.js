@@ -13,8 +13,8 @@ const { RetryExhaustedError } = require('./errors');
 const { armBound, clearBound } = require('./bound');
 const { reportListenerError } = require('./events');
 const { typeName } = require('./options');
-const { V_SUCCESS, V_TRANSIENT, V_PERMANENT } = require('./codes');
-const { isDeadline, isThenable, boundError, hookError, notBoolean } = require('./call');
+const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, V_TIMED_OUT } = require('./codes');
+const { isThenable, boundError, hookError, notBoolean, markTimedOut, isTimedOut } = require('./call');
 
 // The engine's steps (src/hedge.rs).
 const LAUNCH = 0;
@@ -72,6 +72,8 @@ class HedgeRun {
     this.lastFailure = undefined;
     this.hookThrown = undefined;
     this.values = new Map(); // attempt -> value of a success
+    // Failures (and values) whose predicate has not answered yet: attempt -> { failure, isValue }.
+    this.judging = new Map();
   }
 
   now() {
@@ -125,6 +127,9 @@ class HedgeRun {
       }
       let step = this.engine.poll(this.now());
       for (;;) {
+        // Out of time (or attempts) while a predicate still judges a failure: the call's
+        // last failure is that one, as if judged transient (its late answer is dropped).
+        if (step.action === STOP && step.outcome === 'exhausted') this.keepJudging();
         this.emit(this.lastFailure);
         if (step.action === LAUNCH) {
           this.launch(step.attempt);
@@ -154,7 +159,7 @@ class HedgeRun {
       throw this.signal.reason;
     }
     if (step.outcome === 'exhausted' && step.reason === 'deadline') {
-      this.cancel(step.cancel, (k) => boundError(this.o, k, 0));
+      this.cancel(step.cancel, (k) => boundError(this.o, this.o.name, k, 0));
     } else {
       this.cancel(step.cancel, (k) => ended(this.o, k));
     }
@@ -232,6 +237,14 @@ class HedgeRun {
     if (this.inbox.length === 0 && !this.aborted) await new Promise((resolve) => (this.wake = resolve));
   }
 
+  keepJudging() {
+    for (const k of [...this.judging.keys()].sort((a, b) => a - b)) {
+      const { failure, isValue } = this.judging.get(k);
+      this.keep({ verdict: V_TRANSIENT, failure, isValue });
+    }
+    this.judging.clear();
+  }
+
   keep(item) {
     if (item.verdict === V_SUCCESS) return;
     if (this.errors.length === HISTORY) this.errors.shift();
@@ -269,14 +282,15 @@ class HedgeRun {
     } else {
       this.settle(k, r, true, result);
     }
-    if (!r.settled && bound !== null && bound !== undefined && o.interrupts && !isDeadline(o, bound)) {
+    if (!r.settled && bound !== null && bound !== undefined && o.interrupts && this.cutsAtTimeout(started, bound)) {
       // The attempt timeout cuts this attempt (armed after fn started: a result due at
       // the same virtual time comes first); the deadline ends the whole call (the
       // engine's Stop), so it arms nothing here.
       const cut = () => {
         r.timer = undefined;
         r.virtualCut = null;
-        const err = boundError(o, k, bound);
+        // A quota prices the launch it asks for as a retry after a timeout.
+        const err = markTimedOut(boundError(o, o.name, k, o.attemptTimeoutMs));
         abortAttempt(ctx, err);
         this.settle(k, r, false, err);
       };
@@ -289,6 +303,18 @@ class HedgeRun {
     }
   }
 
+  /**
+   * Whether the bound of an attempt launched at `started` (the engine's time) is its
+   * attempt timeout rather than the call's deadline, by when each ends: the bound is read
+   * a little after the engine launched the attempt, so it is a little under the attempt
+   * timeout even when that ends first (`isDeadline` on it cut nothing, in real time).
+   */
+  cutsAtTimeout(started, bound) {
+    const o = this.o;
+    if (o.attemptTimeoutMs === 0) return false;
+    return o.deadlineMs === null || started + bound < this.t0 + this.base + o.deadlineMs;
+  }
+
   /** Attempt k ended: judged by the retrier's hooks, then handed to the engine. */
   settle(k, r, ok, payload) {
     if (r.settled) return; // cancelled, cut, or the call is over: dropped
@@ -297,6 +323,7 @@ class HedgeRun {
     this.running.delete(k);
     const at = this.now();
     const deliver = (item) => {
+      this.judging.delete(k);
       item.k = k;
       item.at = at;
       this.inbox.push(item);
@@ -308,6 +335,7 @@ class HedgeRun {
         this.values.set(k, payload);
         return deliver({ verdict: V_SUCCESS, hint: undefined, failure: undefined, isValue: false });
       }
+      this.judging.set(k, { failure: payload, isValue: true });
       return judged(() => o.shouldRetryResult(payload), 'shouldRetryResult', (rejects, thrown) => {
         if (thrown !== undefined) return deliver(hookFailed(payload, true, thrown));
         if (!rejects) {
@@ -318,6 +346,7 @@ class HedgeRun {
       });
     }
     if (this.aborted || this.signal?.aborted) return; // the call's own abort: never judged
+    this.judging.set(k, { failure: payload, isValue: false });
     return judged(() => o.shouldRetry(payload), 'shouldRetry', (retry, thrown) => {
       if (thrown !== undefined) return deliver(hookFailed(payload, false, thrown));
       if (!retry) return deliver({ verdict: V_PERMANENT, hint: undefined, failure: payload, isValue: false });
@@ -349,7 +378,10 @@ function hinted(o, failure, isValue, deliver) {
     if (h !== null && h !== undefined && typeof h !== 'number') {
       return deliver(hookFailed(failure, isValue, new TypeError(`retryAfterMs must return a number or undefined (or a Promise of one), got ${typeName(h)}`)));
     }
-    return deliver({ verdict: V_TRANSIENT, hint: h ?? undefined, failure, isValue });
+    // An attempt that ran out of its bound (cut here, or an HTTP helper's timeout): the
+    // launch it asks for is priced as a retry after a timeout.
+    const verdict = !isValue && isTimedOut(failure) ? V_TIMED_OUT : V_TRANSIENT;
+    return deliver({ verdict, hint: h ?? undefined, failure, isValue });
   };
   let h;
   try {

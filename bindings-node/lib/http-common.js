@@ -15,7 +15,7 @@ const { ERROR_TYPE } = require('./metrics');
 const { typeName } = require('./options');
 const { armBound, clearBound, unrefBound } = require('./bound');
 const { boundOf } = require('./attempt');
-const { isDeadline } = require('./call');
+const { isDeadline, markTimedOut } = require('./call');
 const { parseRetryAfter } = require('./http');
 
 /** Base of the failures an HTTP helper hands its Retrier: `method` and `url` (redacted). */
@@ -122,19 +122,57 @@ const NETWORK_CODES = new Set([
   'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ERR_STREAM_PREMATURE_CLOSE',
 ]);
 
+// A certificate that failed verification: the same certificate fails every attempt, so it
+// is never retried (got's and undici's own retry codes leave these out too). Node's names
+// for OpenSSL's X509 verify results (X509ErrorCode in Node's src/crypto), the host check
+// of tls.checkServerIdentity, and the alerts of a peer that refused our certificate.
+const CERTIFICATE_CODES = new Set([
+  'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_CRL', 'UNABLE_TO_DECRYPT_CERT_SIGNATURE',
+  'UNABLE_TO_DECRYPT_CRL_SIGNATURE', 'UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY', 'CERT_SIGNATURE_FAILURE',
+  'CRL_SIGNATURE_FAILURE', 'CERT_NOT_YET_VALID', 'CERT_HAS_EXPIRED', 'CRL_NOT_YET_VALID',
+  'CRL_HAS_EXPIRED', 'ERROR_IN_CERT_NOT_BEFORE_FIELD', 'ERROR_IN_CERT_NOT_AFTER_FIELD',
+  'ERROR_IN_CRL_LAST_UPDATE_FIELD', 'ERROR_IN_CRL_NEXT_UPDATE_FIELD', 'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'CERT_CHAIN_TOO_LONG', 'CERT_REVOKED', 'INVALID_CA', 'PATH_LENGTH_EXCEEDED', 'INVALID_PURPOSE',
+  'CERT_UNTRUSTED', 'CERT_REJECTED', 'HOSTNAME_MISMATCH',
+  'ERR_TLS_CERT_ALTNAME_INVALID', 'ERR_TLS_CERT_ALTNAME_FORMAT',
+  'ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE', 'ERR_SSL_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE',
+  'ERR_SSL_SSLV3_ALERT_CERTIFICATE_REVOKED', 'ERR_SSL_SSLV3_ALERT_CERTIFICATE_EXPIRED',
+  'ERR_SSL_SSLV3_ALERT_CERTIFICATE_UNKNOWN', 'ERR_SSL_TLSV1_ALERT_UNKNOWN_CA',
+  'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED',
+]);
+
+// A client's own timeout: undici's connect, headers and body timeouts, Node's and got's
+// ETIMEDOUT, a TLS handshake timeout (a TimeoutError by name too, see isClientTimeout).
+const TIMEOUT_CODES = new Set([
+  'ETIMEDOUT', 'ESOCKETTIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT',
+  'ERR_TLS_HANDSHAKE_TIMEOUT',
+]);
+
+/**
+ * Whether a client's error is its own timeout (the attempt ran out of time): a quota
+ * prices the retry after it as a timeout's, as after the helper's cut at the bound.
+ */
+function isClientTimeout(err) {
+  if (err === null || typeof err !== 'object') return false;
+  if (err.name === 'TimeoutError' || err.cause?.name === 'TimeoutError') return true;
+  const code = codeOf(err);
+  return code !== undefined && TIMEOUT_CODES.has(code);
+}
+
 /**
  * 'connect', 'network' or undefined (not a network failure: a bug, a bad request, an
- * abort) for a client's error, by its code. `handshake` says whether the connection was
- * still being set up (no request bytes written): a TLS error then is a failed connect,
- * later it is a network failure like a reset (the request may have reached the server).
+ * abort, a certificate that failed verification) for a client's error, by its code.
+ * `handshake` says whether the connection was still being set up (no request bytes
+ * written): a TLS error then (a handshake timeout, a protocol error or EOF) is a failed
+ * connect, later it is a network failure like a reset (the request may have reached the
+ * server).
  */
 function failureOf(err, handshake) {
   const code = codeOf(err);
-  if (code === undefined) return undefined;
+  if (code === undefined || CERTIFICATE_CODES.has(code)) return undefined;
   if (CONNECT_CODES.has(code)) return 'connect';
-  if (code.startsWith('ERR_TLS_') || code.startsWith('ERR_SSL_') || code.startsWith('ERR_OSSL_')
-    || code.startsWith('UNABLE_TO_') || code.startsWith('CERT_') || code.startsWith('DEPTH_ZERO_')
-    || code.startsWith('SELF_SIGNED_')) {
+  if (code.startsWith('ERR_TLS_') || code.startsWith('ERR_SSL_') || code.startsWith('ERR_OSSL_')) {
     return handshake ? 'connect' : 'network';
   }
   if (NETWORK_CODES.has(code)) return 'network';
@@ -354,8 +392,10 @@ function isExhausted(err) {
  * `io.send` resolves with the attempt's outcome `{ status, retryAfter, release() }` (its
  * Retry-After header value, or null; release frees a retried response) or rejects with
  * the client's error; `io.failureOf(err, n)` maps that error to 'connect', 'network' or
- * undefined (final), and `io.unsent(err, n)` (optional) says whether a request cut short
- * by its bound was never sent. `req`: `{ method, url (redacted), key (Idempotency-Key or
+ * undefined (final), `io.unsent(err, n)` (optional) says whether a request cut short
+ * by its bound was never sent, and `io.timedOut(err)` (optional, default isClientTimeout)
+ * whether the error is the client's own timeout. A request cut at its bound or timed out
+ * by its client is priced as a timeout by a quota budget (markTimedOut). `req`: `{ method, url (redacted), key (Idempotency-Key or
  * null), replayable, signal }`.
  *
  * Resolves with the last outcome: a success, a final error response (the call counted
@@ -408,10 +448,12 @@ async function runHttp(h, rules, req, io) {
       // ('network'), sent again only for an idempotent method; one never sent was not
       // connected: a connect failure.
       const unsent = io.unsent?.(err, n) === true;
-      const failure = timer?.signal.aborted ? (unsent ? 'connect' : 'network') : io.failureOf(err, n);
+      const cut = timer?.signal.aborted === true;
+      const failure = cut ? (unsent ? 'connect' : 'network') : io.failureOf(err, n);
       if (failure === undefined) throw err;
       const Failure = verdict(null, failure) === 'retry' ? RequestFailedError : FinalNetworkError;
-      throw new Failure(method, url, failure === 'connect' || unsent, err);
+      const failed = new Failure(method, url, failure === 'connect' || unsent, err);
+      throw cut || (io.timedOut ?? isClientTimeout)(err) ? markTimedOut(failed) : failed;
     }
     if (verdict(out.status, null) !== 'retry') {
       // The caller reads the body within the same bound (the attempt's signal aborts it).
@@ -535,6 +577,7 @@ module.exports = {
   isFailedStatus,
   idempotencyKeyOf,
   failureOf,
+  isClientTimeout,
   codeOf,
   networkErrorType,
   exhaustedAs,

@@ -13,8 +13,9 @@ const { startServer } = require('./http-server');
 function make(retrier, options = {}) {
   const instance = axios.create();
   retryAxios(instance, { retrier, ...options });
-  return (url, { method = 'GET', body, headers, retry, ca } = {}) => instance.request({
+  return (url, { method = 'GET', body, headers, retry, ca, timeoutMs } = {}) => instance.request({
     url, method, data: body, headers, retry,
+    ...(timeoutMs !== undefined ? { timeout: timeoutMs } : {}),
     ...(ca ? { httpsAgent: new https.Agent({ ca }) } : {}),
   }).then(
     (res) => ({ status: res.status }),

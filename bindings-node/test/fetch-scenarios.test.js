@@ -9,12 +9,14 @@ const agents = new Map();
 
 function make(retrier, options = {}) {
   const f = retryingFetch({ retrier, fetch: undici.fetch, ...options });
-  return async (url, { method = 'GET', body, headers, retry, ca } = {}) => {
+  return async (url, { method = 'GET', body, headers, retry, ca, timeoutMs } = {}) => {
     let dispatcher;
     if (ca) {
       dispatcher = agents.get(ca) ?? new undici.Agent({ connect: { ca } });
       agents.set(ca, dispatcher);
     }
+    // The client's own timeout: undici's headersTimeout.
+    if (timeoutMs !== undefined) dispatcher = new undici.Agent({ headersTimeout: timeoutMs });
     const res = await f(url, { method, body, headers, retry, ...(dispatcher ? { dispatcher } : {}) });
     await res.text();
     return { status: res.status };

@@ -15,7 +15,7 @@ test.before(async () => {
 
 /** A got instance with retries; a request resolves with { status } for any response. */
 function make(retrier, options = {}) {
-  return async (url, { method = 'GET', body, headers, retry, ca } = {}) => {
+  return async (url, { method = 'GET', body, headers, retry, ca, timeoutMs } = {}) => {
     const client = gotModule.default.extend(retryGot({ retrier, ...options }));
     const gotRetry = retry === undefined ? undefined : {
       ...(retry.limit !== undefined ? { limit: retry.limit - 1 } : {}),
@@ -28,6 +28,7 @@ function make(retrier, options = {}) {
       method, body, headers, throwHttpErrors: false, ...context,
       ...(gotRetry ? { retry: gotRetry } : {}),
       ...(ca ? { https: { certificateAuthority: ca } } : {}),
+      ...(timeoutMs !== undefined ? { timeout: { request: timeoutMs } } : {}),
     });
     return { status: res.statusCode };
   };

@@ -425,3 +425,17 @@ test('onRetry and delayMs are refused on a hedging retrier (they would never run
   assert.throws(() => hedging({ delayMs: () => 10 }), { name: 'TypeError', message: /hedging retrier/ });
   assert.throws(() => hedging().with({ onRetry: () => true }), { name: 'TypeError', message: /hedging retrier/ });
 });
+
+test('real time: an attempt timeout cuts each hedge at its bound, with a TimeoutError naming it', async () => {
+  // Before: the bound, read a moment after the engine launched the attempt, was a little
+  // under attemptTimeoutMs and taken for the deadline: nothing cut the attempt, and the
+  // call waited for the next hedge's timer (a minute here).
+  const r = new Retrier({ name: 'reads', hedge: { maxAttempts: 2, delayMs: 60_000 }, attemptTimeoutMs: 50, deadlineMs: null });
+  const started = performance.now();
+  const err = await r.call((ctx) => new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)))).catch((e) => e);
+  const took = performance.now() - started;
+  assert.equal(err.reason, 'attempts', String(err));
+  assert.equal(err.attempts, 2);
+  assert.deepEqual(err.errors.map((e) => e.message), ['reads: attempt 1 timed out after 50 ms', 'reads: attempt 2 timed out after 50 ms']);
+  assert.ok(took < 10_000, `${took} ms`);
+});

@@ -4,18 +4,21 @@
 // gives `client`:
 //   name: the label;
 //   make(retrier, options): a client with retries, where options are the helper's own
-//     (redactQuery, ...); it returns request(url, { method, body, headers, retry, ca })
+//     (redactQuery, ...); it returns request(url, { method, body, headers, retry, ca,
+//     timeoutMs (the client's own timeout) })
 //     resolving with { status } whether the client resolved or rejected with a response;
 //   isClientError(err): whether err is the client's own error type.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const https = require('node:https');
+const net = require('node:net');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
-const { Retrier, RetryExhaustedError } = require('retryrs');
+const { Retrier, RetryExhaustedError, RetryBudget } = require('retryrs');
 const { startServer, closedPort } = require('./http-server');
+const { codeOf } = require('../lib/http-common');
 
 /** A retrier with no backoff wait (Retry-After still applies) that records events. */
 function fast(options = {}) {
@@ -25,17 +28,19 @@ function fast(options = {}) {
 }
 
 /**
- * A self-signed certificate for 127.0.0.1, made once per process with the openssl CLI
- * ({ error } when openssl is missing: the TLS scenario then fails saying so).
+ * A self-signed certificate for 127.0.0.1 (or the subjectAltName given), made once per
+ * process with the openssl CLI ({ error } when openssl is missing: the TLS scenarios then
+ * fail saying so).
  */
-let cert;
-function selfSigned() {
+const certs = new Map();
+function selfSigned(altName = 'IP:127.0.0.1') {
+  let cert = certs.get(altName);
   if (cert !== undefined) return cert;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'retryrs-tls-'));
   try {
     execFileSync('openssl', [
       'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
-      '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem'),
+      '-addext', `subjectAltName=${altName}`, '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem'),
     ], { stdio: 'ignore' });
     cert = { key: fs.readFileSync(path.join(dir, 'key.pem')), cert: fs.readFileSync(path.join(dir, 'cert.pem')) };
   } catch (err) {
@@ -43,40 +48,65 @@ function selfSigned() {
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+  certs.set(altName, cert);
   return cert;
 }
 
 /**
  * An HTTPS server that reads each request whole, writes the status line, headers and
- * part of the body, then closes the TLS connection: the request was sent and read.
+ * part of the body, then closes the TLS connection: the request was sent and read. Its
+ * certificate is for `altName`; `connections()` counts the TCP connections it accepted
+ * (a handshake that failed included). With `resetHandshakes: n`, the first n connections
+ * are reset (TCP RST) as the client's hello arrives: a TLS handshake cut by the network.
  */
-async function startCuttingTlsServer() {
-  const c = selfSigned();
-  if (c.error) throw new Error(`the TLS scenario needs the openssl CLI to make a certificate: ${c.error.message}`);
+async function startCuttingTlsServer({ altName, resetHandshakes = 0, cut = true } = {}) {
+  const c = selfSigned(altName);
+  if (c.error) throw new Error(`the TLS scenarios need the openssl CLI to make a certificate: ${c.error.message}`);
   let hits = 0;
+  let connections = 0;
+  const sockets = new Set();
   const server = https.createServer({ key: c.key, cert: c.cert }, (req, res) => {
     req.resume();
     req.on('end', () => {
       hits++;
+      if (!cut) {
+        res.end('ok');
+        return;
+      }
       res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '1000' });
       res.write('partial');
       setTimeout(() => req.socket.destroy(), 20);
     });
   });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  // The TCP side: counts connections, resets the first handshakes, hands the rest to the
+  // HTTPS server.
+  const front = net.createServer((socket) => {
+    connections++;
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    if (connections <= resetHandshakes) {
+      socket.once('data', () => socket.resetAndDestroy());
+      return;
+    }
+    server.emit('connection', socket);
+  });
+  await new Promise((resolve) => front.listen(0, '127.0.0.1', resolve));
   return {
-    url: `https://127.0.0.1:${server.address().port}/pay`,
+    url: `https://127.0.0.1:${front.address().port}/pay`,
     ca: c.cert,
     hits: () => hits,
+    connections: () => connections,
     close() {
-      server.closeAllConnections();
-      return new Promise((resolve) => server.close(resolve));
+      for (const socket of sockets) socket.destroy();
+      return new Promise((resolve) => front.close(resolve));
     },
   };
 }
 
 function scenarios(client) {
   const { name, make, isClientError } = client;
+  // The client's own error for a failed TLS handshake (undici's is Node's own TLS error).
+  const isTlsError = client.isTlsError ?? isClientError;
 
   test(`${name}: 503, 503, 200 makes 3 requests and returns the 200`, async (t) => {
     const s = await startServer();
@@ -217,17 +247,45 @@ function scenarios(client) {
     assert.equal(events.filter((e) => e.kind === 'retrying').length, 0);
   });
 
-  test(`${name}: a TLS handshake failure (an untrusted certificate) never sent the POST: it is retried`, async (t) => {
-    const s = await startCuttingTlsServer();
+  test(`${name}: an untrusted or mismatched certificate is never retried: one attempt, the client's own error`, async (t) => {
+    const untrusted = await startCuttingTlsServer();
+    t.after(() => untrusted.close());
+    // A certificate the client trusts (ca), for another host.
+    const elsewhere = await startCuttingTlsServer({ altName: 'DNS:elsewhere.invalid' });
+    t.after(() => elsewhere.close());
+    const cases = [
+      // No ca: the self-signed certificate fails verification, whatever the method.
+      [untrusted, 'GET', undefined, 'DEPTH_ZERO_SELF_SIGNED_CERT'],
+      [untrusted, 'POST', undefined, 'DEPTH_ZERO_SELF_SIGNED_CERT'],
+      [elsewhere, 'GET', elsewhere.ca, 'ERR_TLS_CERT_ALTNAME_INVALID'],
+    ];
+    let connections = 0;
+    for (const [s, method, ca, code] of cases) {
+      const { retrier, events } = fast({ maxAttempts: 3 });
+      const body = method === 'POST' ? 'pay' : undefined;
+      const err = await make(retrier)(s.url, { method, body, ca }).then(() => assert.fail('resolved'), (e) => e);
+      const what = `${method} ${code}: ${err?.name}: ${err?.message}`;
+      assert.ok(isTlsError(err), `the client's own error: ${what}`);
+      assert.ok(!(err instanceof RetryExhaustedError), what);
+      assert.equal(codeOf(err), code, what);
+      assert.equal(s.connections() - (s === untrusted ? connections : 0), 1, `one attempt: ${what}`);
+      if (s === untrusted) connections = s.connections();
+      assert.equal(events.filter((e) => e.kind === 'retrying').length, 0, what);
+      assert.equal(events.at(-1).kind, 'rejected', what);
+      assert.equal(s.hits(), 0);
+    }
+  });
+
+  test(`${name}: a TLS handshake reset by the network is retried`, async (t) => {
+    const s = await startCuttingTlsServer({ resetHandshakes: 1, cut: false });
     t.after(() => s.close());
     const { retrier, events } = fast({ maxAttempts: 3 });
-    // No ca: the self-signed certificate fails the handshake.
-    const err = await make(retrier)(s.url, { method: 'POST', body: 'pay' }).then(() => assert.fail('resolved'), (e) => e);
-    assert.ok(err instanceof RetryExhaustedError, `${err?.name}: ${err?.message}`);
-    assert.equal(err.attempts, 3);
-    assert.ok(err.errors.every((e) => e.connect === true));
-    assert.equal(events.filter((e) => e.kind === 'retrying').length, 2);
-    assert.equal(s.hits(), 0);
+    const res = await make(retrier)(s.url, { ca: s.ca });
+    assert.equal(res.status, 200);
+    assert.equal(s.connections(), 2);
+    assert.equal(s.hits(), 1);
+    assert.equal(events.filter((e) => e.kind === 'retrying').length, 1);
+    assert.equal(events.at(-1).kind, 'success');
   });
 
   test(`${name}: connection refused until out of retries rejects with the client's own error carrying retryrs's`, async () => {
@@ -281,6 +339,36 @@ function scenarios(client) {
     const post = s.script([['slow', 3000], 200]);
     await assert.rejects(make(retrier)(post, { method: 'POST', body: 'pay' }));
     assert.equal(s.hits(post), 1);
+  });
+
+  test(`${name}: an attempt cut at its bound costs an AWS quota a timeout's 10 per retry`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    // 25 tokens: two retries at 10 leave 5, too few for a third (at 5 each, four retries
+    // would fit and the call would run out of attempts instead).
+    const quota = RetryBudget.quota({ capacity: 25 });
+    const { retrier, events } = fast({ attemptTimeoutMs: 100, maxAttempts: 5, budget: quota });
+    const url = s.script([['slow', 3000]]);
+    const err = await make(retrier)(url).then((res) => assert.fail(`resolved ${res.status}`), (e) => e);
+    assert.equal(err.reason, 'budget', `${err?.name}: ${err?.message}`);
+    assert.equal(err.attempts, 3);
+    assert.equal(quota.tokens, 5);
+    assert.equal(s.hits(url), 3);
+    assert.equal(events.filter((e) => e.kind === 'retrying').length, 2);
+  });
+
+  test(`${name}: the client's own timeout costs an AWS quota a timeout's 10 per retry`, async (t) => {
+    const s = await startServer();
+    t.after(() => s.close());
+    const quota = RetryBudget.quota({ capacity: 25 });
+    // No attemptTimeoutMs: only the client's timeout ends each attempt.
+    const { retrier } = fast({ maxAttempts: 5, budget: quota });
+    const url = s.script([['slow', 3000]]);
+    const err = await make(retrier)(url, { timeoutMs: 100 }).then((res) => assert.fail(`resolved ${res.status}`), (e) => e);
+    assert.equal(err.reason, 'budget', `${err?.name}: ${err?.message}`);
+    assert.equal(err.attempts, 3);
+    assert.equal(quota.tokens, 5);
+    assert.equal(s.hits(url), 3);
   });
 
   test(`${name}: 200 retried calls leave no sockets or memory behind`, async (t) => {

@@ -5,6 +5,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const http = require('node:http');
+const https = require('node:https');
 const { Retrier, parseRetryAfter, isRetryableStatus, classifyHttp, isTransientError, RETRYABLE_STATUSES } = require('..');
 
 class HttpStatusError extends Error {
@@ -77,6 +78,40 @@ test('a refused connection is transient by default (fetch failed, ECONNREFUSED)'
   assert.equal(err.name, 'RetryExhaustedError');
   assert.equal(err.attempts, 2);
   assert.equal(err.cause.message, 'fetch failed');
+});
+
+test('an untrusted certificate is permanent by default: fetch and https.get, one attempt, the client\'s error', async (t) => {
+  const { startCuttingTlsServer } = require('./http-scenarios');
+  const s = await startCuttingTlsServer();
+  t.after(() => s.close());
+  const r = new Retrier({ maxAttempts: 3, initialDelayMs: 0, maxDelayMs: 0 });
+  const fetched = await r.call(() => fetch(s.url)).catch((e) => e);
+  assert.equal(fetched.message, 'fetch failed');
+  assert.equal(fetched.cause.code, 'DEPTH_ZERO_SELF_SIGNED_CERT');
+  assert.equal(s.connections(), 1);
+  const got = await r.call(() => new Promise((resolve, reject) => {
+    https.get(s.url, { agent: false }, resolve).on('error', reject);
+  })).catch((e) => e);
+  assert.equal(got.code, 'DEPTH_ZERO_SELF_SIGNED_CERT');
+  assert.equal(s.connections(), 2);
+});
+
+test('failureOf: a certificate that fails verification is no network failure; other TLS failures in a handshake are a failed connect', () => {
+  const { failureOf } = require('../lib/http-common');
+  const coded = (code) => Object.assign(new Error(code), { code });
+  for (const code of ['UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'CERT_HAS_EXPIRED',
+    'CERT_NOT_YET_VALID', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'CERT_REVOKED',
+    'HOSTNAME_MISMATCH', 'ERR_TLS_CERT_ALTNAME_INVALID', 'ERR_SSL_TLSV1_ALERT_UNKNOWN_CA']) {
+    assert.equal(failureOf(coded(code), true), undefined, code);
+    assert.equal(failureOf(coded(code), false), undefined, code);
+    assert.equal(failureOf(new TypeError('fetch failed', { cause: coded(code) }), true), undefined, `fetch: ${code}`);
+  }
+  for (const code of ['ERR_TLS_HANDSHAKE_TIMEOUT', 'ERR_SSL_WRONG_VERSION_NUMBER', 'ERR_SSL_UNEXPECTED_EOF_WHILE_READING']) {
+    assert.equal(failureOf(coded(code), true), 'connect', code);
+    assert.equal(failureOf(coded(code), false), 'network', code);
+  }
+  assert.equal(failureOf(coded('ECONNRESET'), true), 'network');
+  assert.equal(failureOf(coded('ECONNREFUSED'), false), 'connect');
 });
 
 test('parseRetryAfter: seconds and HTTP-dates in ms, no hint as undefined, huge values saturate', () => {

@@ -7,14 +7,15 @@ const { Readable } = require('node:stream');
 const undici = require('undici');
 const { Retrier } = require('retryrs');
 const { retryInterceptor } = require('retryrs/undici');
+const { HttpRetryError } = require('../lib/http-common');
 const { scenarios, fast } = require('./http-scenarios');
 const { startServer } = require('./http-server');
 
 const agents = [];
 test.after(() => Promise.all(agents.map((a) => a.close())));
 
-function dispatcherFor(retrier, options = {}, ca) {
-  const agent = new undici.Agent(ca ? { connect: { ca } } : {});
+function dispatcherFor(retrier, options = {}, ca, timeoutMs) {
+  const agent = new undici.Agent({ ...(ca ? { connect: { ca } } : {}), ...(timeoutMs !== undefined ? { headersTimeout: timeoutMs } : {}) });
   agents.push(agent);
   return agent.compose(retryInterceptor({ retrier, ...options }));
 }
@@ -22,8 +23,8 @@ function dispatcherFor(retrier, options = {}, ca) {
 /** undici.request on a composed Agent; resolves with { status } once the body is read. */
 function make(retrier, options = {}) {
   const plain = dispatcherFor(retrier, options);
-  return async (url, { method = 'GET', body, headers, retry, ca } = {}) => {
-    const dispatcher = ca ? dispatcherFor(retrier, options, ca) : plain;
+  return async (url, { method = 'GET', body, headers, retry, ca, timeoutMs } = {}) => {
+    const dispatcher = ca || timeoutMs !== undefined ? dispatcherFor(retrier, options, ca, timeoutMs) : plain;
     const res = await undici.request(url, { dispatcher, method, body, headers, retry });
     await res.body.text();
     return { status: res.statusCode };
@@ -31,7 +32,13 @@ function make(retrier, options = {}) {
 }
 
 // A refused connection is Node's own error as undici rejects with it (code ECONNREFUSED).
-scenarios({ name: 'undici interceptor', make, isClientError: (err) => err instanceof Error && err.code === 'ECONNREFUSED' && err.syscall === 'connect' });
+// A failed TLS handshake is Node's own TLS error (a code, no syscall).
+scenarios({
+  name: 'undici interceptor',
+  make,
+  isClientError: (err) => err instanceof Error && err.code === 'ECONNREFUSED' && err.syscall === 'connect',
+  isTlsError: (err) => err instanceof Error && typeof err.code === 'string' && err.syscall === undefined && !(err instanceof HttpRetryError),
+});
 
 test('undici interceptor: undici.fetch through the dispatcher, and global fetch through setGlobalDispatcher', async (t) => {
   const s = await startServer();

@@ -394,8 +394,8 @@ pub struct HedgeCall<P: Deref<Target = Policy>> {
     admission: Option<Admission>,
     /// What the last hedge took from a quota budget (`None`: no hedge yet).
     retry_cost: Option<u64>,
-    /// What the next launch follows, for a quota's price: a timeout's when it was asked
-    /// for by an attempt that timed out.
+    /// What the next launch follows, for a quota's price: a timeout when the failure that
+    /// asked for it ran out of its bound ([`HedgeCall::record_timeout`]).
     next_cause: RetryCause,
 }
 
@@ -563,6 +563,20 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
         self.record_as(k, verdict, RetryCause::Failure, now, sink)
     }
 
+    /// [`HedgeCall::record`] for an attempt that ran out of its bound (the host cut it at
+    /// its attempt timeout, or its I/O timed out): the same step, but the attempt a
+    /// non-fatal failure launches is priced as a retry after a timeout by a quota budget
+    /// (the AWS SDKs charge 10, not 5), as [`crate::Call::record_timeout`] prices a retry.
+    pub fn record_timeout(
+        &mut self,
+        k: u32,
+        verdict: Verdict,
+        now: Duration,
+        sink: &mut impl FnMut(&Event<'_>),
+    ) -> Result<Step, StateError> {
+        self.record_as(k, verdict, RetryCause::Timeout, now, sink)
+    }
+
     /// [`HedgeCall::record`] with what a launch it asks for follows: after an attempt that
     /// timed out ([`RetryCause::Timeout`]), a quota budget prices that next attempt as a
     /// retry after a timeout (as [`crate::Call::record_as`] does for a retry).
@@ -621,11 +635,14 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
                 }
                 // A6: a non-fatal failure sends the next hedge at once (or after the
                 // server's pushback).
-                (Some(h), _) => self.next_at = Some(now.saturating_add(h)),
-                (None, _) => self.next_at = Some(now),
-            }
-            if self.refused.is_none() {
-                self.next_cause = cause;
+                (Some(h), _) => {
+                    self.next_at = Some(now.saturating_add(h));
+                    self.next_cause = cause;
+                }
+                (None, _) => {
+                    self.next_at = Some(now);
+                    self.next_cause = cause;
+                }
             }
         }
         self.poll(now, sink)
@@ -646,8 +663,11 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
     /// A hedge is paid for as a retry (a token bucket's hedge also spends one token) and
     /// is refused while the budget refuses retries.
     fn draw_token(&mut self, now: Duration) -> bool {
+        // A launch a failure asked for is priced by what that failure was; a hedge sent on
+        // its timer as a plain retry.
+        let cause = std::mem::replace(&mut self.next_cause, RetryCause::Failure);
         match &self.policy.budget {
-            Some(b) => match b.try_retry_after(std::mem::replace(&mut self.next_cause, RetryCause::Failure), now) {
+            Some(b) => match b.try_retry_after(cause, now) {
                 Some(cost) => {
                     b.record_failure();
                     self.retry_cost = Some(cost);
@@ -775,6 +795,38 @@ mod tests {
             assert_eq!(call.poll(ms(1005), &mut sink), Ok(Step::Launch(3)));
             assert_eq!(quota.as_quota().unwrap().available(), after_launch - 5, "{cause:?}");
         }
+    }
+
+    /// Under a quota budget the attempt a timed-out failure launches is priced as a retry
+    /// after a timeout (10, not 5); a hedge sent on its timer, or after another failure,
+    /// as a plain retry; the success gives back what the last launch took.
+    #[test]
+    fn a_quota_prices_a_launch_after_a_timeout_as_a_timeouts() {
+        use crate::budget::{QuotaBudget, RetryBudget};
+        let quota = std::sync::Arc::new(RetryBudget::from(QuotaBudget::new(500, 5, 10, 1).unwrap()));
+        let p = Policy::builder()
+            .hedge(Some(Hedging::fixed(4, 1000.0).unwrap()))
+            .budget(Some(std::sync::Arc::clone(&quota)))
+            .build()
+            .unwrap();
+        let left = || quota.as_quota().unwrap().available();
+        let mut sink = |_: &Event<'_>| {};
+        let mut call = HedgeCall::start(&p, ms(0));
+        assert_eq!(call.poll(ms(0), &mut sink), Ok(Step::Launch(1)));
+        assert_eq!(call.record_timeout(1, Verdict::TRANSIENT, ms(100), &mut sink), Ok(Step::Launch(2)));
+        assert_eq!(left(), 490, "the launch after a timeout cost 10");
+        assert_eq!(call.record(2, Verdict::TRANSIENT, ms(110), &mut sink), Ok(Step::Launch(3)));
+        assert_eq!(left(), 485, "after a plain failure, 5");
+        assert_eq!(call.poll(ms(1110), &mut sink), Ok(Step::Launch(4)));
+        assert_eq!(left(), 480, "a hedge on its timer, 5");
+        assert!(matches!(call.record(4, Verdict::Success, ms(1120), &mut sink), Ok(Step::Won { attempt: 4, .. })));
+        assert_eq!(left(), 485, "the success gave back the last launch's 5");
+        // A permanent verdict recorded as a timeout launches nothing and costs nothing.
+        let mut call = HedgeCall::start(&p, ms(0));
+        assert_eq!(call.poll(ms(0), &mut sink), Ok(Step::Launch(1)));
+        let end = call.record_timeout(1, Verdict::Permanent, ms(5), &mut sink).unwrap();
+        assert!(matches!(end, Step::Stop { stop: Stop::Rejected, .. }), "{end:?}");
+        assert_eq!(left(), 485);
     }
 
     /// A hedged call asks the breaker once, before attempt 1; its outcome counts once,

@@ -362,3 +362,29 @@ fn on_a_virtual_clock_the_hedge_goes_out_after_the_delay_in_virtual_time() {
     assert_eq!(got.unwrap(), 2);
     assert_eq!(*launched_at.lock().unwrap(), [ms(0), ms(50)], "attempt 2 went out 50 ms later, in virtual time");
 }
+
+/// An attempt dropped at its attempt timeout is a timeout to a quota budget: the hedge it
+/// launches costs 10 (the AWS SDKs' price of a retry after a timeout), not 5; the success
+/// gives the 10 back.
+#[tokio::test(flavor = "current_thread")]
+async fn a_hedge_after_an_attempt_dropped_at_its_bound_is_priced_as_a_timeout() {
+    let quota = Arc::new(RetryBudget::from(retryrs::QuotaBudget::new(500, 5, 10, 1).unwrap()));
+    let policy = hedged(2, 3_600_000.0).attempt_timeout(Some(ms(50))).budget(Some(Arc::clone(&quota))).build().unwrap();
+    let retrier = Retrier::new(policy);
+    let tally = Tally::default();
+    let seen = Mutex::new(vec![]);
+    let got = retrier
+        .run_async_with(
+            tokio_sleep,
+            |a: Attempt| {
+                seen.lock().unwrap().push(quota.as_quota().unwrap().available());
+                tally.attempt(if a.number == 1 { HANG } else { ms(0) }, Ok(a.number))
+            },
+            |_| Verdict::TRANSIENT,
+        )
+        .await;
+    assert_eq!(got.unwrap(), 2);
+    assert_eq!(*seen.lock().unwrap(), vec![500, 490], "the hedge after the timeout cost 10");
+    assert_eq!(quota.as_quota().unwrap().available(), 500, "the success gave the 10 back");
+    assert_eq!(tally.dropped(), 1, "attempt 1 was dropped at its bound");
+}
