@@ -24,6 +24,15 @@ fn main() {
                 ours(&zero);
             }
         }
+        "ours_sized" => {
+            // An error that is not zero-sized: the history stores it.
+            let zero = Retrier::new(
+                Policy::builder().initial_delay(Duration::ZERO).jitter(Jitter::None).deadline(None).build().unwrap(),
+            );
+            for _ in 0..calls {
+                ours_sized(&zero);
+            }
+        }
         "happy" => {
             let happy = Retrier::new(Policy::builder().deadline(None).build().unwrap());
             for _ in 0..calls {
@@ -37,7 +46,7 @@ fn main() {
                 theirs(backon_zero);
             }
         }
-        other => panic!("unknown case {other:?}: ours, happy or backon"),
+        other => panic!("unknown case {other:?}: ours, ours_sized, happy or backon"),
     }
 }
 
@@ -45,6 +54,15 @@ fn main() {
 fn ours(zero: &Retrier) {
     let got =
         zero.run(|a: &Attempt| if black_box(a.number) < 3 { Err(Busy) } else { Ok(a.number) }, |_| Verdict::TRANSIENT);
+    black_box(got.unwrap());
+}
+
+#[inline(never)]
+fn ours_sized(zero: &Retrier) {
+    let got = zero.run(
+        |a: &Attempt| if black_box(a.number) < 3 { Err(std::io::ErrorKind::Other) } else { Ok(a.number) },
+        |_| Verdict::TRANSIENT,
+    );
     black_box(got.unwrap());
 }
 
