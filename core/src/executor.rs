@@ -533,6 +533,10 @@ impl Retrier {
 
     /// [`Retrier::execute`], where `first` is attempt 1's error if the caller already ran
     /// it (a lazy start: the policy has nothing to tell or bound).
+    ///
+    /// `MAY_READ_TIME` false is for a call whose time matters to nothing (a policy that
+    /// reads no time, no listener, no hooks): every time given to the engine is then the
+    /// constant zero, and the compiler folds the engine's time arithmetic away.
     #[cfg(feature = "blocking")]
     fn execute_from<T, E, const MAY_READ_TIME: bool>(
         &self,
@@ -584,6 +588,7 @@ impl Retrier {
         // and the clock is never read.
         // Hooks see the time since the call began, too.
         let hooked = wait.is_some() || before_retry.is_some();
+        debug_assert!(MAY_READ_TIME || !(self.policy.reads_time() || has_listener || hooked));
         let timed = MAY_READ_TIME && (self.policy.reads_time() || has_listener || hooked);
         let read_time = || if timed { clock.now() } else { Duration::ZERO };
         // The happy path of a policy with nothing to tell or bound (no clock needed, no
@@ -674,7 +679,8 @@ impl Retrier {
     }
 }
 
-/// The options of a [`Run`] but its listener, which the executor takes as a [`Tell`] (statically absent for [`Retrier::run`]).
+/// The options of a [`Run`] but its listener, which the executor takes as a [`Tell`]
+/// (statically absent for [`Retrier::run`]).
 #[cfg(feature = "blocking")]
 struct Options<'a, E, T> {
     cancel: Option<&'a CancelToken>,
