@@ -382,7 +382,7 @@ impl Retrier {
         let attempt_start = Cell::new(call.started_at());
         let failed_at = Cell::new(None);
         let success_timed = has_listener || policy.breaker().is_some_and(CircuitBreaker::times_successes);
-        let mut history = History { errors: Vec::new(), value: None };
+        let mut history = History::new();
         let mut hooks = |ctx: &RetryContext<'_, E, T>| {
             crate::executor::plan(
                 ctx,

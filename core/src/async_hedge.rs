@@ -114,7 +114,7 @@ impl<S, C, N, R> Hedged<'_, S, C, N, R> {
         }
         let mut flights: [Option<Flight<Fut, S::Timer>>; MAX_HEDGE_ATTEMPTS as usize] = Default::default();
         let mut cancelled = pin!(cancel.map(CancelToken::cancelled));
-        let mut history = History { errors: Vec::new(), value: None };
+        let mut history = History::new();
         let mut now = clock.now();
         let mut step = call.poll(now, &mut |e| notify(e, history.last())).expect("a hedged call polls until it ends");
         loop {

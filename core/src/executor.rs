@@ -295,18 +295,93 @@ pub(crate) fn plan<E, T>(
     }
 }
 
+/// How many errors a call keeps in place before it moves them to a `Vec`: a call that
+/// fails that often and then succeeds allocates nothing (malloc and free were a third of
+/// the instructions of a call with two zero-delay failures).
+const INLINE: usize = 2;
+
+/// The last [`HISTORY`] errors of a call, in order: the first [`INLINE`] in place, then in
+/// a `Vec` (made when the call fails once more, or when it ends in an error).
+pub(crate) enum Errors<E> {
+    /// The errors so far, in the first `len` slots.
+    Inline { slots: [Option<E>; INLINE], len: usize },
+    /// More than [`INLINE`] errors.
+    Spilled(Vec<E>),
+}
+
+impl<E> Errors<E> {
+    #[inline(always)]
+    fn push(&mut self, error: E) {
+        match self {
+            Errors::Inline { slots, len } if *len < INLINE => {
+                slots[*len] = Some(error);
+                *len += 1;
+            }
+            _ => self.push_spilled(error),
+        }
+    }
+
+    /// [`Errors::push`] past the slots.
+    #[cold]
+    #[inline(never)]
+    fn push_spilled(&mut self, error: E) {
+        match self {
+            Errors::Inline { slots, .. } => {
+                let mut errors = Vec::with_capacity(2 * INLINE);
+                errors.extend(slots.iter_mut().filter_map(Option::take));
+                errors.push(error);
+                *self = Errors::Spilled(errors);
+            }
+            Errors::Spilled(errors) => {
+                if errors.len() == HISTORY {
+                    errors.remove(0);
+                }
+                errors.push(error);
+            }
+        }
+    }
+
+    fn last(&self) -> Option<&E> {
+        match self {
+            Errors::Inline { slots, len } => len.checked_sub(1).and_then(|i| slots[i].as_ref()),
+            Errors::Spilled(errors) => errors.last(),
+        }
+    }
+
+    fn pop(&mut self) -> Option<E> {
+        match self {
+            Errors::Inline { slots, len } => {
+                *len = len.checked_sub(1)?;
+                slots[*len].take()
+            }
+            Errors::Spilled(errors) => errors.pop(),
+        }
+    }
+
+    /// The errors, in order, as [`RetryError`] carries them.
+    fn into_vec(self) -> Vec<E> {
+        match self {
+            Errors::Inline { slots, len } => slots.into_iter().take(len).flatten().collect(),
+            Errors::Spilled(errors) => errors,
+        }
+    }
+}
+
 /// The failures a call keeps: the last [`HISTORY`] errors, and the last value if the last
 /// failure was a rejected value.
 pub(crate) struct History<E, T> {
-    pub(crate) errors: Vec<E>,
+    errors: Errors<E>,
     pub(crate) value: Option<T>,
 }
 
 impl<E, T> History<E, T> {
+    /// No failure yet.
+    pub(crate) fn new() -> Self {
+        History { errors: Errors::Inline { slots: std::array::from_fn(|_| None), len: 0 }, value: None }
+    }
+
+    #[inline]
     pub(crate) fn push_error(&mut self, error: E) {
-        if self.errors.len() == HISTORY {
-            self.errors.remove(0);
-        }
         self.errors.push(error);
         self.value = None;
     }
@@ -323,6 +398,7 @@ impl<E, T> History<E, T> {
             Stop::Rejected => return RetryError::Rejected(self.errors.pop().expect("a rejection follows a failure")),
             _ => self,
         };
+        let errors = errors.into_vec();
         match stop {
             Stop::Exhausted(reason) => {
                 let deadline_hint = if reason == ExhaustReason::Deadline { policy.deadline_hint() } else { None };
@@ -418,7 +494,15 @@ impl Retrier {
             },
             false => None,
         };
-        self.execute_from(Run::default(), first, op, classify).map_err(RetryError::without_value)
+        // No listener, statically: the engine's events reach only the stats, which read
+        // their kind, so none is built (a call with two zero-delay failures builds five).
+        let options = Options { cancel: None, clock: None, result_predicate: None, wait: None, before_retry: None };
+        let got = match self.lazy {
+            // A lazy policy reads no time: the engine is fed a constant, folded away.
+            true => self.execute_from::<_, _, false>(options, Quiet, first, op, classify),
+            false => self.execute_from::<_, _, true>(options, Quiet, first, op, classify),
+        };
+        got.map_err(RetryError::without_value)
     }
 
     /// [`Retrier::run`] with the options of [`Run`]: a listener, a cancel token, a clock,
@@ -442,22 +526,29 @@ impl Retrier {
         op: impl FnMut(&Attempt) -> Result<T, E>,
         classify: impl FnMut(&E) -> Verdict,
     ) -> Result<T, RetryError<E, T>> {
-        self.execute_from(run, None, op, classify)
+        let Run { listener, cancel, clock, result_predicate, wait, before_retry } = run;
+        let options = Options { cancel, clock, result_predicate, wait, before_retry };
+        self.execute_from::<_, _, true>(options, listener, None, op, classify)
     }
 
     /// [`Retrier::execute`], where `first` is attempt 1's error if the caller already ran
     /// it (a lazy start: the policy has nothing to tell or bound).
+    ///
+    /// `MAY_READ_TIME` false is for a call whose time matters to nothing (a policy that
+    /// reads no time, no listener, no hooks): every time given to the engine is then the
+    /// constant zero, and the compiler folds the engine's time arithmetic away.
     #[cfg(feature = "blocking")]
-    fn execute_from<T, E>(
+    fn execute_from<T, E, const MAY_READ_TIME: bool>(
         &self,
-        run: Run<'_, E, T>,
+        options: Options<'_, E, T>,
+        mut listener: impl Tell<E, T>,
         mut first: Option<E>,
         mut op: impl FnMut(&Attempt) -> Result<T, E>,
         mut classify: impl FnMut(&E) -> Verdict,
     ) -> Result<T, RetryError<E, T>> {
         // Taken apart at once: each option is then dropped where it ends, in line (the
         // whole `Run`, dropped at each return, was a call).
-        let Run { mut listener, cancel, clock, mut result_predicate, wait, before_retry } = run;
+        let Options { cancel, clock, mut result_predicate, wait, before_retry } = options;
         let virtual_clock;
         // The real clock's zero wait without a cancel token is no wait at all: skipped
         // below without a call (any other clock is told of every wait).
@@ -480,15 +571,13 @@ impl Retrier {
                 "{why}; a blocking Retrier::run/execute cannot abandon an attempt: hedge from async code with Retrier::run_async (or retryrs::hedge::HedgeCall)"
             )));
         }
-        let has_listener = listener.is_some();
+        let has_listener = listener.present();
         let listener = &mut listener;
         // The whole call runs on this thread: its stats cells are found once.
         let stats = self.stats.local();
         let mut notify = |event: &Event<'_>, failed: Option<Failed<'_, E, T>>| {
             stats.observe(event);
-            if let Some(listen) = listener.as_mut() {
-                tell(listen, event, failed);
-            }
+            listener.tell(event, failed);
         };
         if cancel.is_some_and(CancelToken::is_cancelled) {
             crate::engine::cancelled_before_start(&self.policy, &mut |e| notify(e, None));
@@ -499,7 +588,8 @@ impl Retrier {
         // and the clock is never read.
         // Hooks see the time since the call began, too.
         let hooked = wait.is_some() || before_retry.is_some();
-        let timed = self.policy.reads_time() || has_listener || hooked;
+        debug_assert!(MAY_READ_TIME || !(self.policy.reads_time() || has_listener || hooked));
+        let timed = MAY_READ_TIME && (self.policy.reads_time() || has_listener || hooked);
         let read_time = || if timed { clock.now() } else { Duration::ZERO };
         // The happy path of a policy with nothing to tell or bound (no clock needed, no
         // budget or breaker to inform, no listener, no result predicate): attempt 1 runs
@@ -524,7 +614,7 @@ impl Retrier {
         // One clock read per attempt: a failure's time is read only when a decision needs
         // it (failure_timed), and it is also the next attempt's start after a zero delay;
         // after a real wait the clock is read again (the deadline is checked after it).
-        let failure_timed = has_listener || hooked || self.policy.failure_reads_time();
+        let failure_timed = MAY_READ_TIME && (has_listener || hooked || self.policy.failure_reads_time());
         let attempt_start = Cell::new(call.started_at());
         let failed_at = Cell::new(None);
         let failure_now = || {
@@ -532,9 +622,10 @@ impl Retrier {
             failed_at.set(Some(now).filter(|_| failure_timed));
             now
         };
-        let success_timed = has_listener || self.policy.breaker().is_some_and(CircuitBreaker::times_successes);
-        // Allocated at the first failure: the happy path allocates nothing.
-        let mut history = History { errors: Vec::new(), value: None };
+        let success_timed =
+            MAY_READ_TIME && (has_listener || self.policy.breaker().is_some_and(CircuitBreaker::times_successes));
+        // The happy path allocates nothing, nor a call that fails up to INLINE times.
+        let mut history = History::new();
         let (mut wait, mut before) = (wait, before_retry);
         let mut hooks = |ctx: &RetryContext<'_, E, T>| plan(ctx, before.as_deref_mut(), wait.as_deref_mut());
         loop {
@@ -584,6 +675,56 @@ impl Retrier {
             if let Resume::Stop(stop) = resume {
                 return Err(history.stopped(stop, call.attempt(), &self.policy));
             }
+        }
+    }
+}
+
+/// The options of a [`Run`] but its listener, which the executor takes as a [`Tell`]
+/// (statically absent for [`Retrier::run`]).
+#[cfg(feature = "blocking")]
+struct Options<'a, E, T> {
+    cancel: Option<&'a CancelToken>,
+    clock: Option<&'a dyn Clock>,
+    result_predicate: Option<ResultPredicate<'a, T>>,
+    wait: Option<WaitHook<'a, E, T>>,
+    before_retry: Option<BeforeRetry<'a, E, T>>,
+}
+
+/// Where the blocking executor's events go besides the stats: a [`Run`]'s listener, if
+/// any, or [`Quiet`], none at all, known at compile time, so that the event sink (inlined
+/// into the engine's steps) reads only an event's kind and the events are never built.
+#[cfg(feature = "blocking")]
+trait Tell<E, T> {
+    /// Whether anything listens (events then need their times).
+    fn present(&self) -> bool;
+    /// Tells the listener of `event`, if there is one.
+    fn tell(&mut self, event: &Event<'_>, failed: Option<Failed<'_, E, T>>);
+}
+
+/// No listener, statically.
+#[cfg(feature = "blocking")]
+struct Quiet;
+
+#[cfg(feature = "blocking")]
+impl<E, T> Tell<E, T> for Quiet {
+    #[inline(always)]
+    fn present(&self) -> bool {
+        false
+    }
+    #[inline(always)]
+    fn tell(&mut self, _: &Event<'_>, _: Option<Failed<'_, E, T>>) {}
+}
+
+#[cfg(feature = "blocking")]
+impl<E, T> Tell<E, T> for Option<Listener<'_, E, T>> {
+    #[inline(always)]
+    fn present(&self) -> bool {
+        self.is_some()
+    }
+    #[inline(always)]
+    fn tell(&mut self, event: &Event<'_>, failed: Option<Failed<'_, E, T>>) {
+        if let Some(listen) = self {
+            tell(listen, event, failed);
         }
     }
 }
@@ -897,6 +1038,41 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// Up to [`INLINE`] errors stay in place, then move to a `Vec`: whichever way they are
+    /// kept, a call ending after n failures carries the same errors in the same order.
+    #[test]
+    fn the_history_is_the_same_in_place_and_spilled() {
+        for n in 1..=(INLINE as u32 + 3) {
+            for permanent_last in [false, true] {
+                let res: Result<(), _> = Retrier::new(policy(n.into())).execute(
+                    Run::default().clock(&VirtualClock::new()).listener(|e, err| {
+                        // The failure an event is about is the latest one, wherever it is kept.
+                        if e.kind == EventKind::Retrying {
+                            assert_eq!(err, Some(&Failure("503", e.attempt)));
+                        }
+                    }),
+                    |a| Err(Failure("503", a.number)),
+                    |e| if permanent_last && e.1 == n { Verdict::Permanent } else { Verdict::TRANSIENT },
+                );
+                match res {
+                    Err(RetryError::Rejected(e)) if permanent_last => assert_eq!(e, Failure("503", n)),
+                    Err(RetryError::Exhausted { attempts, errors, .. }) if !permanent_last => {
+                        assert_eq!(attempts, n);
+                        assert_eq!(errors, (1..=n).map(|i| Failure("503", i)).collect::<Vec<_>>());
+                    }
+                    other => panic!("{n} {permanent_last}: {other:?}"),
+                }
+            }
+        }
+        let mut errors = Errors::Inline { slots: std::array::from_fn(|_| None), len: 0 };
+        assert_eq!(errors.pop(), None::<u32>);
+        for i in 0..(HISTORY as u32 + 5) {
+            errors.push(i);
+            assert_eq!(errors.last(), Some(&i));
+        }
+        assert_eq!(errors.into_vec(), (5..HISTORY as u32 + 5).collect::<Vec<_>>());
     }
 
     /// A virtual clock that counts its reads.
