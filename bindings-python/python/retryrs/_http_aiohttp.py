@@ -25,11 +25,13 @@ from ._http_common import (
     call_async,
     final_response,
     held_response,
+    request_failed,
     response_failure,
 )
 
 # aiohttp's failures in the core's words. Never sent: the connection (TCP, proxy, TLS
-# handshake, certificate) was not made, or its setup timed out. Sent: it broke after.
+# handshake) was not made, or its setup timed out (a certificate that fails verification
+# is one too, but never retried: request_failed). Sent: it broke after.
 _CONNECT: Any = (aiohttp.ClientConnectorError,) + ((aiohttp.ConnectionTimeoutError,) if hasattr(aiohttp, "ConnectionTimeoutError") else ())
 _NETWORK: Any = (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError, aiohttp.ServerTimeoutError, aiohttp.ClientConnectionError, asyncio.TimeoutError)
 
@@ -79,7 +81,8 @@ async def _drain(resp: aiohttp.ClientResponse) -> None:
 class RetryMiddleware(Helper):
     """``aiohttp.ClientSession(middlewares=(RetryMiddleware(retrier),))`` (aiohttp >=
     3.12): retries what the core's HTTP rules call transient (connect failures, TLS
-    handshake and certificate failures included, for every method; other network failures
+    handshake failures included, for every method, but never a certificate that fails
+    verification; other network failures
     and 408/425/429/500/502/503/504 for idempotent methods, or ``methods``/``statuses``;
     a POST/PATCH with an ``Idempotency-Key`` header like an idempotent method unless
     ``idempotency_key=False``), with the Retrier's backoff, Retry-After, deadline, budget,
@@ -184,10 +187,7 @@ def _discard(outcome: Any) -> None:
 
 
 def _failure(rules: Rules, method: str, url: str, key: Optional[str], exc: BaseException) -> Optional[RequestFailed]:
-    outcome = _outcome(exc)
-    if outcome is not None and rules.transient(method, outcome, key):
-        return RequestFailed(method, url, outcome == "connect", exc)
-    return None
+    return request_failed(rules, method, url, key, _outcome(exc), exc)
 
 
 async def _within(send: Awaitable[aiohttp.ClientResponse], current: Optional[_native.AttemptInfo]) -> aiohttp.ClientResponse:
