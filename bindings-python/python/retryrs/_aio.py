@@ -130,29 +130,35 @@ async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[...
             _CURRENT.reset(entered)
 
 
-async def _failed(call: _native.SteppedCall, exc: BaseException, timed_out: bool = False, predicate: bool = False) -> float:
+async def _failed(call: _native.SteppedCall, exc: BaseException, timed_out: bool = False, predicate: bool = False, step: Any = None) -> float:
     """The engine's answer to a failure (``timed_out``: the driver cut the attempt at its
     bound). A hook (predicate, hint) that answers with an awaitable is awaited here --
     never read as "true" -- and the engine asked again with the answers so far.
     ``predicate``: ``retry_on`` is one (the first hook asked); still unanswered at the
     deadline it counts as "transient", so the engine ends the call with reason
-    ``deadline`` and the failure kept."""
+    ``deadline`` and the failure kept. ``step``: the engine's first answer, if it was
+    already asked (``async for``)."""
     answers: Tuple[Any, ...] = ()
     while True:
-        step = call.failed(exc, answers, timed_out)
+        if step is None:
+            step = call.failed(exc, answers, timed_out)
         if type(step) is float:
-            return step
+            return step  # type: ignore[no-any-return]
         answers += (await _answer(call, step, late=True if predicate and not answers else None, subject=exc),)
+        step = None
 
 
-async def _rejected(call: _native.SteppedCall, value: Any) -> float:
-    """The engine's answer to a rejected value (an async retry_after hook is awaited)."""
+async def _rejected(call: _native.SteppedCall, value: Any, step: Any = None) -> float:
+    """The engine's answer to a rejected value (an async retry_after hook is awaited);
+    ``step`` as for ``_failed``."""
     answers: Tuple[Any, ...] = ()
     while True:
-        step = call.rejected(value, answers)
+        if step is None:
+            step = call.rejected(value, answers)
         if type(step) is float:
-            return step
+            return step  # type: ignore[no-any-return]
         answers += (await _answer(call, step, subject=value),)
+        step = None
 
 
 async def _answer(call: _native.SteppedCall, step: Any, late: Any = None, subject: Any = None) -> Any:
