@@ -385,8 +385,18 @@ def _cut(current: _native.AttemptInfo) -> AttemptTimeout:
 
 
 def _timed_out(exc: Optional[BaseException], current: Any) -> bool:
-    """Whether ``exc`` is the driver's own AttemptTimeout for the attempt ``current``."""
-    return type(exc) is AttemptTimeout and getattr(exc, "_cut", None) is current
+    """Whether ``exc`` is the driver's own AttemptTimeout for the attempt ``current``, or
+    a failure caused by it: an HTTP helper cuts its request with the driver's
+    ``_suspended`` and hands the Retrier the client's timeout error (its ``__cause__``
+    the AttemptTimeout, itself wrapped in a ``RequestFailed``), still a cut at the bound
+    that a quota prices as a timeout."""
+    seen = 0
+    while exc is not None and seen < 4:  # (the helpers' chains are 3 deep)
+        if type(exc) is AttemptTimeout:
+            return getattr(exc, "_cut", None) is current
+        exc = exc.__cause__
+        seen += 1
+    return False
 
 
 def _expire(task: Any, fired: List[bool]) -> None:
