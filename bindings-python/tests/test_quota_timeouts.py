@@ -192,3 +192,27 @@ def test_an_aiohttp_request_cut_at_its_bound_retries_at_the_timeout_price():
             c.close()
     assert seen == [500, 490], "the cut request's retry cost 10 (a timeout's), not 5"
     assert quota.tokens == 500, "the success gave back the last retry's 10"
+
+
+def test_a_hedged_attempt_cut_at_its_bound_prices_its_hedge_as_a_timeout():
+    from retryrs import load_policies
+
+    # The hedge delay is long: the second attempt launches only when the first fails.
+    doc = {
+        "policies": {"reads": {"hedge": {"max_attempts": 3, "delay": "60s"}, "attempt_timeout": "50ms", "budget": "aws"}},
+        "budgets": {"aws": {"kind": "quota"}},
+    }
+    r = Retrier.from_policy(load_policies(doc)["reads"], retry_on=(ConnectionError, AttemptTimeout))
+    quota = r.budget
+    seen = []
+
+    async def attempt():
+        seen.append(quota.tokens)
+        if len(seen) == 1:
+            await asyncio.sleep(3600)  # cut at 50 ms
+        if len(seen) == 2:
+            raise ConnectionError("reset")
+        return "ok"
+
+    assert asyncio.run(r.call_async(attempt)) == "ok"
+    assert seen == [500, 490, 485], "the cut attempt's hedge cost 10, the reset's 5"

@@ -33,6 +33,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::breaker::Admission;
+use crate::budget::RetryCause;
 use crate::engine::{StateError, Stop, Verdict};
 use crate::event::{Event, EventKind, ExhaustReason};
 use crate::knob::MAX_MS;
@@ -393,6 +394,9 @@ pub struct HedgeCall<P: Deref<Target = Policy>> {
     admission: Option<Admission>,
     /// What the last hedge took from a quota budget (`None`: no hedge yet).
     retry_cost: Option<u64>,
+    /// The price of the next hedge a failure launches: a timeout's after an attempt that
+    /// ran out of its bound ([`HedgeCall::record_timeout`]), until a hedge pays it.
+    next_cause: RetryCause,
 }
 
 impl<P: Deref<Target = Policy>> HedgeCall<P> {
@@ -435,6 +439,7 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
             done: None,
             admission,
             retry_cost: None,
+            next_cause: RetryCause::Failure,
         }
     }
 
@@ -555,6 +560,32 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
         now: Duration,
         sink: &mut impl FnMut(&Event<'_>),
     ) -> Result<Step, StateError> {
+        self.record_as(k, verdict, RetryCause::Failure, now, sink)
+    }
+
+    /// [`HedgeCall::record`] for an attempt that ran out of its bound (the host cut it
+    /// short): the same verdict and step, but the hedge a transient failure launches is
+    /// priced as a retry after a timeout by a quota budget (as [`Call::record_timeout`]).
+    ///
+    /// [`Call::record_timeout`]: crate::Call::record_timeout
+    pub fn record_timeout(
+        &mut self,
+        k: u32,
+        verdict: Verdict,
+        now: Duration,
+        sink: &mut impl FnMut(&Event<'_>),
+    ) -> Result<Step, StateError> {
+        self.record_as(k, verdict, RetryCause::Timeout, now, sink)
+    }
+
+    fn record_as(
+        &mut self,
+        k: u32,
+        verdict: Verdict,
+        cause: RetryCause,
+        now: Duration,
+        sink: &mut impl FnMut(&Event<'_>),
+    ) -> Result<Step, StateError> {
         if k == 0 || k > self.launched {
             return Err(StateError::NotAttempting(if self.done.is_some() { "ended" } else { "not launched" }));
         }
@@ -590,6 +621,7 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
         self.emit(EventKind::AttemptFailed, k, elapsed, None, None, sink);
         if let Some(b) = &self.policy.budget {
             b.attempt_failed();
+            self.next_cause = cause;
         }
         if self.policy.deadline.is_some_and(|d| elapsed > d) {
             return Ok(self.stop(Stop::Exhausted(ExhaustReason::Deadline), now, sink));
@@ -625,7 +657,7 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
     /// is refused while the budget refuses retries.
     fn draw_token(&mut self, now: Duration) -> bool {
         match &self.policy.budget {
-            Some(b) => match b.try_retry(now) {
+            Some(b) => match b.try_retry_after(std::mem::replace(&mut self.next_cause, RetryCause::Failure), now) {
                 Some(cost) => {
                     b.record_failure();
                     self.retry_cost = Some(cost);
@@ -729,6 +761,26 @@ mod tests {
         let end = call.record(2, Verdict::TRANSIENT, ms(12), &mut sink).unwrap();
         assert!(matches!(end, Step::Stop { stop: Stop::Exhausted(ExhaustReason::Budget), .. }), "{end:?}");
         assert_eq!((call.launched(), quota.as_quota().unwrap().available()), (2, 2));
+    }
+
+    /// An attempt that ran out of its bound prices the hedge its failure launches as a
+    /// retry after a timeout (10, against 5); the price applies to that one hedge.
+    #[test]
+    fn a_timed_out_attempt_prices_the_next_hedge_as_a_timeout() {
+        use crate::budget::{QuotaBudget, RetryBudget};
+        let quota = std::sync::Arc::new(RetryBudget::from(QuotaBudget::new(100, 5, 10, 1).unwrap()));
+        let p = Policy::builder()
+            .hedge(Some(Hedging::fixed(3, 60_000.0).unwrap()))
+            .budget(Some(std::sync::Arc::clone(&quota)))
+            .build()
+            .unwrap();
+        let mut sink = |_: &Event<'_>| {};
+        let mut call = HedgeCall::start(&p, ms(0));
+        assert_eq!(call.poll(ms(0), &mut sink), Ok(Step::Launch(1)));
+        assert_eq!(call.record_timeout(1, Verdict::TRANSIENT, ms(5), &mut sink), Ok(Step::Launch(2)));
+        assert_eq!(quota.as_quota().unwrap().available(), 90, "a timeout's price");
+        assert_eq!(call.record(2, Verdict::TRANSIENT, ms(6), &mut sink), Ok(Step::Launch(3)));
+        assert_eq!(quota.as_quota().unwrap().available(), 85, "then a plain failure's");
     }
 
     /// A hedged call asks the breaker once, before attempt 1; its outcome counts once,
