@@ -143,7 +143,7 @@ async def _failed(call: _native.SteppedCall, exc: BaseException, timed_out: bool
         if step is None:
             step = call.failed(exc, answers, timed_out)
         if type(step) is float:
-            return step  # type: ignore[no-any-return]
+            return step
         answers += (await _answer(call, step, late=True if predicate and not answers else None, subject=exc),)
         step = None
 
@@ -156,7 +156,7 @@ async def _rejected(call: _native.SteppedCall, value: Any, step: Any = None) -> 
         if step is None:
             step = call.rejected(value, answers)
         if type(step) is float:
-            return step  # type: ignore[no-any-return]
+            return step
         answers += (await _answer(call, step, subject=value),)
         step = None
 
