@@ -227,7 +227,8 @@ test('r.stats(): calls, attempts, retries and outcomes by reason, the fast path 
   await assert.rejects(r.call(() => { throw permanent; }), (e) => e === permanent);
   const aborted = AbortSignal.abort(new Error('gone'));
   await assert.rejects(r.call(() => 1, { signal: aborted }), /gone/);
-  // Cancelled during its first attempt, and during a wait: counted without a listener.
+  // Cancelled during its first attempt (the attempt counts: it was made), and during a
+  // wait: counted without a listener.
   const during = new AbortController();
   await assert.rejects(r.call(() => { during.abort(new Error('mid')); return new Promise(() => {}); }, { signal: during.signal }), /mid/);
   const waiting = new AbortController();
@@ -237,7 +238,7 @@ test('r.stats(): calls, attempts, retries and outcomes by reason, the fast path 
   assert.equal(slow.stats().cancellations, 1);
   const s = r.stats();
   assert.deepEqual(s, {
-    calls: 7, attempts: 7, retries: 2, successes: 3, rejections: 1, cancellations: 2,
+    calls: 7, attempts: 8, retries: 2, successes: 3, rejections: 1, cancellations: 2,
     exhausted: { attempts: 1, deadline: 0, budget: 0, retry_after: 0, circuit_open: 0, stopped: 0 },
   });
   // Per retrier: one made by with() counts its own.

@@ -25,7 +25,7 @@ use std::time::Duration;
 use pyo3::exceptions::{PyException, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use retryrs::{AttemptSet, Event, HedgeCall, Policy, Step, Stop, Verdict, VirtualClock};
+use retryrs::{AttemptSet, Event, HedgeCall, Policy, RetryCause, Step, Stop, Verdict, VirtualClock};
 
 use crate::attempt::{AttemptInfo, Frame};
 use crate::errors;
@@ -170,6 +170,7 @@ impl HedgedCall {
         subject: &Bound<'py, PyAny>,
         is_value: bool,
         judged: PyResult<Classified<'py>>,
+        timed_out: bool,
     ) -> PyResult<Out> {
         let (verdict, fatal) = match judged {
             Ok(Classified::Await(pending)) => return Ok(Self::awaiting(pending)),
@@ -181,8 +182,9 @@ impl HedgedCall {
                 (Verdict::Permanent, Some(hook_error))
             }
         };
-        let (step, signal) =
-            self.drive(py, Some((subject, is_value)), |c, at, sink| c.record(k, verdict, at, &mut &mut *sink))?;
+        let cause = RetryCause::from_timed_out(timed_out);
+        let (step, signal) = self
+            .drive(py, Some((subject, is_value)), |c, at, sink| c.record_as(k, verdict, cause, at, &mut &mut *sink))?;
         if matches!(verdict, Verdict::Transient { .. }) && step != Step::Dropped {
             self.keep(subject.clone().unbind(), is_value);
         }
@@ -208,14 +210,17 @@ impl HedgedCall {
     /// Attempt `k` raised `exc`: a failure the Retrier's `retry_on` judges (transient:
     /// non-fatal, the other attempts go on; else fatal: the call ends with `exc` itself).
     /// A control-flow signal (KeyboardInterrupt, CancelledError...) cancels the call; it
-    /// comes back as the STOP's error.
-    #[pyo3(signature = (k, exc, answers=None))]
+    /// comes back as the STOP's error. `timed_out`: the driver cut the attempt at its
+    /// bound (`exc` is, or was caused by, its AttemptTimeout): a quota prices the hedge
+    /// this failure launches as a retry after a timeout.
+    #[pyo3(signature = (k, exc, answers=None, timed_out=false))]
     fn failed(
         &mut self,
         py: Python<'_>,
         k: u32,
         exc: Bound<'_, PyAny>,
         answers: Option<Bound<'_, PyTuple>>,
+        timed_out: bool,
     ) -> PyResult<Out> {
         if !exc.is_instance_of::<PyException>() {
             if self.call.outcome().is_some() || !self.call.running().contains(k) {
@@ -225,7 +230,7 @@ impl HedgedCall {
             return Ok((STOP, self.call.launched(), None, cancel, Some(exc.unbind())));
         }
         let verdict = self.host.classify(&exc, answers.as_ref());
-        self.judged(py, k, &exc, false, verdict)
+        self.judged(py, k, &exc, false, verdict, timed_out)
     }
 
     /// Attempt `k` returned a value the Retrier accepts: it wins (WON), unless the call
@@ -246,7 +251,7 @@ impl HedgedCall {
         answers: Option<Bound<'_, PyTuple>>,
     ) -> PyResult<Out> {
         let verdict = self.host.hint_verdict(&value, answers.as_ref());
-        self.judged(py, k, &value, true, verdict)
+        self.judged(py, k, &value, true, verdict, false)
     }
 
     /// Ends the call: `token` True when its CancelToken fired (the STOP's error is

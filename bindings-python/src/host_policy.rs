@@ -140,7 +140,7 @@ impl HostPolicy {
         let mut asked = 0usize;
         let transient = match &self.retry_on {
             RetryOn::Classes(classes) => exc.is_instance(classes.bind(py))?,
-            RetryOn::Default => exc.is_instance(&default_retry_on(py)?)?,
+            RetryOn::Default => exc.is_instance(&default_retry_on(py)?)? && !certificate_failure(exc)?,
             RetryOn::Predicate(f) => {
                 let answer = match answered(answers, asked)? {
                     Some(a) => a,
@@ -318,6 +318,19 @@ pub fn default_retry_on(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
         .get_or_try_init(py, || py.import("retryrs._defaults")?.getattr("transient").map(Bound::unbind))?
         .bind(py);
     f.call0()
+}
+
+static CERTIFICATE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// Whether a failure the default `retry_on` would retry is a TLS certificate that failed
+/// verification (`retryrs._defaults.certificate_failure`): deterministic, so permanent,
+/// though the HTTP clients file it under their connection errors.
+fn certificate_failure(exc: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let py = exc.py();
+    let f = CERTIFICATE
+        .get_or_try_init(py, || py.import("retryrs._defaults")?.getattr("certificate_failure").map(Bound::unbind))?
+        .bind(py);
+    f.call1((exc,))?.is_truthy()
 }
 
 /// What a listener's call came to: nothing, an error for `sys.unraisablehook`, or a

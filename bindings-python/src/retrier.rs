@@ -437,7 +437,8 @@ impl Retrier {
         self.host.policy.breaker().map(|b| crate::breaker::PyCircuitBreaker { inner: b.clone() })
     }
     /// The exception classes (or predicate) retried; by default the transient network
-    /// errors, as a tuple of the classes that applies now (see `retryrs._defaults`).
+    /// errors, as a tuple of the classes that applies now (see `retryrs._defaults`; a
+    /// TLS certificate that fails verification is not retried, whatever its class).
     #[getter]
     fn retry_on(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         Ok(match &self.host.retry_on {

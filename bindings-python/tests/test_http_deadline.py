@@ -356,6 +356,65 @@ def test_an_async_post_cut_at_its_bound_is_retried_only_when_the_traces_say_it_n
     assert error in chain, chain
 
 
+class StuckResolver:
+    """An ``aiohttp.abc.AbstractResolver`` that never answers: aiohttp's connector is
+    still getting a connection when the helper cuts the attempt at its bound (no client
+    timeout is set to fire first). ``asked`` counts the attempts."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    async def resolve(self, host, port=0, family=socket.AF_INET):
+        self.asked += 1
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+    async def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("fallback", [False, True], ids=["middleware", "fallback"])
+@pytest.mark.parametrize("stuck", ["connecting", "sent"])
+def test_an_aiohttp_post_cut_at_its_bound_is_retried_only_while_still_connecting(fallback, stuck):
+    import aiohttp
+
+    from retryrs.http import RetryMiddleware
+
+    resolver = StuckResolver()
+
+    async def go(url: str) -> None:
+        r = Retrier(attempt_timeout=0.05, deadline=5, initial_delay=0, max_attempts=3, retry_on=OSError)
+        mw = RetryMiddleware(r)
+        no_timeouts = aiohttp.ClientTimeout(total=None, connect=None, sock_connect=None, sock_read=None)
+        connector = aiohttp.TCPConnector(resolver=resolver)
+        async with aiohttp.ClientSession(connector=connector, timeout=no_timeouts, middlewares=() if fallback else (mw,)) as s:
+            if fallback:
+                await mw.request(s, "POST", url, data=b"pay")
+            else:
+                await s.post(url, data=b"pay")
+
+    with RawServer(silent) as server:
+        # A name goes through the resolver (which never answers); the address does not.
+        url = f"http://stuck.invalid:{server.port}/pay" if stuck == "connecting" else server.url + "pay"
+        with pytest.raises(aiohttp.ServerTimeoutError) as e:
+            asyncio.run(go(url))
+        sent = server.count
+    if stuck == "connecting":  # never sent: a connect timeout, retried for a POST
+        # (aiohttp shares one lookup in flight between the attempts.)
+        assert resolver.asked >= 1 and sent == 0
+        assert isinstance(e.value, aiohttp.ConnectionTimeoutError) and isinstance(e.value, RetryExhausted)
+        assert e.value.attempts == 3
+    else:  # sent and unanswered: maybe processed, so a POST is not sent again
+        assert resolver.asked == 0 and sent == 1
+        assert not isinstance(e.value, aiohttp.ConnectionTimeoutError) and not isinstance(e.value, RetryExhausted)
+    causes = []
+    x: "BaseException | None" = e.value
+    while x is not None:
+        causes.append(type(x))
+        x = x.__cause__
+    assert retryrs.AttemptTimeout in causes, causes  # the helper's cut, not aiohttp's
+
+
 def capturing(seen):
     """An HTTPAdapter.send that records the timeout it was given and answers 200."""
 

@@ -111,3 +111,108 @@ def test_with_hooks_the_cut_is_priced_the_same():
     assert asked == [AttemptTimeout, AttemptTimeout]
     assert seen == [500, 490, 480]
     assert quota.tokens == 490
+
+
+def test_an_httpx_request_cut_at_its_bound_retries_at_the_timeout_price():
+    import httpx
+
+    from retryrs.http import AsyncRetryingTransport
+
+    class Hangs(httpx.AsyncBaseTransport):
+        """An inner transport whose first request never answers (the helper cuts it at
+        its bound); later ones answer 200. ``seen``: the quota's tokens at each request."""
+
+        def __init__(self) -> None:
+            self.seen: list = []
+
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            self.seen.append(quota.tokens)
+            if len(self.seen) == 1:
+                await asyncio.sleep(3600)
+            return httpx.Response(200, content=b"ok")
+
+    quota = RetryBudget.quota()
+    inner = Hangs()
+
+    async def go() -> int:
+        r = retrier(quota)
+        async with httpx.AsyncClient(transport=AsyncRetryingTransport(r, transport=inner)) as c:
+            return (await c.get("http://127.0.0.1:9/")).status_code
+
+    assert asyncio.run(go()) == 200
+    assert inner.seen == [500, 490], "the cut request's retry cost 10 (a timeout's), not 5"
+    assert quota.tokens == 500, "the success gave back the last retry's 10"
+
+
+def test_an_aiohttp_request_cut_at_its_bound_retries_at_the_timeout_price():
+    import socket
+    import threading
+
+    import aiohttp
+
+    from retryrs.http import RetryMiddleware
+
+    quota = RetryBudget.quota()
+    seen = []
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    held = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            held.append(conn)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            seen.append(quota.tokens)
+            if len(seen) > 1:  # the first request is never answered
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+
+    threading.Thread(target=serve, daemon=True).start()
+
+    async def go() -> int:
+        mw = RetryMiddleware(retrier(quota))
+        async with aiohttp.ClientSession(middlewares=(mw,)) as s:
+            async with s.get(f"http://127.0.0.1:{sock.getsockname()[1]}/") as resp:
+                return resp.status
+
+    try:
+        assert asyncio.run(go()) == 200
+    finally:
+        sock.close()
+        for c in held:
+            c.close()
+    assert seen == [500, 490], "the cut request's retry cost 10 (a timeout's), not 5"
+    assert quota.tokens == 500, "the success gave back the last retry's 10"
+
+
+def test_a_hedged_attempt_cut_at_its_bound_prices_its_hedge_as_a_timeout():
+    from retryrs import load_policies
+
+    # The hedge delay is long: the second attempt launches only when the first fails.
+    doc = {
+        "policies": {"reads": {"hedge": {"max_attempts": 3, "delay": "60s"}, "attempt_timeout": "50ms", "budget": "aws"}},
+        "budgets": {"aws": {"kind": "quota"}},
+    }
+    r = Retrier.from_policy(load_policies(doc)["reads"], retry_on=(ConnectionError, AttemptTimeout))
+    quota = r.budget
+    seen = []
+
+    async def attempt():
+        seen.append(quota.tokens)
+        if len(seen) == 1:
+            await asyncio.sleep(3600)  # cut at 50 ms
+        if len(seen) == 2:
+            raise ConnectionError("reset")
+        return "ok"
+
+    assert asyncio.run(r.call_async(attempt)) == "ok"
+    assert seen == [500, 490, 485], "the cut attempt's hedge cost 10, the reset's 5"

@@ -437,6 +437,7 @@ pub fn admit(policy: &Policy, now: Duration, sink: &mut impl FnMut(&Event<'_>)) 
             delay,
             reason,
             retries_left: crate::event::retries_left(policy.max_attempts, 0),
+            attempt_interrupted: false,
         })
     };
     let admission = breaker.admit(now, &mut |t| {

@@ -571,7 +571,15 @@ impl<P: Deref<Target = Policy>> Call<P> {
             return Err(StateError::Ended);
         }
         let elapsed = now.saturating_sub(self.start);
-        Ok(self.finish(Stop::Cancelled, EventKind::Cancelled, elapsed, None, sink))
+        // During an attempt, the Cancelled event says so: the attempt was made (Stats).
+        if self.state != State::Attempting {
+            return Ok(self.finish(Stop::Cancelled, EventKind::Cancelled, elapsed, None, sink));
+        }
+        let mut tell = |e: &Event<'_>| match e.kind {
+            EventKind::Cancelled => sink(&Event { attempt_interrupted: true, ..*e }),
+            _ => sink(e),
+        };
+        Ok(self.finish(Stop::Cancelled, EventKind::Cancelled, elapsed, None, &mut tell))
     }
 
     /// The deadline has passed: `elapsed > deadline` (exactly at it is still in time).
@@ -608,7 +616,17 @@ impl<P: Deref<Target = Policy>> Call<P> {
         sink: &mut impl FnMut(&Event<'_>),
     ) {
         let retries_left = crate::event::retries_left(self.policy.max_attempts, self.attempt);
-        sink(&Event { kind, name: &self.policy.name, attempt: self.attempt, elapsed, delay, reason, retries_left });
+        let attempt = self.attempt;
+        sink(&Event {
+            kind,
+            name: &self.policy.name,
+            attempt,
+            elapsed,
+            delay,
+            reason,
+            retries_left,
+            attempt_interrupted: false,
+        });
     }
 }
 
@@ -623,6 +641,7 @@ pub fn cancelled_before_start(policy: &Policy, sink: &mut impl FnMut(&Event<'_>)
         delay: None,
         reason: None,
         retries_left: crate::event::retries_left(policy.max_attempts, 0),
+        attempt_interrupted: false,
     });
     Stop::Cancelled
 }

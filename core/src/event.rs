@@ -252,6 +252,12 @@ pub struct Event<'a> {
     /// attempt). A bound, not a promise: the deadline, the budget, a server's hint or a
     /// hook may end the call sooner.
     pub retries_left: u32,
+    /// Cancelled only: the cancel ended attempt `attempt` while it ran (a Ctrl-C or a
+    /// task cancellation raised by the attempt, an abort during it), rather than a wait.
+    /// The attempt neither failed nor succeeded, but it was made: [`Stats`] counts it.
+    ///
+    /// [`Stats`]: crate::Stats
+    pub attempt_interrupted: bool,
 }
 
 /// [`Event::retries_left`] for `attempt` under a limit of `max_attempts`.

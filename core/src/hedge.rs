@@ -735,7 +735,16 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
         sink: &mut impl FnMut(&Event<'_>),
     ) {
         let retries_left = crate::event::retries_left(self.policy.max_attempts, attempt);
-        sink(&Event { kind, name: &self.policy.name, attempt, elapsed, delay, reason, retries_left });
+        sink(&Event {
+            kind,
+            name: &self.policy.name,
+            attempt,
+            elapsed,
+            delay,
+            reason,
+            retries_left,
+            attempt_interrupted: false,
+        });
     }
 }
 

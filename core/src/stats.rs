@@ -88,6 +88,9 @@ impl LocalStats<'_> {
                 bump(&cells.calls);
             }
             EventKind::Cancelled => {
+                if event.attempt_interrupted {
+                    bump(&cells.attempts); // (made, though it neither failed nor succeeded)
+                }
                 bump(&cells.cancellations);
                 bump(&cells.calls);
             }
@@ -108,7 +111,7 @@ impl fmt::Debug for Stats {
 pub struct StatsSnapshot {
     /// Calls that ended (success, rejected, exhausted or cancelled).
     pub calls: u64,
-    /// Attempts that ended (failed or succeeded).
+    /// Attempts that ended (failed, succeeded, or interrupted by the call's cancellation).
     pub attempts: u64,
     /// Waits started (Retrying events).
     pub retries: u64,
@@ -301,11 +304,16 @@ mod tests {
         let mut call = Call::start(&p, ms(0));
         assert!(matches!(call.propose(Verdict::TRANSIENT, ms(0), sink), Ok(Proposal::Wait { .. })));
         call.settle(Plan::Stop, ms(0), sink).unwrap();
+        // Cancelled during attempt 1: the attempt was made, so it counts.
         Call::start(&p, ms(0)).cancel(ms(0), sink).unwrap();
+        // Cancelled during the wait after attempt 1: that attempt counts once.
+        let mut call = Call::start(&p, ms(0));
+        call.record(Verdict::TRANSIENT, ms(0), sink).unwrap();
+        call.cancel(ms(1), sink).unwrap();
         stats.count_first_attempt_success();
         let s = stats.snapshot();
-        assert_eq!((s.calls, s.attempts, s.retries), (6, 3 + 3 + 1 + 1 + 1, 2 + 2));
-        assert_eq!((s.successes, s.rejections, s.cancellations), (2, 1, 1));
+        assert_eq!((s.calls, s.attempts, s.retries), (7, 3 + 3 + 1 + 1 + 1 + 1 + 1, 2 + 2 + 1));
+        assert_eq!((s.successes, s.rejections, s.cancellations), (2, 1, 2));
         assert_eq!(s.exhausted(ExhaustReason::Attempts), 1);
         assert_eq!(s.exhausted(ExhaustReason::Stopped), 1);
         assert_eq!(s.exhausted(ExhaustReason::Deadline), 0);

@@ -61,8 +61,18 @@ async def _go_on(r: _native.Retrier, first: _native._FirstAttempt, fn: Callable[
     if exc is None:
         # No engine state unless someone listens, a budget refills or a result predicate
         # looks at the value (else the success is only counted, for r.stats()).
-        if r._wants_success and await _rejects(r, value):
-            return await _retry(r, r._begin(info), fn, args, kw, None, value)
+        if r._wants_success:
+            verdict = r._rejects(value)
+            if type(verdict) is not bool:
+                # An async result predicate: awaited within the call's deadline and token,
+                # so the call's engine state is needed now.
+                call = r._begin(info)
+                if await _answer(call, verdict, late=True):
+                    return await _retry(r, call, fn, args, kw, None, value)
+                call.succeeded()
+                return value
+            if verdict:
+                return await _retry(r, r._begin(info), fn, args, kw, None, value)
         r._succeeded(info)
         return value
     return await _retry(r, r._begin(info), fn, args, kw, exc, None, _timed_out(exc, info))
@@ -71,20 +81,29 @@ async def _go_on(r: _native.Retrier, first: _native._FirstAttempt, fn: Callable[
 _leave = _native._leave_attempt
 
 
-async def _rejects(r: _native.Retrier, value: Any) -> bool:
-    """Whether retry_on_result rejects the value (an async predicate is awaited)."""
+async def _rejects(r: _native.Retrier, call: _native.SteppedCall, value: Any) -> bool:
+    """Whether retry_on_result rejects the value (an async predicate is awaited, within
+    the call's deadline and token: still unanswered at the deadline, the value counts as
+    rejected and the engine ends the call, reason ``deadline``)."""
     verdict = r._rejects(value)
     if type(verdict) is bool:
         return verdict
-    return bool(await verdict)
+    return bool(await _answer(call, verdict, late=True))
+
+
+def _predicate(retry_on: Any) -> bool:
+    """Whether ``retry_on`` is a predicate (asked first, before any hint hook) rather
+    than exception classes."""
+    return retry_on is not None and not isinstance(retry_on, (type, tuple))
 
 
 async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[..., Awaitable[Any]], args: Tuple[Any, ...], kw: Dict[str, Any], exc: Optional[BaseException], rejected: Any, timed_out: bool = False) -> Any:
     checks_results = r.retry_on_result is not None
     interrupts = r._interrupts
+    predicate = _predicate(r.retry_on)
     while True:
         if exc is not None:
-            delay = await _failed(call, exc, timed_out)  # raises when the call ends
+            delay = await _failed(call, exc, timed_out, predicate)  # raises when the call ends
         else:
             delay = await _rejected(call, rejected)
         exc = rejected = None  # no frame -> traceback -> frame cycle
@@ -102,7 +121,7 @@ async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[...
             exc = e
             timed_out = _timed_out(e, current)
         else:
-            if checks_results and await _rejects(r, value):
+            if checks_results and await _rejects(r, call, value):
                 rejected = value
                 continue
             call.succeeded()
@@ -111,39 +130,50 @@ async def _retry(r: _native.Retrier, call: _native.SteppedCall, fn: Callable[...
             _CURRENT.reset(entered)
 
 
-async def _failed(call: _native.SteppedCall, exc: BaseException, timed_out: bool = False) -> float:
+async def _failed(call: _native.SteppedCall, exc: BaseException, timed_out: bool = False, predicate: bool = False, step: Any = None) -> float:
     """The engine's answer to a failure (``timed_out``: the driver cut the attempt at its
     bound). A hook (predicate, hint) that answers with an awaitable is awaited here --
-    never read as "true" -- and the engine asked again with the answers so far."""
+    never read as "true" -- and the engine asked again with the answers so far.
+    ``predicate``: ``retry_on`` is one (the first hook asked); still unanswered at the
+    deadline it counts as "transient", so the engine ends the call with reason
+    ``deadline`` and the failure kept. ``step``: the engine's first answer, if it was
+    already asked (``async for``)."""
     answers: Tuple[Any, ...] = ()
     while True:
-        step = call.failed(exc, answers, timed_out)
+        if step is None:
+            step = call.failed(exc, answers, timed_out)
         if type(step) is float:
             return step
-        answers += (await _answer(call, step),)
+        answers += (await _answer(call, step, late=True if predicate and not answers else None, subject=exc),)
+        step = None
 
 
-async def _rejected(call: _native.SteppedCall, value: Any) -> float:
-    """The engine's answer to a rejected value (an async retry_after hook is awaited)."""
+async def _rejected(call: _native.SteppedCall, value: Any, step: Any = None) -> float:
+    """The engine's answer to a rejected value (an async retry_after hook is awaited);
+    ``step`` as for ``_failed``."""
     answers: Tuple[Any, ...] = ()
     while True:
-        step = call.rejected(value, answers)
+        if step is None:
+            step = call.rejected(value, answers)
         if type(step) is float:
             return step
-        answers += (await _answer(call, step),)
+        answers += (await _answer(call, step, subject=value),)
+        step = None
 
 
-async def _answer(call: _native.SteppedCall, step: Any) -> Any:
+async def _answer(call: _native.SteppedCall, step: Any, late: Any = None, subject: Any = None) -> Any:
     """A hook's awaited answer. A wait / before_sleep hook that raises (StopRetrying, or
     its own error) goes back to the engine, which closes the call. The call's CancelToken
-    firing while a hook is awaited ends the call at once (RetryCancelled; the hook's task
-    is cancelled), as it ends a wait."""
+    firing while a hook is awaited ends the call at once (RetryCancelled, its cause
+    ``subject``, the failure being judged, when the engine has not kept one yet; the
+    hook is cancelled), as it ends a wait. Still awaited at the call's deadline, the hook
+    is cancelled and answers ``late``: None for a hint or a wait / before_sleep hook
+    (the engine's own), "rejected"/"transient" for a predicate, and the engine, finding
+    the deadline passed, ends the call (reason ``deadline``). Under asyncio and trio."""
     token = call.token
     hooking = call._hooking
-    # A wait / before_sleep hook still awaited at the deadline is cancelled and answers
-    # None (the engine's wait), which the engine then refuses: reason "deadline".
-    left = call._deadline_left if hooking else None
-    if (token is not None or left is not None) and _library() == "asyncio":
+    left = call._deadline_left
+    if token is not None or left is not None:
         step = _UntilToken(token, step, left)
     if not hooking:
         answer = await step
@@ -156,9 +186,14 @@ async def _answer(call: _native.SteppedCall, step: Any) -> Any:
             call.interrupted()  # (task cancelled during the hook: the engine records it)
             raise
     if answer is _FIRED:
-        call.cancelled()  # raises RetryCancelled
+        try:
+            call.cancelled()  # raises RetryCancelled
+        except BaseException as e:
+            if e.__cause__ is None and isinstance(subject, BaseException):
+                e.__cause__ = subject
+            raise
     if answer is _LATE:
-        return None
+        return None if hooking else late
     return answer
 
 
@@ -179,13 +214,41 @@ class _UntilToken:
         self.left = left
 
     def __await__(self) -> Generator[Any, Any, Any]:
-        return self._race().__await__()
-
-    async def _race(self) -> Any:
         left = self.left
         if left is not None and left <= 0 and inspect.iscoroutine(self.step):
             self.step.close()  # (asked past the deadline: never started)
-            return _LATE
+            return _late().__await__()
+        return (self._trio_race() if _library() == "trio" else self._race()).__await__()
+
+    async def _trio_race(self) -> Any:
+        """``_race`` under trio: the hook runs in this task, inside a cancel scope with the
+        deadline (1 ms past it) that the token cancels; its Cancelled stays in the scope."""
+        import trio
+
+        from ._runtime import _run_soon
+
+        left = self.left
+        scope = trio.CancelScope(deadline=trio.current_time() + left + 0.001 if left is not None else float("inf"))
+        fired = [False]
+
+        def fire() -> None:
+            fired[0] = True
+            scope.cancel()
+
+        token = self.token
+        run = trio.lowlevel.current_trio_token()
+        # (token.cancel() may run on another thread: the scope is cancelled on the run's.)
+        sub = None if token is None else token._subscribe(lambda: _run_soon(run, fire))
+        try:
+            with scope:
+                return await self.step
+        finally:
+            if sub is not None:
+                token._unsubscribe(sub)
+        return _FIRED if fired[0] else _LATE
+
+    async def _race(self) -> Any:
+        left = self.left
         loop = asyncio.get_running_loop()
         hook = asyncio.ensure_future(self.step)
         hook.add_done_callback(_retrieved)
@@ -206,6 +269,10 @@ class _UntilToken:
             return hook.result()
         hook.cancel()
         return _FIRED if fired.done() else _LATE
+
+
+async def _late() -> Any:
+    return _LATE
 
 
 def _fire(fut: "asyncio.Future[bool]") -> None:
@@ -318,8 +385,18 @@ def _cut(current: _native.AttemptInfo) -> AttemptTimeout:
 
 
 def _timed_out(exc: Optional[BaseException], current: Any) -> bool:
-    """Whether ``exc`` is the driver's own AttemptTimeout for the attempt ``current``."""
-    return type(exc) is AttemptTimeout and getattr(exc, "_cut", None) is current
+    """Whether ``exc`` is the driver's own AttemptTimeout for the attempt ``current``, or
+    a failure caused by it: an HTTP helper cuts its request with the driver's
+    ``_suspended`` and hands the Retrier the client's timeout error (its ``__cause__``
+    the AttemptTimeout, itself wrapped in a ``RequestFailed``), still a cut at the bound
+    that a quota prices as a timeout."""
+    seen = 0
+    while exc is not None and seen < 4:  # (the helpers' chains are 3 deep)
+        if type(exc) is AttemptTimeout:
+            return getattr(exc, "_cut", None) is current
+        exc = exc.__cause__
+        seen += 1
+    return False
 
 
 def _expire(task: Any, fired: List[bool]) -> None:

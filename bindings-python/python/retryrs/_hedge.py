@@ -24,7 +24,7 @@ import math
 from typing import Any, Awaitable, Callable, Coroutine, Dict, List, Optional, Set, Tuple
 
 from . import _native
-from ._aio import _FIRST, _suspended
+from ._aio import _FIRST, _suspended, _timed_out
 from ._runtime import library as _library
 
 _LAUNCH: int = _native._HEDGE_LAUNCH
@@ -88,13 +88,15 @@ async def _guarded(r: _native.Retrier, call: Any, runner: Any, discard: Discard)
 async def _steps(r: _native.Retrier, call: Any, runner: Any) -> Outcome:
     """The call, step by step as the engine says, to its winner's value or its error."""
     results: Dict[int, Any] = {}
+    infos: Dict[int, Any] = {}  # each attempt in flight's AttemptInfo, to tell its cut
     queue: List[int] = []
     checks = r.retry_on_result is not None
     step = call.poll()
     while True:
         action = step[0]
         if action == _LAUNCH:
-            runner.launch(step[1], call.attempt_info(step[1]))
+            info = infos[step[1]] = call.attempt_info(step[1])
+            runner.launch(step[1], info)
         elif action == _WON:
             return True, results.pop(step[1])
         elif action == _STOP:
@@ -107,14 +109,16 @@ async def _steps(r: _native.Retrier, call: Any, runner: Any) -> Outcome:
             queue = runner.finished()
         if queue:
             k = queue.pop(0)
-            step = await _report(r, call, k, runner.take(k), checks, results)
+            step = await _report(r, call, k, runner.take(k), checks, results, infos.pop(k, None))
         else:
             step = call.poll()
 
 
-async def _report(r: _native.Retrier, call: Any, k: int, outcome: Outcome, checks: bool, results: Dict[int, Any]) -> Any:
+async def _report(r: _native.Retrier, call: Any, k: int, outcome: Outcome, checks: bool, results: Dict[int, Any], info: Any = None) -> Any:
     """Attempt ``k``'s outcome to the engine (a hook's awaitable answer awaited, and the
-    engine asked again with the answers so far); returns its next step."""
+    engine asked again with the answers so far); returns its next step. A failure that
+    is the attempt's cut at its bound (``info``: its AttemptInfo; the driver's or an HTTP
+    helper's cut) is told as a timeout, which a quota prices higher."""
     answers: Tuple[Any, ...] = ()
     ok, out = outcome
     if ok:
@@ -132,8 +136,9 @@ async def _report(r: _native.Retrier, call: Any, k: int, outcome: Outcome, check
         # Not a failure to hedge on: the call is wrong. The engine records a cancel.
         step = call.cancel(False)
         return (_STOP, step[1], None, step[3], out)
+    timed_out = info is not None and _timed_out(out, info)
     while True:
-        step = call.failed(k, out, answers)
+        step = call.failed(k, out, answers, timed_out)
         if step[0] != _AWAIT:
             return step
         answers += (await step[4],)

@@ -25,11 +25,13 @@ from ._http_common import (
     call_async,
     final_response,
     held_response,
+    request_failed,
     response_failure,
 )
 
 # aiohttp's failures in the core's words. Never sent: the connection (TCP, proxy, TLS
-# handshake, certificate) was not made, or its setup timed out. Sent: it broke after.
+# handshake) was not made, or its setup timed out (a certificate that fails verification
+# is one too, but never retried: request_failed). Sent: it broke after.
 _CONNECT: Any = (aiohttp.ClientConnectorError,) + ((aiohttp.ConnectionTimeoutError,) if hasattr(aiohttp, "ConnectionTimeoutError") else ())
 _NETWORK: Any = (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError, aiohttp.ServerTimeoutError, aiohttp.ClientConnectionError, asyncio.TimeoutError)
 
@@ -79,7 +81,8 @@ async def _drain(resp: aiohttp.ClientResponse) -> None:
 class RetryMiddleware(Helper):
     """``aiohttp.ClientSession(middlewares=(RetryMiddleware(retrier),))`` (aiohttp >=
     3.12): retries what the core's HTTP rules call transient (connect failures, TLS
-    handshake and certificate failures included, for every method; other network failures
+    handshake failures included, for every method, but never a certificate that fails
+    verification; other network failures
     and 408/425/429/500/502/503/504 for idempotent methods, or ``methods``/``statuses``;
     a POST/PATCH with an ``Idempotency-Key`` header like an idempotent method unless
     ``idempotency_key=False``), with the Retrier's backoff, Retry-After, deadline, budget,
@@ -90,7 +93,9 @@ class RetryMiddleware(Helper):
     ``ServerDisconnectedError``..., all ``aiohttp.ClientError``) and
     ``retryrs.RetryExhausted``. A streamed, file or multipart body is sent once. Each
     attempt is interrupted at its bound (the deadline's time left, or the smaller
-    ``attempt_timeout``) as a timeout, sent again only for an idempotent method.
+    ``attempt_timeout``) as a timeout, sent again only for an idempotent method; cut while
+    aiohttp is still getting it a connection, it was never sent: a
+    ``ConnectionTimeoutError``, retried for every method.
 
     Per request: ``session.post(url, middlewares=(mw.options(max_attempts=2),))`` (a
     request's middlewares replace the session's), or ``retryrs.http.request_options(...)``
@@ -184,22 +189,41 @@ def _discard(outcome: Any) -> None:
 
 
 def _failure(rules: Rules, method: str, url: str, key: Optional[str], exc: BaseException) -> Optional[RequestFailed]:
-    outcome = _outcome(exc)
-    if outcome is not None and rules.transient(method, outcome, key):
-        return RequestFailed(method, url, outcome == "connect", exc)
-    return None
+    return request_failed(rules, method, url, key, _outcome(exc), exc)
 
 
 async def _within(send: Awaitable[aiohttp.ClientResponse], current: Optional[_native.AttemptInfo]) -> aiohttp.ClientResponse:
-    """One request interrupted at its attempt's bound, as aiohttp's own read timeout
-    (``ServerTimeoutError``: it may have reached the server, so only an idempotent
-    method is sent again), its cause the ``AttemptTimeout``."""
+    """One request interrupted at its attempt's bound. Cut while aiohttp was still getting
+    it a connection (``BaseConnector.connect``: the pool, DNS, TCP, proxy, TLS), it was
+    never sent: aiohttp's own ``ConnectionTimeoutError``, retried for every method. Cut
+    after, as aiohttp's read timeout (``ServerTimeoutError``: it may have reached the
+    server, so only an idempotent method is sent again). The cause is the
+    ``AttemptTimeout``."""
     if current is None or current._bound is None:
         return await send
     try:
         return await _suspended(send.__await__(), _FIRST, current, _GRACE)  # type: ignore[no-any-return]
     except AttemptTimeout as e:
-        raise aiohttp.ServerTimeoutError(f"{e} (the attempt's bound)") from e
+        kind = _CONNECT_TIMEOUT if _CONNECT_TIMEOUT is not None and _connecting(e.__context__) else aiohttp.ServerTimeoutError
+        raise kind(f"{e} (the attempt's bound)") from e
+
+
+_CONNECT_TIMEOUT: Any = getattr(aiohttp, "ConnectionTimeoutError", None)  # aiohttp >= 3.10
+_CONNECT_CODE = aiohttp.BaseConnector.connect.__code__
+
+
+def _connecting(cancelled: Optional[BaseException]) -> bool:
+    """Whether the cancellation the bound caused (``cancelled``, with its traceback from
+    the driver down to where the task was suspended) landed inside the connector's
+    ``connect``: no connection yet, so nothing was sent. aiohttp tells a middleware
+    nothing of a request's progress (its trace configs belong to the session and are set
+    per request before the middlewares run), so the task's own stack at the cut says it."""
+    tb = None if cancelled is None else cancelled.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code is _CONNECT_CODE:
+            return True
+        tb = tb.tb_next
+    return False
 
 
 __all__ = ["RetryMiddleware"]

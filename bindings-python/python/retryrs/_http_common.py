@@ -14,6 +14,7 @@ import threading
 from typing import Any, Awaitable, Callable, Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple
 
 from . import _native
+from ._defaults import certificate_failure, linked
 from ._errors import RetryExhausted
 
 IDEMPOTENT_METHODS: Tuple[str, ...] = _native.IDEMPOTENT_METHODS
@@ -103,21 +104,24 @@ class RequestFailed(HTTPRetryError):
         self.__cause__ = cause
 
 
+def request_failed(rules: "Rules", method: str, url: str, key: Optional[str], outcome: Optional[str], exc: BaseException) -> Optional[RequestFailed]:
+    """The ``RequestFailed`` to hand the Retrier for a client's network failure
+    (``outcome``: "connect", "network", or None: not one), or None: the client's
+    exception is raised as it is and ends the call. A certificate that fails verification
+    is never retried, though clients file it under their connect errors: it fails the same
+    way every time (``retryrs._defaults.certificate_failure``)."""
+    if outcome is None or not rules.transient(method, outcome, key) or certificate_failure(exc):
+        return None
+    return RequestFailed(method, url, outcome == "connect", exc)
+
+
 def _describe(exc: BaseException) -> str:
     """The innermost OS error's text (e.g. "Connection refused"), else the class name."""
-    seen = set()
-    todo = [exc]
-    while todo:
-        e = todo.pop(0)
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
+    for e in linked(exc):
         if isinstance(e, OSError) and (e.errno or e.strerror):
             # The errno's own text: asyncio's strerror carries the address.
             text = os.strerror(e.errno) if isinstance(e.errno, int) and e.errno > 0 else e.strerror
             return f"{text} ({type(exc).__name__})"
-        todo.extend(x for x in (e.__cause__, e.__context__, getattr(e, "reason", None)) if isinstance(x, BaseException))
-        todo.extend(a for a in e.args if isinstance(a, BaseException))
     return type(exc).__name__
 
 
@@ -431,20 +435,12 @@ def in_tls_handshake(exc: BaseException) -> bool:
     error says where it was raised: its traceback runs through the handshake (or the
     certificate checks after it), or through a read or write. Unknown: "sent" (never
     resend what may have arrived)."""
-    seen = set()
-    todo = [exc]
-    while todo:
-        e = todo.pop()
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
+    for e in linked(exc):
         tb = e.__traceback__
         while tb is not None:
             if tb.tb_frame.f_code.co_name in _HANDSHAKE_FRAMES:
                 return True
             tb = tb.tb_next
-        todo.extend(x for x in (e.__cause__, e.__context__, getattr(e, "reason", None)) if isinstance(x, BaseException))
-        todo.extend(a for a in e.args if isinstance(a, BaseException))
     return False
 
 

@@ -12,6 +12,7 @@ import httpx  # missing: retryrs.http names the extra to install
 
 from . import _native
 from ._aio import _FIRST, _suspended
+from ._defaults import certificate_failure
 from ._errors import AttemptTimeout, RetryExhausted
 from ._http_common import (
     DRAIN_LIMIT,
@@ -25,6 +26,7 @@ from ._http_common import (
     final_response,
     held_response,
     in_tls_handshake,
+    request_failed,
     response_failure,
     smaller,
     time_left,
@@ -199,9 +201,7 @@ def _discard(outcome: Any) -> Optional[Awaitable[None]]:
 class _Base(Helper):
     def _failure(self, rules: Rules, method: str, url: str, key: Optional[str], exc: BaseException) -> Optional[RequestFailed]:
         outcome = "connect" if isinstance(exc, _CONNECT) else "network" if isinstance(exc, _NETWORK) else None
-        if outcome is not None and rules.transient(method, outcome, key):
-            return RequestFailed(method, url, outcome == "connect", exc)
-        return None
+        return request_failed(rules, method, url, key, outcome, exc)
 
     def _prepare(self, request: httpx.Request) -> Tuple[Rules, _native.Retrier, str, str, Optional[str]]:
         """The request's rules and retrier (its ``extensions["retryrs"]`` options over the
@@ -258,6 +258,8 @@ class RetryingTransport(_Base, httpx.BaseTransport):
                     try:
                         resp = inner.handle_request(request)
                     except ssl.SSLError as e:
+                        if certificate_failure(e):
+                            raise  # permanent: the error as it is
                         raise _tls_error(e, request) from e
             except httpx.TransportError as e:
                 failed = self._failure(rules, method, url, key, e)
@@ -318,6 +320,8 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
                     try:
                         resp = await self._send(request, caller, _native.current_attempt())
                     except ssl.SSLError as e:
+                        if certificate_failure(e):
+                            raise  # permanent: the error as it is
                         raise _tls_error(e, request) from e
             except httpx.TransportError as e:
                 failed = self._failure(rules, method, url, key, e)

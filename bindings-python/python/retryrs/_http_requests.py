@@ -22,10 +22,10 @@ from ._http_common import (
     ErrorStatus,
     Helper,
     RequestAttempts,
-    RequestFailed,
     RequestOptions,
     final_response,
     in_tls_handshake,
+    request_failed,
     response_failure,
     smaller,
     time_left,
@@ -49,7 +49,9 @@ def _outcome(exc: BaseException) -> Optional[str]:
         # NameResolutionError is a NewConnectionError in urllib3 2.
         if isinstance(reason, (uex.NewConnectionError, uex.ConnectTimeoutError)):
             return "connect"
-        return "network"
+        # A TLS handshake reset or cut short: urllib3 says "Connection aborted." as for a
+        # connection that broke after the request was written; the traceback tells.
+        return "connect" if in_tls_handshake(exc) else "network"
     if isinstance(exc, rex.Timeout):
         return "network"
     return None
@@ -125,8 +127,8 @@ def _bounded(timeout: TimeoutArg, left: Optional[float]) -> TimeoutArg:
 class RetryingAdapter(Helper, HTTPAdapter):
     """``session.mount("https://", RetryingAdapter(retrier))``: retries what the core's
     HTTP rules call transient (connect failures and TLS handshake failures for every
-    method; other network failures and 408/425/429/500/502/503/504 for idempotent methods,
-    or ``methods``/``statuses``; a POST or PATCH with an ``Idempotency-Key`` header like
+    method, never a certificate that fails verification; other network failures and
+    408/425/429/500/502/503/504 for idempotent methods, or ``methods``/``statuses``; a POST or PATCH with an ``Idempotency-Key`` header like
     an idempotent method unless ``idempotency_key=False``), with the Retrier's backoff,
     Retry-After, deadline, budget, events and cancel token.
 
@@ -196,10 +198,10 @@ class RetryingAdapter(Helper, HTTPAdapter):
                 with attempts.sending():
                     resp = send(request, **kw)
             except (rex.ConnectionError, rex.Timeout) as e:
-                outcome = _outcome(e)
-                if outcome is not None and rules.transient(method, outcome, key):
-                    raise RequestFailed(method, url, outcome == "connect", e) from e
-                raise
+                failed = request_failed(rules, method, url, key, _outcome(e), e)
+                if failed is None:
+                    raise
+                raise failed from e
             failure = response_failure(rules, attempts, method, url, key, resp, resp.status_code, resp.headers)
             if failure is None:
                 return resp

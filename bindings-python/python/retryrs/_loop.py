@@ -24,10 +24,12 @@ from ._runtime import sleep as _sleep
 if TYPE_CHECKING:
     from ._native import AttemptInfo, SteppedCall, Retrier
 
-from ._aio import _CURRENT, Bound, TrioBound, bound
+from ._aio import _CURRENT, Bound, TrioBound, _answer, _failed, _predicate, _rejected, bound
 
 
 _UNSET: Any = object()
+# What an ``async for`` attempt left for ``__anext__`` to await (AsyncAttempts._pending).
+_FAILED, _REJECTED, _JUDGE = 0, 1, 2
 
 
 class Attempt:
@@ -41,8 +43,11 @@ class Attempt:
 
     A rejected value is a failure like a transient error (the loop waits and runs the
     block again; when retries run out, ``RetryExhausted.result`` holds it). An attempt
-    that sets no result is a success. The predicate answers synchronously here (``with``
-    cannot await), also under ``async for``.
+    that sets no result is a success. Under ``for`` the predicate (and every hook)
+    answers synchronously (``with`` cannot await); under ``async for`` an async one is
+    awaited, as tenacity's ``AsyncRetrying`` does: the block's failure is then judged when
+    the loop asks for the next attempt, and one that ends the call is raised there, by
+    the ``async for``.
 
     ``remaining`` and ``deadline`` are the attempt's bound, as ``retryrs.current_attempt()``
     gives them (which also works inside the ``with`` block): under ``async for`` the
@@ -174,7 +179,58 @@ class Attempts(_Base):
 
 class AsyncAttempts(_Base):
     """``async for attempt in retrier:`` (waits are awaited; the bound interrupts the
-    block, as an ``AttemptTimeout``)."""
+    block, as an ``AttemptTimeout``). An async hook (``retry_on``, ``retry_on_result``,
+    ``retry_after``, ``wait``, ``before_sleep``) is awaited, bounded by the deadline and
+    the cancel token like call_async's: ``__exit__`` cannot await, so an attempt whose
+    verdict waits on one swallows its failure and the verdict is awaited in
+    ``__anext__``, which raises whatever ends the call."""
+
+    _pending: Any = None  # (kind, the hook's awaitable, the failure or value, timed_out)
+
+    def _exit(self, exc: Optional[BaseException], result: Any = _UNSET, timed_out: bool = False) -> bool:
+        r = self._r
+        judged = exc is None and result is not _UNSET and r.retry_on_result is not None
+        if exc is None and not judged:
+            return super()._exit(exc, result)
+        self._open = False
+        if self._call is None:
+            self._call = r._begin(self._start)
+        if exc is not None:
+            step = self._call.failed(exc, (), timed_out)  # raises when the call ends
+            if type(step) is float:
+                self._delay = step
+            else:
+                self._pending = (_FAILED, step, exc, timed_out)
+            return True
+        verdict = r._rejects(result)
+        if type(verdict) is not bool:
+            self._pending = (_JUDGE, verdict, result, False)
+        elif verdict:
+            step = self._call.rejected(result, ())  # raises when the call ends
+            if type(step) is float:
+                self._delay = step
+            else:
+                self._pending = (_REJECTED, step, result, False)
+        else:
+            self._done = True
+            self._call.succeeded()
+        return False
+
+    async def _judge(self, call: "SteppedCall") -> None:
+        """The pending verdict, its hooks awaited: the wait to take, or the call's end
+        (raised; StopAsyncIteration for a value the result predicate accepts)."""
+        kind, step, subject, timed_out = self._pending
+        self._pending = None
+        if kind == _FAILED:
+            self._delay = await _failed(call, subject, timed_out, _predicate(self._r.retry_on), step)
+        elif kind == _REJECTED:
+            self._delay = await _rejected(call, subject, step)
+        elif await _answer(call, step, late=True):
+            self._delay = await _rejected(call, subject)
+        else:
+            self._done = True
+            call.succeeded()
+            raise StopAsyncIteration
 
     def _arm(self, info: "AttemptInfo") -> "Optional[Bound | TrioBound]":
         if info._bound is None or not self._r._interrupts:
@@ -188,6 +244,8 @@ class AsyncAttempts(_Base):
         if self._done:
             raise StopAsyncIteration
         if self._call is not None and not self._open:
+            if self._pending is not None:
+                await self._judge(self._call)
             await _sleep(self._call, self._delay)  # (0: still one turn of the loop)
             self._call.resume()
         return self._next()
