@@ -261,7 +261,7 @@ impl Retrier {
         Fut: Future<Output = Result<T, E>>,
         E: From<TimedOut>,
     {
-        self.execute_async(AsyncRun::tokio(), op, classify).await.map_err(RetryError::without_value)
+        self.run_async_lazily(crate::sleep::TokioSleep, op, classify).await
     }
 
     /// [`Retrier::run_async`] on any runtime's timer: `sleep` is a [`Sleep`], e.g. the
@@ -277,7 +277,39 @@ impl Retrier {
         Fut: Future<Output = Result<T, E>>,
         E: From<TimedOut>,
     {
-        self.execute_async(AsyncRun::new(sleep), op, classify).await.map_err(RetryError::without_value)
+        self.run_async_lazily(sleep, op, classify).await
+    }
+
+    /// [`Retrier::run_async`] and [`Retrier::run_async_with`]: nothing listens, hooks,
+    /// cancels or judges values, so with a policy that has nothing to tell or bound
+    /// ([`Retrier::starts_lazily`]) attempt 1 runs before anything else, as in the
+    /// blocking [`Retrier::run`]: its value returns at once, and the engine, the clock
+    /// and the timer are set up only at its failure (then judged as attempt 1).
+    #[inline]
+    async fn run_async_lazily<S, T, E, F, Fut>(
+        &self,
+        sleep: S,
+        mut op: F,
+        classify: impl FnMut(&E) -> Verdict,
+    ) -> Result<T, RetryError<E>>
+    where
+        S: Sleep,
+        F: FnMut(Attempt) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: From<TimedOut>,
+    {
+        let first = match self.starts_lazily() {
+            true => match op(Attempt::new(1, Duration::ZERO, None)).await {
+                Ok(value) => {
+                    // No Call, so no Success event to count: the stats are told here.
+                    self.stats_counters().count_first_attempt_success_here();
+                    return Ok(value);
+                }
+                Err(error) => Some(error),
+            },
+            false => None,
+        };
+        self.execute_async_from(AsyncRun::new(sleep), first, op, classify).await.map_err(RetryError::without_value)
     }
 
     /// [`Retrier::run_async`] with the options of [`AsyncRun`]: the timer, a cancel
@@ -308,6 +340,24 @@ impl Retrier {
     pub async fn execute_async<S, T, E, F, Fut>(
         &self,
         run: AsyncRun<'_, S, E, T>,
+        op: F,
+        classify: impl FnMut(&E) -> Verdict,
+    ) -> Result<T, RetryError<E, T>>
+    where
+        S: Sleep,
+        F: FnMut(Attempt) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: From<TimedOut>,
+    {
+        self.execute_async_from(run, None, op, classify).await
+    }
+
+    /// [`Retrier::execute_async`], where `first` is attempt 1's error if the caller
+    /// already ran it (a lazy start, [`Retrier::run_async_lazily`]).
+    async fn execute_async_from<S, T, E, F, Fut>(
+        &self,
+        run: AsyncRun<'_, S, E, T>,
+        mut first: Option<E>,
         mut op: F,
         mut classify: impl FnMut(&E) -> Verdict,
     ) -> Result<T, RetryError<E, T>>
@@ -358,8 +408,7 @@ impl Retrier {
         let read_time = || if timed { clock.now() } else { Duration::ZERO };
         // The happy path of a policy with nothing to tell or bound (as in the blocking
         // executor): attempt 1 runs before the engine starts, and a value returns at once.
-        let mut first = None;
-        if !timed && cancel.is_none() && policy.budget.is_none() && result_predicate.is_none() {
+        if first.is_none() && !timed && cancel.is_none() && policy.budget.is_none() && result_predicate.is_none() {
             match op(Attempt::new(1, Duration::ZERO, None)).await {
                 Ok(value) => {
                     self.stats_counters().count_first_attempt_success_here();

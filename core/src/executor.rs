@@ -223,8 +223,7 @@ pub struct Retrier {
     stats: Arc<Stats>,
     /// [`Policy::starts_lazily`], read once here: the policy behind the `Arc` cannot
     /// change, and the happy path then tests one flag of the retrier instead of six
-    /// fields of the policy behind a pointer.
-    #[cfg(feature = "blocking")]
+    /// fields of the policy behind a pointer. Both executors, blocking and async, read it.
     lazy: bool,
 }
 
@@ -418,12 +417,7 @@ impl Retrier {
 
     /// A retrier over a shared policy.
     pub fn from_arc(policy: Arc<Policy>) -> Self {
-        Retrier {
-            #[cfg(feature = "blocking")]
-            lazy: policy.starts_lazily(),
-            policy,
-            stats: Arc::default(),
-        }
+        Retrier { lazy: policy.starts_lazily(), policy, stats: Arc::default() }
     }
 
     /// What this retrier's calls (and its clones') did so far: calls, attempts, retries,
@@ -440,6 +434,14 @@ impl Retrier {
     /// The policy.
     pub fn policy(&self) -> &Arc<Policy> {
         &self.policy
+    }
+
+    /// [`Policy::starts_lazily`] of this retrier's policy: whether an executor without
+    /// listener, hooks, cancel token or result predicate may run attempt 1 before it
+    /// starts the engine.
+    #[inline]
+    pub(crate) fn starts_lazily(&self) -> bool {
+        self.lazy
     }
 
     /// Runs `op` until it succeeds or the engine stops it; `classify` turns each error

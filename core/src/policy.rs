@@ -247,7 +247,6 @@ impl Policy {
     /// Whether an executor may run attempt 1 before starting the engine (a lazy start):
     /// nothing is bounded or timed, no budget is told of the call, and it does not hedge.
     /// A value then returns at once; a failure starts the engine and is judged as attempt 1.
-    #[cfg(feature = "blocking")]
     #[inline]
     pub(crate) fn starts_lazily(&self) -> bool {
         !self.reads_time() && self.budget.is_none() && self.hedge.is_none()

@@ -391,6 +391,10 @@ fn the_future_is_send_so_it_can_be_spawned() {
         |_| Verdict::TRANSIENT,
     );
     spawnable(&call);
+    // run_async_with, whose attempt 1 may run before the engine starts (a lazy start).
+    let lazy = Retrier::new(policy().build().unwrap());
+    let call = lazy.run_async_with(tokio_sleep, |_| async { Ok::<_, std::io::Error>(1) }, |_| Verdict::TRANSIENT);
+    spawnable(&call);
 }
 
 #[cfg(feature = "tokio")]

@@ -11,16 +11,26 @@
 //! and `backon` (two zero-delay failures then success, each in a function of its own),
 //! `ours_sized` (the same with an error that is not zero-sized, which the history keeps),
 //! `ours_loop` and `backon_loop` (the call inlined into its loop, as the bench runs it),
-//! `happy` (retryrs's happy path, deadline off).
+//! `happy` (retryrs's happy path, deadline off); async, every call awaited in one task
+//! on a current-thread tokio runtime as the bench runs them: `async_happy` and
+//! `backon_async_happy` (the happy path, deadline off), `async_zero` (two zero-delay
+//! failures then success; backon's zero delay is a tokio timer, not comparable by count).
 
 use std::hint::black_box;
 use std::time::Duration;
 
-use backon::{BlockingRetryable, ConstantBuilder};
+use backon::{BlockingRetryable, ConstantBuilder, ExponentialBuilder, Retryable};
 use retryrs::{Attempt, Jitter, Policy, Retrier, Verdict};
 
 #[derive(Debug)]
 struct Busy;
+
+/// The async executor's error for an attempt dropped at its bound (none here).
+impl From<retryrs::TimedOut> for Busy {
+    fn from(_: retryrs::TimedOut) -> Self {
+        Busy
+    }
+}
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -87,7 +97,48 @@ fn main() {
                 theirs(backon_zero);
             }
         }
-        other => panic!("unknown case {other:?}: ours, ours_sized, ours_loop, happy, backon or backon_loop"),
+        "async_happy" => {
+            let happy = Retrier::new(Policy::builder().deadline(None).build().unwrap());
+            let happy = &happy;
+            block_on_repeat(calls, || async move {
+                let got = happy
+                    .run_async(|a: Attempt| async move { Ok::<_, Busy>(black_box(a.number)) }, |_| Verdict::TRANSIENT)
+                    .await;
+                black_box(got.unwrap());
+            });
+        }
+        "backon_async_happy" => {
+            let backon_happy = ExponentialBuilder::default();
+            block_on_repeat(calls, || async move {
+                let got = (|| async { Ok::<_, Busy>(black_box(1u32)) }).retry(backon_happy).await;
+                black_box(got.unwrap());
+            });
+        }
+        "async_zero" => {
+            let zero = Retrier::new(
+                Policy::builder().initial_delay(Duration::ZERO).jitter(Jitter::None).deadline(None).build().unwrap(),
+            );
+            let zero = &zero;
+            block_on_repeat(calls, || async move {
+                let got = zero
+                    .run_async(
+                        |a: Attempt| async move {
+                            if black_box(a.number) < 3 {
+                                Err(Busy)
+                            } else {
+                                Ok(a.number)
+                            }
+                        },
+                        |_| Verdict::TRANSIENT,
+                    )
+                    .await;
+                black_box(got.unwrap());
+            });
+        }
+        other => panic!(
+            "unknown case {other:?}: ours, ours_sized, ours_loop, happy, backon, backon_loop, async_happy, \
+             backon_async_happy or async_zero"
+        ),
     }
 }
 
@@ -97,6 +148,17 @@ fn repeat(calls: u32, mut f: impl FnMut()) {
     for _ in 0..calls {
         f();
     }
+}
+
+/// `f()` awaited `calls` times in one task on a current-thread tokio runtime (as the
+/// bench's `measure_async`).
+fn block_on_repeat<F: std::future::Future<Output = ()>>(calls: u32, mut f: impl FnMut() -> F) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    rt.block_on(async {
+        for _ in 0..calls {
+            f().await;
+        }
+    });
 }
 
 #[inline(never)]
