@@ -84,7 +84,7 @@ use crate::cancel::CancelToken;
 use crate::clock::{testing, Clock, SystemClock};
 use crate::engine::{Call, Decision, Resume, Stop, Verdict};
 use crate::event::{Event, ExhaustReason};
-use crate::executor::{Failed, History, Retrier, RetryContext, RetryError, ValueVerdict};
+use crate::executor::{Failed, History, Quiet, Retrier, RetryContext, RetryError, Tell, ValueVerdict};
 use crate::judge::Judged;
 use crate::policy::Policy;
 use crate::sleep::{yield_now, Sleep};
@@ -208,6 +208,27 @@ impl<'a, S: Sleep, E, T> AsyncRun<'a, S, E, T> {
     }
 }
 
+impl<E, T> Tell<E, T> for Option<AsyncListener<'_, E, T>> {
+    #[inline(always)]
+    fn present(&self) -> bool {
+        self.is_some()
+    }
+    #[inline(always)]
+    fn tell(&mut self, event: &Event<'_>, failed: Option<Failed<'_, E, T>>) {
+        if let Some(listen) = self {
+            tell(listen, event, failed);
+        }
+    }
+}
+
+/// Tells `listen` of `event`. Out of line, as the blocking executor's: the event sink
+/// stays small enough to be inlined into the engine's steps.
+#[inline(never)]
+fn tell<E, T>(listen: &mut AsyncListener<'_, E, T>, event: &Event<'_>, failed: Option<Failed<'_, E, T>>) {
+    // Only the kinds that carry a failure get it (not the breaker's events).
+    listen(event, failed.filter(|_| event.kind.carries_error()));
+}
+
 /// How a raced future ended.
 enum Raced<O> {
     Done(O),
@@ -309,7 +330,10 @@ impl Retrier {
             },
             false => None,
         };
-        self.execute_async_from(AsyncRun::new(sleep), first, op, classify).await.map_err(RetryError::without_value)
+        // No listener, statically: the engine's events reach only the stats, which read
+        // their kind, so none is built (as in the blocking run).
+        let got = self.execute_async_from(AsyncRun::new(sleep), Quiet, first, op, classify).await;
+        got.map_err(RetryError::without_value)
     }
 
     /// [`Retrier::run_async`] with the options of [`AsyncRun`]: the timer, a cancel
@@ -339,7 +363,7 @@ impl Retrier {
     /// ```
     pub async fn execute_async<S, T, E, F, Fut>(
         &self,
-        run: AsyncRun<'_, S, E, T>,
+        mut run: AsyncRun<'_, S, E, T>,
         op: F,
         classify: impl FnMut(&E) -> Verdict,
     ) -> Result<T, RetryError<E, T>>
@@ -349,14 +373,17 @@ impl Retrier {
         Fut: Future<Output = Result<T, E>>,
         E: From<TimedOut>,
     {
-        self.execute_async_from(run, None, op, classify).await
+        let listener = run.listener.take();
+        self.execute_async_from(run, listener, None, op, classify).await
     }
 
     /// [`Retrier::execute_async`], where `first` is attempt 1's error if the caller
-    /// already ran it (a lazy start, [`Retrier::run_async_lazily`]).
+    /// already ran it (a lazy start, [`Retrier::run_async_lazily`]). The listener is
+    /// `listener`, not `run`'s (taken from it, or statically absent: [`Quiet`]).
     async fn execute_async_from<S, T, E, F, Fut>(
         &self,
         run: AsyncRun<'_, S, E, T>,
+        mut listener: impl Tell<E, T>,
         mut first: Option<E>,
         mut op: F,
         mut classify: impl FnMut(&E) -> Verdict,
@@ -367,7 +394,7 @@ impl Retrier {
         Fut: Future<Output = Result<T, E>>,
         E: From<TimedOut>,
     {
-        let AsyncRun { sleep, cancel, clock, mut listener, mut result_predicate, mut wait, mut before_retry } = run;
+        let AsyncRun { sleep, cancel, clock, listener: _, mut result_predicate, mut wait, mut before_retry } = run;
         let virtual_clock = match clock {
             Some(_) => None,
             None => testing::clock(),
@@ -379,15 +406,12 @@ impl Retrier {
             (None, Some(v)) => (v, true),
             (None, None) => (&SystemClock, false),
         };
-        let has_listener = listener.is_some();
+        let has_listener = listener.present();
         // Found at each event: the task may move between threads between polls.
         let stats = &**self.stats_counters();
         let mut notify = |event: &Event<'_>, failed: Option<Failed<'_, E, T>>| {
             stats.local().observe(event);
-            if let Some(listen) = listener.as_mut() {
-                // Only the kinds that carry a failure get it (not the breaker's events).
-                listen(event, failed.filter(|_| event.kind.carries_error()));
-            }
+            listener.tell(event, failed);
         };
         let policy = &**self.policy();
         if cancel.is_some_and(CancelToken::is_cancelled) {

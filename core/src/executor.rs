@@ -692,11 +692,11 @@ struct Options<'a, E, T> {
     before_retry: Option<BeforeRetry<'a, E, T>>,
 }
 
-/// Where the blocking executor's events go besides the stats: a [`Run`]'s listener, if
-/// any, or [`Quiet`], none at all, known at compile time, so that the event sink (inlined
-/// into the engine's steps) reads only an event's kind and the events are never built.
-#[cfg(feature = "blocking")]
-trait Tell<E, T> {
+/// Where an executor's events go besides the stats: a [`Run`]'s (or an
+/// [`AsyncRun`](crate::AsyncRun)'s) listener, if any, or [`Quiet`], none at all, known at
+/// compile time, so that the event sink (inlined into the engine's steps) reads only an
+/// event's kind and the events are never built.
+pub(crate) trait Tell<E, T> {
     /// Whether anything listens (events then need their times).
     fn present(&self) -> bool;
     /// Tells the listener of `event`, if there is one.
@@ -704,10 +704,8 @@ trait Tell<E, T> {
 }
 
 /// No listener, statically.
-#[cfg(feature = "blocking")]
-struct Quiet;
+pub(crate) struct Quiet;
 
-#[cfg(feature = "blocking")]
 impl<E, T> Tell<E, T> for Quiet {
     #[inline(always)]
     fn present(&self) -> bool {
