@@ -128,7 +128,10 @@ impl CallState {
     /// `RetryExhausted`, or an error raised by the predicate / hint hook (original
     /// attached as its cause).
     pub fn failed(&mut self, py: Python<'_>, err: PyErr) -> Result<Duration, PyErr> {
-        match self.failed_async(py, err, None, false)? {
+        // A blocking call cannot cut an attempt: the only timeouts it prices as such are
+        // the HTTP helpers' (a RequestFailed for its client's own timeout).
+        let timed_out = helper_timed_out(py, &err);
+        match self.failed_async(py, err, None, timed_out)? {
             Failed::Wait(delay) => Ok(delay),
             Failed::Await(_) => Err(PyRuntimeError::new_err("retryrs: a sync call was asked to await a hook")),
         }
@@ -541,5 +544,15 @@ impl CallState {
     /// raises is then handed back wrapped, rather than raised.
     pub fn hooking(&self) -> bool {
         self.pending.is_some()
+    }
+}
+
+/// Whether `err` is an HTTP helper's `RequestFailed` for its client's own timeout
+/// (`retryrs._http_common`): the marker it sets, read only on a failure.
+fn helper_timed_out(py: Python<'_>, err: &PyErr) -> bool {
+    let value = err.value(py);
+    match value.getattr_opt(pyo3::intern!(py, "_retryrs_timed_out")) {
+        Ok(Some(marker)) => marker.is_truthy().unwrap_or(false),
+        _ => false,
     }
 }

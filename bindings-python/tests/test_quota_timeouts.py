@@ -216,3 +216,147 @@ def test_a_hedged_attempt_cut_at_its_bound_prices_its_hedge_as_a_timeout():
 
     assert asyncio.run(r.call_async(attempt)) == "ok"
     assert seen == [500, 490, 485], "the cut attempt's hedge cost 10, the reset's 5"
+
+
+class FirstHangs:
+    """A loopback HTTP server whose first request is read and never answered; later ones
+    get 200. ``seen``: the quota's tokens as each request arrived."""
+
+    def __init__(self, quota: RetryBudget) -> None:
+        import socket
+        import threading
+
+        self.quota = quota
+        self.seen: list = []
+        self.held: list = []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            self.seen.append(self.quota.tokens)
+            if len(self.seen) > 1:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+
+    def close(self) -> None:
+        self.sock.close()
+        for c in self.held:
+            c.close()
+
+
+def _client_timeout_case(send):
+    """``send(retrier, url)`` makes one GET through a helper whose client times out on the
+    first request (its own timeout, 50 ms, the Retrier bounding nothing)."""
+    quota = RetryBudget.quota()
+    server = FirstHangs(quota)
+    r = Retrier(max_attempts=3, initial_delay=0, jitter="none", deadline=None, budget=quota)
+    try:
+        assert send(r, server.url) == 200
+    finally:
+        server.close()
+    assert server.seen == [500, 490], "the client's timeout priced the retry as a timeout's (10), not 5"
+    assert quota.tokens == 500, "the success gave back the last retry's 10"
+
+
+def test_requests_adapter_prices_the_clients_own_timeout_as_a_timeout():
+    import requests
+
+    from retryrs.http import RetryingAdapter
+
+    def send(r, url):
+        s = requests.Session()
+        s.mount("http://", RetryingAdapter(r))
+        return s.get(url, timeout=0.05).status_code
+
+    _client_timeout_case(send)
+
+
+def test_httpx_transports_price_the_clients_own_timeout_as_a_timeout():
+    import httpx
+
+    from retryrs.http import AsyncRetryingTransport, RetryingTransport
+
+    def sync(r, url):
+        with httpx.Client(transport=RetryingTransport(r), timeout=0.05) as c:
+            return c.get(url).status_code
+
+    def async_(r, url):
+        async def go():
+            async with httpx.AsyncClient(transport=AsyncRetryingTransport(r), timeout=0.05) as c:
+                return (await c.get(url)).status_code
+
+        return asyncio.run(go())
+
+    _client_timeout_case(sync)
+    _client_timeout_case(async_)
+
+
+def test_aiohttp_prices_the_clients_own_timeout_as_a_timeout():
+    import aiohttp
+
+    from retryrs.http import RetryMiddleware
+
+    def send(r, url):
+        async def go():
+            timeout = aiohttp.ClientTimeout(sock_read=0.05)
+            async with aiohttp.ClientSession(middlewares=(RetryMiddleware(r),), timeout=timeout) as s:
+                async with s.get(url) as resp:
+                    return resp.status
+
+        return asyncio.run(go())
+
+    _client_timeout_case(send)
+
+
+def test_a_helpers_connection_reset_stays_an_ordinary_failures_price():
+    import socket
+    import threading
+
+    import requests
+
+    from retryrs.http import RetryingAdapter
+
+    quota = RetryBudget.quota()
+    seen = []
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+
+    def serve():
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            conn.recv(65536)
+            seen.append(quota.tokens)
+            if len(seen) == 1:
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                conn.close()  # a reset, not a timeout
+                continue
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    r = Retrier(max_attempts=3, initial_delay=0, jitter="none", deadline=None, budget=quota)
+    s = requests.Session()
+    s.mount("http://", RetryingAdapter(r))
+    try:
+        assert s.get(f"http://127.0.0.1:{sock.getsockname()[1]}/", timeout=5).status_code == 200
+    finally:
+        sock.close()
+    assert seen == [500, 495]

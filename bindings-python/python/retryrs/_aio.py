@@ -386,10 +386,14 @@ def _cut(current: _native.AttemptInfo) -> AttemptTimeout:
 
 def _timed_out(exc: Optional[BaseException], current: Any) -> bool:
     """Whether ``exc`` is the driver's own AttemptTimeout for the attempt ``current``, or
-    a failure caused by it: an HTTP helper cuts its request with the driver's
-    ``_suspended`` and hands the Retrier the client's timeout error (its ``__cause__``
-    the AttemptTimeout, itself wrapped in a ``RequestFailed``), still a cut at the bound
-    that a quota prices as a timeout."""
+    a failure caused by it (an HTTP helper cuts its request with the driver's
+    ``_suspended`` and hands the Retrier the client's timeout error, its ``__cause__``
+    the AttemptTimeout, itself wrapped in a ``RequestFailed``), or an HTTP helper's
+    ``RequestFailed`` for its client's own timeout: each is priced by a quota as a
+    timeout (docs/contract.md section 7)."""
+    # An HTTP helper's RequestFailed for its client's own timeout (or its cut).
+    if getattr(exc, "_retryrs_timed_out", False) is True:
+        return True
     seen = 0
     while exc is not None and seen < 4:  # (the helpers' chains are 3 deep)
         if type(exc) is AttemptTimeout:

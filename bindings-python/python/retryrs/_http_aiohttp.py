@@ -189,7 +189,8 @@ def _discard(outcome: Any) -> None:
 
 
 def _failure(rules: Rules, method: str, url: str, key: Optional[str], exc: BaseException) -> Optional[RequestFailed]:
-    return request_failed(rules, method, url, key, _outcome(exc), exc)
+    # ServerTimeoutError (and the cut's ConnectionTimeoutError) are asyncio.TimeoutErrors.
+    return request_failed(rules, method, url, key, _outcome(exc), exc, isinstance(exc, asyncio.TimeoutError))
 
 
 async def _within(send: Awaitable[aiohttp.ClientResponse], current: Optional[_native.AttemptInfo]) -> aiohttp.ClientResponse:

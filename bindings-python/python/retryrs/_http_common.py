@@ -94,25 +94,33 @@ class ErrorStatus(HTTPRetryError):
 
 class RequestFailed(HTTPRetryError):
     """A network failure the core calls transient: ``connect`` is True when no connection
-    was made (the request was never sent). ``__cause__`` is the client's own exception,
-    kept out of the message because clients put the URL (and its query) in theirs."""
+    was made (the request was never sent); ``timed_out`` when it was a timeout (the
+    client's own, or the helper's cut at the attempt's bound), which a quota budget prices
+    as a timeout's retry, as botocore prices its connect and read timeouts.
+    ``__cause__`` is the client's own exception, kept out of the message because clients
+    put the URL (and its query) in theirs."""
 
-    def __init__(self, method: str, url: str, connect: bool, cause: BaseException) -> None:
+    def __init__(self, method: str, url: str, connect: bool, cause: BaseException, timed_out: bool = False) -> None:
         what = "could not connect" if connect else "failed"
         super().__init__(f"{method} {url} {what}: {_describe(cause)}", method, url)
         self.connect = connect
+        self.timed_out = timed_out
+        # What the drivers read (the blocking one from Rust) to price the retry.
+        self._retryrs_timed_out = timed_out
         self.__cause__ = cause
 
 
-def request_failed(rules: "Rules", method: str, url: str, key: Optional[str], outcome: Optional[str], exc: BaseException) -> Optional[RequestFailed]:
+def request_failed(
+    rules: "Rules", method: str, url: str, key: Optional[str], outcome: Optional[str], exc: BaseException, timed_out: bool = False
+) -> Optional[RequestFailed]:
     """The ``RequestFailed`` to hand the Retrier for a client's network failure
-    (``outcome``: "connect", "network", or None: not one), or None: the client's
-    exception is raised as it is and ends the call. A certificate that fails verification
-    is never retried, though clients file it under their connect errors: it fails the same
-    way every time (``retryrs._defaults.certificate_failure``)."""
+    (``outcome``: "connect", "network", or None: not one; ``timed_out``: a timeout), or
+    None: the client's exception is raised as it is and ends the call. A certificate that
+    fails verification is never retried, though clients file it under their connect
+    errors: it fails the same way every time (``retryrs._defaults.certificate_failure``)."""
     if outcome is None or not rules.transient(method, outcome, key) or certificate_failure(exc):
         return None
-    return RequestFailed(method, url, outcome == "connect", exc)
+    return RequestFailed(method, url, outcome == "connect", exc, timed_out)
 
 
 def _describe(exc: BaseException) -> str:

@@ -201,7 +201,7 @@ def _discard(outcome: Any) -> Optional[Awaitable[None]]:
 class _Base(Helper):
     def _failure(self, rules: Rules, method: str, url: str, key: Optional[str], exc: BaseException) -> Optional[RequestFailed]:
         outcome = "connect" if isinstance(exc, _CONNECT) else "network" if isinstance(exc, _NETWORK) else None
-        return request_failed(rules, method, url, key, outcome, exc)
+        return request_failed(rules, method, url, key, outcome, exc, isinstance(exc, httpx.TimeoutException))
 
     def _prepare(self, request: httpx.Request) -> Tuple[Rules, _native.Retrier, str, str, Optional[str]]:
         """The request's rules and retrier (its ``extensions["retryrs"]`` options over the

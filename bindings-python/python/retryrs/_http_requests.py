@@ -198,7 +198,7 @@ class RetryingAdapter(Helper, HTTPAdapter):
                 with attempts.sending():
                     resp = send(request, **kw)
             except (rex.ConnectionError, rex.Timeout) as e:
-                failed = request_failed(rules, method, url, key, _outcome(e), e)
+                failed = request_failed(rules, method, url, key, _outcome(e), e, isinstance(e, rex.Timeout))
                 if failed is None:
                     raise
                 raise failed from e
