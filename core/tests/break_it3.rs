@@ -123,3 +123,34 @@ fn a_rejection_after_in_place_and_spilled_errors_is_the_rejected_error() {
         }
     }
 }
+
+/// A hedged call cancelled while its attempts run made them: the stats count an attempt,
+/// as for a call that does not hedge (CHANGELOG: "an attempt ended by the call's
+/// cancellation now counts in `attempts`"). It counted none, on every host (the Rust async
+/// executor, Python's and Node's hedged calls all end through `HedgeCall::cancel`).
+#[test]
+fn a_hedged_call_cancelled_during_its_attempts_counts_them_as_made() {
+    use retryrs::hedge::{HedgeCall, Step};
+    use retryrs::{Hedging, Stats};
+    use std::time::Duration;
+    let policy = Policy::builder().hedge(Some(Hedging::fixed(2, 10.0).unwrap())).deadline(None).build().unwrap();
+    for in_flight in [1u32, 2] {
+        let stats = Stats::new();
+        let mut sink = |e: &retryrs::Event<'_>| stats.observe(e);
+        let mut call = HedgeCall::start(&policy, Duration::ZERO);
+        assert_eq!(call.poll(Duration::ZERO, &mut sink), Ok(Step::Launch(1)));
+        if in_flight == 2 {
+            let at = Duration::from_millis(10);
+            assert_eq!(call.poll(at, &mut sink), Ok(Step::Launch(2)));
+        }
+        assert_eq!(call.cancel(Duration::from_millis(15), &mut sink).map(|s| s.len()), Ok(in_flight));
+        let s = stats.snapshot();
+        assert_eq!((s.calls, s.cancellations), (1, 1));
+        assert!(s.attempts >= 1, "{in_flight} attempt(s) in flight when cancelled, {} counted", s.attempts);
+    }
+    // Cancelled between attempts (none in flight): none is counted.
+    let stats = Stats::new();
+    let mut call = HedgeCall::start(&policy, Duration::ZERO);
+    assert_eq!(call.cancel(Duration::ZERO, &mut |e| stats.observe(e)).map(|s| s.len()), Ok(0));
+    assert_eq!(stats.snapshot().attempts, 0);
+}
