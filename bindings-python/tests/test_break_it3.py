@@ -1,0 +1,89 @@
+"""break-it3: this round's features tried as a stranger would, at the edges."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+import threading
+
+import pytest
+import requests
+
+import retryrs
+from retryrs import Retrier, load_policies
+from retryrs._defaults import certificate_failure
+from retryrs.http import RetryingAdapter
+
+
+class OddReason(ConnectionError):
+    """A client error whose ``reason`` is a property that fails (it reads a response
+    that is not there)."""
+
+    @property
+    def reason(self) -> str:
+        raise RuntimeError("no response to read a reason from")
+
+
+def test_an_exception_chain_with_a_cycle_is_walked_once() -> None:
+    a, b = ConnectionError("a"), OSError("b")
+    a.__context__, b.__context__ = b, a
+    assert not certificate_failure(a)
+    cert = ssl.SSLCertVerificationError(1, "certificate verify failed")
+    b.__cause__, cert.__context__ = cert, a
+    assert certificate_failure(a)
+
+
+def test_an_error_whose_reason_attribute_raises_is_judged_not_replaced() -> None:
+    """The default retry_on looks at a ``reason`` attribute for the certificate check; a
+    ``reason`` that raises must not replace the caller's error with retryrs' own bug."""
+    assert not certificate_failure(OddReason("reset"))
+    attempts = []
+
+    def op() -> None:
+        attempts.append(1)
+        raise OddReason("reset")
+
+    with pytest.raises(retryrs.RetryExhausted) as info:
+        Retrier(initial_delay=0, jitter="none", max_attempts=2).call(op)
+    assert len(attempts) == 2
+    assert isinstance(info.value.__cause__, OddReason)
+
+
+@pytest.fixture
+def plain_http():
+    """A plain-HTTP server on loopback: https to it fails the TLS handshake with
+    WRONG_VERSION_NUMBER (an ``ssl.SSLError`` whose errno is OpenSSL's code, 1)."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+
+    def run() -> None:
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            try:
+                conn.settimeout(5)
+                conn.recv(4096)
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            except OSError:
+                pass
+            conn.close()
+
+    threading.Thread(target=run, daemon=True).start()
+    yield f"https://127.0.0.1:{srv.getsockname()[1]}/"
+    srv.close()
+
+
+def test_an_ssl_error_is_described_by_its_own_text_not_an_errno(plain_http: str) -> None:
+    """ssl.SSLError's errno is OpenSSL's error code (1: SSL_ERROR_SSL), not an OS errno:
+    the message said "Operation not permitted" (os.strerror(1))."""
+    s = requests.Session()
+    s.mount("https://", RetryingAdapter(Retrier(initial_delay=0, jitter="none", max_attempts=1)))
+    with pytest.raises(requests.exceptions.SSLError) as info:
+        s.get(plain_http, timeout=10)
+    text = str(info.value)
+    assert "Operation not permitted" not in text, text
+    assert "WRONG_VERSION_NUMBER" in text or "wrong version number" in text, text
