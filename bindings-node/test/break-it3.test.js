@@ -26,3 +26,21 @@ for (const [name, hedge] of [['a plain call', undefined], ['a hedged call', { ma
     assert.ok(s.attempts >= 1, `${launched} attempt(s) running at the abort, stats counted ${s.attempts}`);
   });
 }
+
+// Node names an OpenSSL error ERR_SSL_ + its reason text, upper-cased, spaces to '_'.
+// OpenSSL 3.2 renamed the "sslv3 alert ..." reasons "ssl/tls alert ...": a Node built
+// with a newer OpenSSL (Node 24's bundled one, a distro's Node 22 linked to the system's)
+// reports a peer's refusal of our certificate as ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE.
+// Such a refusal fails the same way every time: no network failure, as under OpenSSL 3.0.
+test('failureOf: the certificate alerts as OpenSSL 3.2+ spells them are no network failure', () => {
+  const { failureOf } = require('../lib/http-common');
+  const coded = (code) => Object.assign(new Error(code), { code });
+  for (const alert of ['BAD_CERTIFICATE', 'UNSUPPORTED_CERTIFICATE', 'CERTIFICATE_REVOKED', 'CERTIFICATE_EXPIRED', 'CERTIFICATE_UNKNOWN']) {
+    for (const code of [`ERR_SSL_SSLV3_ALERT_${alert}`, `ERR_SSL_SSL/TLS_ALERT_${alert}`]) {
+      assert.equal(failureOf(coded(code), true), undefined, code);
+      assert.equal(failureOf(new TypeError('fetch failed', { cause: coded(code) }), true), undefined, `fetch: ${code}`);
+    }
+  }
+  // Still a failed connect: a handshake failure that is no certificate's.
+  assert.equal(failureOf(coded('ERR_SSL_SSL/TLS_ALERT_HANDSHAKE_FAILURE'), true), 'connect');
+});
