@@ -29,7 +29,7 @@ for (const [name, hedge] of [['a plain call', undefined], ['a hedged call', { ma
 
 // Node names an OpenSSL error ERR_SSL_ + its reason text, upper-cased, spaces to '_'.
 // OpenSSL 3.2 renamed the "sslv3 alert ..." reasons "ssl/tls alert ...": a Node built
-// with a newer OpenSSL (Node 24's bundled one, a distro's Node 22 linked to the system's)
+// with a newer OpenSSL (such as a distro build linked to the system's)
 // reports a peer's refusal of our certificate as ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE.
 // Such a refusal fails the same way every time: no network failure, as under OpenSSL 3.0.
 test('failureOf: the certificate alerts as OpenSSL 3.2+ spells them are no network failure', () => {
