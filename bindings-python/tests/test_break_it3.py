@@ -87,3 +87,37 @@ def test_an_ssl_error_is_described_by_its_own_text_not_an_errno(plain_http: str)
     text = str(info.value)
     assert "Operation not permitted" not in text, text
     assert "WRONG_VERSION_NUMBER" in text or "wrong version number" in text, text
+
+
+def _hedged() -> Retrier:
+    doc = {"policies": {"reads": {"hedge": {"max_attempts": 2, "delay": "20ms"}, "deadline": "10s"}}}
+    return Retrier.from_policy(load_policies(doc)["reads"])
+
+
+@pytest.mark.parametrize("hedge", [False, True], ids=["plain", "hedged"])
+def test_a_call_cancelled_while_its_attempts_run_counts_them(hedge: bool) -> None:
+    """CHANGELOG: an attempt ended by the call's cancellation counts in ``attempts``. A
+    hedged call counted none (the core's HedgeCall did not say its attempts were made)."""
+    r = _hedged() if hedge else Retrier(deadline=10)
+
+    async def main() -> None:
+        running = asyncio.Event()
+        launched = 0
+
+        async def op() -> None:
+            nonlocal launched
+            launched += 1
+            if launched == (2 if hedge else 1):
+                running.set()
+            await asyncio.Event().wait()  # hangs until cancelled
+
+        task = asyncio.ensure_future(r.call_async(op))
+        await asyncio.wait_for(running.wait(), 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    stats = r.stats()
+    assert (stats["calls"], stats["cancellations"]) == (1, 1)
+    assert stats["attempts"] >= 1, stats
