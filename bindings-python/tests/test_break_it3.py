@@ -121,3 +121,41 @@ def test_a_call_cancelled_while_its_attempts_run_counts_them(hedge: bool) -> Non
     stats = r.stats()
     assert (stats["calls"], stats["cancellations"]) == (1, 1)
     assert stats["attempts"] >= 1, stats
+
+
+@pytest.mark.parametrize("form", ["call_async", "async for"])
+def test_an_async_wait_after_a_sync_before_sleep_is_asked_once_per_retry(form: str) -> None:
+    """A sync ``before_sleep`` and an async ``wait``: the wait hook ran twice per retry
+    (the sync answer was not among the driver's awaited ones, so the awaited wait answer
+    was read as before_sleep's and wait asked again), and a ``wait`` answering ``False``
+    (0 s) stopped the call as if before_sleep had."""
+    calls: list = []
+
+    async def wait(attempt: int, failure: object, delay: float) -> object:
+        calls.append(("wait", attempt))
+        return False if attempt == 1 else 0  # False: 0 seconds, a bool all the same
+
+    def before_sleep(attempt: int, failure: object, delay: float) -> None:
+        calls.append(("before_sleep", attempt))
+
+    r = Retrier(wait=wait, before_sleep=before_sleep, max_attempts=3, deadline=10, retry_on=lambda e: True)
+    tries = 0
+
+    async def op() -> None:
+        nonlocal tries
+        tries += 1
+        raise ConnectionError("reset")
+
+    async def main() -> None:
+        if form == "call_async":
+            await r.call_async(op)
+        else:
+            async for attempt in r:
+                with attempt:
+                    await op()
+
+    with pytest.raises(retryrs.RetryExhausted) as info:
+        asyncio.run(main())
+    assert info.value.reason == "attempts", info.value
+    assert tries == 3
+    assert calls == [("before_sleep", 1), ("wait", 1), ("before_sleep", 2), ("wait", 2)]
