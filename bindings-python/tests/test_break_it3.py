@@ -159,3 +159,29 @@ def test_an_async_wait_after_a_sync_before_sleep_is_asked_once_per_retry(form: s
     assert info.value.reason == "attempts", info.value
     assert tries == 3
     assert calls == [("before_sleep", 1), ("wait", 1), ("before_sleep", 2), ("wait", 2)]
+
+
+@pytest.mark.parametrize("hint", [None, 0.0], ids=["no-hint", "zero-hint"])
+def test_a_sync_retry_on_with_an_async_retry_after_keeps_its_verdict(hint: object) -> None:
+    """A sync ``retry_on`` and an async ``retry_after``: the awaited hint was read as the
+    predicate's answer (its truthiness: None or 0 made a transient failure permanent, the
+    call ended after one attempt) and the hint hook was asked twice."""
+    calls: list = []
+
+    def retry_on(exc: BaseException) -> bool:
+        calls.append("retry_on")
+        return True
+
+    async def retry_after(exc: BaseException) -> object:
+        calls.append("retry_after")
+        return hint
+
+    r = Retrier(retry_on=retry_on, retry_after=retry_after, max_attempts=2, initial_delay=0, deadline=10)
+
+    async def op() -> None:
+        raise ConnectionError("reset")
+
+    with pytest.raises(retryrs.RetryExhausted) as info:
+        asyncio.run(r.call_async(op))
+    assert info.value.reason == "attempts"
+    assert calls == ["retry_on", "retry_after", "retry_on", "retry_after"]
