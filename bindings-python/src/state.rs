@@ -61,8 +61,12 @@ pub struct CallState {
 struct Pending {
     delay: Duration,
     attempt: u32,
-    /// How many of the driver's answers classification used (the hooks' come after).
+    /// How many of the driver's answers were used (classification's, then the awaited
+    /// hooks'): the next awaited answer is at this index.
     asked: usize,
+    /// The first hook still to ask (0: before_sleep, 1: wait): a sync hook asked before an
+    /// awaited one answered already, and its answer is not among the driver's.
+    hook: usize,
     /// The failure the hooks are asked about (a value when `is_value`), not yet kept: a
     /// cancel while they answer keeps it (the RetryCancelled's cause).
     subject: Py<PyAny>,
@@ -304,7 +308,7 @@ impl CallState {
                     return Ok(Ok(Hooked::Decided(Decision::Stop(Stop::Cancelled))));
                 }
                 let subject_obj = subject.clone().unbind();
-                let pending = Pending { delay, attempt, asked, subject: subject_obj, is_value };
+                let pending = Pending { delay, attempt, asked, hook: 0, subject: subject_obj, is_value };
                 Ok(self.hooked(py, pending, subject, is_value, answers, signal))
             }
         }
@@ -329,16 +333,22 @@ impl CallState {
         let mut asked = pending.asked;
         let mut plan = Plan::Engine;
         let mut failure: Option<PyErr> = None;
-        for (name, hook) in [("before_sleep", &host.before_sleep), ("wait", &host.wait)] {
+        let hooks = [("before_sleep", &host.before_sleep), ("wait", &host.wait)];
+        for (i, (name, hook)) in hooks.into_iter().enumerate().skip(pending.hook) {
             let Some(hook) = hook else { continue };
             let answer = match crate::host_policy::answered(answers, asked) {
-                Ok(Some(a)) => Ok(a),
+                Ok(Some(a)) => {
+                    asked += 1;
+                    Ok(a)
+                }
                 Ok(None) => {
                     let delay = pending.delay.as_secs_f64();
                     match hook.bind(py).call1((pending.attempt, subject, delay)) {
                         Ok(a) => match crate::host_policy::awaitable(&a, name, can_await) {
                             Ok(Some(Classified::Await(p))) => {
-                                self.pending = Some(pending);
+                                // Its answer comes back at index `asked`; the hooks before
+                                // it (answered in place, or it would not be reached) are done.
+                                self.pending = Some(Pending { asked, hook: i, ..pending });
                                 return Ok(Hooked::Await(p.unbind()));
                             }
                             Ok(_) => Ok(a),
@@ -349,7 +359,6 @@ impl CallState {
                 }
                 Err(e) => Err(e),
             };
-            asked += 1;
             // An awaited hook that raised comes back from the driver wrapped.
             let answer = match answer {
                 Ok(a) if raised_type(py).is_ok_and(|t| a.is_instance(t).unwrap_or(false)) => {
