@@ -55,6 +55,9 @@ pub struct CallState {
     /// The engine proposed a wait and the hooks (wait=, before_sleep=) are being asked:
     /// an async driver comes back with their awaited answers.
     pending: Option<Pending>,
+    /// The `retry_on` predicate's verdict on the failure being judged, when it answered in
+    /// place and a hint hook is being awaited (`HostPolicy::classify`).
+    predicate: Option<bool>,
 }
 
 /// A wait the engine proposed, waiting on the hooks' answers.
@@ -96,7 +99,7 @@ impl CallState {
         admission: Option<retryrs::Admission>,
     ) -> Self {
         let call = Call::start_admitted(host.policy.clone(), start, admission);
-        CallState { host, call, errors: Vec::new(), clock, token, pending: None }
+        CallState { host, call, errors: Vec::new(), clock, token, pending: None, predicate: None }
     }
 
     /// Keeps a failure: the last `retryrs::HISTORY` only, so a call with a huge
@@ -162,8 +165,11 @@ impl CallState {
             self.errors.clear();
             return Err(err);
         }
-        let classify = || host.classify(&value, answers);
-        let decision = match self.decide(py, &value, false, classify, timed_out, answers, &mut signal)? {
+        let mut predicate = self.predicate.take();
+        let classify = || host.classify(&value, answers, &mut predicate);
+        let decided = self.decide(py, &value, false, classify, timed_out, answers, &mut signal);
+        self.predicate = predicate;
+        let decision = match decided? {
             Ok(Hooked::Decided(d)) => d,
             Ok(Hooked::Await(pending)) => return Ok(Failed::Await(pending)),
             Err(hook_error) => return Err(self.hook_failed(py, hook_error, Some(err), signal)),
