@@ -184,3 +184,26 @@ def test_a_sync_retry_on_with_an_async_retry_after_keeps_its_verdict(hint: objec
         asyncio.run(r.call_async(op))
     assert info.value.reason == "attempts"
     assert calls == ["retry_on", "retry_after", "retry_on", "retry_after"]
+
+
+@pytest.mark.parametrize("signal_class", [KeyboardInterrupt, SystemExit])
+def test_under_trio_a_signal_raised_by_a_hedged_attempt_is_raised_as_it_is(signal_class: type) -> None:
+    """A KeyboardInterrupt (or SystemExit) raised by a hedged attempt under trio escaped
+    the call's nursery as a BaseExceptionGroup, so ``except KeyboardInterrupt`` missed it
+    (a call that does not hedge raises it as it is, as does a hedged one under asyncio)."""
+    trio = pytest.importorskip("trio")
+    r = _hedged()
+    launched = 0
+
+    async def op() -> None:
+        nonlocal launched
+        launched += 1
+        if launched == 1:
+            await trio.sleep(0.05)  # the hedge goes out at 20 ms
+            raise signal_class()
+        await trio.sleep_forever()
+
+    with pytest.raises(signal_class):
+        trio.run(r.call_async, op)
+    stats = r.stats()
+    assert (stats["calls"], stats["cancellations"]) == (1, 1), stats
