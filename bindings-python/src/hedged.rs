@@ -52,6 +52,9 @@ pub struct HedgedCall {
     interrupts: bool,
     /// A listener's Ctrl-C raised while the call started, for the first step.
     signal: Option<PyErr>,
+    /// The `retry_on` predicate's in-place verdict while a hint hook is awaited
+    /// (`HostPolicy::classify`).
+    predicate: Option<bool>,
 }
 
 /// A step as the tuple the driver reads.
@@ -70,7 +73,7 @@ impl HedgedCall {
             let h = &*host;
             HedgeCall::start_with(h.policy.clone(), start, &mut |e: &Event<'_>| h.emit(py, e, None, &mut signal))
         };
-        HedgedCall { host, call, errors: Vec::new(), clock, token, interrupts, signal }
+        HedgedCall { host, call, errors: Vec::new(), clock, token, interrupts, signal, predicate: None }
     }
 
     fn keep(&mut self, obj: Py<PyAny>, is_value: bool) {
@@ -229,7 +232,7 @@ impl HedgedCall {
             let (_, _, _, cancel, _) = self.cancelled(py, Some((&exc, false)))?;
             return Ok((STOP, self.call.launched(), None, cancel, Some(exc.unbind())));
         }
-        let verdict = self.host.classify(&exc, answers.as_ref());
+        let verdict = self.host.classify(&exc, answers.as_ref(), &mut self.predicate);
         self.judged(py, k, &exc, false, verdict, timed_out)
     }
 

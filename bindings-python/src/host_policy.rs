@@ -130,31 +130,39 @@ impl HostPolicy {
     /// In an async call it holds the hooks' awaited answers so far, in the order they are
     /// asked (the predicate, then the hint); a hook whose answer is an awaitable not yet
     /// awaited ends classification with [`Classified::Await`], and the driver asks again
-    /// with that answer appended.
+    /// with that answer appended. Only awaited answers are among `answers`: a predicate
+    /// that answered in place keeps its verdict in `predicate` (the caller's, per call)
+    /// while the hint is awaited, so it is neither asked again nor given the hint's answer.
     pub fn classify<'py>(
         &self,
         exc: &Bound<'py, PyAny>,
         answers: Option<&Bound<'py, PyTuple>>,
+        predicate: &mut Option<bool>,
     ) -> PyResult<Classified<'py>> {
         let py = exc.py();
         let mut asked = 0usize;
+        if answers.is_none_or(|a| a.is_empty()) {
+            *predicate = None; // a new failure: nothing answered yet
+        }
         let transient = match &self.retry_on {
             RetryOn::Classes(classes) => exc.is_instance(classes.bind(py))?,
             RetryOn::Default => exc.is_instance(&default_retry_on(py)?)? && !certificate_failure(exc)?,
-            RetryOn::Predicate(f) => {
-                let answer = match answered(answers, asked)? {
-                    Some(a) => a,
-                    None => {
-                        let a = f.bind(py).call1((exc,))?;
-                        if let Some(pending) = awaitable(&a, "retry_on", answers.is_some())? {
-                            return Ok(pending);
-                        }
-                        a
+            RetryOn::Predicate(_) if predicate.is_some() => predicate.unwrap_or(false),
+            RetryOn::Predicate(f) => match answered(answers, asked)? {
+                Some(a) => {
+                    asked += 1;
+                    a.is_truthy()?
+                }
+                None => {
+                    let a = f.bind(py).call1((exc,))?;
+                    if let Some(pending) = awaitable(&a, "retry_on", answers.is_some())? {
+                        return Ok(pending);
                     }
-                };
-                asked += 1;
-                answer.is_truthy()?
-            }
+                    let transient = a.is_truthy()?;
+                    *predicate = Some(transient);
+                    transient
+                }
+            },
         };
         if !transient {
             return Ok(Classified::Verdict(Verdict::Permanent));

@@ -55,14 +55,21 @@ pub struct CallState {
     /// The engine proposed a wait and the hooks (wait=, before_sleep=) are being asked:
     /// an async driver comes back with their awaited answers.
     pending: Option<Pending>,
+    /// The `retry_on` predicate's verdict on the failure being judged, when it answered in
+    /// place and a hint hook is being awaited (`HostPolicy::classify`).
+    predicate: Option<bool>,
 }
 
 /// A wait the engine proposed, waiting on the hooks' answers.
 struct Pending {
     delay: Duration,
     attempt: u32,
-    /// How many of the driver's answers classification used (the hooks' come after).
+    /// How many of the driver's answers were used (classification's, then the awaited
+    /// hooks'): the next awaited answer is at this index.
     asked: usize,
+    /// The first hook still to ask (0: before_sleep, 1: wait): a sync hook asked before an
+    /// awaited one answered already, and its answer is not among the driver's.
+    hook: usize,
     /// The failure the hooks are asked about (a value when `is_value`), not yet kept: a
     /// cancel while they answer keeps it (the RetryCancelled's cause).
     subject: Py<PyAny>,
@@ -92,7 +99,7 @@ impl CallState {
         admission: Option<retryrs::Admission>,
     ) -> Self {
         let call = Call::start_admitted(host.policy.clone(), start, admission);
-        CallState { host, call, errors: Vec::new(), clock, token, pending: None }
+        CallState { host, call, errors: Vec::new(), clock, token, pending: None, predicate: None }
     }
 
     /// Keeps a failure: the last `retryrs::HISTORY` only, so a call with a huge
@@ -161,8 +168,11 @@ impl CallState {
             self.errors.clear();
             return Err(err);
         }
-        let classify = || host.classify(&value, answers);
-        let decision = match self.decide(py, &value, false, classify, timed_out, answers, &mut signal)? {
+        let mut predicate = self.predicate.take();
+        let classify = || host.classify(&value, answers, &mut predicate);
+        let decided = self.decide(py, &value, false, classify, timed_out, answers, &mut signal);
+        self.predicate = predicate;
+        let decision = match decided? {
             Ok(Hooked::Decided(d)) => d,
             Ok(Hooked::Await(pending)) => return Ok(Failed::Await(pending)),
             Err(hook_error) => return Err(self.hook_failed(py, hook_error, Some(err), signal)),
@@ -307,7 +317,7 @@ impl CallState {
                     return Ok(Ok(Hooked::Decided(Decision::Stop(Stop::Cancelled))));
                 }
                 let subject_obj = subject.clone().unbind();
-                let pending = Pending { delay, attempt, asked, subject: subject_obj, is_value };
+                let pending = Pending { delay, attempt, asked, hook: 0, subject: subject_obj, is_value };
                 Ok(self.hooked(py, pending, subject, is_value, answers, signal))
             }
         }
@@ -332,16 +342,22 @@ impl CallState {
         let mut asked = pending.asked;
         let mut plan = Plan::Engine;
         let mut failure: Option<PyErr> = None;
-        for (name, hook) in [("before_sleep", &host.before_sleep), ("wait", &host.wait)] {
+        let hooks = [("before_sleep", &host.before_sleep), ("wait", &host.wait)];
+        for (i, (name, hook)) in hooks.into_iter().enumerate().skip(pending.hook) {
             let Some(hook) = hook else { continue };
             let answer = match crate::host_policy::answered(answers, asked) {
-                Ok(Some(a)) => Ok(a),
+                Ok(Some(a)) => {
+                    asked += 1;
+                    Ok(a)
+                }
                 Ok(None) => {
                     let delay = pending.delay.as_secs_f64();
                     match hook.bind(py).call1((pending.attempt, subject, delay)) {
                         Ok(a) => match crate::host_policy::awaitable(&a, name, can_await) {
                             Ok(Some(Classified::Await(p))) => {
-                                self.pending = Some(pending);
+                                // Its answer comes back at index `asked`; the hooks before
+                                // it (answered in place, or it would not be reached) are done.
+                                self.pending = Some(Pending { asked, hook: i, ..pending });
                                 return Ok(Hooked::Await(p.unbind()));
                             }
                             Ok(_) => Ok(a),
@@ -352,7 +368,6 @@ impl CallState {
                 }
                 Err(e) => Err(e),
             };
-            asked += 1;
             // An awaited hook that raised comes back from the driver wrapped.
             let answer = match answer {
                 Ok(a) if raised_type(py).is_ok_and(|t| a.is_instance(t).unwrap_or(false)) => {

@@ -720,7 +720,14 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
             Stop::Exhausted(r) => (EventKind::Exhausted, Some(r)),
             Stop::Cancelled => (EventKind::Cancelled, None),
         };
-        self.emit(kind, self.last, elapsed, None, reason, sink);
+        // Cancelled with attempts in flight: they were made (Stats counts one, as for a
+        // call that does not hedge).
+        let interrupted = stop == Stop::Cancelled && !cancel.is_empty();
+        let mut tell = |e: &Event<'_>| match e.kind {
+            EventKind::Cancelled if interrupted => sink(&Event { attempt_interrupted: true, ..*e }),
+            _ => sink(e),
+        };
+        self.emit(kind, self.last, elapsed, None, reason, &mut tell);
         self.count_call(stop, now, sink);
         Step::Stop { stop, cancel }
     }

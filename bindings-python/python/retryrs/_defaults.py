@@ -79,8 +79,17 @@ def linked(exc: BaseException) -> Iterator[BaseException]:
             continue
         seen.add(id(e))
         yield e
-        todo.extend(x for x in (e.__cause__, e.__context__, getattr(e, "reason", None)) if isinstance(x, BaseException))
+        todo.extend(x for x in (e.__cause__, e.__context__, _reason(e)) if isinstance(x, BaseException))
         todo.extend(a for a in e.args if isinstance(a, BaseException))
+
+
+def _reason(exc: BaseException) -> object:
+    """``exc.reason``, or None: a client's ``reason`` property that raises (it reads a
+    response that is not there) must not replace the caller's error with its own."""
+    try:
+        return getattr(exc, "reason", None)
+    except Exception:
+        return None
 
 
 def _classes(

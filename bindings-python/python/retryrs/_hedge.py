@@ -275,7 +275,9 @@ class _Nursery:
         with scope:
             try:
                 value = await self.attempt(info)
-            except Exception as e:
+            except (Exception, KeyboardInterrupt, SystemExit) as e:
+                # A signal too goes to the driver (the engine records the cancel and it is
+                # raised outside the nursery as it is), not into an exception group.
                 self.send.send_nowait((k, False, e))
                 return
             self.send.send_nowait((k, True, value))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import ssl
 import threading
 from typing import Any, Awaitable, Callable, Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple
 
@@ -126,6 +127,9 @@ def request_failed(
 def _describe(exc: BaseException) -> str:
     """The innermost OS error's text (e.g. "Connection refused"), else the class name."""
     for e in linked(exc):
+        if isinstance(e, ssl.SSLError):
+            # Its errno is OpenSSL's error code (1: SSL_ERROR_SSL), not the OS's.
+            return f"{e.reason or e.strerror or 'TLS error'} ({type(exc).__name__})"
         if isinstance(e, OSError) and (e.errno or e.strerror):
             # The errno's own text: asyncio's strerror carries the address.
             text = os.strerror(e.errno) if isinstance(e.errno, int) and e.errno > 0 else e.strerror
