@@ -217,6 +217,55 @@ def test_a_certificate_for_another_host_is_not_retried(misnamed, send):
     assert [ev.kind for ev in events] == ["attempt_failed", "rejected"] and server.hits(p) == 0
 
 
+@pytest.fixture(scope="module")
+def mtls():
+    """A server (its certificate trusted by the client) that requires a client certificate
+    the client does not present: it refuses us with a TLS alert."""
+    ctx, ca = ScriptedServer.tls_context()
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    ctx.load_verify_locations(cafile=ca)
+    with ScriptedServer(tls=ctx) as s:
+        yield s, ca
+    os.unlink(ca)
+
+
+def test_a_server_refusing_our_certificate_is_not_retried(mtls):
+    # As in Node's helpers: the peer's certificate alert fails the same way every time. The
+    # server sends its alert and closes, so a client may read the close (an EOF, which
+    # stays transient) before the alert: each client is checked for what it saw, and the
+    # alert must have reached some of them.
+    server, ca = mtls
+    saw_alert = []
+    for send in CLIENTS:
+        r, events = fast()
+        with pytest.raises(Exception) as info:
+            send(r, "GET", server.script(path(), [200]), ca=ca)
+        e = info.value
+        if retryrs._defaults.certificate_failure(e):
+            saw_alert.append(send.__name__)
+            assert not isinstance(e, retryrs.RetryExhausted), (send.__name__, repr(e))
+            # The attempt that read the alert ended the call (an earlier one may have read
+            # an EOF first, and was retried).
+            assert [ev.kind for ev in events][-2:] == ["attempt_failed", "rejected"], send.__name__
+        else:
+            assert isinstance(e, retryrs.RetryExhausted) and e.attempts == 3, (send.__name__, repr(e))
+    assert saw_alert, "no client read the server's certificate alert"
+
+
+def test_a_certificate_alert_is_a_certificate_failure_in_both_spellings():
+    from retryrs._defaults import certificate_failure
+
+    for reason in ["TLSV13_ALERT_CERTIFICATE_REQUIRED", "SSLV3_ALERT_BAD_CERTIFICATE", "SSL/TLS_ALERT_BAD_CERTIFICATE", "TLSV1_ALERT_UNKNOWN_CA"]:
+        alert = ssl.SSLError(1, f"[SSL: {reason}] alert")
+        alert.reason = reason
+        wrapped = ConnectionError("outer")
+        wrapped.__cause__ = alert
+        assert certificate_failure(wrapped), reason
+    other = ssl.SSLError(1, "[SSL: WRONG_VERSION_NUMBER] wrong version number")
+    other.reason = "WRONG_VERSION_NUMBER"
+    assert not certificate_failure(other)
+
+
 @pytest.mark.parametrize("send", CLIENTS, ids=ids)
 @pytest.mark.parametrize("method", ["GET", "POST"])
 def test_a_handshake_reset_is_retried_as_a_connect_failure(reset, send, method):

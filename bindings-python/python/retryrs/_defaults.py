@@ -17,8 +17,10 @@ anywhere in the exception's ``__cause__``/``__context__`` chain or its arguments
 how requests' ``SSLError`` and httpx's ``ConnectError`` carry it; aiohttp's
 ``ClientConnectorCertificateError`` and ``ServerFingerprintMismatch``; urllib3's own
 ``CertificateError``) is permanent too, although the client files it under its connection
-errors: it fails the same way every time (got and undici do not retry it either). A TLS
-handshake that is reset or cut short (EOF) stays transient.
+errors: it fails the same way every time (got and undici do not retry it either). So is
+the server's refusal of our certificate (a TLS alert: unknown CA, bad, expired, revoked or
+missing client certificate, the ``reason`` of an ``ssl.SSLError``), as in Node's helpers.
+A TLS handshake that is reset or cut short (EOF) stays transient.
 """
 
 from __future__ import annotations
@@ -58,13 +60,24 @@ def transient() -> Tuple[Type[BaseException], ...]:
 
 _cert_cache: Dict[Tuple[object, ...], Tuple[Type[BaseException], ...]] = {}
 
+# The alerts of a peer that refused our certificate (ssl.SSLError.reason). OpenSSL 3.2
+# renamed the "SSLV3_ALERT_*" reasons "SSL/TLS_ALERT_*": both spellings.
+_REFUSED_ALERTS = frozenset(
+    ["TLSV1_ALERT_UNKNOWN_CA", "TLSV13_ALERT_CERTIFICATE_REQUIRED"]
+    + [
+        f"{prefix}_ALERT_{alert}"
+        for prefix in ("SSLV3", "SSL/TLS")
+        for alert in ("BAD_CERTIFICATE", "UNSUPPORTED_CERTIFICATE", "CERTIFICATE_REVOKED", "CERTIFICATE_EXPIRED", "CERTIFICATE_UNKNOWN")
+    ]
+)
+
 
 def certificate_failure(exc: BaseException) -> bool:
     """Whether ``exc`` is, or was caused by, a TLS certificate that failed verification
     (see the module's docstring): a failure the default ``retry_on`` and the HTTP helpers
     never retry, whatever class the client wraps it in."""
     classes = _classes(_CERTIFICATE, (ssl.SSLCertVerificationError,), _cert_cache)
-    return any(isinstance(e, classes) for e in linked(exc))
+    return any(isinstance(e, classes) or isinstance(e, ssl.SSLError) and getattr(e, "reason", None) in _REFUSED_ALERTS for e in linked(exc))
 
 
 def linked(exc: BaseException) -> Iterator[BaseException]:
