@@ -55,6 +55,8 @@ pub struct HedgedCall {
     /// The `retry_on` predicate's in-place verdict while a hint hook is awaited
     /// (`HostPolicy::classify`).
     predicate: Option<bool>,
+    /// When the call started, on its clock (the deadline counts from it).
+    started: Duration,
 }
 
 /// A step as the tuple the driver reads.
@@ -73,7 +75,7 @@ impl HedgedCall {
             let h = &*host;
             HedgeCall::start_with(h.policy.clone(), start, &mut |e: &Event<'_>| h.emit(py, e, None, &mut signal))
         };
-        HedgedCall { host, call, errors: Vec::new(), clock, token, interrupts, signal, predicate: None }
+        HedgedCall { host, call, errors: Vec::new(), clock, token, interrupts, signal, predicate: None, started: start }
     }
 
     fn keep(&mut self, obj: Py<PyAny>, is_value: bool) {
@@ -314,6 +316,18 @@ impl HedgedCall {
     #[getter]
     fn token(&self, py: Python<'_>) -> Option<Py<PyCancelToken>> {
         self.token.as_ref().map(|t| t.clone_ref(py))
+    }
+
+    /// Seconds left before the call's deadline, for the driver to bound an awaited hook
+    /// with (as `_SteppedCall._deadline_left`); None with no deadline, and under virtual
+    /// time (where a hook's real time is not the call's).
+    #[getter]
+    fn _deadline_left(&self) -> Option<f64> {
+        if self.clock.is_some() {
+            return None;
+        }
+        let end = self.started + self.host.policy.deadline()?;
+        Some(end.saturating_sub(now(&None)).as_secs_f64())
     }
 
     fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {

@@ -150,3 +150,29 @@ def test_the_sync_loop_still_refuses_an_async_hook_naming_it():
         for attempt in r:
             with attempt:
                 raise ValueError("x")
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_leaving_the_loop_before_an_async_verdict_warns_naming_the_failure(lib):
+    # A break right after a failed `with` leaves the failure unjudged (its async
+    # retry_on is awaited only when the loop asks for the next attempt): it must not
+    # vanish without a word.
+    async def retry_on(exc):
+        await checkpoint(lib)
+        return False
+
+    r = retryrs.Retrier(initial_delay=0, max_attempts=3, retry_on=retry_on)
+
+    async def main():
+        attempts = r.__aiter__()
+        async for attempt in attempts:
+            with attempt:
+                raise ValueError("card declined")
+            break
+        del attempts, attempt
+
+    with pytest.warns(RuntimeWarning, match=r"left before the failure .*card declined"):
+        run(lib, main)
+        import gc
+
+        gc.collect()

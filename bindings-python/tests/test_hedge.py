@@ -804,3 +804,80 @@ def test_wait_hooks_are_refused_on_a_hedging_retrier() -> None:
             Retrier.from_policy(hedged(), **{hook: lambda attempt, failure, delay: None})
         with pytest.raises(ValueError, match="hedging retrier"):
             Retrier.from_policy(hedged()).replace(**{hook: lambda attempt, failure, delay: None})
+
+
+async def _forever(library: str) -> None:
+    if library == "trio":
+        import trio
+
+        await trio.sleep(3600)
+    else:
+        await asyncio.sleep(3600)
+
+
+@pytest.mark.parametrize("library", ["asyncio", "trio"])
+def test_a_hook_that_never_answers_is_ended_by_the_deadline(library: str) -> None:
+    """An async retry_on that hangs cannot hold a hedged call past its deadline (as it
+    cannot a retried one): unanswered at the deadline it counts as transient, and the
+    call ends with reason deadline, the failure kept."""
+    hook_cancelled: List[bool] = []
+
+    async def hangs(exc: BaseException) -> bool:
+        try:
+            await _forever(library)
+        except BaseException:
+            hook_cancelled.append(True)
+            raise
+        return True
+
+    r = Retrier.from_policy(hedged(delay="5s", deadline="300ms"), retry_on=hangs)
+
+    async def attempt() -> None:
+        raise ConnectionError("reset")
+
+    t0 = time.monotonic()
+    with pytest.raises(RetryExhausted) as info:
+        if library == "trio":
+            import trio
+
+            trio.run(r.call_async, attempt)
+        else:
+            asyncio.run(r.call_async(attempt))
+    took = time.monotonic() - t0
+    print(f"ended after {took:.3f} s")
+    assert took < 0.3 + 1.0, took
+    assert info.value.reason == "deadline"
+    assert isinstance(info.value.__cause__, ConnectionError)
+    assert hook_cancelled == [True]
+
+
+@pytest.mark.parametrize("library", ["asyncio", "trio"])
+def test_a_cancel_token_ends_a_hook_awaited_at_once(library: str) -> None:
+    """The call's CancelToken firing while an async hook judges a hedged attempt's failure
+    ends the call now (RetryCancelled, caused by that failure), not when the hook answers."""
+    token = CancelToken()
+    asked = []
+
+    async def hangs(exc: BaseException) -> bool:
+        asked.append(exc)
+        token.cancel()
+        await _forever(library)
+        return True
+
+    r = Retrier.from_policy(hedged(delay="5s"), retry_on=hangs).with_cancel(token)
+    boom = ConnectionError("reset")
+
+    async def attempt() -> None:
+        raise boom
+
+    t0 = time.monotonic()
+    with pytest.raises(RetryCancelled) as info:
+        if library == "trio":
+            import trio
+
+            trio.run(r.call_async, attempt)
+        else:
+            asyncio.run(r.call_async(attempt))
+    assert time.monotonic() - t0 < 2.0
+    assert asked == [boom]
+    assert info.value.__cause__ is boom

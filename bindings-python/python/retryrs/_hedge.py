@@ -24,7 +24,7 @@ import math
 from typing import Any, Awaitable, Callable, Coroutine, Dict, List, Optional, Set, Tuple
 
 from . import _native
-from ._aio import _FIRST, _suspended, _timed_out
+from ._aio import _FIRED, _FIRST, _LATE, _UntilToken, _suspended, _timed_out
 from ._runtime import library as _library
 
 _LAUNCH: int = _native._HEDGE_LAUNCH
@@ -124,12 +124,21 @@ async def _report(r: _native.Retrier, call: Any, k: int, outcome: Outcome, check
     if ok:
         if checks:
             verdict = r._rejects(out)
-            if verdict if type(verdict) is bool else bool(await verdict):
+            if type(verdict) is not bool:
+                # Unanswered at the deadline: "rejected", so the engine ends the call
+                # (reason deadline) with the value kept, as a retried call's does.
+                verdict = await _hook(call, verdict, True)
+                if verdict is _FIRED:
+                    return _cancelled(call, out)
+            if verdict:
                 while True:
                     step = call.rejected(k, out, answers)
                     if step[0] != _AWAIT:
                         return step
-                    answers += (await step[4],)
+                    answer = await _hook(call, step[4], None)
+                    if answer is _FIRED:
+                        return _cancelled(call, out)
+                    answers += (answer,)
         results[k] = out
         return call.succeeded(k)
     if isinstance(out, NotAsyncError):
@@ -141,7 +150,37 @@ async def _report(r: _native.Retrier, call: Any, k: int, outcome: Outcome, check
         step = call.failed(k, out, answers, timed_out)
         if step[0] != _AWAIT:
             return step
-        answers += (await step[4],)
+        # The first hook asked is retry_on: unanswered at the deadline it counts as
+        # "transient" (the engine then ends the call, reason deadline, the failure kept).
+        answer = await _hook(call, step[4], "transient" if not answers else None)
+        if answer is _FIRED:
+            return _cancelled(call, out)
+        answers += (answer,)
+
+
+def _cancelled(call: Any, subject: Any) -> Any:
+    """The call's end when its token fired while a hook judged ``subject`` (the outcome
+    being reported, not yet kept by the engine): RetryCancelled, caused by it when it is
+    an exception, so the failure is not lost."""
+    step = call.cancel(True)
+    error = step[4]
+    if isinstance(error, BaseException) and error.__cause__ is None and isinstance(subject, BaseException):
+        error.__cause__ = subject
+    return step
+
+
+async def _hook(call: Any, pending: Any, late: Any) -> Any:
+    """A hook's awaited answer (``retry_on``, ``retry_after``, ``retry_on_result``),
+    bounded as a retried call bounds it: the call's CancelToken firing ends the wait at
+    once (``_FIRED``: the driver cancels the call, RetryCancelled) and the call's deadline
+    passing answers ``late`` (the hook is cancelled either way). Without a token or a
+    deadline it is awaited as it is."""
+    token = call.token
+    left = call._deadline_left
+    if token is None and left is None:
+        return await pending
+    answer = await _UntilToken(token, pending, left)
+    return late if answer is _LATE else answer
 
 
 async def _attempt(fn: Callable[..., Any], args: Tuple[Any, ...], kw: Dict[str, Any], interrupts: bool, info: _native.AttemptInfo) -> Any:

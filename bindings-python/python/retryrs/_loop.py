@@ -16,6 +16,7 @@ block again) or stop (the original exception, or RetryExhausted, is raised from 
 
 from __future__ import annotations
 
+import warnings
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Optional, Type
 
@@ -239,6 +240,31 @@ class AsyncAttempts(_Base):
 
     def __aiter__(self) -> "AsyncAttempts":
         return self
+
+    def __del__(self) -> None:
+        # The loop was left (break, return) after a block whose failure still awaited
+        # its async hook's verdict: that verdict, perhaps "stop", is never known, so the
+        # failure would vanish without a word. Say so, naming it (and close the hook's
+        # awaitable, whose own "never awaited" warning would name only the hook).
+        pending = self._pending
+        if pending is None:
+            return
+        self._pending = None
+        kind, step, subject, _ = pending
+        close = getattr(step, "close", None)
+        if close is not None:
+            try:
+                close()
+            except Exception:
+                pass
+        what = "value" if kind != _FAILED else "failure"
+        warnings.warn(
+            f"retryrs: `async for attempt in retrier` was left before the {what} of its last attempt "
+            f"({subject!r}) was judged by its async hook: it was never raised; let the loop ask "
+            "for the next attempt (no break after a failed `with attempt:`) to get the call's outcome",
+            RuntimeWarning,
+            stacklevel=2,
+        )
 
     async def __anext__(self) -> Attempt:
         if self._done:
