@@ -503,7 +503,7 @@ impl<P: Deref<Target = Policy>> Call<P> {
         }
         // Clamped to the longest wait validation implies (only a hint with both limits
         // off can be longer), so no host's `now + delay` wraps.
-        let delay = Duration::from_millis(self.backoff.wait_ms(&self.policy, self.attempt, hint).min(MAX_WAIT_MS));
+        let delay = self.backoff.wait(&self.policy, self.attempt, hint, MAX_WAIT_MS);
         Ok((delay, hint))
     }
 
