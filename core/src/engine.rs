@@ -255,6 +255,15 @@ impl<P: Deref<Target = Policy>> Call<P> {
         Ok(self.policy.attempt_deadline(self.start, self.attempt_start))
     }
 
+    /// [`Call::attempt_deadline`] for an executor that asks only while an attempt is in
+    /// progress (its loop runs an attempt right after the call starts or resumes): the
+    /// bound itself, without the state check and its `Result`.
+    #[inline(always)]
+    pub(crate) fn attempt_bound(&self) -> Option<Duration> {
+        debug_assert!(self.state == State::Attempting, "the executor runs op only while an attempt is in progress");
+        self.policy.attempt_deadline(self.start, self.attempt_start)
+    }
+
     /// The attempt in progress's bound at `now`: the time it has left (zero once it has
     /// run past it), or `Ok(None)` when it is unbounded. What a host hands to the attempt
     /// (contract, "The attempt's bound"). An error unless an attempt is in progress.
@@ -363,7 +372,7 @@ impl<P: Deref<Target = Policy>> Call<P> {
         now: Duration,
         sink: &mut impl FnMut(&Event<'_>),
     ) -> Decision {
-        assert!(self.state == State::Attempting, "the executor only records while an attempt is in progress");
+        debug_assert!(self.state == State::Attempting, "the executor only records while an attempt is in progress");
         match self.propose_attempt(verdict, now, sink) {
             Ok((delay, _)) => self.settle_step(Plan::Engine, delay, cause, now, sink),
             Err(stop) => Decision::Stop(stop),
@@ -555,14 +564,23 @@ impl<P: Deref<Target = Policy>> Call<P> {
         if self.state != State::Waiting {
             return Err(StateError::NotWaiting(self.state.describe()));
         }
+        Ok(self.resume(now, sink))
+    }
+
+    /// [`Call::after_wait`] for an executor that resumes only after a Retry decision
+    /// (its loop waits only then): the answer itself, without the state check and its
+    /// `Result`.
+    #[inline(always)]
+    pub(crate) fn resume(&mut self, now: Duration, sink: &mut impl FnMut(&Event<'_>)) -> Resume {
+        debug_assert!(self.state == State::Waiting, "the executor only resumes after a retry decision");
         let elapsed = now.saturating_sub(self.start);
         if self.past_deadline(elapsed) {
-            return Ok(Resume::Stop(self.exhaust(ExhaustReason::Deadline, elapsed, sink)));
+            return Resume::Stop(self.exhaust(ExhaustReason::Deadline, elapsed, sink));
         }
         self.attempt += 1;
         self.attempt_start = now;
         self.state = State::Attempting;
-        Ok(Resume::Attempt(self.attempt))
+        Resume::Attempt(self.attempt)
     }
 
     /// The call was cancelled at `now`, during a wait or an attempt. Emits Cancelled.

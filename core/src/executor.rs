@@ -634,8 +634,7 @@ impl Retrier {
             let outcome = match first.take() {
                 Some(error) => Err(error),
                 None => {
-                    let bound =
-                        call.attempt_deadline().expect("the executor runs op only while an attempt is in progress");
+                    let bound = call.attempt_bound();
                     op(&Attempt::new(call.attempt(), attempt_start.get(), bound))
                 }
             };
@@ -671,9 +670,7 @@ impl Retrier {
                 Some(at) if delay.is_zero() => at,
                 _ => read_time(),
             });
-            let resume = call
-                .after_wait(attempt_start.get(), &mut |e| notify(e, history.last()))
-                .expect("the executor only resumes after a retry decision");
+            let resume = call.resume(attempt_start.get(), &mut |e| notify(e, history.last()));
             if let Resume::Stop(stop) = resume {
                 return Err(history.stopped(stop, call.attempt(), &self.policy));
             }
