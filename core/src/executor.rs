@@ -630,14 +630,16 @@ impl Retrier {
         let mut history = History::new();
         let (mut wait, mut before) = (wait, before_retry);
         let mut hooks = |ctx: &RetryContext<'_, E, T>| plan(ctx, before.as_deref_mut(), wait.as_deref_mut());
+        // The real clock's zero wait without a cancel token is skipped (see `real_clock`).
+        let zero_is_no_wait = real_clock && cancel.is_none();
+        // Attempt 1's outcome (a lazy start's failure, or run now), then each next attempt's
+        // at the loop's end: the loop does not ask again whether a lazy start's failure is
+        // pending.
+        let mut outcome = match first.take() {
+            Some(error) => Err(error),
+            None => op(&Attempt::new(call.attempt(), attempt_start.get(), call.attempt_bound())),
+        };
         loop {
-            let outcome = match first.take() {
-                Some(error) => Err(error),
-                None => {
-                    let bound = call.attempt_bound();
-                    op(&Attempt::new(call.attempt(), attempt_start.get(), bound))
-                }
-            };
             let started = call.started_at();
             // Only the Success event (and a breaker) needs its time: else skip the read.
             let success_now = || if success_timed { clock.now() } else { started };
@@ -661,7 +663,7 @@ impl Retrier {
                 Decision::Retry(delay) => delay,
                 Decision::Stop(stop) => return Err(history.stopped(stop, call.attempt(), &self.policy)),
             };
-            let no_wait = real_clock && cancel.is_none() && delay.is_zero();
+            let no_wait = zero_is_no_wait && delay.is_zero();
             if !no_wait && clock.sleep(delay, cancel).is_err() {
                 let _ = call.cancel(read_time(), &mut |e| notify(e, history.last()));
                 return Err(history.stopped(Stop::Cancelled, call.attempt(), &self.policy));
@@ -674,6 +676,7 @@ impl Retrier {
             if let Resume::Stop(stop) = resume {
                 return Err(history.stopped(stop, call.attempt(), &self.policy));
             }
+            outcome = op(&Attempt::new(call.attempt(), attempt_start.get(), call.attempt_bound()));
         }
     }
 }
