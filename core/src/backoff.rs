@@ -42,9 +42,12 @@ pub fn ceiling_ms(policy: &Policy, failed: u32) -> u64 {
 /// A zero initial delay makes every ceiling zero, and a zero range draws nothing
 /// (`uniform`), so only decorrelated jitter (whose draw is made, and scaled by zero) needs
 /// the full step: otherwise every backoff delay is 0 and no draw is made.
+///
+/// `initial_delay_ms == 0.0` is tested on its bits (either zero, the sign shifted out): an
+/// integer test, without the float compare and its NaN branch, on every failure.
 #[inline(always)]
 fn zero_without_draw(policy: &Policy) -> bool {
-    policy.initial_delay_ms == 0.0 && !matches!(policy.jitter, Jitter::Decorrelated)
+    policy.initial_delay_ms.to_bits() << 1 == 0 && !matches!(policy.jitter, Jitter::Decorrelated)
 }
 
 /// Per-call jitter state: the random stream (created at the first draw, so a call that
