@@ -204,11 +204,17 @@ impl<P: Deref<Target = Policy>> Call<P> {
     /// makes no attempt ([`Call::refusal`] says why). A probe emits BreakerHalfOpen first.
     #[inline]
     pub fn start_with(policy: P, now: Duration, sink: &mut impl FnMut(&Event<'_>)) -> Self {
-        let admission = match &policy.breaker {
-            Some(_) => crate::breaker::admit(&policy, now, sink),
-            None => None,
-        };
-        Self::start_admitted(policy, now, admission)
+        // Each arm starts the call on its own: without a breaker the admission is a
+        // constant `None`, so the refusal checks after it fold away (a call started after
+        // a join of the two arms wrote the whole admission and asked again whether it was
+        // refused).
+        match &policy.breaker {
+            Some(_) => {
+                let admission = crate::breaker::admit(&policy, now, sink);
+                Self::start_admitted(policy, now, admission)
+            }
+            None => Self::start_admitted(policy, now, None),
+        }
     }
 
     /// [`Call::start`] for a call the host already put to the breaker with
