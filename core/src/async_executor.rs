@@ -464,7 +464,7 @@ impl Retrier {
             )
         };
         loop {
-            let bound = call.attempt_deadline().expect("the executor runs op only while an attempt is in progress");
+            let bound = call.attempt_bound();
             let attempt = Attempt::new(call.attempt(), attempt_start.get(), bound);
             let timer = match attempt.remaining {
                 Some(left) if !is_virtual => Some(sleep.sleep(left)),
@@ -541,9 +541,7 @@ impl Retrier {
                 Some(at) if delay.is_zero() && is_virtual => at,
                 _ => read_time(),
             });
-            let resume = call
-                .after_wait(attempt_start.get(), &mut |e| notify(e, history.last()))
-                .expect("the executor only resumes after a retry decision");
+            let resume = call.resume(attempt_start.get(), &mut |e| notify(e, history.last()));
             if let Resume::Stop(stop) = resume {
                 return Err(history.stopped(stop, call.attempt(), policy));
             }

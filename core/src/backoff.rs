@@ -39,6 +39,17 @@ pub fn ceiling_ms(policy: &Policy, failed: u32) -> u64 {
     }
 }
 
+/// A zero initial delay makes every ceiling zero, and a zero range draws nothing
+/// (`uniform`), so only decorrelated jitter (whose draw is made, and scaled by zero) needs
+/// the full step: otherwise every backoff delay is 0 and no draw is made.
+///
+/// `initial_delay_ms == 0.0` is tested on its bits (either zero, the sign shifted out): an
+/// integer test, without the float compare and its NaN branch, on every failure.
+#[inline(always)]
+fn zero_without_draw(policy: &Policy) -> bool {
+    policy.initial_delay_ms.to_bits() << 1 == 0 && !matches!(policy.jitter, Jitter::Decorrelated)
+}
+
 /// Per-call jitter state: the random stream (created at the first draw, so a call that
 /// never needs randomness never seeds one) and the previous delay for decorrelated jitter,
 /// kept in full precision (a whole-millisecond state would never grow from a base under
@@ -77,14 +88,24 @@ impl Backoff {
         }
     }
 
+    /// [`Backoff::wait_ms`] as the engine waits it: clamped to `max_ms` (the longest wait
+    /// validation implies). Without a hint, a policy whose backoff is always zero and
+    /// draws nothing ([`zero_without_draw`]) waits [`Duration::ZERO`] at once: the same
+    /// delay and stream, without the millisecond-to-`Duration` conversion (a division,
+    /// on every failure of a zero-delay policy).
+    #[inline(always)]
+    pub(crate) fn wait(&mut self, policy: &Policy, failed: u32, hint: Option<Duration>, max_ms: u64) -> Duration {
+        if hint.is_none() && zero_without_draw(policy) {
+            return Duration::ZERO;
+        }
+        Duration::from_millis(self.wait_ms(policy, failed, hint).min(max_ms))
+    }
+
     /// The jittered backoff delay, in milliseconds, after the `failed`-th failed attempt.
     /// Never above `max_delay`.
     #[inline]
     pub fn next_delay_ms(&mut self, policy: &Policy, failed: u32) -> u64 {
-        // A zero initial delay makes every ceiling zero, and a zero range draws nothing
-        // (`uniform`), so only decorrelated jitter (whose draw is made, and scaled by
-        // zero) needs the full step: the same delay and the same stream, without a call.
-        if policy.initial_delay_ms == 0.0 && !matches!(policy.jitter, Jitter::Decorrelated) {
+        if zero_without_draw(policy) {
             return 0;
         }
         self.jittered_ms(policy, failed)

@@ -204,11 +204,17 @@ impl<P: Deref<Target = Policy>> Call<P> {
     /// makes no attempt ([`Call::refusal`] says why). A probe emits BreakerHalfOpen first.
     #[inline]
     pub fn start_with(policy: P, now: Duration, sink: &mut impl FnMut(&Event<'_>)) -> Self {
-        let admission = match &policy.breaker {
-            Some(_) => crate::breaker::admit(&policy, now, sink),
-            None => None,
-        };
-        Self::start_admitted(policy, now, admission)
+        // Each arm starts the call on its own: without a breaker the admission is a
+        // constant `None`, so the refusal checks after it fold away (a call started after
+        // a join of the two arms wrote the whole admission and asked again whether it was
+        // refused).
+        match &policy.breaker {
+            Some(_) => {
+                let admission = crate::breaker::admit(&policy, now, sink);
+                Self::start_admitted(policy, now, admission)
+            }
+            None => Self::start_admitted(policy, now, None),
+        }
     }
 
     /// [`Call::start`] for a call the host already put to the breaker with
@@ -253,6 +259,15 @@ impl<P: Deref<Target = Policy>> Call<P> {
             return Err(StateError::NoAttempt(self.state.describe()));
         }
         Ok(self.policy.attempt_deadline(self.start, self.attempt_start))
+    }
+
+    /// [`Call::attempt_deadline`] for an executor that asks only while an attempt is in
+    /// progress (its loop runs an attempt right after the call starts or resumes): the
+    /// bound itself, without the state check and its `Result`.
+    #[inline(always)]
+    pub(crate) fn attempt_bound(&self) -> Option<Duration> {
+        debug_assert!(self.state == State::Attempting, "the executor runs op only while an attempt is in progress");
+        self.policy.attempt_deadline(self.start, self.attempt_start)
     }
 
     /// The attempt in progress's bound at `now`: the time it has left (zero once it has
@@ -363,7 +378,7 @@ impl<P: Deref<Target = Policy>> Call<P> {
         now: Duration,
         sink: &mut impl FnMut(&Event<'_>),
     ) -> Decision {
-        assert!(self.state == State::Attempting, "the executor only records while an attempt is in progress");
+        debug_assert!(self.state == State::Attempting, "the executor only records while an attempt is in progress");
         match self.propose_attempt(verdict, now, sink) {
             Ok((delay, _)) => self.settle_step(Plan::Engine, delay, cause, now, sink),
             Err(stop) => Decision::Stop(stop),
@@ -503,7 +518,7 @@ impl<P: Deref<Target = Policy>> Call<P> {
         }
         // Clamped to the longest wait validation implies (only a hint with both limits
         // off can be longer), so no host's `now + delay` wraps.
-        let delay = Duration::from_millis(self.backoff.wait_ms(&self.policy, self.attempt, hint).min(MAX_WAIT_MS));
+        let delay = self.backoff.wait(&self.policy, self.attempt, hint, MAX_WAIT_MS);
         Ok((delay, hint))
     }
 
@@ -555,14 +570,23 @@ impl<P: Deref<Target = Policy>> Call<P> {
         if self.state != State::Waiting {
             return Err(StateError::NotWaiting(self.state.describe()));
         }
+        Ok(self.resume(now, sink))
+    }
+
+    /// [`Call::after_wait`] for an executor that resumes only after a Retry decision
+    /// (its loop waits only then): the answer itself, without the state check and its
+    /// `Result`.
+    #[inline(always)]
+    pub(crate) fn resume(&mut self, now: Duration, sink: &mut impl FnMut(&Event<'_>)) -> Resume {
+        debug_assert!(self.state == State::Waiting, "the executor only resumes after a retry decision");
         let elapsed = now.saturating_sub(self.start);
         if self.past_deadline(elapsed) {
-            return Ok(Resume::Stop(self.exhaust(ExhaustReason::Deadline, elapsed, sink)));
+            return Resume::Stop(self.exhaust(ExhaustReason::Deadline, elapsed, sink));
         }
         self.attempt += 1;
         self.attempt_start = now;
         self.state = State::Attempting;
-        Ok(Resume::Attempt(self.attempt))
+        Resume::Attempt(self.attempt)
     }
 
     /// The call was cancelled at `now`, during a wait or an attempt. Emits Cancelled.

@@ -301,22 +301,34 @@ const INLINE: usize = 2;
 
 /// The last [`HISTORY`] errors of a call, in order: the first [`INLINE`] in place, then in
 /// a `Vec` (made when the call fails once more, or when it ends in an error).
-pub(crate) enum Errors<E> {
-    /// The errors so far, in the first `len` slots.
-    Inline { slots: [Option<E>; INLINE], len: usize },
+pub(crate) struct Errors<E> {
+    /// The errors so far, in the first `len` slots, until they spill.
+    slots: [Option<E>; INLINE],
+    /// The errors in `slots`; [`SPILLED`] once they moved to `spilled`, so that a push
+    /// tests one number (an enum of the two forms was tested for its form, then its length,
+    /// on every failure).
+    len: usize,
     /// More than [`INLINE`] errors.
-    Spilled(Vec<E>),
+    spilled: Option<Vec<E>>,
 }
 
+/// [`Errors::len`] once the errors are in a `Vec`: no slot is free.
+const SPILLED: usize = usize::MAX;
+
 impl<E> Errors<E> {
+    /// No error yet.
+    #[inline(always)]
+    fn new() -> Self {
+        Errors { slots: std::array::from_fn(|_| None), len: 0, spilled: None }
+    }
+
     #[inline(always)]
     fn push(&mut self, error: E) {
-        match self {
-            Errors::Inline { slots, len } if *len < INLINE => {
-                slots[*len] = Some(error);
-                *len += 1;
-            }
-            _ => self.push_spilled(error),
+        if self.len < INLINE {
+            self.slots[self.len] = Some(error);
+            self.len += 1;
+        } else {
+            self.push_spilled(error);
         }
     }
 
@@ -324,14 +336,15 @@ impl<E> Errors<E> {
     #[cold]
     #[inline(never)]
     fn push_spilled(&mut self, error: E) {
-        match self {
-            Errors::Inline { slots, .. } => {
+        match &mut self.spilled {
+            None => {
                 let mut errors = Vec::with_capacity(2 * INLINE);
-                errors.extend(slots.iter_mut().filter_map(Option::take));
+                errors.extend(self.slots.iter_mut().filter_map(Option::take));
                 errors.push(error);
-                *self = Errors::Spilled(errors);
+                self.spilled = Some(errors);
+                self.len = SPILLED;
             }
-            Errors::Spilled(errors) => {
+            Some(errors) => {
                 if errors.len() == HISTORY {
                     errors.remove(0);
                 }
@@ -341,27 +354,27 @@ impl<E> Errors<E> {
     }
 
     fn last(&self) -> Option<&E> {
-        match self {
-            Errors::Inline { slots, len } => len.checked_sub(1).and_then(|i| slots[i].as_ref()),
-            Errors::Spilled(errors) => errors.last(),
+        match &self.spilled {
+            None => self.len.checked_sub(1).and_then(|i| self.slots[i].as_ref()),
+            Some(errors) => errors.last(),
         }
     }
 
     fn pop(&mut self) -> Option<E> {
-        match self {
-            Errors::Inline { slots, len } => {
-                *len = len.checked_sub(1)?;
-                slots[*len].take()
+        match &mut self.spilled {
+            None => {
+                self.len = self.len.checked_sub(1)?;
+                self.slots[self.len].take()
             }
-            Errors::Spilled(errors) => errors.pop(),
+            Some(errors) => errors.pop(),
         }
     }
 
     /// The errors, in order, as [`RetryError`] carries them.
     fn into_vec(self) -> Vec<E> {
-        match self {
-            Errors::Inline { slots, len } => slots.into_iter().take(len).flatten().collect(),
-            Errors::Spilled(errors) => errors,
+        match self.spilled {
+            None => self.slots.into_iter().take(self.len).flatten().collect(),
+            Some(errors) => errors,
         }
     }
 }
@@ -376,7 +389,7 @@ pub(crate) struct History<E, T> {
 impl<E, T> History<E, T> {
     /// No failure yet.
     pub(crate) fn new() -> Self {
-        History { errors: Errors::Inline { slots: std::array::from_fn(|_| None), len: 0 }, value: None }
+        History { errors: Errors::new(), value: None }
     }
 
     #[inline]
@@ -630,15 +643,16 @@ impl Retrier {
         let mut history = History::new();
         let (mut wait, mut before) = (wait, before_retry);
         let mut hooks = |ctx: &RetryContext<'_, E, T>| plan(ctx, before.as_deref_mut(), wait.as_deref_mut());
+        // The real clock's zero wait without a cancel token is skipped (see `real_clock`).
+        let zero_is_no_wait = real_clock && cancel.is_none();
+        // Attempt 1's outcome (a lazy start's failure, or run now), then each next attempt's
+        // at the loop's end: the loop does not ask again whether a lazy start's failure is
+        // pending.
+        let mut outcome = match first.take() {
+            Some(error) => Err(error),
+            None => op(&Attempt::new(call.attempt(), attempt_start.get(), call.attempt_bound())),
+        };
         loop {
-            let outcome = match first.take() {
-                Some(error) => Err(error),
-                None => {
-                    let bound =
-                        call.attempt_deadline().expect("the executor runs op only while an attempt is in progress");
-                    op(&Attempt::new(call.attempt(), attempt_start.get(), bound))
-                }
-            };
             let started = call.started_at();
             // Only the Success event (and a breaker) needs its time: else skip the read.
             let success_now = || if success_timed { clock.now() } else { started };
@@ -662,7 +676,7 @@ impl Retrier {
                 Decision::Retry(delay) => delay,
                 Decision::Stop(stop) => return Err(history.stopped(stop, call.attempt(), &self.policy)),
             };
-            let no_wait = real_clock && cancel.is_none() && delay.is_zero();
+            let no_wait = delay.is_zero() && zero_is_no_wait;
             if !no_wait && clock.sleep(delay, cancel).is_err() {
                 let _ = call.cancel(read_time(), &mut |e| notify(e, history.last()));
                 return Err(history.stopped(Stop::Cancelled, call.attempt(), &self.policy));
@@ -671,12 +685,11 @@ impl Retrier {
                 Some(at) if delay.is_zero() => at,
                 _ => read_time(),
             });
-            let resume = call
-                .after_wait(attempt_start.get(), &mut |e| notify(e, history.last()))
-                .expect("the executor only resumes after a retry decision");
+            let resume = call.resume(attempt_start.get(), &mut |e| notify(e, history.last()));
             if let Resume::Stop(stop) = resume {
                 return Err(history.stopped(stop, call.attempt(), &self.policy));
             }
+            outcome = op(&Attempt::new(call.attempt(), attempt_start.get(), call.attempt_bound()));
         }
     }
 }
@@ -1066,7 +1079,7 @@ mod tests {
                 }
             }
         }
-        let mut errors = Errors::Inline { slots: std::array::from_fn(|_| None), len: 0 };
+        let mut errors = Errors::new();
         assert_eq!(errors.pop(), None::<u32>);
         for i in 0..(HISTORY as u32 + 5) {
             errors.push(i);
