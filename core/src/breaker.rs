@@ -428,18 +428,7 @@ impl CircuitBreaker {
 /// [`Call::start_admitted`] (or uses [`Call::start_with`], which does both).
 pub fn admit(policy: &Policy, now: Duration, sink: &mut impl FnMut(&Event<'_>)) -> Option<Admission> {
     let breaker = policy.breaker.as_ref()?;
-    let mut event = |kind, delay, reason| {
-        sink(&Event {
-            kind,
-            name: &policy.name,
-            attempt: 0,
-            elapsed: Duration::ZERO,
-            delay,
-            reason,
-            retries_left: crate::event::retries_left(policy.max_attempts, 0),
-            attempt_interrupted: false,
-        })
-    };
+    let mut event = |kind, delay, reason| sink(&Event::of(policy, kind, 0, Duration::ZERO, delay, reason));
     let admission = breaker.admit(now, &mut |t| {
         if t == Transition::HalfOpen {
             event(EventKind::BreakerHalfOpen, None, None);

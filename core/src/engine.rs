@@ -639,34 +639,14 @@ impl<P: Deref<Target = Policy>> Call<P> {
         reason: Option<ExhaustReason>,
         sink: &mut impl FnMut(&Event<'_>),
     ) {
-        let retries_left = crate::event::retries_left(self.policy.max_attempts, self.attempt);
-        let attempt = self.attempt;
-        sink(&Event {
-            kind,
-            name: &self.policy.name,
-            attempt,
-            elapsed,
-            delay,
-            reason,
-            retries_left,
-            attempt_interrupted: false,
-        });
+        sink(&Event::of(&self.policy, kind, self.attempt, elapsed, delay, reason));
     }
 }
 
 /// A call cancelled before its first attempt (an already-aborted signal): emits the one
 /// Cancelled event, attempt 0, and returns [`Stop::Cancelled`].
 pub fn cancelled_before_start(policy: &Policy, sink: &mut impl FnMut(&Event<'_>)) -> Stop {
-    sink(&Event {
-        kind: EventKind::Cancelled,
-        name: &policy.name,
-        attempt: 0,
-        elapsed: Duration::ZERO,
-        delay: None,
-        reason: None,
-        retries_left: crate::event::retries_left(policy.max_attempts, 0),
-        attempt_interrupted: false,
-    });
+    sink(&Event::of(policy, EventKind::Cancelled, 0, Duration::ZERO, None, None));
     Stop::Cancelled
 }
 

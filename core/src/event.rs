@@ -266,6 +266,32 @@ pub(crate) fn retries_left(max_attempts: u32, attempt: u32) -> u32 {
     max_attempts.saturating_sub(attempt.max(1))
 }
 
+impl<'a> Event<'a> {
+    /// The event `kind` of a call under `policy`, about `attempt` (0: before any), its
+    /// name and retries left taken from the policy; not an interrupted attempt's. Every
+    /// emitter (a call, a hedged call, a breaker's admission) builds its events here.
+    #[inline(always)]
+    pub(crate) fn of(
+        policy: &'a crate::policy::Policy,
+        kind: EventKind,
+        attempt: u32,
+        elapsed: Duration,
+        delay: Option<Duration>,
+        reason: Option<ExhaustReason>,
+    ) -> Self {
+        Event {
+            kind,
+            name: &policy.name,
+            attempt,
+            elapsed,
+            delay,
+            reason,
+            retries_left: retries_left(policy.max_attempts, attempt),
+            attempt_interrupted: false,
+        }
+    }
+}
+
 impl fmt::Display for Event<'_> {
     /// A log line: `[name] 451 ms attempt 2 retrying in 87 ms`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

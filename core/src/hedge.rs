@@ -741,17 +741,7 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
         reason: Option<ExhaustReason>,
         sink: &mut impl FnMut(&Event<'_>),
     ) {
-        let retries_left = crate::event::retries_left(self.policy.max_attempts, attempt);
-        sink(&Event {
-            kind,
-            name: &self.policy.name,
-            attempt,
-            elapsed,
-            delay,
-            reason,
-            retries_left,
-            attempt_interrupted: false,
-        });
+        sink(&Event::of(&self.policy, kind, attempt, elapsed, delay, reason));
     }
 }
 
