@@ -155,7 +155,11 @@ def test_a_server_that_never_answers_ends_the_call_at_the_deadline(client):
 @pytest.mark.parametrize("client", HELPERS, ids=lambda f: f.__name__[4:])
 def test_a_503_whose_body_stalls_is_bounded_by_attempt_timeout_and_the_deadline(client):
     events = []
-    r = Retrier(attempt_timeout=0.5, deadline=2, on_event=events.append)
+    # Waits without jitter (0.1 s, 0.2 s, then 0.4 s, which no longer fits): attempt 3
+    # ends at its 0.5 s bound by about 1.8 s and the call ends there on the deadline with
+    # its 503. A jittered wait could start a last attempt with a few ms left, cut while it
+    # connects: a ConnectTimeout, not the 503 this test reads.
+    r = Retrier(attempt_timeout=0.5, deadline=2, initial_delay=0.1, jitter="none", on_event=events.append)
     with RawServer(stalled_503) as server:
         t0 = time.monotonic()
         status = client(r, server.url)  # out of retries on a status: the last response
