@@ -1,0 +1,129 @@
+#!/usr/bin/env node
+// The happy path's cost in instructions, this tree against a base tree (as vs_commit.mjs,
+// a worktree of another commit with its addon built), and what the least JS that can cut
+// a running attempt costs on this Node. Wall and CPU times on a shared machine move by
+// tens of percent between runs; an instruction count moves by about 1%.
+//
+//   node bench/node/instructions.mjs --base /path/to/other/worktree [--only row,row]
+//
+// Each figure runs a row N1 and N2 times, each call awaited, in one node process under
+// valgrind's cachegrind, and divides the difference of the two totals by N2 - N1: what
+// one call costs, the process's start-up and warm-up cancelled out. Node runs with
+// --single-threaded and --predictable-gc-schedule, so the JIT compiles on the main thread
+// and two runs of a row agree. Needs valgrind; about a minute per figure.
+import { execFileSync, spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const here = fileURLToPath(import.meta.url);
+const root = path.resolve(path.dirname(here), '..', '..');
+const args = process.argv.slice(2);
+const opt = (name, dflt) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : dflt;
+};
+
+const N1 = 100_000;
+const N2 = 600_000;
+
+// Rows run in each tree.
+const TREE_ROWS = ['bare await', 'r.call', 'r.call, deadlineMs: null'];
+
+// Rows that need no retryrs: what awaiting a call costs when the library subscribes to
+// the attempt's promise (an unbounded call's least work) and when it must also be able
+// to settle the call before the attempt does (a call that a bound can cut: a promise of
+// its own, and a closure that knows it).
+let captured;
+function capture(resolve) {
+  captured = resolve;
+}
+const counts = { ok: 0 };
+const countOk = (v) => {
+  counts.ok += 1;
+  return v;
+};
+const JS_ROWS = {
+  'JS: p.then(count, onFail)': (ok) => () => ok().then(countOk, (err) => {
+    throw err;
+  }),
+  'JS: own promise + p.then(onOk, onFail)': (ok) => () => {
+    const p = ok();
+    const call = new Promise(capture);
+    const resolve = captured;
+    captured = undefined;
+    let live = true;
+    p.then((v) => {
+      if (!live) return;
+      live = false;
+      counts.ok += 1;
+      resolve(v);
+    }, (err) => {
+      live = false;
+      resolve(Promise.reject(err));
+    });
+    return call;
+  },
+};
+
+async function child(tree, name, iters) {
+  const ok = async () => 42;
+  let run;
+  if (name in JS_ROWS) {
+    run = JS_ROWS[name](ok);
+  } else {
+    const { Retrier } = await import(pathToFileURL(path.join(tree, 'bindings-node', 'index.js')).href);
+    const retrier = new Retrier({ initialDelayMs: 0, maxDelayMs: 0 });
+    const noDeadline = new Retrier({ initialDelayMs: 0, maxDelayMs: 0, deadlineMs: null });
+    run = {
+      'bare await': () => ok(),
+      'r.call': () => retrier.call(ok),
+      'r.call, deadlineMs: null': () => noDeadline.call(ok),
+    }[name];
+  }
+  if ((await run()) !== 42) throw new Error(`${name}: not 42`);
+  for (let i = 0; i < iters; i++) await run();
+  // The bound's timer must not keep the process for the deadline.
+  process.exit(0);
+}
+
+function instructions(tree, name, iters) {
+  // valgrind reports on stderr.
+  const { status, stderr } = spawnSync('valgrind', [
+    '--tool=cachegrind', '--cache-sim=no', '--cachegrind-out-file=/dev/null',
+    process.execPath, '--single-threaded', '--predictable-gc-schedule', here, '--child', tree, name, String(iters),
+  ], { encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'] });
+  const m = /I\s+refs:\s+([\d,]+)/.exec(stderr);
+  if (status !== 0 || m === null) throw new Error(`${name} in ${tree} under valgrind: exit ${status}\n${stderr}`);
+  return Number(m[1].replaceAll(',', ''));
+}
+
+const perCall = (tree, name) => Math.round((instructions(tree, name, N2) - instructions(tree, name, N1)) / (N2 - N1));
+
+if (args[0] === '--child') {
+  await child(args[1], args[2], Number(args[3]));
+} else {
+  const base = opt('--base');
+  if (base === undefined) {
+    console.error('usage: instructions.mjs --base DIR [--only row,row] (rows: a name, or a unique part of one)');
+    process.exit(2);
+  }
+  try {
+    execFileSync('valgrind', ['--version'], { stdio: 'ignore' });
+  } catch {
+    console.error('instructions.mjs needs valgrind (make c-tools installs it)');
+    process.exit(2);
+  }
+  const only = opt('--only');
+  const picked = (name) => only === undefined || only.split(',').some((part) => name.includes(part.trim()));
+  const trees = { this: root, base: path.resolve(base) };
+  console.log(`Node ${process.version}; this = ${trees.this}, base = ${trees.base}; instructions per call (cachegrind, ${N2} - ${N1} calls)\n`);
+  console.log('| row | this | base | this/base |\n|---|---:|---:|---:|');
+  for (const name of TREE_ROWS.filter(picked)) {
+    const t = perCall(trees.this, name);
+    const b = perCall(trees.base, name);
+    console.log(`| ${name} | ${t} | ${b} | ${(t / b).toFixed(2)} |`);
+  }
+  for (const name of Object.keys(JS_ROWS).filter(picked)) {
+    console.log(`| ${name} | ${perCall(root, name)} | | |`);
+  }
+}
