@@ -782,10 +782,13 @@ function boundedFirstAttempt(o, fn, t0) {
     return result.then(o.countOk, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
   }
   // The call's promise, settled by whichever comes first: the attempt's promise or the
-  // queue's expiry. Its executor is shared (no closure per call).
-  const call = new Promise(captureResolve);
-  const resolve = captured;
-  captured = undefined; // not kept alive until the next call
+  // queue's expiry. Its executor is a closure of this call: a shared executor handing
+  // resolve over in a module variable stores a new object into an old one (the module's
+  // context) on every call, whose write barrier costs more than the closure.
+  let resolve;
+  const call = new Promise((r) => {
+    resolve = r;
+  });
   const queue = o.queue;
   // The entry's position in the queue; SETTLED once the attempt is over either way.
   let at = SETTLED;
@@ -826,8 +829,8 @@ function boundedFirstAttempt(o, fn, t0) {
   return call;
 }
 
-// The executor of every bounded first attempt's promise, shared: it hands the promise's
-// resolve over in `captured` (a closure per call would cost more than the handover).
+// The executor of deadlineAttempt's promise, shared: it hands the promise's resolve over
+// in `captured`.
 let captured;
 function captureResolve(resolve) {
   captured = resolve;
