@@ -777,7 +777,9 @@ function boundedFirstAttempt(o, fn, t0) {
     }
     result = Promise.resolve(result);
   }
-  if (!o.interrupts) {
+  // `!== true` (the field is a boolean): a compare, where a truth test of a field
+  // dispatches on its type.
+  if (o.interrupts !== true) {
     // The attempt bounds itself (retryingFetch): nothing to cut.
     return result.then(o.countOk, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
   }
@@ -789,7 +791,6 @@ function boundedFirstAttempt(o, fn, t0) {
   const call = new Promise((r) => {
     resolve = r;
   });
-  const queue = o.queue;
   // The entry's position in the queue; SETTLED once the attempt is over either way.
   let at = SETTLED;
   // The call loop, once the attempt failed: a first bound that is the deadline is the
@@ -799,6 +800,9 @@ function boundedFirstAttempt(o, fn, t0) {
     if (err === EXPIRED && run !== null) return run.expired();
     if (at === SETTLED) return; // after the bound passed: a late failure is dropped
     run = new CallRun(o, fn, undefined, t0, true);
+    // Read again rather than shared: each variable the closures share is a slot of every
+    // call's context, filled on the happy path (so are o.queue's reads below).
+    const bound = o.firstBoundMs;
     if (err === EXPIRED) {
       err = boundError(o, nameOf(o, fn), 1, bound);
       abortAttempt(ctx, err);
@@ -811,17 +815,17 @@ function boundedFirstAttempt(o, fn, t0) {
     } else if (isDeadline(o, bound)) {
       run.queued = at;
     } else {
-      queue.settle(at);
+      o.queue.settle(at);
     }
     at = SETTLED;
     // Not resolve(promise): that costs a job and a turn of the microtask queue more.
     resolve(run.run(err, true));
   };
   // On performance.now()'s time base, the queue's: t0 is on it unless virtual time is on.
-  at = queue.add(failed, (lastSeenVirtual() ? perf.now() : t0) + bound);
+  at = o.queue.add(failed, (lastSeenVirtual() ? perf.now() : t0) + bound);
   result.then((v) => {
     if (at === SETTLED) return;
-    queue.settle(at);
+    o.queue.settle(at);
     at = SETTLED;
     o.counts.unseenOk += 1;
     resolve(v);
