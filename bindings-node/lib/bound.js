@@ -65,7 +65,7 @@ class BoundQueue {
     this.fns = [];
     this.times = new Float64Array(0);
     // fns[0] is entry number `base`; fns[head] the oldest that may be live; fns[tail] the
-    // next free slot (the arrays' length is their storage).
+    // next free slot (fns.length is the storage; times is as long at least).
     this.base = 0;
     this.head = 0;
     this.tail = 0;
@@ -105,11 +105,13 @@ class BoundQueue {
   }
 
   /**
-   * The storage is full: the entries from head on move to new arrays with as much room
-   * again (SLOTS at least), emptied slots are dropped; returns the first free slot. New
-   * arrays rather than the same ones reused: a callback stored into an array the GC has
-   * moved to its old generation costs a write barrier (~60 instructions) on every call,
-   * into a young one a few.
+   * The storage is full: the entries from head on move to a new array of callbacks with
+   * as much room again (SLOTS at least), emptied slots are dropped; returns the first
+   * free slot. A new array rather than the same one reused: a callback stored into an
+   * array the GC has moved to its old generation costs a write barrier (~60
+   * instructions) on every call, into a young one a few. The times refer to no object:
+   * their storage is kept (a new Float64Array costs an allocation outside the heap and
+   * its zeroing), unless too small.
    */
   renew() {
     const { head, tail } = this;
@@ -120,10 +122,14 @@ class BoundQueue {
     // Slots from tail on are holes, never read.
     fns[0] = null;
     for (let i = 0; i < n; i++) fns[i] = this.fns[head + i];
-    const times = new Float64Array(size);
-    times.set(this.times.subarray(head, tail));
     this.fns = fns;
-    this.times = times;
+    if (this.times.length < size) {
+      const times = new Float64Array(size);
+      times.set(this.times.subarray(head, tail));
+      this.times = times;
+    } else {
+      this.times.copyWithin(0, head, tail);
+    }
     this.base += head;
     this.head = 0;
     this.tail = n;
