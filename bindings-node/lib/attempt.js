@@ -33,11 +33,13 @@ class AttemptContext {
 
 let abortAttempt;
 let boundOf;
+let startOf;
 
 /**
  * A bounded attempt's context: the engine's bound when it started (`bound`, ms) and when
- * that passes on the call's clock (`boundAt`); its signal is its own, aborted by the call
- * loop (abortAttempt) when the bound passes or the call is aborted.
+ * it started on the call's clock (`start`: the bound passes at start + bound); its signal
+ * is its own, aborted by the call loop (abortAttempt) when the bound passes or the call
+ * is aborted.
  */
 // Not `extends AttemptContext`: a derived constructor (super(), then the fields) costs
 // more on every call than this whole object; the prototype chain below still makes it
@@ -46,14 +48,16 @@ class BoundedAttemptContext {
   #signal;
   #controller;
   #bound;
-  #boundAt;
+  // Not start + bound: the start is what a first attempt's failure needs (startOf), and
+  // a sum would be one more number boxed on every call.
+  #start;
 
-  constructor(attempt, bound, boundAt) {
+  constructor(attempt, bound, start) {
     this.attempt = attempt;
     this.#signal = undefined;
     this.#controller = null;
     this.#bound = bound;
-    this.#boundAt = boundAt;
+    this.#start = start;
   }
 
   static {
@@ -64,6 +68,8 @@ class BoundedAttemptContext {
     };
     // The bound the attempt started with, for a helper that bounds itself (fetch).
     boundOf = (ctx) => (ctx instanceof BoundedAttemptContext ? ctx.#bound : null);
+    // When the attempt started, on the call's clock (the call loop's).
+    startOf = (ctx) => ctx.#start;
   }
 
   get signal() {
@@ -75,11 +81,11 @@ class BoundedAttemptContext {
   }
 
   get remainingMs() {
-    return Math.max(0, this.#boundAt - now());
+    return Math.max(0, this.#start + this.#bound - now());
   }
 }
 
 Object.setPrototypeOf(BoundedAttemptContext.prototype, AttemptContext.prototype);
 Object.setPrototypeOf(BoundedAttemptContext, AttemptContext);
 
-module.exports = { AttemptContext, BoundedAttemptContext, abortAttempt, boundOf };
+module.exports = { AttemptContext, BoundedAttemptContext, abortAttempt, boundOf, startOf };

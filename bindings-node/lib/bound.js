@@ -49,20 +49,26 @@ function unrefBound(t) {
  */
 const EXPIRED = Object.freeze({ retryrsBoundExpired: true });
 
+// The least storage the queue allocates at a time (see renew).
+const SLOTS = 256;
+
 /**
  * The fast path's first-attempt bounds of one retrier. An entry is the attempt's own
  * failure callback (called with EXPIRED when the bound passes first) and its expiry time
  * (performance.now()), kept in two arrays: the call already has the callback, so queueing
- * allocates nothing. `add` returns the entry's position, which `settle` takes back.
+ * allocates nothing but new storage once per SLOTS entries or more. `add` returns the
+ * entry's position, which `settle` takes back.
  */
 class BoundQueue {
   constructor(unref) {
     this.unref = unref;
     this.fns = [];
-    this.times = [];
-    // fns[0] is entry number `base`; fns[head] the oldest that may be live.
+    this.times = new Float64Array(0);
+    // fns[0] is entry number `base`; fns[head] the oldest that may be live; fns[tail] the
+    // next free slot (fns.length is the storage; times is as long at least).
     this.base = 0;
     this.head = 0;
+    this.tail = 0;
     // Entries queued and not settled: while there are none the timer is unref'd, so an
     // idle retrier never holds the process. The timer's ref follows `live` at the end of
     // each turn of the event loop (see check), not on every call.
@@ -70,6 +76,9 @@ class BoundQueue {
     this.timer = null;
     this.refed = false;
     this.checking = false;
+    // Whether an entry that finds no other live has nothing to do (see still): in a run
+    // of calls one after another every call does, and asks one field instead of four.
+    this.quiet = false;
     this.fire = () => this.sweep();
     this.check = () => {
       this.checking = false;
@@ -79,26 +88,52 @@ class BoundQueue {
 
   /** Queues `fn`, expiring at `expiresAt` (performance.now() time); returns its position. */
   add(fn, expiresAt) {
-    const fns = this.fns;
-    // Emptied slots are dropped now and then, not on every call (an array truncated to
-    // nothing gives up its storage, and the next push allocates it again).
-    if (this.head > 1024 && this.head * 2 > fns.length) this.compact();
-    const at = this.base + fns.length;
-    fns.push(fn);
-    this.times.push(expiresAt);
-    if (this.live++ === 0) {
-      if (this.timer === null) this.arm(expiresAt - perf.now());
-      else if (!this.refed) this.soon();
-    }
-    return at;
+    let tail = this.tail;
+    if (tail === this.fns.length) tail = this.renew();
+    this.fns[tail] = fn;
+    this.times[tail] = expiresAt;
+    this.tail = tail + 1;
+    // `!== true`: a field's boolean test costs a compare, its truthiness a type dispatch.
+    if (this.live++ === 0 && this.quiet !== true) this.wake(expiresAt);
+    return this.base + tail;
   }
 
-  compact() {
-    const head = this.head;
-    this.fns.splice(0, head);
-    this.times.splice(0, head);
+  /** The first live entry needs the timer: armed, or ref'd at the end of this turn. */
+  wake(expiresAt) {
+    if (this.timer === null) this.arm(expiresAt - perf.now());
+    else if (!this.refed) this.soon();
+  }
+
+  /**
+   * The storage is full: the entries from head on move to a new array of callbacks with
+   * as much room again (SLOTS at least), emptied slots are dropped; returns the first
+   * free slot. A new array rather than the same one reused: a callback stored into an
+   * array the GC has moved to its old generation costs a write barrier (~60
+   * instructions) on every call, into a young one a few. The times refer to no object:
+   * their storage is kept (a new Float64Array costs an allocation outside the heap and
+   * its zeroing), unless too small.
+   */
+  renew() {
+    const { head, tail } = this;
+    const n = tail - head;
+    const size = Math.max(SLOTS, 2 * n);
+    const fns = new Array(size);
+    // Holds functions and null from the start: add's store then sees one kind of array.
+    // Slots from tail on are holes, never read.
+    fns[0] = null;
+    for (let i = 0; i < n; i++) fns[i] = this.fns[head + i];
+    this.fns = fns;
+    if (this.times.length < size) {
+      const times = new Float64Array(size);
+      times.set(this.times.subarray(head, tail));
+      this.times = times;
+    } else {
+      this.times.copyWithin(0, head, tail);
+    }
     this.base += head;
     this.head = 0;
+    this.tail = n;
+    return n;
   }
 
   /** The entry at `at` settled before its bound: it no longer needs the timer. */
@@ -109,13 +144,14 @@ class BoundQueue {
     // The head moves past settled entries here (most settle in the order they started).
     if (i === this.head) {
       let head = i + 1;
-      while (head < fns.length && fns[head] === null) head++;
+      while (head < this.tail && fns[head] === null) head++;
       this.head = head;
     }
     // Let go at once (only a timer a turn's end found needed is ref'd).
-    if (--this.live === 0 && this.refed) {
+    if (--this.live === 0 && this.refed === true) {
       this.refed = false;
       this.timer.unref();
+      this.still();
     }
   }
 
@@ -128,32 +164,47 @@ class BoundQueue {
   soon() {
     if (this.unref || this.checking) return;
     this.checking = true;
+    this.still();
     setImmediate(this.check);
   }
 
   follow() {
     const want = !this.unref && this.live > 0 && this.timer !== null;
-    if (want === this.refed) return;
-    this.refed = want;
-    if (this.timer === null) return;
-    if (want) this.timer.ref();
-    else this.timer.unref();
+    if (want !== this.refed) {
+      this.refed = want;
+      if (this.timer !== null) {
+        if (want) this.timer.ref();
+        else this.timer.unref();
+      }
+    }
+    this.still();
+  }
+
+  /**
+   * Sets quiet, after any change of the timer, its ref or a pending check: an entry
+   * going live finds the timer armed and ref'd, or unref'd for good (an unref retrier),
+   * or a check at the end of this turn pending already.
+   */
+  still() {
+    this.quiet = this.timer !== null && (this.unref || this.refed || this.checking);
   }
 
   arm(ms) {
     this.timer = setTimeout(this.fire, Math.min(Math.max(ms, 0), MAX_TIMER_MS));
     this.refed = !this.unref && this.live > 0;
     if (!this.refed) this.timer.unref();
+    this.still();
   }
 
   sweep() {
     this.timer = null;
     this.refed = false;
+    this.quiet = false;
     const { fns, times } = this;
     const t = perf.now();
     const expired = [];
     let head = this.head;
-    while (head < fns.length) {
+    while (head < this.tail) {
       const fn = fns[head];
       if (fn !== null && times[head] > t) break;
       fns[head++] = null;
@@ -163,7 +214,7 @@ class BoundQueue {
       }
     }
     this.head = head;
-    if (head < fns.length) this.arm(times[head] - t);
+    if (head < this.tail) this.arm(times[head] - t);
     // Last, with the queue in order: an expiry aborts a signal, whose listeners may start
     // calls (and queue entries) at once.
     for (const fn of expired) fn(EXPIRED);

@@ -8,7 +8,7 @@ const { watch, unwatch } = require('./abort');
 const { typeName } = require('./options');
 const { RetryExhaustedError, describe } = require('./errors');
 const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, V_TIMED_OUT, REJECTED, EXHAUSTED, PLAN_ENGINE, PLAN_EXACT, PLAN_STOP } = require('./codes');
-const { AttemptContext, BoundedAttemptContext, abortAttempt } = require('./attempt');
+const { AttemptContext, BoundedAttemptContext, abortAttempt, startOf } = require('./attempt');
 // MAX_TIMER_MS: the longest single setTimeout; longer waits are armed in chunks.
 const { armBound, clearBound, EXPIRED, MAX_TIMER_MS } = require('./bound');
 const { reportListenerError } = require('./events');
@@ -246,20 +246,22 @@ class CallRun {
   attempt(n) {
     const { o, signal } = this;
     let bound = null;
+    let start = 0;
     if (o.bounded) {
       if (this.engine === null) {
         // Attempt 1 (the engine starts at the first failure): the policy's first bound.
         bound = o.firstBoundMs;
-        this.boundAt = this.t0 + bound;
+        start = this.t0;
       } else {
         bound = native.callRemainingMs(this.engine, this.attemptStart + this.base);
-        this.boundAt = this.attemptStart + bound;
+        start = this.attemptStart;
       }
+      this.boundAt = start + bound;
     }
     if (signal === undefined && bound !== null && this.engine !== null && o.interrupts && isDeadline(o, bound)) {
-      return this.deadlineAttempt(n, bound);
+      return this.deadlineAttempt(n, bound, start);
     }
-    const ctx = bound === null ? new AttemptContext(n, signal) : new BoundedAttemptContext(n, bound, this.boundAt);
+    const ctx = bound === null ? new AttemptContext(n, signal) : new BoundedAttemptContext(n, bound, start);
     if (bound !== null) this.attemptCtx = ctx;
     return new Promise((resolve) => {
       let timer;
@@ -325,8 +327,8 @@ class CallRun {
    * attempt follows a cut one: the call's own callbacks (onValue, onError) serve every
    * attempt, and once `cut` is null (settled, or cut) a late settlement is dropped.
    */
-  deadlineAttempt(n, bound) {
-    const ctx = new BoundedAttemptContext(n, bound, this.boundAt);
+  deadlineAttempt(n, bound, start) {
+    const ctx = new BoundedAttemptContext(n, bound, start);
     let result;
     try {
       result = this.fn(ctx);
@@ -763,7 +765,7 @@ function boundError(o, name, n, bound) {
  */
 function boundedFirstAttempt(o, fn, t0) {
   const bound = o.firstBoundMs;
-  const ctx = new BoundedAttemptContext(1, bound, t0 + bound);
+  const ctx = new BoundedAttemptContext(1, bound, t0);
   let result;
   try {
     result = fn(ctx);
@@ -777,16 +779,21 @@ function boundedFirstAttempt(o, fn, t0) {
     }
     result = Promise.resolve(result);
   }
-  if (!o.interrupts) {
+  // `!== true` (the field is a boolean): a compare, where a truth test of a field
+  // dispatches on its type.
+  if (o.interrupts !== true) {
     // The attempt bounds itself (retryingFetch): nothing to cut.
-    return result.then(o.countOk, (err) => new CallRun(o, fn, undefined, t0, true).run(err, true));
+    // t0 from ctx, not shared by the closures (see failed).
+    return result.then(o.countOk, (err) => new CallRun(o, fn, undefined, startOf(ctx), true).run(err, true));
   }
   // The call's promise, settled by whichever comes first: the attempt's promise or the
-  // queue's expiry. Its executor is shared (no closure per call).
-  const call = new Promise(captureResolve);
-  const resolve = captured;
-  captured = undefined; // not kept alive until the next call
-  const queue = o.queue;
+  // queue's expiry. Its executor is a closure of this call: a shared executor handing
+  // resolve over in a module variable stores a new object into an old one (the module's
+  // context) on every call, whose write barrier costs more than the closure.
+  let resolve;
+  const call = new Promise((r) => {
+    resolve = r;
+  });
   // The entry's position in the queue; SETTLED once the attempt is over either way.
   let at = SETTLED;
   // The call loop, once the attempt failed: a first bound that is the deadline is the
@@ -795,6 +802,11 @@ function boundedFirstAttempt(o, fn, t0) {
   const failed = (err) => {
     if (err === EXPIRED && run !== null) return run.expired();
     if (at === SETTLED) return; // after the bound passed: a late failure is dropped
+    // Read again rather than shared: each variable the closures share is a slot of every
+    // call's context, filled on the happy path (so are o.queue's reads below), and t0, a
+    // number, one more boxed.
+    const t0 = startOf(ctx);
+    const bound = o.firstBoundMs;
     run = new CallRun(o, fn, undefined, t0, true);
     if (err === EXPIRED) {
       err = boundError(o, nameOf(o, fn), 1, bound);
@@ -808,17 +820,17 @@ function boundedFirstAttempt(o, fn, t0) {
     } else if (isDeadline(o, bound)) {
       run.queued = at;
     } else {
-      queue.settle(at);
+      o.queue.settle(at);
     }
     at = SETTLED;
     // Not resolve(promise): that costs a job and a turn of the microtask queue more.
     resolve(run.run(err, true));
   };
   // On performance.now()'s time base, the queue's: t0 is on it unless virtual time is on.
-  at = queue.add(failed, (lastSeenVirtual() ? perf.now() : t0) + bound);
+  at = o.queue.add(failed, (lastSeenVirtual() ? perf.now() : t0) + bound);
   result.then((v) => {
     if (at === SETTLED) return;
-    queue.settle(at);
+    o.queue.settle(at);
     at = SETTLED;
     o.counts.unseenOk += 1;
     resolve(v);
@@ -826,8 +838,8 @@ function boundedFirstAttempt(o, fn, t0) {
   return call;
 }
 
-// The executor of every bounded first attempt's promise, shared: it hands the promise's
-// resolve over in `captured` (a closure per call would cost more than the handover).
+// The executor of deadlineAttempt's promise, shared: it hands the promise's resolve over
+// in `captured`.
 let captured;
 function captureResolve(resolve) {
   captured = resolve;

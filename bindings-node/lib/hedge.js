@@ -265,7 +265,7 @@ class HedgeRun {
       controller = new AbortController();
       ctx = new AttemptContext(k, controller.signal);
     } else {
-      ctx = new BoundedAttemptContext(k, bound, started - this.base + bound);
+      ctx = new BoundedAttemptContext(k, bound, started - this.base);
     }
     const r = new Running(ctx, controller);
     this.running.set(k, r);

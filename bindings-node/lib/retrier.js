@@ -204,10 +204,12 @@ class Retrier {
       }
     }
     if (signal !== undefined && signal.aborted) return this.#abortedBeforeStart(o, fn, signal);
-    if (signal !== undefined || o.needsFullLoop) return new CallRun(o, fn, signal, o.needsClock ? now() : 0).run(undefined, false);
-    const t0 = o.needsClock ? startTime() : 0;
+    // `=== true` (these fields are booleans): a compare each, where a truth test of a
+    // field dispatches on its type.
+    if (signal !== undefined || o.needsFullLoop === true) return new CallRun(o, fn, signal, o.needsClock ? now() : 0).run(undefined, false);
+    const t0 = o.needsClock === true ? startTime() : 0;
     // A bounded first attempt is raced against its bound (lib/bound.js).
-    if (o.bounded) return boundedFirstAttempt(o, fn, t0);
+    if (o.bounded === true) return boundedFirstAttempt(o, fn, t0);
 
     // The fast path: no signal, no timer, no listener, no budget; no allocation but the
     // promise returned and the attempt's context, and no native crossing unless the
