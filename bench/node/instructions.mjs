@@ -33,10 +33,6 @@ const TREE_ROWS = ['bare await', 'r.call', 'r.call, deadlineMs: null'];
 // the attempt's promise (an unbounded call's least work) and when it must also be able
 // to settle the call before the attempt does (a call that a bound can cut: a promise of
 // its own, and a closure that knows it).
-let captured;
-function capture(resolve) {
-  captured = resolve;
-}
 const counts = { ok: 0 };
 const countOk = (v) => {
   counts.ok += 1;
@@ -48,9 +44,12 @@ const JS_ROWS = {
   }),
   'JS: own promise + p.then(onOk, onFail)': (ok) => () => {
     const p = ok();
-    const call = new Promise(capture);
-    const resolve = captured;
-    captured = undefined;
+    // Its executor a closure of the call: a shared one handing resolve over in a module
+    // variable costs more (a write barrier per call, lib/call.js).
+    let resolve;
+    const call = new Promise((r) => {
+      resolve = r;
+    });
     let live = true;
     p.then((v) => {
       if (!live) return;
