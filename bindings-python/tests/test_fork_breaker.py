@@ -16,7 +16,12 @@ import pytest
 
 from retryrs import CircuitBreaker, Retrier, RetryBudget, RetryExhausted
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX-only")
+# Forking while another thread runs is what this file tests: CPython 3.12+ warns about it
+# (DeprecationWarning), which says nothing here.
+pytestmark = [
+    pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX-only"),
+    pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork:DeprecationWarning"),
+]
 
 
 def _fail():

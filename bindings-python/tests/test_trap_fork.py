@@ -9,7 +9,12 @@ import pytest
 
 from retryrs import Retrier, RetryExhausted, testing
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX-only")
+# Forking a process that has threads (the test runner's, the library's) is what users do and
+# what this file tests: CPython 3.12+ warns about it (DeprecationWarning), which says nothing here.
+pytestmark = [
+    pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX-only"),
+    pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork:DeprecationWarning"),
+]
 
 
 def _delays(r):

@@ -5,6 +5,8 @@ import asyncio
 import pickle
 from concurrent.futures import ProcessPoolExecutor
 
+import pytest
+
 from retryrs import Retrier
 
 retrier = Retrier(max_attempts=2)
@@ -37,6 +39,9 @@ def test_a_bound_decorated_method_pickles():
     assert bound(1) == 2
 
 
+# The pool forks (Linux default) a suite process that has threads from earlier tests:
+# CPython 3.12+ warns about that, which says nothing about pickling.
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork:DeprecationWarning")
 def test_a_process_pool_runs_a_decorated_function():
     with ProcessPoolExecutor(max_workers=1) as pool:
         assert pool.submit(double, 21).result(timeout=60) == 42
