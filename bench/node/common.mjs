@@ -64,3 +64,25 @@ export async function yieldingHandLoop(fn) {
 }
 
 export const fmt = (ns) => (ns >= 10_000 ? `${(ns / 1000).toFixed(1)} µs` : `${Math.round(ns)} ns`);
+
+// A script's command line: its arguments and `opt(name, default)`, the value after `name`.
+export function commandLine() {
+  const args = process.argv.slice(2);
+  const opt = (name, dflt) => {
+    const i = args.indexOf(name);
+    return i >= 0 ? args[i + 1] : dflt;
+  };
+  return { args, opt };
+}
+
+// The happy-path rows both vs_commit.mjs and instructions.mjs compare across trees, for the
+// Retrier class of one tree: each row a function returning one call's promise of 42.
+export function happyRows(Retrier, ok) {
+  const retrier = new Retrier({ initialDelayMs: 0, maxDelayMs: 0 });
+  const noDeadline = new Retrier({ initialDelayMs: 0, maxDelayMs: 0, deadlineMs: null });
+  return {
+    'bare await': () => ok(),
+    'r.call': () => retrier.call(ok),
+    'r.call, deadlineMs: null': () => noDeadline.call(ok),
+  };
+}

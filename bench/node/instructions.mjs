@@ -15,18 +15,16 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
+import { commandLine, happyRows } from './common.mjs';
+
 const here = fileURLToPath(import.meta.url);
 const root = path.resolve(path.dirname(here), '..', '..');
-const args = process.argv.slice(2);
-const opt = (name, dflt) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : dflt;
-};
+const { args, opt } = commandLine();
 
 const N1 = 100_000;
 const N2 = 600_000;
 
-// Rows run in each tree.
+// Rows run in each tree (common.mjs, happyRows).
 const TREE_ROWS = ['bare await', 'r.call', 'r.call, deadlineMs: null'];
 
 // Rows that need no retryrs: what awaiting a call costs when the library subscribes to
@@ -71,13 +69,7 @@ async function child(tree, name, iters) {
     run = JS_ROWS[name](ok);
   } else {
     const { Retrier } = await import(pathToFileURL(path.join(tree, 'bindings-node', 'index.js')).href);
-    const retrier = new Retrier({ initialDelayMs: 0, maxDelayMs: 0 });
-    const noDeadline = new Retrier({ initialDelayMs: 0, maxDelayMs: 0, deadlineMs: null });
-    run = {
-      'bare await': () => ok(),
-      'r.call': () => retrier.call(ok),
-      'r.call, deadlineMs: null': () => noDeadline.call(ok),
-    }[name];
+    run = happyRows(Retrier, ok)[name];
   }
   if ((await run()) !== 42) throw new Error(`${name}: not 42`);
   for (let i = 0; i < iters; i++) await run();

@@ -11,15 +11,11 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { fmt, makeFlaky, measure, yieldingHandLoop } from './common.mjs';
+import { commandLine, fmt, happyRows, makeFlaky, measure, yieldingHandLoop } from './common.mjs';
 
 const here = fileURLToPath(import.meta.url);
 const root = path.resolve(path.dirname(here), '..', '..');
-const args = process.argv.slice(2);
-const opt = (name, dflt) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : dflt;
-};
+const { args, opt } = commandLine();
 const cpu = args.includes('--cpu');
 
 const ROWS = ['bare await', 'r.call', 'r.call, deadlineMs: null', 'yielding hand loop', 'r.call, two failures'];
@@ -28,11 +24,8 @@ async function child(tree, name, roundMs, repeats) {
   const { Retrier } = await import(pathToFileURL(path.join(tree, 'bindings-node', 'index.js')).href);
   const ok = async () => 42;
   const retrier = new Retrier({ initialDelayMs: 0, maxDelayMs: 0 });
-  const noDeadline = new Retrier({ initialDelayMs: 0, maxDelayMs: 0, deadlineMs: null });
   const run = {
-    'bare await': () => ok(),
-    'r.call': () => retrier.call(ok),
-    'r.call, deadlineMs: null': () => noDeadline.call(ok),
+    ...happyRows(Retrier, ok),
     'yielding hand loop': () => yieldingHandLoop(makeFlaky()),
     'r.call, two failures': () => retrier.call(makeFlaky()),
   }[name];
