@@ -44,7 +44,7 @@ pub unsafe extern "C" fn retryrs_retrier_new(
     config: *const retryrs_config,
     out: *mut *mut retryrs_retrier,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_retrier_new", || {
         arg_mut(out, "out")?;
         let policy = build(config)?;
         // The name came from a C string (or is the core's default), so it has no NUL.
@@ -60,5 +60,5 @@ pub unsafe extern "C" fn retryrs_retrier_new(
 /// only starting a new call with a freed retrier is an error.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_retrier_free(retrier: *mut retryrs_retrier) {
-    guard_value((), || free_handle(retrier))
+    guard_value("retryrs_retrier_free", (), || free_handle(retrier))
 }
