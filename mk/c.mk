@@ -11,7 +11,7 @@
 #                     thread checkers' suppressions (share/retryrs/)
 #   make demo-c       the rates client against scripts/flaky_server.py
 #   make bench-c      bench/c -> build/bench/c.md
-.PHONY: c-lib test-c test-c-teardown test-c-threads header-c install-c pkgconfig-c demo-c bench-c c-demo-client c-tools c-curl test-curl-c
+.PHONY: c-lib test-c test-c-teardown test-c-threads test-c-signal-storm header-c install-c pkgconfig-c demo-c bench-c c-demo-client c-tools c-curl test-curl-c
 TEST_TARGETS += test-c test-curl-c
 DEMO_CLIENTS += c-demo-client
 BENCH_TARGETS += bench-c
@@ -112,6 +112,18 @@ test-c-threads: c-tools $(C_BUILD)/thread-tests
 			$(C_BUILD)/thread-tests || { echo "FAIL: $$tool found errors (exit $$?)" >&2; exit 1; }; \
 	done
 
+# SIGUSR1 storms a worker retrying with a fresh token per call; the handler cancels with
+# retryrs_cancel_fire_from_signal() (tests/c/signal_storm.c): natively, a few seconds in
+# `make test` (~100,000 signals); `make test-c-signal-storm SIGNAL_STORM_SECONDS=60` for
+# the long run.
+SIGNAL_STORM_SECONDS ?= 5
+$(C_BUILD)/signal-storm: c-lib tests/c/signal_storm.c include/retryrs.h
+	mkdir -p $(C_BUILD)
+	$(C_CC) $(C_CFLAGS) tests/c/signal_storm.c -o $@ -L$(C_LIBDIR) -Wl,-rpath,$(C_LIBDIR) -lretryrs -lpthread
+
+test-c-signal-storm: $(C_BUILD)/signal-storm
+	$(C_BUILD)/signal-storm $(SIGNAL_STORM_SECONDS)
+
 # Scale (tests/c/scale.c): 100,000 policies listed by index, natively (valgrind would time
 # itself); it prints the measured times.
 $(C_BUILD)/scale: c-lib tests/c/scale.c include/retryrs.h
@@ -136,6 +148,7 @@ test-c: c-tools $(C_BUILD)/retryrs-tests
 		--error-exitcode=99 $(C_BUILD)/retryrs-tests $(BUILD)/conformance/c.txt
 	@$(MAKE) --no-print-directory test-c-teardown
 	@$(MAKE) --no-print-directory test-c-threads
+	@$(MAKE) --no-print-directory test-c-signal-storm
 	@$(MAKE) --no-print-directory $(C_BUILD)/scale
 	$(C_BUILD)/scale
 	tests/c/abi/check.sh $(C_CC) $(C_BUILD)/abi $(C_LIBDIR)
