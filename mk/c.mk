@@ -32,9 +32,8 @@ PREFIX ?= /usr/local
 # One release build of the crate serves the tests, the demo and the bench; C users get
 # the conventional names (the crate's own, libretryrs_c, would clash with nothing but
 # would surprise everyone): libretryrs.so.X.Y.Z, a symlink named by its SONAME (set in
-# bindings-c/build.rs, read back here), libretryrs.so for the linker. The archive loses
-# the debug info the Rust standard library brings and the LLVM bitcode rustc embeds
-# (.llvmbc, only for cross-language LTO): 22 MB -> 4 MB, the same machine code.
+# bindings-c/build.rs, read back here), libretryrs.so for the linker. The archive is one
+# object that defines only the API's global symbols (bindings-c/static-archive.sh).
 # C_CARGO_BUILD and C_RUST_OUT: how cargo builds the library and where it puts it; the
 # release tarball (mk/dist.mk) builds it with cargo-zigbuild against glibc 2.17 instead,
 # into its own C_LIBDIR.
@@ -50,8 +49,7 @@ c-lib:
 	if [ "$$soname" != $(C_REAL_SO) ]; then ln -sfn $(C_REAL_SO) $(C_LIBDIR)/$$soname; fi; \
 	ln -sfn $$soname $(C_LIBDIR)/libretryrs.so; \
 	echo $$soname > $(C_LIBDIR)/soname
-	strip --strip-debug --remove-section=.llvmbc --remove-section=.llvmcmd \
-		-o $(C_LIBDIR)/libretryrs.a $(C_RUST_OUT)/libretryrs_c.a
+	bindings-c/static-archive.sh $(C_RUST_OUT)/libretryrs_c.a $(C_LIBDIR)/libretryrs.a
 
 # valgrind and pkg-config ship with the machine image; a bare machine gets them from apt.
 c-tools:
@@ -153,6 +151,7 @@ test-c: c-tools $(C_BUILD)/retryrs-tests
 	$(C_BUILD)/scale
 	tests/c/abi/check.sh $(C_CC) $(C_BUILD)/abi $(C_LIBDIR)
 	tests/c/header_macros.sh $(C_CC) include
+	tests/c/static_archive.sh $(C_CC) include $(C_LIBDIR) $(VERSION)
 	@$(MAKE) --no-print-directory pkgconfig-c
 
 # The documented install step, into a scratch prefix; then an app is built exactly as a
