@@ -152,6 +152,7 @@ test-c: c-tools $(C_BUILD)/retryrs-tests
 	tests/c/abi/check.sh $(C_CC) $(C_BUILD)/abi $(C_LIBDIR)
 	tests/c/header_macros.sh $(C_CC) include
 	tests/c/static_archive.sh $(C_CC) include $(C_LIBDIR) $(VERSION)
+	tests/c/cpp_edges.sh $(C_CXX) include $(C_LIBDIR) $(C_BUILD)/cpp-edges
 	@$(MAKE) --no-print-directory pkgconfig-c
 
 # The documented install step, into a scratch prefix; then an app is built exactly as a
