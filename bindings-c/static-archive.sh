@@ -10,7 +10,8 @@
 #      cannot reach goes, with its references to glibc's getaddrinfo and getpwuid_r
 #      (std's DNS lookup and home_dir), whose warnings fail a `-static` link with
 #      -Wl,--fatal-warnings;
-#   3. every global but retryrs_* made local, and the symbols no relocation needs dropped.
+#   3. every global but retryrs_* made local, and the undefined symbols no relocation
+#      needs any more dropped (the references --gc-sections removed).
 #   usage: static-archive.sh RUST_STATICLIB OUT.a
 set -euo pipefail
 in=${1:?usage: static-archive.sh RUST_STATICLIB OUT.a}
@@ -22,6 +23,10 @@ roots=$(nm -g --defined-only "$work/stripped.a" 2>/dev/null | awk '$3 ~ /^retryr
 [[ -n $roots ]] || { echo "static-archive: $in defines no retryrs_* symbol" >&2; exit 1; }
 # shellcheck disable=SC2086 # one -u per export
 ld -r --gc-sections $roots --whole-archive "$work/stripped.a" -o "$work/all.o"
-objcopy --wildcard --keep-global-symbol='retryrs_*' --strip-unneeded "$work/all.o" "$work/retryrs.o"
+# Only undefined symbols are dropped when unneeded: the functions keep their names, which
+# debuggers, profilers and the thread checkers' suppressions (valgrind.supp) read.
+undefined=$(nm -u "$work/all.o" | awk '{print "--strip-unneeded-symbol=" $2}')
+# shellcheck disable=SC2086 # one option per undefined symbol
+objcopy --keep-global-symbol='retryrs_*' --wildcard $undefined "$work/all.o" "$work/retryrs.o"
 rm -f "$out"
 ar rcsD "$out" "$work/retryrs.o"
