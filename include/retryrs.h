@@ -799,7 +799,7 @@ retryrs_status retryrs_cancel_fire(const struct retryrs_cancel *cancel);
 // parents). RETRYRS_OK, or RETRYRS_INVALID_ARGUMENT for a NULL `cancel`, the one failure
 // that leaves retryrs_last_error() as it was (a message would need memory). The token
 // must stay alive while a handler may fire it: block the signal around
-// retryrs_cancel_free() (pthread_sigmask), as tests/c/signal_storm.c does.
+// retryrs_cancel_free() (pthread_sigmask), and around replacing the token it fires.
 retryrs_status retryrs_cancel_fire_from_signal(const struct retryrs_cancel *cancel);
 
 // Whether retryrs_cancel_fire() (or retryrs_cancel_fire_from_signal()) was called on this

@@ -83,7 +83,7 @@ pub unsafe extern "C" fn retryrs_cancel_fire(cancel: *const retryrs_cancel) -> r
 /// parents). RETRYRS_OK, or RETRYRS_INVALID_ARGUMENT for a NULL `cancel`, the one failure
 /// that leaves retryrs_last_error() as it was (a message would need memory). The token
 /// must stay alive while a handler may fire it: block the signal around
-/// retryrs_cancel_free() (pthread_sigmask), as tests/c/signal_storm.c does.
+/// retryrs_cancel_free() (pthread_sigmask), and around replacing the token it fires.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_cancel_fire_from_signal(cancel: *const retryrs_cancel) -> retryrs_status {
     guard_value("retryrs_cancel_fire_from_signal", RETRYRS_INTERNAL_ERROR, || match cancel.as_ref() {
