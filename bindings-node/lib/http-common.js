@@ -13,7 +13,7 @@ const { isTransientError, retryAfterFromError } = require('./predicate');
 const { RetryExhaustedError, markExhausted } = require('./errors');
 const { ERROR_TYPE } = require('./metrics');
 const { typeName } = require('./options');
-const { armBound, clearBound, unrefBound } = require('./bound');
+const { armBound, clearBound } = require('./bound');
 const { boundOf } = require('./attempt');
 const { isDeadline, markTimedOut } = require('./call');
 const { parseRetryAfter } = require('./http');
@@ -388,11 +388,14 @@ function isExhausted(err) {
 }
 
 /**
- * One request through a helper (axios, undici, got; fetch has its own, for its bodies):
- * the retrier's call loop over `io.send(signal, n)`, one attempt each, with the engine's
- * bound for the attempt as a timer whose abort reaches the client through `signal`.
- * `io.send` resolves with the attempt's outcome `{ status, retryAfter, release() }` (its
- * Retry-After header value, or null; release frees a retried response) or rejects with
+ * One request through a helper (retryingFetch, axios, undici): the retrier's call loop
+ * over `io.send(signal, n)`, one attempt each, with the engine's bound for the attempt as
+ * a timer whose abort reaches the client through `signal` until the headers arrive.
+ * `io.send` resolves with the attempt's outcome `{ status, retryAfter, hold(), cancel(),
+ * handOver() }` (its Retry-After header value, or null; what becomes of its body is
+ * lib/http-body.js's rule: hold() reads a retried response's prefix, cancel() drops it,
+ * handOver() gives the response to the caller, whose value runHttp returns; optional
+ * read(): reads a final response's body inside the attempt) or rejects with
  * the client's error; `io.failureOf(err, n)` maps that error to 'connect', 'network' or
  * undefined (final), `io.unsent(err, n)` (optional) says whether a request cut short
  * by its bound was never sent, and `io.timedOut(err)` (optional, default isClientTimeout)
@@ -400,8 +403,9 @@ function isExhausted(err) {
  * by its client is priced as a timeout by a quota budget (markTimedOut). `req`: `{ method, url (redacted), key (Idempotency-Key or
  * null), replayable, signal }`.
  *
- * Resolves with the last outcome: a success, a final error response (the call counted
- * rejected) or the last retried response when retries ran out. Rejects with the client's
+ * Resolves with handOver() of the last outcome: a success, a final error response (the
+ * call counted rejected) or the last retried response when retries ran out, whole.
+ * Rejects with the client's
  * error: as it was for a final failure, or carrying the retry information when retries
  * ran out on the network (exhaustedAs).
  */
@@ -419,6 +423,8 @@ async function runHttp(h, rules, req, io) {
     'TimeoutError',
   );
   let held;
+  // Every retried response of the call (hedged attempts overlap: each holds its own).
+  const heldAll = [];
   const attempt = async (ctx) => {
     const n = ctx.attempt;
     if (n > 1) markResend(n);
@@ -426,12 +432,12 @@ async function runHttp(h, rules, req, io) {
     // attempts overlap, so each keeps its own (at most 5, each read to 64 KiB at most):
     // whichever failure ends the call still has its response to hand back.
     if (held !== undefined && !rules.hedged) {
-      RetryableStatusError.takeResponse(held);
+      RetryableStatusError.takeResponse(held)?.cancel();
       held = undefined;
     }
     // The engine's bound for this attempt (the deadline or the attempt timeout): it
-    // bounds the request, the body read of the response handed back, and the release of
-    // a retried one.
+    // bounds the request up to its headers, and the prefix read of a retried response;
+    // not the body of a response handed over (lib/http-body.js).
     const bound = boundOf(ctx);
     const timer = bound === null ? undefined : attemptTimer(bound, o.unref, timeoutError(n, bound));
     // Hedged: the attempt's own signal (the call's reaches it; it aborts when it loses).
@@ -443,8 +449,14 @@ async function runHttp(h, rules, req, io) {
       // resendCountAttributes reads when the client's instrumentation makes its span.
       const sent = attempts.run(n, () => io.send(attemptSignal, n));
       out = await (timer === undefined ? sent : Promise.race([sent, timer.expired]));
+      // A client that hands a response over read whole (axios) reads a final one inside
+      // the attempt: its bound covers the read, and a stall is a timed-out attempt.
+      if (out.read !== undefined && verdict(out.status, null) !== 'retry') {
+        await (timer === undefined ? out.read() : Promise.race([out.read(), timer.expired]));
+      }
     } catch (err) {
       timer?.clear();
+      out?.cancel();
       if (signal?.aborted) throw err;
       // Past its bound the request may have reached the server: a read timeout
       // ('network'), sent again only for an idempotent method; one never sent was not
@@ -458,14 +470,21 @@ async function runHttp(h, rules, req, io) {
       throw cut || (io.timedOut ?? isClientTimeout)(err) ? markTimedOut(failed) : failed;
     }
     if (verdict(out.status, null) !== 'retry') {
-      // The caller reads the body within the same bound (the attempt's signal aborts it).
-      timer?.keepForBody();
+      // Handed over (lib/http-body.js): the deadline no longer applies to it.
+      timer?.clear();
       // A final error response: handed back, the call counted rejected.
       if (isFailedStatus(out.status)) throw new FinalStatusError(out.status, method, url, undefined, out);
       return out;
     }
+    // Held (lib/http-body.js): a prefix of its body is read within the attempt's bound;
+    // the bound passing ends the wait but no longer aborts the request (the response may
+    // still be handed back whole).
+    timer?.afterHeaders();
+    heldAll.push(out);
     try {
-      await out.release();
+      await (timer === undefined ? out.hold() : Promise.race([out.hold(), timer.expired]));
+    } catch {
+      // The bound passed while reading: the status is the failure all the same.
     } finally {
       timer?.clear();
     }
@@ -473,13 +492,21 @@ async function runHttp(h, rules, req, io) {
     held = new RetryableStatusError(out.status, method, url, ra === null || ra === undefined ? undefined : parseRetryAfter(String(ra)), out);
     throw held;
   };
+  let kept;
   try {
-    return await retrierFor(rules, method, key, replayable).call(attempt, signal !== undefined ? { signal } : undefined);
+    kept = await retrierFor(rules, method, key, replayable).call(attempt, signal !== undefined ? { signal } : undefined);
   } catch (err) {
     const end = settleHttp(err);
-    if ('response' in end) return end.response;
-    throw end.error;
+    if (!('response' in end)) {
+      for (const out of heldAll) out.cancel();
+      throw end.error;
+    }
+    kept = end.response;
   }
+  // Retried responses not handed back are cancelled (one read to its end keeps its
+  // connection); the one handed back is the caller's.
+  for (const out of heldAll) if (out !== kept) out.cancel();
+  return kept.handOver();
 }
 
 /**
@@ -498,22 +525,25 @@ function settleHttp(err) {
 }
 
 /**
- * One attempt's bound for its request: `signal` aborts the request (and later its body
- * read), `expired` rejects with the same TimeoutError while the response is awaited (so
- * a fetch that drops init.signal is bounded too). After the response, `keepForBody()`
- * leaves the timer armed, unref'd, to bound the body read; `clear()` disarms it.
+ * One attempt's bound for its request: `signal` aborts the request, `expired` rejects
+ * with the same TimeoutError while the response is awaited (so a fetch that drops
+ * init.signal is bounded too). `afterHeaders()`: from then on the bound only rejects
+ * `expired` (it ends the wait for a retried response's prefix) and no longer aborts the
+ * request, whose response may yet be handed back; `clear()` disarms it.
  */
 function attemptTimer(boundMs, unref, reason) {
   const controller = new AbortController();
   let expire;
   let racing = true;
+  let aborts = true;
   const expired = new Promise((_, reject) => {
     expire = reject;
   });
   let timer = armBound(boundMs, unref, () => {
     timer = undefined;
-    controller.abort(reason());
-    if (racing) expire(controller.signal.reason);
+    const why = reason();
+    if (aborts) controller.abort(why);
+    if (racing) expire(why);
   });
   return {
     signal: controller.signal,
@@ -521,10 +551,10 @@ function attemptTimer(boundMs, unref, reason) {
     clear() {
       racing = false;
       if (timer !== undefined) clearBound(timer);
+      timer = undefined;
     },
-    keepForBody() {
-      racing = false;
-      if (timer !== undefined) unrefBound(timer);
+    afterHeaders() {
+      aborts = false;
     },
   };
 }

@@ -8,10 +8,8 @@
 // or "network".
 const { typeName } = require('./options');
 const { httpHelper, runHttp, idempotencyKeyOf, failureOf } = require('./http-common');
+const { HeldBody, silenceMs } = require('./http-body');
 
-// How much of a retried response's body is read to keep its connection: past this the
-// attempt is aborted (its connection closed) instead.
-const DRAIN_LIMIT = 64 * 1024;
 
 /** Whether a request body can be sent again: none, a string or bytes; not a stream or an iterable. */
 function replayableBody(body) {
@@ -88,6 +86,7 @@ class Controller {
  */
 function retryInterceptor(options) {
   const h = httpHelper('retryInterceptor', options);
+  const silence = silenceMs(h.o);
   return (dispatch) => {
     if (typeof dispatch !== 'function') throw new TypeError(`retryInterceptor: dispatch must be a function, got ${typeName(dispatch)}`);
     return function retryrsDispatch(opts, handler) {
@@ -106,17 +105,19 @@ function retryInterceptor(options) {
       const failedBeforeStart = new WeakMap();
 
       const send = (signal) => new Promise((resolve, reject) => {
-        let mode = 'waiting'; // then 'held' (paused at the headers), 'forward' or 'drain'
-        let drained = 0;
-        // A retried response's body as read (to hand back if retries run out), its
-        // trailers, and why it was cut short (null: read whole).
-        const kept = [];
+        // 'waiting' (no response yet), 'held' (paused at the headers, being judged),
+        // 'hold' (a retried response's prefix being read: lib/http-body.js), 'forward'
+        // (handed to the caller's handler) or 'dropped'.
+        let mode = 'waiting';
+        let held = null;
         let trailers;
-        let cut = null;
-        let finishRelease;
         let requestStarted = false;
         let controller = null;
-        const onAbort = () => controller?.abort(signal.reason);
+        // The attempt's bound and the caller's abort reach the request until its headers;
+        // after them a response is held (its fate is runHttp's) or the caller's.
+        const onAbort = () => {
+          if (mode === 'waiting' || mode === 'forward') controller?.abort(signal.reason);
+        };
         signal?.addEventListener('abort', onAbort, { once: true });
         const done = () => signal?.removeEventListener('abort', onAbort);
         const attemptHandler = {
@@ -146,51 +147,47 @@ function retryInterceptor(options) {
             resolve({
               status: statusCode,
               retryAfter: header === undefined ? null : Array.isArray(header) ? header[0] : String(header),
-              forward() {
+              hold() {
+                mode = 'hold';
+                held = new HeldBody();
+                c.resume();
+                return held.done;
+              },
+              cancel() {
+                if (mode === 'forward' || mode === 'dropped') return;
+                const open = held === null || held.open;
+                mode = 'dropped';
+                done();
+                if (open) c.abort(new DOMException('retryInterceptor: a retried response was dropped', 'AbortError'));
+              },
+              handOver() {
                 responded = true;
                 // Hedged attempts overlap: the caller's controller drives the one handed back.
                 proxy.target = c;
                 handler.onResponseStart?.(proxy, statusCode, headers, statusMessage);
-                if (mode === 'held') {
-                  // The attempt's signal stays on until the body ends: its bound (and the
-                  // caller's abort) cut a body that stalls, as fetch's body read is cut.
-                  mode = 'forward';
-                  if (!proxy.paused) c.resume();
-                  return;
+                if (held !== null) {
+                  // A retried response handed back when retries ran out: what was read
+                  // of its body, then the rest of it.
+                  for (const chunk of held.take()) handler.onResponseData?.(proxy, chunk);
+                  if (held.ended) {
+                    done();
+                    handler.onResponseEnd?.(proxy, trailers ?? {});
+                    return;
+                  }
+                  if (held.error !== null) {
+                    done();
+                    handler.onResponseError?.(proxy, held.error);
+                    return;
+                  }
                 }
-                done();
-                // A retried response handed back when retries ran out: what was read of
-                // its body, then its end, or an error saying it was cut.
-                for (const chunk of kept) handler.onResponseData?.(proxy, chunk);
-                if (cut === null) handler.onResponseEnd?.(proxy, trailers ?? {});
-                else handler.onResponseError?.(proxy, cut);
-              },
-              release() {
-                done();
-                mode = 'drain';
-                return new Promise((r) => {
-                  finishRelease = r;
-                  c.resume();
-                });
+                mode = 'forward';
+                if (!proxy.paused) c.resume();
               },
             });
           },
           onResponseData(c, chunk) {
             if (mode === 'forward') return handler.onResponseData?.(proxy, chunk);
-            if (mode === 'drain') {
-              if (drained + chunk.length > DRAIN_LIMIT) {
-                // Too long to read for a connection: closed instead.
-                kept.push(chunk.subarray(0, DRAIN_LIMIT - drained));
-                drained = DRAIN_LIMIT;
-                mode = 'dropped';
-                cut = new Error(`retryInterceptor: the body of a retried response was cut after ${DRAIN_LIMIT} bytes (retried bodies are not read whole)`);
-                c.abort(cut);
-                finishRelease?.();
-              } else {
-                kept.push(chunk);
-                drained += chunk.length;
-              }
-            }
+            if (mode === 'hold' && !held.push(chunk)) c.pause();
             return true;
           },
           onResponseEnd(c, t) {
@@ -199,26 +196,30 @@ function retryInterceptor(options) {
               return handler.onResponseEnd?.(proxy, t);
             }
             trailers = t;
-            finishRelease?.();
+            held?.end();
             return undefined;
           },
           onResponseError(c, err) {
-            done();
-            if (mode === 'forward') return handler.onResponseError?.(proxy, err);
+            if (mode === 'forward') {
+              done();
+              return handler.onResponseError?.(proxy, err);
+            }
             if (mode === 'waiting') {
+              done();
               // A failure before any response: was the request started on a connection
               // (it may have been written) or not (a failed connect or TLS handshake)?
               if (err !== null && typeof err === 'object') failedBeforeStart.set(err, !requestStarted);
               reject(err);
               return undefined;
             }
-            if (mode === 'drain') cut = err;
-            finishRelease?.();
+            held?.fail(err);
             return undefined;
           },
         };
         try {
-          dispatch({ ...rest }, attemptHandler);
+          // A response handed over may be silent this long (lib/http-body.js): undici's
+          // own body timeout, which fails it with undici's BodyTimeoutError.
+          dispatch(silence === null || rest.bodyTimeout < silence ? { ...rest } : { ...rest, bodyTimeout: silence }, attemptHandler);
         } catch (err) {
           done();
           reject(err);
@@ -237,7 +238,7 @@ function retryInterceptor(options) {
         failureOf: (err) => failureOf(err, failedBeforeStart.get(err) === true),
         unsent: (err) => failedBeforeStart.get(err) === true,
       }).then(
-        (out) => out.forward(),
+        () => {},
         (err) => {
           if (!responded) handler.onResponseError?.(proxy, err);
         },
