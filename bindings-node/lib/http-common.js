@@ -253,9 +253,10 @@ function refuseHooks(where, retrier) {
 /**
  * A helper's shared state, from its options: `where` names it in errors, `extra` are its
  * own option names (checked by the caller). `boundsAttempts`: the helper bounds each
- * attempt itself (with the engine's bound) so the call loop never interrupts it.
+ * attempt itself (with the engine's bound) so the call loop never interrupts it. `hooks`:
+ * the helper's own hooks on its retrier (retryrs/got's onRetry).
  */
-function httpHelper(where, options, extra = [], boundsAttempts = true) {
+function httpHelper(where, options, extra = [], boundsAttempts = true, hooks = undefined) {
   if (options === undefined || options === null) options = {};
   if (typeof options !== 'object') throw new TypeError(`${where}(options): options must be an object, got ${typeName(options)}`);
   const known = [...COMMON, ...extra];
@@ -265,7 +266,7 @@ function httpHelper(where, options, extra = [], boundsAttempts = true) {
   const given = options.retrier ?? new Retrier();
   if (!(given instanceof Retrier)) throw new TypeError(`${where}: retrier must be a Retrier, got ${typeName(given)}`);
   refuseHooks(where, given);
-  const retrier = withClassifier(given, isHttpFailure, retryAfterFromError, boundsAttempts);
+  const retrier = withClassifier(given, isHttpFailure, retryAfterFromError, boundsAttempts, hooks);
   const redactKeys = keyList(where, options.redactQuery);
   const base = {
     retrier,
