@@ -96,6 +96,10 @@ function fetchBody(res, silence) {
       const failed = held?.error ?? null;
       const ended = held?.ended === true;
       let watch = null;
+      // Whether the caller is waiting for a chunk (a pull in flight).
+      let pulling = false;
+      // Failed for its silence: what the cancelled source still answers is dropped.
+      let silent = false;
       const stream = new ReadableStream({
         start(controller) {
           for (const chunk of prefix) controller.enqueue(chunk);
@@ -103,20 +107,26 @@ function fetchBody(res, silence) {
           if (ended) return controller.close();
           watch = silenceWatch(silence, (ms) => {
             const err = silenceError('retryingFetch', ms);
+            silent = true;
             controller.error(err);
             source.cancel(err).catch(() => {});
-          });
+          }, () => pulling);
           return undefined;
         },
         async pull(controller) {
           let step;
+          watch?.touch();
+          pulling = true;
           try {
             step = await source.read();
           } catch (err) {
             watch?.stop();
-            controller.error(err);
+            if (!silent) controller.error(err);
             return;
+          } finally {
+            pulling = false;
           }
+          if (silent) return;
           if (step.done) {
             watch?.stop();
             controller.close();

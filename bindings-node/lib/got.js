@@ -188,7 +188,10 @@ function retryGot(options) {
     state.current = null;
     const response = error.response;
     let failure;
-    if (response !== undefined && response !== null && typeof response.statusCode === 'number') {
+    // A status (got's HTTPError, its body read whole); a failure while a response's body
+    // was read (a timeout, a reset: got's error carries the response too) is a failure of
+    // the attempt, judged as the network's (the body is read inside the attempt).
+    if (error.name === 'HTTPError' && response !== undefined && response !== null && typeof response.statusCode === 'number') {
       const status = response.statusCode;
       if (verdict(state, status, null) === 'retry') {
         const header = response.headers?.['retry-after'];

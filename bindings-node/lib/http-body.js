@@ -82,14 +82,17 @@ class HeldBody {
 
 /**
  * A watchdog for a handed-over body: `fire` is called once the body has been silent for
- * `ms` (touch() on each chunk; stop() at its end). One timer per body, re-armed only when
- * it fires early, so a chunk costs a clock read.
+ * `ms` while the caller was reading (touch() on each chunk; stop() at its end; `waiting()`,
+ * when given, says whether the caller is waiting for bytes: a caller that paused is not
+ * kept waiting by the server). One timer per body, re-armed only when it fires early, so
+ * a chunk costs a clock read.
  */
-function silenceWatch(ms, fire) {
+function silenceWatch(ms, fire, waiting) {
   if (ms === null || ms === undefined || !(ms > 0) || !Number.isFinite(ms)) return null;
   let last = performance.now();
   let timer;
   const check = () => {
+    if (waiting !== undefined && !waiting()) last = performance.now();
     const idle = performance.now() - last;
     if (idle >= ms) {
       timer = undefined;

@@ -423,6 +423,13 @@ async function runHttp(h, rules, req, io) {
       : `${h.where}: ${replayable ? `attempt ${n}` : 'a request with a one-shot body'} timed out after ${o.attemptTimeoutMs} ms (the retrier's attemptTimeoutMs)`,
     'TimeoutError',
   );
+  // A network failure of an attempt (`timedOut`: cut at its bound or the client's own
+  // timeout, which a quota prices as a timeout's), retried where the rules allow.
+  const failedAttempt = (failure, unsent, err, timedOut) => {
+    const Failure = verdict(null, failure) === 'retry' ? RequestFailedError : FinalNetworkError;
+    const failed = new Failure(method, url, failure === 'connect' || unsent, err);
+    return timedOut ? markTimedOut(failed) : failed;
+  };
   let held;
   // Every retried response of the call (hedged attempts overlap: each holds its own).
   const heldAll = [];
@@ -466,9 +473,7 @@ async function runHttp(h, rules, req, io) {
       const cut = timer?.signal.aborted === true;
       const failure = cut ? (unsent ? 'connect' : 'network') : io.failureOf(err, n);
       if (failure === undefined) throw err;
-      const Failure = verdict(null, failure) === 'retry' ? RequestFailedError : FinalNetworkError;
-      const failed = new Failure(method, url, failure === 'connect' || unsent, err);
-      throw cut || (io.timedOut ?? isClientTimeout)(err) ? markTimedOut(failed) : failed;
+      throw failedAttempt(failure, unsent, err, cut || (io.timedOut ?? isClientTimeout)(err));
     }
     if (verdict(out.status, null) !== 'retry') {
       // Handed over (lib/http-body.js): the deadline no longer applies to it.
@@ -484,8 +489,14 @@ async function runHttp(h, rules, req, io) {
     heldAll.push(out);
     try {
       await (timer === undefined ? out.hold() : Promise.race([out.hold(), timer.expired]));
-    } catch {
-      // The bound passed while reading: the status is the failure all the same.
+    } catch (err) {
+      // The bound passed while reading. A client that reads the body inside the attempt
+      // (axios) timed out: a read timeout, as if its body had been final. For one that
+      // hands over at headers the status is the failure all the same.
+      if (out.read !== undefined) {
+        out.cancel();
+        throw failedAttempt('network', false, err, true);
+      }
     } finally {
       timer?.clear();
     }

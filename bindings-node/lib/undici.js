@@ -8,7 +8,20 @@
 // or "network".
 const { typeName } = require('./options');
 const { httpHelper, runHttp, idempotencyKeyOf, failureOf } = require('./http-common');
-const { HeldBody, silenceMs } = require('./http-body');
+const { HeldBody, silenceMs, silenceWatch, silenceError } = require('./http-body');
+
+/**
+ * undici's own error for a body that went silent (BodyTimeoutError, UND_ERR_BODY_TIMEOUT),
+ * from the undici package when it is installed; else an error of the same name and code.
+ */
+function bodyTimeoutError(ms) {
+  const message = silenceError('retryInterceptor', ms).message;
+  try {
+    return new (require('undici').errors.BodyTimeoutError)(message);
+  } catch {
+    return Object.assign(new Error(message), { name: 'BodyTimeoutError', code: 'UND_ERR_BODY_TIMEOUT' });
+  }
+}
 
 
 /** Whether a request body can be sent again: none, a string or bytes; not a stream or an iterable. */
@@ -119,7 +132,11 @@ function retryInterceptor(options) {
           if (mode === 'waiting' || mode === 'forward') controller?.abort(signal.reason);
         };
         signal?.addEventListener('abort', onAbort, { once: true });
-        const done = () => signal?.removeEventListener('abort', onAbort);
+        let watch = null;
+        const done = () => {
+          watch?.stop();
+          signal?.removeEventListener('abort', onAbort);
+        };
         const attemptHandler = {
           onRequestStart(c, context) {
             controller = c;
@@ -181,12 +198,22 @@ function retryInterceptor(options) {
                   }
                 }
                 mode = 'forward';
+                // A body handed over may be silent this long (lib/http-body.js), then it
+                // fails with undici's own body timeout error. (undici's bodyTimeout would
+                // do, but its timers tick every half second.)
+                watch = silenceWatch(silence, (ms) => {
+                  watch = null;
+                  c.abort(bodyTimeoutError(ms));
+                }, () => !proxy.paused);
                 if (!proxy.paused) c.resume();
               },
             });
           },
           onResponseData(c, chunk) {
-            if (mode === 'forward') return handler.onResponseData?.(proxy, chunk);
+            if (mode === 'forward') {
+              watch?.touch();
+              return handler.onResponseData?.(proxy, chunk);
+            }
             if (mode === 'hold' && !held.push(chunk)) c.pause();
             return true;
           },
@@ -217,9 +244,7 @@ function retryInterceptor(options) {
           },
         };
         try {
-          // A response handed over may be silent this long (lib/http-body.js): undici's
-          // own body timeout, which fails it with undici's BodyTimeoutError.
-          dispatch(silence === null || rest.bodyTimeout < silence ? { ...rest } : { ...rest, bodyTimeout: silence }, attemptHandler);
+          dispatch({ ...rest }, attemptHandler);
         } catch (err) {
           done();
           reject(err);

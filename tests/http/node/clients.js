@@ -1,9 +1,11 @@
 'use strict';
-// Every Node HTTP helper of retryrs behind one shape, for the shared HTTP cases:
-// `client.request({ url, method, body, headers })` resolves with `{ status, headers,
-// read(kind) }` (kind: 'text', 'json', 'bytes', 'stream'), or rejects with the client's
-// own error. Clients that read the body inside the attempt (axios, got) have read it
-// already; read() hands back what they read.
+// Every Node HTTP helper of retryrs behind one shape, for the shared HTTP cases
+// (tests/http/README.md): `helper.call({ url, method, body, headers }, api)` resolves with
+// `{ status, read() }` (read: the body through read API `api`, as bytes) or rejects with
+// the client's own error. A helper that reads the body inside the attempt (axios, got's
+// promise API) is asked for the body in the form `api` names and read() hands back what it
+// read; the others hand over at headers and read() reads.
+const http = require('node:http');
 const path = require('node:path');
 const { createRequire } = require('node:module');
 
@@ -16,81 +18,108 @@ const { retryAxios } = peer('./lib/axios.js');
 const { retryGot } = peer('./lib/got.js');
 const { retryInterceptor } = peer('./lib/undici.js');
 
-async function readWeb(body, kind) {
-  if (kind === 'stream') {
-    const chunks = [];
-    for await (const c of body) chunks.push(Buffer.from(c));
-    return Buffer.concat(chunks);
-  }
-  return body;
-}
+/** The read APIs of a client that hands over at headers: bytes, text, JSON, stream. */
+const READ_APIS = ['bytes', 'text', 'json', 'stream'];
 
-/** A fetch Response read through one of its read APIs, as bytes. */
-async function readResponse(res, kind) {
-  if (kind === 'text') return Buffer.from(await res.text());
-  if (kind === 'json') return Buffer.from(JSON.stringify(await res.json()));
-  if (kind === 'bytes') return Buffer.from(await res.arrayBuffer());
-  return readWeb(res.body, 'stream');
-}
+// JSON is read as a value: the runner compares its text again (the server's body is a
+// JSON string literal, so the text round-trips exactly).
+const jsonBytes = (v) => Buffer.from(JSON.stringify(v));
 
-/** An undici.request body (a Readable with text/json/arrayBuffer mixins), as bytes. */
-async function readUndiciBody(body, kind) {
-  if (kind === 'text') return Buffer.from(await body.text());
-  if (kind === 'json') return Buffer.from(JSON.stringify(await body.json()));
-  if (kind === 'bytes') return Buffer.from(await body.arrayBuffer());
+async function streamBytes(iterable) {
   const chunks = [];
-  for await (const c of body) chunks.push(c);
+  for await (const c of iterable) chunks.push(Buffer.from(c));
   return Buffer.concat(chunks);
 }
 
-const fetchShape = (fetchFn) => ({
-  handsOver: true,
-  async request({ url, method = 'GET', body, headers, signal }) {
-    const res = await fetchFn(url, { method, body, headers, signal });
-    return { status: res.status, headers: res.headers, read: (kind) => readResponse(res, kind), cancel: () => res.body?.cancel().catch(() => {}) };
+/** A fetch Response read through one of its read APIs. */
+async function readResponse(res, api) {
+  if (api === 'text') return Buffer.from(await res.text());
+  if (api === 'json') return jsonBytes(await res.json());
+  if (api === 'stream') return streamBytes(res.body);
+  return Buffer.from(await res.arrayBuffer());
+}
+
+/** An undici.request body (a Readable with body mixins) read through one of its read APIs. */
+async function readUndiciBody(body, api) {
+  if (api === 'text') return Buffer.from(await body.text());
+  if (api === 'json') return jsonBytes(await body.json());
+  if (api === 'stream') return streamBytes(body);
+  return Buffer.from(await body.arrayBuffer());
+}
+
+const fetchHelper = (fetchFn) => ({
+  readsBody: false,
+  async call({ url, method, body, headers }) {
+    const res = await fetchFn(url, { method, body, headers });
+    return { status: res.status, read: (api) => readResponse(res, api) };
   },
 });
 
+// axios's responseType for each read API ('stream' hands the stream over at headers).
+const AXIOS_TYPES = { bytes: 'arraybuffer', text: 'text', json: 'json', stream: 'stream' };
+// got's promise API: its responseType for each read API (its stream API is not retried).
+const GOT_TYPES = { bytes: 'buffer', text: 'text', json: 'json', stream: 'buffer' };
+
+/** What an axios or got response's body was read as, back to bytes. */
+function readBack(data, api) {
+  if (api === 'json') return jsonBytes(data);
+  if (typeof data === 'string') return Buffer.from(data);
+  return Buffer.from(data);
+}
+
 /**
- * The helpers, each made with `retrier`. `undici` (the package) serves the interceptor's
- * three forms; the global fetch goes through the same composed dispatcher.
+ * The helpers, each made with `retrier` (names as the README's table shows them). The
+ * interceptor serves undici.request, undici.fetch and the global fetch through one
+ * composed dispatcher; `close()` ends it.
  */
-async function makeClients(retrier) {
+async function makeHelpers(retrier) {
   const undici = peer('undici');
   const axios = peer('axios');
   const got = (await import(peer.resolve('got'))).default;
   const dispatcher = new undici.Agent().compose(retryInterceptor({ retrier }));
-  const ax = axios.create({ validateStatus: () => true, responseType: 'arraybuffer' });
+  // Pools of their own (not Node's global agent), so no connection outlives the helpers.
+  const agent = new http.Agent({ keepAlive: true });
+  const plain = new undici.Agent();
+  const ax = axios.create({ validateStatus: () => true, httpAgent: agent });
   retryAxios(ax, { retrier });
-  const gt = got.extend(retryGot({ retrier }), { throwHttpErrors: false, responseType: 'buffer' });
-  const fixed = (buf) => (kind) => Promise.resolve(kind === 'json' ? Buffer.from(JSON.stringify(JSON.parse(buf.toString()))) : Buffer.from(buf));
-  const clients = {
-    retryingFetch: fetchShape(retryingFetch({ retrier })),
-    'global fetch': fetchShape((url, init) => fetch(url, { ...init, dispatcher })),
-    'undici.fetch': fetchShape((url, init) => undici.fetch(url, { ...init, dispatcher })),
+  const gt = got.extend(retryGot({ retrier }), { throwHttpErrors: false, agent: { http: agent } });
+  const helpers = {
+    // The global fetch, on a pool of its own.
+    retryingFetch: fetchHelper(retryingFetch({ retrier, fetch: (url, init) => fetch(url, { ...init, dispatcher: plain }) })),
+    'global fetch': fetchHelper((url, init) => fetch(url, { ...init, dispatcher })),
+    'undici.fetch': fetchHelper((url, init) => undici.fetch(url, { ...init, dispatcher })),
     'undici.request': {
-      handsOver: true,
-      async request({ url, method = 'GET', body, headers, signal }) {
-        const res = await undici.request(url, { method, body, headers, signal, dispatcher });
-        return { status: res.statusCode, headers: res.headers, read: (kind) => readUndiciBody(res.body, kind), cancel: () => res.body.destroy() };
+      readsBody: false,
+      async call({ url, method, body, headers }) {
+        const res = await undici.request(url, { method, body, headers, dispatcher });
+        return { status: res.statusCode, read: (api) => readUndiciBody(res.body, api) };
       },
     },
     axios: {
-      handsOver: false,
-      async request({ url, method = 'GET', body, headers, signal }) {
-        const res = await ax.request({ url, method, data: body, headers, signal });
-        return { status: res.status, headers: res.headers, read: fixed(Buffer.from(res.data)), cancel() {} };
+      readsBody: true,
+      async call({ url, method, body, headers }, api) {
+        const res = await ax.request({ url, method, data: body, headers, responseType: AXIOS_TYPES[api] });
+        if (api === 'stream') return { status: res.status, read: () => streamBytes(res.data) };
+        return { status: res.status, read: async () => readBack(res.data, api) };
       },
     },
     got: {
-      handsOver: false,
-      async request({ url, method = 'GET', body, headers, signal }) {
-        const res = await gt(url, { method, body, headers, signal });
-        return { status: res.statusCode, headers: res.headers, read: fixed(res.body), cancel() {} };
+      readsBody: true,
+      async call({ url, method, body, headers }, api) {
+        const res = await gt(url, { method, body, headers, responseType: GOT_TYPES[api] });
+        return { status: res.statusCode, read: async () => readBack(res.body, api) };
       },
     },
   };
-  return { clients, close: () => dispatcher.close().catch(() => {}) };
+  return {
+    helpers,
+    close() {
+      agent.destroy();
+      return Promise.all([dispatcher.destroy().catch(() => {}), plain.destroy().catch(() => {})]);
+    },
+  };
 }
 
-module.exports = { makeClients, retryrs, PKG };
+const HELPER_NAMES = ['retryingFetch', 'global fetch', 'undici.fetch', 'undici.request', 'axios', 'got'];
+
+module.exports = { makeHelpers, HELPER_NAMES, READ_APIS, retryrs, PKG };
