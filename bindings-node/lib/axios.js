@@ -6,6 +6,8 @@
 // axios's outcomes to "response", "connect" or "network".
 const { requirePeer } = require('./metrics');
 const { typeName } = require('./options');
+const dc = require('node:diagnostics_channel');
+const { AsyncLocalStorage } = require('node:async_hooks');
 const { Readable } = require('node:stream');
 const { httpHelper, runHttp, idempotencyKeyOf, failureOf, codeOf, isClientTimeout } = require('./http-common');
 const { HeldBody, holdStream, readWhole, silenceMs } = require('./http-body');
@@ -41,6 +43,37 @@ function timedOutAxios(err) {
   return codeOf(err) === 'ECONNABORTED' && typeof err?.message === 'string' && /timeout/i.test(err.message);
 }
 
+// The Node request each attempt of axios's http adapter creates, from Node's
+// diagnostics channel (in the attempt's async context): whether its connection was made.
+let creating = null;
+
+function watched(progress, n, send) {
+  if (creating === null) {
+    creating = new AsyncLocalStorage();
+    dc.subscribe('http.client.request.start', ({ request }) => {
+      const state = creating.getStore();
+      if (state === undefined) return;
+      // A socket reused from the pool is connected; a new one once it has connected
+      // (TLS: its handshake done). Nothing is written before.
+      const watch = (socket) => {
+        if (!socket.connecting) state.connected = true;
+        else socket.once(socket.encrypted ? 'secureConnect' : 'connect', () => { state.connected = true; });
+      };
+      // The agent may have given it a socket already (Node publishes after that).
+      if (request.socket) watch(request.socket);
+      else request.once('socket', watch);
+    });
+  }
+  const state = { connected: false };
+  progress.set(n, state);
+  return creating.run(state, send);
+}
+
+/** Whether an attempt's request never got a connected socket (nothing was written). */
+function neverConnected(state) {
+  return state !== undefined && !state.connected;
+}
+
 /**
  * Installs retries on an axios instance (axios.create(), or axios itself) and returns a
  * function that removes them. See axios.d.ts.
@@ -70,13 +103,16 @@ function retryAxios(instance, options) {
       replayable: replayableData(config.data),
       signal: config.signal ?? undefined,
     };
+    // Each attempt's request as Node's http client reports it (see watched).
+    const progress = new Map();
     let out;
     try {
       out = await runHttp(h, rules, req, {
         // axios's http adapter is asked for a stream, judged at its headers (the rule
         // of lib/http-body.js); another adapter buffers the body itself.
-        send: (signal) => (streams
-          ? inner({ ...config, signal, responseType: 'stream', validateStatus: null }).then((response) => streamOutcome(axios, config, response, silence))
+        send: (signal, n) => (streams
+          ? watched(progress, n, () => inner({ ...config, signal, responseType: 'stream', validateStatus: null }))
+            .then((response) => streamOutcome(axios, config, response, silence))
           : inner({ ...config, signal }).then(
             (response) => bufferedOutcome(response, undefined),
             (err) => {
@@ -86,6 +122,8 @@ function retryAxios(instance, options) {
           )),
         failureOf: failureOfAxios,
         timedOut: timedOutAxios,
+        // Cut at its bound before its connection was made (a full accept queue): never sent.
+        unsent: (err, n) => streams && neverConnected(progress.get(n)),
       });
     } catch (err) {
       // The caller's abort during a wait: axios's own CanceledError, as without retries.

@@ -115,6 +115,8 @@ function verdict(state, status, failure) {
 function failureOfGot(err) {
   // A TLS failure before the handshake completed never sent the request.
   const t = err?.timings;
+  // Timed out before the connection was made (a full accept queue): nothing was sent.
+  if (t !== undefined && t.connect === undefined && isClientTimeout(err)) return 'connect';
   return failureOf(err, t === undefined || t.secureConnect === undefined);
 }
 

@@ -402,7 +402,8 @@ function isExhausted(err) {
  * by its bound was never sent, and `io.timedOut(err)` (optional, default isClientTimeout)
  * whether the error is the client's own timeout. A request cut at its bound or timed out
  * by its client is priced as a timeout by a quota budget (markTimedOut). `req`: `{ method, url (redacted), key (Idempotency-Key or
- * null), replayable, signal }`.
+ * null), replayable (a boolean, or a function: whether the body can be sent again now),
+ * signal }`.
  *
  * Resolves with handOver() of the last outcome: a success, a final error response (the
  * call counted rejected) or the last retried response when retries ran out, whole.
@@ -413,14 +414,16 @@ function isExhausted(err) {
 async function runHttp(h, rules, req, io) {
   const { method, url, key, replayable, signal } = req;
   const o = h.o;
-  const verdict = (status, failure) => (replayable
+  // Whether the body can be sent again now (a function: it depends on what was sent).
+  const resendable = typeof replayable === 'function' ? replayable : () => replayable;
+  const verdict = (status, failure) => (resendable()
     ? classify(rules, method, status, failure, key)
     : status !== null ? 'response' : 'fail');
   // What a request cut short by its bound rejects with.
   const timeoutError = (n, bound) => () => new DOMException(
     isDeadline(o, bound)
-      ? `${h.where}: ${replayable ? `attempt ${n}` : 'a request with a one-shot body'} ran past the deadline (it had ${Math.round(bound)} ms left)`
-      : `${h.where}: ${replayable ? `attempt ${n}` : 'a request with a one-shot body'} timed out after ${o.attemptTimeoutMs} ms (the retrier's attemptTimeoutMs)`,
+      ? `${h.where}: ${resendable() ? `attempt ${n}` : 'a request with a one-shot body'} ran past the deadline (it had ${Math.round(bound)} ms left)`
+      : `${h.where}: ${resendable() ? `attempt ${n}` : 'a request with a one-shot body'} timed out after ${o.attemptTimeoutMs} ms (the retrier's attemptTimeoutMs)`,
     'TimeoutError',
   );
   // A network failure of an attempt (`timedOut`: cut at its bound or the client's own
@@ -506,7 +509,7 @@ async function runHttp(h, rules, req, io) {
   };
   let kept;
   try {
-    kept = await retrierFor(rules, method, key, replayable).call(attempt, signal !== undefined ? { signal } : undefined);
+    kept = await retrierFor(rules, method, key, replayable === true).call(attempt, signal !== undefined ? { signal } : undefined);
   } catch (err) {
     const end = settleHttp(err);
     if (!('response' in end)) {

@@ -29,6 +29,48 @@ function replayableBody(body) {
   return body === undefined || body === null || typeof body === 'string' || body instanceof ArrayBuffer || ArrayBuffer.isView(body);
 }
 
+// How much of a one-shot request body (a stream, an iterable: what fetch always hands a
+// dispatcher) is kept as it is sent, so that it can be sent again.
+const REPLAY_LIMIT = 1024 * 1024;
+
+/**
+ * A one-shot request body that can be sent again when it was never read (a connection
+ * that failed: nothing sent) or when it was sent whole within REPLAY_LIMIT bytes (kept as
+ * it went). `next()` is the body for the next attempt; `replayable()` whether there can be one.
+ */
+function recordedBody(body) {
+  let state = 'fresh'; // then 'reading', 'kept' (sent whole and kept) or 'spent'
+  let chunks = [];
+  let size = 0;
+  return {
+    replayable: () => state === 'fresh' || state === 'kept',
+    next() {
+      if (state === 'kept') return Buffer.concat(chunks, size);
+      // Pulled by hand, not with for-await: an attempt abandoned mid-way closes this
+      // wrapper, never the caller's body under it.
+      return (async function* recording() {
+        if (state !== 'fresh') throw new Error('retryInterceptor: a one-shot request body cannot be sent again');
+        state = 'reading';
+        const iterator = body[Symbol.asyncIterator]();
+        for (;;) {
+          const { done, value } = await iterator.next();
+          if (done) {
+            state = chunks === null ? 'spent' : 'kept';
+            return;
+          }
+          if (chunks !== null) {
+            const bytes = typeof value === 'string' ? Buffer.from(value) : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+            size += bytes.length;
+            if (size > REPLAY_LIMIT) chunks = null;
+            else chunks.push(Buffer.from(bytes));
+          }
+          yield value;
+        }
+      })();
+    },
+  };
+}
+
 /** The header bag as idempotencyKeyOf reads it: undici takes objects, flat arrays and iterables of pairs. */
 function headerBag(headers) {
   if (headers === undefined || headers === null || Array.isArray(headers) || typeof headers.get === 'function') return headers;
@@ -117,7 +159,11 @@ function retryInterceptor(options) {
       // Each failure before a response: whether its request never started on a connection.
       const failedBeforeStart = new WeakMap();
 
-      const send = (signal) => new Promise((resolve, reject) => {
+      // A one-shot body (a stream, an iterable) is kept as it is sent (recordedBody).
+      const recorded = !replayableBody(rest.body) && typeof rest.body?.[Symbol.asyncIterator] === 'function' ? recordedBody(rest.body) : null;
+      // Whether each attempt's request started on a connection (its headers written).
+      const startedAt = new Map();
+      const send = (signal, n) => new Promise((resolve, reject) => {
         // 'waiting' (no response yet), 'held' (paused at the headers, being judged),
         // 'hold' (a retried response's prefix being read: lib/http-body.js), 'forward'
         // (handed to the caller's handler) or 'dropped'.
@@ -141,6 +187,7 @@ function retryInterceptor(options) {
           onRequestStart(c, context) {
             controller = c;
             requestStarted = true;
+            startedAt.set(n, true);
             proxy.target = c;
             if (signal?.aborted) c.abort(signal.reason);
             if (!started) {
@@ -243,8 +290,9 @@ function retryInterceptor(options) {
             return undefined;
           },
         };
+        startedAt.set(n, false);
         try {
-          dispatch({ ...rest }, attemptHandler);
+          dispatch(recorded === null ? { ...rest } : { ...rest, body: recorded.next() }, attemptHandler);
         } catch (err) {
           done();
           reject(err);
@@ -255,13 +303,14 @@ function retryInterceptor(options) {
         method,
         url,
         key: idempotencyKeyOf(headerBag(rest.headers)),
-        replayable: replayableBody(rest.body),
+        replayable: recorded === null ? replayableBody(rest.body) : recorded.replayable,
         signal: aborter.signal,
       };
       runHttp(h, rules, req, {
         send,
         failureOf: (err) => failureOf(err, failedBeforeStart.get(err) === true),
-        unsent: (err) => failedBeforeStart.get(err) === true,
+        // Failed, or cut at its bound, before it started on a connection: never sent.
+        unsent: (err, n) => failedBeforeStart.get(err) === true || startedAt.get(n) === false,
       }).then(
         () => {},
         (err) => {
