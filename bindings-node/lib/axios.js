@@ -9,7 +9,8 @@ const { typeName } = require('./options');
 const dc = require('node:diagnostics_channel');
 const { AsyncLocalStorage } = require('node:async_hooks');
 const { Readable } = require('node:stream');
-const { httpHelper, runHttp, idempotencyKeyOf, failureOf, codeOf, isClientTimeout } = require('./http-common');
+const { httpHelper, idempotencyKeyOf, failureOf, codeOf, isClientTimeout } = require('./http-common');
+const { runHttp } = require('./http-run');
 const { HeldBody, holdStream, readWhole, silenceMs } = require('./http-body');
 
 const INSTALLED = Symbol('retryrs.axios');

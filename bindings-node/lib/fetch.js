@@ -1,6 +1,6 @@
 'use strict';
 // retryrs/fetch: a fetch with retries. One attempt is one fetch, run by the helpers'
-// common loop (lib/http-common.js, runHttp), where the core decides which outcomes are
+// common loop (lib/http-run.js, runHttp), where the core decides which outcomes are
 // transient; this file maps fetch's failures to "connect" or "network", releases retried
 // bodies and unwraps the result.
 const dc = require('node:diagnostics_channel');
@@ -9,8 +9,9 @@ const native = require('./native');
 const { typeName } = require('./options');
 const {
   HttpRetryError, RetryableStatusError, FinalStatusError, RequestFailedError, FinalNetworkError, httpHelper,
-  idempotencyKeyOf, failureOf, runHttp,
+  idempotencyKeyOf, failureOf,
 } = require('./http-common');
+const { runHttp } = require('./http-run');
 const { HeldBody, silenceMs, silenceWatch, silenceError } = require('./http-body');
 
 const IDEMPOTENT_METHODS = Object.freeze(native.idempotentMethods());
@@ -188,7 +189,7 @@ function cancelBody(res) {
  * A fetch that retries what the core's HTTP rules call transient, with the Retrier's
  * backoff, Retry-After, deadline, budget and events; `init.signal` cancels waits and
  * attempts; `init.retry` overrides the rules for one request. See fetch.d.ts. Each
- * attempt runs through the helpers' common loop (lib/http-common.js, runHttp): one fetch,
+ * attempt runs through the helpers' common loop (lib/http-run.js, runHttp): one fetch,
  * bounded with the engine's bound, judged by the core's HTTP rules.
  */
 function retryingFetch(options) {

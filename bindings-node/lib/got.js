@@ -9,8 +9,9 @@
 const { parseRetryAfter } = require('./http');
 const {
   httpHelper, idempotencyKeyOf, failureOf, classify, isFailedStatus, exhaustedAs, isExhausted,
-  RetryableStatusError, FinalStatusError, RequestFailedError, FinalNetworkError, markResend, isClientTimeout,
+  RetryableStatusError, FinalStatusError, RequestFailedError, FinalNetworkError, isClientTimeout,
 } = require('./http-common');
+const { markResend } = require('./http-run');
 const { markTimedOut } = require('./call');
 const { DRAIN_LIMIT } = require('./http-body');
 

@@ -2,12 +2,14 @@
 // retryrs/undici: a dispatcher interceptor with retries, for `dispatcher.compose(...)`:
 // undici's request/stream/fetch on that dispatcher, and Node's global fetch once the
 // composed dispatcher is set with setGlobalDispatcher. One attempt is one dispatch
-// downstream; a retried response is read (at most 64 KiB) and dropped, a final one is
-// handed to the caller's handler as it streams in. What is retried is the core's HTTP
+// downstream; what becomes of a response's body is lib/http-body.js's rule (a retried one
+// held to 64 KiB, then dropped or handed back whole; a final one handed to the caller's
+// handler as it streams in). What is retried is the core's HTTP
 // rule (lib/http-common.js); this file maps undici's outcomes to "response", "connect"
 // or "network".
 const { typeName } = require('./options');
-const { httpHelper, runHttp, idempotencyKeyOf, failureOf } = require('./http-common');
+const { httpHelper, idempotencyKeyOf, failureOf } = require('./http-common');
+const { runHttp } = require('./http-run');
 const { HeldBody, silenceMs, silenceWatch, silenceError } = require('./http-body');
 
 /**
