@@ -6,7 +6,7 @@
 // the two totals over N2 - N1 is one call's cost, start-up and warm-up cancelled out. The
 // plain clients' rows (no retries) show what the request itself costs.
 //
-//   node bench/node/http-instructions.mjs --base /path/to/other/worktree [--only row,row]
+//   node bench/node/http-instructions.mjs --base /path/to/other/worktree [--only row,row] [--calls N1,N2]
 //
 // Needs valgrind; a few minutes per row.
 import http from 'node:http';
@@ -20,8 +20,8 @@ const here = fileURLToPath(import.meta.url);
 const root = path.resolve(path.dirname(here), '..', '..');
 const { args, opt } = commandLine();
 
-const N1 = 300;
-const N2 = 1300;
+// --calls N1,N2 to trade precision for time (the default takes minutes per row).
+const [N1, N2] = (opt('--calls') ?? '300,1300').split(',').map(Number);
 
 // Each row: (tree's require, peers) => one call's promise (its body read).
 const ROWS = {

@@ -27,15 +27,14 @@ const {
  * undefined (final), `io.unsent(err, n)` (optional) says whether a request cut short
  * by its bound was never sent, and `io.timedOut(err)` (optional, default isClientTimeout)
  * whether the error is the client's own timeout. A request cut at its bound or timed out
- * by its client is priced as a timeout by a quota budget (markTimedOut). `req`: `{ method, url (redacted), key (Idempotency-Key or
- * null), replayable (a boolean, or a function: whether the body can be sent again now),
- * signal }`.
+ * by its client is priced as a timeout by a quota budget (markTimedOut). `req`: `{ method,
+ * url (redacted), key (Idempotency-Key or null), replayable (a boolean, or a function:
+ * whether the body can be sent again now), signal }`.
  *
  * Resolves with handOver() of the last outcome: a success, a final error response (the
  * call counted rejected) or the last retried response when retries ran out, whole.
- * Rejects with the client's
- * error: as it was for a final failure, or carrying the retry information when retries
- * ran out on the network (exhaustedAs).
+ * Rejects with the client's error: as it was for a final failure, or carrying the retry
+ * information when retries ran out on the network (exhaustedAs).
  */
 async function runHttp(h, rules, req, io) {
   const { method, url, key, replayable, signal } = req;
@@ -71,6 +70,7 @@ async function runHttp(h, rules, req, io) {
     if (held !== undefined && !rules.hedged) {
       RetryableStatusError.takeResponse(held)?.cancel();
       held = undefined;
+      heldAll.length = 0;
     }
     // The engine's bound for this attempt (the deadline or the attempt timeout): it
     // bounds the request up to its headers, and the prefix read of a retried response;
