@@ -9,7 +9,7 @@ import asyncio
 import json
 import socket
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Awaitable, Callable, Dict, List, Optional
 
 import aiohttp
 import httpx
@@ -88,6 +88,23 @@ def _request_kwargs(case: Dict[str, Any]) -> Dict[str, Any]:
     req = case["request"]
     n = req.get("body_bytes", 0)
     return {"headers": dict(req.get("headers") or {}), "data": b"x" * n if n else None}
+
+
+async def _capped(one: Callable[[Result], Awaitable[None]], case: Dict[str, Any], api: str) -> Result:
+    """One async call and its read, given up on (a failure of the case, reported as a
+    hang) well past the case's bound: a helper that hangs fails fast."""
+    bounds = [e.get("within_ms") for e in (case["expect"], case.get("expect_if_reads_body") or {})]
+    cap = max([b for b in bounds if b] or [10000]) / 1000 + 5
+    r = Result(api=api)
+    t0 = time.monotonic()
+    try:
+        await asyncio.wait_for(one(r), cap)
+    except asyncio.TimeoutError:
+        r.outcome = r.outcome or "hang"
+        r.read = "hang" if r.outcome == "response" else r.read
+        r.error_repr = r.read_error_repr = f"still running after {cap:.1f} s: abandoned"
+    r.elapsed_ms = (time.monotonic() - t0) * 1000
+    return r
 
 
 class Helper:
@@ -192,9 +209,7 @@ class HttpxAsync(Helper):
         kw = _request_kwargs(case)
         transport = AsyncRetryingTransport(retrier(case["policy"]), transport=httpx.AsyncHTTPTransport(verify=False))
         async with httpx.AsyncClient(transport=transport) as c:
-            for _ in range(n):
-                r = Result(api=api)
-                t0 = time.monotonic()
+            async def one(r: Result) -> None:
                 try:
                     resp = await c.send(c.build_request(case["request"]["method"], url, content=kw["data"], headers=kw["headers"]), stream=True)
                 except Exception as e:
@@ -212,8 +227,9 @@ class HttpxAsync(Helper):
                         _read_failed(r, e)
                     finally:
                         await resp.aclose()
-                r.elapsed_ms = (time.monotonic() - t0) * 1000
-                out.append(r)
+
+            for _ in range(n):
+                out.append(await _capped(one, case, api))
         return out
 
 
@@ -230,9 +246,7 @@ class Aiohttp(Helper):
         kw = _request_kwargs(case)
         connector = aiohttp.TCPConnector(ssl=False)
         async with aiohttp.ClientSession(connector=connector, middlewares=(RetryMiddleware(retrier(case["policy"])),)) as s:
-            for _ in range(n):
-                r = Result(api=api)
-                t0 = time.monotonic()
+            async def one(r: Result) -> None:
                 try:
                     resp = await s.request(case["request"]["method"], url, data=kw["data"], headers=kw["headers"])
                 except Exception as e:
@@ -253,8 +267,9 @@ class Aiohttp(Helper):
                         _read_failed(r, e)
                     finally:
                         resp.release()
-                r.elapsed_ms = (time.monotonic() - t0) * 1000
-                out.append(r)
+
+            for _ in range(n):
+                out.append(await _capped(one, case, api))
         return out
 
 
