@@ -51,6 +51,8 @@
 //! a shared budget, and methods that are not idempotent left alone.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::Extensions;
@@ -175,6 +177,10 @@ impl Middleware for RetryMiddleware {
         if self.retrier.policy().hedging().is_some() && !self.rules.repeatable(&method, key) {
             return next.run(req, extensions).await;
         }
+        let has_body = req.body().is_some();
+        // Whether the current attempt's request went out on a connection (its body
+        // was polled): hyper asks for a body only once a connection carries the request.
+        let sent = Arc::new(AtomicBool::new(false));
         let mut first = Some(req);
         let rules = &self.rules;
         let ext: &Extensions = extensions;
@@ -186,9 +192,13 @@ impl Middleware for RetryMiddleware {
                     rules.response(&method, key, response.status().as_u16(), retry_after)
                 }),
                 |_attempt| {
-                    let req = first
+                    let mut req = first
                         .take()
                         .unwrap_or_else(|| template.try_clone().expect("a request that cloned once clones again"));
+                    sent.store(false, Ordering::SeqCst);
+                    if let Some(body) = req.body_mut().take() {
+                        *req.body_mut() = Some(sending::flagged(body, sent.clone()));
+                    }
                     // The attempt's bound is the executor's (it drops the request at the
                     // bound, until the headers arrive), never reqwest's per-request
                     // timeout: that one covers the body too, after the response is
@@ -206,7 +216,10 @@ impl Middleware for RetryMiddleware {
                     AttemptError::Http(Error::Reqwest(e)) => rules.failure(&method, key, e.is_connect()),
                     // Another middleware's error is not the network's: not retried.
                     AttemptError::Http(_) => crate::Verdict::Permanent,
-                    AttemptError::TimedOut(_) => rules.failure(&method, key, false),
+                    // Cut at the bound: never sent (a connect that timed out, retried for
+                    // every method) only when its body was never asked for; a request
+                    // without a body cannot tell, so it counts as sent.
+                    AttemptError::TimedOut(_) => rules.failure(&method, key, has_body && !sent.load(Ordering::SeqCst)),
                 },
             )
             .await;
@@ -238,6 +251,44 @@ impl Middleware for RetryMiddleware {
             Some(silence) => silence::bounded(response, silence),
             None => response,
         })
+    }
+}
+
+/// The request body that tells when it is first asked for: the request went out.
+mod sending {
+    use std::pin::Pin;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::task::{Context, Poll};
+
+    use http_body::{Body as HttpBody, Frame, SizeHint};
+    use reqwest_middleware::reqwest::Body;
+
+    pub(super) fn flagged(inner: Body, sent: Arc<AtomicBool>) -> Body {
+        Body::wrap(Sending { inner, sent })
+    }
+
+    struct Sending {
+        inner: Body,
+        sent: Arc<AtomicBool>,
+    }
+
+    impl HttpBody for Sending {
+        type Data = <Body as HttpBody>::Data;
+        type Error = <Body as HttpBody>::Error;
+
+        fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+            self.sent.store(true, Ordering::SeqCst);
+            Pin::new(&mut self.inner).poll_frame(cx)
+        }
+
+        fn is_end_stream(&self) -> bool {
+            self.inner.is_end_stream()
+        }
+
+        fn size_hint(&self) -> SizeHint {
+            self.inner.size_hint()
+        }
     }
 }
 
