@@ -235,13 +235,16 @@ impl Middleware for RetryMiddleware {
             Err(RetryError::Exhausted { attempts, reason, mut errors, .. }) => {
                 return Err(match errors.pop() {
                     Some(last) => Error::middleware(RetriesExhausted { attempts, reason, last: last.into() }),
-                    None => Error::middleware(std::io::Error::other(format!("retry: gave up ({reason}) before any attempt"))),
+                    None => Error::middleware(std::io::Error::other(format!(
+                        "retry: gave up ({reason}) before any attempt"
+                    ))),
                 })
             }
             Err(RetryError::Cancelled { mut errors, .. }) => {
-                return Err(errors
-                    .pop()
-                    .map_or_else(|| Error::middleware(std::io::Error::other("retry: cancelled before any attempt")), Into::into))
+                return Err(errors.pop().map_or_else(
+                    || Error::middleware(std::io::Error::other("retry: cancelled before any attempt")),
+                    Into::into,
+                ))
             }
             Err(RetryError::Refused(why)) => return Err(Error::middleware(std::io::Error::other(why))),
         };
@@ -277,7 +280,10 @@ mod sending {
         type Data = <Body as HttpBody>::Data;
         type Error = <Body as HttpBody>::Error;
 
-        fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
             self.sent.store(true, Ordering::SeqCst);
             Pin::new(&mut self.inner).poll_frame(cx)
         }
@@ -339,7 +345,10 @@ mod silence {
         type Data = <Body as HttpBody>::Data;
         type Error = Box<dyn std::error::Error + Send + Sync>;
 
-        fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
             let this = &mut *self;
             match Pin::new(&mut this.inner).poll_frame(cx) {
                 Poll::Ready(frame) => {
@@ -373,9 +382,11 @@ mod silence {
         type Data = <Body as HttpBody>::Data;
         type Error = std::io::Error;
 
-        fn poll_frame(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
             Poll::Ready(self.0.take().map(Err))
         }
     }
-
 }

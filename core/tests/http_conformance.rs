@@ -38,12 +38,14 @@ impl Server {
     }
 
     async fn load(&self, spec: &Value) {
-        let r = reqwest::Client::new().post(format!("{}/load", self.control)).body(spec.to_string()).send().await.unwrap();
+        let r =
+            reqwest::Client::new().post(format!("{}/load", self.control)).body(spec.to_string()).send().await.unwrap();
         assert!(r.status().is_success(), "load: {}", r.text().await.unwrap());
     }
 
     async fn seen(&self) -> Value {
-        let text = reqwest::Client::new().get(format!("{}/seen", self.control)).send().await.unwrap().text().await.unwrap();
+        let text =
+            reqwest::Client::new().get(format!("{}/seen", self.control)).send().await.unwrap().text().await.unwrap();
         serde_json::from_str(&text).unwrap()
     }
 
@@ -105,7 +107,15 @@ struct Outcome {
 
 impl Default for Outcome {
     fn default() -> Self {
-        Outcome { response: false, error: String::new(), attempts: None, status: 0, read: Ok(vec![]), read_error: String::new(), took: Duration::ZERO }
+        Outcome {
+            response: false,
+            error: String::new(),
+            attempts: None,
+            status: 0,
+            read: Ok(vec![]),
+            read_error: String::new(),
+            took: Duration::ZERO,
+        }
     }
 }
 
@@ -172,7 +182,10 @@ async fn call(client: &ClientWithMiddleware, case: &Value, url: &str, api: &str)
 
 fn count_ok(want: &Value, got: u64) -> bool {
     match want {
-        Value::Object(m) => m.get("min").and_then(Value::as_u64).unwrap_or(0) <= got && got <= m.get("max").and_then(Value::as_u64).unwrap_or(got),
+        Value::Object(m) => {
+            m.get("min").and_then(Value::as_u64).unwrap_or(0) <= got
+                && got <= m.get("max").and_then(Value::as_u64).unwrap_or(got)
+        }
         v => v.as_u64() == Some(got),
     }
 }
@@ -184,12 +197,18 @@ fn judge(expect: &Value, slack_ms: f64, o: &Outcome, seen: Option<&Value>, failu
         }
     };
     let want_response = expect["outcome"] == "response";
-    check(o.response == want_response, format!("outcome {} ({:?}), expected {}", if o.response { "response" } else { "error" }, o, expect["outcome"]));
+    check(
+        o.response == want_response,
+        format!("outcome {} ({:?}), expected {}", if o.response { "response" } else { "error" }, o, expect["outcome"]),
+    );
     if o.response != want_response {
         return;
     }
     if let Some(kinds) = expect.get("error").and_then(Value::as_array) {
-        check(kinds.iter().any(|k| k == o.error.as_str()), format!("error kind {} ({:?}), expected {kinds:?}", o.error, o.read));
+        check(
+            kinds.iter().any(|k| k == o.error.as_str()),
+            format!("error kind {} ({:?}), expected {kinds:?}", o.error, o.read),
+        );
     }
     if let (Some(want), Some(got)) = (expect.get("attempts").and_then(Value::as_u64), o.attempts) {
         check(want == u64::from(got), format!("{got} attempts, expected {want}"));
@@ -201,7 +220,10 @@ fn judge(expect: &Value, slack_ms: f64, o: &Outcome, seen: Option<&Value>, failu
         Some("whole") => match &o.read {
             Ok(body) => {
                 if let Some(n) = expect.get("body_bytes").and_then(Value::as_u64) {
-                    check(*body == expected_body(n as usize), format!("body of {} bytes, expected the server's {n}", body.len()));
+                    check(
+                        *body == expected_body(n as usize),
+                        format!("body of {} bytes, expected the server's {n}", body.len()),
+                    );
                 }
             }
             Err(e) => check(false, format!("body not read whole: {e}")),
@@ -209,7 +231,10 @@ fn judge(expect: &Value, slack_ms: f64, o: &Outcome, seen: Option<&Value>, failu
         Some("error") => {
             check(o.read.is_err(), "the body read whole, expected a read error".into());
             if let Some(kinds) = expect.get("read_error").and_then(Value::as_array) {
-                check(o.read.is_ok() || kinds.iter().any(|k| k == o.read_error.as_str()), format!("read error kind {} ({:?}), expected {kinds:?}", o.read_error, o.read));
+                check(
+                    o.read.is_ok() || kinds.iter().any(|k| k == o.read_error.as_str()),
+                    format!("read error kind {} ({:?}), expected {kinds:?}", o.read_error, o.read),
+                );
             }
         }
         _ => {}
@@ -244,7 +269,9 @@ fn rss_mb(field: &str) -> Option<f64> {
 async fn run_case(server: &Server, case: &Value, slack_ms: f64) -> Vec<String> {
     let mut failures = vec![];
     let expect = &case["expect"];
-    let client = ClientBuilder::new(reqwest::Client::new()).with(RetryMiddleware::new(Retrier::new(policy(&case["policy"])))).build();
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(RetryMiddleware::new(Retrier::new(policy(&case["policy"]))))
+        .build();
     if case["server"]["listener"] == "tls_stall" {
         // This test's reqwest is built without TLS (no TLS stack compiled for the tests).
         return vec!["not run: the tests' reqwest has no TLS".into()];
@@ -291,10 +318,13 @@ async fn run_case(server: &Server, case: &Value, slack_ms: f64) -> Vec<String> {
         }
         return failures;
     }
-    let apis: &[&str] = if expect.get("read_apis").and_then(Value::as_str) == Some("all") { &READ_APIS } else { &READ_APIS[..1] };
+    let apis: &[&str] =
+        if expect.get("read_apis").and_then(Value::as_str) == Some("all") { &READ_APIS } else { &READ_APIS[..1] };
     for api in apis {
         // A fresh client (and pool) per call: the load drops the last call's connections.
-        let client = ClientBuilder::new(reqwest::Client::new()).with(RetryMiddleware::new(Retrier::new(policy(&case["policy"])))).build();
+        let client = ClientBuilder::new(reqwest::Client::new())
+            .with(RetryMiddleware::new(Retrier::new(policy(&case["policy"]))))
+            .build();
         server.load(&case["server"]).await;
         let outcome = call(&client, case, &server.url(case), api).await;
         let seen = server.seen().await;
@@ -309,7 +339,8 @@ async fn run_case(server: &Server, case: &Value, slack_ms: f64) -> Vec<String> {
 
 #[tokio::test(flavor = "current_thread")]
 async fn every_case_against_the_reqwest_middleware() {
-    let suite: Value = serde_json::from_str(&std::fs::read_to_string(format!("{ROOT}/tests/http/cases.json")).unwrap()).unwrap();
+    let suite: Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{ROOT}/tests/http/cases.json")).unwrap()).unwrap();
     let slack_ms = suite["slack_ms"].as_f64().unwrap();
     let server = Server::start();
     let mut failed = vec![];
@@ -330,7 +361,11 @@ async fn every_case_against_the_reqwest_middleware() {
             failed.push(name.to_owned());
         }
     }
-    println!("reqwest: {} cases, {} failed, not run: {not_run:?}", suite["cases"].as_array().unwrap().len(), failed.len());
+    println!(
+        "reqwest: {} cases, {} failed, not run: {not_run:?}",
+        suite["cases"].as_array().unwrap().len(),
+        failed.len()
+    );
     assert!(failed.is_empty(), "cases failed: {failed:?}");
     // Only the TLS case may go unrun, and only for want of TLS in this build.
     assert!(not_run.iter().all(|n| n == "tls_handshake_stall"), "{not_run:?}");

@@ -113,11 +113,30 @@ fn exhausted(err: &reqwest_middleware::Error) -> &RetriesExhausted {
     }
 }
 
+/// Reads a request's head (to its blank line); false if the connection ended first.
+async fn read_head(socket: &mut tokio::net::TcpStream) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut buf = [0u8; 4096];
+    let mut request = vec![];
+    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+        match socket.read(&mut buf).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => request.extend_from_slice(&buf[..n]),
+        }
+    }
+    true
+}
+
 /// A loopback server answering every request with `head`, then `chunks` body pieces of
 /// `chunk` bytes, `gap` apart (a body that flows), counting requests.
-async fn flowing(head: &'static str, chunks: usize, chunk: usize, gap: Duration) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+async fn flowing(
+    head: &'static str,
+    chunks: usize,
+    chunk: usize,
+    gap: Duration,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/", listener.local_addr().unwrap());
@@ -127,13 +146,8 @@ async fn flowing(head: &'static str, chunks: usize, chunk: usize, gap: Duration)
         while let Ok((mut socket, _)) = listener.accept().await {
             let count = count.clone();
             tokio::spawn(async move {
-                let mut buf = [0u8; 4096];
-                let mut request = vec![];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match socket.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => request.extend_from_slice(&buf[..n]),
-                    }
+                if !read_head(&mut socket).await {
+                    return;
                 }
                 count.fetch_add(1, Ordering::SeqCst);
                 let head = head.replace("{len}", &(chunks * chunk).to_string());
@@ -153,6 +167,11 @@ async fn flowing(head: &'static str, chunks: usize, chunk: usize, gap: Duration)
     (url, seen)
 }
 
+/// A policy with `deadline` and a 300 ms attempt timeout.
+fn bounded(deadline: Duration) -> Policy {
+    Policy::builder().deadline(Some(deadline)).attempt_timeout(Some(Duration::from_millis(300))).build().unwrap()
+}
+
 /// Issue 34/36: a 200 whose body flows for 2 s under a 1 s deadline (and a 300 ms
 /// attempt timeout) comes back whole: the deadline bounds the call until the response is
 /// handed over, never the body the caller reads after.
@@ -160,13 +179,8 @@ async fn flowing(head: &'static str, chunks: usize, chunk: usize, gap: Duration)
 async fn a_body_that_flows_past_the_deadline_comes_back_whole() {
     let head = "HTTP/1.1 200 OK\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n";
     let (url, seen) = flowing(head, 20, 1024, Duration::from_millis(100)).await;
-    let policy = Policy::builder()
-        .deadline(Some(Duration::from_secs(1)))
-        .attempt_timeout(Some(Duration::from_millis(300)))
-        .build()
-        .unwrap();
     let started = Instant::now();
-    let response = client(policy).get(&url).send().await.unwrap();
+    let response = client(bounded(Duration::from_secs(1))).get(&url).send().await.unwrap();
     let body = response.bytes().await.unwrap();
     assert_eq!(body.len(), 20 * 1024);
     assert!(started.elapsed() >= Duration::from_secs(2), "the body flowed for 2 s: {:?}", started.elapsed());
@@ -180,13 +194,8 @@ async fn a_body_that_stalls_fails_after_attempt_timeout_of_silence() {
     // Content-Length promises 100 KiB; the head comes, then nothing for 60 s.
     let head = "HTTP/1.1 200 OK\r\nContent-Length: 102400\r\n\r\n";
     let (url, seen) = flowing(head, 2, 1024, Duration::from_secs(60)).await;
-    let policy = Policy::builder()
-        .deadline(Some(Duration::from_secs(5)))
-        .attempt_timeout(Some(Duration::from_millis(300)))
-        .build()
-        .unwrap();
     let started = Instant::now();
-    let response = client(policy).get(&url).send().await.unwrap();
+    let response = client(bounded(Duration::from_secs(5))).get(&url).send().await.unwrap();
     assert_eq!(response.status().as_u16(), 200);
     assert_eq!(response.url().as_str(), url);
     let err = response.bytes().await.unwrap_err();
@@ -202,11 +211,7 @@ async fn an_open_breaker_is_a_typed_error_and_sends_nothing() {
     use retryrs::{BreakerConfig, CircuitBreaker};
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let breaker = std::sync::Arc::new(CircuitBreaker::new(BreakerConfig::consecutive(1)).unwrap());
-    let policy = Policy::builder()
-        .max_attempts(1)
-        .breaker(Some(breaker))
-        .build()
-        .unwrap();
+    let policy = Policy::builder().max_attempts(1).breaker(Some(breaker)).build().unwrap();
     let c = client(policy);
     let url = format!("http://127.0.0.1:{port}/");
     // The first call fails (refused): the breaker opens.
@@ -252,16 +257,11 @@ async fn the_deadline_ends_a_hung_request() {
 /// two requests were sent. A POST is sent once.
 #[tokio::test(flavor = "current_thread")]
 async fn a_hedging_policy_hedges_a_get_and_sends_a_post_once() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
 
     let server = stall::stall_first(|mut socket: tokio::net::TcpStream| async move {
-        let mut buf = [0u8; 4096];
-        let mut request = vec![];
-        while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-            match socket.read(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => request.extend_from_slice(&buf[..n]),
-            }
+        if !read_head(&mut socket).await {
+            return;
         }
         let reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
         let _ = socket.write_all(reply.as_bytes()).await;
