@@ -61,9 +61,10 @@ class Server:
         return self.listeners[case["server"]["listener"]] + case["request"]["path"]
 
     def close(self) -> None:
-        assert self.proc.stdin is not None
+        assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.close()
         self.proc.wait(timeout=10)
+        self.proc.stdout.close()
 
 
 def expected_body(n: int) -> bytes:

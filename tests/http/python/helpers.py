@@ -9,7 +9,7 @@ import asyncio
 import json
 import socket
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Awaitable, Callable, Dict, List, Optional
 
 import aiohttp
 import httpx
@@ -90,6 +90,67 @@ def _request_kwargs(case: Dict[str, Any]) -> Dict[str, Any]:
     return {"headers": dict(req.get("headers") or {}), "data": b"x" * n if n else None}
 
 
+async def _capped(one: Callable[[Result], Awaitable[None]], case: Dict[str, Any], api: str) -> Result:
+    """One async call and its read, given up on (a failure of the case, reported as a
+    hang) well past the case's bound: a helper that hangs fails fast."""
+    bounds = [e.get("within_ms") for e in (case["expect"], case.get("expect_if_reads_body") or {})]
+    cap = max([b for b in bounds if b] or [10000]) / 1000 + 5
+    r = Result(api=api)
+    t0 = time.monotonic()
+    try:
+        await asyncio.wait_for(one(r), cap)
+    except asyncio.TimeoutError:
+        r.outcome = r.outcome or "hang"
+        r.read = "hang" if r.outcome == "response" else r.read
+        r.error_repr = r.read_error_repr = f"still running after {cap:.1f} s: abandoned"
+    r.elapsed_ms = (time.monotonic() - t0) * 1000
+    return r
+
+
+def _one(r: Result, send: Callable[[], Any], status: Callable[[Any], int], read: Callable[[Any], bytes], close: Callable[[Any], Any]) -> None:
+    """One call (``send``), then its body through one read API (``read``)."""
+    try:
+        resp = send()
+    except Exception as e:
+        _failed(r, e)
+        return
+    r.outcome, r.status = "response", status(resp)
+    try:
+        r.body = read(resp)
+        r.read = "whole"
+    except Exception as e:
+        _read_failed(r, e)
+    finally:
+        close(resp)
+
+
+async def _aone(r: Result, send: Callable[[], Awaitable[Any]], status: Callable[[Any], int], read: Callable[[Any], Awaitable[bytes]], close: Callable[[Any], Any]) -> None:
+    """``_one`` for an async client (``close`` may return an awaitable)."""
+    try:
+        resp = await send()
+    except Exception as e:
+        _failed(r, e)
+        return
+    r.outcome, r.status = "response", status(resp)
+    try:
+        r.body = await read(resp)
+        r.read = "whole"
+    except Exception as e:
+        _read_failed(r, e)
+    finally:
+        closing = close(resp)
+        if closing is not None:
+            await closing
+
+
+def _timed(api: str, run: Callable[[Result], None]) -> Result:
+    r = Result(api=api)
+    t0 = time.monotonic()
+    run(r)
+    r.elapsed_ms = (time.monotonic() - t0) * 1000
+    return r
+
+
 class Helper:
     name = ""
     reads_body = False
@@ -108,40 +169,30 @@ class Requests(Helper):
         self.reads_body = not stream
 
     def calls(self, case: Dict[str, Any], url: str, api: str, n: int) -> List[Result]:
-        out = []
         with requests.Session() as s:
             s.mount("http://", RetryingAdapter(retrier(case["policy"])))
             s.mount("https://", RetryingAdapter(retrier(case["policy"])))
             kw = _request_kwargs(case)
-            for _ in range(n):
-                r = Result(api=api)
-                t0 = time.monotonic()
-                try:
-                    resp = s.request(case["request"]["method"], url, stream=self.stream, **kw)
-                except Exception as e:
-                    _failed(r, e)
-                else:
-                    r.outcome, r.status = "response", resp.status_code
-                    try:
-                        r.body = self._read(resp, api)
-                        r.read = "whole"
-                    except Exception as e:
-                        _read_failed(r, e)
-                    finally:
-                        resp.close()
-                r.elapsed_ms = (time.monotonic() - t0) * 1000
-                out.append(r)
-        return out
+            method = case["request"]["method"]
 
-    @staticmethod
-    def _read(resp: requests.Response, api: str) -> bytes:
-        if api == "bytes":
-            return resp.content
-        if api == "text":
-            return resp.text.encode()
-        if api == "json":
-            return _json_bytes(resp.json())
-        return b"".join(resp.iter_content(8192))
+            def send() -> requests.Response:
+                return s.request(method, url, stream=self.stream, **kw)
+
+            def read(resp: requests.Response) -> bytes:
+                if api == "bytes":
+                    return resp.content
+                if api == "text":
+                    return resp.text.encode()
+                if api == "json":
+                    return _json_bytes(resp.json())
+                return b"".join(resp.iter_content(8192))
+
+            return [_timed(api, lambda r: _one(r, send, lambda x: x.status_code, read, lambda x: x.close())) for _ in range(n)]
+
+
+def _httpx_read(resp: httpx.Response, api: str) -> bytes:
+    """A read ``resp`` already read (``read``/``aread``) through ``api``."""
+    return resp.content if api == "bytes" else resp.text.encode() if api == "text" else _json_bytes(resp.json())
 
 
 class HttpxSync(Helper):
@@ -151,32 +202,19 @@ class HttpxSync(Helper):
     name = "httpx"
 
     def calls(self, case: Dict[str, Any], url: str, api: str, n: int) -> List[Result]:
-        out = []
         kw = _request_kwargs(case)
         with httpx.Client(transport=RetryingTransport(retrier(case["policy"]), transport=httpx.HTTPTransport(verify=False))) as c:
-            for _ in range(n):
-                r = Result(api=api)
-                t0 = time.monotonic()
-                try:
-                    resp = c.send(c.build_request(case["request"]["method"], url, content=kw["data"], headers=kw["headers"]), stream=True)
-                except Exception as e:
-                    _failed(r, e)
-                else:
-                    r.outcome, r.status = "response", resp.status_code
-                    try:
-                        if api == "stream":
-                            r.body = b"".join(resp.iter_bytes())
-                        else:
-                            resp.read()
-                            r.body = resp.content if api == "bytes" else resp.text.encode() if api == "text" else _json_bytes(resp.json())
-                        r.read = "whole"
-                    except Exception as e:
-                        _read_failed(r, e)
-                    finally:
-                        resp.close()
-                r.elapsed_ms = (time.monotonic() - t0) * 1000
-                out.append(r)
-        return out
+
+            def send() -> httpx.Response:
+                return c.send(c.build_request(case["request"]["method"], url, content=kw["data"], headers=kw["headers"]), stream=True)
+
+            def read(resp: httpx.Response) -> bytes:
+                if api == "stream":
+                    return b"".join(resp.iter_bytes())
+                resp.read()
+                return _httpx_read(resp, api)
+
+            return [_timed(api, lambda r: _one(r, send, lambda x: x.status_code, read, lambda x: x.close())) for _ in range(n)]
 
 
 class HttpxAsync(Helper):
@@ -188,33 +226,20 @@ class HttpxAsync(Helper):
         return asyncio.run(self._calls(case, url, api, n))
 
     async def _calls(self, case: Dict[str, Any], url: str, api: str, n: int) -> List[Result]:
-        out = []
         kw = _request_kwargs(case)
         transport = AsyncRetryingTransport(retrier(case["policy"]), transport=httpx.AsyncHTTPTransport(verify=False))
         async with httpx.AsyncClient(transport=transport) as c:
-            for _ in range(n):
-                r = Result(api=api)
-                t0 = time.monotonic()
-                try:
-                    resp = await c.send(c.build_request(case["request"]["method"], url, content=kw["data"], headers=kw["headers"]), stream=True)
-                except Exception as e:
-                    _failed(r, e)
-                else:
-                    r.outcome, r.status = "response", resp.status_code
-                    try:
-                        if api == "stream":
-                            r.body = b"".join([chunk async for chunk in resp.aiter_bytes()])
-                        else:
-                            await resp.aread()
-                            r.body = resp.content if api == "bytes" else resp.text.encode() if api == "text" else _json_bytes(resp.json())
-                        r.read = "whole"
-                    except Exception as e:
-                        _read_failed(r, e)
-                    finally:
-                        await resp.aclose()
-                r.elapsed_ms = (time.monotonic() - t0) * 1000
-                out.append(r)
-        return out
+
+            async def send() -> httpx.Response:
+                return await c.send(c.build_request(case["request"]["method"], url, content=kw["data"], headers=kw["headers"]), stream=True)
+
+            async def read(resp: httpx.Response) -> bytes:
+                if api == "stream":
+                    return b"".join([chunk async for chunk in resp.aiter_bytes()])
+                await resp.aread()
+                return _httpx_read(resp, api)
+
+            return [await _capped(lambda r: _aone(r, send, lambda x: x.status_code, read, lambda x: x.aclose()), case, api) for _ in range(n)]
 
 
 class Aiohttp(Helper):
@@ -226,36 +251,23 @@ class Aiohttp(Helper):
         return asyncio.run(self._calls(case, url, api, n))
 
     async def _calls(self, case: Dict[str, Any], url: str, api: str, n: int) -> List[Result]:
-        out = []
         kw = _request_kwargs(case)
         connector = aiohttp.TCPConnector(ssl=False)
         async with aiohttp.ClientSession(connector=connector, middlewares=(RetryMiddleware(retrier(case["policy"])),)) as s:
-            for _ in range(n):
-                r = Result(api=api)
-                t0 = time.monotonic()
-                try:
-                    resp = await s.request(case["request"]["method"], url, data=kw["data"], headers=kw["headers"])
-                except Exception as e:
-                    _failed(r, e)
-                else:
-                    r.outcome, r.status = "response", resp.status
-                    try:
-                        if api == "bytes":
-                            r.body = await resp.read()
-                        elif api == "text":
-                            r.body = (await resp.text()).encode()
-                        elif api == "json":
-                            r.body = _json_bytes(await resp.json())
-                        else:
-                            r.body = b"".join([chunk async for chunk in resp.content.iter_chunked(8192)])
-                        r.read = "whole"
-                    except Exception as e:
-                        _read_failed(r, e)
-                    finally:
-                        resp.release()
-                r.elapsed_ms = (time.monotonic() - t0) * 1000
-                out.append(r)
-        return out
+
+            async def send() -> aiohttp.ClientResponse:
+                return await s.request(case["request"]["method"], url, data=kw["data"], headers=kw["headers"])
+
+            async def read(resp: aiohttp.ClientResponse) -> bytes:
+                if api == "bytes":
+                    return await resp.read()
+                if api == "text":
+                    return (await resp.text()).encode()
+                if api == "json":
+                    return _json_bytes(await resp.json())
+                return b"".join([chunk async for chunk in resp.content.iter_chunked(8192)])
+
+            return [await _capped(lambda r: _aone(r, send, lambda x: x.status, read, lambda x: x.release()), case, api) for _ in range(n)]
 
 
 HELPERS: Dict[str, Callable[[], Helper]] = {

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -94,6 +95,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = ap.parse_args(argv)
     suite = load_cases()
     cases = {c["name"]: c for c in suite["cases"]}
+    claimed = readme_count()
+    if claimed != len(cases):
+        print(f"tests/http/README.md says the suite has {claimed} cases; cases.json has {len(cases)}: write {len(cases)}")
+        return 1
     slack = float(suite["slack_ms"])
     server = Server()
     try:
@@ -130,6 +135,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 1 if failed else 0
     finally:
         server.close()
+
+
+def readme_count() -> Optional[int]:
+    """The count tests/http/README.md states ("The suite has N cases"), kept true here."""
+    text = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    m = re.search(r"The suite has (\d+) cases", text)
+    return int(m.group(1)) if m else None
 
 
 def markdown(table: Dict[str, Dict[str, bool]], helpers: List[str]) -> str:
