@@ -250,6 +250,15 @@ function markdown(table, names) {
   return `${lines.join('\n')}\n`;
 }
 
+/** The Node helpers x cases table tests/http/README.md shows (its lines from the header row to a blank line). */
+function readmeTable() {
+  const lines = fs.readFileSync(path.join(ROOT, 'tests/http/README.md'), 'utf8').split('\n');
+  const start = lines.indexOf(`| case | ${HELPER_NAMES.join(' | ')} |`);
+  if (start < 0) return null;
+  const end = lines.indexOf('', start);
+  return `${lines.slice(start, end < 0 ? undefined : end).join('\n')}\n`;
+}
+
 function parseArgs(argv) {
   const args = { helper: [], case: [], markdown: null, isolated: null };
   for (let i = 0; i < argv.length; i++) {
@@ -294,6 +303,11 @@ async function main() {
     console.log(`\n${text}`);
     if (args.markdown !== null) fs.writeFileSync(args.markdown, text);
     console.log(`${failed} of ${chosen.length * names.length} helper x case runs failed`);
+    // A full run keeps the README's Node table true.
+    if (args.case.length === 0 && args.helper.length === 0 && readmeTable() !== text) {
+      console.log(`tests/http/README.md's Node table differs from this run's; write:\n${text}`);
+      return 1;
+    }
     return failed > 0 ? 1 : 0;
   } finally {
     server.close();
