@@ -219,6 +219,7 @@ c-demo-client: $(C_BUILD)/rates $(C_BUILD)/curl_get
 # through libcurl, each run under valgrind.
 test-curl-c: c-tools $(C_BUILD)/curl_get
 	python3 tests/c/curl_get_test.py $(C_BUILD)/curl_get
+	python3 tests/http/c/run.py $(C_BUILD)/curl_get
 
 demo-c: $(C_BUILD)/rates
 	@echo "== C: examples/c/rates.c against scripts/flaky_server.py =="
