@@ -94,6 +94,19 @@ pub fn exhausted(
 
 static RERAISE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
+fn reraise_fn(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    RERAISE
+        .get_or_try_init(py, || py.import("retryrs._errors")?.getattr("_reraise").map(Bound::unbind))
+        .map(|f| f.bind(py))
+}
+
+/// Looks up the error classes and the reraise helper now (package import: see preload.rs).
+pub fn preload(py: Python<'_>) -> PyResult<()> {
+    EXHAUSTED.import(py, "retryrs._errors", "RetryExhausted")?;
+    CANCELLED.import(py, "retryrs._errors", "RetryCancelled")?;
+    reraise_fn(py).map(drop)
+}
+
 /// `reraise=True`: the last failure itself when it was an error, the `RetryExhausted` that
 /// would have been raised attached as its `retryrs_history` (and, on 3.11+, its message
 /// as a note); a last failure that was a rejected value has no error to raise, so that
@@ -108,9 +121,7 @@ pub fn reraised(
 ) -> PyErr {
     let exhausted = exhausted(py, name, attempts, reason, failures, hint);
     let Some(last) = failures.last().filter(|k| !k.is_value) else { return exhausted };
-    let attach = RERAISE
-        .get_or_try_init(py, || py.import("retryrs._errors")?.getattr("_reraise").map(Bound::unbind))
-        .and_then(|f| f.bind(py).call1((last.obj.bind(py), exhausted.value(py))));
+    let attach = reraise_fn(py).and_then(|f| f.call1((last.obj.bind(py), exhausted.value(py))));
     match attach {
         Ok(err) => PyErr::from_value(err),
         // (the original error is raised even if the history could not be attached)

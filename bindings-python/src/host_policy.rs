@@ -322,23 +322,32 @@ static DEFAULTS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 /// The default `retry_on`: the tuple `retryrs._defaults.transient()` makes, which looks at
 /// `sys.modules` (never importing an HTTP client) and caches per set of clients loaded.
 pub fn default_retry_on(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    let f = DEFAULTS
-        .get_or_try_init(py, || py.import("retryrs._defaults")?.getattr("transient").map(Bound::unbind))?
-        .bind(py);
-    f.call0()
+    defaults(py, &DEFAULTS, "transient")?.call0()
 }
 
 static CERTIFICATE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// A function of `retryrs._defaults`, looked up once.
+fn defaults<'py>(
+    py: Python<'py>,
+    cell: &'static PyOnceLock<Py<PyAny>>,
+    name: &str,
+) -> PyResult<&'py Bound<'py, PyAny>> {
+    cell.get_or_try_init(py, || py.import("retryrs._defaults")?.getattr(name).map(Bound::unbind)).map(|f| f.bind(py))
+}
+
+/// Looks up the default classification's functions now (package import: see preload.rs).
+pub fn preload(py: Python<'_>) -> PyResult<()> {
+    defaults(py, &DEFAULTS, "transient")?;
+    defaults(py, &CERTIFICATE, "certificate_failure").map(drop)
+}
 
 /// Whether a failure the default `retry_on` would retry is a TLS certificate that failed
 /// verification (`retryrs._defaults.certificate_failure`): deterministic, so permanent,
 /// though the HTTP clients file it under their connection errors.
 fn certificate_failure(exc: &Bound<'_, PyAny>) -> PyResult<bool> {
     let py = exc.py();
-    let f = CERTIFICATE
-        .get_or_try_init(py, || py.import("retryrs._defaults")?.getattr("certificate_failure").map(Bound::unbind))?
-        .bind(py);
-    f.call1((exc,))?.is_truthy()
+    defaults(py, &CERTIFICATE, "certificate_failure")?.call1((exc,))?.is_truthy()
 }
 
 /// What a listener's call came to: nothing, an error for `sys.unraisablehook`, or a

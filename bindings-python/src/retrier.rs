@@ -35,6 +35,17 @@ pub struct Retrier {
 static DRIVE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static DECORATE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static HEDGE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static ATTEMPTS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static ASYNC_ATTEMPTS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// A class of `retryrs._loop` (the loop form), looked up once.
+fn loop_form<'py>(
+    py: Python<'py>,
+    cell: &'static PyOnceLock<Py<PyAny>>,
+    name: &str,
+) -> PyResult<&'py Bound<'py, PyAny>> {
+    cell.get_or_try_init(py, || py.import("retryrs._loop")?.getattr(name).map(Bound::unbind)).map(|f| f.bind(py))
+}
 
 /// A function of `retryrs._aio`, looked up once.
 fn aio<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyAny>>, name: &str) -> PyResult<&'py Bound<'py, PyAny>> {
@@ -44,6 +55,19 @@ fn aio<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyAny>>, name: &str) -
 /// The hedged call's driver, `retryrs._hedge.drive`, looked up once.
 fn hedge_driver(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     HEDGE.get_or_try_init(py, || py.import("retryrs._hedge")?.getattr("drive").map(Bound::unbind)).map(|f| f.bind(py))
+}
+
+/// Looks up the async and hedged drivers and the coroutine type now (package import: see
+/// preload.rs).
+pub fn preload(py: Python<'_>) -> PyResult<()> {
+    aio(py, &DRIVE, "drive")?;
+    aio(py, &DECORATE, "decorate")?;
+    hedge_driver(py)?;
+    loop_form(py, &ATTEMPTS, "Attempts")?;
+    loop_form(py, &ASYNC_ATTEMPTS, "AsyncAttempts")?;
+    COROUTINE.import(py, "types", "CoroutineType")?;
+    crate::attempt::loaded(py, &TRIO, "trio");
+    Ok(())
 }
 
 impl Retrier {
@@ -273,12 +297,12 @@ impl Retrier {
 
     /// `for attempt in retrier: with attempt: ...` -- the loop form.
     fn __iter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        slf.py().import("retryrs._loop")?.call_method1("Attempts", (slf,))
+        loop_form(slf.py(), &ATTEMPTS, "Attempts")?.call1((slf,))
     }
 
     /// `async for attempt in retrier: with attempt: ...`
     fn __aiter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        slf.py().import("retryrs._loop")?.call_method1("AsyncAttempts", (slf,))
+        loop_form(slf.py(), &ASYNC_ATTEMPTS, "AsyncAttempts")?.call1((slf,))
     }
 
     /// The same retrier whose calls end with `RetryCancelled` as soon as `token` fires.

@@ -549,6 +549,12 @@ fn is_stop(py: Python<'_>, e: &PyErr) -> bool {
     STOP_RETRYING.import(py, "retryrs._errors", "StopRetrying").is_ok_and(|t| e.is_instance(py, t))
 }
 
+/// Looks up StopRetrying and the async driver's wrapper now (package import: see preload.rs).
+pub fn preload(py: Python<'_>) -> PyResult<()> {
+    STOP_RETRYING.import(py, "retryrs._errors", "StopRetrying")?;
+    raised_type(py).map(drop)
+}
+
 /// The wrapper the async driver puts around an awaited hook's exception.
 fn raised_type(py: Python<'_>) -> PyResult<&Bound<'_, pyo3::types::PyType>> {
     RAISED.import(py, "retryrs._errors", "_Raised")

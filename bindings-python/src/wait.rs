@@ -77,6 +77,11 @@ fn green_wait(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
     Ok(if wait.is_none() { None } else { Some(wait) })
 }
 
+/// Looks the green wait up now (package import: see preload.rs).
+pub fn preload(py: Python<'_>) -> PyResult<()> {
+    GREEN_WAITER.get_or_try_init(py, || py.import("retryrs._green")?.getattr("waiter").map(Bound::unbind)).map(drop)
+}
+
 /// `token` is `cancel`'s engine token; the Python one is for a green wait to subscribe to.
 pub fn blocking(
     py: Python<'_>,
