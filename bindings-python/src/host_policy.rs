@@ -243,13 +243,23 @@ impl HostPolicy {
         let number =
             !value.is_instance_of::<PyBool>() && (value.is_instance_of::<PyFloat>() || value.is_instance_of::<PyInt>());
         if number || (value.hasattr("total_seconds")? && !value.is_instance_of::<PyType>()) {
-            // The engine's own reading of a host number: NaN and negatives mean no hint,
-            // huge values saturate.
-            match seconds(&value, "retry_after") {
-                Ok(s) => return Ok(Ok(duration_from_ms(ms(s)))),
-                Err(e) if from_hook => return Err(e),
-                Err(_) => return Ok(Ok(None)),
-            }
+            return match seconds(&value, "retry_after") {
+                // The hook's answer by the engine's rule for a hook's hint (NaN and
+                // negatives refused, as a bad `wait` answer is; huge values saturate).
+                Ok(s) if from_hook => match retryrs::engine::hint_from_hook_ms(ms(s)) {
+                    Ok(hint) => Ok(Ok(Some(hint))),
+                    Err(_) => Err(pyo3::exceptions::PyValueError::new_err(format!(
+                        "retry_after returned {}: a hint must be seconds >= 0, or None: no hint",
+                        crate::convert::repr(&value)
+                    ))),
+                },
+                // An exception's own attribute, by the engine's reading of a host number:
+                // NaN and negatives mean no hint (a library's value is not the caller's to
+                // reject), huge values saturate.
+                Ok(s) => Ok(Ok(duration_from_ms(ms(s)))),
+                Err(e) if from_hook => Err(e),
+                Err(_) => Ok(Ok(None)),
+            };
         }
         if !from_hook {
             return Ok(Ok(None));

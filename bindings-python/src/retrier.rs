@@ -71,13 +71,15 @@ pub fn preload(py: Python<'_>) -> PyResult<()> {
 }
 
 impl Retrier {
-    /// The blocking executor (also behind decorated functions).
+    /// The blocking executor (also behind decorated functions: `decorated`, for the words
+    /// of an error about the function).
     pub fn run(
         &self,
         py: Python<'_>,
         f: &Bound<'_, PyAny>,
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
+        decorated: bool,
     ) -> PyResult<Py<PyAny>> {
         let token = self.cancel.as_ref().map(|t| &t.get().inner);
         if let Some(refused) =
@@ -98,7 +100,7 @@ impl Retrier {
         let mut failure = match f.call(args, kwargs) {
             Ok(value) => {
                 if is_coroutine(py, &value)? {
-                    return Err(coroutine_in_sync_call(f, &value));
+                    return Err(coroutine_in_sync_call(f, &value, decorated));
                 }
                 if self.host.wants_success {
                     if sync_rejects(&self.host, &value)? {
@@ -207,12 +209,22 @@ fn is_coroutine(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
 
 /// `r.call(async_fn)` would hand back an un-awaited coroutine and retry nothing: refused
 /// (the coroutine is closed, so Python does not also warn that it was never awaited).
-fn coroutine_in_sync_call(f: &Bound<'_, PyAny>, coroutine: &Bound<'_, PyAny>) -> PyErr {
+/// A decorated function got here because it is not `async def` (a lambda or a plain
+/// `def` that returns a coroutine): @retrier chose the sync wrapper at decoration time.
+fn coroutine_in_sync_call(f: &Bound<'_, PyAny>, coroutine: &Bound<'_, PyAny>, decorated: bool) -> PyErr {
     let _ = coroutine.call_method0("close");
-    pyo3::exceptions::PyTypeError::new_err(format!(
-        "{} is async: use `await retrier.call_async(fn, ...)` (or decorate it with the retrier), not retrier.call",
-        crate::convert::repr(f)
-    ))
+    let f = crate::convert::repr(f);
+    pyo3::exceptions::PyTypeError::new_err(if decorated {
+        format!(
+            "{f} returned a coroutine, but it is not an `async def` function, so @retrier wrapped it as a sync \
+             function that would retry nothing: make it `async def` (then @retrier awaits and retries it), or \
+             call `await retrier.call_async(fn, ...)` instead of decorating it"
+        )
+    } else {
+        format!(
+            "{f} is async: use `await retrier.call_async(fn, ...)` (or decorate it with the retrier), not retrier.call"
+        )
+    })
 }
 
 impl Retrier {
@@ -269,7 +281,7 @@ impl Retrier {
         if !func.is_callable() {
             return Err(not_callable(func));
         }
-        self.run(py, func, args, kwargs)
+        self.run(py, func, args, kwargs, false)
     }
 
     /// `await r.call_async(func, *args, **kwargs)` for coroutine functions.

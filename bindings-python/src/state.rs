@@ -398,9 +398,12 @@ impl CallState {
                                 ))
                             })
                             .and_then(|s| {
+                                // The engine's rule (NaN, negative, infinite or past
+                                // its longest wait: refused), in seconds.
                                 Plan::exact_ms(crate::convert::ms(s)).map_err(|_| {
                                     pyo3::exceptions::PyValueError::new_err(format!(
-                                        "wait returned {}: a wait must be seconds >= 0 (or None: the engine's)",
+                                        "wait returned {}: a wait must be seconds from 0 to 9e12 (about 285,000 \
+                                         years), or None: the engine's",
                                         crate::convert::repr(&a)
                                     ))
                                 })

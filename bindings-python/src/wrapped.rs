@@ -35,7 +35,7 @@ impl RetryingFunction {
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        self.retrier.get().run(py, self.func.bind(py), args, kwargs)
+        self.retrier.get().run(py, self.func.bind(py), args, kwargs, true)
     }
 
     /// Binds like a function does, so `@retrier` works on methods.
