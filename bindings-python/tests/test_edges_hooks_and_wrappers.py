@@ -130,3 +130,18 @@ def test_decorating_a_sync_function_that_returns_a_coroutine_names_the_fix():
     # r.call with an async function keeps its own words.
     with pytest.raises(TypeError, match=r"is async: use `await retrier.call_async"):
         r.call(work)
+
+
+def test_stats_count_a_hedged_calls_launches(virtual):
+    # Cut at its deadline after 3 launches: 3 attempts made, 2 of them after the first.
+    doc = {"policies": {"reads": {"hedge": {"max_attempts": 3, "delay": "10ms"}, "deadline": "100ms"}}}
+    r = Retrier.from_policy(load_policies(doc)["reads"])
+
+    async def slow():
+        await asyncio.sleep(10)
+
+    with pytest.raises(RetryExhausted) as info:
+        asyncio.run(r.call_async(slow))
+    assert info.value.reason == "deadline"
+    s = r.stats()
+    assert (s["calls"], s["attempts"], s["retries"]) == (1, 3, 2), s
