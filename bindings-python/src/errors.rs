@@ -95,9 +95,7 @@ pub fn exhausted(
 static RERAISE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 fn reraise_fn(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
-    RERAISE
-        .get_or_try_init(py, || py.import("retryrs._errors")?.getattr("_reraise").map(Bound::unbind))
-        .map(|f| f.bind(py))
+    crate::preload::looked_up(py, &RERAISE, "retryrs._errors", "_reraise")
 }
 
 /// Looks up the error classes and the reraise helper now (package import: see preload.rs).

@@ -337,13 +337,13 @@ pub fn default_retry_on(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
 
 static CERTIFICATE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-/// A function of `retryrs._defaults`, looked up once.
+/// A function of `retryrs._defaults`.
 fn defaults<'py>(
     py: Python<'py>,
     cell: &'static PyOnceLock<Py<PyAny>>,
     name: &str,
 ) -> PyResult<&'py Bound<'py, PyAny>> {
-    cell.get_or_try_init(py, || py.import("retryrs._defaults")?.getattr(name).map(Bound::unbind)).map(|f| f.bind(py))
+    crate::preload::looked_up(py, cell, "retryrs._defaults", name)
 }
 
 /// Looks up the default classification's functions now (package import: see preload.rs).

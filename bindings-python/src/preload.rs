@@ -9,6 +9,18 @@
 //! first `call_async` at exit aborted the process (tests/import_exit.py).
 
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+
+/// `module.name`, looked up once into `cell`: at package import by `_preload`, and after
+/// that only read.
+pub fn looked_up<'py>(
+    py: Python<'py>,
+    cell: &'static PyOnceLock<Py<PyAny>>,
+    module: &str,
+    name: &str,
+) -> PyResult<&'py Bound<'py, PyAny>> {
+    cell.get_or_try_init(py, || py.import(module)?.getattr(name).map(Bound::unbind)).map(|f| f.bind(py))
+}
 
 #[pyfunction]
 pub fn _preload(py: Python<'_>) -> PyResult<()> {

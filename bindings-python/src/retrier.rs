@@ -38,23 +38,23 @@ static HEDGE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static ATTEMPTS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static ASYNC_ATTEMPTS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-/// A class of `retryrs._loop` (the loop form), looked up once.
+/// A class of `retryrs._loop` (the loop form).
 fn loop_form<'py>(
     py: Python<'py>,
     cell: &'static PyOnceLock<Py<PyAny>>,
     name: &str,
 ) -> PyResult<&'py Bound<'py, PyAny>> {
-    cell.get_or_try_init(py, || py.import("retryrs._loop")?.getattr(name).map(Bound::unbind)).map(|f| f.bind(py))
+    crate::preload::looked_up(py, cell, "retryrs._loop", name)
 }
 
-/// A function of `retryrs._aio`, looked up once.
+/// A function of `retryrs._aio`.
 fn aio<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyAny>>, name: &str) -> PyResult<&'py Bound<'py, PyAny>> {
-    cell.get_or_try_init(py, || py.import("retryrs._aio")?.getattr(name).map(Bound::unbind)).map(|f| f.bind(py))
+    crate::preload::looked_up(py, cell, "retryrs._aio", name)
 }
 
-/// The hedged call's driver, `retryrs._hedge.drive`, looked up once.
+/// The hedged call's driver, `retryrs._hedge.drive`.
 fn hedge_driver(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
-    HEDGE.get_or_try_init(py, || py.import("retryrs._hedge")?.getattr("drive").map(Bound::unbind)).map(|f| f.bind(py))
+    crate::preload::looked_up(py, &HEDGE, "retryrs._hedge", "drive")
 }
 
 /// Looks up the async and hedged drivers and the coroutine type now (package import: see

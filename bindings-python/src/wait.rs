@@ -70,16 +70,13 @@ static GREEN_WAITER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 /// (`retryrs._green.waiter()`): a native sleep would stall every green thread of this OS
 /// thread.
 fn green_wait(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
-    let waiter = GREEN_WAITER
-        .get_or_try_init(py, || py.import("retryrs._green")?.getattr("waiter").map(Bound::unbind))?
-        .bind(py);
-    let wait = waiter.call0()?;
+    let wait = crate::preload::looked_up(py, &GREEN_WAITER, "retryrs._green", "waiter")?.call0()?;
     Ok(if wait.is_none() { None } else { Some(wait) })
 }
 
 /// Looks the green wait up now (package import: see preload.rs).
 pub fn preload(py: Python<'_>) -> PyResult<()> {
-    GREEN_WAITER.get_or_try_init(py, || py.import("retryrs._green")?.getattr("waiter").map(Bound::unbind)).map(drop)
+    crate::preload::looked_up(py, &GREEN_WAITER, "retryrs._green", "waiter").map(drop)
 }
 
 /// `token` is `cancel`'s engine token; the Python one is for a green wait to subscribe to.
