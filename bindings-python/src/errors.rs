@@ -92,17 +92,13 @@ pub fn exhausted(
     raise(py, &EXHAUSTED, "RetryExhausted", message, &kwargs, cause)
 }
 
-static RERAISE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-
-fn reraise_fn(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
-    crate::preload::looked_up(py, &RERAISE, "retryrs._errors", "_reraise")
-}
+static RERAISE: crate::preload::Lookup = crate::preload::Lookup::new("retryrs._errors", "_reraise");
 
 /// Looks up the error classes and the reraise helper now (package import: see preload.rs).
 pub fn preload(py: Python<'_>) -> PyResult<()> {
     EXHAUSTED.import(py, "retryrs._errors", "RetryExhausted")?;
     CANCELLED.import(py, "retryrs._errors", "RetryCancelled")?;
-    reraise_fn(py).map(drop)
+    RERAISE.get(py).map(drop)
 }
 
 /// `reraise=True`: the last failure itself when it was an error, the `RetryExhausted` that
@@ -119,7 +115,7 @@ pub fn reraised(
 ) -> PyErr {
     let exhausted = exhausted(py, name, attempts, reason, failures, hint);
     let Some(last) = failures.last().filter(|k| !k.is_value) else { return exhausted };
-    let attach = reraise_fn(py).and_then(|f| f.call1((last.obj.bind(py), exhausted.value(py))));
+    let attach = RERAISE.get(py).and_then(|f| f.call1((last.obj.bind(py), exhausted.value(py))));
     match attach {
         Ok(err) => PyErr::from_value(err),
         // (the original error is raised even if the history could not be attached)

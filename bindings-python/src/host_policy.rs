@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
+
+use crate::preload::Lookup;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString, PyTuple, PyType};
 use retryrs::{duration_from_ms, Event, Policy, Verdict};
 
@@ -327,29 +328,20 @@ impl HostPolicy {
     }
 }
 
-static DEFAULTS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static DEFAULTS: Lookup = Lookup::new("retryrs._defaults", "transient");
 
 /// The default `retry_on`: the tuple `retryrs._defaults.transient()` makes, which looks at
 /// `sys.modules` (never importing an HTTP client) and caches per set of clients loaded.
 pub fn default_retry_on(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    defaults(py, &DEFAULTS, "transient")?.call0()
+    DEFAULTS.get(py)?.call0()
 }
 
-static CERTIFICATE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-
-/// A function of `retryrs._defaults`.
-fn defaults<'py>(
-    py: Python<'py>,
-    cell: &'static PyOnceLock<Py<PyAny>>,
-    name: &str,
-) -> PyResult<&'py Bound<'py, PyAny>> {
-    crate::preload::looked_up(py, cell, "retryrs._defaults", name)
-}
+static CERTIFICATE: Lookup = Lookup::new("retryrs._defaults", "certificate_failure");
 
 /// Looks up the default classification's functions now (package import: see preload.rs).
 pub fn preload(py: Python<'_>) -> PyResult<()> {
-    defaults(py, &DEFAULTS, "transient")?;
-    defaults(py, &CERTIFICATE, "certificate_failure").map(drop)
+    DEFAULTS.get(py)?;
+    CERTIFICATE.get(py).map(drop)
 }
 
 /// Whether a failure the default `retry_on` would retry is a TLS certificate that failed
@@ -357,7 +349,7 @@ pub fn preload(py: Python<'_>) -> PyResult<()> {
 /// though the HTTP clients file it under their connection errors.
 fn certificate_failure(exc: &Bound<'_, PyAny>) -> PyResult<bool> {
     let py = exc.py();
-    defaults(py, &CERTIFICATE, "certificate_failure")?.call1((exc,))?.is_truthy()
+    CERTIFICATE.get(py)?.call1((exc,))?.is_truthy()
 }
 
 /// What a listener's call came to: nothing, an error for `sys.unraisablehook`, or a

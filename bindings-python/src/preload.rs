@@ -11,15 +11,24 @@
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
-/// `module.name`, looked up once into `cell`: at package import by `_preload`, and after
-/// that only read.
-pub fn looked_up<'py>(
-    py: Python<'py>,
-    cell: &'static PyOnceLock<Py<PyAny>>,
-    module: &str,
-    name: &str,
-) -> PyResult<&'py Bound<'py, PyAny>> {
-    cell.get_or_try_init(py, || py.import(module)?.getattr(name).map(Bound::unbind)).map(|f| f.bind(py))
+/// `module.name`, looked up once: at package import by `_preload`, and after that only
+/// read.
+pub struct Lookup {
+    cell: PyOnceLock<Py<PyAny>>,
+    module: &'static str,
+    name: &'static str,
+}
+
+impl Lookup {
+    pub const fn new(module: &'static str, name: &'static str) -> Self {
+        Lookup { cell: PyOnceLock::new(), module, name }
+    }
+
+    pub fn get<'py>(&'static self, py: Python<'py>) -> PyResult<&'py Bound<'py, PyAny>> {
+        self.cell
+            .get_or_try_init(py, || py.import(self.module)?.getattr(self.name).map(Bound::unbind))
+            .map(|f| f.bind(py))
+    }
 }
 
 #[pyfunction]

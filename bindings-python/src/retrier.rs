@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+
+use crate::preload::Lookup;
 use pyo3::types::{PyDict, PyTuple};
 use retryrs::{cancelled_before_start, Admission, Call, Verdict, VirtualClock};
 
@@ -32,39 +34,20 @@ pub struct Retrier {
     pub interrupts: bool,
 }
 
-static DRIVE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static DECORATE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static HEDGE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static ATTEMPTS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static ASYNC_ATTEMPTS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-
-/// A class of `retryrs._loop` (the loop form).
-fn loop_form<'py>(
-    py: Python<'py>,
-    cell: &'static PyOnceLock<Py<PyAny>>,
-    name: &str,
-) -> PyResult<&'py Bound<'py, PyAny>> {
-    crate::preload::looked_up(py, cell, "retryrs._loop", name)
-}
-
-/// A function of `retryrs._aio`.
-fn aio<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyAny>>, name: &str) -> PyResult<&'py Bound<'py, PyAny>> {
-    crate::preload::looked_up(py, cell, "retryrs._aio", name)
-}
-
-/// The hedged call's driver, `retryrs._hedge.drive`.
-fn hedge_driver(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
-    crate::preload::looked_up(py, &HEDGE, "retryrs._hedge", "drive")
-}
+static DRIVE: Lookup = Lookup::new("retryrs._aio", "drive");
+static DECORATE: Lookup = Lookup::new("retryrs._aio", "decorate");
+/// The hedged call's driver.
+static HEDGE: Lookup = Lookup::new("retryrs._hedge", "drive");
+/// The loop form's classes.
+static ATTEMPTS: Lookup = Lookup::new("retryrs._loop", "Attempts");
+static ASYNC_ATTEMPTS: Lookup = Lookup::new("retryrs._loop", "AsyncAttempts");
 
 /// Looks up the async and hedged drivers and the coroutine type now (package import: see
 /// preload.rs).
 pub fn preload(py: Python<'_>) -> PyResult<()> {
-    aio(py, &DRIVE, "drive")?;
-    aio(py, &DECORATE, "decorate")?;
-    hedge_driver(py)?;
-    loop_form(py, &ATTEMPTS, "Attempts")?;
-    loop_form(py, &ASYNC_ATTEMPTS, "AsyncAttempts")?;
+    for lookup in [&DRIVE, &DECORATE, &HEDGE, &ATTEMPTS, &ASYNC_ATTEMPTS] {
+        lookup.get(py)?;
+    }
     COROUTINE.import(py, "types", "CoroutineType")?;
     crate::attempt::loaded(py, &TRIO, "trio");
     Ok(())
@@ -296,25 +279,25 @@ impl Retrier {
             return Err(not_callable(func));
         }
         if slf.get().host.policy.hedging().is_some() {
-            return hedge_driver(slf.py())?.call1((slf, func, args, kwargs));
+            return HEDGE.get(slf.py())?.call1((slf, func, args, kwargs));
         }
-        aio(slf.py(), &DRIVE, "drive")?.call1((slf, func, args, kwargs))
+        DRIVE.get(slf.py())?.call1((slf, func, args, kwargs))
     }
 
     /// `@retrier` on a sync or async function (or method): keeps its name, docstring and
     /// signature.
     fn __call__<'py>(slf: &Bound<'py, Self>, func: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        aio(slf.py(), &DECORATE, "decorate")?.call1((slf, func))
+        DECORATE.get(slf.py())?.call1((slf, func))
     }
 
     /// `for attempt in retrier: with attempt: ...` -- the loop form.
     fn __iter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        loop_form(slf.py(), &ATTEMPTS, "Attempts")?.call1((slf,))
+        ATTEMPTS.get(slf.py())?.call1((slf,))
     }
 
     /// `async for attempt in retrier: with attempt: ...`
     fn __aiter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        loop_form(slf.py(), &ASYNC_ATTEMPTS, "AsyncAttempts")?.call1((slf,))
+        ASYNC_ATTEMPTS.get(slf.py())?.call1((slf,))
     }
 
     /// The same retrier whose calls end with `RetryCancelled` as soon as `token` fires.
