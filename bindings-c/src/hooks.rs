@@ -153,7 +153,7 @@ pub unsafe extern "C" fn retryrs_retrier_stats(
     out: *mut retryrs_stats,
     struct_size: usize,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_retrier_stats", || {
         let r = arg(retrier, "retrier")?;
         let out = arg_mut(out, "out")?;
         if struct_size != std::mem::size_of::<retryrs_stats>() {

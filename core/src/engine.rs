@@ -151,16 +151,14 @@ pub enum StateError {
 impl std::fmt::Display for StateError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            StateError::NotAttempting(state) => write!(f, "record() needs an attempt in progress; the call is {state}"),
-            StateError::NotWaiting(state) => {
-                write!(f, "after_wait() needs a retry wait in progress; the call is {state}")
-            }
-            StateError::Ended => f.write_str("cancel() on a call that has ended"),
-            StateError::NoAttempt(state) => {
-                write!(f, "the attempt's bound needs an attempt in progress; the call is {state}")
-            }
+            // In every host's words: no Rust method name (a C or Python caller never
+            // called record()); each host prefixes the name of its own function.
+            StateError::NotAttempting(state) => write!(f, "no attempt is in progress to report on; the call is {state}"),
+            StateError::NotWaiting(state) => write!(f, "no retry wait is in progress; the call is {state}"),
+            StateError::Ended => f.write_str("the call has ended"),
+            StateError::NoAttempt(state) => write!(f, "no attempt is in progress; the call is {state}"),
             StateError::NotProposed(state) => {
-                write!(f, "settle() needs a proposed wait (propose() answered Wait); the call is {state}")
+                write!(f, "no proposed wait to settle (the proposal was not a wait); the call is {state}")
             }
         }
     }
@@ -289,9 +287,11 @@ impl<P: Deref<Target = Policy>> Call<P> {
 
     /// The attempt in progress's bound at `now`: the time it has left (zero once it has
     /// run past it), or `Ok(None)` when it is unbounded. What a host hands to the attempt
-    /// (contract, "The attempt's bound"). An error unless an attempt is in progress.
+    /// (contract, "The attempt's bound"). A `now` before the attempt started counts as its
+    /// start (a host's clocks can disagree): the answer never exceeds the bound itself.
+    /// An error unless an attempt is in progress.
     pub fn remaining(&self, now: Duration) -> Result<Option<Duration>, StateError> {
-        Ok(self.attempt_deadline()?.map(|end| end.saturating_sub(now)))
+        Ok(self.attempt_deadline()?.map(|end| end.saturating_sub(now.max(self.attempt_start))))
     }
 
     /// The policy this call runs under.
@@ -817,6 +817,8 @@ mod tests {
         let mut log = vec![];
         let mut call = Call::start(&p, ms(100));
         assert_eq!(call.remaining(ms(100)), Ok(Some(ms(1000))));
+        // A time before the call's start: the bound itself, not more.
+        assert_eq!(call.remaining(ms(0)), Ok(Some(ms(1000))));
         assert_eq!(call.remaining(ms(700)), Ok(Some(ms(400))));
         assert_eq!(call.remaining(ms(5000)), Ok(Some(Duration::ZERO)));
         // Failed 1 ms past the deadline, with a zero delay and attempts left: deadline,

@@ -493,9 +493,12 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
     }
 
     /// Attempt `k`'s time left at `now` (zero once past), or `Ok(None)` when unbounded:
-    /// what a host hands to the attempt (contract, "The attempt's bound").
+    /// what a host hands to the attempt (contract, "The attempt's bound"). A `now` before
+    /// the attempt's launch counts as its launch: never more than the bound itself.
     pub fn remaining(&self, k: u32, now: Duration) -> Result<Option<Duration>, StateError> {
-        Ok(self.attempt_deadline(k)?.map(|end| end.saturating_sub(now)))
+        let bound = self.attempt_deadline(k)?; // checks k first: launch_at is indexed by it
+        let launched = self.launch_at[k as usize - 1];
+        Ok(bound.map(|end| end.saturating_sub(now.max(launched))))
     }
 
     /// What to do at `now`: launch the next attempt, wait, or stop (the deadline passed,

@@ -181,7 +181,7 @@ static void test_the_engine_proposes_and_the_program_settles(void) {
   retryrs_step step;
   CHECK_STATUS(retryrs_call_start(r, 0, NULL, &call), RETRYRS_OK);
   CHECK_STATUS(retryrs_call_settle(call, RETRYRS_PLAN_ENGINE, 0, 0, &step), RETRYRS_INVALID_ARGUMENT);
-  CHECK(contains(retryrs_last_error(), "settle() needs a proposed wait"));
+  CHECK(contains(retryrs_last_error(), "retryrs_call_settle: no proposed wait to settle"));
   CHECK_STATUS(retryrs_call_propose(call, RETRYRS_TRANSIENT, 150, 10, &p), RETRYRS_OK);
   CHECK(p.action == RETRYRS_ACTION_PROPOSED && p.delay_ms == 150 && p.attempt == 1 && p.retries_left == 2 &&
         p.hint_ms == 150);
