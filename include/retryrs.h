@@ -340,8 +340,9 @@ typedef struct retryrs_retry_info {
 // A wait callback: returns the exact wait in ms to use instead of info->delay_ms (not
 // raised to the hint; rounded up to whole ms; refused past the deadline, reason
 // RETRYRS_REASON_DEADLINE; over max_retry_after_ms when that is set, reason
-// RETRYRS_REASON_RETRY_AFTER), or a negative number for the engine's wait. NaN ends the
-// call with RETRYRS_INVALID_ARGUMENT. Must not unwind.
+// RETRYRS_REASON_RETRY_AFTER), or a negative number for the engine's wait. NaN, infinity
+// or a wait past RETRYRS_MAX_DELAY_MS ends the call with RETRYRS_INVALID_ARGUMENT. Must
+// not unwind.
 typedef double (*retryrs_wait_fn)(void *user_data, const struct retryrs_retry_info *info);
 
 // What a program answers to a proposed wait (retryrs_call_settle()), and what a
@@ -870,7 +871,8 @@ retryrs_status retryrs_call_propose(struct retryrs_call *call,
 // deadline (or a deadline that passed while the hooks ran) -> STOP, reason
 // RETRYRS_REASON_DEADLINE. `*step` gets RETRY (wait `delay_ms`, then
 // retryrs_call_after_wait()) or STOP. RETRYRS_INVALID_ARGUMENT when nothing was
-// proposed, for an unknown plan, or a negative or NaN `wait_ms` with RETRYRS_PLAN_EXACT.
+// proposed, for an unknown plan, or a negative, NaN or infinite `wait_ms` (or one past
+// RETRYRS_MAX_DELAY_MS) with RETRYRS_PLAN_EXACT.
 retryrs_status retryrs_call_settle(struct retryrs_call *call,
                                    retryrs_plan plan,
                                    double wait_ms,
@@ -998,8 +1000,9 @@ retryrs_status retryrs_retrier_stats(const struct retryrs_retrier *retrier,
 
 // Parses a Retry-After header value (delay-seconds or any HTTP-date form) relative to
 // the current system time. On RETRYRS_OK, *has_hint says whether the value was valid
-// and *hint_ms holds the wait in ms (rounded up; 0 for a past date; UINT64_MAX for a
-// value too large to count); garbage, negatives and fractions give *has_hint = false.
+// and *hint_ms holds the wait in ms (rounded up; 0 for a past date; a larger value
+// saturates at RETRYRS_MAX_DELAY_MS, the longest wait); garbage, negatives and
+// fractions give *has_hint = false.
 // Pass *hint_ms as the attempt callback's hint (as a double).
 retryrs_status retryrs_parse_retry_after(const char *value, bool *has_hint, uint64_t *hint_ms);
 

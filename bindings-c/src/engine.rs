@@ -369,7 +369,8 @@ pub unsafe extern "C" fn retryrs_call_propose(
 /// deadline (or a deadline that passed while the hooks ran) -> STOP, reason
 /// RETRYRS_REASON_DEADLINE. `*step` gets RETRY (wait `delay_ms`, then
 /// retryrs_call_after_wait()) or STOP. RETRYRS_INVALID_ARGUMENT when nothing was
-/// proposed, for an unknown plan, or a negative or NaN `wait_ms` with RETRYRS_PLAN_EXACT.
+/// proposed, for an unknown plan, or a negative, NaN or infinite `wait_ms` (or one past
+/// RETRYRS_MAX_DELAY_MS) with RETRYRS_PLAN_EXACT.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_call_settle(
     call: *mut retryrs_call,

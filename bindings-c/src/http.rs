@@ -10,8 +10,9 @@ use retryrs::http::{classify_request, HttpOutcome, HttpRules, HttpVerdict};
 
 /// Parses a Retry-After header value (delay-seconds or any HTTP-date form) relative to
 /// the current system time. On RETRYRS_OK, *has_hint says whether the value was valid
-/// and *hint_ms holds the wait in ms (rounded up; 0 for a past date; UINT64_MAX for a
-/// value too large to count); garbage, negatives and fractions give *has_hint = false.
+/// and *hint_ms holds the wait in ms (rounded up; 0 for a past date; a larger value
+/// saturates at RETRYRS_MAX_DELAY_MS, the longest wait); garbage, negatives and
+/// fractions give *has_hint = false.
 /// Pass *hint_ms as the attempt callback's hint (as a double).
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_parse_retry_after(

@@ -5,7 +5,7 @@
 const native = require('./native');
 const { now, startTime } = require('./clock');
 const { inspect } = require('node:util');
-const { normalise, normaliseFromPolicy, override, finish, typeName, KNOBS } = require('./options');
+const { normalise, normaliseFromPolicy, override, finish, typeName, unknownCallOption, KNOBS } = require('./options');
 const { policyParts } = require('./policies');
 const { rethrowProblem } = require('./problem');
 const { AttemptContext } = require('./attempt');
@@ -198,6 +198,8 @@ class Retrier {
     let signal;
     if (options !== undefined && options !== null) {
       if (typeof options !== 'object') return Promise.reject(new TypeError(`call(fn, options): options must be an object, got ${typeName(options)}`));
+      const unknown = unknownCallOption(options);
+      if (unknown !== undefined) return Promise.reject(unknown);
       signal = options.signal ?? undefined;
       if (signal !== undefined && !isAbortSignal(signal)) {
         return Promise.reject(new TypeError(`call(fn, { signal }): signal must be an AbortSignal, got ${typeName(signal)}`));

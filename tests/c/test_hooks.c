@@ -135,6 +135,12 @@ static double nan_wait(void *user_data, const retryrs_retry_info *info) {
   return NAN;
 }
 
+static double infinite_wait(void *user_data, const retryrs_retry_info *info) {
+  (void)user_data;
+  (void)info;
+  return INFINITY;
+}
+
 static retryrs_plan bad_plan(void *user_data, const retryrs_retry_info *info) {
   (void)user_data;
   (void)info;
@@ -149,6 +155,10 @@ static void test_bad_hook_answers_are_named(void) {
   CHECK_STATUS(retryrs_testing_enable(), RETRYRS_OK);
   CHECK_STATUS(retryrs_retrier_call_hooked(r, attempt, &s, NULL, NULL, &h, &o), RETRYRS_INVALID_ARGUMENT);
   CHECK(contains(retryrs_last_error(), "wait callback returned NaN") && o.attempts == 1);
+  /* Refused like NaN: not 285,000 years of sleep. */
+  h.wait = infinite_wait;
+  CHECK_STATUS(retryrs_retrier_call_hooked(r, attempt, &s, NULL, NULL, &h, &o), RETRYRS_INVALID_ARGUMENT);
+  CHECK(contains(retryrs_last_error(), "wait callback returned inf") && o.attempts == 1);
   h.wait = NULL;
   h.before_retry = bad_plan;
   CHECK_STATUS(retryrs_retrier_call_hooked(r, attempt, &s, NULL, NULL, &h, &o), RETRYRS_INVALID_ARGUMENT);
