@@ -115,6 +115,10 @@ class CallRun {
       }
       if (this.o.hasBreaker) this.base = breakerBase();
       this.engine = native.callStart(this.o.policyId, this.t0 + this.base, this.o.onEvent !== undefined);
+      // Attempt 1 began with the call: its bound is read from t0, not from 0 (the engine
+      // counts a time before the attempt's start as its start, so 0 would read as t0 on
+      // the engine's clock only by chance).
+      this.attemptStart = this.t0;
     }
     return this.engine;
   }
