@@ -155,8 +155,8 @@ fn run<const BATCHED: bool>(
             unsafe { attempt(user_data, 1, &mut hint) }
         };
         if answer == RETRYRS_SUCCESS {
-            // No Call, so no Success event: the stats are told here.
-            shared.retrier.stats_counters().count_first_attempt_success();
+            // No Call, so no Success event: the stats are told here, in this thread's cell.
+            shared.retrier.stats_counters().count_first_attempt_success_on_this_thread();
             return Ok(Ended { stop: Stop::Success, attempts: 1, bad_verdict: None, bad_hook: None });
         }
         first = Some((answer, hint));

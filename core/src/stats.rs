@@ -216,7 +216,9 @@ impl Stats {
     /// Only the Rust executors count here. The C, Python and Node hosts count in the
     /// shared cells, as the thread checkers their tests run under (helgrind, DRD) see no
     /// ordering in atomics and `OnceLock`s: their suppressions cover the library's own
-    /// synchronisation by function name, and these cells would need more of them.
+    /// synchronisation by function name, and these cells would need more of them. (The C
+    /// happy path's one count goes to its thread's inline cell through
+    /// [`Stats::count_first_attempt_success_on_this_thread`], a named function.)
     #[inline]
     pub(crate) fn local(&self) -> LocalStats<'_> {
         match slot::current() {
@@ -243,6 +245,16 @@ impl Stats {
             Some(i) => add_one_exclusive(&self.first_ok_by_slot[i]),
             None => add_one_shared(&self.shared.first_ok),
         }
+    }
+
+    /// [`Stats::count_first_attempt_success`] in this thread's slot cell when it has one
+    /// (a plain load and store where the shared cell is a locked add: a C happy path's
+    /// largest cost after its own instructions), for a host that runs its calls on the
+    /// caller's thread. Not inlined, so that a thread checker's report of the store names
+    /// this function (the C library's suppressions cover `retryrs::stats`).
+    #[inline(never)]
+    pub fn count_first_attempt_success_on_this_thread(&self) {
+        self.count_first_attempt_success_here();
     }
 
     /// [`Stats::count_first_attempt_success`] `n` times (a host that tallies them itself
