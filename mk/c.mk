@@ -225,7 +225,7 @@ demo-c: $(C_BUILD)/rates
 	@echo "== C: examples/c/rates.c against scripts/flaky_server.py =="
 	examples/c/demo.sh $(C_BUILD)/rates
 
-$(C_BUILD)/bench: c-lib bench/c/bench.c include/retryrs.h
+$(C_BUILD)/bench: c-lib bench/c/bench.c bench/c/work.h include/retryrs.h
 	mkdir -p $(C_BUILD)
 	$(C_CC) -std=c11 $(C_WARN) -O2 -Iinclude bench/c/bench.c -o $@ $(C_LIBDIR)/libretryrs.a $(C_STATIC_LIBS)
 

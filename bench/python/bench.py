@@ -88,12 +88,17 @@ def async_contenders(afn):
 
 
 def scenario(title, runs, timer, n_fast, n_slow, repeats):
-    rows = {}
+    """Each contender's best of `repeats` rounds, the rounds interleaved (every contender
+    runs once per round, in turn), so that a ratio compares figures taken under the same
+    load of the machine."""
+    rows = {name: float("inf") for name in runs}
     for name, run in runs.items():
         if timer is time_sync:
             run()  # warm up (time_async warms up in its own first repeat)
-        n = n_fast if name.startswith(("hand", "retryrs")) else n_slow
-        rows[name] = timer(run, n, repeats)
+    for _ in range(repeats):
+        for name, run in runs.items():
+            n = n_fast if name.startswith(("hand", "retryrs")) else n_slow
+            rows[name] = min(rows[name], timer(run, n, 1))
     return title, rows
 
 
@@ -118,7 +123,7 @@ def main():
         "",
         f"Python {platform.python_version()} on {platform.machine()}; tenacity {_version('tenacity')}, "
         f"stamina {_version('stamina')}, backoff {_version('backoff')}, retryrs {retryrs.__version__}. "
-        "Best of several runs, ns per call; ratio = ns / hand loop ns; 'retryrs is Nx faster' compares with retryrs' own row.",
+        "Best of several rounds, interleaved (each contender once per round), ns per call; ratio = ns / hand loop ns; 'retryrs is Nx faster' compares with retryrs' own row.",
         "",
     ]
     targets = []

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use retryrs::{
-    testing, Call, CancelToken, Clock, Decision, Event, Proposal, Resume, RetryCause, StateError, Stop, SystemClock,
-    Verdict,
+    testing, Call, CallTally, CancelToken, Clock, Decision, Event, Proposal, Resume, RetryCause, StateError, Stop,
+    SystemClock, Verdict,
 };
 
 use crate::cancel::retryrs_cancel;
@@ -85,11 +85,30 @@ struct Ended {
     bad_hook: Option<String>,
 }
 
+/// Where a call's events are counted in its retrier's statistics: one by one as they
+/// happen (`batched` false: a listener or a hook runs during the call and may read the
+/// statistics), or in a tally added when the call ends, also on an unwind (nothing can
+/// read them mid-call: a call that succeeds after two failures is then one atomic add,
+/// not seven).
+struct Counting<'a> {
+    shared: &'a Shared,
+    batched: bool,
+    tally: CallTally,
+}
+
+impl Drop for Counting<'_> {
+    fn drop(&mut self) {
+        if self.batched {
+            self.shared.retrier.stats_counters().add_tally(&self.tally);
+        }
+    }
+}
+
 /// The loop of the core's `Retrier::execute`, specialised for C: a C failure carries no
 /// error object, so nothing is collected, and the clock is read only where a decision
 /// or an event needs it. Every decision is still the engine's (`Call`), every wait the
 /// core's clock (virtual under the testing switch, waking at once on a cancel).
-fn run(
+fn run<const BATCHED: bool>(
     shared: &Shared,
     attempt: unsafe extern "C" fn(*mut c_void, u32, *mut f64) -> retryrs_verdict_value,
     user_data: *mut c_void,
@@ -97,43 +116,83 @@ fn run(
     cancel: Option<&CancelToken>,
     hooks: Option<&retryrs_hooks>,
 ) -> Result<Ended, Failure> {
+    let policy = shared.retrier.policy();
+    debug_assert!(!BATCHED || (listener.is_none() && hooks.is_none()));
+    if cancel.is_some_and(CancelToken::is_cancelled) {
+        let stop = retryrs::cancelled_before_start(policy, &mut |e| shared.report(listener, e));
+        return Ok(Ended { stop, attempts: 0, bad_verdict: None, bad_hook: None });
+    }
     let virtual_clock = testing::clock();
     let clock: &dyn Clock = match &virtual_clock {
         Some(v) => v,
         None => &SystemClock,
     };
-    let policy = shared.retrier.policy();
-    let mut sink = |e: &Event<'_>| shared.report(listener, e);
-    if cancel.is_some_and(CancelToken::is_cancelled) {
-        let stop = retryrs::cancelled_before_start(policy, &mut sink);
-        return Ok(Ended { stop, attempts: 0, bad_verdict: None, bad_hook: None });
-    }
     let internal = |e: StateError| Failure { status: RETRYRS_INTERNAL_ERROR, message: format!("internal error: {e}") };
     // Time only matters to the attempts' bounds, to a breaker or a ratio budget (shared
     // with other calls) and to events: with none, the engine is fed a constant and the
     // clock is never read (a read costs more than the rest of a call).
     let timed = policy.reads_time() || listener.is_some() || hooks.is_some();
     let read_time = || if timed { clock.now() } else { Duration::ZERO };
-    let mut call = Call::start_with(&**policy, read_time(), &mut sink);
+    // With bounds of whole seconds and nothing to show the elapsed time, the call may
+    // start on the coarse clock (a quarter of the fine read): its bounds then end at most
+    // a tick early.
+    let start = match timed && BATCHED && policy.tolerates_coarse_start() {
+        true => clock.now_coarse(),
+        false => read_time(),
+    };
+    // Attempt 1 runs before the engine starts when the engine has nothing to do for it
+    // (no breaker to ask, no budget to tell, no listener or hook to show it to): a
+    // success returns at once, counted in one add; a failure starts the engine at the
+    // attempt's start and is judged as attempt 1. (As the Rust executor's lazy start, for
+    // bounded policies too: the bound is the policy's formula at `start`.)
+    let mut first = None;
+    if BATCHED && policy.breaker().is_none() && policy.budget().is_none() {
+        let mut hint = -1.0;
+        let answer = {
+            let bound = if timed { policy.attempt_deadline(start, start) } else { None };
+            let _in_attempt = InAttempt::enter(bound);
+            // SAFETY: the caller promised a callable function and its user_data.
+            unsafe { attempt(user_data, 1, &mut hint) }
+        };
+        if answer == RETRYRS_SUCCESS {
+            // No Call, so no Success event: the stats are told here, in this thread's cell.
+            shared.retrier.stats_counters().count_first_attempt_success_on_this_thread();
+            return Ok(Ended { stop: Stop::Success, attempts: 1, bad_verdict: None, bad_hook: None });
+        }
+        first = Some((answer, hint));
+    }
+    let mut counting = Counting { shared, batched: BATCHED, tally: CallTally::default() };
+    // Batched, the sink reads only an event's kind, reason and interruption: the rest of
+    // an event is never built.
+    let mut sink = |e: &Event<'_>| match BATCHED {
+        true => counting.tally.observe(e),
+        false => shared.report(listener, e),
+    };
+    let mut call = Call::start_with(&**policy, start, &mut sink);
     if let Some(stop) = call.outcome() {
         // The circuit breaker refused the call: no attempt.
         return Ok(Ended { stop, attempts: 0, bad_verdict: None, bad_hook: None });
     }
     let (mut bad_verdict, mut bad_hook) = (None, None);
+    let zero_is_no_wait = virtual_clock.is_none() && cancel.is_none();
     loop {
         let n = call.attempt();
-        let mut hint = -1.0;
-        // The attempt's bound, for retryrs_attempt_remaining_ms() inside the callback: the
-        // engine's, computed without a clock read (the callback reads it if it asks).
-        let bound = call.attempt_deadline().map_err(internal)?;
-        let answer = {
-            let _in_attempt = InAttempt::enter(bound);
-            // SAFETY: the caller promised a callable function and its user_data.
-            unsafe { attempt(user_data, n, &mut hint) }
+        let (answer, hint) = match first.take() {
+            Some(lazy_failure) => lazy_failure,
+            None => {
+                let mut hint = -1.0;
+                // The attempt's bound, for retryrs_attempt_remaining_ms() inside the
+                // callback: the engine's, computed without a clock read (the callback
+                // reads it if it asks).
+                let bound = call.attempt_deadline().map_err(internal)?;
+                let _in_attempt = InAttempt::enter(bound);
+                // SAFETY: the caller promised a callable function and its user_data.
+                (unsafe { attempt(user_data, n, &mut hint) }, hint)
+            }
         };
         // An attempt the callback cut at its bound (RETRYRS_TIMED_OUT): a quota prices
         // its retry as a timeout's.
-        let (verdict, cause) = crate::engine::reported(answer, hint).unwrap_or_else(|_| {
+        let (verdict, cause) = crate::engine::verdict_of(answer, hint).unwrap_or_else(|| {
             bad_verdict = Some(answer);
             (Verdict::Permanent, RetryCause::Failure)
         });
@@ -169,7 +228,9 @@ fn run(
             Decision::Stop(stop) => return Ok(Ended { stop, attempts: n, bad_verdict, bad_hook }),
             Decision::Retry(delay) => delay,
         };
-        if clock.sleep(delay, cancel).is_err() {
+        // The real clock's zero wait without a cancel token is no wait: not even a call.
+        let no_wait = delay.is_zero() && zero_is_no_wait;
+        if !no_wait && clock.sleep(delay, cancel).is_err() {
             let stop = call.cancel(read_time(), &mut sink).map_err(internal)?;
             return Ok(Ended { stop, attempts: n, bad_verdict, bad_hook });
         }
@@ -265,16 +326,24 @@ unsafe fn call(
     write_opt(outcome, retryrs_outcome::default());
     // The call's own reference: another thread may free the retrier while it runs.
     let shared = Arc::clone(&arg(retrier, "retrier")?.inner);
-    if let Some(why) = retryrs::hedge::one_at_a_time_refusal(shared.retrier.policy()) {
+    // (Asked inline first: most policies do not hedge, and the refusal is a call.)
+    let policy = shared.retrier.policy();
+    if let Some(why) = policy.hedging().and_then(|_| retryrs::hedge::one_at_a_time_refusal(policy)) {
         return Err(Failure::invalid(format!("retryrs_retrier_call: {why}; drive it with retryrs_hedge_start()")));
     }
     let attempt = attempt.ok_or_else(|| Failure::invalid("attempt must not be NULL"))?;
     let listener = listener.as_ref().filter(|l| l.on_event.is_some());
     let cancel = cancel.as_ref().map(|c| &c.token);
-    let ended = run(&shared, attempt, user_data, listener, cancel, hooks)?;
+    // Nothing can read the statistics mid-call without a listener or a hook.
+    let ended = match listener.is_none() && hooks.is_none() {
+        true => run::<true>(&shared, attempt, user_data, None, cancel, None)?,
+        false => run::<false>(&shared, attempt, user_data, listener, cancel, hooks)?,
+    };
     let (status, why) = stop(ended.stop);
     write_opt(outcome, retryrs_outcome { attempts: ended.attempts, reason: why });
-    let policy = shared.retrier.policy();
+    if let (None, Stop::Success) = (&ended.bad_verdict, ended.stop) {
+        return Ok(()); // (the common end, before any message is made)
+    }
     let name = policy.name();
     let n = ended.attempts;
     let message = match (ended.bad_verdict, ended.bad_hook, ended.stop) {

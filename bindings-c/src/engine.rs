@@ -409,13 +409,21 @@ pub unsafe extern "C" fn retryrs_call_settle(
 /// naming what it must be.
 /// RETRYRS_TIMED_OUT is a transient failure without a hint (the caller prices it).
 pub(crate) fn reported(verdict: retryrs_verdict_value, hint_ms: f64) -> Result<(Verdict, RetryCause), Failure> {
+    verdict_of(verdict, hint_ms).ok_or_else(|| Failure::invalid(format!("verdict must be {VERDICTS}, got {verdict}")))
+}
+
+/// [`reported`] for a hot loop that handles a bad verdict itself: `None` for it, and
+/// no `Failure` built (its message, returned through memory, cost a blocking call's
+/// attempt a dozen instructions).
+#[inline]
+pub(crate) fn verdict_of(verdict: retryrs_verdict_value, hint_ms: f64) -> Option<(Verdict, RetryCause)> {
     match verdict {
-        RETRYRS_SUCCESS => Ok((Verdict::Success, RetryCause::Failure)),
-        RETRYRS_TRANSIENT => Ok((Verdict::transient_ms(Some(hint_ms)), RetryCause::Failure)),
-        RETRYRS_PERMANENT => Ok((Verdict::Permanent, RetryCause::Failure)),
+        RETRYRS_SUCCESS => Some((Verdict::Success, RetryCause::Failure)),
+        RETRYRS_TRANSIENT => Some((Verdict::transient_ms(Some(hint_ms)), RetryCause::Failure)),
+        RETRYRS_PERMANENT => Some((Verdict::Permanent, RetryCause::Failure)),
         // Transient without a hint, and a quota prices what follows it as a timeout's.
-        RETRYRS_TIMED_OUT => Ok((Verdict::TRANSIENT, RetryCause::Timeout)),
-        other => Err(Failure::invalid(format!("verdict must be {VERDICTS}, got {other}"))),
+        RETRYRS_TIMED_OUT => Some((Verdict::TRANSIENT, RetryCause::Timeout)),
+        _ => None,
     }
 }
 

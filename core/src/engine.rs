@@ -35,6 +35,7 @@ impl Verdict {
 
     /// A transient failure with a hint given in (possibly fractional) milliseconds, as hosts
     /// hold it. NaN and negative hints mean no hint; infinite or huge ones saturate.
+    #[inline]
     pub fn transient_ms(hint_ms: Option<f64>) -> Verdict {
         Verdict::Transient { hint: hint_ms.and_then(duration_from_ms) }
     }

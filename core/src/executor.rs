@@ -619,7 +619,13 @@ impl Retrier {
                 Err(error) => first = Some(error),
             }
         }
-        let mut call = Call::start_with(&*self.policy, read_time(), &mut |e| notify(e, None));
+        // Bounds of whole seconds and no one to show the elapsed time: the coarse clock
+        // may start the call (its bounds then end at most a tick early).
+        let start = match timed && !has_listener && !hooked && self.policy.tolerates_coarse_start() {
+            true => clock.now_coarse(),
+            false => read_time(),
+        };
+        let mut call = Call::start_with(&*self.policy, start, &mut |e| notify(e, None));
         if let Some(refusal) = call.refusal() {
             let reason = ExhaustReason::CircuitOpen;
             let refusal = Some(refusal);

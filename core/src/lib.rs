@@ -161,7 +161,7 @@ pub use retry_after::{parse_retry_after, parse_retry_after_ms, transient, RetryA
 pub use sleep::Sleep;
 #[cfg(feature = "tokio")]
 pub use sleep::TokioSleep;
-pub use stats::{Stats, StatsSnapshot};
+pub use stats::{CallTally, Stats, StatsSnapshot};
 
 /// The crate version, as in Cargo.toml.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -244,11 +244,26 @@ impl Policy {
     pub fn reads_time(&self) -> bool {
         self.bounds_attempts() || self.breaker.is_some() || self.budget.as_ref().is_some_and(|b| b.as_ratio().is_some())
     }
+    /// Whether a call may start on the coarse clock ([`crate::clock::Clock::now_coarse`],
+    /// at most a tick early): its deadline and attempt timeout are off or at least a
+    /// second (a tick of up to 10 ms ends them at most 1% early, never late), and no
+    /// circuit breaker or ratio budget keeps time shared with other calls (a start read
+    /// early could go back before a time another call gave them). A host with a listener
+    /// or hooks reads the fine clock: they see the elapsed time.
+    #[inline]
+    pub fn tolerates_coarse_start(&self) -> bool {
+        const SECOND: Duration = Duration::from_secs(1);
+        self.deadline.is_none_or(|d| d >= SECOND)
+            && self.attempt_timeout.is_none_or(|t| t >= SECOND)
+            && self.breaker.is_none()
+            && self.budget.as_ref().is_none_or(|b| b.as_ratio().is_none())
+    }
     /// Whether an executor may run attempt 1 before starting the engine (a lazy start):
     /// nothing is bounded or timed, no budget is told of the call, and it does not hedge.
     /// A value then returns at once; a failure starts the engine and is judged as attempt 1.
+    /// (A host with a listener or hooks starts the engine first: they see every event.)
     #[inline]
-    pub(crate) fn starts_lazily(&self) -> bool {
+    pub fn starts_lazily(&self) -> bool {
         !self.reads_time() && self.budget.is_none() && self.hedge.is_none()
     }
     /// Whether the time an attempt *failed* matters to a decision: the deadline (does the
@@ -267,6 +282,7 @@ impl Policy {
     /// with it, and a host that starts its [`Call`] lazily asks it for attempt 1.
     ///
     /// [`Call`]: crate::engine::Call
+    #[inline]
     pub fn attempt_deadline(&self, call_start: Duration, attempt_start: Duration) -> Option<Duration> {
         let deadline = self.deadline.map(|d| call_start.saturating_add(d));
         let timeout = self.attempt_timeout.map(|t| attempt_start.saturating_add(t));
@@ -670,6 +686,21 @@ impl Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_starts_on_the_coarse_clock_only_under_bounds_of_a_second_or_more() {
+        let ms = Duration::from_millis;
+        let with = |deadline: Option<Duration>, timeout: Option<Duration>| {
+            Policy::builder().deadline(deadline).attempt_timeout(timeout).build().unwrap().tolerates_coarse_start()
+        };
+        assert!(with(Some(ms(15_000)), None), "the default 15 s deadline");
+        assert!(with(Some(ms(1000)), Some(ms(1000))));
+        assert!(!with(Some(ms(999)), None), "a tick of 10 ms would be over 1% of it");
+        assert!(!with(Some(ms(15_000)), Some(ms(250))));
+        let breaker = Arc::new(crate::breaker::CircuitBreaker::new(crate::breaker::BreakerConfig::consecutive(5)).unwrap());
+        let shared = Policy::builder().breaker(Some(breaker)).build().unwrap();
+        assert!(!shared.tolerates_coarse_start(), "a breaker keeps time with other calls");
+    }
 
     #[test]
     fn the_deadline_hint_names_both_knobs_when_the_backoff_cannot_fit() {

@@ -42,7 +42,18 @@ struct Counters {
     /// counted here by threads without a slot and by
     /// [`Stats::count_first_attempt_successes`].
     first_ok: AtomicU64,
+    /// Calls that succeeded at attempt `i + 2` after a retry for each failure, told in one
+    /// add by [`Stats::add_tally`] (attempt 1's are `first_ok`). The snapshot folds them
+    /// into calls, attempts, retries and successes.
+    success_after: [AtomicU64; SUCCESS_AFTER],
 }
+
+/// Attempts up to which a call that succeeded after retrying each failure is counted in
+/// one cell (`Counters::success_after`): the first two retries cover most calls that
+/// retry at all; longer calls count field by field.
+const SUCCESS_AFTER: usize = 6;
+/// The last attempt counted in `Counters::success_after`.
+const SUCCESS_AFTER_LAST: usize = SUCCESS_AFTER + 1;
 
 /// Adds one to a cell this thread is the only writer of.
 #[inline(always)]
@@ -100,6 +111,42 @@ impl LocalStats<'_> {
                 bump(&cells.calls);
             }
             EventKind::BreakerOpened | EventKind::BreakerHalfOpen | EventKind::BreakerClosed => {}
+        }
+    }
+}
+
+/// The counts of one call, kept in plain fields while it runs and added to its retrier's
+/// [`Stats`] once at its end ([`Stats::add_tally`]): a call that succeeds after retrying
+/// each failure is then one atomic add, where telling each event is one per counter it
+/// touches (seven for two failures then a success). For a host whose calls nothing can
+/// observe mid-call (no listener or hook that might read the stats before the call ends).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CallTally {
+    attempts: u32,
+    retries: u32,
+    /// How the call ended: the event kind and reason that ended it, once it has.
+    ended: Option<(EventKind, Option<ExhaustReason>)>,
+    /// An attempt interrupted by the call's cancellation (it was made: counted).
+    interrupted: bool,
+}
+
+impl CallTally {
+    /// Counts one event of the call (what [`Stats::observe`] would count).
+    #[inline(always)]
+    pub fn observe(&mut self, event: &Event<'_>) {
+        match event.kind {
+            EventKind::AttemptFailed => self.attempts += 1,
+            EventKind::Retrying => self.retries += 1,
+            EventKind::Success => {
+                self.attempts += 1;
+                self.ended = Some((EventKind::Success, None));
+            }
+            EventKind::Rejected | EventKind::Exhausted => self.ended = Some((event.kind, event.reason)),
+            EventKind::Cancelled => {
+                self.interrupted = event.attempt_interrupted;
+                self.ended = Some((EventKind::Cancelled, None));
+            }
+            EventKind::Hedge | EventKind::BreakerOpened | EventKind::BreakerHalfOpen | EventKind::BreakerClosed => {}
         }
     }
 }
@@ -176,7 +223,9 @@ impl Stats {
     /// Only the Rust executors count here. The C, Python and Node hosts count in the
     /// shared cells, as the thread checkers their tests run under (helgrind, DRD) see no
     /// ordering in atomics and `OnceLock`s: their suppressions cover the library's own
-    /// synchronisation by function name, and these cells would need more of them.
+    /// synchronisation by function name, and these cells would need more of them. (The C
+    /// happy path's one count goes to its thread's inline cell through
+    /// [`Stats::count_first_attempt_success_on_this_thread`], a named function.)
     #[inline]
     pub(crate) fn local(&self) -> LocalStats<'_> {
         match slot::current() {
@@ -205,11 +254,57 @@ impl Stats {
         }
     }
 
+    /// [`Stats::count_first_attempt_success`] in this thread's slot cell when it has one
+    /// (a plain load and store where the shared cell is a locked add: a C happy path's
+    /// largest cost after its own instructions), for a host that runs its calls on the
+    /// caller's thread. Not inlined, so that a thread checker's report of the store names
+    /// this function (the C library's suppressions cover `retryrs::stats`).
+    #[inline(never)]
+    pub fn count_first_attempt_success_on_this_thread(&self) {
+        self.count_first_attempt_success_here();
+    }
+
     /// [`Stats::count_first_attempt_success`] `n` times (a host that tallies them itself
     /// and hands them over when the stats are read).
     #[inline]
     pub fn count_first_attempt_successes(&self, n: u64) {
         self.shared.first_ok.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Adds one call's [`CallTally`], in the shared cells: one atomic add for a call that
+    /// succeeded after retrying each failure (up to a few attempts), else one per counter
+    /// the call touched. A tally of a call that has not ended adds its attempts and retries.
+    #[inline]
+    pub fn add_tally(&self, tally: &CallTally) {
+        let cells = &self.shared;
+        if let Some((EventKind::Success, _)) = tally.ended {
+            let n = tally.attempts as usize;
+            if tally.retries as usize + 1 == n && !tally.interrupted {
+                match n {
+                    1 => return add_one_shared(&cells.first_ok),
+                    2..=SUCCESS_AFTER_LAST => return add_one_shared(&cells.success_after[n - 2]),
+                    _ => {}
+                }
+            }
+        }
+        let add = |cell: &AtomicU64, n: u32| {
+            if n > 0 {
+                cell.fetch_add(u64::from(n), Ordering::Relaxed);
+            }
+        };
+        add(&cells.attempts, tally.attempts + u32::from(tally.interrupted));
+        add(&cells.retries, tally.retries);
+        let Some((kind, reason)) = tally.ended else { return };
+        let ended = match kind {
+            EventKind::Success => Some(&cells.successes),
+            EventKind::Rejected => Some(&cells.rejections),
+            EventKind::Cancelled => Some(&cells.cancellations),
+            _ => reason.map(|reason| &cells.exhaustions[reason_index(reason)]),
+        };
+        if let Some(cell) = ended {
+            add_one_shared(cell);
+        }
+        add_one_shared(&cells.calls);
     }
 
     /// The counters now: each the sum of its cells.
@@ -221,11 +316,17 @@ impl Stats {
         };
         let first_ok =
             read(&|c| &c.first_ok) + self.first_ok_by_slot.iter().map(|c| c.load(Ordering::Relaxed)).sum::<u64>();
+        // Calls that succeeded at attempt k after k - 1 retries: (calls, attempts, retries).
+        let after = (0..SUCCESS_AFTER).fold((0, 0, 0), |(calls, attempts, retries), i| {
+            let n = read(&|c| &c.success_after[i]);
+            let k = i as u64 + 2;
+            (calls + n, attempts + k * n, retries + (k - 1) * n)
+        });
         StatsSnapshot {
-            calls: read(&|c| &c.calls) + first_ok,
-            attempts: read(&|c| &c.attempts) + first_ok,
-            retries: read(&|c| &c.retries),
-            successes: read(&|c| &c.successes) + first_ok,
+            calls: read(&|c| &c.calls) + first_ok + after.0,
+            attempts: read(&|c| &c.attempts) + first_ok + after.1,
+            retries: read(&|c| &c.retries) + after.2,
+            successes: read(&|c| &c.successes) + first_ok + after.0,
             rejections: read(&|c| &c.rejections),
             exhaustions: std::array::from_fn(|i| read(&|c| &c.exhaustions[i])),
             cancellations: read(&|c| &c.cancellations),
@@ -358,5 +459,70 @@ mod tests {
         assert_eq!(s.exhausted(ExhaustReason::Stopped), 1);
         assert_eq!(s.exhausted(ExhaustReason::Deadline), 0);
         assert_eq!(s.exhausted_total(), 2);
+    }
+
+    #[test]
+    fn a_call_s_tally_adds_what_its_events_would() {
+        let p = Policy::builder().max_attempts(8).jitter(Jitter::None).initial_delay(Duration::ZERO).build().unwrap();
+        let short = Policy::builder().max_attempts(2).jitter(Jitter::None).build().unwrap();
+        let ms = Duration::from_millis;
+        // Each call's events, told to one Stats event by event and to another as a tally.
+        let (by_event, by_tally) = (Stats::new(), Stats::new());
+        let each_call = |run: &mut dyn FnMut(&mut dyn FnMut(&Event<'_>))| {
+            let mut tally = CallTally::default();
+            run(&mut |e| {
+                by_event.observe(e);
+                tally.observe(e);
+            });
+            by_tally.add_tally(&tally);
+            assert_eq!(by_tally.snapshot(), by_event.snapshot());
+        };
+        // Success at attempt k after k - 1 retries, for k = 1..=8 (one cell up to 7).
+        for k in 1..=8u32 {
+            each_call(&mut |sink| {
+                let sink = &mut |e: &Event<'_>| sink(e);
+                let mut call = Call::start(&p, ms(0));
+                for _ in 1..k {
+                    call.record(Verdict::TRANSIENT, ms(0), &mut *sink).unwrap();
+                    call.after_wait(ms(0), &mut *sink).unwrap();
+                }
+                call.record(Verdict::Success, ms(0), &mut *sink).unwrap();
+            });
+        }
+        // Exhausted by attempts; rejected; stopped by a hook; cancelled during an attempt
+        // and during a wait; a call whose events stop before it ends (a tally of its
+        // attempts and retries so far).
+        each_call(&mut |sink| {
+            let sink = &mut |e: &Event<'_>| sink(e);
+            let mut call = Call::start(&short, ms(0));
+            call.record(Verdict::TRANSIENT, ms(0), &mut *sink).unwrap();
+            call.after_wait(ms(200), &mut *sink).unwrap();
+            call.record(Verdict::TRANSIENT, ms(200), &mut *sink).unwrap();
+        });
+        each_call(&mut |sink| {
+            let _ = Call::start(&p, ms(0)).record(Verdict::Permanent, ms(0), &mut |e| sink(e));
+        });
+        each_call(&mut |sink| {
+            let sink = &mut |e: &Event<'_>| sink(e);
+            let mut call = Call::start(&p, ms(0));
+            assert!(matches!(call.propose(Verdict::TRANSIENT, ms(0), &mut *sink), Ok(Proposal::Wait { .. })));
+            call.settle(Plan::Stop, ms(0), &mut *sink).unwrap();
+        });
+        each_call(&mut |sink| {
+            let _ = Call::start(&p, ms(0)).cancel(ms(0), &mut |e| sink(e));
+        });
+        each_call(&mut |sink| {
+            let sink = &mut |e: &Event<'_>| sink(e);
+            let mut call = Call::start(&p, ms(0));
+            call.record(Verdict::TRANSIENT, ms(0), &mut *sink).unwrap();
+            call.cancel(ms(1), &mut *sink).unwrap();
+        });
+        each_call(&mut |sink| {
+            let _ = Call::start(&p, ms(0)).record(Verdict::TRANSIENT, ms(0), &mut |e| sink(e));
+        });
+        let s = by_tally.snapshot();
+        assert_eq!((s.calls, s.successes, s.retries), (13, 8, (0..8).sum::<u64>() + 1 + 1 + 1));
+        assert_eq!(s.exhausted(ExhaustReason::Attempts), 1);
+        assert_eq!(s.exhausted(ExhaustReason::Stopped), 1);
     }
 }

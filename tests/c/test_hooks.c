@@ -111,6 +111,47 @@ static void test_a_before_retry_hook_stops_the_call(void) {
   retryrs_retrier_free(r);
 }
 
+/* A plain call (no listener, no hook) counts its statistics once, at its end; the counts
+ * are those of its events, whatever path it took: a first-attempt success with and
+ * without a deadline, success after 3 and after 8 attempts (the 15 s deadline leaves room
+ * for 8 under virtual time), a permanent failure, and a call cancelled before it starts. */
+static retryrs_verdict permanent(void *user_data, uint32_t n, double *hint_ms) {
+  (void)user_data;
+  (void)n;
+  (void)hint_ms;
+  return RETRYRS_PERMANENT;
+}
+
+static void test_plain_calls_count_their_statistics_at_the_end(void) {
+  retryrs_retrier *timed = retrier(10, 15000, OFF), *untimed = retrier(10, OFF, OFF);
+  retryrs_retrier *both[2] = {timed, untimed};
+  script s = {.fail_until = 0};
+  retryrs_stats st;
+  retryrs_cancel *cancelled = NULL;
+  int i;
+  CHECK_STATUS(retryrs_cancel_new(&cancelled), RETRYRS_OK);
+  CHECK_STATUS(retryrs_cancel_fire(cancelled), RETRYRS_OK);
+  CHECK_STATUS(retryrs_testing_enable(), RETRYRS_OK);
+  for (i = 0; i < 2; i++) {
+    retryrs_retrier *r = both[i];
+    s.fail_until = 0;
+    CHECK_STATUS(retryrs_retrier_call(r, attempt, &s, NULL, NULL, NULL), RETRYRS_OK);
+    s.fail_until = 3;
+    CHECK_STATUS(retryrs_retrier_call(r, attempt, &s, NULL, NULL, NULL), RETRYRS_OK);
+    s.fail_until = 8;
+    CHECK_STATUS(retryrs_retrier_call(r, attempt, &s, NULL, NULL, NULL), RETRYRS_OK);
+    CHECK_STATUS(retryrs_retrier_call(r, permanent, &s, NULL, NULL, NULL), RETRYRS_REJECTED);
+    CHECK_STATUS(retryrs_retrier_call(r, attempt, &s, NULL, cancelled, NULL), RETRYRS_CANCELLED);
+    CHECK_STATUS(retryrs_retrier_stats_get(r, &st), RETRYRS_OK);
+    CHECK(st.calls == 5 && st.attempts == 1 + 3 + 8 + 1 && st.retries == 2 + 7);
+    CHECK(st.successes == 3 && st.rejections == 1 && st.cancellations == 1);
+  }
+  CHECK_STATUS(retryrs_testing_disable(), RETRYRS_OK);
+  retryrs_cancel_free(cancelled);
+  retryrs_retrier_free(timed);
+  retryrs_retrier_free(untimed);
+}
+
 static void test_exact_waits_obey_the_deadline_and_max_retry_after(void) {
   retryrs_retrier *r = retrier(5, 1000, 500);
   script s = {.fail_until = 100, .waits = {0, 501}};
@@ -353,6 +394,7 @@ void hooks_tests(void) {
   h_run("a timed-out attempt is priced as a timeout", test_a_timed_out_attempt_is_priced_as_a_timeout);
   h_run("a wait hook sets exact waits", test_a_wait_hook_sets_exact_waits);
   h_run("a before-retry hook stops the call; stats", test_a_before_retry_hook_stops_the_call);
+  h_run("plain calls count their statistics at the end", test_plain_calls_count_their_statistics_at_the_end);
   h_run("exact waits obey the deadline and max_retry_after", test_exact_waits_obey_the_deadline_and_max_retry_after);
   h_run("bad hook answers are named", test_bad_hook_answers_are_named);
   h_run("the engine proposes and the program settles", test_the_engine_proposes_and_the_program_settles);

@@ -8,8 +8,10 @@
 //!
 //! Blocking (`Retrier::run` vs `BlockingRetryable`) and async on a current-thread tokio
 //! runtime (`Retrier::run_async` vs `Retryable`). The same two cases with retryrs's
-//! default 15 s deadline on (one clock read per attempt) are shown against the same
-//! backon figures.
+//! default 15 s deadline on (one clock read per attempt, the call's start on the coarse
+//! clock) are shown against the same backon figures; the async default policy against
+//! backon under `tokio::time::timeout`; and two failures with an error that owns a boxed
+//! source, both libraries.
 //!
 //! A second table (issue 27): the happy path of a retrier without breaker or budget,
 //! against one with an idle closed circuit breaker and one with each budget kind.
@@ -41,6 +43,28 @@ struct Busy;
 impl From<retryrs::TimedOut> for Busy {
     fn from(_: retryrs::TimedOut) -> Self {
         Busy
+    }
+}
+
+/// An error as applications write them: a message and a boxed source (what issue 36
+/// measured 2.47x backon with, where the zero-sized `Busy` gives 1.2x).
+#[derive(Debug)]
+struct Wrapped {
+    #[allow(dead_code)] // (read through Debug only)
+    what: &'static str,
+    #[allow(dead_code)]
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl Wrapped {
+    fn new() -> Self {
+        Wrapped { what: "busy", source: Box::new(std::io::Error::from(std::io::ErrorKind::ConnectionReset)) }
+    }
+}
+
+impl From<retryrs::TimedOut> for Wrapped {
+    fn from(_: retryrs::TimedOut) -> Self {
+        Wrapped::new()
     }
 }
 
@@ -76,6 +100,35 @@ async fn measure_async<F: std::future::Future<Output = ()>>(calls: u32, mut f: i
     rounds.into_iter().fold(f64::INFINITY, f64::min)
 }
 
+/// Two zero-delay failures then success through `Retrier::run`, each failure `error()`.
+fn ours_two_failures<E: std::fmt::Debug>(retrier: &Retrier, error: fn() -> E) -> f64 {
+    measure(|| {
+        let got = retrier.run(
+            |a: &Attempt| if black_box(a.number) < 3 { Err(error()) } else { Ok(a.number) },
+            |_| Verdict::TRANSIENT,
+        );
+        black_box(got.unwrap());
+    })
+}
+
+/// The same through backon's `BlockingRetryable` with a constant zero delay.
+fn backon_two_failures<E: std::fmt::Debug>(backon: ConstantBuilder, error: fn() -> E) -> f64 {
+    measure(|| {
+        let mut n = 0u32;
+        let got = (|| {
+            n += 1;
+            if black_box(n) < 3 {
+                Err(error())
+            } else {
+                Ok(n)
+            }
+        })
+        .retry(backon)
+        .call();
+        black_box(got.unwrap());
+    })
+}
+
 fn main() {
     let happy = Retrier::new(Policy::builder().deadline(None).build().unwrap());
     let zero = Retrier::new(
@@ -106,25 +159,7 @@ fn main() {
     });
     rows.push(("blocking, happy path", ours, theirs));
     let backon_happy_blocking = theirs;
-    let ours = measure(|| {
-        let got = zero
-            .run(|a: &Attempt| if black_box(a.number) < 3 { Err(Busy) } else { Ok(a.number) }, |_| Verdict::TRANSIENT);
-        black_box(got.unwrap());
-    });
-    let theirs = measure(|| {
-        let mut n = 0u32;
-        let got = (|| {
-            n += 1;
-            if black_box(n) < 3 {
-                Err(Busy)
-            } else {
-                Ok(n)
-            }
-        })
-        .retry(backon_zero)
-        .call();
-        black_box(got.unwrap());
-    });
+    let (ours, theirs) = (ours_two_failures(&zero, || Busy), backon_two_failures(backon_zero, || Busy));
     rows.push(("blocking, two zero-delay failures", ours, theirs));
     let backon_zero_blocking = theirs;
 
@@ -134,12 +169,15 @@ fn main() {
         black_box(got.unwrap());
     });
     rows.push(("blocking, happy path, deadline on", ours, backon_happy_blocking));
-    let ours = measure(|| {
-        let got = zero_deadline
-            .run(|a: &Attempt| if black_box(a.number) < 3 { Err(Busy) } else { Ok(a.number) }, |_| Verdict::TRANSIENT);
-        black_box(got.unwrap());
-    });
-    rows.push(("blocking, two zero-delay failures, deadline on", ours, backon_zero_blocking));
+    rows.push((
+        "blocking, two zero-delay failures, deadline on",
+        ours_two_failures(&zero_deadline, || Busy),
+        backon_zero_blocking,
+    ));
+
+    // Two zero-delay failures with an error that owns a boxed source, both libraries.
+    let (ours, theirs) = (ours_two_failures(&zero, Wrapped::new), backon_two_failures(backon_zero, Wrapped::new));
+    rows.push(("blocking, two zero-delay failures, error with a boxed source", ours, theirs));
 
     // Async: every call awaited in one task on a current-thread runtime.
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
@@ -155,6 +193,21 @@ fn main() {
         black_box(got.unwrap());
     }));
     rows.push(("async (tokio), happy path", ours, theirs));
+    // The default policy (15 s deadline, each attempt bounded) against backon bounded
+    // the way a tokio user bounds it: the whole retry under tokio::time::timeout.
+    let happy_deadline = &happy_deadline;
+    let ours = rt.block_on(measure_async(CALLS, || async move {
+        let got = happy_deadline
+            .run_async(|a: Attempt| async move { Ok::<_, Busy>(black_box(a.number)) }, |_| Verdict::TRANSIENT)
+            .await;
+        black_box(got.unwrap());
+    }));
+    let theirs = rt.block_on(measure_async(CALLS, || async move {
+        let retried = (|| async { Ok::<_, Busy>(black_box(1u32)) }).retry(backon_happy);
+        let got = tokio::time::timeout(Duration::from_secs(15), retried).await;
+        black_box(got.unwrap().unwrap());
+    }));
+    rows.push(("async (tokio), happy path, default policy vs backon + tokio::time::timeout", ours, theirs));
     let ours = rt.block_on(measure_async(CALLS, || async move {
         let got = zero
             .run_async(
