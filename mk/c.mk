@@ -11,8 +11,11 @@
 #                     thread checkers' suppressions (share/retryrs/)
 #   make demo-c       the rates client against scripts/flaky_server.py
 #   make bench-c      bench/c -> build/bench/c.md
-.PHONY: c-lib test-c test-c-teardown test-c-threads header-c install-c pkgconfig-c demo-c bench-c c-demo-client c-tools c-curl test-curl-c
+.PHONY: c-lib check-c test-c test-c-teardown test-c-threads header-c install-c pkgconfig-c demo-c bench-c c-demo-client c-tools c-curl test-curl-c
 TEST_TARGETS += test-c test-curl-c
+CHECK_TARGETS += check-c
+# Installed from apt when missing: once, before the parts that use them run side by side.
+TEST_SETUP += c-tools c-curl
 DEMO_CLIENTS += c-demo-client
 BENCH_TARGETS += bench-c
 
@@ -41,17 +44,27 @@ PREFIX ?= /usr/local
 C_REAL_SO = libretryrs.so.$(VERSION)
 C_CARGO_BUILD = cargo build --release --locked -p retryrs-c
 C_RUST_OUT = $(CARGO_TARGET_DIR)/release
+# make test's parts run side by side and several make c-lib while others run programs
+# linked to build/lib: a file is replaced (a new one renamed over it) only when it changed,
+# and a symlink only when it points elsewhere, so no running program sees a half-written
+# library or a missing link.
+C_PUT = put() { cmp -s "$$1" "$$2" || { cp -f "$$1" "$$2.tmp.$$$$" && mv -f "$$2.tmp.$$$$" "$$2"; }; }; \
+	link() { [ "$$(readlink "$$2")" = "$$1" ] || ln -sfn "$$1" "$$2"; }
 c-lib:
 	$(C_CARGO_BUILD)
 	mkdir -p $(C_LIBDIR)
+	$(C_PUT); \
 	soname=$$(readelf -d $(C_RUST_OUT)/libretryrs_c.so | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p'); \
 	test -n "$$soname" || { echo "libretryrs_c.so has no SONAME (bindings-c/build.rs)" >&2; exit 1; }; \
-	cp -f $(C_RUST_OUT)/libretryrs_c.so $(C_LIBDIR)/$(C_REAL_SO); \
-	if [ "$$soname" != $(C_REAL_SO) ]; then ln -sfn $(C_REAL_SO) $(C_LIBDIR)/$$soname; fi; \
-	ln -sfn $$soname $(C_LIBDIR)/libretryrs.so; \
-	echo $$soname > $(C_LIBDIR)/soname
+	put $(C_RUST_OUT)/libretryrs_c.so $(C_LIBDIR)/$(C_REAL_SO); \
+	if [ "$$soname" != $(C_REAL_SO) ]; then link $(C_REAL_SO) $(C_LIBDIR)/$$soname; fi; \
+	link $$soname $(C_LIBDIR)/libretryrs.so; \
+	echo $$soname > $(C_LIBDIR)/soname.tmp.$$$$ && put $(C_LIBDIR)/soname.tmp.$$$$ $(C_LIBDIR)/soname; \
+	rm -f $(C_LIBDIR)/soname.tmp.$$$$; \
 	strip --strip-debug --remove-section=.llvmbc --remove-section=.llvmcmd \
-		-o $(C_LIBDIR)/libretryrs.a $(C_RUST_OUT)/libretryrs_c.a
+		-o $(C_LIBDIR)/libretryrs.a.tmp.$$$$ $(C_RUST_OUT)/libretryrs_c.a; \
+	put $(C_LIBDIR)/libretryrs.a.tmp.$$$$ $(C_LIBDIR)/libretryrs.a; \
+	rm -f $(C_LIBDIR)/libretryrs.a.tmp.$$$$
 
 # valgrind and pkg-config ship with the machine image; a bare machine gets them from apt.
 c-tools:
@@ -127,10 +140,11 @@ test-c-teardown: c-tools $(C_BUILD)/teardown $(C_BUILD)/teardown-cpp
 
 # First the crate's own checks (the header equals cbindgen's output, every export is
 # panic-guarded, versions agree; test-rust runs them too, but test-c must stand alone).
+# (In make test, whose test-rust runs them, they run there only: MAKE_TEST_PARTS.)
 # Then the whole C suite under valgrind: any leak or invalid access fails it. The test
 # binary writes build/conformance/c.txt and ends with "N passed, N failed".
 test-c: c-tools $(C_BUILD)/retryrs-tests
-	cargo test --locked -p retryrs-c
+	$(if $(filter test-rust,$(MAKE_TEST_PARTS)),@echo "cargo test -p retryrs-c: run by test-rust in this make test",cargo test --locked -p retryrs-c)
 	mkdir -p $(BUILD)/conformance
 	valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,possible \
 		--error-exitcode=99 $(C_BUILD)/retryrs-tests $(BUILD)/conformance/c.txt
@@ -140,6 +154,11 @@ test-c: c-tools $(C_BUILD)/retryrs-tests
 	$(C_BUILD)/scale
 	tests/c/abi/check.sh $(C_CC) $(C_BUILD)/abi $(C_LIBDIR)
 	@$(MAKE) --no-print-directory pkgconfig-c
+
+# make check's C part: the C suite (conformance included) run natively, without valgrind.
+check-c: $(C_BUILD)/retryrs-tests
+	mkdir -p $(BUILD)/conformance
+	$(C_BUILD)/retryrs-tests $(BUILD)/conformance/c.txt
 
 # The documented install step, into a scratch prefix; then an app is built exactly as a
 # user would, with `cc app.c $(pkg-config --cflags --libs retryrs)`, and run (and its C++
