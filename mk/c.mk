@@ -14,8 +14,9 @@
 .PHONY: c-lib check-c test-c test-c-teardown test-c-threads header-c install-c pkgconfig-c demo-c bench-c c-demo-client c-tools c-curl test-curl-c
 TEST_TARGETS += test-c test-curl-c
 CHECK_TARGETS += check-c
-# Installed from apt when missing: once, before the parts that use them run side by side.
-TEST_SETUP += c-tools c-curl
+# They need no venv or node_modules (TEST_EARLY); the valgrind suite is long, so it starts first.
+TEST_EARLY += test-c test-curl-c
+TEST_FIRST += test-c
 DEMO_CLIENTS += c-demo-client
 BENCH_TARGETS += bench-c
 
@@ -67,14 +68,18 @@ c-lib:
 	rm -f $(C_LIBDIR)/libretryrs.a.tmp.$$$$
 
 # valgrind and pkg-config ship with the machine image; a bare machine gets them from apt.
+# make test's C parts run side by side: one apt at a time (the lock), each asking again
+# under it whether the tools are there.
+C_APT_LOCK := flock $(BUILD)/.apt.lock
 c-tools:
-	@command -v valgrind >/dev/null && command -v pkg-config >/dev/null || \
-		{ apt-get update -qq && apt-get install -y -qq valgrind pkg-config >/dev/null; }
+	@mkdir -p $(BUILD)
+	@$(C_APT_LOCK) sh -c 'command -v valgrind >/dev/null && command -v pkg-config >/dev/null || \
+		{ apt-get update -qq && apt-get install -y -qq valgrind pkg-config >/dev/null; }'
 
 # libcurl's headers for examples/c/curl_get.c: the distribution's package, like valgrind.
 c-curl: c-tools
-	@pkg-config --exists libcurl || \
-		{ apt-get update -qq && apt-get install -y -qq libcurl4-openssl-dev >/dev/null; }
+	@$(C_APT_LOCK) sh -c 'pkg-config --exists libcurl || \
+		{ apt-get update -qq && apt-get install -y -qq libcurl4-openssl-dev >/dev/null; }'
 
 header-c:
 	RETRYRS_UPDATE_HEADER=1 cargo test --locked -p retryrs-c --test header

@@ -186,6 +186,7 @@ test-dist-node: dist-node $(NODE_STAMP)
 RELEASE_CHECKS := abi-check-c semver-rust soname-check-c
 ifneq ($(wildcard release-baselines/*/c-abi.txt),)
 TEST_TARGETS += $(RELEASE_CHECKS)
+TEST_EARLY += $(RELEASE_CHECKS)
 endif
 PREVIOUS_SONAME ?= libretryrs.so.0.1
 .PHONY: abi-check-c semver-rust soname-check-c release-baseline
@@ -198,6 +199,8 @@ SEMVER_CHECKS_HOME ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/retryrs/cargo-semve
 SEMVER_CHECKS_ON_PATH = $(shell cargo-semver-checks --version 2>/dev/null | grep -qx 'cargo-semver-checks $(SEMVER_CHECKS_VERSION)' \
 	&& command -v cargo-semver-checks)
 SEMVER_CHECKS = $(or $(SEMVER_CHECKS_ON_PATH),$(SEMVER_CHECKS_HOME)/bin/cargo-semver-checks)
+# Where it is still to be built (a new machine), that build is the longest part: first.
+TEST_FIRST := $(if $(wildcard $(SEMVER_CHECKS)),,semver-rust) $(TEST_FIRST)
 
 define require-baseline
 @test -f $(BASELINE_DIR)/$(1) || { echo "no $(1) in release-baselines/<version>/ (none recorded yet): \`make release-baseline\` records one at a release" >&2; exit 1; }
