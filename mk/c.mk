@@ -49,7 +49,7 @@ C_RUST_OUT = $(CARGO_TARGET_DIR)/release
 # linked to build/lib: a file is replaced (a new one renamed over it) only when it changed,
 # and a symlink only when it points elsewhere, so no running program sees a half-written
 # library or a missing link.
-C_PUT = put() { cmp -s "$$1" "$$2" || { cp -f "$$1" "$$2.tmp.$$$$" && mv -f "$$2.tmp.$$$$" "$$2"; }; }; \
+C_PUT = put() { cmp -s "$$1" "$$2" || { cp -f "$$1" "$$2.new.$$$$" && mv -f "$$2.new.$$$$" "$$2"; }; }; \
 	link() { [ "$$(readlink "$$2")" = "$$1" ] || ln -sfn "$$1" "$$2"; }
 c-lib:
 	$(C_CARGO_BUILD)
