@@ -11,8 +11,12 @@
 #                     thread checkers' suppressions (share/retryrs/)
 #   make demo-c       the rates client against scripts/flaky_server.py
 #   make bench-c      bench/c -> build/bench/c.md
-.PHONY: c-lib test-c test-c-teardown test-c-threads test-c-signal-storm header-c install-c pkgconfig-c demo-c bench-c c-demo-client c-tools c-curl test-curl-c
+.PHONY: c-lib check-c test-c test-c-teardown test-c-threads test-c-signal-storm header-c install-c pkgconfig-c demo-c bench-c c-demo-client c-tools c-curl test-curl-c
 TEST_TARGETS += test-c test-curl-c
+CHECK_TARGETS += check-c
+# They need no venv or node_modules (TEST_EARLY); the valgrind suite is long, so it starts first.
+TEST_EARLY += test-c test-curl-c
+TEST_FIRST += test-c
 DEMO_CLIENTS += c-demo-client
 BENCH_TARGETS += bench-c
 
@@ -40,26 +44,40 @@ PREFIX ?= /usr/local
 C_REAL_SO = libretryrs.so.$(VERSION)
 C_CARGO_BUILD = cargo build --release --locked -p retryrs-c
 C_RUST_OUT = $(CARGO_TARGET_DIR)/release
+# make test's parts run side by side and several make c-lib while others run programs
+# linked to build/lib: a file is replaced (a new one renamed over it) only when it changed,
+# and a symlink only when it points elsewhere, so no running program sees a half-written
+# library or a missing link.
+C_PUT = put() { cmp -s "$$1" "$$2" || { cp -f "$$1" "$$2.new.$$$$" && mv -f "$$2.new.$$$$" "$$2"; }; }; \
+	link() { [ "$$(readlink "$$2")" = "$$1" ] || ln -sfn "$$1" "$$2"; }
 c-lib:
 	$(C_CARGO_BUILD)
 	mkdir -p $(C_LIBDIR)
+	$(C_PUT); \
 	soname=$$(readelf -d $(C_RUST_OUT)/libretryrs_c.so | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p'); \
 	test -n "$$soname" || { echo "libretryrs_c.so has no SONAME (bindings-c/build.rs)" >&2; exit 1; }; \
-	cp -f $(C_RUST_OUT)/libretryrs_c.so $(C_LIBDIR)/$(C_REAL_SO); \
-	if [ "$$soname" != $(C_REAL_SO) ]; then ln -sfn $(C_REAL_SO) $(C_LIBDIR)/$$soname; fi; \
-	ln -sfn $$soname $(C_LIBDIR)/libretryrs.so; \
-	echo $$soname > $(C_LIBDIR)/soname
-	bindings-c/static-archive.sh $(C_RUST_OUT)/libretryrs_c.a $(C_LIBDIR)/libretryrs.a
+	put $(C_RUST_OUT)/libretryrs_c.so $(C_LIBDIR)/$(C_REAL_SO); \
+	if [ "$$soname" != $(C_REAL_SO) ]; then link $(C_REAL_SO) $(C_LIBDIR)/$$soname; fi; \
+	link $$soname $(C_LIBDIR)/libretryrs.so; \
+	echo $$soname > $(C_LIBDIR)/soname.tmp.$$$$ && put $(C_LIBDIR)/soname.tmp.$$$$ $(C_LIBDIR)/soname; \
+	rm -f $(C_LIBDIR)/soname.tmp.$$$$; \
+	bindings-c/static-archive.sh $(C_RUST_OUT)/libretryrs_c.a $(C_LIBDIR)/libretryrs.a.tmp.$$$$; \
+	put $(C_LIBDIR)/libretryrs.a.tmp.$$$$ $(C_LIBDIR)/libretryrs.a; \
+	rm -f $(C_LIBDIR)/libretryrs.a.tmp.$$$$
 
 # valgrind and pkg-config ship with the machine image; a bare machine gets them from apt.
+# make test's C parts run side by side: one apt at a time (the lock), each asking again
+# under it whether the tools are there.
+C_APT_LOCK := flock $(BUILD)/.apt.lock
 c-tools:
-	@command -v valgrind >/dev/null && command -v pkg-config >/dev/null || \
-		{ apt-get update -qq && apt-get install -y -qq valgrind pkg-config >/dev/null; }
+	@mkdir -p $(BUILD)
+	@$(C_APT_LOCK) sh -c 'command -v valgrind >/dev/null && command -v pkg-config >/dev/null || \
+		{ apt-get update -qq && apt-get install -y -qq valgrind pkg-config >/dev/null; }'
 
 # libcurl's headers for examples/c/curl_get.c: the distribution's package, like valgrind.
 c-curl: c-tools
-	@pkg-config --exists libcurl || \
-		{ apt-get update -qq && apt-get install -y -qq libcurl4-openssl-dev >/dev/null; }
+	@$(C_APT_LOCK) sh -c 'pkg-config --exists libcurl || \
+		{ apt-get update -qq && apt-get install -y -qq libcurl4-openssl-dev >/dev/null; }'
 
 header-c:
 	RETRYRS_UPDATE_HEADER=1 cargo test --locked -p retryrs-c --test header
@@ -137,10 +155,11 @@ test-c-teardown: c-tools $(C_BUILD)/teardown $(C_BUILD)/teardown-cpp
 
 # First the crate's own checks (the header equals cbindgen's output, every export is
 # panic-guarded, versions agree; test-rust runs them too, but test-c must stand alone).
+# (In make test, whose test-rust runs them, they run there only: MAKE_TEST_PARTS.)
 # Then the whole C suite under valgrind: any leak or invalid access fails it. The test
 # binary writes build/conformance/c.txt and ends with "N passed, N failed".
 test-c: c-tools $(C_BUILD)/retryrs-tests
-	cargo test --locked -p retryrs-c
+	$(if $(filter test-rust,$(MAKE_TEST_PARTS)),@echo "cargo test -p retryrs-c: run by test-rust in this make test",cargo test --locked -p retryrs-c)
 	mkdir -p $(BUILD)/conformance
 	valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,possible \
 		--error-exitcode=99 $(C_BUILD)/retryrs-tests $(BUILD)/conformance/c.txt
@@ -154,6 +173,11 @@ test-c: c-tools $(C_BUILD)/retryrs-tests
 	tests/c/static_archive.sh $(C_CC) include $(C_LIBDIR) $(VERSION)
 	tests/c/cpp_edges.sh $(C_CXX) include $(C_LIBDIR) $(C_BUILD)/cpp-edges
 	@$(MAKE) --no-print-directory pkgconfig-c
+
+# make check's C part: the C suite (conformance included) run natively, without valgrind.
+check-c: $(C_BUILD)/retryrs-tests
+	mkdir -p $(BUILD)/conformance
+	$(C_BUILD)/retryrs-tests $(BUILD)/conformance/c.txt
 
 # The documented install step, into a scratch prefix; then an app is built exactly as a
 # user would, with `cc app.c $(pkg-config --cflags --libs retryrs)`, and run (and its C++

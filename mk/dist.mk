@@ -31,7 +31,14 @@
 # scripts/dist/artefact-versions checks every version the built artefacts state.
 .PHONY: dist dist-python dist-c dist-node version-sync test-dist test-dist-versions \
 	test-dist-python test-dist-c test-dist-node test-dist-artefact-versions lint-workflows
-TEST_TARGETS += test-dist
+# make test runs test-dist's parts side by side (the artefact versions after the rest),
+# the wheel's suite on each CPython as a part of its own (test-dist-python-3.X; the
+# versions are scripts/dist/pythons.sh's), the longest first.
+DIST_PYTHONS := $(shell sed -n 's/^SUPPORTED_PYTHONS=(\(.*\))/\1/p' scripts/dist/pythons.sh)
+DIST_PYTHON_PARTS := $(addprefix test-dist-python-,$(DIST_PYTHONS)) test-dist-python-sdist
+TEST_TARGETS += test-dist-versions lint-workflows $(DIST_PYTHON_PARTS) test-dist-c test-dist-node test-dist-artefact-versions
+TEST_FIRST += $(DIST_PYTHON_PARTS) test-dist-node
+TEST_LAST += test-dist-artefact-versions
 
 DIST := $(CURDIR)/dist
 DIST_WORK := $(BUILD)/dist-test
@@ -41,6 +48,8 @@ $(DIST_TOOLS_STAMP): | $(PY)
 	$(PY) -m pip install --quiet --disable-pip-version-check "maturin>=1.5,<2" "ziglang>=0.13,<0.18" "auditwheel>=6.1,<7" \
 		"cmake>=3.16,<5" "cargo-zigbuild>=0.19,<0.25"
 	touch $@
+# Once, before make test's parts share the venv.
+TEST_SETUP += $(DIST_TOOLS_STAMP)
 
 dist: dist-python dist-c dist-node
 	@cd $(DIST) && ls -l | awk 'NR > 1 {printf "  %10d  %s\n", $$5, $$9}'
@@ -96,7 +105,8 @@ test-dist-versions:
 
 # What was built states the one version too: every artefact's names, metadata, manifests,
 # header macros, retryrs_version(), SONAME, .pc and CMake version file (one list, one test).
-test-dist-artefact-versions: dist-python dist-c dist-node
+# In make test (TEST_BUILT), the dist parts have just built them: checked as they were tested.
+test-dist-artefact-versions: $(if $(TEST_BUILT),,dist-python dist-c dist-node)
 	scripts/dist/artefact-versions $(DIST) $(VERSION)
 
 # After the one edit of a release (the version in Cargo.toml): the lock's workspace
@@ -113,6 +123,25 @@ version-sync:
 # fresh to cargo and link the previous run's core instead of the one in the archive.
 test-dist-python: dist-python
 	scripts/dist/python-wheel $(DIST) $(DIST_WORK)/python-wheel $(VERSION)
+	$(MAKE) --no-print-directory test-dist-python-sdist TEST_BUILT=1
+
+# The parts of test-dist-python, for make test to run side by side: they share the wheel
+# and sdist of one dist-python per run, made by the first of them to take the lock
+# (MAKE_TEST_RUN names the run; TEST_BUILT=1: built already, as by test-dist-python).
+DIST_PYTHON_ONCE = $(if $(TEST_BUILT),:,flock $(BUILD)/dist-python.lock $(MAKE) --no-print-directory dist-python-once)
+.PHONY: dist-python-once $(DIST_PYTHON_PARTS)
+dist-python-once:
+	@mkdir -p $(BUILD)
+	@if [ -z "$(MAKE_TEST_RUN)" ] || [ "$$(cat $(BUILD)/dist-python.run 2>/dev/null)" != "$(MAKE_TEST_RUN)" ]; then \
+		$(MAKE) --no-print-directory dist-python && echo "$(MAKE_TEST_RUN)" > $(BUILD)/dist-python.run; \
+	else echo "dist-python: built in this run already"; fi
+
+$(addprefix test-dist-python-,$(DIST_PYTHONS)): test-dist-python-%:
+	$(DIST_PYTHON_ONCE)
+	scripts/dist/python-wheel $(DIST) $(DIST_WORK)/python-wheel-$* $(VERSION) $*
+
+test-dist-python-sdist:
+	$(DIST_PYTHON_ONCE)
 	rm -rf $(CARGO_TARGET_DIR)/dist-sdist
 	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/dist-sdist scripts/dist/python-sdist $(DIST) $(DIST_WORK)/python-sdist $(VERSION)
 
@@ -158,12 +187,21 @@ test-dist-node: dist-node $(NODE_STAMP)
 RELEASE_CHECKS := abi-check-c semver-rust soname-check-c
 ifneq ($(wildcard release-baselines/*/c-abi.txt),)
 TEST_TARGETS += $(RELEASE_CHECKS)
+TEST_EARLY += $(RELEASE_CHECKS)
 endif
 PREVIOUS_SONAME ?= libretryrs.so.0.1
 .PHONY: abi-check-c semver-rust soname-check-c release-baseline
 BASELINE_DIR = release-baselines/$(shell ls release-baselines 2>/dev/null | sort -V | tail -1)
 SEMVER_CHECKS_VERSION := 0.51.0
-SEMVER_CHECKS := tools/cargo-semver-checks/bin/cargo-semver-checks
+# The tool takes about 8 CPU-minutes to build, so it is built once per machine and version,
+# into the user's cache folder (outside every checkout: a fresh clone finds it there); one
+# on PATH at the pinned version serves as well.
+SEMVER_CHECKS_HOME ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/retryrs/cargo-semver-checks-$(SEMVER_CHECKS_VERSION)
+SEMVER_CHECKS_ON_PATH = $(shell cargo-semver-checks --version 2>/dev/null | grep -qx 'cargo-semver-checks $(SEMVER_CHECKS_VERSION)' \
+	&& command -v cargo-semver-checks)
+SEMVER_CHECKS = $(or $(SEMVER_CHECKS_ON_PATH),$(SEMVER_CHECKS_HOME)/bin/cargo-semver-checks)
+# Where it is still to be built (a new machine), that build is the longest part: first.
+TEST_FIRST := $(if $(wildcard $(SEMVER_CHECKS)),,semver-rust) $(TEST_FIRST)
 
 define require-baseline
 @test -f $(BASELINE_DIR)/$(1) || { echo "no $(1) in release-baselines/<version>/ (none recorded yet): \`make release-baseline\` records one at a release" >&2; exit 1; }
@@ -173,10 +211,10 @@ abi-check-c: c-lib
 	$(call require-baseline,c-abi.txt)
 	scripts/c-abi check $(BASELINE_DIR)/c-abi.txt $(C_LIBDIR) include $(C_CC)
 
-# A pinned version, built from crates.io with its own lock into tools/ (not cleaned by
-# `make clean`: the build takes long), in cargo's temporary folder rather than target/.
-$(SEMVER_CHECKS):
-	env -u CARGO_TARGET_DIR cargo install --locked --quiet --root tools/cargo-semver-checks \
+# A pinned version, built from crates.io with its own lock (in cargo's temporary folder
+# rather than target/).
+$(SEMVER_CHECKS_HOME)/bin/cargo-semver-checks:
+	env -u CARGO_TARGET_DIR cargo install --locked --quiet --root $(SEMVER_CHECKS_HOME) \
 		cargo-semver-checks@$(SEMVER_CHECKS_VERSION)
 
 semver-rust: $(SEMVER_CHECKS)

@@ -2,6 +2,7 @@
 # runner, the demo client and the benchmark against p-retry, cockatiel and async-retry.
 .PHONY: node-addon test-node test-http-node demo-node bench-node
 TEST_TARGETS += test-node test-http-node
+CHECK_TARGETS += test-node
 DEMO_CLIENTS += node-addon
 BENCH_TARGETS += bench-node
 
@@ -14,6 +15,8 @@ NODE_STAMP := $(NODE_PKG)/node_modules/.retryrs-installed
 $(NODE_STAMP): $(NODE_PKG)/package.json $(NODE_PKG)/package-lock.json
 	cd $(NODE_PKG) && npm ci --no-audit --no-fund --loglevel=error
 	mkdir -p $(dir $@) && touch $@
+# Once, before make test's parts (test-node, test-dist-node) both read node_modules.
+TEST_SETUP += $(NODE_STAMP)
 
 # Cargo is incremental: rebuilding after Rust changes costs seconds, nothing otherwise.
 node-addon: $(NODE_STAMP)

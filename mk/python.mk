@@ -2,6 +2,7 @@
 # project venv at .venv, its pytest suite, conformance runner, benchmark and demo.
 .PHONY: test-python python-dev bench-python demo-python
 TEST_TARGETS += test-python
+CHECK_TARGETS += test-python
 DEMO_CLIENTS += python-dev
 BENCH_TARGETS += bench-python
 
@@ -24,6 +25,8 @@ PY_TEST_REQUIREMENTS := bindings-python/requirements-test.txt
 $(PY_DEPS_STAMP): $(PY_TEST_REQUIREMENTS) | $(PY)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r $(PY_TEST_REQUIREMENTS)
 	touch $@
+# Once, before make test's parts share the venv.
+TEST_SETUP += $(PY_DEPS_STAMP)
 
 $(PY_NATIVE_STAMP): $(PY_NATIVE_SRC) $(PY_DEPS_STAMP)
 	mkdir -p $(PY_BUILD)

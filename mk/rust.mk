@@ -3,6 +3,9 @@
 # simulator (bench/fleet) is left to mk/sim.mk, so its plotting crate never builds here.
 .PHONY: test-rust lint-rust demo-herd wasm-check-rust
 TEST_TARGETS += lint-rust test-rust test-rust-package wasm-check-rust
+CHECK_TARGETS += lint-rust test-rust
+# They need no venv or node_modules: they may start while make test's setup installs them.
+TEST_EARLY += lint-rust test-rust test-rust-package
 DEMO_TARGETS += demo-herd
 
 lint-rust:
@@ -24,10 +27,14 @@ test-rust:
 	cargo test --locked -p retryrs --no-default-features
 
 # The published crate tests itself: cargo package, then cargo test inside the unpacked
-# package (what a crates.io user or distribution gets), with its own target directory.
-# Unpacked outside the checkout: inside it, cargo would take it for a stray member of
-# this workspace. Unpacked with fresh mtimes (tar -m): the folder is new every run but
-# the target dir is kept, and files older than last run's binaries would not rebuild them.
+# package (what a crates.io user or distribution gets). Unpacked outside the checkout:
+# inside it, cargo would take it for a stray member of this workspace. Built in the
+# workspace's target dir, where the registry crates are already built for test-rust's
+# `-p retryrs --all-features` (the same features and profile): only the packaged crate
+# compiles (its own artefacts: cargo tells it from the workspace's core by its path
+# relative to its workspace root). Unpacked with fresh mtimes (tar -m): the folder is new
+# every run but the target dir is kept, and files older than last run's binaries would
+# not rebuild them.
 .PHONY: test-rust-package
 # The lean engine built for wasm32-unknown-unknown and run in Node (tests/wasm).
 wasm-check-rust:
@@ -37,7 +44,7 @@ test-rust-package:
 	cargo package --locked -p retryrs --allow-dirty
 	dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
 	tar xzmf target/package/retryrs-$$(cargo pkgid -p retryrs | sed 's/.*[#@]//').crate -C "$$dir" && \
-	cd "$$dir"/retryrs-* && CARGO_TARGET_DIR=$(CURDIR)/target/package-test cargo test --locked --all-features
+	cd "$$dir"/retryrs-* && cargo test --locked --all-features
 
 demo-herd:
 	@echo "== The thundering herd: why jitter (Rust, bench/fleet/examples/herd.rs) =="

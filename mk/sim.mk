@@ -4,6 +4,7 @@
 # and bench/FLEET.md.
 .PHONY: test-sim sim
 TEST_TARGETS += test-sim
+TEST_EARLY += test-sim
 
 test-sim:
 	cargo clippy -p retryrs-fleet --all-targets --locked -- -D warnings
