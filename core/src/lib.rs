@@ -135,7 +135,7 @@ pub mod stats;
 pub mod tower_retry;
 pub mod units;
 
-pub use async_executor::{AsyncBeforeRetry, AsyncRun, AsyncWaitHook, TimedOut};
+pub use async_executor::{AsyncBeforeRetry, AsyncRun, AsyncTimedOutAs, AsyncWaitHook, TimedOut};
 pub use attempt::Attempt;
 pub use breaker::{admit, Admission, BreakerConfig, BreakerModel, BreakerState, CircuitBreaker, Transition};
 pub use budget::{BudgetError, BudgetKind, QuotaBudget, RatioBudget, RetryBudget, RetryCause, TokenBucket};
@@ -147,7 +147,7 @@ pub use engine::{
     cancelled_before_start, duration_from_ms, Call, Decision, Plan, Proposal, Resume, StateError, Stop, Verdict,
 };
 pub use event::{CancelledAfter, Event, EventKind, ExhaustReason, GaveUp};
-pub use executor::{BeforeRetry, Failed, Retrier, RetryContext, RetryError, Run, ValueVerdict, WaitHook, HISTORY};
+pub use executor::{BeforeRetry, Cause, Failed, Retrier, RetryContext, RetryError, Run, ValueVerdict, WaitHook, HISTORY};
 pub use hedge::{AttemptSet, HedgeCall, HedgeDelay, HedgeError, Hedging, LatencySketch, Step};
 pub use http::{
     classify_request, is_error_status, is_idempotent, is_retryable_status, HttpOutcome, HttpRules, HttpVerdict,
@@ -159,7 +159,7 @@ pub use redact::{check_redact_keys, redact_url, redact_url_with, REDACTED_QUERY_
 pub use retry_after::{parse_retry_after, parse_retry_after_ms, transient, RetryAfter};
 pub use sleep::Sleep;
 #[cfg(feature = "tokio")]
-pub use sleep::TokioSleep;
+pub use sleep::{TokioClock, TokioSleep};
 pub use stats::{Stats, StatsSnapshot};
 
 /// The crate version, as in Cargo.toml.

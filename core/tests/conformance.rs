@@ -225,7 +225,7 @@ fn run_call(retrier: &Retrier, script: &[Value], at_ms: Option<u64>) -> Result<V
                 return Err(format!("exhausted after {attempts} with errors {errors:?}, {calls} calls"));
             }
         }
-        Err(RetryError::Cancelled { attempts, errors, value }) => {
+        Err(RetryError::Cancelled { attempts, errors, value, .. }) => {
             got["outcome"] = json!("cancelled");
             let last_is = errors.last().map(|e| e.0).filter(|_| value.is_none()).or(value);
             if attempts != calls || last_is != Some(calls) {
