@@ -418,8 +418,16 @@ impl Retrier {
         F: FnMut(Attempt) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let AsyncRun { sleep, cancel, clock, listener: _, mut result_predicate, mut wait, mut before_retry, mut timed_out_as } =
-            run;
+        let AsyncRun {
+            sleep,
+            cancel,
+            clock,
+            listener: _,
+            mut result_predicate,
+            mut wait,
+            mut before_retry,
+            mut timed_out_as,
+        } = run;
         let virtual_clock = match clock {
             Some(_) => None,
             None => testing::clock(),
@@ -477,7 +485,15 @@ impl Retrier {
             let refusal = Some(refusal);
             let (errors, deadline_hint) = (Vec::new(), None);
             let timed_out = None;
-            return Err(RetryError::Exhausted { attempts: 0, reason, errors, value: None, refusal, deadline_hint, timed_out });
+            return Err(RetryError::Exhausted {
+                attempts: 0,
+                reason,
+                errors,
+                value: None,
+                refusal,
+                deadline_hint,
+                timed_out,
+            });
         }
         // A failure's time is read only when a decision needs it (as in the blocking
         // executor); see below for the next attempt's start.

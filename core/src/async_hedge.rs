@@ -60,7 +60,10 @@ enum Woke<T, E> {
         timed_out: bool,
     },
     /// Attempt `k` was dropped at its bound, with no `timed_out_as` to make an error.
-    Cut { k: u32, cut: TimedOut },
+    Cut {
+        k: u32,
+        cut: TimedOut,
+    },
     /// The engine's wake-up time came.
     Wake,
     Cancelled,
@@ -106,7 +109,17 @@ impl<S, C, N, R, M> Hedged<'_, S, C, N, R, M> {
         F: FnMut(Attempt) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let Hedged { policy, sleep, cancel, clock, is_virtual, mut classify, mut notify, mut predicate, mut timed_out_as } = self;
+        let Hedged {
+            policy,
+            sleep,
+            cancel,
+            clock,
+            is_virtual,
+            mut classify,
+            mut notify,
+            mut predicate,
+            mut timed_out_as,
+        } = self;
         let mut guard = Unreported(HedgeCall::start_with(policy, clock.now(), &mut |e| notify(e, None)));
         let call = &mut guard.0;
         if let Some(refusal) = call.refusal() {
@@ -115,7 +128,15 @@ impl<S, C, N, R, M> Hedged<'_, S, C, N, R, M> {
             let refusal = Some(refusal);
             let (errors, deadline_hint) = (Vec::new(), None);
             let timed_out = None;
-            return Err(RetryError::Exhausted { attempts: 0, reason, errors, value: None, refusal, deadline_hint, timed_out });
+            return Err(RetryError::Exhausted {
+                attempts: 0,
+                reason,
+                errors,
+                value: None,
+                refusal,
+                deadline_hint,
+                timed_out,
+            });
         }
         let mut flights: [Option<Flight<Fut, S::Timer>>; MAX_HEDGE_ATTEMPTS as usize] = Default::default();
         let mut cancelled = pin!(cancel.map(CancelToken::cancelled));

@@ -112,14 +112,26 @@ impl<E, T> RetryError<E, T> {
     pub fn into_last_error(self) -> Result<E, Self> {
         match self {
             RetryError::Rejected(e) => Ok(e),
-            RetryError::Exhausted { mut errors, value: None, timed_out: None, attempts, reason, refusal, deadline_hint }
-                if !errors.is_empty() =>
-            {
-                match errors.pop() {
-                    Some(e) => Ok(e),
-                    None => Err(RetryError::Exhausted { attempts, reason, errors, value: None, refusal, deadline_hint, timed_out: None }),
-                }
-            }
+            RetryError::Exhausted {
+                mut errors,
+                value: None,
+                timed_out: None,
+                attempts,
+                reason,
+                refusal,
+                deadline_hint,
+            } if !errors.is_empty() => match errors.pop() {
+                Some(e) => Ok(e),
+                None => Err(RetryError::Exhausted {
+                    attempts,
+                    reason,
+                    errors,
+                    value: None,
+                    refusal,
+                    deadline_hint,
+                    timed_out: None,
+                }),
+            },
             RetryError::Cancelled { mut errors, value: None, timed_out: None, attempts } if !errors.is_empty() => {
                 match errors.pop() {
                     Some(e) => Ok(e),

@@ -241,10 +241,15 @@ async fn the_deadline_interrupts_a_hung_attempt() {
         .await;
     let took = started.elapsed();
     match got {
-        Err(ref e @ RetryError::Exhausted { attempts: 1, reason: ExhaustReason::Deadline, ref errors, timed_out, .. }) => {
+        Err(
+            ref e @ RetryError::Exhausted { attempts: 1, reason: ExhaustReason::Deadline, ref errors, timed_out, .. },
+        ) => {
             // The cut is the last failure, and the cause: no error of the caller's type.
             assert!(errors.is_empty(), "{errors:?}");
-            assert!(matches!(timed_out, Some(TimedOut { attempt: 1, bound, .. }) if bound == deadline), "{timed_out:?}");
+            assert!(
+                matches!(timed_out, Some(TimedOut { attempt: 1, bound, .. }) if bound == deadline),
+                "{timed_out:?}"
+            );
             let source = std::error::Error::source(e).expect("the cut is the source");
             assert_eq!(source.to_string(), "attempt 1 timed out after 300 ms");
         }
