@@ -603,14 +603,17 @@ impl Retrier {
     }
 }
 
-/// A call in progress whose future may be dropped (a Rust future's cancellation: a
-/// `select!`, a timeout around the whole call): a circuit breaker's probe it holds goes
-/// back then, as a cancelled call's does, or the breaker would refuse every call after.
-struct Unreported<'a>(Call<&'a Policy>);
+/// A call in progress that may end without an outcome: an async call whose future is
+/// dropped (a Rust future's cancellation: a `select!`, a timeout around the whole call),
+/// or a call of either executor unwound by a panic (in the attempt, `classify`, a
+/// listener or a hook). A circuit breaker's probe it holds goes back then, as a cancelled
+/// call's does, or the shared breaker would stay half-open and refuse every call after.
+pub(crate) struct Unreported<'a>(pub(crate) Call<&'a Policy>);
 
 impl Drop for Unreported<'_> {
     fn drop(&mut self) {
-        if let (None, Some(admission), Some(breaker)) = (self.0.outcome(), self.0.admission, self.0.policy().breaker())
+        // The admission first: without a breaker it is None, and nothing else is read.
+        if let (Some(admission), None, Some(breaker)) = (self.0.admission, self.0.outcome(), self.0.policy().breaker())
         {
             breaker.release(admission);
         }

@@ -781,7 +781,11 @@ impl Retrier {
                 Err(error) => first = Some(error),
             }
         }
-        let mut call = Call::start_with(&*self.policy, read_time(), &mut |e| notify(e, None));
+        // A panic (the attempt, classify, a listener) unwinds through the guard, which
+        // gives a breaker's probe back.
+        let mut guard =
+            crate::async_executor::Unreported(Call::start_with(&*self.policy, read_time(), &mut |e| notify(e, None)));
+        let call = &mut guard.0;
         if let Some(refusal) = call.refusal() {
             let reason = ExhaustReason::CircuitOpen;
             let refusal = Some(refusal);
@@ -829,7 +833,7 @@ impl Retrier {
             let predicate = result_predicate.as_deref_mut();
             let hooks: Option<&mut crate::judge::PlanHook<'_, E, T>> = if hooked { Some(&mut hooks) } else { None };
             let decision = match history.judge(
-                &mut call,
+                call,
                 outcome,
                 false,
                 predicate,
