@@ -99,6 +99,7 @@ pub enum BreakerModel {
 
 /// Every knob of a breaker; [`CircuitBreaker::new`] validates them.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct BreakerConfig {
     /// When it opens.
     pub model: BreakerModel,

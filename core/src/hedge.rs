@@ -172,6 +172,7 @@ impl LatencySketch {
 
 /// When the next hedge goes out.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum HedgeDelay {
     /// After this long (gRPC's `hedgingDelay`; zero launches every attempt at once).
     Fixed(Duration),

@@ -16,6 +16,7 @@ use crate::units;
 
 /// How randomness is mixed into each backoff delay. See `docs/contract.md`, "Delays".
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub enum Jitter {
     /// Exactly the ceiling: every client that failed together retries together.
     None,
