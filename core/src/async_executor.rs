@@ -551,17 +551,20 @@ impl Retrier {
             let predicate = result_predicate.as_deref_mut();
             let hooks: Option<&mut crate::judge::PlanHook<'_, E, T>> = if hooked { Some(&mut hooks) } else { None };
             let judged = match outcome {
-                Ok(outcome) => history.judge(
-                    call,
-                    outcome,
-                    timed_out,
-                    predicate,
-                    &mut classify,
-                    &mut notify,
-                    failure_now,
-                    success_now,
-                    hooks,
-                ),
+                Ok(outcome) => {
+                    history.not_cut();
+                    history.judge(
+                        call,
+                        outcome,
+                        timed_out,
+                        predicate,
+                        &mut classify,
+                        &mut notify,
+                        failure_now,
+                        success_now,
+                        hooks,
+                    )
+                }
                 Err(cut) => Judged::Decided(history.judge_timed_out(call, cut, &mut notify, failure_now, hooks)),
             };
             let decision = match judged {
@@ -611,8 +614,21 @@ impl Retrier {
 pub(crate) struct Unreported<'a>(pub(crate) Call<&'a Policy>);
 
 impl Drop for Unreported<'_> {
+    #[inline(always)]
     fn drop(&mut self) {
-        // The admission first: without a breaker it is None, and nothing else is read.
+        // The admission alone on the way out of every call (a tuple of the three would
+        // compute them all): without a breaker it is None, and nothing else is read.
+        if self.0.admission.is_some() {
+            self.release();
+        }
+    }
+}
+
+impl Unreported<'_> {
+    /// Gives the probe back if the call holds one and has no outcome.
+    #[cold]
+    #[inline(never)]
+    fn release(&mut self) {
         if let (Some(admission), None, Some(breaker)) = (self.0.admission, self.0.outcome(), self.0.policy().breaker())
         {
             breaker.release(admission);

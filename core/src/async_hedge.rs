@@ -253,6 +253,7 @@ impl<S, C, N, R, M> Hedged<'_, S, C, N, R, M> {
                     let cause = RetryCause::from_timed_out(timed_out);
                     let step = call.record_as(k, verdict, cause, now, &mut |e| notify(e, Some(Failed::Error(&error))));
                     history.push_error(error);
+                    history.not_cut();
                     step
                 }
                 Woke::Cut { k, cut } => {

@@ -540,10 +540,18 @@ impl<E, T> History<E, T> {
         History { errors: Errors::new(), value: None, timed_out: None }
     }
 
+    /// An error is the last failure. It leaves `timed_out` as it is: only the async
+    /// executor cuts attempts, and it clears a cut after each outcome
+    /// ([`History::not_cut`]), so the blocking executor's failures store nothing more.
     #[inline]
     pub(crate) fn push_error(&mut self, error: E) {
         self.errors.push(error);
         self.value = None;
+    }
+
+    /// The last failure was not a cut (the async executors, after an attempt's outcome).
+    #[inline]
+    pub(crate) fn not_cut(&mut self) {
         self.timed_out = None;
     }
 
