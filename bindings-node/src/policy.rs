@@ -275,7 +275,8 @@ impl NativePolicy {
                             Problem::from_message(format!("retry.limit {} (this retrier hedges)", e.message))
                                 .into_error()
                         })?,
-                    retryrs::HedgeDelay::Adaptive { .. } => return Err(Problem::from_message(
+                    // Adaptive (HedgeDelay is #[non_exhaustive]: a delay that is not a fixed one).
+                    _ => return Err(Problem::from_message(
                         "retry.limit cannot apply to a retrier whose hedging delay is adaptive (its latency sketch \
                              belongs to its policy)"
                             .into(),
@@ -374,6 +375,9 @@ impl NativePolicy {
                         shown.floor_ms = Some(ms(floor));
                         shown.ceiling_ms = Some(ms(ceiling));
                     }
+                    // A delay kind added to the core: shown by its attempts alone until this
+                    // binding learns its knobs.
+                    _ => {}
                 }
                 shown
             }))
