@@ -136,6 +136,8 @@ pub mod policy;
 pub mod redact;
 #[cfg(feature = "reqwest")]
 pub mod reqwest_retry;
+// The extension trait runs on an executor: the async one on tokio, or the blocking one.
+#[cfg(any(feature = "tokio", feature = "blocking"))]
 pub mod retry;
 pub mod retry_after;
 pub mod sleep;
@@ -167,6 +169,7 @@ pub use http::{
 pub use knob::{Knob, Setting, Unit, KNOBS};
 pub use policy::{DeadlineHint, Given, Jitter, Policy, PolicyBuilder, PolicyError, Pushback};
 pub use redact::{check_redact_keys, redact_url, redact_url_with, REDACTED_QUERY_KEYS};
+#[cfg(any(feature = "tokio", feature = "blocking"))]
 pub use retry::{Retry, Retryable};
 pub use retry_after::{parse_retry_after, parse_retry_after_ms, transient, RetryAfter};
 pub use sleep::Sleep;

@@ -46,7 +46,9 @@
 //! is not `Send`, another runtime, or no allocation, use [`Retrier::run_async`] or
 //! [`Retrier::execute_async`]. `.call()` needs the `blocking` feature.
 
-use std::future::{Future, IntoFuture};
+use std::future::Future;
+#[cfg(feature = "tokio")]
+use std::future::IntoFuture;
 use std::marker::PhantomData;
 use std::ops::ControlFlow;
 use std::pin::Pin;
@@ -64,7 +66,7 @@ use crate::executor::{Failed, Retrier, RetryContext, RetryError};
 /// [`AsyncAttempt`], [`Blocking`] or [`BlockingAttempt`].
 pub trait Retryable<M: Mode>: Sized {
     /// A retried call of this operation, to configure and then run: `.await` or `.call()`.
-    fn retry(self, retrier: &Retrier) -> Retry<'_, Self, M, fn(&M::Err) -> Verdict>;
+    fn retry(self, retrier: &Retrier) -> Retry<'_, Self, M, EveryErrorTransient<M::Err>>;
 }
 
 /// What a marker says of its operation's outcome.
@@ -102,6 +104,10 @@ marker!(
     BlockingAttempt
 );
 
+/// The predicate of a [`Retry`] given none: every error transient (no hint), as backon
+/// retries every error by default.
+pub type EveryErrorTransient<E> = fn(&E) -> Verdict;
+
 /// Every error transient (no hint): the default when no predicate is given.
 fn every_error_transient<E>(_: &E) -> Verdict {
     Verdict::TRANSIENT
@@ -114,7 +120,7 @@ macro_rules! retryable {
             F: FnMut($($arg)?) -> $out,
             $($fut: Future<Output = Result<T, E>>,)?
         {
-            fn retry(self, retrier: &Retrier) -> Retry<'_, Self, $marker<T, E>, fn(&E) -> Verdict> {
+            fn retry(self, retrier: &Retrier) -> Retry<'_, Self, $marker<T, E>, EveryErrorTransient<E>> {
                 Retry {
                     retrier,
                     op: self,
@@ -304,11 +310,13 @@ where
         if plain {
             return retrier.run(op, classify);
         }
-        let mut run = crate::executor::Run::default();
-        run.cancel = cancel;
-        run.listener = listener.map(|f| f as crate::executor::Listener<'r, E, T>);
-        run.wait = wait.map(|f| f as crate::executor::WaitHook<'r, E, T>);
-        run.before_retry = before_retry.map(|f| f as crate::executor::BeforeRetry<'r, E, T>);
+        let run = crate::executor::Run {
+            cancel,
+            listener: listener.map(|f| f as crate::executor::Listener<'r, E, T>),
+            wait: wait.map(|f| f as crate::executor::WaitHook<'r, E, T>),
+            before_retry: before_retry.map(|f| f as crate::executor::BeforeRetry<'r, E, T>),
+            ..Default::default()
+        };
         retrier.execute(run, op, classify).map_err(RetryError::without_value)
     }
 }

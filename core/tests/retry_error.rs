@@ -80,6 +80,7 @@ fn a_rejection_is_transparent() {
 
 /// A boxed error (no `std::error::Error` itself) keeps its whole chain: the crate knows
 /// the type and asks the box for its source.
+#[cfg(feature = "blocking")]
 #[test]
 fn a_boxed_error_keeps_its_chain() {
     type Boxed = Box<dyn Error + Send + Sync>;
