@@ -180,8 +180,14 @@ pub use stats::{Stats, StatsSnapshot};
 /// The crate version, as in Cargo.toml.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The README's Rust examples compile and run as doctests (`core/README.md` is the
-/// repository's README, so the packaged crate has it too).
-#[cfg(all(doctest, feature = "documents", feature = "blocking", feature = "tokio"))]
+/// The crate README's Rust examples (`core/README.md`, the page crates.io shows) compile
+/// and run as doctests.
+#[cfg(all(doctest, feature = "blocking", feature = "tokio"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+/// The repository README's Rust examples, too: a file outside the package, so only where
+/// the repository is (`make test-rust` sets `--cfg retryrs_repository`).
+#[cfg(all(doctest, retryrs_repository, feature = "documents", feature = "blocking", feature = "tokio"))]
+#[doc = include_str!("../../README.md")]
+struct RepositoryReadmeDoctests;
