@@ -7,7 +7,7 @@
 //! Python, Node and C bindings, bit for bit. Around it: an async executor on any runtime
 //! ([`Retrier::run_async`], [`Sleep`]), a blocking one ([`Retrier::run`]), backoff and
 //! jitter ([`backoff`]), Retry-After parsing ([`parse_retry_after`], [`RetryAfter`]), HTTP
-//! classification ([`http`]), a shared [`RetryBudget`], a [`CancelToken`] and virtual
+//! classification ([`http_rules`]), a shared [`RetryBudget`], a [`CancelToken`] and virtual
 //! time for tests ([`testing`]).
 //!
 //! ## Async
@@ -124,11 +124,11 @@ pub mod event;
 pub mod executor;
 mod fork_lock;
 pub mod hedge;
-pub mod http;
 #[cfg(feature = "http-date")]
 mod http_date;
 #[cfg(any(feature = "reqwest", feature = "tower"))]
 mod http_retry;
+pub mod http_rules;
 mod judge;
 pub mod knob;
 mod pcg;
@@ -162,7 +162,7 @@ pub use executor::{
     BeforeRetry, Cause, Failed, Retrier, RetryContext, RetryError, Run, ValueVerdict, WaitHook, HISTORY,
 };
 pub use hedge::{AttemptSet, HedgeCall, HedgeDelay, HedgeError, Hedging, LatencySketch, Step};
-pub use http::{
+pub use http_rules::{
     classify_request, is_error_status, is_idempotent, is_retryable_status, HttpOutcome, HttpRules, HttpVerdict,
     IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_METHODS, RETRYABLE_STATUSES,
 };

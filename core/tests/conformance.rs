@@ -7,7 +7,7 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use retryrs::http::{classify_request, HttpOutcome, HttpRules};
+use retryrs::{classify_request, HttpOutcome, HttpRules};
 use retryrs::{
     is_retryable_status, parse_retry_after_ms, CancelToken, Clock, DocumentError, EventKind, Failed, HedgeCall,
     Policies, Policy, Retrier, RetryError, Run, Step, Stop, ValueVerdict, Verdict, VirtualClock, HISTORY,
