@@ -61,7 +61,7 @@ fn hedging(h: &HedgeOptions) -> Result<retryrs::Hedging, Problem> {
             Some(w) => whole("window", w)? as usize,
             None => DEFAULT_WINDOW,
         };
-        Hedging::adaptive_window(
+        Hedging::adaptive_window_ms(
             attempts,
             h.quantile.unwrap_or(0.95),
             h.floor_ms.unwrap_or(1.0),
@@ -69,7 +69,7 @@ fn hedging(h: &HedgeOptions) -> Result<retryrs::Hedging, Problem> {
             window,
         )
     } else {
-        Hedging::fixed(attempts, h.delay_ms.unwrap_or(0.0))
+        Hedging::fixed_ms(attempts, h.delay_ms.unwrap_or(0.0))
     };
     built.map_err(|e| {
         let field = match e.field {
@@ -270,7 +270,7 @@ impl NativePolicy {
             let mut builder = PolicyBuilder::from(&*self.inner);
             if let Some(h) = self.inner.hedging() {
                 let hedging = match h.delay() {
-                    retryrs::HedgeDelay::Fixed(d) => retryrs::Hedging::fixed(n as u64, units::ms_from_duration(*d))
+                    retryrs::HedgeDelay::Fixed(d) => retryrs::Hedging::fixed_ms(n as u64, units::ms_from_duration(*d))
                         .map_err(|e| {
                             Problem::from_message(format!("retry.limit {} (this retrier hedges)", e.message))
                                 .into_error()
@@ -390,7 +390,7 @@ impl NativePolicy {
     #[napi]
     pub fn without_hedges(&self) -> napi::Result<NativePolicy> {
         guarded(|| {
-            let single = retryrs::Hedging::fixed(1, 0.0).map_err(|e| napi::Error::from_reason(e.to_string()))?;
+            let single = retryrs::Hedging::fixed_ms(1, 0.0).map_err(|e| napi::Error::from_reason(e.to_string()))?;
             let built = PolicyBuilder::from(&*self.inner)
                 .hedge(Some(single))
                 .build()

@@ -31,7 +31,7 @@ fn tokio_sleep(d: Duration) -> tokio::time::Sleep {
 }
 
 fn hedged(max_attempts: u64, delay_ms: f64) -> retryrs::PolicyBuilder {
-    Policy::builder().name("reads").hedge(Some(Hedging::fixed(max_attempts, delay_ms).unwrap())).deadline(None)
+    Policy::builder().name("reads").hedge(Some(Hedging::fixed_ms(max_attempts, delay_ms).unwrap())).deadline(None)
 }
 
 /// Counts the attempts launched, and those whose future was dropped before it finished.

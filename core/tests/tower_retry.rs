@@ -121,7 +121,7 @@ async fn out_of_attempts_the_last_response_is_returned_and_each_request_starts_a
 /// hedging policy is refused where the policy is built, as an error saying why (issue 26).
 #[test]
 fn a_hedging_policy_is_refused_by_tower_s_retry_policy() {
-    let hedging = retryrs::Hedging::fixed(2, 10.0).unwrap();
+    let hedging = retryrs::Hedging::fixed_ms(2, 10.0).unwrap();
     let refused = RetryPolicy::try_new(Retrier::new(Policy::builder().name("h").hedge(Some(hedging)).build().unwrap()));
     let why = refused.unwrap_err().to_string();
     assert!(why.contains("h: this policy hedges (runs attempts side by side and abandons the losers)"), "{why}");
@@ -131,7 +131,7 @@ fn a_hedging_policy_is_refused_by_tower_s_retry_policy() {
 /// hedge's answer wins while attempt 1 hangs).
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn the_layer_hedges_a_hedging_policy() {
-    let hedging = retryrs::Hedging::fixed(2, 100.0).unwrap();
+    let hedging = retryrs::Hedging::fixed_ms(2, 100.0).unwrap();
     let policy = Policy::builder().hedge(Some(hedging)).build().unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let inner = counting(calls.clone(), |n| if n == 1 { None } else { Some(200) });
