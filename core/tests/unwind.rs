@@ -66,6 +66,25 @@ fn a_panicking_listener_gives_the_probe_back() {
     still_usable(&retrier, &breaker, &scope);
 }
 
+/// A listener that panics at the call's first event, whatever it is (the breaker's
+/// admission of the probe comes first).
+#[test]
+fn a_listener_panicking_at_the_first_event_gives_the_probe_back() {
+    let (retrier, breaker, scope) = half_open();
+    let panicked = catch_unwind(AssertUnwindSafe(|| {
+        retrier.execute(
+            Run::default().listener(|e, _| panic!("listener at {:?}", e.kind)),
+            |_| Ok::<_, &str>(()),
+            |_| Verdict::TRANSIENT,
+        )
+    }));
+    assert!(panicked.is_err());
+    still_usable(&retrier, &breaker, &scope);
+    // The statistics count the calls that ended: the one that opened the breaker and
+    // the probe that closed it; the unwound call has no outcome to count.
+    assert_eq!(retrier.stats().calls, 2);
+}
+
 /// Without the guard the probe stays out: a second call while it is out is refused, so
 /// the test above can tell a released probe from a lost one.
 #[test]
