@@ -95,7 +95,7 @@ use crate::breaker::CircuitBreaker;
 use crate::cancel::CancelToken;
 use crate::clock::{testing, Clock, SystemClock};
 use crate::engine::{Call, Decision, Resume, Stop, Verdict};
-use crate::event::{Event, ExhaustReason};
+use crate::event::Event;
 use crate::executor::{Failed, History, Quiet, Retrier, RetryContext, RetryError, Tell, ValueVerdict};
 use crate::judge::Judged;
 use crate::policy::Policy;
@@ -481,19 +481,7 @@ impl Retrier {
         let mut guard = Unreported(Call::start_with(policy, read_time(), &mut |e| notify(e, None)));
         let call = &mut guard.0;
         if let Some(refusal) = call.refusal() {
-            let reason = ExhaustReason::CircuitOpen;
-            let refusal = Some(refusal);
-            let (errors, deadline_hint) = (Vec::new(), None);
-            let timed_out = None;
-            return Err(RetryError::Exhausted {
-                attempts: 0,
-                reason,
-                errors,
-                value: None,
-                refusal,
-                deadline_hint,
-                timed_out,
-            });
+            return Err(RetryError::circuit_open(refusal));
         }
         // A failure's time is read only when a decision needs it (as in the blocking
         // executor); see below for the next attempt's start.

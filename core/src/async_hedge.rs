@@ -25,7 +25,7 @@ use crate::budget::RetryCause;
 use crate::cancel::CancelToken;
 use crate::clock::Clock;
 use crate::engine::{Stop, Verdict};
-use crate::event::{Event, ExhaustReason};
+use crate::event::Event;
 use crate::executor::{Failed, History, RetryError, ValueVerdict};
 use crate::hedge::{AttemptSet, HedgeCall, Step, MAX_HEDGE_ATTEMPTS};
 use crate::policy::Policy;
@@ -124,19 +124,7 @@ impl<S, C, N, R, M> Hedged<'_, S, C, N, R, M> {
         let call = &mut guard.0;
         if let Some(refusal) = call.refusal() {
             let _ = call.poll(clock.now(), &mut |e| notify(e, None));
-            let reason = ExhaustReason::CircuitOpen;
-            let refusal = Some(refusal);
-            let (errors, deadline_hint) = (Vec::new(), None);
-            let timed_out = None;
-            return Err(RetryError::Exhausted {
-                attempts: 0,
-                reason,
-                errors,
-                value: None,
-                refusal,
-                deadline_hint,
-                timed_out,
-            });
+            return Err(RetryError::circuit_open(refusal));
         }
         let mut flights: [Option<Flight<Fut, S::Timer>>; MAX_HEDGE_ATTEMPTS as usize] = Default::default();
         let mut cancelled = pin!(cancel.map(CancelToken::cancelled));

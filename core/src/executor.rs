@@ -110,35 +110,29 @@ impl<E, T> RetryError<E, T> {
     /// # }
     /// ```
     pub fn into_last_error(self) -> Result<E, Self> {
+        if self.last_error().is_none() {
+            return Err(self);
+        }
         match self {
             RetryError::Rejected(e) => Ok(e),
-            RetryError::Exhausted {
-                mut errors,
-                value: None,
-                timed_out: None,
-                attempts,
-                reason,
-                refusal,
-                deadline_hint,
-            } if !errors.is_empty() => match errors.pop() {
-                Some(e) => Ok(e),
-                None => Err(RetryError::Exhausted {
-                    attempts,
-                    reason,
-                    errors,
-                    value: None,
-                    refusal,
-                    deadline_hint,
-                    timed_out: None,
-                }),
-            },
-            RetryError::Cancelled { mut errors, value: None, timed_out: None, attempts } if !errors.is_empty() => {
-                match errors.pop() {
-                    Some(e) => Ok(e),
-                    None => Err(RetryError::Cancelled { attempts, errors, value: None, timed_out: None }),
-                }
+            RetryError::Exhausted { mut errors, .. } | RetryError::Cancelled { mut errors, .. } => {
+                Ok(errors.pop().expect("last_error found the last of the errors"))
             }
             other => Err(other),
+        }
+    }
+
+    /// A call the circuit breaker refused before any attempt: exhausted, reason
+    /// `circuit_open`, with the breaker's state and the time left before a probe.
+    pub(crate) fn circuit_open(refusal: (BreakerState, Duration)) -> Self {
+        RetryError::Exhausted {
+            attempts: 0,
+            reason: ExhaustReason::CircuitOpen,
+            errors: Vec::new(),
+            value: None,
+            refusal: Some(refusal),
+            deadline_hint: None,
+            timed_out: None,
         }
     }
 
@@ -795,18 +789,7 @@ impl Retrier {
             crate::async_executor::Unreported(Call::start_with(&*self.policy, read_time(), &mut |e| notify(e, None)));
         let call = &mut guard.0;
         if let Some(refusal) = call.refusal() {
-            let reason = ExhaustReason::CircuitOpen;
-            let refusal = Some(refusal);
-            let (errors, deadline_hint) = (Vec::new(), None);
-            return Err(RetryError::Exhausted {
-                attempts: 0,
-                reason,
-                errors,
-                value: None,
-                refusal,
-                deadline_hint,
-                timed_out: None,
-            });
+            return Err(RetryError::circuit_open(refusal));
         }
         // One clock read per attempt: a failure's time is read only when a decision needs
         // it (failure_timed), and it is also the next attempt's start after a zero delay;
