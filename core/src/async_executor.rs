@@ -32,12 +32,13 @@
 //! # }
 //! ```
 //!
-//! **Why a method on the retrier, not an extension trait on the closure** (backon's
-//! `op.retry(backoff).when(..).notify(..)`): the retrier is the thing a service shares
-//! and configures once (a policy, maybe from a document, with a budget), and the call
-//! reads the same as the blocking [`Retrier::run`]: `retrier.run_async(op, classify)`.
-//! The closure gets each [`Attempt`] (its number and bound), which backon's `FnMut() ->
+//! **A method on the retrier, and an extension trait**: the retrier is the thing a
+//! service shares and configures once (a policy, maybe from a document, with a budget),
+//! and `retrier.run_async(op, classify)` reads the same as the blocking [`Retrier::run`];
+//! the closure gets each [`Attempt`] (its number and bound), which backon's `FnMut() ->
 //! Fut` has no place for, and the error comes back as a [`RetryError`] with the history.
+//! For backon's shape, `fetch.retry(&retrier).await`, see [`crate::retry`]: the same
+//! executor behind it.
 //!
 //! What it does, beyond the blocking executor:
 //! - **Runtime-agnostic**: every wait is a [`Sleep`]. [`Retrier::run_async`] uses tokio's

@@ -8,7 +8,8 @@
 //! ([`Retrier::run_async`], [`Sleep`]), a blocking one ([`Retrier::run`]), backoff and
 //! jitter ([`backoff`]), Retry-After parsing ([`parse_retry_after`], [`RetryAfter`]), HTTP
 //! classification ([`http_rules`]), a shared [`RetryBudget`], a [`CancelToken`] and virtual
-//! time for tests ([`testing`]).
+//! time for tests ([`testing`]). In backon's shape, `fetch.retry(&retrier).await` and
+//! `op.retry(&retrier).call()`: the extension trait [`Retryable`] ([`retry`]).
 //!
 //! ## Async
 //!

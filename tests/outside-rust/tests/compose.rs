@@ -78,3 +78,25 @@ async fn run_async_with_a_string_error() -> anyhow::Result<()> {
     assert_eq!(started.elapsed(), Duration::from_secs(30));
     Ok(())
 }
+
+/// The extension trait from outside: an anyhow operation retried with `.retry(..).await`,
+/// its own error back with `own_error`, and `?` on the RetryError into anyhow.
+#[tokio::test(start_paused = true)]
+async fn the_extension_trait_with_anyhow() -> anyhow::Result<()> {
+    use retryrs::Retryable;
+    let retrier = retrier(3);
+    let fetch = || async { Err::<u32, _>(anyhow::anyhow!("HTTP 404")) };
+    let own: anyhow::Result<u32> =
+        fetch.retry(&retrier).when(|e| e.to_string().starts_with("HTTP 5")).own_error(anyhow::Error::from).await;
+    assert_eq!(own.unwrap_err().to_string(), "HTTP 404");
+    let mut calls = 0;
+    let got: u32 = (|| {
+        calls += 1;
+        let n = calls;
+        async move { if n < 3 { Err(anyhow::anyhow!("HTTP 503")) } else { Ok(n) } }
+    })
+    .retry(&retrier)
+    .await?;
+    assert_eq!(got, 3);
+    Ok(())
+}
