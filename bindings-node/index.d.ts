@@ -39,7 +39,9 @@ export type RetryInfo = { attempt: number; delayMs: number; retriesLeft: number;
 export interface RetryStats {
   /** Calls ended (succeeded, rejected, exhausted or cancelled). */
   readonly calls: number;
+  /** Attempts made (a hedged call's attempts still in flight at its end included). */
   readonly attempts: number;
+  /** Attempts after the first (a plain call's after a wait, a hedged call's launches). */
   readonly retries: number;
   readonly successes: number;
   /** Calls ended by a permanent failure. */

@@ -17,9 +17,10 @@
  *
  * Errors: every function that can fail returns a retryrs_status; RETRYRS_OK (0) means
  *   it worked. On any other status, retryrs_last_error() returns a message for this
- *   thread saying what was wrong (a config's names the function and the field:
- *   "retryrs_retrier_new: config->max_attempts must be >= 1 and <= 4294967295, got 0");
- *   it stays valid until the next failing call on the same thread. A blocking call
+ *   thread saying what was wrong. Every message begins with the name of the function
+ *   that failed ("retryrs_cancel_new: out must not be NULL"); a config's also names the
+ *   field ("retryrs_retrier_new: config->max_attempts must be >= 1 and <= 4294967295,
+ *   got 0"). It stays valid until the next failing call on the same thread. A blocking call
  *   also reports its outcome as a status (REJECTED, EXHAUSTED, CANCELLED). Functions
  *   that cannot fail (free functions, retryrs_version, retryrs_status_name,
  *   retryrs_is_retryable_status, retryrs_now_ms) return their value directly.
@@ -44,6 +45,10 @@
  *   RETRYRS_INVALID_ARGUMENT and changes nothing; retryrs_call_free() from inside its
  *   listener is deferred until the driving function returns. Anything else (another
  *   call, a new blocking call with the same retrier) may be used from a callback.
+ * Signals: the async-signal-safe functions, the only ones a signal handler may call, are
+ *   retryrs_cancel_fire_from_signal() (it takes no lock and allocates nothing: a SIGTERM
+ *   handler ends the retries in flight with it), retryrs_status_name() and
+ *   retryrs_version(). Every other function may take a lock or allocate.
  * fork(): an unseeded retrier draws fresh entropy in a child before its first delay, so
  *   forked workers never retry in lockstep; a seeded one gives the same stream everywhere.
  * Teardown: every function keeps these promises in an atexit handler, a C++ static or
@@ -139,7 +144,7 @@
 
 // The most bytes a last-error message keeps (with its NUL); a longer one is cut at a
 // character boundary and ends in "...".
-#define LAST_ERROR_CAP 1024
+#define RETRYRS_LAST_ERROR_CAP 1024
 
 // What retryrs_attempt_remaining_ms() and retryrs_call_remaining_ms() report for an
 // attempt that has no bound (neither a deadline nor an attempt timeout): UINT64_MAX.
@@ -335,8 +340,9 @@ typedef struct retryrs_retry_info {
 // A wait callback: returns the exact wait in ms to use instead of info->delay_ms (not
 // raised to the hint; rounded up to whole ms; refused past the deadline, reason
 // RETRYRS_REASON_DEADLINE; over max_retry_after_ms when that is set, reason
-// RETRYRS_REASON_RETRY_AFTER), or a negative number for the engine's wait. NaN ends the
-// call with RETRYRS_INVALID_ARGUMENT. Must not unwind.
+// RETRYRS_REASON_RETRY_AFTER), or a negative number for the engine's wait. NaN, infinity
+// or a wait past RETRYRS_MAX_DELAY_MS ends the call with RETRYRS_INVALID_ARGUMENT. Must
+// not unwind.
 typedef double (*retryrs_wait_fn)(void *user_data, const struct retryrs_retry_info *info);
 
 // What a program answers to a proposed wait (retryrs_call_settle()), and what a
@@ -782,10 +788,23 @@ retryrs_status retryrs_cancel_child(const struct retryrs_cancel *parent,
                                     struct retryrs_cancel **out);
 
 // Cancels: a blocking call waiting on this token wakes at once and returns
-// RETRYRS_CANCELLED; a call not started yet with it runs nothing.
+// RETRYRS_CANCELLED; a call not started yet with it runs nothing. Not async-signal-safe
+// (it takes a lock to reach the tokens made from this one): from a signal handler, call
+// retryrs_cancel_fire_from_signal().
 retryrs_status retryrs_cancel_fire(const struct retryrs_cancel *cancel);
 
-// Whether retryrs_cancel_fire() was called on this token.
+// Cancels from a signal handler (e.g. SIGTERM ending the retries in flight): the one
+// cancel function that is async-signal-safe. It takes no lock and allocates nothing: it
+// sets the token's flag and wakes at once every blocking call waiting on this token or
+// on a token made from it (retryrs_cancel_child/any, which see the fire through their
+// parents). RETRYRS_OK, or RETRYRS_INVALID_ARGUMENT for a NULL `cancel`, the one failure
+// that leaves retryrs_last_error() as it was (a message would need memory). The token
+// must stay alive while a handler may fire it: block the signal around
+// retryrs_cancel_free() (pthread_sigmask), and around replacing the token it fires.
+retryrs_status retryrs_cancel_fire_from_signal(const struct retryrs_cancel *cancel);
+
+// Whether retryrs_cancel_fire() (or retryrs_cancel_fire_from_signal()) was called on this
+// token or on a token it was made from.
 retryrs_status retryrs_cancel_is_cancelled(const struct retryrs_cancel *cancel, bool *cancelled);
 
 // Releases the token. It must not be in use by a running call. NULL is a no-op. Must
@@ -852,7 +871,8 @@ retryrs_status retryrs_call_propose(struct retryrs_call *call,
 // deadline (or a deadline that passed while the hooks ran) -> STOP, reason
 // RETRYRS_REASON_DEADLINE. `*step` gets RETRY (wait `delay_ms`, then
 // retryrs_call_after_wait()) or STOP. RETRYRS_INVALID_ARGUMENT when nothing was
-// proposed, for an unknown plan, or a negative or NaN `wait_ms` with RETRYRS_PLAN_EXACT.
+// proposed, for an unknown plan, or a negative, NaN or infinite `wait_ms` (or one past
+// RETRYRS_MAX_DELAY_MS) with RETRYRS_PLAN_EXACT.
 retryrs_status retryrs_call_settle(struct retryrs_call *call,
                                    retryrs_plan plan,
                                    double wait_ms,
@@ -980,8 +1000,9 @@ retryrs_status retryrs_retrier_stats(const struct retryrs_retrier *retrier,
 
 // Parses a Retry-After header value (delay-seconds or any HTTP-date form) relative to
 // the current system time. On RETRYRS_OK, *has_hint says whether the value was valid
-// and *hint_ms holds the wait in ms (rounded up; 0 for a past date; UINT64_MAX for a
-// value too large to count); garbage, negatives and fractions give *has_hint = false.
+// and *hint_ms holds the wait in ms (rounded up; 0 for a past date; a larger value
+// saturates at RETRYRS_MAX_DELAY_MS, the longest wait); garbage, negatives and
+// fractions give *has_hint = false.
 // Pass *hint_ms as the attempt callback's hint (as a double).
 retryrs_status retryrs_parse_retry_after(const char *value, bool *has_hint, uint64_t *hint_ms);
 

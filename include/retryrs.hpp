@@ -20,7 +20,19 @@
  *   token). A retrier keeps its own reference to its budget.
  * Errors: a C status of RETRYRS_INVALID_ARGUMENT or RETRYRS_INTERNAL_ERROR is thrown as
  *   retryrs::Error (status() and what(), the library's message). How a call ended
- *   (OK, REJECTED, EXHAUSTED, CANCELLED) is returned in an Outcome, not thrown.
+ *   (OK, REJECTED, EXHAUSTED, CANCELLED) is returned in an Outcome, not thrown. The
+ *   factories (Retrier::make, Budget::make, Policies::parse, find, make_retrier) return
+ *   a retryrs::Expected instead of throwing, in every build.
+ * Without exceptions (-fno-exceptions): the throwing constructors and lookups are left
+ *   out; use the factories, and read a call's INVALID_ARGUMENT or INTERNAL_ERROR from its
+ *   Outcome (status, and retryrs_last_error() for the message). Callbacks cannot throw
+ *   there. Misuse that has no status to return (a moved-from handle) prints the
+ *   library's message and aborts, as the standard library does without exceptions.
+ * Cost: call() and run() allocate nothing per call (a listener lambda converted to
+ *   std::function may, if its captures do not fit std::function's own buffer: keep one
+ *   Listener and pass it). With a listener, a call runs under a cancel token of its own,
+ *   reused from call to call on its thread; given a CancelToken as well, that own token
+ *   is a child of it, made for the call.
  * Exceptions in callbacks: a C++ exception thrown by an attempt, a predicate or a
  *   listener never unwinds through the library. It is caught at the boundary, the call is
  *   stopped at once (an attempt ends as a permanent failure; a listener's exception fires
@@ -33,10 +45,24 @@
 #ifndef RETRYRS_HPP
 #define RETRYRS_HPP
 
+#if !defined(__cplusplus) || (defined(_MSVC_LANG) ? _MSVC_LANG : __cplusplus) < 201703L
+#error "retryrs.hpp needs C++17 or later (-std=c++17); from C or older C++, include retryrs.h, the C API"
+#else  // the rest of the header only for C++17: the #error above is the one message
+
+// Whether C++ exceptions are on (off under -fno-exceptions): the throwing API and the
+// catching of callbacks' exceptions exist only then.
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND)
+#define RETRYRS_HPP_EXCEPTIONS 1
+#else
+#define RETRYRS_HPP_EXCEPTIONS 0
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <initializer_list>
@@ -68,10 +94,50 @@ class Error : public std::runtime_error {
   retryrs_status status_;
 };
 
+/// A value or the error that kept it from being made: what the factories return, in
+/// every build (the only way to report an error without exceptions).
+template <class T>
+class Expected {
+ public:
+  Expected(T value) : value_(std::move(value)) {}  // NOLINT: implicit on purpose
+  Expected(retryrs_status status, std::string message) : status_(status), message_(std::move(message)) {}
+  bool ok() const noexcept { return value_.has_value(); }
+  explicit operator bool() const noexcept { return ok(); }
+  /// RETRYRS_OK, or why there is no value.
+  retryrs_status status() const noexcept { return status_; }
+  /// The library's message ("" when ok()).
+  const std::string &message() const noexcept { return message_; }
+  /// The value; only when ok().
+  T &value() & noexcept { return *value_; }
+  T &&value() && noexcept { return std::move(*value_); }
+  T &operator*() & noexcept { return *value_; }
+  T *operator->() noexcept { return &*value_; }
+
+ private:
+  std::optional<T> value_;
+  retryrs_status status_ = RETRYRS_OK;
+  std::string message_;
+};
+
 namespace detail {
 
+/// A status that only misuse can make (a moved-from handle): thrown as Error, or, without
+/// exceptions, the library's message printed and abort().
 inline void check(retryrs_status status) {
-  if (status != RETRYRS_OK) throw Error(status, retryrs_last_error());
+  if (status == RETRYRS_OK) return;
+#if RETRYRS_HPP_EXCEPTIONS
+  throw Error(status, retryrs_last_error());
+#else
+  std::fprintf(stderr, "retryrs: %s\n", retryrs_last_error());
+  std::abort();
+#endif
+}
+
+/// `status` as an Expected: the value `make()` gives on RETRYRS_OK, else the error.
+template <class T, class Make>
+Expected<T> expect(retryrs_status status, Make &&make) {
+  if (status != RETRYRS_OK) return Expected<T>(status, retryrs_last_error());
+  return Expected<T>(make());
 }
 
 template <class Rep, class Period>
@@ -181,11 +247,19 @@ struct Result : Outcome {
 /// A retry budget shared by retriers (RAII over retryrs_budget).
 class Budget {
  public:
+#if RETRYRS_HPP_EXCEPTIONS
   /// See retryrs_budget_new(); throws Error on bad values.
   Budget(double max_tokens, double token_ratio) {
     retryrs_budget *raw = nullptr;
     detail::check(retryrs_budget_new(max_tokens, token_ratio, &raw));
     b_.reset(raw);
+  }
+#endif
+  /// See retryrs_budget_new(); the error names the bad value.
+  static Expected<Budget> make(double max_tokens, double token_ratio) {
+    retryrs_budget *raw = nullptr;
+    const retryrs_status status = retryrs_budget_new(max_tokens, token_ratio, &raw);
+    return detail::expect<Budget>(status, [&] { return Budget(raw); });
   }
   double tokens() const {
     double t = 0;
@@ -195,6 +269,7 @@ class Budget {
   const retryrs_budget *get() const noexcept { return b_.get(); }
 
  private:
+  explicit Budget(retryrs_budget *raw) noexcept : b_(raw) {}
   std::unique_ptr<retryrs_budget, detail::BudgetDelete> b_;
 };
 
@@ -340,13 +415,89 @@ struct CallContext {
   const Listener *listener = nullptr;
   const WaitHook *wait = nullptr;
   const BeforeRetry *before_retry = nullptr;
+#if RETRYRS_HPP_EXCEPTIONS
   std::exception_ptr error;
 
+  bool failed() const noexcept { return static_cast<bool>(error); }
   void fail() noexcept {
     if (!error) error = std::current_exception();
-    retryrs_cancel_fire(own);
+    // Only a listener's exception needs the token (to cut the wait its RETRYING event
+    // announced); the other callbacks stop the call by their answer.
+    if (own) retryrs_cancel_fire(own);
+  }
+#else
+  static constexpr bool failed() noexcept { return false; }
+#endif
+};
+
+#if RETRYRS_HPP_EXCEPTIONS
+/// The cancel tokens of this thread's calls that have a listener, one per nesting depth
+/// (a callback may make a call of its own), each reused by the next call at its depth
+/// until an exception fires it: such a call allocates nothing.
+struct OwnTokens {
+  std::vector<retryrs_cancel *> by_depth;
+  std::size_t depth = 0;
+  ~OwnTokens() {
+    for (retryrs_cancel *t : by_depth) retryrs_cancel_free(t);
+    gone() = true;
+  }
+  /// Set once this thread's pool is destroyed: a call made later, from a thread_local
+  /// destructor, gets a token of its own. A plain bool outlives every destructor.
+  static bool &gone() noexcept {
+    thread_local bool g = false;
+    return g;
+  }
+  static OwnTokens *get() {
+    if (gone()) return nullptr;
+    thread_local OwnTokens pool;
+    return &pool;
   }
 };
+
+/// A call's own token: a child of the caller's token (made for the call), or this
+/// thread's reusable one for the call's depth; a fired one is replaced, never reused.
+class OwnToken {
+ public:
+  explicit OwnToken(const retryrs_cancel *caller) {
+    if (caller) {
+      check(retryrs_cancel_child(caller, &fresh_));
+      token_ = fresh_;
+      return;
+    }
+    pool_ = OwnTokens::get();
+    if (!pool_) {
+      check(retryrs_cancel_new(&fresh_));
+      token_ = fresh_;
+      return;
+    }
+    if (pool_->depth == pool_->by_depth.size()) pool_->by_depth.push_back(nullptr);
+    retryrs_cancel *&slot = pool_->by_depth[pool_->depth];
+    if (!slot) check(retryrs_cancel_new(&slot));
+    pool_->depth++;
+    token_ = slot;
+  }
+  ~OwnToken() {
+    if (fresh_) {
+      retryrs_cancel_free(fresh_);
+      return;
+    }
+    retryrs_cancel *&slot = pool_->by_depth[--pool_->depth];
+    bool fired = false;
+    if (retryrs_cancel_is_cancelled(slot, &fired) != RETRYRS_OK || fired) {
+      retryrs_cancel_free(slot);
+      slot = nullptr;
+    }
+  }
+  OwnToken(const OwnToken &) = delete;
+  OwnToken &operator=(const OwnToken &) = delete;
+  const retryrs_cancel *get() const noexcept { return token_; }
+
+ private:
+  OwnTokens *pool_ = nullptr;
+  retryrs_cancel *fresh_ = nullptr;
+  const retryrs_cancel *token_ = nullptr;
+};
+#endif
 
 template <class Attempt>
 struct AttemptBox {
@@ -366,25 +517,33 @@ Verdict invoke_attempt(Attempt &attempt, std::uint32_t n) {
 template <class Box>
 retryrs_verdict attempt_trampoline(void *user_data, std::uint32_t n, double *hint_ms) noexcept {
   Box *box = static_cast<Box *>(user_data);
-  if (box->ctx->error) return RETRYRS_PERMANENT;
+  if (box->ctx->failed()) return RETRYRS_PERMANENT;
+#if RETRYRS_HPP_EXCEPTIONS
   try {
+#endif
     const Verdict v = invoke_attempt(*box->attempt, n);
     if (v.kind() == RETRYRS_TRANSIENT && v.hint_ms() >= 0) *hint_ms = v.hint_ms();
     return v.kind();
+#if RETRYRS_HPP_EXCEPTIONS
   } catch (...) {
     box->ctx->fail();
     return RETRYRS_PERMANENT;
   }
+#endif
 }
 
 inline void listener_trampoline(void *user_data, const retryrs_event *e) noexcept {
   CallContext *ctx = static_cast<CallContext *>(user_data);
-  if (ctx->error) return;
+  if (ctx->failed()) return;
+#if RETRYRS_HPP_EXCEPTIONS
   try {
+#endif
     (*ctx->listener)(Event(*e));
+#if RETRYRS_HPP_EXCEPTIONS
   } catch (...) {
     ctx->fail();
   }
+#endif
 }
 
 inline RetryInfo retry_info(const retryrs_retry_info &i) {
@@ -400,26 +559,35 @@ inline RetryInfo retry_info(const retryrs_retry_info &i) {
 
 inline retryrs_plan before_retry_trampoline(void *user_data, const retryrs_retry_info *info) noexcept {
   CallContext *ctx = static_cast<CallContext *>(user_data);
-  if (ctx->error) return RETRYRS_PLAN_STOP;
+  if (ctx->failed()) return RETRYRS_PLAN_STOP;
+#if RETRYRS_HPP_EXCEPTIONS
   try {
+#endif
     return (*ctx->before_retry)(retry_info(*info)) ? RETRYRS_PLAN_ENGINE : RETRYRS_PLAN_STOP;
+#if RETRYRS_HPP_EXCEPTIONS
   } catch (...) {
     ctx->fail();
     return RETRYRS_PLAN_STOP;
   }
+#endif
 }
 
 inline double wait_trampoline(void *user_data, const retryrs_retry_info *info) noexcept {
   CallContext *ctx = static_cast<CallContext *>(user_data);
-  if (ctx->error) return -1;
+  if (ctx->failed()) return 0;
+#if RETRYRS_HPP_EXCEPTIONS
   try {
+#endif
     const std::optional<Millis> wait = (*ctx->wait)(retry_info(*info));
     // A negative wait would read as "the engine's": clamp a negative answer to 0.
     return wait ? std::max(wait->count(), 0.0) : -1;
+#if RETRYRS_HPP_EXCEPTIONS
   } catch (...) {
+    // No wait: the next attempt is answered PERMANENT at once (the call has failed).
     ctx->fail();
-    return -1;
+    return 0;
   }
+#endif
 }
 
 }  // namespace detail
@@ -429,24 +597,41 @@ class Policies;
 /// A retrier (RAII over retryrs_retrier): immutable, shareable between threads.
 class Retrier {
  public:
+#if RETRYRS_HPP_EXCEPTIONS
   /// Validates the config; throws Error naming the field otherwise.
   explicit Retrier(const Config &config) {
     retryrs_retrier *raw = nullptr;
     detail::check(retryrs_retrier_new(&config.c(), &raw));
     r_.reset(raw);
   }
+#endif
+  /// Validates the config; the error names the field.
+  static Expected<Retrier> make(const Config &config) {
+    retryrs_retrier *raw = nullptr;
+    const retryrs_status status = retryrs_retrier_new(&config.c(), &raw);
+    return detail::expect<Retrier>(status, [&] { return Retrier(raw); });
+  }
 
   /// Runs `attempt` (a callable taking the 1-based attempt number, or nothing, and
   /// returning a Verdict) until it succeeds or the engine stops it. `listener` and
   /// `cancel` are optional. A C++ exception from a callback is rethrown after the call.
+  /// Without exceptions, a status other than the call's outcomes (INVALID_ARGUMENT,
+  /// INTERNAL_ERROR) is returned in the Outcome too.
   template <class Attempt>
   Outcome call(Attempt &&attempt, const Listener &listener = {}, const CancelToken *cancel = nullptr) const {
     using Fn = std::remove_reference_t<Attempt>;
-    // The call's own token: a child of the caller's (firing the caller's fires it), and
-    // what an exception fires without cancelling the caller's other calls.
-    const CancelToken own = cancel ? cancel->child() : CancelToken();
     detail::CallContext ctx;
-    ctx.own = own.get();
+    const retryrs_cancel *token = cancel ? cancel->get() : nullptr;
+#if RETRYRS_HPP_EXCEPTIONS
+    // With a listener, the call's own token: what a listener's exception fires to cut the
+    // wait its RETRYING event announced, without cancelling the caller's other calls (a
+    // child of the caller's token, so that firing the caller's fires it too).
+    std::optional<detail::OwnToken> own;
+    if (listener) {
+      own.emplace(token);
+      token = ctx.own = own->get();
+    }
+#endif
     ctx.listener = &listener;
     ctx.wait = &wait_;
     ctx.before_retry = &before_retry_;
@@ -457,11 +642,13 @@ class Retrier {
     retryrs_outcome out{};
     const retryrs_status status =
         retryrs_retrier_call_hooked(r_.get(), &detail::attempt_trampoline<detail::AttemptBox<Fn>>, &box,
-                                    listener ? &l : nullptr, own.get(), &hooks, &out);
+                                    listener ? &l : nullptr, token, wait_ || before_retry_ ? &hooks : nullptr, &out);
+#if RETRYRS_HPP_EXCEPTIONS
     if (ctx.error) std::rethrow_exception(ctx.error);
     if (status == RETRYRS_INVALID_ARGUMENT || status == RETRYRS_INTERNAL_ERROR) {
       throw Error(status, retryrs_last_error());
     }
+#endif
     Outcome outcome;
     outcome.status = status;
     outcome.attempts = out.attempts;
@@ -527,11 +714,19 @@ class Retrier {
 /// A loaded policy document (RAII over retryrs_policies).
 class Policies {
  public:
+#if RETRYRS_HPP_EXCEPTIONS
   /// Throws Error saying where and what when the document is invalid.
   static Policies from_json(std::string_view json) {
     retryrs_policies *raw = nullptr;
     detail::check(retryrs_policies_from_json(json.data(), json.size(), &raw));
     return Policies(raw);
+  }
+#endif
+  /// The document, or the error saying where and what is wrong with it.
+  static Expected<Policies> parse(std::string_view json) {
+    retryrs_policies *raw = nullptr;
+    const retryrs_status status = retryrs_policies_from_json(json.data(), json.size(), &raw);
+    return detail::expect<Policies>(status, [&] { return Policies(raw); });
   }
   std::size_t size() const noexcept { return retryrs_policies_count(p_.get()); }
   /// The names, sorted.
@@ -543,6 +738,19 @@ class Policies {
   }
   /// The policy's config (its budget, if any, stays this document's: build retriers
   /// from it while the document lives).
+  /// The named policy's config, or the error naming the names there are.
+  Expected<Config> find(const std::string &name) const {
+    retryrs_config c;
+    const retryrs_status status = retryrs_policies_get(p_.get(), name.c_str(), &c);
+    return detail::expect<Config>(status, [&] { return Config(c); });
+  }
+  /// A retrier for the named policy, or the error.
+  Expected<Retrier> make_retrier(const std::string &name) const {
+    Expected<Config> c = find(name);
+    if (!c) return Expected<Retrier>(c.status(), c.message());
+    return Retrier::make(*c);
+  }
+#if RETRYRS_HPP_EXCEPTIONS
   Config config(const std::string &name) const {
     retryrs_config c;
     detail::check(retryrs_policies_get(p_.get(), name.c_str(), &c));
@@ -550,6 +758,7 @@ class Policies {
   }
   /// A retrier for the named policy; throws Error naming the names there are.
   Retrier retrier(const std::string &name) const { return Retrier(config(name)); }
+#endif
 
  private:
   explicit Policies(retryrs_policies *raw) noexcept : p_(raw) {}
@@ -558,4 +767,5 @@ class Policies {
 
 }  // namespace retryrs
 
-#endif
+#endif  // C++17
+#endif  // RETRYRS_HPP

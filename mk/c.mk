@@ -11,7 +11,7 @@
 #                     thread checkers' suppressions (share/retryrs/)
 #   make demo-c       the rates client against scripts/flaky_server.py
 #   make bench-c      bench/c -> build/bench/c.md
-.PHONY: c-lib test-c test-c-teardown test-c-threads header-c install-c pkgconfig-c demo-c bench-c c-demo-client c-tools c-curl test-curl-c
+.PHONY: c-lib test-c test-c-teardown test-c-threads test-c-signal-storm header-c install-c pkgconfig-c demo-c bench-c c-demo-client c-tools c-curl test-curl-c
 TEST_TARGETS += test-c test-curl-c
 DEMO_CLIENTS += c-demo-client
 BENCH_TARGETS += bench-c
@@ -26,15 +26,14 @@ C_CXXFLAGS := -std=c++17 $(C_WARN) -O1 -g -Iinclude -Itests/c
 # What a program linking libretryrs.a needs besides it: the .pc file's Libs.private, the
 # one place the list is written.
 C_STATIC_LIBS := $(shell sed -n 's/^Libs.private: //p' bindings-c/retryrs.pc.in)
-C_TEST_SRC := tests/c/main.c tests/c/harness.c tests/c/test_api.c tests/c/test_threads.c tests/c/test_virtual_time.c tests/c/test_contract_v2.c tests/c/test_config_v2.c tests/c/test_policies.c tests/c/test_breaker.c tests/c/test_bound.c tests/c/test_hooks.c tests/c/conformance.c
+C_TEST_SRC := tests/c/main.c tests/c/harness.c tests/c/test_api.c tests/c/test_threads.c tests/c/test_virtual_time.c tests/c/test_contract_v2.c tests/c/test_config_v2.c tests/c/test_policies.c tests/c/test_breaker.c tests/c/test_bound.c tests/c/test_hooks.c tests/c/test_errors.c tests/c/conformance.c
 PREFIX ?= /usr/local
 
 # One release build of the crate serves the tests, the demo and the bench; C users get
 # the conventional names (the crate's own, libretryrs_c, would clash with nothing but
 # would surprise everyone): libretryrs.so.X.Y.Z, a symlink named by its SONAME (set in
-# bindings-c/build.rs, read back here), libretryrs.so for the linker. The archive loses
-# the debug info the Rust standard library brings and the LLVM bitcode rustc embeds
-# (.llvmbc, only for cross-language LTO): 22 MB -> 4 MB, the same machine code.
+# bindings-c/build.rs, read back here), libretryrs.so for the linker. The archive is one
+# object that defines only the API's global symbols (bindings-c/static-archive.sh).
 # C_CARGO_BUILD and C_RUST_OUT: how cargo builds the library and where it puts it; the
 # release tarball (mk/dist.mk) builds it with cargo-zigbuild against glibc 2.17 instead,
 # into its own C_LIBDIR.
@@ -50,8 +49,7 @@ c-lib:
 	if [ "$$soname" != $(C_REAL_SO) ]; then ln -sfn $(C_REAL_SO) $(C_LIBDIR)/$$soname; fi; \
 	ln -sfn $$soname $(C_LIBDIR)/libretryrs.so; \
 	echo $$soname > $(C_LIBDIR)/soname
-	strip --strip-debug --remove-section=.llvmbc --remove-section=.llvmcmd \
-		-o $(C_LIBDIR)/libretryrs.a $(C_RUST_OUT)/libretryrs_c.a
+	bindings-c/static-archive.sh $(C_RUST_OUT)/libretryrs_c.a $(C_LIBDIR)/libretryrs.a
 
 # valgrind and pkg-config ship with the machine image; a bare machine gets them from apt.
 c-tools:
@@ -112,6 +110,18 @@ test-c-threads: c-tools $(C_BUILD)/thread-tests
 			$(C_BUILD)/thread-tests || { echo "FAIL: $$tool found errors (exit $$?)" >&2; exit 1; }; \
 	done
 
+# SIGUSR1 storms a worker retrying with a fresh token per call; the handler cancels with
+# retryrs_cancel_fire_from_signal() (tests/c/signal_storm.c): natively, a few seconds in
+# `make test` (~100,000 signals); `make test-c-signal-storm SIGNAL_STORM_SECONDS=60` for
+# the long run.
+SIGNAL_STORM_SECONDS ?= 5
+$(C_BUILD)/signal-storm: c-lib tests/c/signal_storm.c include/retryrs.h
+	mkdir -p $(C_BUILD)
+	$(C_CC) $(C_CFLAGS) tests/c/signal_storm.c -o $@ -L$(C_LIBDIR) -Wl,-rpath,$(C_LIBDIR) -lretryrs -lpthread
+
+test-c-signal-storm: $(C_BUILD)/signal-storm
+	$(C_BUILD)/signal-storm $(SIGNAL_STORM_SECONDS)
+
 # Scale (tests/c/scale.c): 100,000 policies listed by index, natively (valgrind would time
 # itself); it prints the measured times.
 $(C_BUILD)/scale: c-lib tests/c/scale.c include/retryrs.h
@@ -136,9 +146,13 @@ test-c: c-tools $(C_BUILD)/retryrs-tests
 		--error-exitcode=99 $(C_BUILD)/retryrs-tests $(BUILD)/conformance/c.txt
 	@$(MAKE) --no-print-directory test-c-teardown
 	@$(MAKE) --no-print-directory test-c-threads
+	@$(MAKE) --no-print-directory test-c-signal-storm
 	@$(MAKE) --no-print-directory $(C_BUILD)/scale
 	$(C_BUILD)/scale
 	tests/c/abi/check.sh $(C_CC) $(C_BUILD)/abi $(C_LIBDIR)
+	tests/c/header_macros.sh $(C_CC) include
+	tests/c/static_archive.sh $(C_CC) include $(C_LIBDIR) $(VERSION)
+	tests/c/cpp_edges.sh $(C_CXX) include $(C_LIBDIR) $(C_BUILD)/cpp-edges
 	@$(MAKE) --no-print-directory pkgconfig-c
 
 # The documented install step, into a scratch prefix; then an app is built exactly as a
@@ -205,6 +219,7 @@ c-demo-client: $(C_BUILD)/rates $(C_BUILD)/curl_get
 # through libcurl, each run under valgrind.
 test-curl-c: c-tools $(C_BUILD)/curl_get
 	python3 tests/c/curl_get_test.py $(C_BUILD)/curl_get
+	python3 tests/http/c/run.py $(C_BUILD)/curl_get
 
 demo-c: $(C_BUILD)/rates
 	@echo "== C: examples/c/rates.c against scripts/flaky_server.py =="

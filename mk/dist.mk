@@ -118,6 +118,7 @@ test-dist-python: dist-python
 
 test-dist-c: dist-c $(DIST_TOOLS_STAMP)
 	scripts/dist/c-tarball $(DIST) $(DIST_WORK)/c $(VERSION) $(VENV)/bin/cmake $(C_DIST_GLIBC)
+	scripts/dist/c-tarball-checkers $(DIST_WORK)/c/$(C_DIST_NAME) $(DIST_WORK)/c-checkers $(VERSION)
 
 NODE_DIST_TRIPLE := x86_64-unknown-linux-gnu
 NODE_DIST_ADDON := $(CARGO_TARGET_DIR)/$(NODE_DIST_TRIPLE)/release/libretryrs_node.so

@@ -1,7 +1,7 @@
 # Node: the napi-rs addon (bindings-node), its node:test suite with the conformance
 # runner, the demo client and the benchmark against p-retry, cockatiel and async-retry.
-.PHONY: node-addon test-node demo-node bench-node
-TEST_TARGETS += test-node
+.PHONY: node-addon test-node test-http-node demo-node bench-node
+TEST_TARGETS += test-node test-http-node
 DEMO_CLIENTS += node-addon
 BENCH_TARGETS += bench-node
 
@@ -24,6 +24,12 @@ test-node: node-addon
 	cd $(NODE_PKG) && RETRYRS_CONFORMANCE_DIR=$(BUILD)/conformance \
 		node --test --unhandled-rejections=strict --test-reporter=spec test/
 	@awk '{print "conformance: " $$2 " passed, " $$3 " failed, " ($$4 ? $$4 : 0) " skipped"}' $(BUILD)/conformance/node.txt
+
+# The hostile-server HTTP cases (tests/http) against every Node HTTP helper; the
+# helpers x cases table lands in $(BUILD)/http/node.md.
+test-http-node: node-addon
+	mkdir -p $(BUILD)/http
+	node tests/http/node/run.js --markdown $(BUILD)/http/node.md
 
 demo-node: node-addon
 	examples/node/demo.sh

@@ -40,6 +40,13 @@ test-python: $(PY_NATIVE_STAMP)
 	# The stubs against the built module (what users' type checkers read).
 	cd bindings-python && $(PY) -m mypy.stubtest retryrs --allowlist stubtest-allowlist.txt
 
+# The hostile-server HTTP conformance suite (tests/http) over every Python helper.
+.PHONY: test-http-python
+TEST_TARGETS += test-http-python
+test-http-python: $(PY_NATIVE_STAMP)
+	mkdir -p $(BUILD)/conformance
+	$(PY) tests/http/python/run.py --markdown $(BUILD)/conformance/http-python.md
+
 $(PY_BENCH_STAMP): | $(PY)
 	$(PY) -m pip install --quiet --disable-pip-version-check tenacity stamina backoff prometheus-client==0.26.0
 	touch $@

@@ -1,6 +1,7 @@
 // What bench.mjs and vs_commit.mjs both measure with: the timing loop, the flaky
 // function, the hand-written loop retryrs is compared with. Node built-ins only:
 // vs_commit.mjs runs it against a base tree that has nothing but its addon.
+import { spawnSync } from 'node:child_process';
 
 // Runs fn `iters` times, one after the other, each awaited; returns ns per call (with
 // `cpu`, CPU time, user + system, per call: steadier on a machine other processes load).
@@ -85,4 +86,22 @@ export function happyRows(Retrier, ok) {
     'r.call': () => retrier.call(ok),
     'r.call, deadlineMs: null': () => noDeadline.call(ok),
   };
+}
+
+// Instructions one call costs, counted by valgrind's cachegrind: `script` run as
+// `node script --child ...childArgs(iters)` for n1 and n2 calls, the difference of the two
+// totals over n2 - n1 (start-up and warm-up cancelled out). Node runs with
+// --single-threaded and --predictable-gc-schedule so two runs agree.
+export function perCallInstructions(script, childArgs, n1, n2) {
+  const count = (iters) => {
+    // valgrind reports on stderr.
+    const { status, stderr } = spawnSync('valgrind', [
+      '--tool=cachegrind', '--cache-sim=no', '--cachegrind-out-file=/dev/null',
+      process.execPath, '--single-threaded', '--predictable-gc-schedule', script, '--child', ...childArgs(iters),
+    ], { encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'] });
+    const m = /I\s+refs:\s+([\d,]+)/.exec(stderr);
+    if (status !== 0 || m === null) throw new Error(`${childArgs(iters).join(' ')} under valgrind: exit ${status}\n${stderr}`);
+    return Number(m[1].replaceAll(',', ''));
+  };
+  return Math.round((count(n2) - count(n1)) / (n2 - n1));
 }

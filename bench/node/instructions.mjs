@@ -11,11 +11,11 @@
 // one call costs, the process's start-up and warm-up cancelled out. Node runs with
 // --single-threaded and --predictable-gc-schedule, so the JIT compiles on the main thread
 // and two runs of a row agree. Needs valgrind; about a minute per figure.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-import { commandLine, happyRows } from './common.mjs';
+import { commandLine, happyRows, perCallInstructions } from './common.mjs';
 
 const here = fileURLToPath(import.meta.url);
 const root = path.resolve(path.dirname(here), '..', '..');
@@ -77,18 +77,7 @@ async function child(tree, name, iters) {
   process.exit(0);
 }
 
-function instructions(tree, name, iters) {
-  // valgrind reports on stderr.
-  const { status, stderr } = spawnSync('valgrind', [
-    '--tool=cachegrind', '--cache-sim=no', '--cachegrind-out-file=/dev/null',
-    process.execPath, '--single-threaded', '--predictable-gc-schedule', here, '--child', tree, name, String(iters),
-  ], { encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'] });
-  const m = /I\s+refs:\s+([\d,]+)/.exec(stderr);
-  if (status !== 0 || m === null) throw new Error(`${name} in ${tree} under valgrind: exit ${status}\n${stderr}`);
-  return Number(m[1].replaceAll(',', ''));
-}
-
-const perCall = (tree, name) => Math.round((instructions(tree, name, N2) - instructions(tree, name, N1)) / (N2 - N1));
+const perCall = (tree, name) => perCallInstructions(here, (iters) => [tree, name, String(iters)], N1, N2);
 
 if (args[0] === '--child') {
   await child(args[1], args[2], Number(args[3]));

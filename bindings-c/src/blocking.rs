@@ -195,7 +195,7 @@ fn run(
 /// written only on RETRYRS_OK.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_attempt_remaining_ms(out: *mut u64) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_attempt_remaining_ms", || {
         let out = arg_mut(out, "out")?;
         let bound = ATTEMPT_BOUND.try_with(Cell::get).ok().flatten().ok_or_else(|| {
             Failure::invalid(
@@ -226,7 +226,7 @@ pub unsafe extern "C" fn retryrs_retrier_call(
     cancel: *const retryrs_cancel,
     outcome: *mut retryrs_outcome,
 ) -> retryrs_status {
-    guard_status(|| call(retrier, attempt, user_data, listener, cancel, None, outcome))
+    guard_status("retryrs_retrier_call", || call(retrier, attempt, user_data, listener, cancel, None, outcome))
 }
 
 /// retryrs_retrier_call() with hooks (may be NULL: none) that act on the call: before
@@ -246,7 +246,7 @@ pub unsafe extern "C" fn retryrs_retrier_call_hooked(
     hooks: *const retryrs_hooks,
     outcome: *mut retryrs_outcome,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_retrier_call_hooked", || {
         write_opt(outcome, retryrs_outcome::default());
         let hooks = retryrs_hooks::checked(hooks)?.filter(|h| h.wait.is_some() || h.before_retry.is_some());
         call(retrier, attempt, user_data, listener, cancel, hooks, outcome)

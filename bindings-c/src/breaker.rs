@@ -73,7 +73,7 @@ fn config_defaults() -> retryrs_breaker_config {
 /// Fills `*config` with the defaults (each field's comment says its own).
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_breaker_config_init(config: *mut retryrs_breaker_config) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_breaker_config_init", || {
         *arg_mut(config, "config")? = config_defaults();
         Ok(())
     })
@@ -91,7 +91,7 @@ pub unsafe extern "C" fn retryrs_breaker_new(
     config: *const retryrs_breaker_config,
     out: *mut *mut retryrs_breaker,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_breaker_new", || {
         let c = *arg(config, "config")?;
         arg_mut(out, "out")?;
         let model = match c.model {
@@ -143,7 +143,7 @@ pub unsafe extern "C" fn retryrs_breaker_state(
     state: *mut i32,
     retry_in_ms: *mut f64,
 ) -> retryrs_status {
-    guard_status(|| write_state(arg(breaker, "breaker")?, clock_now(), state, retry_in_ms))
+    guard_status("retryrs_breaker_state", || write_state(arg(breaker, "breaker")?, clock_now(), state, retry_in_ms))
 }
 
 /// retryrs_breaker_state() at `now_ms` on the caller's time base: for calls driven with
@@ -155,7 +155,7 @@ pub unsafe extern "C" fn retryrs_breaker_state_at(
     state: *mut i32,
     retry_in_ms: *mut f64,
 ) -> retryrs_status {
-    guard_status(|| write_state(arg(breaker, "breaker")?, Duration::from_millis(now_ms), state, retry_in_ms))
+    guard_status("retryrs_breaker_state_at", || write_state(arg(breaker, "breaker")?, Duration::from_millis(now_ms), state, retry_in_ms))
 }
 
 /// # Safety
@@ -181,7 +181,7 @@ unsafe fn write_state(
 /// Calls refused so far.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_breaker_rejections(breaker: *const retryrs_breaker, out: *mut u64) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_breaker_rejections", || {
         let b = arg(breaker, "breaker")?;
         *arg_mut(out, "out")? = b.inner.rejections();
         Ok(())
@@ -191,7 +191,7 @@ pub unsafe extern "C" fn retryrs_breaker_rejections(breaker: *const retryrs_brea
 /// Releases the handle; retriers made with it keep the breaker alive. NULL is a no-op.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_breaker_free(breaker: *mut retryrs_breaker) {
-    guard_value((), || free_handle(breaker))
+    guard_value("retryrs_breaker_free", (), || free_handle(breaker))
 }
 
 /// A new retrier with `retrier`'s policy and `breaker` (NULL: none): every call asks the
@@ -204,7 +204,7 @@ pub unsafe extern "C" fn retryrs_retrier_with_breaker(
     breaker: *const retryrs_breaker,
     out: *mut *mut retryrs_retrier,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_retrier_with_breaker", || {
         let shared = &arg(retrier, "retrier")?.inner;
         arg_mut(out, "out")?;
         let breaker = breaker.as_ref().map(|b| Arc::clone(&b.inner));

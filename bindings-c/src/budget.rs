@@ -24,7 +24,7 @@ pub unsafe extern "C" fn retryrs_budget_new(
     token_ratio: f64,
     out: *mut *mut retryrs_budget,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_budget_new", || {
         arg_mut(out, "out")?;
         let budget = RetryBudget::new(max_tokens, token_ratio).map_err(|e| Failure::invalid(e.to_string()))?;
         hand_out(out, retryrs_budget { inner: Arc::new(budget) });
@@ -48,7 +48,7 @@ pub unsafe extern "C" fn retryrs_budget_new_quota(
     no_retry_increment: u64,
     out: *mut *mut retryrs_budget,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_budget_new_quota", || {
         arg_mut(out, "out")?;
         let q = retryrs::QuotaBudget::new(capacity, retry_cost, timeout_retry_cost, no_retry_increment)
             .map_err(|e| Failure::invalid(format!("retryrs_budget_new_quota: {e}")))?;
@@ -69,7 +69,7 @@ pub unsafe extern "C" fn retryrs_budget_new_ratio(
     percent_can_retry: f64,
     out: *mut *mut retryrs_budget,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_budget_new_ratio", || {
         arg_mut(out, "out")?;
         let ttl = std::time::Duration::from_millis(ttl_ms);
         let r = retryrs::RatioBudget::new(ttl, min_retries_per_sec, percent_can_retry, std::time::Duration::ZERO)
@@ -82,7 +82,7 @@ pub unsafe extern "C" fn retryrs_budget_new_ratio(
 /// The tokens left now (a quota: the capacity left; a ratio budget: the retries left).
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_budget_tokens(budget: *const retryrs_budget, tokens: *mut f64) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_budget_tokens", || {
         let b = arg(budget, "budget")?;
         *arg_mut(tokens, "tokens")? = b.inner.tokens();
         Ok(())
@@ -93,5 +93,5 @@ pub unsafe extern "C" fn retryrs_budget_tokens(budget: *const retryrs_budget, to
 /// Must not be called twice for the same budget.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_budget_free(budget: *mut retryrs_budget) {
-    guard_value((), || free_handle(budget))
+    guard_value("retryrs_budget_free", (), || free_handle(budget))
 }

@@ -14,7 +14,7 @@ pub struct retryrs_cancel {
 /// Creates a token not yet cancelled. Free with retryrs_cancel_free().
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_cancel_new(out: *mut *mut retryrs_cancel) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_cancel_new", || {
         arg_mut(out, "out")?;
         hand_out(out, retryrs_cancel { token: CancelToken::new() });
         Ok(())
@@ -32,7 +32,7 @@ pub unsafe extern "C" fn retryrs_cancel_any(
     n: usize,
     out: *mut *mut retryrs_cancel,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_cancel_any", || {
         arg_mut(out, "out")?;
         let list: &[*const retryrs_cancel] = match n {
             0 => &[],
@@ -56,7 +56,7 @@ pub unsafe extern "C" fn retryrs_cancel_child(
     parent: *const retryrs_cancel,
     out: *mut *mut retryrs_cancel,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_cancel_child", || {
         let parent = arg(parent, "parent")?;
         arg_mut(out, "out")?;
         hand_out(out, retryrs_cancel { token: parent.token.child() });
@@ -65,22 +65,44 @@ pub unsafe extern "C" fn retryrs_cancel_child(
 }
 
 /// Cancels: a blocking call waiting on this token wakes at once and returns
-/// RETRYRS_CANCELLED; a call not started yet with it runs nothing.
+/// RETRYRS_CANCELLED; a call not started yet with it runs nothing. Not async-signal-safe
+/// (it takes a lock to reach the tokens made from this one): from a signal handler, call
+/// retryrs_cancel_fire_from_signal().
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_cancel_fire(cancel: *const retryrs_cancel) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_cancel_fire", || {
         arg(cancel, "cancel")?.token.cancel();
         Ok(())
     })
 }
 
-/// Whether retryrs_cancel_fire() was called on this token.
+/// Cancels from a signal handler (e.g. SIGTERM ending the retries in flight): the one
+/// cancel function that is async-signal-safe. It takes no lock and allocates nothing: it
+/// sets the token's flag and wakes at once every blocking call waiting on this token or
+/// on a token made from it (retryrs_cancel_child/any, which see the fire through their
+/// parents). RETRYRS_OK, or RETRYRS_INVALID_ARGUMENT for a NULL `cancel`, the one failure
+/// that leaves retryrs_last_error() as it was (a message would need memory). The token
+/// must stay alive while a handler may fire it: block the signal around
+/// retryrs_cancel_free() (pthread_sigmask), and around replacing the token it fires.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_cancel_fire_from_signal(cancel: *const retryrs_cancel) -> retryrs_status {
+    guard_value("retryrs_cancel_fire_from_signal", RETRYRS_INTERNAL_ERROR, || match cancel.as_ref() {
+        Some(c) => {
+            c.token.cancel_from_signal();
+            RETRYRS_OK
+        }
+        None => RETRYRS_INVALID_ARGUMENT,
+    })
+}
+
+/// Whether retryrs_cancel_fire() (or retryrs_cancel_fire_from_signal()) was called on this
+/// token or on a token it was made from.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_cancel_is_cancelled(
     cancel: *const retryrs_cancel,
     cancelled: *mut bool,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_cancel_is_cancelled", || {
         let c = arg(cancel, "cancel")?;
         *arg_mut(cancelled, "cancelled")? = c.token.is_cancelled();
         Ok(())
@@ -91,5 +113,5 @@ pub unsafe extern "C" fn retryrs_cancel_is_cancelled(
 /// not be called twice for the same token.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_cancel_free(cancel: *mut retryrs_cancel) {
-    guard_value((), || free_handle(cancel))
+    guard_value("retryrs_cancel_free", (), || free_handle(cancel))
 }

@@ -20,7 +20,7 @@ use crate::types::*;
 /// A struct_size this library does not know: RETRYRS_INVALID_ARGUMENT, nothing written.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_config_init(config: *mut retryrs_config, struct_size: usize) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_config_init", || {
         if config.is_null() {
             return Err(Failure::invalid("retryrs_config_init: config must not be NULL"));
         }
@@ -73,7 +73,7 @@ pub unsafe extern "C" fn retryrs_jitter_parse(
     jitter: *mut retryrs_jitter,
     jitter_factor: *mut f64,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_jitter_parse", || {
         let text = c_str(text, "text")?;
         let kind = arg_mut(jitter, "jitter")?;
         let factor = arg_mut(jitter_factor, "jitter_factor")?;

@@ -222,7 +222,7 @@ pub unsafe extern "C" fn retryrs_call_start(
     listener: *const retryrs_listener,
     out: *mut *mut retryrs_call,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_call_start", || {
         let shared = Arc::clone(&arg(retrier, "retrier")?.inner);
         arg_mut(out, "out")?;
         if let Some(why) = retryrs::hedge::one_at_a_time_refusal(shared.retrier.policy()) {
@@ -249,7 +249,7 @@ pub unsafe extern "C" fn retryrs_call_start(
 /// may go, or RETRYRS_OK (run attempt 1). `retry_in_ms` may be NULL.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_call_refusal(call: *const retryrs_call, retry_in_ms: *mut f64) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_call_refusal", || {
         let c = arg(call, "call")?;
         // SAFETY: only reads the call's state; a call is driven by one thread at a time.
         let state = &*c.state.get();
@@ -288,7 +288,7 @@ pub unsafe extern "C" fn retryrs_call_report(
     now_ms: u64,
     step: *mut retryrs_step,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_call_report", || {
         let out = arg_mut(step, "step")?;
         *out = report(call, "retryrs_call_report", reported(verdict, hint_ms)?, now_ms)?;
         Ok(())
@@ -327,7 +327,7 @@ pub unsafe extern "C" fn retryrs_call_propose(
     now_ms: u64,
     proposal: *mut retryrs_proposal,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_call_propose", || {
         let out = arg_mut(proposal, "proposal")?;
         let (verdict, cause) = reported(verdict, hint_ms)?;
         *out = drive(call, "retryrs_call_propose", |c| {
@@ -369,7 +369,8 @@ pub unsafe extern "C" fn retryrs_call_propose(
 /// deadline (or a deadline that passed while the hooks ran) -> STOP, reason
 /// RETRYRS_REASON_DEADLINE. `*step` gets RETRY (wait `delay_ms`, then
 /// retryrs_call_after_wait()) or STOP. RETRYRS_INVALID_ARGUMENT when nothing was
-/// proposed, for an unknown plan, or a negative or NaN `wait_ms` with RETRYRS_PLAN_EXACT.
+/// proposed, for an unknown plan, or a negative, NaN or infinite `wait_ms` (or one past
+/// RETRYRS_MAX_DELAY_MS) with RETRYRS_PLAN_EXACT.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_call_settle(
     call: *mut retryrs_call,
@@ -378,7 +379,7 @@ pub unsafe extern "C" fn retryrs_call_settle(
     now_ms: u64,
     step: *mut retryrs_step,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_call_settle", || {
         let out = arg_mut(step, "step")?;
         let plan = match plan {
             RETRYRS_PLAN_ENGINE => retryrs::Plan::Engine,
@@ -429,7 +430,7 @@ pub unsafe extern "C" fn retryrs_call_after_wait(
     now_ms: u64,
     step: *mut retryrs_step,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_call_after_wait", || {
         let out = arg_mut(step, "step")?;
         *out = drive(call, "retryrs_call_after_wait", |c| {
             c.step(|call, sink| {
@@ -452,7 +453,7 @@ pub unsafe extern "C" fn retryrs_call_cancel(
     now_ms: u64,
     step: *mut retryrs_step,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_call_cancel", || {
         let out = arg_mut(step, "step")?;
         *out = drive(call, "retryrs_call_cancel", |c| {
             c.step(|call, sink| call.cancel(now(now_ms), &mut &mut *sink).map(Answer::Stop))
@@ -469,7 +470,7 @@ pub unsafe extern "C" fn retryrs_call_cancelled_before_start(
     retrier: *const retryrs_retrier,
     listener: *const retryrs_listener,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_call_cancelled_before_start", || {
         let shared = &arg(retrier, "retrier")?.inner;
         let policy = shared.retrier.policy();
         retryrs::cancelled_before_start(policy, &mut |e| {
@@ -497,7 +498,7 @@ pub unsafe extern "C" fn retryrs_call_remaining_ms(
     now_ms: u64,
     out: *mut u64,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_call_remaining_ms", || {
         let out = arg_mut(out, "out")?;
         *out = drive(call, "retryrs_call_remaining_ms", |c| {
             c.call
@@ -520,7 +521,7 @@ pub unsafe extern "C" fn retryrs_call_record_timeout(
     now_ms: u64,
     step: *mut retryrs_step,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_call_record_timeout", || {
         let out = arg_mut(step, "step")?;
         *out = report(call, "retryrs_call_record_timeout", (Verdict::TRANSIENT, RetryCause::Timeout), now_ms)?;
         Ok(())
@@ -537,7 +538,7 @@ pub(crate) fn library_now() -> Duration {
 /// a time base for retryrs_call_start() and friends.
 #[no_mangle]
 pub extern "C" fn retryrs_now_ms() -> u64 {
-    guard_value(0, || millis(library_now()))
+    guard_value("retryrs_now_ms", 0, || millis(library_now()))
 }
 
 /// Releases the call (ended or not). NULL is a no-op. Must not be called twice for the
@@ -547,5 +548,5 @@ pub extern "C" fn retryrs_now_ms() -> u64 {
 /// not use the call after that.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_call_free(call: *mut retryrs_call) {
-    guard_value((), || free_reentrant(call))
+    guard_value("retryrs_call_free", (), || free_reentrant(call))
 }

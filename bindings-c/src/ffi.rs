@@ -27,7 +27,7 @@ impl Failure {
 
 /// The most bytes a last-error message keeps (with its NUL); a longer one is cut at a
 /// character boundary and ends in "...".
-pub const LAST_ERROR_CAP: usize = 1024;
+pub const RETRYRS_LAST_ERROR_CAP: usize = 1024;
 
 /// Shown when this thread's slot cannot be reached: Rust's thread-local storage refuses
 /// access while a thread is being torn down (unreachable with the slot below, which has no
@@ -40,15 +40,15 @@ thread_local! {
     // destructor registration, so it works in an atexit handler, a C++ static destructor
     // and a pthread key destructor (after Rust's own thread-locals were destroyed), and a
     // thread whose only call is made in a key destructor leaks nothing.
-    static LAST_ERROR: RefCell<[u8; LAST_ERROR_CAP]> = const { RefCell::new([0; LAST_ERROR_CAP]) };
+    static LAST_ERROR: RefCell<[u8; RETRYRS_LAST_ERROR_CAP]> = const { RefCell::new([0; RETRYRS_LAST_ERROR_CAP]) };
 }
 
-/// `message` as the bytes of a C string of at most [`LAST_ERROR_CAP`] bytes: an interior
+/// `message` as the bytes of a C string of at most [`RETRYRS_LAST_ERROR_CAP`] bytes: an interior
 /// NUL becomes a visible `\0`, and a message too long is cut at a character boundary and
 /// marked with "...".
-fn c_message(message: &str, buf: &mut [u8; LAST_ERROR_CAP]) {
+fn c_message(message: &str, buf: &mut [u8; RETRYRS_LAST_ERROR_CAP]) {
     let text = message.replace('\0', "\\0");
-    let room = LAST_ERROR_CAP - 1;
+    let room = RETRYRS_LAST_ERROR_CAP - 1;
     let len = if text.len() <= room {
         buf[..text.len()].copy_from_slice(text.as_bytes());
         text.len()
@@ -89,32 +89,51 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
     format!("internal error: a panic was caught at the C boundary: {what}")
 }
 
-/// Runs the body of a status-returning export: `Ok` becomes RETRYRS_OK, a [`Failure`]
-/// its status (message stored), a panic RETRYRS_INTERNAL_ERROR. The only way an export
-/// may return a status (see tests/guarded.rs).
-pub fn guard_status(body: impl FnOnce() -> Result<(), Failure>) -> retryrs_status {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(())) => RETRYRS_OK,
-        Ok(Err(failure)) => {
-            set_last_error(&failure.message);
-            failure.status
-        }
-        Err(payload) => {
-            set_last_error(&panic_message(&*payload));
-            RETRYRS_INTERNAL_ERROR
-        }
+/// `message` as the export `function` reports it: prefixed with its name unless it
+/// already begins with it (the header's promise: every message names its function).
+fn named(function: &str, message: &str) -> String {
+    match message.strip_prefix(function) {
+        Some(rest) if rest.starts_with(": ") => message.to_string(),
+        _ => format!("{function}: {message}"),
     }
 }
 
-/// Runs the body of an export that returns a plain value (free functions, queries that
-/// cannot fail): a panic yields `on_panic` and sets the last error.
-pub fn guard_value<R>(on_panic: R, body: impl FnOnce() -> R) -> R {
+/// Runs the body of the status-returning export `function` (its own name): `Ok` becomes
+/// RETRYRS_OK, a [`Failure`] its status (message stored, prefixed with `function`), a
+/// panic RETRYRS_INTERNAL_ERROR. The only way an export may return a status (see
+/// tests/guarded.rs, which also checks that `function` is the export's name). The name
+/// costs nothing on success: it is read only on a failure.
+#[inline(always)]
+pub fn guard_status(function: &'static str, body: impl FnOnce() -> Result<(), Failure>) -> retryrs_status {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => RETRYRS_OK,
+        Ok(Err(failure)) => fail(function, failure),
+        Err(payload) => panicked(function, &*payload, RETRYRS_INTERNAL_ERROR),
+    }
+}
+
+// The failure paths, out of line: the exports' success path stays what it was.
+#[cold]
+#[inline(never)]
+fn fail(function: &'static str, failure: Failure) -> retryrs_status {
+    set_last_error(&named(function, &failure.message));
+    failure.status
+}
+
+#[cold]
+#[inline(never)]
+fn panicked<R>(function: &'static str, payload: &(dyn Any + Send), on_panic: R) -> R {
+    set_last_error(&named(function, &panic_message(payload)));
+    on_panic
+}
+
+/// Runs the body of the export `function` that returns a plain value (free functions,
+/// queries that cannot fail): a panic yields `on_panic` and sets the last error.
+#[inline(always)]
+pub fn guard_value<R>(function: &'static str, on_panic: R, body: impl FnOnce() -> R) -> R {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(value) => value,
-        Err(payload) => {
-            set_last_error(&panic_message(&*payload));
-            on_panic
-        }
+        Err(payload) => panicked(function, &*payload, on_panic),
     }
 }
 
@@ -181,14 +200,14 @@ pub unsafe fn free_handle<T>(p: *mut T) {
 /// thread and process teardown too (see "Teardown").
 #[no_mangle]
 pub extern "C" fn retryrs_last_error() -> *const c_char {
-    guard_value(c"".as_ptr(), last_error_ptr)
+    guard_value("retryrs_last_error", c"".as_ptr(), last_error_ptr)
 }
 
 /// The name of a status ("ok", "rejected", "exhausted", "cancelled",
 /// "invalid_argument", "internal_error"; "unknown" for any other value). Static string.
 #[no_mangle]
 pub extern "C" fn retryrs_status_name(status: retryrs_status) -> *const c_char {
-    guard_value(c"unknown".as_ptr(), || {
+    guard_value("retryrs_status_name", c"unknown".as_ptr(), || {
         let name = match status {
             RETRYRS_OK => c"ok",
             RETRYRS_REJECTED => c"rejected",
@@ -208,11 +227,11 @@ mod tests {
 
     #[test]
     fn a_panic_becomes_internal_error_with_a_message() {
-        let status = guard_status(|| panic!("boom"));
+        let status = guard_status("retryrs_test", || panic!("boom"));
         assert_eq!(status, RETRYRS_INTERNAL_ERROR);
         let msg = unsafe { CStr::from_ptr(last_error_ptr()) }.to_str().unwrap().to_string();
-        assert!(msg.contains("boom"), "{msg}");
-        assert_eq!(guard_value(7, || -> i32 { panic!("x") }), 7);
+        assert!(msg.starts_with("retryrs_test: internal error") && msg.contains("boom"), "{msg}");
+        assert_eq!(guard_value("retryrs_test", 7, || -> i32 { panic!("x") }), 7);
     }
 
     fn last() -> String {
@@ -222,12 +241,12 @@ mod tests {
     #[test]
     fn a_long_message_is_cut_at_a_character_boundary_and_marked() {
         // 'é' is two bytes: the cut must not split one.
-        let long = "é".repeat(LAST_ERROR_CAP);
+        let long = "é".repeat(RETRYRS_LAST_ERROR_CAP);
         set_last_error(&long);
         let got = last();
-        assert!(got.len() < LAST_ERROR_CAP && got.len() >= LAST_ERROR_CAP - 5, "{}", got.len());
+        assert!(got.len() < RETRYRS_LAST_ERROR_CAP && got.len() >= RETRYRS_LAST_ERROR_CAP - 5, "{}", got.len());
         assert!(got.ends_with("é..."), "{got}");
-        let fits = "x".repeat(LAST_ERROR_CAP - 1);
+        let fits = "x".repeat(RETRYRS_LAST_ERROR_CAP - 1);
         set_last_error(&fits);
         assert_eq!(last(), fits);
         set_last_error("a\0b");
@@ -237,11 +256,16 @@ mod tests {
     #[test]
     fn a_failure_sets_the_message_and_ok_keeps_it() {
         assert_eq!(
-            guard_status(|| Err(Failure::invalid("max_attempts must be >= 1, got 0"))),
+            guard_status("retryrs_test", || Err(Failure::invalid("max_attempts must be >= 1, got 0"))),
             RETRYRS_INVALID_ARGUMENT
         );
-        assert_eq!(guard_status(|| Ok(())), RETRYRS_OK);
+        assert_eq!(guard_status("retryrs_test", || Ok(())), RETRYRS_OK);
         let msg = unsafe { CStr::from_ptr(last_error_ptr()) }.to_str().unwrap();
-        assert_eq!(msg, "max_attempts must be >= 1, got 0");
+        assert_eq!(msg, "retryrs_test: max_attempts must be >= 1, got 0");
+        // A message that already names its function is not named twice.
+        guard_status("retryrs_test", || Err(Failure::invalid("retryrs_test: x")));
+        assert_eq!(last(), "retryrs_test: x");
+        guard_status("retryrs_test", || Err(Failure::invalid("retryrs_testing: x")));
+        assert_eq!(last(), "retryrs_test: retryrs_testing: x");
     }
 }

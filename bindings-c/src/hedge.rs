@@ -137,7 +137,7 @@ pub unsafe extern "C" fn retryrs_hedge_start(
     listener: *const retryrs_listener,
     out: *mut *mut retryrs_hedge,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_hedge_start", || {
         let shared = Arc::clone(&arg(retrier, "retrier")?.inner);
         arg_mut(out, "out")?;
         let listener = listener.as_ref().copied();
@@ -164,7 +164,7 @@ pub unsafe extern "C" fn retryrs_hedge_poll(
     now_ms: u64,
     step: *mut retryrs_hedge_step,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_hedge_poll", || {
         let out = arg_mut(step, "step")?;
         *out = drive(hedge, "retryrs_hedge_poll", |h| h.step(|c, sink| c.poll(now(now_ms), &mut &mut *sink)))?;
         Ok(())
@@ -187,7 +187,7 @@ pub unsafe extern "C" fn retryrs_hedge_report(
     now_ms: u64,
     step: *mut retryrs_hedge_step,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_hedge_report", || {
         let out = arg_mut(step, "step")?;
         let (verdict, cause) = reported(verdict, hint_ms)?;
         *out = drive(hedge, "retryrs_hedge_report", |h| {
@@ -205,7 +205,7 @@ pub unsafe extern "C" fn retryrs_hedge_cancel(
     now_ms: u64,
     step: *mut retryrs_hedge_step,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_hedge_cancel", || {
         let out = arg_mut(step, "step")?;
         *out = drive(hedge, "retryrs_hedge_cancel", |h| {
             h.step(|c, sink| {
@@ -228,7 +228,7 @@ pub unsafe extern "C" fn retryrs_hedge_remaining_ms(
     now_ms: u64,
     out: *mut u64,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_hedge_remaining_ms", || {
         let out = arg_mut(out, "out")?;
         *out = drive(hedge, "retryrs_hedge_remaining_ms", |h| {
             h.call
@@ -244,5 +244,5 @@ pub unsafe extern "C" fn retryrs_hedge_remaining_ms(
 /// own listener the free is deferred until the function that ran the listener returns.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_hedge_free(hedge: *mut retryrs_hedge) {
-    guard_value((), || free_reentrant(hedge))
+    guard_value("retryrs_hedge_free", (), || free_reentrant(hedge))
 }

@@ -43,8 +43,9 @@ pub struct retryrs_retry_info {
 /// A wait callback: returns the exact wait in ms to use instead of info->delay_ms (not
 /// raised to the hint; rounded up to whole ms; refused past the deadline, reason
 /// RETRYRS_REASON_DEADLINE; over max_retry_after_ms when that is set, reason
-/// RETRYRS_REASON_RETRY_AFTER), or a negative number for the engine's wait. NaN ends the
-/// call with RETRYRS_INVALID_ARGUMENT. Must not unwind.
+/// RETRYRS_REASON_RETRY_AFTER), or a negative number for the engine's wait. NaN, infinity
+/// or a wait past RETRYRS_MAX_DELAY_MS ends the call with RETRYRS_INVALID_ARGUMENT. Must
+/// not unwind.
 pub type retryrs_wait_fn = Option<unsafe extern "C" fn(user_data: *mut c_void, info: *const retryrs_retry_info) -> f64>;
 
 /// A before-retry callback, called before the wait callback: returns RETRYRS_PLAN_ENGINE
@@ -89,15 +90,19 @@ impl retryrs_hooks {
         let Some(wait) = self.wait else { return (Plan::Engine, None) };
         // SAFETY: as above.
         let ms = unsafe { wait(self.user_data, info) };
-        if ms.is_nan() {
-            return (
-                Plan::Stop,
-                Some("the wait callback returned NaN, not a wait in ms (negative: the engine's)".into()),
-            );
+        if ms < 0.0 {
+            return (Plan::Engine, None); // negative: the engine's wait
         }
         match Plan::exact_ms(ms) {
             Ok(plan) => (plan, None),
-            Err(_) => (Plan::Engine, None), // negative: the engine's wait
+            // NaN, or past the longest wait (infinity included): a bug to report.
+            Err(e) => (
+                Plan::Stop,
+                Some(format!(
+                    "the wait callback returned {}: {e} (negative: the engine's)",
+                    retryrs::units::compact(ms)
+                )),
+            ),
         }
     }
 
@@ -148,7 +153,7 @@ pub unsafe extern "C" fn retryrs_retrier_stats(
     out: *mut retryrs_stats,
     struct_size: usize,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_retrier_stats", || {
         let r = arg(retrier, "retrier")?;
         let out = arg_mut(out, "out")?;
         if struct_size != std::mem::size_of::<retryrs_stats>() {

@@ -10,8 +10,9 @@ use retryrs::{classify_request, HttpOutcome, HttpRules, HttpVerdict};
 
 /// Parses a Retry-After header value (delay-seconds or any HTTP-date form) relative to
 /// the current system time. On RETRYRS_OK, *has_hint says whether the value was valid
-/// and *hint_ms holds the wait in ms (rounded up; 0 for a past date; UINT64_MAX for a
-/// value too large to count); garbage, negatives and fractions give *has_hint = false.
+/// and *hint_ms holds the wait in ms (rounded up; 0 for a past date; a larger value
+/// saturates at RETRYRS_MAX_DELAY_MS, the longest wait); garbage, negatives and
+/// fractions give *has_hint = false.
 /// Pass *hint_ms as the attempt callback's hint (as a double).
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_parse_retry_after(
@@ -19,7 +20,7 @@ pub unsafe extern "C" fn retryrs_parse_retry_after(
     has_hint: *mut bool,
     hint_ms: *mut u64,
 ) -> retryrs_status {
-    guard_status(|| parse(value, SystemTime::now(), has_hint, hint_ms))
+    guard_status("retryrs_parse_retry_after", || parse(value, SystemTime::now(), has_hint, hint_ms))
 }
 
 /// retryrs_parse_retry_after() relative to `now_unix_ms` (milliseconds since the Unix
@@ -31,7 +32,7 @@ pub unsafe extern "C" fn retryrs_parse_retry_after_at(
     has_hint: *mut bool,
     hint_ms: *mut u64,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_parse_retry_after_at", || {
         let offset = Duration::from_millis(now_unix_ms.unsigned_abs());
         let now = if now_unix_ms >= 0 {
             SystemTime::UNIX_EPOCH.checked_add(offset)
@@ -59,7 +60,7 @@ unsafe fn parse(value: *const c_char, now: SystemTime, has_hint: *mut bool, hint
 /// Whether an HTTP status is worth retrying: 408, 425, 429, 500, 502, 503, 504.
 #[no_mangle]
 pub extern "C" fn retryrs_is_retryable_status(status: i32) -> bool {
-    guard_value(false, || u16::try_from(status).is_ok_and(retryrs::is_retryable_status))
+    guard_value("retryrs_is_retryable_status", false, || u16::try_from(status).is_ok_and(retryrs::is_retryable_status))
 }
 
 /// How an HTTP request ended, for retryrs_http_classify().
@@ -97,7 +98,7 @@ pub unsafe extern "C" fn retryrs_http_classify(
     retry_statuses_len: usize,
     verdict: *mut retryrs_verdict_value,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_http_classify", || {
         let lists = Lists { retry_methods, retry_methods_len, retry_statuses, retry_statuses_len };
         classify_into("retryrs_http_classify", method, None, outcome, status, lists, verdict)
     })
@@ -120,7 +121,7 @@ pub unsafe extern "C" fn retryrs_http_classify_request(
     retry_statuses_len: usize,
     verdict: *mut retryrs_verdict_value,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_http_classify_request", || {
         let key = (!idempotency_key.is_null()).then(|| CStr::from_ptr(idempotency_key).to_string_lossy());
         let lists = Lists { retry_methods, retry_methods_len, retry_statuses, retry_statuses_len };
         classify_into("retryrs_http_classify_request", method, key.as_deref(), outcome, status, lists, verdict)
@@ -221,7 +222,7 @@ pub unsafe extern "C" fn retryrs_redact_url(
     cap: usize,
     len: *mut usize,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_redact_url", || {
         if url.is_null() {
             return Err(Failure::invalid("retryrs_redact_url: url must not be NULL"));
         }

@@ -41,5 +41,5 @@ static VERSION_C: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
 /// RETRYRS_VERSION to detect a header/library mismatch.
 #[no_mangle]
 pub extern "C" fn retryrs_version() -> *const c_char {
-    ffi::guard_value(c"".as_ptr(), || VERSION_C.as_ptr().cast())
+    ffi::guard_value("retryrs_version", c"".as_ptr(), || VERSION_C.as_ptr().cast())
 }

@@ -64,7 +64,7 @@ pub unsafe extern "C" fn retryrs_policies_from_json(
     len: usize,
     out: *mut *mut retryrs_policies,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_policies_from_json", || {
         let fail = |what: String| Failure::invalid(format!("retryrs_policies_from_json: {what}"));
         arg_mut(out, "retryrs_policies_from_json: out")?;
         if json.is_null() {
@@ -117,7 +117,7 @@ pub unsafe extern "C" fn retryrs_policies_config(
     config: *mut retryrs_config,
     struct_size: usize,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_policies_config", || {
         let all = arg(policies, "retryrs_policies_config: policies")?;
         let name = c_str(name, "retryrs_policies_config: name")?;
         if config.is_null() {
@@ -150,7 +150,7 @@ pub unsafe extern "C" fn retryrs_policies_retrier(
     name: *const c_char,
     out: *mut *mut retryrs_retrier,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_policies_retrier", || {
         let all = arg(policies, "retryrs_policies_retrier: policies")?;
         let name = c_str(name, "retryrs_policies_retrier: name")?;
         arg_mut(out, "retryrs_policies_retrier: out")?;
@@ -172,7 +172,7 @@ pub unsafe extern "C" fn retryrs_policies_lookup(
     service: *const c_char,
     method: *const c_char,
 ) -> *const c_char {
-    guard_value(std::ptr::null(), || {
+    guard_value("retryrs_policies_lookup", std::ptr::null(), || {
         let found = || -> Result<*const c_char, Failure> {
             let all = arg(policies, "retryrs_policies_lookup: policies")?;
             let service = c_str(service, "retryrs_policies_lookup: service")?;
@@ -192,14 +192,14 @@ pub unsafe extern "C" fn retryrs_policies_lookup(
 /// not meant, such as a gRPC tokenRatio that A6's three decimals make 0.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_policies_warning_count(policies: *const retryrs_policies) -> usize {
-    guard_value(0, || policies.as_ref().map_or(0, |p| p.warnings.len()))
+    guard_value("retryrs_policies_warning_count", 0, || policies.as_ref().map_or(0, |p| p.warnings.len()))
 }
 
 /// The `index`-th warning, in document order, NUL-terminated and owned by `policies`;
 /// NULL when `index` is out of range or `policies` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_policies_warning(policies: *const retryrs_policies, index: usize) -> *const c_char {
-    guard_value(std::ptr::null(), || {
+    guard_value("retryrs_policies_warning", std::ptr::null(), || {
         policies.as_ref().and_then(|p| p.warnings.get(index)).map_or(std::ptr::null(), |w| w.as_ptr())
     })
 }
@@ -207,14 +207,14 @@ pub unsafe extern "C" fn retryrs_policies_warning(policies: *const retryrs_polic
 /// How many policies the document holds (0 for NULL).
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_policies_count(policies: *const retryrs_policies) -> usize {
-    guard_value(0, || policies.as_ref().map_or(0, |p| p.policies.len()))
+    guard_value("retryrs_policies_count", 0, || policies.as_ref().map_or(0, |p| p.policies.len()))
 }
 
 /// The name of the `index`-th policy (sorted by name), NUL-terminated and owned by
 /// `policies`; NULL when `index` is out of range or `policies` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_policies_name(policies: *const retryrs_policies, index: usize) -> *const c_char {
-    guard_value(std::ptr::null(), || {
+    guard_value("retryrs_policies_name", std::ptr::null(), || {
         policies.as_ref().and_then(|p| p.policies.get(index)).map_or(std::ptr::null(), |e| e.c_key.as_ptr())
     })
 }
@@ -229,7 +229,7 @@ pub unsafe extern "C" fn retryrs_policies_breaker(
     name: *const c_char,
     out: *mut *mut retryrs_breaker,
 ) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_policies_breaker", || {
         let all = arg(policies, "retryrs_policies_breaker: policies")?;
         let name = c_str(name, "retryrs_policies_breaker: name")?;
         arg_mut(out, "retryrs_policies_breaker: out")?;
@@ -246,5 +246,5 @@ pub unsafe extern "C" fn retryrs_policies_breaker(
 /// is a no-op. Must not be called twice for the same document.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_policies_free(policies: *mut retryrs_policies) {
-    guard_value((), || free_handle(policies))
+    guard_value("retryrs_policies_free", (), || free_handle(policies))
 }

@@ -14,7 +14,7 @@ use crate::types::*;
 /// process: that is now retryrs_testing_enable_process_wide().)
 #[no_mangle]
 pub extern "C" fn retryrs_testing_enable() -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_testing_enable", || {
         testing::enable();
         Ok(())
     })
@@ -23,7 +23,7 @@ pub extern "C" fn retryrs_testing_enable() -> retryrs_status {
 /// Turns the calling thread's virtual time off (the process-wide switch, if on, stays on).
 #[no_mangle]
 pub extern "C" fn retryrs_testing_disable() -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_testing_disable", || {
         testing::disable();
         Ok(())
     })
@@ -34,7 +34,7 @@ pub extern "C" fn retryrs_testing_disable() -> retryrs_status {
 /// its own clock).
 #[no_mangle]
 pub extern "C" fn retryrs_testing_enable_process_wide() -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_testing_enable_process_wide", || {
         testing::enable_process_wide();
         Ok(())
     })
@@ -43,7 +43,7 @@ pub extern "C" fn retryrs_testing_enable_process_wide() -> retryrs_status {
 /// Turns the process-wide switch off (threads' own switches stay as they are).
 #[no_mangle]
 pub extern "C" fn retryrs_testing_disable_process_wide() -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_testing_disable_process_wide", || {
         testing::disable_process_wide();
         Ok(())
     })
@@ -54,7 +54,7 @@ pub extern "C" fn retryrs_testing_disable_process_wide() -> retryrs_status {
 /// off for this thread.
 #[no_mangle]
 pub extern "C" fn retryrs_testing_advance(ms: u64) -> retryrs_status {
-    guard_status(|| {
+    guard_status("retryrs_testing_advance", || {
         let clock = testing::clock().ok_or_else(|| {
             Failure::invalid("virtual time is off on this thread: call retryrs_testing_enable() on it first")
         })?;
@@ -67,5 +67,5 @@ pub extern "C" fn retryrs_testing_advance(ms: u64) -> retryrs_status {
 /// one).
 #[no_mangle]
 pub extern "C" fn retryrs_testing_is_on() -> bool {
-    guard_value(false, testing::is_on)
+    guard_value("retryrs_testing_is_on", false, testing::is_on)
 }

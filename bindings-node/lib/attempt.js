@@ -23,8 +23,8 @@ class AttemptContext {
   }
 
   /**
-   * The time this attempt has left, in ms, now (never negative): until the deadline or
-   * the attempt timeout, whichever is sooner; null when neither is set (unbounded).
+   * The time this attempt has left, in whole ms, now (never negative): until the deadline
+   * or the attempt timeout, whichever is sooner; null when neither is set (unbounded).
    */
   get remainingMs() {
     return null;
@@ -81,7 +81,9 @@ class BoundedAttemptContext {
   }
 
   get remainingMs() {
-    return Math.max(0, this.#start + this.#bound - now());
+    // Whole milliseconds, rounded down (never past the bound): what timers take
+    // (AbortSignal.timeout throws a RangeError for a fraction).
+    return Math.max(0, Math.floor(this.#start + this.#bound - now()));
   }
 }
 

@@ -21,11 +21,18 @@ export interface AxiosInstanceLike {
  * `response`); on the network, with axios's own `AxiosError` that also carries
  * `attempts`, `reason`, `retrier` and `errors` and is `instanceof RetryExhaustedError`.
  * Returns a function that removes the retries.
+ *
+ * A client that reads the body inside the attempt (axios hands a response over read
+ * whole): with axios's http adapter (Node's default) the attempt's bound covers the body
+ * read, a body that stalls is a timed-out attempt, and a retried response is read to
+ * 64 KiB at most (then closed); out of retries it is read whole. With `responseType:
+ * 'stream'` the stream is handed over at the headers. Other adapters (fetch, xhr) buffer
+ * the body themselves.
  */
 export declare function retryAxios(instance: AxiosInstanceLike, options?: HttpHelperOptions): () => void;
 
-// A request's `retry` config option, for the CommonJS typings of axios (an ES module
-// program may spread `{ retry } as object` into its config).
+// A request's `retry` config option, for the CommonJS typings of axios (axios.d.mts adds
+// it to the ES module ones).
 declare module 'axios' {
   interface AxiosRequestConfig {
     /** retryrs/axios: this request's own attempt limit, methods, statuses, Idempotency-Key rule. */

@@ -6,7 +6,12 @@
 // axios's outcomes to "response", "connect" or "network".
 const { requirePeer } = require('./metrics');
 const { typeName } = require('./options');
-const { httpHelper, runHttp, idempotencyKeyOf, failureOf, codeOf, isClientTimeout } = require('./http-common');
+const dc = require('node:diagnostics_channel');
+const { AsyncLocalStorage } = require('node:async_hooks');
+const { Readable } = require('node:stream');
+const { httpHelper, idempotencyKeyOf, failureOf, codeOf, isClientTimeout } = require('./http-common');
+const { runHttp } = require('./http-run');
+const { HeldBody, holdStream, readWhole, silenceMs } = require('./http-body');
 
 const INSTALLED = Symbol('retryrs.axios');
 
@@ -39,6 +44,37 @@ function timedOutAxios(err) {
   return codeOf(err) === 'ECONNABORTED' && typeof err?.message === 'string' && /timeout/i.test(err.message);
 }
 
+// The Node request each attempt of axios's http adapter creates, from Node's
+// diagnostics channel (in the attempt's async context): whether its connection was made.
+let creating = null;
+
+function watched(progress, n, send) {
+  if (creating === null) {
+    creating = new AsyncLocalStorage();
+    dc.subscribe('http.client.request.start', ({ request }) => {
+      const state = creating.getStore();
+      if (state === undefined) return;
+      // A socket reused from the pool is connected; a new one once it has connected
+      // (TLS: its handshake done). Nothing is written before.
+      const watch = (socket) => {
+        if (!socket.connecting) state.connected = true;
+        else socket.once(socket.encrypted ? 'secureConnect' : 'connect', () => { state.connected = true; });
+      };
+      // The agent may have given it a socket already (Node publishes after that).
+      if (request.socket) watch(request.socket);
+      else request.once('socket', watch);
+    });
+  }
+  const state = { connected: false };
+  progress.set(n, state);
+  return creating.run(state, send);
+}
+
+/** Whether an attempt's request never got a connected socket (nothing was written). */
+function neverConnected(state) {
+  return state !== undefined && !state.connected;
+}
+
 /**
  * Installs retries on an axios instance (axios.create(), or axios itself) and returns a
  * function that removes them. See axios.d.ts.
@@ -54,6 +90,8 @@ function retryAxios(instance, options) {
   const axios = requirePeer('axios', 'retryrs/axios');
   const original = instance.defaults.adapter;
   const inner = axios.getAdapter(original);
+  const streams = inner === axios.getAdapter('http');
+  const silence = silenceMs(h.o);
 
   const adapter = async function retryrsAxiosAdapter(config) {
     const rules = h.rulesFor(config.retry);
@@ -66,18 +104,27 @@ function retryAxios(instance, options) {
       replayable: replayableData(config.data),
       signal: config.signal ?? undefined,
     };
+    // Each attempt's request as Node's http client reports it (see watched).
+    const progress = new Map();
     let out;
     try {
       out = await runHttp(h, rules, req, {
-        send: (signal) => inner({ ...config, signal }).then(
-          (response) => outcome(response, undefined),
-          (err) => {
-            if (axios.isAxiosError(err) && err.response !== undefined && err.response !== null) return outcome(err.response, err);
-            throw err;
-          },
-        ),
+        // axios's http adapter is asked for a stream, judged at its headers (the rule
+        // of lib/http-body.js); another adapter buffers the body itself.
+        send: (signal, n) => (streams
+          ? watched(progress, n, () => inner({ ...config, signal, responseType: 'stream', validateStatus: null }))
+            .then((response) => streamOutcome(axios, config, response, silence))
+          : inner({ ...config, signal }).then(
+            (response) => bufferedOutcome(response, undefined),
+            (err) => {
+              if (axios.isAxiosError(err) && err.response !== undefined && err.response !== null) return bufferedOutcome(err.response, err);
+              throw err;
+            },
+          )),
         failureOf: failureOfAxios,
         timedOut: timedOutAxios,
+        // Cut at its bound before its connection was made (a full accept queue): never sent.
+        unsent: (err, n) => streams && neverConnected(progress.get(n)),
       });
     } catch (err) {
       // The caller's abort during a wait: axios's own CanceledError, as without retries.
@@ -96,21 +143,91 @@ function retryAxios(instance, options) {
   };
 }
 
-/** One attempt's outcome: the response, and axios's error for it when validateStatus refused it. */
-function outcome(response, error) {
-  const header = response.headers?.['retry-after'];
+/** One attempt's outcome from an adapter that buffered the body itself (fetch, xhr). */
+function bufferedOutcome(response, error) {
+  const data = response.data;
+  const stream = data !== null && typeof data === 'object' && typeof data.destroy === 'function' && typeof data.pipe === 'function';
   return {
     status: response.status,
-    retryAfter: header === undefined || header === null ? null : String(header),
-    response,
-    error,
-    // A retried response: a stream body (responseType 'stream') is destroyed, freeing
-    // its socket; a buffered one was read whole already.
-    async release() {
-      const data = response.data;
-      if (data !== null && typeof data === 'object' && typeof data.destroy === 'function' && typeof data.pipe === 'function') data.destroy();
+    retryAfter: retryAfterOf(response),
+    hold() {},
+    // A stream body (responseType 'stream') is destroyed, freeing its socket; a
+    // buffered one was read whole already.
+    cancel() {
+      if (stream) data.destroy();
+    },
+    handOver: () => ({ response, error }),
+  };
+}
+
+function retryAfterOf(response) {
+  const header = response.headers?.['retry-after'];
+  return header === undefined || header === null ? null : String(header);
+}
+
+/**
+ * One attempt's outcome from axios's http adapter, asked for a stream (lib/http-body.js
+ * decides what becomes of it): a final response is read inside the attempt (read()) and
+ * handed over as axios would have built it (responseType, responseEncoding, then
+ * validateStatus); a retried one is held to DRAIN_LIMIT bytes, then cancelled or, when
+ * retries ran out, read whole. With responseType 'stream' the stream is handed over.
+ */
+function streamOutcome(axios, config, response, silence) {
+  const stream = response.data;
+  let held = null;
+  let body = null;
+  const wantsStream = config.responseType === 'stream';
+  const build = (bytes) => {
+    let data = bytes;
+    if (config.responseType !== 'arraybuffer') {
+      data = bytes.toString(config.responseEncoding);
+      if ((!config.responseEncoding || config.responseEncoding === 'utf8') && data.charCodeAt(0) === 0xfeff) data = data.slice(1);
+    }
+    return settled(axios, config, { ...response, config, data });
+  };
+  return {
+    status: response.status,
+    retryAfter: retryAfterOf(response),
+    read: wantsStream ? undefined : async () => {
+      body = await readWhole(stream, null, null, 'retryAxios');
+    },
+    hold() {
+      held = new HeldBody();
+      return holdStream(stream, held);
+    },
+    cancel() {
+      if (held === null || held.open) stream.destroy();
+    },
+    async handOver() {
+      if (wantsStream) {
+        if (held === null) return settled(axios, config, { ...response, config });
+        const prefix = held.take();
+        const rest = held.ended || held.error !== null ? null : stream;
+        const failed = held.error;
+        async function* whole() {
+          yield* prefix;
+          if (failed !== null) throw failed;
+          if (rest !== null) { rest.resume(); yield* rest; }
+        }
+        return settled(axios, config, { ...response, config, data: Readable.from(whole(), { objectMode: false }) });
+      }
+      if (body === null) {
+        try {
+          body = await readWhole(stream, held, silence, 'retryAxios');
+        } catch (err) {
+          return { response: undefined, error: axios.AxiosError.from(err, null, config, response.request, response) };
+        }
+      }
+      return build(body);
     },
   };
 }
 
+/** axios's settle: the response, or axios's error for a status validateStatus refuses. */
+function settled(axios, config, response) {
+  const valid = config.validateStatus;
+  if (!response.status || !valid || valid(response.status)) return { response, error: undefined };
+  const code = [axios.AxiosError.ERR_BAD_REQUEST, axios.AxiosError.ERR_BAD_RESPONSE][Math.floor(response.status / 100) - 4];
+  return { response, error: new axios.AxiosError(`Request failed with status code ${response.status}`, code, config, response.request, response) };
+}
 module.exports = { retryAxios };

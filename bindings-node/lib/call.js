@@ -12,6 +12,7 @@ const { AttemptContext, BoundedAttemptContext, abortAttempt, startOf } = require
 // MAX_TIMER_MS: the longest single setTimeout; longer waits are armed in chunks.
 const { armBound, clearBound, EXPIRED, MAX_TIMER_MS } = require('./bound');
 const { reportListenerError } = require('./events');
+const { retryAfterFromError } = require('./predicate');
 
 // Which event kinds carry the failure: the core's rule, read once.
 const CARRIES_ERROR = new Set(native.eventKindsCarryingError());
@@ -504,6 +505,8 @@ class CallRun {
     if (typeof hint !== 'number') {
       return this.hookFailed(error, new TypeError(`retryAfterMs must return a number or undefined (or a Promise of one), got ${typeName(hint)}`));
     }
+    const bad = badHint(this.o, hint);
+    if (bad !== undefined) return this.hookFailed(error, bad);
     return this.record(error, V_TRANSIENT, hint);
   }
 
@@ -567,9 +570,10 @@ class CallRun {
     try {
       decision = native.callSettle(id, PLAN_EXACT, answer, now() + this.base);
     } catch (refused) {
-      // Not a wait (NaN, negative): the engine's words, naming the value.
+      // Not a wait (NaN, negative, past the longest wait, Infinity): the engine's words,
+      // naming the value (as JavaScript spells it).
       this.settle(PLAN_STOP, undefined, error, true);
-      throw hookError(new RangeError(`delayMs: ${refused.message}`), error);
+      throw hookError(new RangeError(`delayMs: ${refused.message.replace(/got \S+$/, `got ${answer}`)}`), error);
     }
     return this.decided(error, decision);
   }
@@ -906,6 +910,22 @@ function carries(thrown, original) {
   return false;
 }
 
+/**
+ * A retryAfterMs hook's number by the engine's rule for a hook's hint: a RangeError naming
+ * it (NaN, negative: a bug in the hook, reported as a bad delayMs answer is), or undefined.
+ * The default reader (an error's own `retryAfterMs`, which the HTTP helpers also use) is
+ * not held to it: a library's value that is no wait is no hint.
+ */
+function badHint(o, hint) {
+  if (o.retryAfterMs === retryAfterFromError) return undefined;
+  try {
+    native.hintFromHookMs(hint);
+    return undefined;
+  } catch (refused) {
+    return new RangeError(`retryAfterMs: ${refused.message}`);
+  }
+}
+
 module.exports = {
-  CallRun, isThenable, boundedFirstAttempt, isDeadline, boundError, hookError, notBoolean, nameOf, markTimedOut, isTimedOut,
+  CallRun, isThenable, boundedFirstAttempt, isDeadline, boundError, hookError, notBoolean, nameOf, markTimedOut, isTimedOut, badHint,
 };

@@ -43,9 +43,10 @@ export interface RequestRetryOptions {
 export interface RetryingFetchOptions<F extends FetchFunction = GlobalFetch> extends HttpHelperOptions {
   /** Policy, listener, budget, deadline, attempt timeout (default: `new Retrier()`). Its
    * `shouldRetry`, `shouldRetryResult` and `retryAfterMs` are refused: the core's HTTP rules decide. Each
-   * request, and the body read of the response it resolves with, is bounded by its
-   * attempt's bound (the time left before the deadline, or `attemptTimeoutMs` when
-   * sooner; one whose `fetch` ignores the signal is abandoned there). A request cut there
+   * request, up to its response's headers, is bounded by its attempt's bound (the time
+   * left before the deadline, or `attemptTimeoutMs` when sooner; one whose `fetch` ignores
+   * the signal is abandoned there); the body of the response handed over is not (see
+   * retryingFetch). A request cut there
    * is a read timeout, sent again only for an idempotent method (a POST rejects with the
    * TimeoutError), unless undici reports it never wrote its headers (the connection was
    * never made): a connect failure, sent again for every method. */
@@ -54,6 +55,17 @@ export interface RetryingFetchOptions<F extends FetchFunction = GlobalFetch> ext
   fetch?: F;
 }
 
+/** fetch's init `I` with a request's own rules (`retry`): the init the fetch retryingFetch returns takes. */
+export type RetryingInit<I> = NonNullable<I> & {
+  /** retryrs/fetch: this request's own attempt limit, methods, statuses, Idempotency-Key rule. */
+  retry?: RequestRetryOptions;
+};
+/**
+ * The fetch retryingFetch returns: `F`'s signature, its init also taking `retry`. Only
+ * this fetch reads it: a plain fetch has no such option (and its RequestInit does not
+ * declare one).
+ */
+export type RetryingFetch<F extends FetchFunction> = (input: Parameters<F>[0], init?: RetryingInit<Parameters<F>[1]>) => ReturnType<F>;
 /**
  * A function with `fetch`'s signature that retries what the core calls transient. Out of
  * retries on a status it resolves with the last response; on a network failure it rejects
@@ -61,9 +73,15 @@ export interface RetryingFetchOptions<F extends FetchFunction = GlobalFetch> ext
  * `errors`, which is also `instanceof RetryExhaustedError`. `init.signal` cancels waits
  * and attempts; `init.retry` (RequestRetryOptions) overrides the rules for one request.
  * A body that can be read once (a stream) is sent once, through the retrier (events).
+ *
+ * A client that hands the response over at its headers: the deadline and the attempt's
+ * bound cover the request up to them (and the read of a retried response's first 64 KiB);
+ * the body of the response it resolves with is the caller's, never cut while bytes
+ * arrive, and fails with a TimeoutError after `attemptTimeoutMs` of silence (or, without
+ * one, a silence as long as the deadline). Out of retries, the last response is whole.
  */
-export declare function retryingFetch<F extends FetchFunction>(options: RetryingFetchOptions<F> & { fetch: F }): F;
-export declare function retryingFetch(options?: RetryingFetchOptions<GlobalFetch>): GlobalFetch;
+export declare function retryingFetch<F extends FetchFunction>(options: RetryingFetchOptions<F> & { fetch: F }): RetryingFetch<F>;
+export declare function retryingFetch(options?: RetryingFetchOptions<GlobalFetch>): RetryingFetch<GlobalFetch>;
 
 /** The URL with `user:pass@` and the values of the core's query keys (and `keys`) replaced by REDACTED. */
 export declare function redactUrl(url: string, keys?: readonly string[]): string;
@@ -101,9 +119,3 @@ export declare class RequestFailedError extends HttpRetryError {
  * ends `rejected`, error.type the client's code; the helper rejects with `cause`. */
 export declare class FinalNetworkError extends RequestFailedError {}
 
-declare global {
-  interface RequestInit {
-    /** retryrs/fetch: this request's own attempt limit, methods, statuses, Idempotency-Key rule. */
-    retry?: RequestRetryOptions;
-  }
-}

@@ -1,6 +1,6 @@
 'use strict';
 // retryrs/fetch: a fetch with retries. One attempt is one fetch, run by the helpers'
-// common loop (lib/http-common.js, runHttp), where the core decides which outcomes are
+// common loop (lib/http-run.js, runHttp), where the core decides which outcomes are
 // transient; this file maps fetch's failures to "connect" or "network", releases retried
 // bodies and unwraps the result.
 const dc = require('node:diagnostics_channel');
@@ -9,8 +9,10 @@ const native = require('./native');
 const { typeName } = require('./options');
 const {
   HttpRetryError, RetryableStatusError, FinalStatusError, RequestFailedError, FinalNetworkError, httpHelper,
-  idempotencyKeyOf, failureOf, runHttp,
+  idempotencyKeyOf, failureOf,
 } = require('./http-common');
+const { runHttp } = require('./http-run');
+const { HeldBody, silenceMs, silenceWatch, silenceError } = require('./http-body');
 
 const IDEMPOTENT_METHODS = Object.freeze(native.idempotentMethods());
 
@@ -52,64 +54,103 @@ function isRequest(v) {
   return typeof v === 'object' && v !== null && typeof v.url === 'string' && typeof v.method === 'string' && 'bodyUsed' in v;
 }
 
-// How much of a retried response's body is read to keep its connection: past this (or
-// past the attempt's bound) the body is cancelled and the connection closed instead.
-const DRAIN_LIMIT = 64 * 1024;
-
 /**
- * Frees a retried response's connection, reading at most DRAIN_LIMIT bytes of its body
- * (within the attempt's bound: its signal aborts the read), and returns a response to
- * keep: the same status and headers, and the body read; a body cut short (too long,
- * stalled past the bound, broken) yields what was read, then errors saying so.
+ * A fetch response's body under lib/http-body.js's rule. `handOver()` returns the
+ * response for the caller: its body forwarded chunk by chunk (the prefix a hold read
+ * first), failing with a TimeoutError after `silence` ms without a byte; `hold()` reads
+ * at most DRAIN_LIMIT bytes; `cancel()` drops the body (a body read to its end keeps its
+ * connection).
  */
-async function release(res) {
-  // Not a fetch Response (a custom fetch's own object): nothing to read or rebuild.
-  if (typeof res.arrayBuffer !== 'function' || typeof res.constructor !== 'function') return res;
-  const chunks = [];
-  let size = 0;
-  let cut = null;
+function fetchBody(res, silence) {
+  let held = null;
+  let reader = null;
+  let cancelled = false;
+  // Not a fetch Response (a custom fetch's own object) or no body: nothing to read.
   const body = res.body;
-  if (body !== null && body !== undefined && typeof body.getReader === 'function') {
-    let reader;
-    try {
+  const streams = body !== null && body !== undefined && typeof body.getReader === 'function' && typeof res.constructor === 'function';
+  return {
+    async hold() {
+      if (!streams) return;
+      held = new HeldBody();
       reader = body.getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        if (size + value.byteLength > DRAIN_LIMIT) {
-          chunks.push(value.subarray(0, DRAIN_LIMIT - size));
-          size = DRAIN_LIMIT;
-          cut = new Error(`retryingFetch: the body of a retried ${res.status} response was cut after ${DRAIN_LIMIT} bytes (retried bodies are not read whole)`);
-          break;
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) return held.end();
+          if (!held.push(value)) return undefined;
         }
-        chunks.push(value);
-        size += value.byteLength;
+      } catch (err) {
+        held.fail(err);
       }
-    } catch (err) {
-      cut = new Error(`retryingFetch: the body of a retried ${res.status} response was cut after ${size} bytes: ${err?.message ?? String(err)}`, { cause: err });
-    }
-    // Cancelling closes the connection; a body read to its end keeps it.
-    if (cut !== null) reader?.cancel(cut).catch(() => {});
-  }
-  let kept = null;
-  if (res.status !== 204 && res.status !== 304) {
-    const bytes = Buffer.concat(chunks, size);
-    kept = cut === null
-      ? bytes
-      : new ReadableStream({
-          start(controller) {
-            if (size > 0) controller.enqueue(new Uint8Array(bytes));
-            controller.error(cut);
-          },
-        });
-  }
-  const copy = new res.constructor(kept, {
-    status: res.status,
-    statusText: res.statusText,
-    headers: res.headers,
-  });
-  Object.defineProperty(copy, 'url', { value: res.url, enumerable: true });
-  return copy;
+      return undefined;
+    },
+    cancel() {
+      if (cancelled) return;
+      cancelled = true;
+      if (held !== null && !held.open) return;
+      (reader ?? body)?.cancel?.()?.catch?.(() => {});
+    },
+    handOver() {
+      if (!streams || (held === null && silence === null)) return res;
+      const source = reader ?? body.getReader();
+      const prefix = held === null ? [] : held.take();
+      const failed = held?.error ?? null;
+      const ended = held?.ended === true;
+      let watch = null;
+      // Whether the caller is waiting for a chunk (a pull in flight).
+      let pulling = false;
+      // Failed for its silence: what the cancelled source still answers is dropped.
+      let silent = false;
+      const stream = new ReadableStream({
+        start(controller) {
+          for (const chunk of prefix) controller.enqueue(chunk);
+          if (failed !== null) return controller.error(failed);
+          if (ended) return controller.close();
+          watch = silenceWatch(silence, (ms) => {
+            const err = silenceError('retryingFetch', ms);
+            silent = true;
+            controller.error(err);
+            source.cancel(err).catch(() => {});
+          }, () => pulling);
+          return undefined;
+        },
+        async pull(controller) {
+          let step;
+          watch?.touch();
+          pulling = true;
+          try {
+            step = await source.read();
+          } catch (err) {
+            watch?.stop();
+            if (!silent) controller.error(err);
+            return;
+          } finally {
+            pulling = false;
+          }
+          if (silent) return;
+          if (step.done) {
+            watch?.stop();
+            controller.close();
+          } else {
+            watch?.touch();
+            controller.enqueue(step.value);
+          }
+        },
+        cancel(reason) {
+          watch?.stop();
+          return source.cancel(reason);
+        },
+      }, { highWaterMark: 0 });
+      const copy = new res.constructor(res.status === 204 || res.status === 304 ? null : stream, {
+        status: res.status,
+        statusText: res.statusText,
+        headers: res.headers,
+      });
+      Object.defineProperty(copy, 'url', { value: res.url, enumerable: true });
+      Object.defineProperty(copy, 'redirected', { value: res.redirected, enumerable: true });
+      return copy;
+    },
+  };
 }
 
 // Whether a request's headers were written before its attempt ran out of time, from
@@ -148,7 +189,7 @@ function cancelBody(res) {
  * A fetch that retries what the core's HTTP rules call transient, with the Retrier's
  * backoff, Retry-After, deadline, budget and events; `init.signal` cancels waits and
  * attempts; `init.retry` overrides the rules for one request. See fetch.d.ts. Each
- * attempt runs through the helpers' common loop (lib/http-common.js, runHttp): one fetch,
+ * attempt runs through the helpers' common loop (lib/http-run.js, runHttp): one fetch,
  * bounded with the engine's bound, judged by the core's HTTP rules.
  */
 function retryingFetch(options) {
@@ -156,6 +197,8 @@ function retryingFetch(options) {
   const base = options?.fetch ?? globalThis.fetch;
   if (typeof base !== 'function') throw new TypeError(`retryingFetch: fetch must be a function, got ${typeName(base)}`);
   watchSends();
+  // How long the body of a response handed over may stay silent (lib/http-body.js).
+  const silence = silenceMs(h.o);
 
   return async function fetchWithRetries(input, init) {
     const request = isRequest(input) ? input : undefined;
@@ -181,7 +224,7 @@ function retryingFetch(options) {
     // Each attempt's progress as undici's channels report it (see watchSends).
     const progress = new Map();
     const req = { method, url, key: idempotencyKeyOf(init?.headers ?? request?.headers), replayable, signal };
-    const out = await runHttp(h, rules, req, {
+    return runHttp(h, rules, req, {
       send(attemptSignal, n) {
         const sent = { created: false, sent: false };
         progress.set(n, sent);
@@ -189,17 +232,9 @@ function retryingFetch(options) {
         return pending.then((res) => {
           // Abandoned at its bound before it arrived: its connection is freed.
           if (attemptSignal?.aborted) cancelBody(res);
-          const header = res.headers.get('retry-after');
-          const outcome = {
-            status: res.status,
-            retryAfter: header,
-            response: res,
-            // A retried response: read (at most DRAIN_LIMIT) to free its connection, kept
-            // to hand back if retries run out.
-            async release() {
-              outcome.response = await release(res);
-            },
-          };
+          const outcome = fetchBody(res, silence);
+          outcome.status = res.status;
+          outcome.retryAfter = res.headers.get('retry-after');
           return outcome;
         });
       },
@@ -214,7 +249,6 @@ function retryingFetch(options) {
         return p !== undefined && p.created && !p.sent;
       },
     });
-    return out.response;
   };
 }
 

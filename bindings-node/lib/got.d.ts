@@ -1,20 +1,46 @@
 // retryrs/got: got.extend options whose retry decisions come from the engine (optional
-// peer: got >= 14, an ES module; this helper loads none of it).
-import type { ExtendOptions } from 'got';
+// peer: got >= 14, an ES module; this helper loads none of it). Its typings are not
+// imported: a CommonJS declaration importing an ES module's types needs an import
+// attribute older compilers cannot parse, and without it TypeScript's node16/nodenext
+// resolution fails (TS1541). RetryGotOptions is what got.extend takes of it.
 import type { HttpHelperOptions } from './fetch';
+
+/** The options retryGot makes: got's `retry` (its calculateDelay asks the engine), a handler and hooks; for `got.extend(...)`. */
+export interface RetryGotOptions {
+  retry: {
+    limit: number;
+    methods: never[];
+    statusCodes: number[];
+    errorCodes: string[];
+    enforceRetryRules: boolean;
+    calculateDelay: (retryObject: any) => number | Promise<number>;
+  };
+  handlers: Array<(options: any, next: (options: any) => any) => any>;
+  hooks: {
+    beforeRequest: Array<(options: any) => void>;
+    afterResponse: Array<(response: any) => any>;
+  };
+}
 
 /**
  * Options for `got.extend(retryGot({ retrier }))`: got keeps its own request loop
  * (promise API), and every retry decision and wait is the engine's (the core's HTTP rule,
  * Retry-After, the deadline, the budget, events). A streamed body is sent once.
  *
- * Per request, got's own `retry` fields override the rules: `limit` (retries, so attempts
- * are limit + 1), `methods` and `statusCodes` (an empty list: the helper's); the request's
- * `context.retry` takes the other helpers' per-request `retry` option (`limit`, `methods`,
- * `statuses`, `idempotencyKey`: `{ context: { retry: { idempotencyKey: false } } }`),
- * over got's fields. A hedging retrier is refused (got runs one attempt at a time). Out of retries
+ * A client that reads the body inside the attempt: got's promise API reads a response
+ * whole before handing it over, so the attempt's bound (the deadline, or the attempt
+ * timeout, as got's `timeout.request`) covers the body, and a body that stalls is a
+ * timed-out attempt. A retried response is judged at 64 KiB of its body: when the engine
+ * retries, the rest is never read (the connection is closed); out of retries, got reads
+ * it whole.
+ *
+ * Per request, got's own `retry` fields override the rules: `limit` (retries, as in got:
+ * attempts are limit + 1), `methods` and `statusCodes` (an empty list: the helper's); the
+ * request's `context.retry` takes `methods`, `statuses` and `idempotencyKey` (`{ context:
+ * { retry: { idempotencyKey: false } } }`), over got's fields; its `limit` is refused (a
+ * TypeError naming got's retry.limit), since it would count attempts, not retries. A hedging retrier is refused (got runs one attempt at a time). Out of retries
  * on a status, got rejects with its HTTPError (or resolves with the response when
  * `throwHttpErrors` is false); on the network, with its own RequestError carrying
  * `attempts`, `reason`, `retrier` and `errors`, also `instanceof RetryExhaustedError`.
  */
-export declare function retryGot(options?: HttpHelperOptions): ExtendOptions;
+export declare function retryGot(options?: HttpHelperOptions): RetryGotOptions;

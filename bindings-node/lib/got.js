@@ -9,9 +9,11 @@
 const { parseRetryAfter } = require('./http');
 const {
   httpHelper, idempotencyKeyOf, failureOf, classify, isFailedStatus, exhaustedAs, isExhausted,
-  RetryableStatusError, FinalStatusError, RequestFailedError, FinalNetworkError, markResend, isClientTimeout,
+  RetryableStatusError, FinalStatusError, RequestFailedError, FinalNetworkError, isClientTimeout,
 } = require('./http-common');
+const { markResend } = require('./http-run');
 const { markTimedOut } = require('./call');
+const { DRAIN_LIMIT } = require('./http-body');
 
 // Where a request's retrier call lives: in got's per-request `context` (shallow-copied
 // from one attempt's options to the next, so every attempt of a request sees it).
@@ -45,6 +47,11 @@ function startCall(h, options) {
   const own = options.context?.retry;
   if (own !== undefined && own !== null) {
     if (typeof own !== 'object') throw new TypeError(`retryGot: a request's context.retry must be an object, got ${typeof own}`);
+    // Two limits that count differently (attempts here, retries in got's) would be a
+    // trap: got's own is the one a got user knows.
+    if (own.limit !== undefined) {
+      throw new TypeError(`retryGot: context.retry.limit is not taken; use got's own retry.limit, which counts retries as got does (retry: { limit: 2 } is 3 attempts), or the retrier's maxAttempts`);
+    }
     Object.assign(override, own);
   }
   const rules = h.rulesFor(Object.keys(override).length > 0 ? override : undefined);
@@ -61,6 +68,13 @@ function startCall(h, options) {
     exhausted: null,
     held: undefined,
     ctx: null, // the attempt in progress's context (its bound: ctx.remainingMs)
+    // The response of the attempt in progress, at its headers (its body is got's to read).
+    response: null,
+    // A retried response whose failure was handed to the engine at DRAIN_LIMIT bytes,
+    // before got read it all: got's own failure for it is not the engine's to judge, and
+    // got goes on when the engine's next attempt starts (`go`: it started first).
+    preempted: false,
+    go: false,
     // Ends the call when got ends the request without telling the hooks (a cancel).
     controller: new AbortController(),
   };
@@ -73,9 +87,11 @@ function startCall(h, options) {
     if (ctx.attempt > 1) markResend(ctx.attempt);
     state.current = { resolve, reject };
     // A retry: got may go on (its calculateDelay waited for this).
+    state.response = null;
     const next = state.next;
     state.next = null;
-    next?.(1);
+    if (next !== null) next(1);
+    else if (state.preempted) state.go = true;
   }), { signal: state.controller.signal });
   state.call.then(
     () => end(state, null),
@@ -100,14 +116,56 @@ function verdict(state, status, failure) {
 function failureOfGot(err) {
   // A TLS failure before the handshake completed never sent the request.
   const t = err?.timings;
+  // Timed out before the connection was made (a full accept queue): nothing was sent.
+  if (t !== undefined && t.connect === undefined && isClientTimeout(err)) return 'connect';
   return failureOf(err, t === undefined || t.secureConnect === undefined);
+}
+
+// The body each preempted failure stands for (see watchBody): dropped when the engine
+// proposes a retry (the retrier's onRetry hook, ours alone: refuseHooks refuses a user's).
+const heldBodies = new WeakMap();
+const dropHeld = (info) => {
+  heldBodies.get(info.error)?.destroy();
+  return undefined;
+};
+
+/**
+ * got's promise API reads a body whole before it hands a response on (to afterResponse,
+ * or to calculateDelay as an HTTPError): a retried response's body, watched as got reads
+ * it (downloadProgress), is judged at DRAIN_LIMIT bytes (lib/http-body.js): the engine
+ * hears of the failure then; if it retries, the response is destroyed before got reads
+ * more (dropHeld); if retries ran out, got reads it whole and hands it back as without
+ * retries.
+ */
+function watchBody(state, result) {
+  if (typeof result?.on !== 'function') return;
+  result.on('request', (clientRequest) => {
+    clientRequest.once?.('response', (response) => {
+      state.response = response;
+    });
+  });
+  result.on('downloadProgress', (progress) => {
+    const response = state.response;
+    if (response === null || state.current === null || state.ended || progress.transferred < DRAIN_LIMIT) return;
+    const status = response.statusCode;
+    if (verdict(state, status, null) !== 'retry') return;
+    const header = response.headers?.['retry-after'];
+    const failure = new RetryableStatusError(status, state.method, state.url, header === undefined ? undefined : parseRetryAfter(String(header)));
+    heldBodies.set(failure, response);
+    state.held = failure;
+    state.preempted = true;
+    state.response = null;
+    const { reject } = state.current;
+    state.current = null;
+    reject(failure);
+  });
 }
 
 /**
  * The options object for got.extend: `got.extend(retryGot({ retrier }))`. See got.d.ts.
  */
 function retryGot(options) {
-  const h = httpHelper('retryGot', options, [], true);
+  const h = httpHelper('retryGot', options, [], true, { onRetry: dropHeld, hooked: true });
   if (h.base.hedged) {
     // got's own retry loop sends each attempt after the last one ended: it cannot run two
     // side by side, so a hedging retrier would silently run one.
@@ -116,12 +174,27 @@ function retryGot(options) {
 
   const calculateDelay = ({ error, attemptCount }) => {
     const state = error?.options?.context?.[STATE];
+    if (state !== undefined && state.preempted) {
+      // The end of a retried response the engine already judged (see watchBody).
+      state.preempted = false;
+      if (state.ended) return 0;
+      if (state.go) {
+        state.go = false;
+        return 1;
+      }
+      return new Promise((resolve) => {
+        state.next = resolve;
+      });
+    }
     if (state === undefined || state.ended || state.current === null) return 0;
     const { reject } = state.current;
     state.current = null;
     const response = error.response;
     let failure;
-    if (response !== undefined && response !== null && typeof response.statusCode === 'number') {
+    // A status (got's HTTPError, its body read whole); a failure while a response's body
+    // was read (a timeout, a reset: got's error carries the response too) is a failure of
+    // the attempt, judged as the network's (the body is read inside the attempt).
+    if (error.name === 'HTTPError' && response !== undefined && response !== null && typeof response.statusCode === 'number') {
       const status = response.statusCode;
       if (verdict(state, status, null) === 'retry') {
         const header = response.headers?.['retry-after'];
@@ -169,6 +242,7 @@ function retryGot(options) {
         const state = startCall(h, opts);
         opts.context[STATE] = state;
         const result = next(opts);
+        watchBody(state, result);
         // A cancel ends the request without a hook hearing of it: it ends the call too
         // (cancelled). The promise gets no handler of ours, so an unhandled rejection
         // is still reported as without retries.

@@ -14,7 +14,7 @@ const { armBound, clearBound } = require('./bound');
 const { reportListenerError } = require('./events');
 const { typeName } = require('./options');
 const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, V_TIMED_OUT } = require('./codes');
-const { isThenable, boundError, hookError, notBoolean, markTimedOut, isTimedOut } = require('./call');
+const { isThenable, boundError, hookError, notBoolean, markTimedOut, isTimedOut, badHint } = require('./call');
 
 // The engine's steps (src/hedge.rs).
 const LAUNCH = 0;
@@ -378,6 +378,8 @@ function hinted(o, failure, isValue, deliver) {
     if (h !== null && h !== undefined && typeof h !== 'number') {
       return deliver(hookFailed(failure, isValue, new TypeError(`retryAfterMs must return a number or undefined (or a Promise of one), got ${typeName(h)}`)));
     }
+    const bad = h === null || h === undefined ? undefined : badHint(o, h);
+    if (bad !== undefined) return deliver(hookFailed(failure, isValue, bad));
     // An attempt that ran out of its bound (cut here, or an HTTP helper's timeout): the
     // launch it asks for is priced as a retry after a timeout.
     const verdict = !isValue && isTimedOut(failure) ? V_TIMED_OUT : V_TRANSIENT;

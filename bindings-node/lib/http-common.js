@@ -2,21 +2,17 @@
 // What every HTTP helper (retryrs/fetch, retryrs/axios, retryrs/undici, retryrs/got)
 // shares: the failures they hand their Retrier, the options they take (retrier, methods,
 // statuses, redactQuery, idempotencyKey, and a request's own `retry`), the one call into
-// the core's HTTP rule, and what a helper rejects with when retries run out on the network
-// (the client's own error, carrying the retry information). The decisions are the core's:
+// the core's HTTP rule, and what a helper rejects with when retries run out on the
+// network (the client's own error, carrying the retry information). lib/http-run.js runs
+// a request with these. The decisions are the core's:
 // native.classifyHttp, native.redactUrl, native.isFailedStatus. A helper only maps its
 // client's outcomes to "response", "connect" (never sent) or "network" (maybe sent).
-const { AsyncLocalStorage } = require('node:async_hooks');
 const native = require('./native');
 const { Retrier, withClassifier, withMaxAttempts, withoutHedges, optionsOf } = require('./retrier');
 const { isTransientError, retryAfterFromError } = require('./predicate');
 const { RetryExhaustedError, markExhausted } = require('./errors');
 const { ERROR_TYPE } = require('./metrics');
 const { typeName } = require('./options');
-const { armBound, clearBound, unrefBound } = require('./bound');
-const { boundOf } = require('./attempt');
-const { isDeadline, markTimedOut } = require('./call');
-const { parseRetryAfter } = require('./http');
 
 /** Base of the failures an HTTP helper hands its Retrier: `method` and `url` (redacted). */
 class HttpRetryError extends Error {
@@ -253,9 +249,10 @@ function refuseHooks(where, retrier) {
 /**
  * A helper's shared state, from its options: `where` names it in errors, `extra` are its
  * own option names (checked by the caller). `boundsAttempts`: the helper bounds each
- * attempt itself (with the engine's bound) so the call loop never interrupts it.
+ * attempt itself (with the engine's bound) so the call loop never interrupts it. `hooks`:
+ * the helper's own hooks on its retrier (retryrs/got's onRetry).
  */
-function httpHelper(where, options, extra = [], boundsAttempts = true) {
+function httpHelper(where, options, extra = [], boundsAttempts = true, hooks = undefined) {
   if (options === undefined || options === null) options = {};
   if (typeof options !== 'object') throw new TypeError(`${where}(options): options must be an object, got ${typeName(options)}`);
   const known = [...COMMON, ...extra];
@@ -265,7 +262,7 @@ function httpHelper(where, options, extra = [], boundsAttempts = true) {
   const given = options.retrier ?? new Retrier();
   if (!(given instanceof Retrier)) throw new TypeError(`${where}: retrier must be a Retrier, got ${typeName(given)}`);
   refuseHooks(where, given);
-  const retrier = withClassifier(given, isHttpFailure, retryAfterFromError, boundsAttempts);
+  const retrier = withClassifier(given, isHttpFailure, retryAfterFromError, boundsAttempts, hooks);
   const redactKeys = keyList(where, options.redactQuery);
   const base = {
     retrier,
@@ -387,186 +384,7 @@ function isExhausted(err) {
   return err instanceof Error && Object.getPrototypeOf(err) === RetryExhaustedError.prototype;
 }
 
-/**
- * One request through a helper (axios, undici, got; fetch has its own, for its bodies):
- * the retrier's call loop over `io.send(signal, n)`, one attempt each, with the engine's
- * bound for the attempt as a timer whose abort reaches the client through `signal`.
- * `io.send` resolves with the attempt's outcome `{ status, retryAfter, release() }` (its
- * Retry-After header value, or null; release frees a retried response) or rejects with
- * the client's error; `io.failureOf(err, n)` maps that error to 'connect', 'network' or
- * undefined (final), `io.unsent(err, n)` (optional) says whether a request cut short
- * by its bound was never sent, and `io.timedOut(err)` (optional, default isClientTimeout)
- * whether the error is the client's own timeout. A request cut at its bound or timed out
- * by its client is priced as a timeout by a quota budget (markTimedOut). `req`: `{ method, url (redacted), key (Idempotency-Key or
- * null), replayable, signal }`.
- *
- * Resolves with the last outcome: a success, a final error response (the call counted
- * rejected) or the last retried response when retries ran out. Rejects with the client's
- * error: as it was for a final failure, or carrying the retry information when retries
- * ran out on the network (exhaustedAs).
- */
-async function runHttp(h, rules, req, io) {
-  const { method, url, key, replayable, signal } = req;
-  const o = h.o;
-  const verdict = (status, failure) => (replayable
-    ? classify(rules, method, status, failure, key)
-    : status !== null ? 'response' : 'fail');
-  // What a request cut short by its bound rejects with.
-  const timeoutError = (n, bound) => () => new DOMException(
-    isDeadline(o, bound)
-      ? `${h.where}: ${replayable ? `attempt ${n}` : 'a request with a one-shot body'} ran past the deadline (it had ${Math.round(bound)} ms left)`
-      : `${h.where}: ${replayable ? `attempt ${n}` : 'a request with a one-shot body'} timed out after ${o.attemptTimeoutMs} ms (the retrier's attemptTimeoutMs)`,
-    'TimeoutError',
-  );
-  let held;
-  const attempt = async (ctx) => {
-    const n = ctx.attempt;
-    if (n > 1) markResend(n);
-    // The last retried response is kept only until the next attempt starts; hedged
-    // attempts overlap, so each keeps its own (at most 5, each read to 64 KiB at most):
-    // whichever failure ends the call still has its response to hand back.
-    if (held !== undefined && !rules.hedged) {
-      RetryableStatusError.takeResponse(held);
-      held = undefined;
-    }
-    // The engine's bound for this attempt (the deadline or the attempt timeout): it
-    // bounds the request, the body read of the response handed back, and the release of
-    // a retried one.
-    const bound = boundOf(ctx);
-    const timer = bound === null ? undefined : attemptTimer(bound, o.unref, timeoutError(n, bound));
-    // Hedged: the attempt's own signal (the call's reaches it; it aborts when it loses).
-    const own = rules.hedged ? ctx.signal : signal;
-    const attemptSignal = timer === undefined ? own : own === undefined ? timer.signal : AbortSignal.any([own, timer.signal]);
-    let out;
-    try {
-      // The attempt number is in the async context of the request's send: what
-      // resendCountAttributes reads when the client's instrumentation makes its span.
-      const sent = attempts.run(n, () => io.send(attemptSignal, n));
-      out = await (timer === undefined ? sent : Promise.race([sent, timer.expired]));
-    } catch (err) {
-      timer?.clear();
-      if (signal?.aborted) throw err;
-      // Past its bound the request may have reached the server: a read timeout
-      // ('network'), sent again only for an idempotent method; one never sent was not
-      // connected: a connect failure.
-      const unsent = io.unsent?.(err, n) === true;
-      const cut = timer?.signal.aborted === true;
-      const failure = cut ? (unsent ? 'connect' : 'network') : io.failureOf(err, n);
-      if (failure === undefined) throw err;
-      const Failure = verdict(null, failure) === 'retry' ? RequestFailedError : FinalNetworkError;
-      const failed = new Failure(method, url, failure === 'connect' || unsent, err);
-      throw cut || (io.timedOut ?? isClientTimeout)(err) ? markTimedOut(failed) : failed;
-    }
-    if (verdict(out.status, null) !== 'retry') {
-      // The caller reads the body within the same bound (the attempt's signal aborts it).
-      timer?.keepForBody();
-      // A final error response: handed back, the call counted rejected.
-      if (isFailedStatus(out.status)) throw new FinalStatusError(out.status, method, url, undefined, out);
-      return out;
-    }
-    try {
-      await out.release();
-    } finally {
-      timer?.clear();
-    }
-    const ra = out.retryAfter;
-    held = new RetryableStatusError(out.status, method, url, ra === null || ra === undefined ? undefined : parseRetryAfter(String(ra)), out);
-    throw held;
-  };
-  try {
-    return await retrierFor(rules, method, key, replayable).call(attempt, signal !== undefined ? { signal } : undefined);
-  } catch (err) {
-    const end = settleHttp(err);
-    if ('response' in end) return end.response;
-    throw end.error;
-  }
-}
-
-/**
- * What a helper's call ended with, as the client would have it: a response (returned:
- * the final or last retried one), or the client's own error (thrown: as it was, or
- * carrying the retry information when retries ran out on the network).
- */
-function settleHttp(err) {
-  if (err instanceof FinalStatusError) return { response: FinalStatusError.takeResponse(err) };
-  if (err instanceof FinalNetworkError) return { error: err.cause };
-  if (isExhausted(err)) {
-    if (err.cause instanceof RetryableStatusError) return { response: RetryableStatusError.takeResponse(err.cause) };
-    if (err.cause instanceof RequestFailedError) return { error: exhaustedAs(err.cause.cause, err) };
-  }
-  return { error: err };
-}
-
-/**
- * One attempt's bound for its request: `signal` aborts the request (and later its body
- * read), `expired` rejects with the same TimeoutError while the response is awaited (so
- * a fetch that drops init.signal is bounded too). After the response, `keepForBody()`
- * leaves the timer armed, unref'd, to bound the body read; `clear()` disarms it.
- */
-function attemptTimer(boundMs, unref, reason) {
-  const controller = new AbortController();
-  let expire;
-  let racing = true;
-  const expired = new Promise((_, reject) => {
-    expire = reject;
-  });
-  let timer = armBound(boundMs, unref, () => {
-    timer = undefined;
-    controller.abort(reason());
-    if (racing) expire(controller.signal.reason);
-  });
-  return {
-    signal: controller.signal,
-    expired,
-    clear() {
-      racing = false;
-      if (timer !== undefined) clearBound(timer);
-    },
-    keepForBody() {
-      racing = false;
-      if (timer !== undefined) unrefBound(timer);
-    },
-  };
-}
-// The attempt of the HTTP helper's request being sent, in the async context of its send.
-const attempts = new AsyncLocalStorage();
-
-/**
- * `http.request.resend_count` for the request a client is making now, as span attributes
- * (`{ 'http.request.resend_count': attempt - 1 }` on a resend, undefined otherwise): for
- * an instrumentation that makes one span per physical request and takes attributes from
- * a hook called as the request is created, such as OpenTelemetry's undici
- * instrumentation (`new UndiciInstrumentation({ startSpanHook: resendCountAttributes })`),
- * whose `undici:request:create` handler runs in the attempt's async context.
- */
-function resendCountAttributes() {
-  const n = attempts.getStore();
-  return n !== undefined && n > 1 ? { 'http.request.resend_count': n - 1 } : undefined;
-}
-
-// OpenTelemetry's trace API when @opentelemetry/api is installed (null when it is not),
-// looked up at the first resend: a request that succeeds at once never loads it.
-let otelTrace;
-
-/** `http.request.resend_count` (attempt - 1) on the active span, for a resend. */
-function markResend(attempt) {
-  if (otelTrace === undefined) {
-    try {
-      otelTrace = require('@opentelemetry/api').trace;
-    } catch {
-      otelTrace = null;
-    }
-  }
-  otelTrace?.getActiveSpan()?.setAttribute('http.request.resend_count', attempt - 1);
-}
-
 module.exports = {
-  attemptTimer,
-  resendCountAttributes,
-  retrierFor,
-  markResend,
-  runHttp,
-
   HttpRetryError,
   HttpStatusError,
   RetryableStatusError,
@@ -574,7 +392,7 @@ module.exports = {
   RequestFailedError,
   FinalNetworkError,
   httpHelper,
-  settleHttp,
+  retrierFor,
   classify,
   isFailedStatus,
   idempotencyKeyOf,

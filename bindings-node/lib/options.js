@@ -52,6 +52,23 @@ function unknownOption(key) {
   return new TypeError(`Retrier: unknown option '${key}'${hint === undefined ? '' : `; did you mean ${hint}?`}`);
 }
 
+// What call(fn, options) takes: the one option that belongs to a call.
+const CALL_KEYS = ['signal'];
+
+/**
+ * The TypeError for call()'s first unknown option, as the constructor refuses its own
+ * (a misspelt `signal` would otherwise leave the call uncancellable, silently); undefined
+ * when every key is known. A retrier's own option says where it goes.
+ */
+function unknownCallOption(options) {
+  for (const key of Object.keys(options)) {
+    if (CALL_KEYS.includes(key)) continue;
+    const where = KNOWN.has(key) ? `; ${key} is a Retrier option: set it with new Retrier({ ${key} }) or retrier.with({ ${key} })` : '';
+    return new TypeError(`call(fn, options): unknown option '${key}' (a call takes ${CALL_KEYS.join(', ')})${where}`);
+  }
+  return undefined;
+}
+
 function typeName(v) {
   return v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v;
 }
@@ -304,4 +321,4 @@ function hedgeOf(h) {
   return out;
 }
 
-module.exports = { normalise, normaliseFromPolicy, override, finish, typeName, KNOBS, HOST_ONLY, OBJECTS };
+module.exports = { normalise, normaliseFromPolicy, override, finish, typeName, unknownCallOption, KNOBS, HOST_ONLY, OBJECTS };

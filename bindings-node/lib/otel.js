@@ -6,7 +6,7 @@
 const m = require('./metrics');
 const { version } = require('../package.json');
 // For the undici instrumentation's startSpanHook: see lib/http-common.js.
-const { resendCountAttributes } = require('./http-common');
+const { resendCountAttributes } = require('./http-run');
 
 const api = m.requirePeer('@opentelemetry/api', 'retryrs/otel');
 

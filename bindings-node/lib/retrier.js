@@ -5,7 +5,7 @@
 const native = require('./native');
 const { now, startTime } = require('./clock');
 const { inspect } = require('node:util');
-const { normalise, normaliseFromPolicy, override, finish, typeName, KNOBS } = require('./options');
+const { normalise, normaliseFromPolicy, override, finish, typeName, unknownCallOption, KNOBS } = require('./options');
 const { policyParts } = require('./policies');
 const { rethrowProblem } = require('./problem');
 const { AttemptContext } = require('./attempt');
@@ -198,6 +198,8 @@ class Retrier {
     let signal;
     if (options !== undefined && options !== null) {
       if (typeof options !== 'object') return Promise.reject(new TypeError(`call(fn, options): options must be an object, got ${typeName(options)}`));
+      const unknown = unknownCallOption(options);
+      if (unknown !== undefined) return Promise.reject(unknown);
       signal = options.signal ?? undefined;
       if (signal !== undefined && !isAbortSignal(signal)) {
         return Promise.reject(new TypeError(`call(fn, { signal }): signal must be an AbortSignal, got ${typeName(signal)}`));
@@ -290,15 +292,18 @@ function knobsOf(handle) {
  * `shouldRetry` and `retryAfterMs`. The HTTP helper uses it: its verdicts are the core's
  * HTTP rules, not the user's predicate. `boundsAttempts`: the helper bounds each attempt
  * itself (with ctx.remainingMs, the engine's bound), so the call loop arms no timer and
- * never interrupts its attempts. Not part of the public API.
+ * never interrupts its attempts; `extra`: more hooks of the helper's own (internal
+ * onRetry). Not part of the public API.
  */
-function withClassifier(retrier, shouldRetry, retryAfterMs, boundsAttempts = false) {
+function withClassifier(retrier, shouldRetry, retryAfterMs, boundsAttempts = false, extra = undefined) {
   if (!(retrier instanceof Retrier)) throw new TypeError(`retrier must be a Retrier, got ${typeName(retrier)}`);
   // No result predicate: a response is judged by the HTTP rules alone.
   // Its exhaustion is the helper's to shape (a client error marked exhausted): no reraise.
   // Its events name the retrier, not the helper's own attempt function.
   const hooks = { shouldRetry, retryAfterMs, shouldRetryResult: undefined, reraise: false, named: true };
   if (boundsAttempts) hooks.interrupts = false;
+  // A helper's own hook before each wait (retryrs/got's onRetry drops a held body).
+  if (extra !== undefined) Object.assign(hooks, extra);
   return derive(retrier, hooks);
 }
 

@@ -2,20 +2,75 @@
 // retryrs/undici: a dispatcher interceptor with retries, for `dispatcher.compose(...)`:
 // undici's request/stream/fetch on that dispatcher, and Node's global fetch once the
 // composed dispatcher is set with setGlobalDispatcher. One attempt is one dispatch
-// downstream; a retried response is read (at most 64 KiB) and dropped, a final one is
-// handed to the caller's handler as it streams in. What is retried is the core's HTTP
+// downstream; what becomes of a response's body is lib/http-body.js's rule (a retried one
+// held to 64 KiB, then dropped or handed back whole; a final one handed to the caller's
+// handler as it streams in). What is retried is the core's HTTP
 // rule (lib/http-common.js); this file maps undici's outcomes to "response", "connect"
 // or "network".
 const { typeName } = require('./options');
-const { httpHelper, runHttp, idempotencyKeyOf, failureOf } = require('./http-common');
+const { httpHelper, idempotencyKeyOf, failureOf } = require('./http-common');
+const { runHttp } = require('./http-run');
+const { HeldBody, silenceMs, silenceWatch, silenceError } = require('./http-body');
 
-// How much of a retried response's body is read to keep its connection: past this the
-// attempt is aborted (its connection closed) instead.
-const DRAIN_LIMIT = 64 * 1024;
+/**
+ * undici's own error for a body that went silent (BodyTimeoutError, UND_ERR_BODY_TIMEOUT),
+ * from the undici package when it is installed; else an error of the same name and code.
+ */
+function bodyTimeoutError(ms) {
+  const message = silenceError('retryInterceptor', ms).message;
+  try {
+    return new (require('undici').errors.BodyTimeoutError)(message);
+  } catch {
+    return Object.assign(new Error(message), { name: 'BodyTimeoutError', code: 'UND_ERR_BODY_TIMEOUT' });
+  }
+}
+
 
 /** Whether a request body can be sent again: none, a string or bytes; not a stream or an iterable. */
 function replayableBody(body) {
   return body === undefined || body === null || typeof body === 'string' || body instanceof ArrayBuffer || ArrayBuffer.isView(body);
+}
+
+// How much of a one-shot request body (a stream, an iterable: what fetch always hands a
+// dispatcher) is kept as it is sent, so that it can be sent again.
+const REPLAY_LIMIT = 1024 * 1024;
+
+/**
+ * A one-shot request body that can be sent again when it was never read (a connection
+ * that failed: nothing sent) or when it was sent whole within REPLAY_LIMIT bytes (kept as
+ * it went). `next()` is the body for the next attempt; `replayable()` whether there can be one.
+ */
+function recordedBody(body) {
+  let state = 'fresh'; // then 'reading', 'kept' (sent whole and kept) or 'spent'
+  let chunks = [];
+  let size = 0;
+  return {
+    replayable: () => state === 'fresh' || state === 'kept',
+    next() {
+      if (state === 'kept') return Buffer.concat(chunks, size);
+      // Pulled by hand, not with for-await: an attempt abandoned mid-way closes this
+      // wrapper, never the caller's body under it.
+      return (async function* recording() {
+        if (state !== 'fresh') throw new Error('retryInterceptor: a one-shot request body cannot be sent again');
+        state = 'reading';
+        const iterator = body[Symbol.asyncIterator]();
+        for (;;) {
+          const { done, value } = await iterator.next();
+          if (done) {
+            state = chunks === null ? 'spent' : 'kept';
+            return;
+          }
+          if (chunks !== null) {
+            const bytes = typeof value === 'string' ? Buffer.from(value) : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+            size += bytes.length;
+            if (size > REPLAY_LIMIT) chunks = null;
+            else chunks.push(Buffer.from(bytes));
+          }
+          yield value;
+        }
+      })();
+    },
+  };
 }
 
 /** The header bag as idempotencyKeyOf reads it: undici takes objects, flat arrays and iterables of pairs. */
@@ -88,6 +143,7 @@ class Controller {
  */
 function retryInterceptor(options) {
   const h = httpHelper('retryInterceptor', options);
+  const silence = silenceMs(h.o);
   return (dispatch) => {
     if (typeof dispatch !== 'function') throw new TypeError(`retryInterceptor: dispatch must be a function, got ${typeName(dispatch)}`);
     return function retryrsDispatch(opts, handler) {
@@ -105,24 +161,35 @@ function retryInterceptor(options) {
       // Each failure before a response: whether its request never started on a connection.
       const failedBeforeStart = new WeakMap();
 
-      const send = (signal) => new Promise((resolve, reject) => {
-        let mode = 'waiting'; // then 'held' (paused at the headers), 'forward' or 'drain'
-        let drained = 0;
-        // A retried response's body as read (to hand back if retries run out), its
-        // trailers, and why it was cut short (null: read whole).
-        const kept = [];
+      // A one-shot body (a stream, an iterable) is kept as it is sent (recordedBody).
+      const recorded = !replayableBody(rest.body) && typeof rest.body?.[Symbol.asyncIterator] === 'function' ? recordedBody(rest.body) : null;
+      // Whether each attempt's request started on a connection (its headers written).
+      const startedAt = new Map();
+      const send = (signal, n) => new Promise((resolve, reject) => {
+        // 'waiting' (no response yet), 'held' (paused at the headers, being judged),
+        // 'hold' (a retried response's prefix being read: lib/http-body.js), 'forward'
+        // (handed to the caller's handler) or 'dropped'.
+        let mode = 'waiting';
+        let held = null;
         let trailers;
-        let cut = null;
-        let finishRelease;
         let requestStarted = false;
         let controller = null;
-        const onAbort = () => controller?.abort(signal.reason);
+        // The attempt's bound and the caller's abort reach the request until its headers;
+        // after them a response is held (its fate is runHttp's) or the caller's.
+        const onAbort = () => {
+          if (mode === 'waiting' || mode === 'forward') controller?.abort(signal.reason);
+        };
         signal?.addEventListener('abort', onAbort, { once: true });
-        const done = () => signal?.removeEventListener('abort', onAbort);
+        let watch = null;
+        const done = () => {
+          watch?.stop();
+          signal?.removeEventListener('abort', onAbort);
+        };
         const attemptHandler = {
           onRequestStart(c, context) {
             controller = c;
             requestStarted = true;
+            startedAt.set(n, true);
             proxy.target = c;
             if (signal?.aborted) c.abort(signal.reason);
             if (!started) {
@@ -146,51 +213,57 @@ function retryInterceptor(options) {
             resolve({
               status: statusCode,
               retryAfter: header === undefined ? null : Array.isArray(header) ? header[0] : String(header),
-              forward() {
+              hold() {
+                mode = 'hold';
+                held = new HeldBody();
+                c.resume();
+                return held.done;
+              },
+              cancel() {
+                if (mode === 'forward' || mode === 'dropped') return;
+                const open = held === null || held.open;
+                mode = 'dropped';
+                done();
+                if (open) c.abort(new DOMException('retryInterceptor: a retried response was dropped', 'AbortError'));
+              },
+              handOver() {
                 responded = true;
                 // Hedged attempts overlap: the caller's controller drives the one handed back.
                 proxy.target = c;
                 handler.onResponseStart?.(proxy, statusCode, headers, statusMessage);
-                if (mode === 'held') {
-                  // The attempt's signal stays on until the body ends: its bound (and the
-                  // caller's abort) cut a body that stalls, as fetch's body read is cut.
-                  mode = 'forward';
-                  if (!proxy.paused) c.resume();
-                  return;
+                if (held !== null) {
+                  // A retried response handed back when retries ran out: what was read
+                  // of its body, then the rest of it.
+                  for (const chunk of held.take()) handler.onResponseData?.(proxy, chunk);
+                  if (held.ended) {
+                    done();
+                    handler.onResponseEnd?.(proxy, trailers ?? {});
+                    return;
+                  }
+                  if (held.error !== null) {
+                    done();
+                    handler.onResponseError?.(proxy, held.error);
+                    return;
+                  }
                 }
-                done();
-                // A retried response handed back when retries ran out: what was read of
-                // its body, then its end, or an error saying it was cut.
-                for (const chunk of kept) handler.onResponseData?.(proxy, chunk);
-                if (cut === null) handler.onResponseEnd?.(proxy, trailers ?? {});
-                else handler.onResponseError?.(proxy, cut);
-              },
-              release() {
-                done();
-                mode = 'drain';
-                return new Promise((r) => {
-                  finishRelease = r;
-                  c.resume();
-                });
+                mode = 'forward';
+                // A body handed over may be silent this long (lib/http-body.js), then it
+                // fails with undici's own body timeout error. (undici's bodyTimeout would
+                // do, but its timers tick every half second.)
+                watch = silenceWatch(silence, (ms) => {
+                  watch = null;
+                  c.abort(bodyTimeoutError(ms));
+                }, () => !proxy.paused);
+                if (!proxy.paused) c.resume();
               },
             });
           },
           onResponseData(c, chunk) {
-            if (mode === 'forward') return handler.onResponseData?.(proxy, chunk);
-            if (mode === 'drain') {
-              if (drained + chunk.length > DRAIN_LIMIT) {
-                // Too long to read for a connection: closed instead.
-                kept.push(chunk.subarray(0, DRAIN_LIMIT - drained));
-                drained = DRAIN_LIMIT;
-                mode = 'dropped';
-                cut = new Error(`retryInterceptor: the body of a retried response was cut after ${DRAIN_LIMIT} bytes (retried bodies are not read whole)`);
-                c.abort(cut);
-                finishRelease?.();
-              } else {
-                kept.push(chunk);
-                drained += chunk.length;
-              }
+            if (mode === 'forward') {
+              watch?.touch();
+              return handler.onResponseData?.(proxy, chunk);
             }
+            if (mode === 'hold' && !held.push(chunk)) c.pause();
             return true;
           },
           onResponseEnd(c, t) {
@@ -199,26 +272,29 @@ function retryInterceptor(options) {
               return handler.onResponseEnd?.(proxy, t);
             }
             trailers = t;
-            finishRelease?.();
+            held?.end();
             return undefined;
           },
           onResponseError(c, err) {
-            done();
-            if (mode === 'forward') return handler.onResponseError?.(proxy, err);
+            if (mode === 'forward') {
+              done();
+              return handler.onResponseError?.(proxy, err);
+            }
             if (mode === 'waiting') {
+              done();
               // A failure before any response: was the request started on a connection
               // (it may have been written) or not (a failed connect or TLS handshake)?
               if (err !== null && typeof err === 'object') failedBeforeStart.set(err, !requestStarted);
               reject(err);
               return undefined;
             }
-            if (mode === 'drain') cut = err;
-            finishRelease?.();
+            held?.fail(err);
             return undefined;
           },
         };
+        startedAt.set(n, false);
         try {
-          dispatch({ ...rest }, attemptHandler);
+          dispatch(recorded === null ? { ...rest } : { ...rest, body: recorded.next() }, attemptHandler);
         } catch (err) {
           done();
           reject(err);
@@ -229,15 +305,16 @@ function retryInterceptor(options) {
         method,
         url,
         key: idempotencyKeyOf(headerBag(rest.headers)),
-        replayable: replayableBody(rest.body),
+        replayable: recorded === null ? replayableBody(rest.body) : recorded.replayable,
         signal: aborter.signal,
       };
       runHttp(h, rules, req, {
         send,
         failureOf: (err) => failureOf(err, failedBeforeStart.get(err) === true),
-        unsent: (err) => failedBeforeStart.get(err) === true,
+        // Failed, or cut at its bound, before it started on a connection: never sent.
+        unsent: (err, n) => failedBeforeStart.get(err) === true || startedAt.get(n) === false,
       }).then(
-        (out) => out.forward(),
+        () => {},
         (err) => {
           if (!responded) handler.onResponseError?.(proxy, err);
         },

@@ -215,6 +215,13 @@ pub fn call_retries_left(id: f64) -> napi::Result<u32> {
 const PLAN_ENGINE: u32 = 0;
 const PLAN_EXACT: u32 = 1;
 
+/// A `retryAfterMs` hook's answer by the engine's rule for a hook's hint: the same number
+/// back, or an error naming it (NaN, negative).
+#[napi]
+pub fn hint_from_hook_ms(ms: f64) -> napi::Result<f64> {
+    guarded(|| retryrs::engine::hint_from_hook_ms(ms).map(|_| ms).map_err(napi::Error::from_reason))
+}
+
 /// The second phase: what the hooks answered (0 the engine's wait, 1 exactly `exact_ms`,
 /// 2 stop) at `now_ms`. Returns the wait (>= 0) or a stop code, as `callRecord` does. An
 /// exact wait that is not a wait (NaN, negative) throws, naming the value.

@@ -113,10 +113,13 @@ test('got: a request\'s context.retry carries the per-request options got\'s ret
   const res = await client(off, { method: 'POST', body: 'pay', headers: { 'Idempotency-Key': 'k-2' }, throwHttpErrors: false, context: { retry: { idempotencyKey: false } } });
   assert.equal(res.statusCode, 503);
   assert.equal(s.hits(off), 1, 'context.retry.idempotencyKey: false sends it once');
+  // got's own retry.limit counts retries, as in got: limit 2 is 3 attempts.
   const limited = s.script([503, 503, 503, 200]);
-  const two = await client(limited, { throwHttpErrors: false, context: { retry: { limit: 2 } } });
-  assert.equal(two.statusCode, 503);
-  assert.equal(s.hits(limited), 2, 'context.retry.limit: 2 attempts');
+  const three = await client(limited, { throwHttpErrors: false, retry: { limit: 2 } });
+  assert.equal(three.statusCode, 503);
+  assert.equal(s.hits(limited), 3, 'got\'s retry.limit: 2 retries, 3 attempts');
+  // context.retry.limit would count attempts: refused, naming got's option.
+  assert.throws(() => client(s.script([200]), { context: { retry: { limit: 2 } } }), /context\.retry\.limit is not taken; use got's own retry\.limit, which counts retries/);
   // Checked when the request is made, as got checks its own options.
   assert.throws(() => client(s.script([200]), { context: { retry: { bogus: 1 } } }), /unknown key 'bogus'/);
 });

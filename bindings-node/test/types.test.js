@@ -18,6 +18,21 @@ test('the HTTP helpers\' declarations fit axios, undici and got (tsc --noEmit)',
   assert.equal(res.status, 0, `tsc failed:\n${res.stdout}${res.stderr}`);
 });
 
+test('axios\'s per-request retry option is typed in a bundler program (tsc --noEmit, moduleResolution bundler)', () => {
+  const tsc = require.resolve('typescript/bin/tsc');
+  const res = spawnSync(process.execPath, [tsc, '-p', path.join(__dirname, 'types', 'bundler', 'tsconfig.json')], { encoding: 'utf8' });
+  assert.equal(res.status, 0, `tsc failed:\n${res.stdout}${res.stderr}`);
+});
+
+test('the HTTP helpers\' declarations check under node16 resolution without skipLibCheck (got is an ES module)', () => {
+  const tsc = require.resolve('typescript/bin/tsc');
+  const res = spawnSync(process.execPath, [tsc, '-p', path.join(__dirname, 'types', 'tsconfig.node16.json')], { encoding: 'utf8', cwd: path.join(__dirname, '..') });
+  // The clients' own typings need @types/node (not installed): only the package's own
+  // files (lib/, the test program) are judged here.
+  const ours = `${res.stdout}${res.stderr}`.split('\n').filter((line) => /^(lib|test)\//.test(line));
+  assert.deepEqual(ours, [], `diagnostics in retryrs's declarations:\n${ours.join('\n')}`);
+});
+
 test("index.d.ts's RetrierOptions lists exactly the core's knob table plus Node's own options", () => {
   const ts = require('typescript');
   const { KNOBS, HOST_ONLY, OBJECTS } = require('../lib/options');

@@ -538,10 +538,8 @@ fn accelerator(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyModule>> {
     py.import("_asyncio").or_else(|_| py.import("asyncio"))
 }
 
-/// The task `running_loop` is running now, if any.
-fn task_of<'py>(running_loop: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
-    let py = running_loop.py();
-    let task_of = CURRENT_TASK.get_or_try_init(py, || {
+fn task_finder(py: Python<'_>) -> PyResult<&TaskOf> {
+    CURRENT_TASK.get_or_try_init(py, || {
         let module = accelerator(py)?;
         if let Ok(f) = module.getattr("current_task") {
             return Ok::<_, PyErr>(TaskOf::Function(f.unbind()));
@@ -550,8 +548,13 @@ fn task_of<'py>(running_loop: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, 
             Ok(Ok(tasks)) => Ok(TaskOf::Dict(tasks.unbind())),
             _ => Ok(TaskOf::Function(py.import("asyncio")?.getattr("current_task")?.unbind())),
         }
-    })?;
-    let task = match task_of {
+    })
+}
+
+/// The task `running_loop` is running now, if any.
+fn task_of<'py>(running_loop: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = running_loop.py();
+    let task = match task_finder(py)? {
         TaskOf::Function(f) => f.bind(py).call1((running_loop,))?,
         TaskOf::Dict(tasks) => match tasks.bind(py).get_item(running_loop)? {
             Some(task) => task,
@@ -562,6 +565,16 @@ fn task_of<'py>(running_loop: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, 
 }
 
 static TRIO_MODULE: PyOnceLock<Py<pyo3::types::PyString>> = PyOnceLock::new();
+
+/// Looks up asyncio's running loop and task functions and the module names asked for now
+/// (package import: see preload.rs; `retryrs._aio` has imported asyncio by then).
+pub fn preload(py: Python<'_>) -> PyResult<()> {
+    RUNNING_LOOP.get_or_try_init(py, || accelerator(py)?.getattr("_get_running_loop").map(Bound::unbind))?;
+    task_finder(py)?;
+    loaded(py, &TRIO_MODULE, "trio");
+    loaded(py, &GREENLET, "greenlet");
+    Ok(())
+}
 
 impl<'py> Entered<'py> {
     /// Makes `info` the attempt `retryrs.current_attempt()` shows in this context (and in

@@ -92,7 +92,14 @@ pub fn exhausted(
     raise(py, &EXHAUSTED, "RetryExhausted", message, &kwargs, cause)
 }
 
-static RERAISE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static RERAISE: crate::preload::Lookup = crate::preload::Lookup::new("retryrs._errors", "_reraise");
+
+/// Looks up the error classes and the reraise helper now (package import: see preload.rs).
+pub fn preload(py: Python<'_>) -> PyResult<()> {
+    EXHAUSTED.import(py, "retryrs._errors", "RetryExhausted")?;
+    CANCELLED.import(py, "retryrs._errors", "RetryCancelled")?;
+    RERAISE.get(py).map(drop)
+}
 
 /// `reraise=True`: the last failure itself when it was an error, the `RetryExhausted` that
 /// would have been raised attached as its `retryrs_history` (and, on 3.11+, its message
@@ -108,9 +115,7 @@ pub fn reraised(
 ) -> PyErr {
     let exhausted = exhausted(py, name, attempts, reason, failures, hint);
     let Some(last) = failures.last().filter(|k| !k.is_value) else { return exhausted };
-    let attach = RERAISE
-        .get_or_try_init(py, || py.import("retryrs._errors")?.getattr("_reraise").map(Bound::unbind))
-        .and_then(|f| f.bind(py).call1((last.obj.bind(py), exhausted.value(py))));
+    let attach = RERAISE.get(py).and_then(|f| f.call1((last.obj.bind(py), exhausted.value(py))));
     match attach {
         Ok(err) => PyErr::from_value(err),
         // (the original error is raised even if the history could not be attached)

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
+
+use crate::preload::Lookup;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString, PyTuple, PyType};
 use retryrs::{duration_from_ms, Event, Policy, Verdict};
 
@@ -243,13 +244,23 @@ impl HostPolicy {
         let number =
             !value.is_instance_of::<PyBool>() && (value.is_instance_of::<PyFloat>() || value.is_instance_of::<PyInt>());
         if number || (value.hasattr("total_seconds")? && !value.is_instance_of::<PyType>()) {
-            // The engine's own reading of a host number: NaN and negatives mean no hint,
-            // huge values saturate.
-            match seconds(&value, "retry_after") {
-                Ok(s) => return Ok(Ok(duration_from_ms(ms(s)))),
-                Err(e) if from_hook => return Err(e),
-                Err(_) => return Ok(Ok(None)),
-            }
+            return match seconds(&value, "retry_after") {
+                // The hook's answer by the engine's rule for a hook's hint (NaN and
+                // negatives refused, as a bad `wait` answer is; huge values saturate).
+                Ok(s) if from_hook => match retryrs::engine::hint_from_hook_ms(ms(s)) {
+                    Ok(hint) => Ok(Ok(Some(hint))),
+                    Err(_) => Err(pyo3::exceptions::PyValueError::new_err(format!(
+                        "retry_after returned {}: a hint must be seconds >= 0, or None: no hint",
+                        crate::convert::repr(&value)
+                    ))),
+                },
+                // An exception's own attribute, by the engine's reading of a host number:
+                // NaN and negatives mean no hint (a library's value is not the caller's to
+                // reject), huge values saturate.
+                Ok(s) => Ok(Ok(duration_from_ms(ms(s)))),
+                Err(e) if from_hook => Err(e),
+                Err(_) => Ok(Ok(None)),
+            };
         }
         if !from_hook {
             return Ok(Ok(None));
@@ -317,28 +328,28 @@ impl HostPolicy {
     }
 }
 
-static DEFAULTS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static DEFAULTS: Lookup = Lookup::new("retryrs._defaults", "transient");
 
 /// The default `retry_on`: the tuple `retryrs._defaults.transient()` makes, which looks at
 /// `sys.modules` (never importing an HTTP client) and caches per set of clients loaded.
 pub fn default_retry_on(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    let f = DEFAULTS
-        .get_or_try_init(py, || py.import("retryrs._defaults")?.getattr("transient").map(Bound::unbind))?
-        .bind(py);
-    f.call0()
+    DEFAULTS.get(py)?.call0()
 }
 
-static CERTIFICATE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static CERTIFICATE: Lookup = Lookup::new("retryrs._defaults", "certificate_failure");
+
+/// Looks up the default classification's functions now (package import: see preload.rs).
+pub fn preload(py: Python<'_>) -> PyResult<()> {
+    DEFAULTS.get(py)?;
+    CERTIFICATE.get(py).map(drop)
+}
 
 /// Whether a failure the default `retry_on` would retry is a TLS certificate that failed
 /// verification (`retryrs._defaults.certificate_failure`): deterministic, so permanent,
 /// though the HTTP clients file it under their connection errors.
 fn certificate_failure(exc: &Bound<'_, PyAny>) -> PyResult<bool> {
     let py = exc.py();
-    let f = CERTIFICATE
-        .get_or_try_init(py, || py.import("retryrs._defaults")?.getattr("certificate_failure").map(Bound::unbind))?
-        .bind(py);
-    f.call1((exc,))?.is_truthy()
+    CERTIFICATE.get(py)?.call1((exc,))?.is_truthy()
 }
 
 /// What a listener's call came to: nothing, an error for `sys.unraisablehook`, or a

@@ -19,6 +19,7 @@ mod http;
 mod knobs;
 mod listeners;
 mod options;
+mod preload;
 mod retrier;
 mod state;
 mod step;
@@ -48,6 +49,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<testing::PyProcessScope>()?;
     testing::init(m)?;
     m.add_function(wrap_pyfunction!(options::_knobs, m)?)?;
+    m.add_function(wrap_pyfunction!(preload::_preload, m)?)?;
     m.add_class::<document::PyPolicy>()?;
     m.add_class::<document::PyDocument>()?;
     m.add_function(wrap_pyfunction!(document::_load_policies, m)?)?;

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+
+use crate::preload::Lookup;
 use pyo3::types::{PyDict, PyTuple};
 use retryrs::{cancelled_before_start, Admission, Call, Verdict, VirtualClock};
 
@@ -32,28 +34,35 @@ pub struct Retrier {
     pub interrupts: bool,
 }
 
-static DRIVE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static DECORATE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static HEDGE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static DRIVE: Lookup = Lookup::new("retryrs._aio", "drive");
+static DECORATE: Lookup = Lookup::new("retryrs._aio", "decorate");
+/// The hedged call's driver.
+static HEDGE: Lookup = Lookup::new("retryrs._hedge", "drive");
+/// The loop form's classes.
+static ATTEMPTS: Lookup = Lookup::new("retryrs._loop", "Attempts");
+static ASYNC_ATTEMPTS: Lookup = Lookup::new("retryrs._loop", "AsyncAttempts");
 
-/// A function of `retryrs._aio`, looked up once.
-fn aio<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyAny>>, name: &str) -> PyResult<&'py Bound<'py, PyAny>> {
-    cell.get_or_try_init(py, || py.import("retryrs._aio")?.getattr(name).map(Bound::unbind)).map(|f| f.bind(py))
-}
-
-/// The hedged call's driver, `retryrs._hedge.drive`, looked up once.
-fn hedge_driver(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
-    HEDGE.get_or_try_init(py, || py.import("retryrs._hedge")?.getattr("drive").map(Bound::unbind)).map(|f| f.bind(py))
+/// Looks up the async and hedged drivers and the coroutine type now (package import: see
+/// preload.rs).
+pub fn preload(py: Python<'_>) -> PyResult<()> {
+    for lookup in [&DRIVE, &DECORATE, &HEDGE, &ATTEMPTS, &ASYNC_ATTEMPTS] {
+        lookup.get(py)?;
+    }
+    COROUTINE.import(py, "types", "CoroutineType")?;
+    crate::attempt::loaded(py, &TRIO, "trio");
+    Ok(())
 }
 
 impl Retrier {
-    /// The blocking executor (also behind decorated functions).
+    /// The blocking executor (also behind decorated functions: `decorated`, for the words
+    /// of an error about the function).
     pub fn run(
         &self,
         py: Python<'_>,
         f: &Bound<'_, PyAny>,
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
+        decorated: bool,
     ) -> PyResult<Py<PyAny>> {
         let token = self.cancel.as_ref().map(|t| &t.get().inner);
         if let Some(refused) =
@@ -74,7 +83,7 @@ impl Retrier {
         let mut failure = match f.call(args, kwargs) {
             Ok(value) => {
                 if is_coroutine(py, &value)? {
-                    return Err(coroutine_in_sync_call(f, &value));
+                    return Err(coroutine_in_sync_call(f, &value, decorated));
                 }
                 if self.host.wants_success {
                     if sync_rejects(&self.host, &value)? {
@@ -183,12 +192,22 @@ fn is_coroutine(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
 
 /// `r.call(async_fn)` would hand back an un-awaited coroutine and retry nothing: refused
 /// (the coroutine is closed, so Python does not also warn that it was never awaited).
-fn coroutine_in_sync_call(f: &Bound<'_, PyAny>, coroutine: &Bound<'_, PyAny>) -> PyErr {
+/// A decorated function got here because it is not `async def` (a lambda or a plain
+/// `def` that returns a coroutine): @retrier chose the sync wrapper at decoration time.
+fn coroutine_in_sync_call(f: &Bound<'_, PyAny>, coroutine: &Bound<'_, PyAny>, decorated: bool) -> PyErr {
     let _ = coroutine.call_method0("close");
-    pyo3::exceptions::PyTypeError::new_err(format!(
-        "{} is async: use `await retrier.call_async(fn, ...)` (or decorate it with the retrier), not retrier.call",
-        crate::convert::repr(f)
-    ))
+    let f = crate::convert::repr(f);
+    pyo3::exceptions::PyTypeError::new_err(if decorated {
+        format!(
+            "{f} returned a coroutine, but it is not an `async def` function, so @retrier wrapped it as a sync \
+             function that would retry nothing: make it `async def` (then @retrier awaits and retries it), or \
+             call `await retrier.call_async(fn, ...)` instead of decorating it"
+        )
+    } else {
+        format!(
+            "{f} is async: use `await retrier.call_async(fn, ...)` (or decorate it with the retrier), not retrier.call"
+        )
+    })
 }
 
 impl Retrier {
@@ -245,7 +264,7 @@ impl Retrier {
         if !func.is_callable() {
             return Err(not_callable(func));
         }
-        self.run(py, func, args, kwargs)
+        self.run(py, func, args, kwargs, false)
     }
 
     /// `await r.call_async(func, *args, **kwargs)` for coroutine functions.
@@ -260,25 +279,25 @@ impl Retrier {
             return Err(not_callable(func));
         }
         if slf.get().host.policy.hedging().is_some() {
-            return hedge_driver(slf.py())?.call1((slf, func, args, kwargs));
+            return HEDGE.get(slf.py())?.call1((slf, func, args, kwargs));
         }
-        aio(slf.py(), &DRIVE, "drive")?.call1((slf, func, args, kwargs))
+        DRIVE.get(slf.py())?.call1((slf, func, args, kwargs))
     }
 
     /// `@retrier` on a sync or async function (or method): keeps its name, docstring and
     /// signature.
     fn __call__<'py>(slf: &Bound<'py, Self>, func: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        aio(slf.py(), &DECORATE, "decorate")?.call1((slf, func))
+        DECORATE.get(slf.py())?.call1((slf, func))
     }
 
     /// `for attempt in retrier: with attempt: ...` -- the loop form.
     fn __iter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        slf.py().import("retryrs._loop")?.call_method1("Attempts", (slf,))
+        ATTEMPTS.get(slf.py())?.call1((slf,))
     }
 
     /// `async for attempt in retrier: with attempt: ...`
     fn __aiter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        slf.py().import("retryrs._loop")?.call_method1("AsyncAttempts", (slf,))
+        ASYNC_ATTEMPTS.get(slf.py())?.call1((slf,))
     }
 
     /// The same retrier whose calls end with `RetryCancelled` as soon as `token` fires.

@@ -398,9 +398,12 @@ impl CallState {
                                 ))
                             })
                             .and_then(|s| {
+                                // The engine's rule (NaN, negative, infinite or past
+                                // its longest wait: refused), in seconds.
                                 Plan::exact_ms(crate::convert::ms(s)).map_err(|_| {
                                     pyo3::exceptions::PyValueError::new_err(format!(
-                                        "wait returned {}: a wait must be seconds >= 0 (or None: the engine's)",
+                                        "wait returned {}: a wait must be seconds from 0 to 9e12 (about 285,000 \
+                                         years), or None: the engine's",
                                         crate::convert::repr(&a)
                                     ))
                                 })
@@ -547,6 +550,12 @@ impl CallState {
 /// `retryrs.StopRetrying` raised by `wait` or `before_sleep`: the call stops (reason `stopped`).
 fn is_stop(py: Python<'_>, e: &PyErr) -> bool {
     STOP_RETRYING.import(py, "retryrs._errors", "StopRetrying").is_ok_and(|t| e.is_instance(py, t))
+}
+
+/// Looks up StopRetrying and the async driver's wrapper now (package import: see preload.rs).
+pub fn preload(py: Python<'_>) -> PyResult<()> {
+    STOP_RETRYING.import(py, "retryrs._errors", "StopRetrying")?;
+    raised_type(py).map(drop)
 }
 
 /// The wrapper the async driver puts around an awaited hook's exception.

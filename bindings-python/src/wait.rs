@@ -9,7 +9,6 @@ use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use retryrs::CancelToken;
 
 use crate::token::PyCancelToken;
@@ -64,17 +63,19 @@ pub enum WaitEnd {
     Signal(PyErr),
 }
 
-static GREEN_WAITER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static GREEN_WAITER: crate::preload::Lookup = crate::preload::Lookup::new("retryrs._green", "waiter");
 
 /// The wait of gevent or eventlet when the program has monkey-patched `time` with it
 /// (`retryrs._green.waiter()`): a native sleep would stall every green thread of this OS
 /// thread.
 fn green_wait(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
-    let waiter = GREEN_WAITER
-        .get_or_try_init(py, || py.import("retryrs._green")?.getattr("waiter").map(Bound::unbind))?
-        .bind(py);
-    let wait = waiter.call0()?;
+    let wait = GREEN_WAITER.get(py)?.call0()?;
     Ok(if wait.is_none() { None } else { Some(wait) })
+}
+
+/// Looks the green wait up now (package import: see preload.rs).
+pub fn preload(py: Python<'_>) -> PyResult<()> {
+    GREEN_WAITER.get(py).map(drop)
 }
 
 /// `token` is `cancel`'s engine token; the Python one is for a green wait to subscribe to.

@@ -8,6 +8,11 @@ use crate::retrier::Retrier;
 
 static METHOD_TYPE: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> = pyo3::sync::PyOnceLock::new();
 
+/// Looks up the bound-method type now (package import: see preload.rs).
+pub fn preload(py: Python<'_>) -> PyResult<()> {
+    METHOD_TYPE.import(py, "types", "MethodType").map(drop)
+}
+
 /// A function whose calls go through a Retrier. Carries the wrapped function's name,
 /// docstring and signature (`functools.update_wrapper`), and binds as a method.
 #[pyclass(frozen, dict, weakref, module = "retryrs", name = "RetryingFunction")]
@@ -30,7 +35,7 @@ impl RetryingFunction {
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        self.retrier.get().run(py, self.func.bind(py), args, kwargs)
+        self.retrier.get().run(py, self.func.bind(py), args, kwargs, true)
     }
 
     /// Binds like a function does, so `@retrier` works on methods.

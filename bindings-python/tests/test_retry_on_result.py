@@ -180,15 +180,34 @@ def test_the_async_loop_form_judges_the_value_and_exhausts_with_it(virtual):
     assert info.value.result.status == 503 and info.value.attempts == 2
 
 
-def test_an_attempt_without_a_result_is_a_success(virtual):
-    r = Retrier(retry_on_result=lambda v: True)
+def test_an_attempt_without_a_result_is_an_error_naming_the_fix(virtual):
+    # Not a success that skips the predicate: a forgotten `attempt.result = ...` would
+    # make every value a success.
+    judged = []
+    r = Retrier(retry_on_result=lambda v: judged.append(v) or True)
     runs = 0
-    for attempt in r:
+    with pytest.raises(TypeError, match=r"attempt 1 set no result.*retry_on_result.*`attempt.result = value`"):
+        for attempt in r:
+            with attempt:
+                runs += 1
+                with pytest.raises(AttributeError, match="attempt.result"):
+                    attempt.result
+    assert runs == 1 and judged == []
+
+    async def main() -> None:
+        async for attempt in r:
+            with attempt:
+                pass
+
+    with pytest.raises(TypeError, match="attempt 1 set no result"):
+        asyncio.run(main())
+    # A block that raises is judged by retry_on as ever, result or not.
+    for attempt in Retrier(retry_on_result=lambda v: v is None, max_attempts=2, retry_on=(ConnectionError,)):
         with attempt:
-            runs += 1
-            with pytest.raises(AttributeError, match="attempt.result"):
-                attempt.result
-    assert runs == 1
+            if attempt.number == 1:
+                raise ConnectionError("down")
+            attempt.result = 1
+    assert attempt.number == 2
 
 
 def test_retry_on_result_must_be_callable():

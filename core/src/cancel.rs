@@ -3,13 +3,31 @@
 //! awaiting [`CancelToken::cancelled`]. Tokens link: [`CancelToken::child`] and
 //! [`CancelToken::any`] make a token that a parent's cancel cancels too (never the
 //! reverse); a parent holds its children weakly, so dropped children cost nothing.
+//!
+//! [`CancelToken::cancel_from_signal`] cancels from a signal handler: it takes no lock and
+//! allocates nothing. A blocking wait ([`CancelToken::wait_timeout`]) sleeps on a word that
+//! a cancel changes and wakes ([`crate::wake`]), with no lock between its check and its
+//! sleep, so that cancel reaches it at once; a token linked from the one fired sees the
+//! fire through its parents (each token holds its parents), since a signal handler cannot
+//! walk the children.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
+
+use crate::wake;
+
+/// What a blocking wait on a linked token (one with parents) sleeps on: a token fired
+/// from a signal handler cannot reach its children, so every fire also wakes this word
+/// while such a wait is on ([`LINKED_WAITERS`]), and the woken waiters look at their
+/// parents.
+static LINKED_WORD: AtomicU32 = AtomicU32::new(0);
+/// The blocking waits on linked tokens in progress: a fire wakes [`LINKED_WORD`] only
+/// when there is one, so programs without them pay nothing for it.
+static LINKED_WAITERS: AtomicUsize = AtomicUsize::new(0);
 
 /// Cheap to clone (one `Arc`), `Send + Sync`; every clone cancels the same thing.
 /// Cancelling is sticky: a cancelled token stays cancelled.
@@ -21,10 +39,62 @@ pub struct CancelToken {
 #[derive(Debug, Default)]
 struct Inner {
     cancelled: AtomicBool,
-    // The condvar needs a mutex; the flag itself is the atomic, so readers never lock.
-    // The mutex also keeps the wakers of the futures awaiting the cancel.
+    /// Changed by every cancel of this token: a blocking wait sleeps on it (wake.rs).
+    word: AtomicU32,
+    /// The tokens this one was linked from ([`CancelToken::any`]), held strongly (they
+    /// hold it weakly): what a check of a linked token looks at when a parent was fired
+    /// from a signal handler, which cannot reach the children. Set once, at creation.
+    parents: Vec<Arc<Inner>>,
+    // The flag is the atomic, so readers never lock; the mutex keeps the wakers of the
+    // futures awaiting the cancel and the children.
     lock: Mutex<Waiters>,
-    wake: Condvar,
+}
+
+impl Inner {
+    /// Whether this token, or any token it was linked from, was cancelled. A chain of
+    /// single parents (child of child of ...) is walked in a loop, so a long one cannot
+    /// overflow the stack. Out of line: a check of an unlinked token stays two loads.
+    #[inline(never)]
+    fn fired(&self) -> bool {
+        let mut inner = self;
+        loop {
+            if inner.cancelled.load(Ordering::SeqCst) {
+                return true;
+            }
+            match inner.parents.as_slice() {
+                [] => return false,
+                [parent] => inner = parent,
+                parents => return parents.iter().any(|p| p.fired()),
+            }
+        }
+    }
+
+    /// Sets the flag and wakes the blocking waits on this token (and on linked tokens,
+    /// which look at their parents). No lock, no allocation: async-signal-safe. Whether
+    /// the flag was already set.
+    fn fire(&self, from_signal: bool) -> bool {
+        let was = self.cancelled.swap(true, Ordering::SeqCst);
+        wake::wake_all(&self.word, from_signal);
+        // After the flag: a linked wait that registered before this load is woken; one
+        // that registers after it sees the flag when it checks (all SeqCst).
+        if LINKED_WAITERS.load(Ordering::SeqCst) > 0 {
+            wake::wake_all(&LINKED_WORD, from_signal);
+        }
+        was
+    }
+}
+
+impl Drop for Inner {
+    // A long chain of children, each held only by the next, would otherwise be dropped
+    // by recursion: dropped here in a loop instead.
+    fn drop(&mut self) {
+        let mut parents = std::mem::take(&mut self.parents);
+        while let Some(parent) = parents.pop() {
+            if let Some(mut inner) = Arc::into_inner(parent) {
+                parents.append(&mut inner.parents);
+            }
+        }
+    }
 }
 
 /// The tasks awaiting [`CancelToken::cancelled`], each under the id of its future, and
@@ -54,13 +124,23 @@ impl CancelToken {
     /// if the list is empty, unless cancelled itself). Cancelling it cancels none of them.
     /// The parents hold it weakly: dropping it leaks nothing.
     pub fn any(parents: &[&CancelToken]) -> CancelToken {
-        let token = CancelToken::new();
+        let token = CancelToken {
+            inner: Arc::new(Inner {
+                cancelled: AtomicBool::new(false),
+                word: AtomicU32::new(0),
+                parents: parents.iter().map(|p| p.inner.clone()).collect(),
+                lock: Mutex::default(),
+            }),
+        };
         for parent in parents {
             let mut guard = parent.inner.lock.lock().unwrap_or_else(|e| e.into_inner());
             // Checked under the lock: cancel() sets the flag before it takes the lock to
             // collect the children, so a child linked now is one it will see, or the flag
             // is already set here.
-            if parent.is_cancelled() {
+            // The parent's own flag: a fire from a signal handler further up reaches the
+            // new token through its parents anyway (is_cancelled walks them), and walking
+            // here would make a chain of n children cost n^2 to build.
+            if parent.inner.cancelled.load(Ordering::SeqCst) {
                 drop(guard);
                 token.cancel();
                 break;
@@ -77,13 +157,11 @@ impl CancelToken {
         // A worklist, not recursion: a long chain of children cannot overflow the stack.
         let mut pending = vec![self.inner.clone()];
         while let Some(inner) = pending.pop() {
-            if inner.cancelled.swap(true, Ordering::AcqRel) && !Arc::ptr_eq(&inner, &self.inner) {
+            if inner.fire(false) && !Arc::ptr_eq(&inner, &self.inner) {
                 continue; // a linked token cancelled before: its children were reached then
             }
-            // Taking the lock orders this notify after a waiter's check-then-wait.
             let (wakers, children) = {
                 let mut guard = inner.lock.lock().unwrap_or_else(|e| e.into_inner());
-                inner.wake.notify_all();
                 (std::mem::take(&mut guard.wakers), std::mem::take(&mut guard.children))
             };
             // Woken outside the lock: a waker may run a task inline.
@@ -94,6 +172,17 @@ impl CancelToken {
         }
     }
 
+    /// Cancels from a signal handler: takes no lock and allocates nothing (async-signal
+    /// safe). Sets the flag and wakes at once every thread blocked in
+    /// [`CancelToken::wait_timeout`] on this token or on a token linked from it (the
+    /// linked ones see the fire through their parents). What it cannot do without a
+    /// lock: wake a task awaiting [`CancelToken::cancelled`] (it sees the fire when next
+    /// polled) and set the flags of the linked tokens (their checks look at the parents;
+    /// a later [`CancelToken::cancel`] of this token completes both).
+    pub fn cancel_from_signal(&self) {
+        self.inner.fire(true);
+    }
+
     /// A future that completes once the token is cancelled (at once if it already is):
     /// what an async executor races its waits and attempts against. Any runtime: it needs
     /// nothing but the waker it is polled with. Dropping it unregisters it.
@@ -101,9 +190,11 @@ impl CancelToken {
         Cancellation { token: self, id: None }
     }
 
-    /// Whether [`CancelToken::cancel`] was called.
+    /// Whether [`CancelToken::cancel`] (or [`CancelToken::cancel_from_signal`]) was called
+    /// on it or on a token it was linked from. Async-signal-safe.
+    #[inline]
     pub fn is_cancelled(&self) -> bool {
-        self.inner.cancelled.load(Ordering::Acquire)
+        self.inner.cancelled.load(Ordering::Acquire) || (!self.inner.parents.is_empty() && self.inner.fired())
     }
 
     /// Blocks for `timeout` or until cancelled, whichever is first. Returns `true` if
@@ -113,21 +204,36 @@ impl CancelToken {
             return self.is_cancelled();
         }
         let until = Instant::now().checked_add(timeout);
-        let mut guard = self.inner.lock.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
+        // A linked token sleeps on the word every fire wakes while such a wait is on (a
+        // parent fired from a signal handler cannot reach it); others on their own word.
+        let linked = !self.inner.parents.is_empty();
+        let word = if linked {
+            LINKED_WAITERS.fetch_add(1, Ordering::SeqCst);
+            &LINKED_WORD
+        } else {
+            &self.inner.word
+        };
+        let cancelled = loop {
+            // Read before the check: a fire after the check changes the word, so the
+            // wait below returns at once instead of missing it.
+            let seen = word.load(Ordering::SeqCst);
             if self.is_cancelled() {
-                return true;
+                break true;
             }
             let left = match until {
                 Some(until) => match until.checked_duration_since(Instant::now()) {
                     Some(left) if !left.is_zero() => left,
-                    _ => return false,
+                    _ => break false,
                 },
                 // Beyond what Instant can hold: wait in long slices, forever in effect.
                 None => Duration::from_secs(86_400),
             };
-            guard = self.inner.wake.wait_timeout(guard, left).unwrap_or_else(|e| e.into_inner()).0;
+            wake::wait(word, seen, left);
+        };
+        if linked {
+            LINKED_WAITERS.fetch_sub(1, Ordering::SeqCst);
         }
+        cancelled
     }
 }
 
@@ -281,6 +387,42 @@ mod tests {
         // still far below the 30 s the timer would have taken.
         assert!(waited < Duration::from_secs(5), "woke after {waited:?}");
         assert!(token.is_cancelled());
+    }
+
+    #[test]
+    fn a_cancel_from_a_signal_wakes_waiters_on_the_token_and_on_linked_tokens() {
+        let parent = CancelToken::new();
+        let child = parent.child();
+        let either = CancelToken::any(&[&CancelToken::new(), &child]);
+        let started = Instant::now();
+        let sleepers: Vec<_> = [parent.clone(), child.clone(), either.clone()]
+            .into_iter()
+            .map(|t| std::thread::spawn(move || t.wait_timeout(Duration::from_secs(30))))
+            .collect();
+        std::thread::sleep(Duration::from_millis(50));
+        parent.cancel_from_signal();
+        for sleeper in sleepers {
+            assert!(sleeper.join().unwrap(), "every waiter saw the cancel");
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "woke after {:?}", started.elapsed());
+        assert!(child.is_cancelled() && either.is_cancelled(), "linked tokens see it through their parents");
+        assert!(!child.inner.cancelled.load(Ordering::SeqCst), "without setting their flags (no lock taken)");
+        parent.cancel();
+        assert!(child.inner.cancelled.load(Ordering::SeqCst), "a later cancel() completes the propagation");
+        assert_eq!(LINKED_WAITERS.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn a_long_chain_of_children_checks_and_drops_without_recursion() {
+        let root = CancelToken::new();
+        let mut last = root.child();
+        for _ in 0..200_000 {
+            last = last.child(); // each intermediate is held only by its child
+        }
+        assert!(!last.is_cancelled());
+        root.cancel_from_signal();
+        assert!(last.is_cancelled());
+        drop(last);
     }
 
     #[test]

@@ -1399,14 +1399,15 @@ fn decimal(n: &str) -> bool {
 }
 
 fn not_a_duration(text: &str) -> String {
+    // What is wrong, then what to write.
     let why = match text.trim() {
-        t if t != text => "no spaces around it; ",
-        t if t.starts_with('-') => "it cannot be negative; ",
-        t if t.starts_with('+') => "no sign; ",
-        t if t.starts_with('.') || t.contains(".m") || t.contains(".s") => "digits on both sides of the point; ",
+        t if t != text => ": it has spaces around it",
+        t if t.starts_with('-') => ": a duration cannot be negative",
+        t if t.starts_with('+') => ": it has a sign",
+        t if t.starts_with('.') || t.contains(".m") || t.contains(".s") => ": a point needs digits on both sides",
         _ => "",
     };
-    format!("{text:?} is not a duration; write {why}a number and a unit, such as \"100ms\", \"1.5s\" or \"2m\"")
+    format!("{text:?} is not a duration{why}; write a number and a unit, such as \"100ms\", \"1.5s\" or \"2m\"")
 }
 
 /// A protobuf JSON duration as gRPC's service config writes it: seconds with an `s`.
@@ -1669,6 +1670,20 @@ fn document_jitter(text: &str) -> Result<Jitter, PolicyError> {
 mod tests {
     use super::*;
     use crate::knob::{Default, Knob, Rule};
+
+    #[test]
+    fn a_bad_duration_says_what_is_wrong_then_what_to_write() {
+        let write = "; write a number and a unit, such as \"100ms\", \"1.5s\" or \"2m\"";
+        for (text, why) in [
+            ("-1s", ": a duration cannot be negative"),
+            (" 1s", ": it has spaces around it"),
+            ("+1s", ": it has a sign"),
+            (".5s", ": a point needs digits on both sides"),
+            ("1..5s", ""),
+        ] {
+            assert_eq!(parse_duration(text).unwrap_err(), format!("{text:?} is not a duration{why}{write}"));
+        }
+    }
 
     #[test]
     fn a_knobs_schema_bounds_are_its_rules() {

@@ -96,13 +96,30 @@ pub enum Plan {
 }
 
 impl Plan {
-    /// [`Plan::Exact`] from (possibly fractional) milliseconds, as hosts hold a wait;
-    /// `+inf` saturates. An error naming the value for NaN or a negative wait.
+    /// [`Plan::Exact`] from (possibly fractional) milliseconds, as hosts hold a wait. An
+    /// error naming the value for NaN, a negative wait, or one past the largest duration
+    /// validation accepts ([`crate::knob::MAX_MS`]; infinity included): a hook's wait is a
+    /// wait the host will sleep, and `inf` (or 1e300) is a bug to report, not 285,000
+    /// years to sleep.
     pub fn exact_ms(ms: f64) -> Result<Plan, String> {
-        duration_from_ms(ms)
-            .map(Plan::Exact)
-            .ok_or_else(|| format!("a wait must be a number of milliseconds >= 0, got {ms}"))
+        match duration_from_ms(ms) {
+            Some(d) if ms <= crate::knob::MAX_MS => Ok(Plan::Exact(d)),
+            _ => Err(format!(
+                "a wait must be a number of milliseconds from 0 to 9e15 (about 285,000 years), got {}",
+                crate::units::compact(ms)
+            )),
+        }
     }
+}
+
+/// A server's minimum wait (a Retry-After hint) from a host's hook answer in (possibly
+/// fractional) milliseconds: NaN or negative is an error naming the value (a hook that
+/// answers so has a bug; no hint is the host's "none"), a huge one saturates as a huge
+/// Retry-After does (`max_retry_after` or the deadline then ends the call).
+pub fn hint_from_hook_ms(ms: f64) -> Result<Duration, String> {
+    duration_from_ms(ms).ok_or_else(|| {
+        format!("a Retry-After hint must be a number of milliseconds >= 0, got {}", crate::units::compact(ms))
+    })
 }
 
 /// The engine's answer after a wait.
@@ -134,16 +151,14 @@ pub enum StateError {
 impl std::fmt::Display for StateError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            StateError::NotAttempting(state) => write!(f, "record() needs an attempt in progress; the call is {state}"),
-            StateError::NotWaiting(state) => {
-                write!(f, "after_wait() needs a retry wait in progress; the call is {state}")
-            }
-            StateError::Ended => f.write_str("cancel() on a call that has ended"),
-            StateError::NoAttempt(state) => {
-                write!(f, "the attempt's bound needs an attempt in progress; the call is {state}")
-            }
+            // In every host's words: no Rust method name (a C or Python caller never
+            // called record()); each host prefixes the name of its own function.
+            StateError::NotAttempting(state) => write!(f, "no attempt is in progress to report on; the call is {state}"),
+            StateError::NotWaiting(state) => write!(f, "no retry wait is in progress; the call is {state}"),
+            StateError::Ended => f.write_str("the call has ended"),
+            StateError::NoAttempt(state) => write!(f, "no attempt is in progress; the call is {state}"),
             StateError::NotProposed(state) => {
-                write!(f, "settle() needs a proposed wait (propose() answered Wait); the call is {state}")
+                write!(f, "no proposed wait to settle (the proposal was not a wait); the call is {state}")
             }
         }
     }
@@ -272,9 +287,11 @@ impl<P: Deref<Target = Policy>> Call<P> {
 
     /// The attempt in progress's bound at `now`: the time it has left (zero once it has
     /// run past it), or `Ok(None)` when it is unbounded. What a host hands to the attempt
-    /// (contract, "The attempt's bound"). An error unless an attempt is in progress.
+    /// (contract, "The attempt's bound"). A `now` before the attempt started counts as its
+    /// start (a host's clocks can disagree): the answer never exceeds the bound itself.
+    /// An error unless an attempt is in progress.
     pub fn remaining(&self, now: Duration) -> Result<Option<Duration>, StateError> {
-        Ok(self.attempt_deadline()?.map(|end| end.saturating_sub(now)))
+        Ok(self.attempt_deadline()?.map(|end| end.saturating_sub(now.max(self.attempt_start))))
     }
 
     /// The policy this call runs under.
@@ -800,6 +817,8 @@ mod tests {
         let mut log = vec![];
         let mut call = Call::start(&p, ms(100));
         assert_eq!(call.remaining(ms(100)), Ok(Some(ms(1000))));
+        // A time before the call's start: the bound itself, not more.
+        assert_eq!(call.remaining(ms(0)), Ok(Some(ms(1000))));
         assert_eq!(call.remaining(ms(700)), Ok(Some(ms(400))));
         assert_eq!(call.remaining(ms(5000)), Ok(Some(Duration::ZERO)));
         // Failed 1 ms past the deadline, with a zero delay and attempts left: deadline,
@@ -1087,9 +1106,23 @@ mod tests {
     #[test]
     fn exact_waits_from_host_milliseconds() {
         assert_eq!(Plan::exact_ms(12.5), Ok(Plan::Exact(Duration::from_micros(12_500))));
-        assert_eq!(Plan::exact_ms(f64::INFINITY), Ok(Plan::Exact(Duration::MAX)));
-        assert!(Plan::exact_ms(-1.0).unwrap_err().contains("got -1"));
-        assert!(Plan::exact_ms(f64::NAN).is_err());
+        assert_eq!(Plan::exact_ms(9e15), Ok(Plan::Exact(Duration::from_millis(9_000_000_000_000_000))));
+        assert!(Plan::exact_ms(-1.0).unwrap_err().ends_with("got -1"));
+        assert!(Plan::exact_ms(f64::NAN).unwrap_err().ends_with("got NaN"));
+        // Refused like -1 and NaN, not 285,000 years of sleep.
+        assert!(Plan::exact_ms(f64::INFINITY).unwrap_err().ends_with("got inf"), "{:?}", Plan::exact_ms(f64::INFINITY));
+        assert!(Plan::exact_ms(9e15 + 2.0).is_err());
+    }
+
+    #[test]
+    fn hints_from_host_hooks() {
+        assert_eq!(hint_from_hook_ms(1500.0), Ok(Duration::from_millis(1500)));
+        assert_eq!(hint_from_hook_ms(f64::INFINITY), Ok(Duration::MAX));
+        assert_eq!(
+            hint_from_hook_ms(-5.0).unwrap_err(),
+            "a Retry-After hint must be a number of milliseconds >= 0, got -5"
+        );
+        assert!(hint_from_hook_ms(f64::NAN).unwrap_err().ends_with("got NaN"));
     }
 
     #[test]

@@ -258,6 +258,13 @@ pub struct Event<'a> {
     ///
     /// [`Stats`]: crate::Stats
     pub attempt_interrupted: bool,
+    /// A hedged call's end (success, rejected, exhausted or cancelled): its attempts still
+    /// in flight, which the end abandons (cancelled, never settled). They were made:
+    /// [`Stats`] counts them (a call cut at its deadline after 3 launches made 3
+    /// attempts). Always 0 for a call that does not hedge.
+    ///
+    /// [`Stats`]: crate::Stats
+    pub attempts_abandoned: u32,
 }
 
 /// [`Event::retries_left`] for `attempt` under a limit of `max_attempts`.
@@ -288,6 +295,7 @@ impl<'a> Event<'a> {
             reason,
             retries_left: retries_left(policy.max_attempts, attempt),
             attempt_interrupted: false,
+            attempts_abandoned: 0,
         }
     }
 }

@@ -526,9 +526,12 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
     }
 
     /// Attempt `k`'s time left at `now` (zero once past), or `Ok(None)` when unbounded:
-    /// what a host hands to the attempt (contract, "The attempt's bound").
+    /// what a host hands to the attempt (contract, "The attempt's bound"). A `now` before
+    /// the attempt's launch counts as its launch: never more than the bound itself.
     pub fn remaining(&self, k: u32, now: Duration) -> Result<Option<Duration>, StateError> {
-        Ok(self.attempt_deadline(k)?.map(|end| end.saturating_sub(now)))
+        let bound = self.attempt_deadline(k)?; // checks k first: launch_at is indexed by it
+        let launched = self.launch_at[k as usize - 1];
+        Ok(bound.map(|end| end.saturating_sub(now.max(launched))))
     }
 
     /// What to do at `now`: launch the next attempt, wait, or stop (the deadline passed,
@@ -643,7 +646,10 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
                 }
                 let cancel = self.cancel_running(now);
                 self.done = Some(Stop::Success);
-                self.emit(EventKind::Success, k, elapsed, None, None, sink);
+                let abandoned = cancel.len();
+                self.emit(EventKind::Success, k, elapsed, None, None, &mut |e| {
+                    sink(&Event { attempts_abandoned: abandoned, ..*e })
+                });
                 self.count_call(Stop::Success, now, sink);
                 return Ok(Step::Won { attempt: k, cancel });
             }
@@ -753,13 +759,10 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
             Stop::Exhausted(r) => (EventKind::Exhausted, Some(r)),
             Stop::Cancelled => (EventKind::Cancelled, None),
         };
-        // Cancelled with attempts in flight: they were made (Stats counts one, as for a
-        // call that does not hedge).
-        let interrupted = stop == Stop::Cancelled && !cancel.is_empty();
-        let mut tell = |e: &Event<'_>| match e.kind {
-            EventKind::Cancelled if interrupted => sink(&Event { attempt_interrupted: true, ..*e }),
-            _ => sink(e),
-        };
+        // Attempts in flight at the end were made, though they never settle: Stats
+        // counts them (each one: a hedged call may have several in flight).
+        let abandoned = cancel.len();
+        let mut tell = |e: &Event<'_>| sink(&Event { attempts_abandoned: abandoned, ..*e });
         self.emit(kind, self.last, elapsed, None, reason, &mut tell);
         self.count_call(stop, now, sink);
         Step::Stop { stop, cancel }

@@ -146,6 +146,7 @@ pub mod stats;
 #[cfg(feature = "tower")]
 pub mod tower_retry;
 pub mod units;
+mod wake;
 
 pub use async_executor::{AsyncBeforeRetry, AsyncRun, AsyncTimedOutAs, AsyncWaitHook, TimedOut};
 pub use attempt::Attempt;

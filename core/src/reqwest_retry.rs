@@ -25,8 +25,19 @@
 //!   out, the call ends with that **error**.
 //! - A POST or PATCH carrying an **`Idempotency-Key`** header is repeatable like an
 //!   idempotent method (turn off with [`RetryMiddleware::idempotency_key`]).
-//! - The **attempt's bound** (the deadline, or `attempt_timeout`) cuts an attempt short:
-//!   it fails as a network error (a [`TimedOut`] inside `Error::Middleware`).
+//! - The **attempt's bound** (the deadline, or `attempt_timeout`) cuts an attempt short
+//!   until the response's headers arrive: it fails as a network error (a [`TimedOut`]).
+//!   The response handed over is the caller's (docs/contract.md §6b: this middleware
+//!   hands over at the headers): its body is never cut by the retry deadline while it
+//!   flows, so a download, an SSE stream or a long poll may outlast the deadline. Only
+//!   its **silence** is bounded: a body that stalls for `attempt_timeout` (else the
+//!   deadline) fails with a timeout (`reqwest::Error::is_timeout`). A whole-request
+//!   `timeout` of your own still applies to the body, as it would without the middleware.
+//! - When the retries end **without a response**, the error is typed, inside
+//!   `Error::Middleware`: [`RetriesExhausted`] (attempts made, the [`ExhaustReason`], the
+//!   last attempt's error as its `source`) or, with a breaker that is open, [`CircuitOpen`]
+//!   (no request sent). Downcast to read them:
+//!   `if let reqwest_middleware::Error::Middleware(e) = &err { e.downcast_ref::<RetriesExhausted>() }`.
 //! - A request whose body cannot be cloned (a stream) is sent once, without retries.
 //! - Under a **hedging** policy ([`Policy::hedging`](crate::Policy::hedging)) a repeatable
 //!   request (an idempotent method, or an `Idempotency-Key`) is hedged: the next copy goes
@@ -39,6 +50,9 @@
 //! Retry-After (as a floor, with a cap), a deadline for the whole call, attempt timeouts,
 //! a shared budget, and methods that are not idempotent left alone.
 
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::Extensions;
@@ -46,8 +60,54 @@ use reqwest_middleware::reqwest::{header::RETRY_AFTER, Request, Response};
 use reqwest_middleware::{Error, Middleware, Next, Result};
 
 use crate::async_executor::{AsyncRun, TimedOut};
+use crate::breaker::BreakerState;
+use crate::event::ExhaustReason;
 use crate::executor::{Retrier, RetryError};
 use crate::http_retry::Rules;
+
+/// The retries ended without a response (inside `reqwest_middleware::Error::Middleware`):
+/// every attempt failed on the network or at its bound, and a limit ended the call.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct RetriesExhausted {
+    /// Attempts made (requests sent or tried).
+    pub attempts: u32,
+    /// Which limit ended the call (attempts, deadline, budget, ...).
+    pub reason: ExhaustReason,
+    /// The last attempt's error (also the `source`): the client's, or a [`TimedOut`].
+    pub last: Error,
+}
+
+impl fmt::Display for RetriesExhausted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "retry: gave up after {} attempts ({}): {}", self.attempts, self.reason, self.last)
+    }
+}
+
+impl std::error::Error for RetriesExhausted {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.last)
+    }
+}
+
+/// The circuit breaker is open: the call was refused before any request was sent (inside
+/// `reqwest_middleware::Error::Middleware`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CircuitOpen {
+    /// The breaker's state when it refused.
+    pub state: BreakerState,
+    /// The time before it lets a probe through.
+    pub retry_in: Duration,
+}
+
+impl fmt::Display for CircuitOpen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "retry: the circuit breaker is open (a probe in {} ms); no request sent", self.retry_in.as_millis())
+    }
+}
+
+impl std::error::Error for CircuitOpen {}
 
 /// The middleware: a [`Retrier`] and the HTTP rules. Build it once, share it.
 #[derive(Debug, Clone)]
@@ -117,6 +177,10 @@ impl Middleware for RetryMiddleware {
         if self.retrier.policy().hedging().is_some() && !self.rules.repeatable(&method, key) {
             return next.run(req, extensions).await;
         }
+        let has_body = req.body().is_some();
+        // Whether the current attempt's request went out on a connection (its body
+        // was polled): hyper asks for a body only once a connection carries the request.
+        let sent = Arc::new(AtomicBool::new(false));
         let mut first = Some(req);
         let rules = &self.rules;
         let ext: &Extensions = extensions;
@@ -130,15 +194,18 @@ impl Middleware for RetryMiddleware {
                     })
                     // A cut request may have been sent: classified by the HTTP rules below.
                     .timed_out_as(AttemptError::TimedOut),
-                |attempt| {
+                |_attempt| {
                     let mut req = first
                         .take()
                         .unwrap_or_else(|| template.try_clone().expect("a request that cloned once clones again"));
-                    if let Some(left) = attempt.remaining {
-                        // The client's own timeout too, so the connection is not left open.
-                        *req.timeout_mut() =
-                            Some(req.timeout().map_or(left, |t| (*t).min(left)).max(Duration::from_millis(1)));
+                    sent.store(false, Ordering::SeqCst);
+                    if let Some(body) = req.body_mut().take() {
+                        *req.body_mut() = Some(sending::flagged(body, sent.clone()));
                     }
+                    // The attempt's bound is the executor's (it drops the request at the
+                    // bound, until the headers arrive), never reqwest's per-request
+                    // timeout: that one covers the body too, after the response is
+                    // handed over, and would cut a body that flows past the deadline.
                     let mut ext = ext.clone();
                     let next = next.clone();
                     async move {
@@ -152,7 +219,10 @@ impl Middleware for RetryMiddleware {
                     AttemptError::Http(Error::Reqwest(e)) => rules.failure(&method, key, e.is_connect()),
                     // Another middleware's error is not the network's: not retried.
                     AttemptError::Http(_) => crate::Verdict::Permanent,
-                    AttemptError::TimedOut(_) => rules.failure(&method, key, false),
+                    // Cut at the bound: never sent (a connect that timed out, retried for
+                    // every method) only when its body was never asked for; a request
+                    // without a body cannot tell, so it counts as sent.
+                    AttemptError::TimedOut(_) => rules.failure(&method, key, has_body && !sent.load(Ordering::SeqCst)),
                 },
             )
             .await;
@@ -161,14 +231,165 @@ impl Middleware for RetryMiddleware {
             Err(RetryError::Rejected(e)) => return Err(e.into()),
             // Out of retries on a response: the last response, as without retries.
             Err(RetryError::Exhausted { value: Some(answer), .. }) => answer,
-            Err(RetryError::Exhausted { mut errors, .. }) | Err(RetryError::Cancelled { mut errors, .. }) => {
-                return Err(errors
-                    .pop()
-                    .map_or_else(|| Error::middleware(std::io::Error::other("retry ended")), Into::into))
+            Err(RetryError::Exhausted { reason: ExhaustReason::CircuitOpen, refusal, .. }) => {
+                let (state, retry_in) = refusal.unwrap_or((BreakerState::Open, Duration::ZERO));
+                return Err(Error::middleware(CircuitOpen { state, retry_in }));
+            }
+            Err(RetryError::Exhausted { attempts, reason, mut errors, .. }) => {
+                return Err(match errors.pop() {
+                    Some(last) => Error::middleware(RetriesExhausted { attempts, reason, last: last.into() }),
+                    None => Error::middleware(std::io::Error::other(format!(
+                        "retry: gave up ({reason}) before any attempt"
+                    ))),
+                })
+            }
+            Err(RetryError::Cancelled { mut errors, .. }) => {
+                return Err(errors.pop().map_or_else(
+                    || Error::middleware(std::io::Error::other("retry: cancelled before any attempt")),
+                    Into::into,
+                ))
             }
             Err(RetryError::Refused(why)) => return Err(Error::middleware(std::io::Error::other(why))),
         };
         *extensions = ext;
-        Ok(response)
+        let silence = self.retrier.policy().attempt_timeout().or(self.retrier.policy().deadline());
+        Ok(match silence {
+            Some(silence) => silence::bounded(response, silence),
+            None => response,
+        })
+    }
+}
+
+/// The request body that tells when it is first asked for: the request went out.
+mod sending {
+    use std::pin::Pin;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::task::{Context, Poll};
+
+    use http_body::{Body as HttpBody, Frame, SizeHint};
+    use reqwest_middleware::reqwest::Body;
+
+    pub(super) fn flagged(inner: Body, sent: Arc<AtomicBool>) -> Body {
+        Body::wrap(Sending { inner, sent })
+    }
+
+    struct Sending {
+        inner: Body,
+        sent: Arc<AtomicBool>,
+    }
+
+    impl HttpBody for Sending {
+        type Data = <Body as HttpBody>::Data;
+        type Error = <Body as HttpBody>::Error;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+            self.sent.store(true, Ordering::SeqCst);
+            Pin::new(&mut self.inner).poll_frame(cx)
+        }
+
+        fn is_end_stream(&self) -> bool {
+            self.inner.is_end_stream()
+        }
+
+        fn size_hint(&self) -> SizeHint {
+            self.inner.size_hint()
+        }
+    }
+}
+
+/// The handed-over body's bound on silence (docs/contract.md §6b): reqwest has no
+/// per-request read timeout a middleware could set, so the body is wrapped.
+mod silence {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+    use std::time::Duration;
+
+    use http_body::{Body as HttpBody, Frame, SizeHint};
+    use reqwest_middleware::reqwest::{Body, Response, ResponseBuilderExt};
+
+    /// `response` with a body that fails (an `io::ErrorKind::TimedOut`, so
+    /// `reqwest::Error::is_timeout`) after `silence` without a byte; status, headers,
+    /// URL and extensions kept.
+    pub(super) fn bounded(response: Response, silence: Duration) -> Response {
+        let url = response.url().clone();
+        let (parts, body) = http::Response::<Body>::from(response).into_parts();
+        let mut builder = http::Response::builder().status(parts.status).version(parts.version).url(url);
+        if let Some(headers) = builder.headers_mut() {
+            *headers = parts.headers;
+        }
+        if let Some(extensions) = builder.extensions_mut() {
+            extensions.extend(parts.extensions);
+        }
+        let body = Body::wrap(Silence { inner: body, silence, timer: Box::pin(tokio::time::sleep(silence)) });
+        match builder.body(body) {
+            Ok(r) => Response::from(r),
+            // The parts came from a valid response: unreachable, but never a panic.
+            Err(e) => unreachable_response(e),
+        }
+    }
+
+    #[cold]
+    fn unreachable_response(e: http::Error) -> Response {
+        Response::from(http::Response::new(Body::wrap(Failed(Some(std::io::Error::other(e))))))
+    }
+
+    struct Silence {
+        inner: Body,
+        silence: Duration,
+        timer: Pin<Box<tokio::time::Sleep>>,
+    }
+
+    impl HttpBody for Silence {
+        type Data = <Body as HttpBody>::Data;
+        type Error = Box<dyn std::error::Error + Send + Sync>;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+            let this = &mut *self;
+            match Pin::new(&mut this.inner).poll_frame(cx) {
+                Poll::Ready(frame) => {
+                    // A byte (or the end): the silence starts again.
+                    let next = tokio::time::Instant::now() + this.silence;
+                    this.timer.as_mut().reset(next);
+                    Poll::Ready(frame.map(|f| f.map_err(Into::into)))
+                }
+                Poll::Pending => match this.timer.as_mut().poll(cx) {
+                    Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!("the response body was silent for {} ms", this.silence.as_millis()),
+                    ))))),
+                    Poll::Pending => Poll::Pending,
+                },
+            }
+        }
+
+        fn is_end_stream(&self) -> bool {
+            self.inner.is_end_stream()
+        }
+
+        fn size_hint(&self) -> SizeHint {
+            self.inner.size_hint()
+        }
+    }
+
+    struct Failed(Option<std::io::Error>);
+
+    impl HttpBody for Failed {
+        type Data = <Body as HttpBody>::Data;
+        type Error = std::io::Error;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+            Poll::Ready(self.0.take().map(Err))
+        }
     }
 }

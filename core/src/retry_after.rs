@@ -55,9 +55,11 @@ pub fn transient<E: RetryAfter + ?Sized>(error: &E) -> Verdict {
 /// included, means zero; a weekday that does not match the date is not checked; an RFC 850
 /// two-digit year whose date would be more than 50 years after `now` is the most recent
 /// past year with those digits (RFC 9110). Garbage, negatives and fractions mean no hint
-/// (`None`). Both forms saturate the same way, at `u64::MAX` seconds: delay-seconds too
-/// large for a `u64`, and never a date (year 9999 is about 2.5e11 s away), so a far date
-/// is its exact wait.
+/// (`None`). Both forms saturate the same way, at the longest wait the engine ever asks
+/// for ([`crate::knob::MAX_WAIT_MS`], 9e15 ms, about 285,000 years): delay-seconds past
+/// it, and never a date (year 9999 is about 2.5e11 s away), so a far date is its exact
+/// wait. Every host then hands back the same clamp (seconds, or milliseconds that fit a
+/// double exactly), not `u64::MAX` of its own unit.
 ///
 /// The HTTP-date forms need the `http-date` feature (on by default); without it a date
 /// means no hint.
@@ -69,9 +71,14 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     if value.bytes().all(|b| b.is_ascii_digit()) {
         // Saturate: a value too large for u64 is still "a very long time".
         let secs = value.parse::<u64>().unwrap_or(u64::MAX);
-        return Some(Duration::from_secs(secs));
+        return Some(Duration::from_secs(secs).min(longest()));
     }
-    http_date_wait(value, now)
+    http_date_wait(value, now).map(|d| d.min(longest()))
+}
+
+/// Where a Retry-After value saturates: the engine's longest wait.
+fn longest() -> Duration {
+    Duration::from_millis(crate::knob::MAX_WAIT_MS)
 }
 
 /// The wait until an HTTP-date, from `now` (zero when it is past).
@@ -99,8 +106,8 @@ fn unix_nanos(t: SystemTime) -> i128 {
     }
 }
 
-/// [`parse_retry_after`] in whole milliseconds (rounded up: never sooner than asked),
-/// saturating at `u64::MAX`: what the C and Node hosts hand their users.
+/// [`parse_retry_after`] in whole milliseconds (rounded up: never sooner than asked): what
+/// the C and Node hosts hand their users.
 pub fn parse_retry_after_ms(value: &str, now: SystemTime) -> Option<u64> {
     parse_retry_after(value, now).map(|d| u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX))
 }
@@ -129,7 +136,14 @@ mod tests {
         assert_eq!(parse_retry_after("120", now()), Some(Duration::from_secs(120)));
         assert_eq!(parse_retry_after("  7 \t", now()), Some(Duration::from_secs(7)));
         assert_eq!(parse_retry_after("0", now()), Some(Duration::ZERO));
-        assert_eq!(parse_retry_after("99999999999999999999999999", now()), Some(Duration::from_secs(u64::MAX)));
+        // Saturated at the engine's longest wait, 9e15 ms, in both forms.
+        let longest = Some(Duration::from_millis(9_000_000_000_000_000));
+        assert_eq!(parse_retry_after("99999999999999999999999999", now()), longest);
+        assert_eq!(parse_retry_after("99999999999999999999", now()), longest);
+        assert_eq!(parse_retry_after("9000000000000", now()), longest);
+        assert_eq!(parse_retry_after("9000000000001", now()), longest);
+        assert_eq!(parse_retry_after("8999999999999", now()), Some(Duration::from_secs(8_999_999_999_999)));
+        assert_eq!(parse_retry_after_ms("99999999999999999999", now()), Some(9_000_000_000_000_000));
     }
 
     #[test]
@@ -143,7 +157,7 @@ mod tests {
     #[test]
     fn milliseconds_round_up_and_saturate() {
         assert_eq!(parse_retry_after_ms("2", now()), Some(2000));
-        assert_eq!(parse_retry_after_ms("18446744073709551615", now()), Some(u64::MAX));
+        assert_eq!(parse_retry_after_ms("18446744073709551615", now()), Some(crate::knob::MAX_WAIT_MS));
         assert_eq!(parse_retry_after_ms("x", now()), None);
     }
 

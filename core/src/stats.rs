@@ -69,9 +69,14 @@ impl LocalStats<'_> {
     pub(crate) fn observe(&self, event: &Event<'_>) {
         let (cells, exclusive) = (self.cells, self.exclusive);
         let bump = |cell: &AtomicU64| if exclusive { add_one_exclusive(cell) } else { add_one_shared(cell) };
+        for _ in 0..event.attempts_abandoned {
+            bump(&cells.attempts); // (a hedged call's attempts in flight at its end)
+        }
         match event.kind {
             EventKind::AttemptFailed => bump(&cells.attempts),
-            EventKind::Retrying => bump(&cells.retries),
+            // A retry is an attempt after the first: a plain call's after its wait, a
+            // hedged call's at its launch.
+            EventKind::Retrying | EventKind::Hedge => bump(&cells.retries),
             EventKind::Success => {
                 bump(&cells.attempts);
                 bump(&cells.successes);
@@ -94,7 +99,7 @@ impl LocalStats<'_> {
                 bump(&cells.cancellations);
                 bump(&cells.calls);
             }
-            EventKind::Hedge | EventKind::BreakerOpened | EventKind::BreakerHalfOpen | EventKind::BreakerClosed => {}
+            EventKind::BreakerOpened | EventKind::BreakerHalfOpen | EventKind::BreakerClosed => {}
         }
     }
 }
@@ -111,9 +116,11 @@ impl fmt::Debug for Stats {
 pub struct StatsSnapshot {
     /// Calls that ended (success, rejected, exhausted or cancelled).
     pub calls: u64,
-    /// Attempts that ended (failed, succeeded, or interrupted by the call's cancellation).
+    /// Attempts made: ended (failed, succeeded, or interrupted by the call's
+    /// cancellation), or, in a hedged call, abandoned in flight by the call's end.
     pub attempts: u64,
-    /// Waits started (Retrying events).
+    /// Attempts after the first: waits started (Retrying events), and a hedged call's
+    /// launches past its first (Hedge events).
     pub retries: u64,
     /// Calls that ended in success.
     pub successes: u64,
@@ -278,6 +285,39 @@ mod tests {
     use crate::engine::{Call, Plan, Proposal, Verdict};
     use crate::policy::{Jitter, Policy};
     use std::time::Duration;
+
+    #[test]
+    fn a_hedged_call_counts_every_launch() {
+        use crate::hedge::{HedgeCall, Hedging, Step};
+        let ms = Duration::from_millis;
+        let p =
+            Policy::builder().hedge(Some(Hedging::fixed(3, ms(10)).unwrap())).deadline(Some(ms(100))).build().unwrap();
+        let stats = Stats::new();
+        let sink = &mut |e: &Event<'_>| stats.observe(e);
+        // Three launches, none settles, the deadline cuts the call: 3 attempts, 2 retries.
+        let mut call = HedgeCall::start(&p, ms(0));
+        for (k, at) in [(1, 0), (2, 10), (3, 20)] {
+            assert_eq!(call.poll(ms(at), sink), Ok(Step::Launch(k)));
+        }
+        assert!(matches!(call.poll(ms(101), sink), Ok(Step::Stop { .. })));
+        let s = stats.snapshot();
+        assert_eq!((s.calls, s.attempts, s.retries), (1, 3, 2));
+        assert_eq!(s.exhausted(crate::ExhaustReason::Deadline), 1);
+        // Two launches, the second wins with the first in flight: 2 attempts, 1 retry.
+        let mut call = HedgeCall::start(&p, ms(0));
+        assert_eq!(call.poll(ms(0), sink), Ok(Step::Launch(1)));
+        assert_eq!(call.poll(ms(10), sink), Ok(Step::Launch(2)));
+        assert!(matches!(call.record(2, Verdict::Success, ms(15), sink), Ok(Step::Won { .. })));
+        let s = stats.snapshot();
+        assert_eq!((s.calls, s.attempts, s.retries, s.successes), (2, 5, 3, 1));
+        // Cancelled with two in flight: both were made.
+        let mut call = HedgeCall::start(&p, ms(0));
+        assert_eq!(call.poll(ms(0), sink), Ok(Step::Launch(1)));
+        assert_eq!(call.poll(ms(10), sink), Ok(Step::Launch(2)));
+        call.cancel(ms(12), sink).unwrap();
+        let s = stats.snapshot();
+        assert_eq!((s.calls, s.attempts, s.retries, s.cancellations), (3, 7, 4, 1));
+    }
 
     #[test]
     fn counts_what_the_engine_reports() {

@@ -4,18 +4,26 @@
  * core's: which outcomes are transient (retryrs_http_classify), the waits, the deadline.
  * This file only says what happened to each request.
  *
- *   curl_get [-X METHOD] [-d BODY] [--max-attempts N] [--deadline MS]
- *            [--attempt-timeout MS] [--connect-timeout MS] URL
+ *   curl_get [-X METHOD] [-d BODY] [-H 'Name: value']... [-o FILE] [--max-attempts N]
+ *            [--deadline MS|none] [--attempt-timeout MS] [--initial-delay MS]
+ *            [--max-retry-after MS|none] [--jitter none] [--connect-timeout MS] URL
  *
  * Every attempt is bounded by the time the core gives it (retryrs_attempt_remaining_ms:
  * what is left before the deadline, or the smaller attempt timeout): that is the
  * request's CURLOPT_TIMEOUT_MS, so a server that never answers cannot hold the call past
- * its deadline. Connecting has its own, shorter timeout (--connect-timeout, default
+ * its deadline. libcurl's easy API reads the whole body before curl_easy_perform returns,
+ * so this client reads the body inside the attempt (docs/contract.md 6b): the bound
+ * covers it, and a body that stalls or outlasts it is a timed-out attempt, retried where
+ * the method allows. Connecting has its own, shorter timeout (--connect-timeout, default
  * 3000 ms, within the bound); a request that timed out before it was sent (no connection
  * was made) is a connect failure, retried for every method, POST included. A response
- * that will be retried is read only up to a 64 KiB prefix (enough to keep a small
+ * with a retryable status is read only up to a 64 KiB prefix (enough to keep a small
  * error page's connection for the next attempt); past that the connection is dropped
- * rather than the body read whole.
+ * rather than the body read whole. Only the last attempt by count reads it whole: the
+ * engine decides after the attempt whether a response is retried, and libcurl's easy API
+ * cannot hold a body unread until then. So a call the deadline (or a too long
+ * Retry-After) ends on a longer retryable response hands over its 64 KiB prefix, and
+ * says so ("body cut at 64 KiB"). -o writes the answer's body to FILE.
  *
  * Prints the request (URL redacted: no credentials, no signature values), one line per
  * retry and how the call ended:
@@ -30,6 +38,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <limits.h>
+#include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +55,14 @@
 typedef struct {
   CURL *curl;
   const char *method;
+  const char *idempotency_key; /* the request's Idempotency-Key header's value, or NULL */
   long connect_timeout_ms;
-  char body[4096];
-  size_t body_len;
+  uint64_t max_attempts;       /* the policy's: the last attempt by count reads whole */
+  uint32_t attempt;            /* this attempt's number */
+  char *body;                  /* this response's body (heap, NUL-terminated) */
+  size_t body_len, body_cap;
+  int out_of_memory;
+  const char *out_path;        /* -o: where the answer's body goes */
   size_t body_seen;     /* bytes of this response's body received */
   int judged;           /* whether this response's status was classified yet */
   int retried;          /* this response will be retried: read a prefix only */
@@ -58,9 +72,26 @@ typedef struct {
   char failure[256];    /* what the event lines say about a failed attempt */
 } request_state;
 
+/* Appends to the body buffer, growing it (NUL-terminated); 0 when memory ran out. */
+static int keep(request_state *st, const char *data, size_t len) {
+  if (st->body_len + len + 1 > st->body_cap) {
+    size_t cap = st->body_cap ? st->body_cap : 4096;
+    char *grown;
+    while (cap < st->body_len + len + 1) cap *= 2;
+    grown = (char *)realloc(st->body, cap);
+    if (!grown) return 0;
+    st->body = grown;
+    st->body_cap = cap;
+  }
+  memcpy(st->body + st->body_len, data, len);
+  st->body_len += len;
+  st->body[st->body_len] = 0;
+  return 1;
+}
+
 static size_t on_body(char *data, size_t size, size_t n, void *user_data) {
   request_state *st = (request_state *)user_data;
-  size_t len = size * n, room = sizeof st->body - 1 - st->body_len;
+  size_t len = size * n;
   if (!st->judged) {
     /* The first body bytes: the status is known. A response the core will retry is not
      * the answer, so its body is read only up to RETRIED_PREFIX. */
@@ -68,17 +99,19 @@ static size_t on_body(char *data, size_t size, size_t n, void *user_data) {
     retryrs_verdict v = RETRYRS_SUCCESS;
     st->judged = 1;
     curl_easy_getinfo(st->curl, CURLINFO_RESPONSE_CODE, &status);
-    st->retried = retryrs_http_classify(st->method, RETRYRS_HTTP_RESPONSE, (int)status, NULL, 0, NULL, 0, &v) ==
-                      RETRYRS_OK && v == RETRYRS_TRANSIENT;
+    st->retried = retryrs_http_classify_request(st->method, st->idempotency_key, RETRYRS_HTTP_RESPONSE, (int)status,
+                                                NULL, 0, NULL, 0, &v) == RETRYRS_OK &&
+                  v == RETRYRS_TRANSIENT && st->attempt < st->max_attempts;
   }
   st->body_seen += len;
   if (st->retried && st->body_seen > RETRIED_PREFIX) {
     st->cut = 1;
     return 0; /* libcurl stops (CURLE_WRITE_ERROR) and drops the connection */
   }
-  memcpy(st->body + st->body_len, data, len < room ? len : room);
-  st->body_len += len < room ? len : room;
-  st->body[st->body_len] = 0;
+  if (!keep(st, data, len)) {
+    st->out_of_memory = 1;
+    return 0;
+  }
   return len;
 }
 
@@ -127,9 +160,9 @@ static retryrs_verdict attempt(void *user_data, uint32_t n, double *hint_ms) {
   retryrs_verdict verdict = RETRYRS_PERMANENT;
   retryrs_http_outcome outcome = RETRYRS_HTTP_RESPONSE;
   CURLcode rc;
-  (void)n;
+  st->attempt = n;
   st->body_len = 0;
-  st->body[0] = 0;
+  if (st->body) st->body[0] = 0;
   st->body_seen = 0;
   st->judged = st->retried = st->cut = st->sent = 0;
   st->status = 0;
@@ -145,7 +178,12 @@ static retryrs_verdict attempt(void *user_data, uint32_t n, double *hint_ms) {
     snprintf(st->failure, sizeof st->failure, "%s%s", curl_easy_strerror(rc),
              outcome == RETRYRS_HTTP_CONNECT_FAILED ? " (not sent)" : "");
   }
-  if (retryrs_http_classify(st->method, outcome, (int)st->status, NULL, 0, NULL, 0, &verdict) != RETRYRS_OK) {
+  if (st->out_of_memory) {
+    snprintf(st->failure, sizeof st->failure, "out of memory for the body");
+    return RETRYRS_PERMANENT;
+  }
+  if (retryrs_http_classify_request(st->method, st->idempotency_key, outcome, (int)st->status, NULL, 0, NULL, 0,
+                                    &verdict) != RETRYRS_OK) {
     snprintf(st->failure, sizeof st->failure, "classify: %s", retryrs_last_error());
     return RETRYRS_PERMANENT;
   }
@@ -168,6 +206,10 @@ static const char *reason_name(retryrs_reason r) {
   }
 }
 
+static const char *shown_body(const request_state *st) {
+  return st->body ? st->body : "";
+}
+
 static void on_event(void *user_data, const retryrs_event *e) {
   const request_state *st = (const request_state *)user_data;
   unsigned long long at = (unsigned long long)e->elapsed_ms;
@@ -177,7 +219,8 @@ static void on_event(void *user_data, const retryrs_event *e) {
              (unsigned long long)e->delay_ms);
       break;
     case RETRYRS_EVENT_SUCCESS:
-      if (st->status >= 200 && st->status < 300) printf("[%4llu ms] success: %s (attempt %u)\n", at, st->body, e->attempt);
+      if (st->status >= 200 && st->status < 300)
+        printf("[%4llu ms] success: %s (attempt %u)\n", at, st->out_path ? "(body written)" : shown_body(st), e->attempt);
       break;
     case RETRYRS_EVENT_EXHAUSTED:
       printf("[%4llu ms] attempt %u failed: %s -> giving up (%s)\n", at, e->attempt, st->failure,
@@ -199,6 +242,7 @@ int main(int argc, char **argv) {
   retryrs_outcome out;
   retryrs_status status;
   const char *url = NULL, *data = NULL;
+  struct curl_slist *headers = NULL;
   char shown[2048];
   int i, code = 1;
   st.method = "GET";
@@ -210,8 +254,34 @@ int main(int argc, char **argv) {
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "-X") == 0 && i + 1 < argc) st.method = argv[++i];
     else if (strcmp(argv[i], "-d") == 0 && i + 1 < argc) data = argv[++i];
-    else if (strcmp(argv[i], "--max-attempts") == 0 && i + 1 < argc) config.max_attempts = (uint64_t)atoi(argv[++i]);
-    else if (strcmp(argv[i], "--deadline") == 0 && i + 1 < argc) config.deadline_ms = atof(argv[++i]);
+    else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) st.out_path = argv[++i];
+    else if (strcmp(argv[i], "-H") == 0 && i + 1 < argc) {
+      const char *h = argv[++i];
+      struct curl_slist *more = curl_slist_append(headers, h);
+      if (!more) {
+        fprintf(stderr, "curl_get: out of memory for -H\n");
+        curl_slist_free_all(headers);
+        return 2;
+      }
+      headers = more;
+      if (strncasecmp(h, "Idempotency-Key:", 16) == 0) {
+        st.idempotency_key = h + 16;
+        while (*st.idempotency_key == ' ') st.idempotency_key++;
+      }
+    } else if (strcmp(argv[i], "--max-attempts") == 0 && i + 1 < argc) config.max_attempts = (uint64_t)atoi(argv[++i]);
+    else if (strcmp(argv[i], "--deadline") == 0 && i + 1 < argc) {
+      const char *v = argv[++i];
+      config.has_deadline = strcmp(v, "none") != 0;
+      if (config.has_deadline) config.deadline_ms = atof(v);
+    } else if (strcmp(argv[i], "--max-retry-after") == 0 && i + 1 < argc) {
+      const char *v = argv[++i];
+      config.has_max_retry_after = strcmp(v, "none") != 0;
+      if (config.has_max_retry_after) config.max_retry_after_ms = atof(v);
+    } else if (strcmp(argv[i], "--initial-delay") == 0 && i + 1 < argc) config.initial_delay_ms = atof(argv[++i]);
+    else if (strcmp(argv[i], "--jitter") == 0 && i + 1 < argc && strcmp(argv[i + 1], "none") == 0) {
+      config.jitter = RETRYRS_JITTER_NONE;
+      i++;
+    }
     else if (strcmp(argv[i], "--attempt-timeout") == 0 && i + 1 < argc) {
       config.has_attempt_timeout = true;
       config.attempt_timeout_ms = atof(argv[++i]);
@@ -221,17 +291,18 @@ int main(int argc, char **argv) {
   }
   if (!url) {
     fprintf(stderr,
-            "usage: %s [-X METHOD] [-d BODY] [--max-attempts N] [--deadline MS] [--attempt-timeout MS]\n"
-            "       [--connect-timeout MS] URL\n",
+            "usage: %s [-X METHOD] [-d BODY] [-H 'Name: value']... [-o FILE] [--max-attempts N]\n"
+            "       [--deadline MS|none] [--attempt-timeout MS] [--initial-delay MS] [--max-retry-after MS|none]\n"
+            "       [--jitter none] [--connect-timeout MS] URL\n",
             argv[0]);
+    curl_slist_free_all(headers);
     return 2;
   }
-  if (retryrs_redact_url(url, shown, sizeof shown, NULL) != RETRYRS_OK) {
+  st.max_attempts = config.max_attempts;
+  if (retryrs_redact_url(url, shown, sizeof shown, NULL) != RETRYRS_OK ||
+      retryrs_retrier_new(&config, &retrier) != RETRYRS_OK) {
     fprintf(stderr, "curl_get: %s\n", retryrs_last_error());
-    return 2;
-  }
-  if (retryrs_retrier_new(&config, &retrier) != RETRYRS_OK) {
-    fprintf(stderr, "curl_get: %s\n", retryrs_last_error());
+    curl_slist_free_all(headers);
     return 2;
   }
   curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -239,9 +310,11 @@ int main(int argc, char **argv) {
   if (!st.curl) {
     fprintf(stderr, "curl_get: curl_easy_init failed\n");
     retryrs_retrier_free(retrier);
+    curl_slist_free_all(headers);
     return 2;
   }
   curl_easy_setopt(st.curl, CURLOPT_URL, url);
+  if (headers) curl_easy_setopt(st.curl, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(st.curl, CURLOPT_CUSTOMREQUEST, st.method);
   if (strcmp(st.method, "HEAD") == 0) curl_easy_setopt(st.curl, CURLOPT_NOBODY, 1L);
   if (data) curl_easy_setopt(st.curl, CURLOPT_POSTFIELDS, data); /* a buffer: replayable */
@@ -258,16 +331,26 @@ int main(int argc, char **argv) {
   if (st.status != 0 && (status == RETRYRS_OK || status == RETRYRS_EXHAUSTED)) {
     /* A response is the answer, whether it came first time or retries ran out on it. */
     if (status != RETRYRS_OK || st.status < 200 || st.status >= 300)
-      printf("response: HTTP %ld after %u attempt%s: %s\n", st.status, out.attempts, out.attempts == 1 ? "" : "s",
-             st.body);
+      printf("response: HTTP %ld after %u attempt%s: %s%s\n", st.status, out.attempts, out.attempts == 1 ? "" : "s",
+             st.out_path ? "(body written)" : shown_body(&st), st.cut ? " (body cut at 64 KiB)" : "");
     code = st.status >= 200 && st.status < 300 ? 0 : 1;
+    if (st.out_path) {
+      FILE *f = fopen(st.out_path, "wb");
+      if (!f || fwrite(st.body ? st.body : "", 1, st.body_len, f) != st.body_len) {
+        fprintf(stderr, "curl_get: cannot write %s\n", st.out_path);
+        code = 1;
+      }
+      if (f && fclose(f) != 0) code = 1;
+    }
   } else if (status == RETRYRS_EXHAUSTED) {
     printf("gave up after %u attempts (%s): %s\n", out.attempts, reason_name(out.reason), st.failure);
   } else {
     printf("failed: %s\n", status == RETRYRS_REJECTED ? st.failure : retryrs_last_error());
   }
   curl_easy_cleanup(st.curl);
+  curl_slist_free_all(headers);
   curl_global_cleanup();
   retryrs_retrier_free(retrier);
+  free(st.body);
   return code;
 }

@@ -62,10 +62,12 @@ def the_seed_scenario_makes_four_requests_over_one_connection_and_the_third_wait
 @case
 def an_http_date_retry_after_is_the_minimum_wait(s):
     p = path()
-    when = email.utils.formatdate(time.time() + 3, usegmt=True)
+    # 8 s ahead: the date is written before valgrind starts the binary, which takes
+    # seconds on a loaded machine (a date already past is no hint at all).
+    when = email.utils.formatdate(time.time() + 8, usegmt=True)
     code, out = run(s.script(p, [(503, when), 200]))
     w = waits(out)
-    assert code == 0 and len(w) == 1 and 1000 <= w[0] <= 3000, out
+    assert code == 0 and len(w) == 1 and 1000 <= w[0] <= 8000, out
 
 
 @case

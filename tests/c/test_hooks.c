@@ -135,6 +135,12 @@ static double nan_wait(void *user_data, const retryrs_retry_info *info) {
   return NAN;
 }
 
+static double infinite_wait(void *user_data, const retryrs_retry_info *info) {
+  (void)user_data;
+  (void)info;
+  return INFINITY;
+}
+
 static retryrs_plan bad_plan(void *user_data, const retryrs_retry_info *info) {
   (void)user_data;
   (void)info;
@@ -149,6 +155,10 @@ static void test_bad_hook_answers_are_named(void) {
   CHECK_STATUS(retryrs_testing_enable(), RETRYRS_OK);
   CHECK_STATUS(retryrs_retrier_call_hooked(r, attempt, &s, NULL, NULL, &h, &o), RETRYRS_INVALID_ARGUMENT);
   CHECK(contains(retryrs_last_error(), "wait callback returned NaN") && o.attempts == 1);
+  /* Refused like NaN: not 285,000 years of sleep. */
+  h.wait = infinite_wait;
+  CHECK_STATUS(retryrs_retrier_call_hooked(r, attempt, &s, NULL, NULL, &h, &o), RETRYRS_INVALID_ARGUMENT);
+  CHECK(contains(retryrs_last_error(), "wait callback returned inf") && o.attempts == 1);
   h.wait = NULL;
   h.before_retry = bad_plan;
   CHECK_STATUS(retryrs_retrier_call_hooked(r, attempt, &s, NULL, NULL, &h, &o), RETRYRS_INVALID_ARGUMENT);
@@ -171,7 +181,7 @@ static void test_the_engine_proposes_and_the_program_settles(void) {
   retryrs_step step;
   CHECK_STATUS(retryrs_call_start(r, 0, NULL, &call), RETRYRS_OK);
   CHECK_STATUS(retryrs_call_settle(call, RETRYRS_PLAN_ENGINE, 0, 0, &step), RETRYRS_INVALID_ARGUMENT);
-  CHECK(contains(retryrs_last_error(), "settle() needs a proposed wait"));
+  CHECK(contains(retryrs_last_error(), "retryrs_call_settle: no proposed wait to settle"));
   CHECK_STATUS(retryrs_call_propose(call, RETRYRS_TRANSIENT, 150, 10, &p), RETRYRS_OK);
   CHECK(p.action == RETRYRS_ACTION_PROPOSED && p.delay_ms == 150 && p.attempt == 1 && p.retries_left == 2 &&
         p.hint_ms == 150);

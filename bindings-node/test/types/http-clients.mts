@@ -36,9 +36,15 @@ declare const e: FinalStatusError;
 const status: number = e.status;
 void status;
 
-// fetch's init takes a request's retry option (a global RequestInit augmentation).
-const init: RequestInit = { method: 'POST', retry: { limit: 2, idempotencyKey: false } };
-void init;
+
+// retryingFetch's own init takes retry; a plain fetch's RequestInit does not (it would be ignored).
+void f('http://x/', { retry: { limit: 2, idempotencyKey: false } });
 // @ts-expect-error limit is a number
-const badInit: RequestInit = { retry: { limit: 'two' } };
-void badInit;
+void f('http://x/', { retry: { limit: 'two' } });
+// @ts-expect-error plain fetch has no retry option
+void fetch('http://x/', { retry: { limit: 2 } });
+
+// axios's per-request retry option, typed in an ES module program too (axios.d.mts).
+void instance.get('/x', { retry: { limit: 2, statuses: [503] } });
+// @ts-expect-error limit is a number
+void instance.get('/x', { retry: { limit: 'two' } });

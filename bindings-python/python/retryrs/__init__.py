@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from . import testing
+from . import _native, testing
 from ._errors import AttemptTimeout, RetryCancelled, RetryError, RetryExhausted, StopRetrying
 from ._logging import log_events
 from ._policies import PolicyDocument, PolicyDocumentError, load_policies
@@ -74,3 +74,8 @@ def __getattr__(name: str) -> ModuleType:
     if name in _OPTIONAL:
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# What a call needs is looked up now, never during a call: a daemon thread in its first
+# call while the interpreter exits must not be inside an import (see src/preload.rs).
+_native._preload()

@@ -477,6 +477,12 @@ class Bound:
         return exc
 
 
+# What a decorated function keeps of the function it wraps: functools' attributes and, as
+# tenacity's wrapper does, its defaults (for code that inspects them: `__defaults__` on the
+# wrapper describes the function's parameters, not the wrapper's `*args, **kwargs`).
+WRAPPED = functools.WRAPPER_ASSIGNMENTS + ("__defaults__", "__kwdefaults__")
+
+
 def decorate(r: _native.Retrier, fn: Any) -> Any:
     if not callable(fn):
         raise TypeError(f"a Retrier decorates a function, got {fn!r}")
@@ -499,7 +505,7 @@ def decorate(r: _native.Retrier, fn: Any) -> Any:
         first_attempt = r._first
 
         # drive() written out (one coroutine fewer per call on the happy path).
-        @functools.wraps(fn)
+        @functools.wraps(fn, WRAPPED)
         async def retrying(*args: Any, **kwargs: Any) -> Any:
             first = first_attempt(fn, args, kwargs)
             if type(first) is _FirstAttempt:
@@ -509,5 +515,5 @@ def decorate(r: _native.Retrier, fn: Any) -> Any:
         retrying.retrier = r  # type: ignore[attr-defined]
         return retrying
     wrapper = _native.RetryingFunction(r, fn)
-    functools.update_wrapper(wrapper, fn)
+    functools.update_wrapper(wrapper, fn, WRAPPED)
     return wrapper

@@ -24,7 +24,7 @@ import math
 from typing import Any, Awaitable, Callable, Coroutine, Dict, List, Optional, Set, Tuple
 
 from . import _native
-from ._aio import _FIRED, _FIRST, _LATE, _UntilToken, _suspended, _timed_out
+from ._aio import _FIRED, _FIRST, _LATE, WRAPPED, _UntilToken, _suspended, _timed_out
 from ._runtime import library as _library
 
 _LAUNCH: int = _native._HEDGE_LAUNCH
@@ -377,7 +377,7 @@ class _Nursery:
 def decorate(r: _native.Retrier, fn: Any) -> Any:
     """The decorator's wrapper of an ``async def`` for a Retrier that hedges."""
 
-    @functools.wraps(fn)
+    @functools.wraps(fn, WRAPPED)
     async def hedging(*args: Any, **kwargs: Any) -> Any:
         return await drive(r, fn, args, kwargs)
 

@@ -6,7 +6,8 @@ The core decides which outcomes are transient (``retryrs._http_common.Rules``)."
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable, Iterable, Optional
+from contextvars import ContextVar
+from typing import Any, Awaitable, Callable, Iterable, Optional, Tuple
 
 import aiohttp  # missing: retryrs.http names the extra to install
 from aiohttp import payload as _payload
@@ -14,8 +15,8 @@ from aiohttp import payload as _payload
 from . import _native
 from ._aio import _FIRST, _suspended
 from ._errors import AttemptTimeout, RetryExhausted
+from ._http_body import DRAIN_LIMIT, silence
 from ._http_common import (
-    DRAIN_LIMIT,
     ErrorStatus,
     Helper,
     RequestAttempts,
@@ -23,10 +24,11 @@ from ._http_common import (
     RequestOptions,
     Rules,
     call_async,
-    final_response,
     held_response,
     request_failed,
     response_failure,
+    smaller,
+    time_left,
 )
 
 # aiohttp's failures in the core's words. Never sent: the connection (TCP, proxy, TLS
@@ -55,27 +57,58 @@ def _replayable(body: Any) -> bool:
 
 
 async def _drain(resp: aiohttp.ClientResponse) -> None:
-    """Frees the connection of a response that will be retried: a body of at most
-    DRAIN_LIMIT bytes is read and kept (``read()`` gives it if retries run out); a
-    longer, broken or stalled one is not read on: the connection is closed."""
-    chunks = []
-    size = 0
-    complete = False
+    """Drains a response that may be retried (``retryrs._http_body``) without reading
+    it: aiohttp reads a body ahead into the response's buffer by itself (pausing the
+    socket past about twice its read buffer), so waiting, within the attempt's bound,
+    until the body ended or passed DRAIN_LIMIT is the drain. Nothing is consumed: handed
+    over after all, the response reads whole through every read API, and one that ended
+    has its connection back in the pool already (aiohttp releases it at the body's end)."""
+    content = resp.content
+    wait = getattr(content, "_wait", None)  # aiohttp's own wait for the next data
+
+    async def arrived() -> None:
+        while not content.is_eof() and content.total_bytes <= DRAIN_LIMIT and content.exception() is None:
+            if wait is not None:
+                await wait("retryrs drain")
+            else:  # pragma: no cover - aiohttp without StreamReader._wait
+                await asyncio.sleep(0.005)
+
     try:
-        while size <= DRAIN_LIMIT:
-            chunk = await resp.content.read(DRAIN_LIMIT + 1 - size)
-            if not chunk:
-                complete = True
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except Exception:
+        await asyncio.wait_for(arrived(), time_left(_native.current_attempt()))
+    except Exception:  # stalled (the bound) or broken: the engine decides what happens
         pass
-    resp._body = b"".join(chunks)
-    if complete:
+
+
+def _let_go(resp: aiohttp.ClientResponse) -> None:
+    """A drained response that was retried: its connection is closed unless its body
+    ended (then aiohttp has put it back in the pool)."""
+    if resp.content.is_eof():
         resp.release()
     else:
         resp.close()
+
+
+def _hand_over(resp: aiohttp.ClientResponse, bound: Optional[float]) -> aiohttp.ClientResponse:
+    """The response is the caller's: its body may take as long as it flows; only silence
+    longer than the caller's ``sock_read`` or the policy's ``silence`` fails a read
+    (aiohttp's read timeout, restarted by every chunk that arrives)."""
+    conn = resp.connection
+    protocol = None if conn is None else conn.protocol
+    reschedule = getattr(protocol, "_reschedule_timeout", None)
+    if bound is not None and protocol is not None and reschedule is not None and not resp.content.is_eof():
+        protocol.read_timeout = smaller(protocol.read_timeout, bound)
+        reschedule()
+    return resp
+
+
+# A request this middleware retried until it gave up on a connection error, which
+# aiohttp's session would send once more by itself (it resends an idempotent request
+# when its handler raises ClientOSError or ServerDisconnectedError): (the session
+# call's traces list, the same for its resend; the error). The resend is refused with
+# the same error, so every attempt is one request on the wire.
+_GAVE_UP: "ContextVar[Optional[Tuple[Any, BaseException]]]" = ContextVar("retryrs_aiohttp_gave_up", default=None)
+_SESSION_RESENDS = (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError)
+_IDEMPOTENT = frozenset(getattr(aiohttp.client, "IDEMPOTENT_METHODS", ("GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE")))
 
 
 class RetryMiddleware(Helper):
@@ -88,7 +121,15 @@ class RetryMiddleware(Helper):
     ``idempotency_key=False``), with the Retrier's backoff, Retry-After, deadline, budget,
     events and cancel token; cancelling the task ends a wait at once.
 
-    Out of retries on a status: the last response (its body read, up to 64 KiB); on a
+    Which kind of client (docs/contract.md §6b): it hands the response over at its
+    headers. The deadline and attempt bound cover everything until then (a retried
+    response drained at most 64 KiB, else closed); the body after is the caller's, never
+    cut while it flows: a read fails only after ``attempt_timeout`` (else the deadline)
+    of silence, aiohttp's own read timeout. aiohttp's own single resend of an idempotent
+    request is refused, so every attempt is one request on the wire.
+
+    Out of retries on a status: the last response, whole (``read``, ``text``, ``json``,
+    ``content``); on a
     network failure: an exception that is both aiohttp's own (``ClientConnectorError``,
     ``ServerDisconnectedError``..., all ``aiohttp.ClientError``) and
     ``retryrs.RetryExhausted``. A streamed, file or multipart body is sent once. Each
@@ -128,7 +169,19 @@ class RetryMiddleware(Helper):
         return derived
 
     async def __call__(self, request: aiohttp.ClientRequest, handler: Callable[[aiohttp.ClientRequest], Awaitable[aiohttp.ClientResponse]]) -> aiohttp.ClientResponse:
-        return await self._run(request.method, str(request.url), request.headers.get("Idempotency-Key"), request.body, lambda: handler(request))
+        call = getattr(request, "_traces", None)
+        gave_up = _GAVE_UP.get()
+        if gave_up is not None:
+            _GAVE_UP.set(None)
+            if gave_up[0] is call:
+                raise gave_up[1]  # aiohttp's own resend of what the retries ended
+        try:
+            return await self._run(request.method, str(request.url), request.headers.get("Idempotency-Key"), request.body, lambda: handler(request))
+        except _SESSION_RESENDS as e:
+            session = getattr(request, "_session", None)
+            if call is not None and request.method in _IDEMPOTENT and getattr(session, "_retry_connection", False):
+                _GAVE_UP.set((call, e))
+            raise
 
     async def request(self, session: aiohttp.ClientSession, method: str, url: Any, **kwargs: Any) -> aiohttp.ClientResponse:
         """The fallback for aiohttp before 3.12: ``session.request(method, url, **kwargs)``
@@ -171,14 +224,19 @@ class RetryMiddleware(Helper):
                 return resp
             if failure.retried:
                 await _drain(resp)
+                attempts.hold(failure, _let_go)  # type: ignore[arg-type]
             raise failure
 
+        bound = silence(retrier)
         try:
-            return await call_async(retrier, attempt, _discard)  # type: ignore[no-any-return]
+            return _hand_over(await call_async(retrier, attempt, _discard), bound)
         except ErrorStatus as e:
-            return e.take()  # type: ignore[no-any-return]
+            return _hand_over(e.take(), bound)
         except RetryExhausted as e:
-            return final_response(e)  # type: ignore[no-any-return]
+            return _hand_over(attempts.final(e), bound)
+        except BaseException:
+            attempts.abandon()
+            raise
 
 
 def _discard(outcome: Any) -> None:

@@ -17,6 +17,7 @@ from typing import Any, Awaitable, Callable, Dict, Iterable, Iterator, Mapping, 
 from . import _native
 from ._defaults import certificate_failure, linked
 from ._errors import RetryExhausted
+from ._http_body import Held
 
 IDEMPOTENT_METHODS: Tuple[str, ...] = _native.IDEMPOTENT_METHODS
 
@@ -372,9 +373,6 @@ def held_response(outcome: Any, response_type: type) -> Any:
     return getattr(outcome, "_response", None)
 
 
-# A retried response's body is read up to this much, to keep its connection for the next
-# attempt; a longer one is not read on: its connection is closed instead.
-DRAIN_LIMIT = 64 * 1024
 # Clients refuse a zero timeout (or read it as "non-blocking"): an attempt with no time
 # left gets this, fails at once, and the engine ends the call (reason deadline).
 _LEAST = 0.001
@@ -397,23 +395,28 @@ def smaller(timeout: Optional[float], left: Optional[float]) -> Optional[float]:
 
 class RequestAttempts:
     """One request's attempts, as the helpers count them: from the second attempt on
-    each is a resend (``mark_resend``), and the failure holding the last retryable
-    response lets go of it once a later attempt starts, so only the final response
-    stays reachable (for ``final_response``)."""
+    each is a resend (``mark_resend``). The last retryable response is held (drained, see
+    ``retryrs._http_body``) until the engine decides: the next attempt lets go of it
+    (``begin``); retries running out hand it over whole (``final``); a call that ends
+    otherwise lets go of it too (``abandon``)."""
 
-    __slots__ = ("made", "_held")
+    __slots__ = ("made", "_held", "_body")
 
     def __init__(self) -> None:
         self.made = 0
         self._held: Optional[RetryableStatus] = None
+        self._body: Optional[Held] = None
 
-    def begin(self) -> None:
+    def begin(self) -> Any:
+        """Starts an attempt; returns what letting go of the held response gave (an
+        awaitable for an async client, to await before sending)."""
         self.made += 1
         if self.made > 1:
             mark_resend(self.made)
         if self._held is not None:
             self._held._response = None
             self._held = None
+        return self.abandon()
 
     @contextlib.contextmanager
     def sending(self) -> Iterator[None]:
@@ -425,10 +428,24 @@ class RequestAttempts:
         finally:
             RESEND_COUNT.reset(token)
 
-    def hold(self, failure: RetryableStatus) -> RetryableStatus:
-        """Keeps ``failure`` (and its response) until the next attempt; returns it to raise."""
+    def hold(self, failure: RetryableStatus, let_go: Optional[Callable[[Any], Any]] = None) -> RetryableStatus:
+        """Keeps ``failure`` (and its drained response) until the next attempt; returns it
+        to raise. ``let_go`` frees the response's connection if it is not handed over."""
         self._held = failure
+        if let_go is not None:
+            self._body = Held(failure._response, let_go)
         return failure
+
+    def final(self, exc: RetryExhausted) -> Any:
+        """Retries ran out: ``final_response(exc)``, the held response handed over (the
+        caller's now, so not let go of)."""
+        self._body = None
+        return final_response(exc)
+
+    def abandon(self) -> Any:
+        """Lets go of the held response (the call ended without handing it over)."""
+        body, self._body = self._body, None
+        return None if body is None else body.let_go()
 
 
 # Where a TLS error raised during the connection's setup passed (urllib3 1.26 and 2.x,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ssl
 from contextvars import ContextVar
-from typing import Any, Awaitable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, AsyncIterator, Awaitable, Dict, Iterable, Iterator, Optional, Tuple
 
 import httpx  # missing: retryrs.http names the extra to install
 
@@ -14,8 +14,8 @@ from . import _native
 from ._aio import _FIRST, _suspended
 from ._defaults import certificate_failure
 from ._errors import AttemptTimeout, RetryExhausted
+from ._http_body import Prefix, adrain, areplayed, drain, replayed, silence
 from ._http_common import (
-    DRAIN_LIMIT,
     ErrorStatus,
     Helper,
     RequestAttempts,
@@ -23,7 +23,6 @@ from ._http_common import (
     RequestOptions,
     Rules,
     call_async,
-    final_response,
     held_response,
     in_tls_handshake,
     request_failed,
@@ -35,9 +34,6 @@ from ._http_common import (
 # httpx's failures in the core's words: no connection was made, or it broke afterwards.
 _CONNECT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 _NETWORK = (httpx.ReadError, httpx.WriteError, httpx.CloseError, httpx.ReadTimeout, httpx.WriteTimeout, httpx.RemoteProtocolError)
-
-
-_ZERO = __import__("datetime").timedelta(0)
 
 
 def _tls_error(exc: ssl.SSLError, request: httpx.Request) -> httpx.TransportError:
@@ -73,62 +69,83 @@ def _caller_timeouts(request: httpx.Request) -> Dict[str, Optional[float]]:
     return dict(request.extensions.get("timeout") or {})
 
 
-class _Prefix:
-    """What is read of a retried body to keep its connection: at most DRAIN_LIMIT bytes,
-    kept on the response (the caller gets it if retries run out): the whole body, or
-    the part read when it was too long, broken or stalled."""
+class _Replayed(httpx.SyncByteStream):
+    """The stream of a drained response: the part drained, then the rest of the original
+    stream (or the error that stopped the drain): every read API sees the whole body."""
 
-    __slots__ = ("chunks", "size")
+    def __init__(self, prefix: Prefix, rest: Iterator[bytes], original: httpx.SyncByteStream) -> None:
+        self._chunks = replayed(prefix, rest)
+        self._original = original
 
-    def __init__(self) -> None:
-        self.chunks: List[bytes] = []
-        self.size = 0
+    def __iter__(self) -> Iterator[bytes]:
+        return self._chunks
 
-    def take(self, chunk: bytes) -> bool:
-        """Keeps ``chunk``; False once past the limit: read no further."""
-        self.chunks.append(chunk)
-        self.size += len(chunk)
-        return self.size <= DRAIN_LIMIT
+    def close(self) -> None:
+        self._original.close()
 
-    def keep(self, resp: httpx.Response) -> None:
-        resp._content = b"".join(self.chunks)
-        # A response read inside a transport has no elapsed time yet (the client sets it
-        # when its stream closes, which has happened here): without one, ``.elapsed`` on
-        # the response handed back after retries ran out raised RuntimeError. The client
-        # sets it again (from its own clock) when it closes the response it returns.
-        if not hasattr(resp, "_elapsed"):
-            resp._elapsed = _ZERO
+
+class _AReplayed(httpx.AsyncByteStream):
+    """``_Replayed`` for an async response."""
+
+    def __init__(self, prefix: Prefix, rest: AsyncIterator[bytes], original: httpx.AsyncByteStream) -> None:
+        self._chunks = areplayed(prefix, rest)
+        self._original = original
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._chunks
+
+    async def aclose(self) -> None:
+        await self._original.aclose()
 
 
 def _drain(resp: httpx.Response) -> None:
-    """Frees the connection of a response that will be retried: a body of at most
-    DRAIN_LIMIT bytes is read and kept; a longer, broken or stalled one (each read
-    bounded by the attempt's read timeout) is not read on, and closing the response
-    closes its connection (the response keeps the part read)."""
-    prefix = _Prefix()
-    try:
-        for chunk in resp.iter_bytes():
-            if not prefix.take(chunk):
-                break
-    except Exception:
-        pass
-    finally:
-        resp.close()
-    prefix.keep(resp)
+    """Drains a response that may be retried (``retryrs._http_body``), its raw bytes
+    (decoded later, by whoever reads it): read to its end (at most DRAIN_LIMIT bytes),
+    its connection goes back to the pool; longer, broken or stalled (each read bounded by
+    the attempt's read timeout), it stays open until the engine decides."""
+    original = resp.stream
+    assert isinstance(original, httpx.SyncByteStream)
+    rest = iter(original)
+    prefix = drain(lambda: next(rest, b""))
+    if prefix.whole:
+        original.close()
+    resp.stream = _Replayed(prefix, rest, original)
 
 
 async def _adrain(resp: httpx.Response) -> None:
     """``_drain`` for an async response."""
-    prefix = _Prefix()
-    try:
-        async for chunk in resp.aiter_bytes():
-            if not prefix.take(chunk):
-                break
-    except Exception:
-        pass
-    finally:
-        await resp.aclose()
-    prefix.keep(resp)
+    original = resp.stream
+    assert isinstance(original, httpx.AsyncByteStream)
+    rest = original.__aiter__()
+
+    async def next_chunk() -> bytes:
+        try:
+            return await rest.__anext__()
+        except StopAsyncIteration:
+            return b""
+
+    prefix = await adrain(next_chunk)
+    if prefix.whole:
+        await original.aclose()
+    resp.stream = _AReplayed(prefix, rest, original)
+
+
+def _let_go(resp: httpx.Response) -> None:
+    resp.close()
+
+
+def _alet_go(resp: httpx.Response) -> Awaitable[None]:
+    return resp.aclose()
+
+
+def _hand_over(resp: httpx.Response, request: httpx.Request, caller: Dict[str, Optional[float]], bound: Optional[float]) -> httpx.Response:
+    """The response is the caller's: its body may take as long as it flows; only silence
+    longer than the caller's read timeout or the policy's ``silence`` fails a read
+    (httpcore reads the request's timeout extension at each read)."""
+    timeouts = dict(request.extensions.get("timeout") or {})
+    timeouts["read"] = smaller(caller.get("read"), bound)
+    request.extensions["timeout"] = timeouts
+    return resp
 
 
 class _Progress:
@@ -222,6 +239,12 @@ class RetryingTransport(_Base, httpx.BaseTransport):
     ``httpx.ReadError``...) and ``retryrs.RetryExhausted``. A streamed or file body is
     sent once.
 
+    Which kind of client (docs/contract.md §6b): it hands the response over at its
+    headers. The deadline and attempt bound cover everything until then (a retried
+    response drained at most 64 KiB, else closed); the body after is the caller's, never
+    cut while it flows: a read fails only after ``attempt_timeout`` (else the deadline)
+    of silence, httpx's own ``ReadTimeout``. The last response is handed over whole.
+
     ``idempotency_key=False``: an ``Idempotency-Key`` header no longer makes a POST/PATCH
     repeatable. ``redact_query``: more query keys shown as ``REDACTED`` in events, logs
     and errors. Per request: ``extensions={"retryrs": {"max_attempts": 2, "methods":
@@ -271,14 +294,19 @@ class RetryingTransport(_Base, httpx.BaseTransport):
                 return resp
             if failure.retried:
                 _drain(resp)
+                attempts.hold(failure, _let_go)  # type: ignore[arg-type]
             raise failure
 
+        bound = silence(retrier)
         try:
-            return retrier.call(attempt)
+            return _hand_over(retrier.call(attempt), request, caller, bound)
         except ErrorStatus as e:
-            return e.take()  # type: ignore[no-any-return]
+            return _hand_over(e.take(), request, caller, bound)
         except RetryExhausted as e:
-            return final_response(e)  # type: ignore[no-any-return]
+            return _hand_over(attempts.final(e), request, caller, bound)
+        except BaseException:
+            attempts.abandon()
+            raise
 
     def close(self) -> None:
         self._transport.close()
@@ -314,7 +342,9 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
         attempts = RequestAttempts()
 
         async def attempt() -> httpx.Response:
-            attempts.begin()
+            released = attempts.begin()
+            if released is not None:
+                await released
             try:
                 with attempts.sending():
                     try:
@@ -333,16 +363,23 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
                 return resp
             if failure.retried:
                 await _adrain(resp)
+                attempts.hold(failure, _alet_go)  # type: ignore[arg-type]
             raise failure
 
         trace = request.extensions.get("trace")
         request.extensions["trace"] = _Traced(trace)
+        bound = silence(retrier)
         try:
-            return await call_async(retrier, attempt, _discard)  # type: ignore[no-any-return]
+            return _hand_over(await call_async(retrier, attempt, _discard), request, caller, bound)
         except ErrorStatus as e:
-            return e.take()  # type: ignore[no-any-return]
+            return _hand_over(e.take(), request, caller, bound)
         except RetryExhausted as e:
-            return final_response(e)  # type: ignore[no-any-return]
+            return _hand_over(attempts.final(e), request, caller, bound)
+        except BaseException:
+            released = attempts.abandon()
+            if released is not None:
+                await released
+            raise
         finally:
             if trace is None:
                 request.extensions.pop("trace", None)

@@ -4,8 +4,7 @@ transient (``retryrs._http_common.Rules``)."""
 
 from __future__ import annotations
 
-import io
-from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, Mapping, Optional, Tuple, Union
 
 # Missing: retryrs.http names the extra to install.
 import requests
@@ -17,13 +16,12 @@ from urllib3.util.timeout import Timeout
 
 from . import _native
 from ._errors import RetryExhausted
+from ._http_body import Prefix, drain, replayed, silence
 from ._http_common import (
-    DRAIN_LIMIT,
     ErrorStatus,
     Helper,
     RequestAttempts,
     RequestOptions,
-    final_response,
     in_tls_handshake,
     request_failed,
     response_failure,
@@ -57,20 +55,35 @@ def _outcome(exc: BaseException) -> Optional[str]:
     return None
 
 
-class _Replay(io.BytesIO):
-    """A drained body in place of ``response.raw``: a response handed back after retries
-    ran out was read (to keep its connection), and ``stream=True`` callers read ``raw``."""
+class _Replay:
+    """``response.raw`` of a drained response: the part drained, then the rest of the
+    original ``raw`` (or the error that stopped the drain), so ``content``,
+    ``iter_content`` and ``raw.read()`` (``stream=True``) all see the whole body."""
 
-    def __init__(self, data: bytes, raw: Any) -> None:
-        super().__init__(data)
+    def __init__(self, prefix: Prefix, raw: Any) -> None:
+        self._raw = raw
+        self._chunks = replayed(prefix, () if prefix.ended else raw.stream(2**16, decode_content=True))
+        self._left = b""
         self.headers = getattr(raw, "headers", {})
         self.status = getattr(raw, "status", None)
         self.reason = getattr(raw, "reason", None)
         self.version = getattr(raw, "version", None)
-        self.decode_content = False  # already decoded when drained
+        self.decode_content = False  # decoded as drained, and as read on
 
     def read(self, amt: Optional[int] = None, decode_content: Optional[bool] = None, **_: Any) -> bytes:
-        return super().read(-1 if amt is None else amt)
+        out = [self._left]
+        size = len(self._left)
+        for chunk in self._chunks:
+            out.append(chunk)
+            size += len(chunk)
+            if amt is not None and size >= amt:
+                break
+        data = b"".join(out)
+        if amt is None:
+            self._left = b""
+            return data
+        self._left = data[amt:]
+        return data[:amt]
 
     def stream(self, amt: Optional[int] = 2**16, decode_content: Optional[bool] = None) -> Iterator[bytes]:
         while True:
@@ -80,35 +93,112 @@ class _Replay(io.BytesIO):
             yield chunk
 
     def release_conn(self) -> None:
-        pass
+        self._raw.release_conn()
+
+    def close(self) -> None:
+        self._raw.close()
+
+    @property
+    def connection(self) -> Any:
+        return getattr(self._raw, "connection", None)
 
 
-def _release(resp: requests.Response) -> None:
-    """Frees the connection of a response that will be retried. A body of at most
-    DRAIN_LIMIT bytes is read (kept on the response, which the caller gets if retries run
-    out: ``content``, and ``raw.read()`` for ``stream=True``) and the connection goes back
-    to the pool; a longer, broken or stalled one (each read bounded by the attempt's read
-    timeout) is not read on: the connection is closed, and the response keeps only the
-    part read."""
+def _chunks(raw: Any) -> Callable[[], bytes]:
+    """What arrives next of a body, decoded (``read1``: urllib3's ``read(n)`` waits for
+    all n bytes, so a time bound between its reads would not hold)."""
+    read1 = getattr(raw, "read1", None)
+    if read1 is not None:
+        return lambda: read1(2**16, decode_content=True)
+    return lambda: raw.read(2**12, decode_content=True)
+
+
+def _drain(resp: requests.Response) -> Prefix:
+    """Drains a response that may be retried (``retryrs._http_body``): read to its end
+    (at most DRAIN_LIMIT bytes), it is kept and its connection goes back to the pool;
+    longer, broken or stalled (each read bounded by the attempt's read timeout), its
+    connection stays open until the engine decides, and ``raw`` replays the part read."""
+    prefix = drain(_chunks(resp.raw))
+    if prefix.whole:
+        resp._content = prefix.data()
+        resp._content_consumed = True
+        resp.close()  # read to its end: the connection goes back to the pool
+    resp.raw = _Replay(prefix, resp.raw)
+    return prefix
+
+
+def _let_go(resp: requests.Response) -> None:
+    """A drained response that was retried: its connection is closed unless it was read
+    to its end (then it is back in the pool already)."""
+    if not resp._content_consumed:
+        resp.raw.close()
+    resp.close()
+
+
+def _socket(resp: requests.Response) -> Any:
+    conn = getattr(resp.raw, "connection", None)
+    return getattr(conn, "sock", None)
+
+
+def _read_timeout(timeout: TimeoutArg) -> Optional[float]:
+    """The read part of requests' ``timeout``."""
+    if isinstance(timeout, Timeout):
+        return timeout.read_timeout
+    if isinstance(timeout, tuple):
+        return timeout[1]
+    return timeout
+
+
+def _hand_over(resp: requests.Response, timeout: TimeoutArg, bound: Optional[float]) -> requests.Response:
+    """The response is the caller's: its body may take as long as it flows; only silence
+    longer than the caller's read timeout or the policy's ``silence`` fails a read."""
+    sock = _socket(resp)
+    if sock is not None and not resp._content_consumed:
+        sock.settimeout(smaller(_read_timeout(timeout), bound))
+    return resp
+
+
+def _body_failed(rules: Any, method: str, url: str, key: Optional[str], resp: requests.Response, error: BaseException) -> None:
+    """Raises a body's read failure as requests would (``ReadTimeout`` for a stall,
+    ``ConnectionError`` else), wrapped for the Retrier when the rules retry it."""
+    stalled = isinstance(error, (uex.ReadTimeoutError, TimeoutError))
+    exc = rex.ReadTimeout(error, response=resp) if stalled else rex.ConnectionError(error, response=resp)
+    exc.__cause__ = error
+    failed = request_failed(rules, method, url, key, "network", exc, stalled)
+    if failed is None:
+        raise exc
+    raise failed from exc
+
+
+def _read_within(resp: requests.Response) -> None:
+    """The body of a response without ``stream=True``, read inside the attempt (requests
+    reads it before handing the response over): the attempt's bound covers the whole
+    read, not each read alone; past it, a ``ReadTimeout`` (a timed-out attempt)."""
+    if resp._content_consumed or resp.raw is None:
+        return  # read already (or a response made without a body stream)
+    sock = _socket(resp)
+    read = _chunks(resp.raw)
     chunks = []
-    size = 0
-    complete = False
-    try:
-        while size <= DRAIN_LIMIT:
-            chunk = resp.raw.read(DRAIN_LIMIT + 1 - size, decode_content=True)
-            if not chunk:
-                complete = True
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except Exception:  # a broken or stalled body: drop the connection instead of reusing it
-        pass
+    while True:
+        left = time_left(_native.current_attempt())
+        if left is not None and sock is not None:
+            if left <= 0.001:
+                resp.raw.close()
+                raise rex.ReadTimeout(f"the response's body took longer than the attempt's bound", response=resp)
+            sock.settimeout(smaller(sock.gettimeout(), left))
+        try:
+            chunk = read()
+        except uex.ReadTimeoutError as e:
+            resp.raw.close()
+            raise rex.ReadTimeout(e, response=resp) from e
+        except (uex.ProtocolError, OSError) as e:
+            resp.raw.close()
+            raise rex.ConnectionError(e, response=resp) from e
+        if not chunk:
+            break
+        chunks.append(chunk)
     resp._content = b"".join(chunks)
     resp._content_consumed = True
-    if not complete:
-        resp.raw.close()  # not read to its end: the connection cannot be reused
-    resp.close()  # the connection goes back to the pool (a closed one is replaced)
-    resp.raw = _Replay(resp._content, resp.raw)
+    resp.raw.release_conn()
 
 
 def _bounded(timeout: TimeoutArg, left: Optional[float]) -> TimeoutArg:
@@ -132,8 +222,16 @@ class RetryingAdapter(Helper, HTTPAdapter):
     an idempotent method unless ``idempotency_key=False``), with the Retrier's backoff,
     Retry-After, deadline, budget, events and cancel token.
 
-    When retries run out on a status the last response is returned, as requests would
-    (its body read: ``content``, or ``raw.read()`` with ``stream=True``); on a network
+    Which kind of client (docs/contract.md §6b): without ``stream=True`` requests reads
+    the body before it hands the response over, so the body is read inside the attempt
+    (the attempt's bound covers the whole read; a stalled body is a timed-out attempt,
+    retried where the method allows); with ``stream=True`` the response is handed over at
+    its headers, and its body may flow as long as it takes (a read fails only after
+    ``attempt_timeout``, else the deadline, of silence). A retried response is drained at
+    most 64 KiB, else its connection closed (``retryrs._http_body``).
+
+    When retries run out on a status the last response is returned whole, as requests
+    would (``content``, ``iter_content``, or ``raw.read()`` with ``stream=True``); on a network
     failure the exception raised is both requests' own (``requests.ConnectionError``...)
     and ``retryrs.RetryExhausted``. A body that cannot be replayed (a generator, a file
     without ``tell``) is sent once. ``redact_query`` adds query keys whose values events,
@@ -197,21 +295,33 @@ class RetryingAdapter(Helper, HTTPAdapter):
             try:
                 with attempts.sending():
                     resp = send(request, **kw)
+                failure = response_failure(rules, attempts, method, url, key, resp, resp.status_code, resp.headers)
+                if failure is None and not stream:
+                    _read_within(resp)
             except (rex.ConnectionError, rex.Timeout) as e:
                 failed = request_failed(rules, method, url, key, _outcome(e), e, isinstance(e, rex.Timeout))
                 if failed is None:
                     raise
                 raise failed from e
-            failure = response_failure(rules, attempts, method, url, key, resp, resp.status_code, resp.headers)
             if failure is None:
                 return resp
             if failure.retried:
-                _release(resp)
+                prefix = _drain(resp)
+                if prefix.error is not None and not stream:
+                    # Read before it is handed over: a body that broke or stalled makes
+                    # the attempt a network failure (a timed-out one for a stall).
+                    _let_go(resp)
+                    _body_failed(rules, method, url, key, resp, prefix.error)
+                attempts.hold(failure, _let_go)  # type: ignore[arg-type]
             raise failure
 
+        bound = silence(retrier)
         try:
-            return retrier.call(attempt)
+            return _hand_over(retrier.call(attempt), timeout, bound)
         except ErrorStatus as e:
-            return e.take()  # type: ignore[no-any-return]
+            return _hand_over(e.take(), timeout, bound)
         except RetryExhausted as e:
-            return final_response(e)  # type: ignore[no-any-return]
+            return _hand_over(attempts.final(e), timeout, bound)
+        except BaseException:
+            attempts.abandon()
+            raise

@@ -43,8 +43,10 @@ class Attempt:
                 attempt.result = response = fetch()
 
     A rejected value is a failure like a transient error (the loop waits and runs the
-    block again; when retries run out, ``RetryExhausted.result`` holds it). An attempt
-    that sets no result is a success. Under ``for`` the predicate (and every hook)
+    block again; when retries run out, ``RetryExhausted.result`` holds it). With
+    ``retry_on_result``, a block that ends without an error and without setting a result
+    is a TypeError: the predicate would have nothing to judge, and a forgotten
+    ``attempt.result = ...`` would make every value a success. Under ``for`` the predicate (and every hook)
     answers synchronously (``with`` cannot await); under ``async for`` an async one is
     awaited, as tenacity's ``AsyncRetrying`` does: the block's failure is then judged when
     the loop asks for the next attempt, and one that ends the call is raised there, by
@@ -104,6 +106,12 @@ class Attempt:
                 # by retry_on, priced as a timeout by a quota), and the cancellation is
                 # swallowed if the engine retries.
                 return self._owner._exit(judged, self._result, timed_out=True)
+        if exc is None and self._result is _UNSET and self._owner._r.retry_on_result is not None:
+            self._owner._open = False
+            raise TypeError(
+                f"attempt {self.number} set no result, and this retrier has retry_on_result, which judges it: "
+                "hand the value over with `attempt.result = value` inside the `with` block"
+            )
         return self._owner._exit(exc, self._result)
 
     def __repr__(self) -> str:
