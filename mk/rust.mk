@@ -2,10 +2,10 @@
 # (core/tests/conformance.rs) writes build/conformance/rust.txt itself. The fleet
 # simulator (bench/fleet) is left to mk/sim.mk, so its plotting crate never builds here.
 .PHONY: test-rust lint-rust demo-herd wasm-check-rust
-TEST_TARGETS += lint-rust test-rust test-rust-package wasm-check-rust
+TEST_TARGETS += lint-rust test-rust test-rust-package test-rust-outside wasm-check-rust
 CHECK_TARGETS += lint-rust test-rust
 # They need no venv or node_modules: they may start while make test's setup installs them.
-TEST_EARLY += lint-rust test-rust test-rust-package
+TEST_EARLY += lint-rust test-rust test-rust-package test-rust-outside
 DEMO_TARGETS += demo-herd
 
 lint-rust:
@@ -18,6 +18,9 @@ lint-rust:
 	scripts/check-wasm-safe
 	# As docs.rs builds them (package.metadata.docs.rs): every feature on.
 	RUSTDOCFLAGS="-D warnings" cargo doc --locked -p retryrs --no-deps --all-features --quiet
+	# And as a user gets them with the default features, and with none.
+	RUSTDOCFLAGS="-D warnings" cargo doc --locked -p retryrs --no-deps --quiet
+	RUSTDOCFLAGS="-D warnings" cargo doc --locked -p retryrs --no-deps --no-default-features --quiet
 
 test-rust:
 	cargo test --workspace --exclude retryrs-fleet --locked
@@ -25,6 +28,8 @@ test-rust:
 	# with none at all (the lean build).
 	cargo test --locked -p retryrs --all-features
 	cargo test --locked -p retryrs --no-default-features
+	# The repository README's Rust examples (a file the package cannot hold).
+	RUSTDOCFLAGS="--cfg retryrs_repository" cargo test --locked -p retryrs --all-features --doc RepositoryReadme
 
 # The published crate tests itself: cargo package, then cargo test inside the unpacked
 # package (what a crates.io user or distribution gets). Unpacked outside the checkout:
@@ -35,13 +40,21 @@ test-rust:
 # relative to its workspace root). Unpacked with fresh mtimes (tar -m): the folder is new
 # every run but the target dir is kept, and files older than last run's binaries would
 # not rebuild them.
-.PHONY: test-rust-package
+.PHONY: test-rust-package test-rust-outside
+# A Rust project of its own outside the workspace (tests/outside-rust), against the crate
+# by path: errors compose with anyhow and boxed errors, a String error runs async.
+# Not --locked: its lock pins anyhow and tokio, and cargo adds what the core's own
+# dependencies gain since (the lock is the workspace's business, not this project's).
+test-rust-outside:
+	cd tests/outside-rust && cargo test
 # The lean engine built for wasm32-unknown-unknown and run in Node (tests/wasm).
 wasm-check-rust:
 	scripts/wasm-check
 
 test-rust-package:
 	cargo package --locked -p retryrs --allow-dirty
+	# What crates.io would check of the package (its tests run below, so no verify build).
+	cargo publish --dry-run --locked -p retryrs --allow-dirty --no-verify
 	dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
 	tar xzmf target/package/retryrs-$$(cargo pkgid -p retryrs | sed 's/.*[#@]//').crate -C "$$dir" && \
 	cd "$$dir"/retryrs-* && cargo test --locked --all-features

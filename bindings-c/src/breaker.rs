@@ -155,7 +155,9 @@ pub unsafe extern "C" fn retryrs_breaker_state_at(
     state: *mut i32,
     retry_in_ms: *mut f64,
 ) -> retryrs_status {
-    guard_status("retryrs_breaker_state_at", || write_state(arg(breaker, "breaker")?, Duration::from_millis(now_ms), state, retry_in_ms))
+    guard_status("retryrs_breaker_state_at", || {
+        write_state(arg(breaker, "breaker")?, Duration::from_millis(now_ms), state, retry_in_ms)
+    })
 }
 
 /// # Safety

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::ffi::{arg_mut, guard_status, guard_value, Failure};
 use crate::types::*;
-use retryrs::http::{classify_request, HttpOutcome, HttpRules, HttpVerdict};
+use retryrs::{classify_request, HttpOutcome, HttpRules, HttpVerdict};
 
 /// Parses a Retry-After header value (delay-seconds or any HTTP-date form) relative to
 /// the current system time. On RETRYRS_OK, *has_hint says whether the value was valid

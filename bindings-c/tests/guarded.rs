@@ -18,7 +18,8 @@ fn is_guarded(body: &syn::Block, name: &str) -> bool {
     let Expr::Call(call) = expr else { return false };
     let Expr::Path(path) = &*call.func else { return false };
     let is_guard = path.path.segments.last().is_some_and(|s| s.ident == "guard_status" || s.ident == "guard_value");
-    let named = matches!(call.args.first(), Some(Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. })) if s.value() == name);
+    let named =
+        matches!(call.args.first(), Some(Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. })) if s.value() == name);
     is_guard && named
 }
 

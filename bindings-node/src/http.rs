@@ -52,7 +52,7 @@ pub fn classify_http(
     honour_idempotency_key: Option<bool>,
 ) -> napi::Result<String> {
     guarded(|| {
-        use retryrs::http::{classify_request, HttpOutcome, HttpRules};
+        use retryrs::{classify_request, HttpOutcome, HttpRules};
         let as_status = |s: f64| -> napi::Result<u16> {
             if s.fract() == 0.0 && (0.0..=f64::from(u16::MAX)).contains(&s) {
                 Ok(s as u16)
@@ -111,7 +111,7 @@ pub fn is_failed_status(status: f64) -> napi::Result<bool> {
     guarded(|| {
         Ok(status.fract() == 0.0
             && (0.0..=f64::from(u16::MAX)).contains(&status)
-            && retryrs::http::is_error_status(status as u16))
+            && retryrs::is_error_status(status as u16))
     })
 }
 

@@ -61,7 +61,7 @@ fn hedging(h: &HedgeOptions) -> Result<retryrs::Hedging, Problem> {
             Some(w) => whole("window", w)? as usize,
             None => DEFAULT_WINDOW,
         };
-        Hedging::adaptive_window(
+        Hedging::adaptive_window_ms(
             attempts,
             h.quantile.unwrap_or(0.95),
             h.floor_ms.unwrap_or(1.0),
@@ -69,7 +69,7 @@ fn hedging(h: &HedgeOptions) -> Result<retryrs::Hedging, Problem> {
             window,
         )
     } else {
-        Hedging::fixed(attempts, h.delay_ms.unwrap_or(0.0))
+        Hedging::fixed_ms(attempts, h.delay_ms.unwrap_or(0.0))
     };
     built.map_err(|e| {
         let field = match e.field {
@@ -270,12 +270,13 @@ impl NativePolicy {
             let mut builder = PolicyBuilder::from(&*self.inner);
             if let Some(h) = self.inner.hedging() {
                 let hedging = match h.delay() {
-                    retryrs::HedgeDelay::Fixed(d) => retryrs::Hedging::fixed(n as u64, units::ms_from_duration(*d))
+                    retryrs::HedgeDelay::Fixed(d) => retryrs::Hedging::fixed_ms(n as u64, units::ms_from_duration(*d))
                         .map_err(|e| {
                             Problem::from_message(format!("retry.limit {} (this retrier hedges)", e.message))
                                 .into_error()
                         })?,
-                    retryrs::HedgeDelay::Adaptive { .. } => return Err(Problem::from_message(
+                    // Adaptive (HedgeDelay is #[non_exhaustive]: a delay that is not a fixed one).
+                    _ => return Err(Problem::from_message(
                         "retry.limit cannot apply to a retrier whose hedging delay is adaptive (its latency sketch \
                              belongs to its policy)"
                             .into(),
@@ -374,6 +375,9 @@ impl NativePolicy {
                         shown.floor_ms = Some(ms(floor));
                         shown.ceiling_ms = Some(ms(ceiling));
                     }
+                    // A delay kind added to the core: shown by its attempts alone until this
+                    // binding learns its knobs.
+                    _ => {}
                 }
                 shown
             }))
@@ -386,7 +390,7 @@ impl NativePolicy {
     #[napi]
     pub fn without_hedges(&self) -> napi::Result<NativePolicy> {
         guarded(|| {
-            let single = retryrs::Hedging::fixed(1, 0.0).map_err(|e| napi::Error::from_reason(e.to_string()))?;
+            let single = retryrs::Hedging::fixed_ms(1, 0.0).map_err(|e| napi::Error::from_reason(e.to_string()))?;
             let built = PolicyBuilder::from(&*self.inner)
                 .hedge(Some(single))
                 .build()

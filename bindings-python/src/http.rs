@@ -49,7 +49,7 @@ pub fn parse_retry_after(value: &Bound<'_, PyAny>, now: Option<&Bound<'_, PyAny>
 /// then `rejected` or `exhausted`, not `success`.
 #[pyfunction]
 pub fn is_error_status(status: &Bound<'_, PyAny>) -> PyResult<bool> {
-    Ok(retryrs::http::is_error_status(is_status(status)?))
+    Ok(retryrs::is_error_status(is_status(status)?))
 }
 
 /// Whether an HTTP status is worth retrying (408, 425, 429, 500, 502, 503, 504).
@@ -83,7 +83,7 @@ pub fn classify_http(
     idempotency_key: Option<&str>,
     honour_idempotency_key: bool,
 ) -> PyResult<&'static str> {
-    use retryrs::http::{classify_request, HttpOutcome, HttpRules};
+    use retryrs::{classify_request, HttpOutcome, HttpRules};
     let status = match status {
         Some(s) if !s.is_none() => Some(is_status(s)?),
         _ => None,

@@ -75,6 +75,8 @@ pub fn repr_parts(policy: &Policy) -> Vec<String> {
                 secs(floor),
                 secs(ceiling)
             ),
+            // HedgeDelay is #[non_exhaustive]: a kind added to the core shows as itself.
+            other => format!("{other:?}"),
         };
         parts.push(format!("hedge=(max_attempts={}, delay={delay})", h.max_attempts()));
     }

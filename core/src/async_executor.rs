@@ -3,18 +3,15 @@
 //!
 //! ```
 //! # #[cfg(feature = "tokio")] {
-//! use retryrs::{transient, Attempt, Policy, Retrier, RetryAfter, TimedOut};
+//! use retryrs::{transient, Attempt, Policy, Retrier, RetryAfter};
 //! use std::time::Duration;
 //!
 //! #[derive(Debug)]
-//! enum ApiError { Busy { retry_after: Option<Duration> }, TimedOut(TimedOut) }
+//! enum ApiError { Busy { retry_after: Option<Duration> } }
 //! impl RetryAfter for ApiError {
 //!     fn retry_after(&self) -> Option<Duration> {
-//!         match self { ApiError::Busy { retry_after } => *retry_after, ApiError::TimedOut(_) => None }
+//!         match self { ApiError::Busy { retry_after } => *retry_after }
 //!     }
-//! }
-//! impl From<TimedOut> for ApiError {
-//!     fn from(t: TimedOut) -> Self { ApiError::TimedOut(t) }
 //! }
 //!
 //! # let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
@@ -35,20 +32,23 @@
 //! # }
 //! ```
 //!
-//! **Why a method on the retrier, not an extension trait on the closure** (backon's
-//! `op.retry(backoff).when(..).notify(..)`): the retrier is the thing a service shares
-//! and configures once (a policy, maybe from a document, with a budget), and the call
-//! reads the same as the blocking [`Retrier::run`]: `retrier.run_async(op, classify)`.
-//! The closure gets each [`Attempt`] (its number and bound), which backon's `FnMut() ->
+//! **A method on the retrier, and an extension trait**: the retrier is the thing a
+//! service shares and configures once (a policy, maybe from a document, with a budget),
+//! and `retrier.run_async(op, classify)` reads the same as the blocking [`Retrier::run`];
+//! the closure gets each [`Attempt`] (its number and bound), which backon's `FnMut() ->
 //! Fut` has no place for, and the error comes back as a [`RetryError`] with the history.
+//! For backon's shape, `fetch.retry(&retrier).await`, see [`crate::retry`]: the same
+//! executor behind it.
 //!
 //! What it does, beyond the blocking executor:
 //! - **Runtime-agnostic**: every wait is a [`Sleep`]. [`Retrier::run_async`] uses tokio's
 //!   (feature `tokio`); [`Retrier::run_async_with`] and [`AsyncRun::new`] take any other.
 //! - **The attempt's bound is kept**: an attempt still running when its bound (the time
 //!   left before the deadline, or the attempt timeout if smaller) ends is dropped, and
-//!   fails with the error `E::from(`[`TimedOut`]`)`, judged by `classify` like any error;
-//!   past the deadline a transient one ends the call as exhausted, reason `deadline`.
+//!   fails: a transient failure with no hint, kept as [`TimedOut`] (the error's
+//!   `timed_out`), or, with [`AsyncRun::timed_out_as`], an error of the caller's type
+//!   judged by `classify` like any other; past the deadline it ends the call as
+//!   exhausted, reason `deadline`. No bound on `E` asks for a conversion.
 //! - **Cancellation**: drop the future (the wait or attempt in flight is dropped with
 //!   it), or fire the [`CancelToken`] of [`AsyncRun::cancel`]: the wait or the attempt in
 //!   flight ends at once, and the call ends as [`RetryError::Cancelled`].
@@ -57,6 +57,19 @@
 //! - **No clock read** the policy does not need: with neither a deadline nor an attempt
 //!   timeout (and no listener) the clock is never read; with an attempt timeout alone,
 //!   once per attempt (its start); with a deadline, also when an attempt fails.
+//! - **One clock**: on tokio's timer ([`Retrier::run_async`], [`TokioSleep`](crate::TokioSleep))
+//!   the deadline and the attempts' bounds are read from tokio's clock
+//!   ([`TokioClock`](crate::TokioClock)), the one its waits run on; any other
+//!   [`Sleep`] names its clock with [`Sleep::clock`] (the real one by default).
+//! - **Which fake time for tests**: in a `#[tokio::test(start_paused = true)]` (or after
+//!   `tokio::time::pause()`), tokio's paused clock is the one to use: retryrs's waits and
+//!   deadline move with it, and so do the test's own timers, timeouts and the attempts'
+//!   futures (a hung attempt is cut at its bound when tokio's time gets there).
+//!   [`testing::scoped()`](crate::testing::scoped) is for code without tokio's clock: the
+//!   blocking executor, another runtime, or the async executor on a plain [`Sleep`]
+//!   closure; its virtual clock moves only through retryrs's own waits (an attempt is then
+//!   never cut by a timer). Don't combine them: under the testing switch the virtual clock
+//!   wins.
 //! - Under the testing switch ([`crate::testing`]) or with [`AsyncRun::clock`], waits
 //!   advance that virtual clock and yield instead of sleeping; attempts are then not cut
 //!   short by a timer (virtual time does not pass while an attempt runs), but the
@@ -83,14 +96,15 @@ use crate::breaker::CircuitBreaker;
 use crate::cancel::CancelToken;
 use crate::clock::{testing, Clock, SystemClock};
 use crate::engine::{Call, Decision, Resume, Stop, Verdict};
-use crate::event::{Event, ExhaustReason};
+use crate::event::Event;
 use crate::executor::{Failed, History, Quiet, Retrier, RetryContext, RetryError, Tell, ValueVerdict};
 use crate::judge::Judged;
 use crate::policy::Policy;
 use crate::sleep::{yield_now, Sleep};
 
-/// An attempt ran out of its bound and was dropped: the error the async executor hands
-/// to `classify` (as `E::from(TimedOut)`) in its place.
+/// An attempt ran out of its bound and was dropped by the async executor: the last
+/// failure of a [`RetryError`] (`timed_out`), or, through [`AsyncRun::timed_out_as`], an
+/// error of the caller's type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TimedOut {
@@ -148,7 +162,12 @@ pub struct AsyncRun<'a, S, E, T = ()> {
     result_predicate: Option<AsyncResultPredicate<'a, T>>,
     wait: Option<AsyncWaitHook<'a, E, T>>,
     before_retry: Option<AsyncBeforeRetry<'a, E, T>>,
+    timed_out_as: Option<AsyncTimedOutAs<'a, E>>,
 }
+
+/// What makes an error of the caller's type for an attempt cut at its bound
+/// ([`AsyncRun::timed_out_as`]).
+pub type AsyncTimedOutAs<'a, E> = Box<dyn FnMut(TimedOut) -> E + Send + 'a>;
 
 #[cfg(feature = "tokio")]
 impl<'a, E, T> AsyncRun<'a, crate::sleep::TokioSleep, E, T> {
@@ -169,6 +188,7 @@ impl<'a, S: Sleep, E, T> AsyncRun<'a, S, E, T> {
             result_predicate: None,
             wait: None,
             before_retry: None,
+            timed_out_as: None,
         }
     }
     /// Adds a cancel token: when it fires, the wait or the attempt in flight is dropped
@@ -204,6 +224,16 @@ impl<'a, S: Sleep, E, T> AsyncRun<'a, S, E, T> {
         f: impl FnMut(&RetryContext<'_, E, T>) -> std::ops::ControlFlow<()> + Send + 'a,
     ) -> Self {
         self.before_retry = Some(Box::new(f));
+        self
+    }
+    /// Turns an attempt cut at its bound into an error of the caller's type (e.g.
+    /// `std::io::Error::from`, or a variant of the caller's enum), which `classify`
+    /// then judges and the history keeps like any other: for a caller whose
+    /// classification of a timeout matters (a request that may have been sent is not
+    /// retried). Without it a cut attempt is a transient failure with no hint, kept as
+    /// [`Failed::TimedOut`] and [`RetryError`]'s `timed_out`.
+    pub fn timed_out_as(mut self, f: impl FnMut(TimedOut) -> E + Send + 'a) -> Self {
+        self.timed_out_as = Some(Box::new(f));
         self
     }
 }
@@ -273,14 +303,13 @@ impl Retrier {
     /// for what it keeps: the attempt's bound, cancellation, yields.
     ///
     /// `op` gets each [`Attempt`] by value (its future may outlive the call to `op`).
-    /// `E: From<TimedOut>` is the error of an attempt dropped at its bound;
-    /// `std::io::Error` and `Box<dyn Error + Send + Sync>` have it already.
+    /// Any error type will do (`String`, `anyhow::Error`, the caller's enum): an attempt
+    /// dropped at its bound is told apart by [`RetryError`]'s `timed_out`.
     #[cfg(feature = "tokio")]
     pub async fn run_async<T, E, F, Fut>(&self, op: F, classify: impl FnMut(&E) -> Verdict) -> Result<T, RetryError<E>>
     where
         F: FnMut(Attempt) -> Fut,
         Fut: Future<Output = Result<T, E>>,
-        E: From<TimedOut>,
     {
         self.run_async_lazily(crate::sleep::TokioSleep, op, classify).await
     }
@@ -296,7 +325,6 @@ impl Retrier {
     where
         F: FnMut(Attempt) -> Fut,
         Fut: Future<Output = Result<T, E>>,
-        E: From<TimedOut>,
     {
         self.run_async_lazily(sleep, op, classify).await
     }
@@ -317,7 +345,6 @@ impl Retrier {
         S: Sleep,
         F: FnMut(Attempt) -> Fut,
         Fut: Future<Output = Result<T, E>>,
-        E: From<TimedOut>,
     {
         let first = match self.starts_lazily() {
             true => match op(Attempt::new(1, Duration::ZERO, None)).await {
@@ -371,7 +398,6 @@ impl Retrier {
         S: Sleep,
         F: FnMut(Attempt) -> Fut,
         Fut: Future<Output = Result<T, E>>,
-        E: From<TimedOut>,
     {
         let listener = run.listener.take();
         self.execute_async_from(run, listener, None, op, classify).await
@@ -392,9 +418,17 @@ impl Retrier {
         S: Sleep,
         F: FnMut(Attempt) -> Fut,
         Fut: Future<Output = Result<T, E>>,
-        E: From<TimedOut>,
     {
-        let AsyncRun { sleep, cancel, clock, listener: _, mut result_predicate, mut wait, mut before_retry } = run;
+        let AsyncRun {
+            sleep,
+            cancel,
+            clock,
+            listener: _,
+            mut result_predicate,
+            mut wait,
+            mut before_retry,
+            mut timed_out_as,
+        } = run;
         let virtual_clock = match clock {
             Some(_) => None,
             None => testing::clock(),
@@ -404,7 +438,9 @@ impl Retrier {
         let (clock, is_virtual): (&dyn Clock, bool) = match (clock, &virtual_clock) {
             (Some(c), _) => (c, true),
             (None, Some(v)) => (v, true),
-            (None, None) => (&SystemClock, false),
+            // The timer's own clock, when it has one (tokio's, which pauses): the deadline
+            // and the waits on one clock.
+            (None, None) => (sleep.clock().unwrap_or(&SystemClock), false),
         };
         let has_listener = listener.present();
         // Found at each event: the task may move between threads between polls.
@@ -416,12 +452,14 @@ impl Retrier {
         let policy = &**self.policy();
         if cancel.is_some_and(CancelToken::is_cancelled) {
             crate::engine::cancelled_before_start(policy, &mut |e| notify(e, None));
-            return Err(RetryError::Cancelled { attempts: 0, errors: Vec::new(), value: None });
+            return Err(RetryError::Cancelled { attempts: 0, errors: Vec::new(), value: None, timed_out: None });
         }
         if policy.hedging().is_some() {
             // Attempts side by side, in this future (crate::async_hedge).
             let predicate = result_predicate.as_deref_mut();
-            let hedged = Hedged { policy, sleep: &sleep, cancel, clock, is_virtual, classify, notify, predicate };
+            let timed_out_as = timed_out_as.as_deref_mut();
+            let hedged =
+                Hedged { policy, sleep: &sleep, cancel, clock, is_virtual, classify, notify, predicate, timed_out_as };
             return hedged.run(op).await;
         }
         // As in the blocking executor: time matters only to the attempts' bounds, to a
@@ -444,10 +482,7 @@ impl Retrier {
         let mut guard = Unreported(Call::start_with(policy, read_time(), &mut |e| notify(e, None)));
         let call = &mut guard.0;
         if let Some(refusal) = call.refusal() {
-            let reason = ExhaustReason::CircuitOpen;
-            let refusal = Some(refusal);
-            let (errors, deadline_hint) = (Vec::new(), None);
-            return Err(RetryError::Exhausted { attempts: 0, reason, errors, value: None, refusal, deadline_hint });
+            return Err(RetryError::circuit_open(refusal));
         }
         // A failure's time is read only when a decision needs it (as in the blocking
         // executor); see below for the next attempt's start.
@@ -477,11 +512,16 @@ impl Retrier {
                 (None, None, None) => Raced::Done(op(attempt).await),
                 (None, _, _) => race(op(attempt), timer, cancel).await,
             };
+            // Err: an attempt cut at its bound, with no error of the caller's type.
             let (outcome, timed_out) = match raced {
-                Raced::Done(outcome) => (outcome, false),
+                Raced::Done(outcome) => (Ok(outcome), false),
                 Raced::TimedOut => {
                     let bound = attempt.remaining.unwrap_or_default();
-                    (Err(E::from(TimedOut { attempt: attempt.number, bound })), true)
+                    let cut = TimedOut { attempt: attempt.number, bound };
+                    match timed_out_as.as_deref_mut() {
+                        Some(make) => (Ok(Err(make(cut))), true),
+                        None => (Err(cut), true),
+                    }
                 }
                 Raced::Cancelled => {
                     let _ = call.cancel(read_time(), &mut |e| notify(e, history.last()));
@@ -499,17 +539,23 @@ impl Retrier {
             };
             let predicate = result_predicate.as_deref_mut();
             let hooks: Option<&mut crate::judge::PlanHook<'_, E, T>> = if hooked { Some(&mut hooks) } else { None };
-            let judged = history.judge(
-                call,
-                outcome,
-                timed_out,
-                predicate,
-                &mut classify,
-                &mut notify,
-                failure_now,
-                success_now,
-                hooks,
-            );
+            let judged = match outcome {
+                Ok(outcome) => {
+                    history.not_cut();
+                    history.judge(
+                        call,
+                        outcome,
+                        timed_out,
+                        predicate,
+                        &mut classify,
+                        &mut notify,
+                        failure_now,
+                        success_now,
+                        hooks,
+                    )
+                }
+                Err(cut) => Judged::Decided(history.judge_timed_out(call, cut, &mut notify, failure_now, hooks)),
+            };
             let decision = match judged {
                 Judged::Accepted(value) => return Ok(value),
                 Judged::Decided(decision) => decision,
@@ -549,14 +595,30 @@ impl Retrier {
     }
 }
 
-/// A call in progress whose future may be dropped (a Rust future's cancellation: a
-/// `select!`, a timeout around the whole call): a circuit breaker's probe it holds goes
-/// back then, as a cancelled call's does, or the breaker would refuse every call after.
-struct Unreported<'a>(Call<&'a Policy>);
+/// A call in progress that may end without an outcome: an async call whose future is
+/// dropped (a Rust future's cancellation: a `select!`, a timeout around the whole call),
+/// or a call of either executor unwound by a panic (in the attempt, `classify`, a
+/// listener or a hook). A circuit breaker's probe it holds goes back then, as a cancelled
+/// call's does, or the shared breaker would stay half-open and refuse every call after.
+pub(crate) struct Unreported<'a>(pub(crate) Call<&'a Policy>);
 
 impl Drop for Unreported<'_> {
+    #[inline(always)]
     fn drop(&mut self) {
-        if let (None, Some(admission), Some(breaker)) = (self.0.outcome(), self.0.admission, self.0.policy().breaker())
+        // The admission alone on the way out of every call (a tuple of the three would
+        // compute them all): without a breaker it is None, and nothing else is read.
+        if self.0.admission.is_some() {
+            self.release();
+        }
+    }
+}
+
+impl Unreported<'_> {
+    /// Gives the probe back if the call holds one and has no outcome.
+    #[cold]
+    #[inline(never)]
+    fn release(&mut self) {
+        if let (Some(admission), None, Some(breaker)) = (self.0.admission, self.0.outcome(), self.0.policy().breaker())
         {
             breaker.release(admission);
         }

@@ -12,7 +12,7 @@
 //! - dropping the call's future drops every attempt in flight;
 //! - the [`CancelToken`] ends the call at once, dropping them too;
 //! - each attempt gets its own bound ([`Attempt::remaining`]), and one still running when
-//!   it ends is dropped and fails with `E::from(`[`TimedOut`]`)`.
+//!   it ends is dropped and fails as a [`TimedOut`] (or the error `timed_out_as` makes).
 
 use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};
@@ -25,7 +25,7 @@ use crate::budget::RetryCause;
 use crate::cancel::CancelToken;
 use crate::clock::Clock;
 use crate::engine::{Stop, Verdict};
-use crate::event::{Event, ExhaustReason};
+use crate::event::Event;
 use crate::executor::{Failed, History, RetryError, ValueVerdict};
 use crate::hedge::{AttemptSet, HedgeCall, Step, MAX_HEDGE_ATTEMPTS};
 use crate::policy::Policy;
@@ -52,12 +52,17 @@ enum Wake<M> {
 
 /// What woke the call.
 enum Woke<T, E> {
-    /// Attempt `k` ended (dropped at its bound: the error is `E::from(TimedOut)`).
+    /// Attempt `k` ended (dropped at its bound: the error of `timed_out_as`).
     Ended {
         k: u32,
         outcome: Result<T, E>,
         /// Dropped at its bound: a quota prices the launch it asks for as a timeout's.
         timed_out: bool,
+    },
+    /// Attempt `k` was dropped at its bound, with no `timed_out_as` to make an error.
+    Cut {
+        k: u32,
+        cut: TimedOut,
     },
     /// The engine's wake-up time came.
     Wake,
@@ -79,7 +84,7 @@ impl Drop for Unreported<'_> {
 }
 
 /// What a hedged call needs from [`Retrier::execute_async`](crate::Retrier::execute_async).
-pub(crate) struct Hedged<'r, S, C, N, R> {
+pub(crate) struct Hedged<'r, S, C, N, R, M> {
     pub(crate) policy: &'r Policy,
     pub(crate) sleep: &'r S,
     pub(crate) cancel: Option<&'r CancelToken>,
@@ -88,9 +93,11 @@ pub(crate) struct Hedged<'r, S, C, N, R> {
     pub(crate) classify: C,
     pub(crate) notify: N,
     pub(crate) predicate: Option<R>,
+    /// [`AsyncRun::timed_out_as`](crate::AsyncRun::timed_out_as), if given.
+    pub(crate) timed_out_as: Option<M>,
 }
 
-impl<S, C, N, R> Hedged<'_, S, C, N, R> {
+impl<S, C, N, R, M> Hedged<'_, S, C, N, R, M> {
     /// Runs the hedged call to its end: the winner's value, or the error of how it ended.
     pub(crate) async fn run<T, E, F, Fut>(self, mut op: F) -> Result<T, RetryError<E, T>>
     where
@@ -98,19 +105,26 @@ impl<S, C, N, R> Hedged<'_, S, C, N, R> {
         C: FnMut(&E) -> Verdict,
         N: FnMut(&Event<'_>, Option<Failed<'_, E, T>>),
         R: FnMut(&T) -> ValueVerdict,
+        M: FnMut(TimedOut) -> E,
         F: FnMut(Attempt) -> Fut,
         Fut: Future<Output = Result<T, E>>,
-        E: From<TimedOut>,
     {
-        let Hedged { policy, sleep, cancel, clock, is_virtual, mut classify, mut notify, mut predicate } = self;
+        let Hedged {
+            policy,
+            sleep,
+            cancel,
+            clock,
+            is_virtual,
+            mut classify,
+            mut notify,
+            mut predicate,
+            mut timed_out_as,
+        } = self;
         let mut guard = Unreported(HedgeCall::start_with(policy, clock.now(), &mut |e| notify(e, None)));
         let call = &mut guard.0;
         if let Some(refusal) = call.refusal() {
             let _ = call.poll(clock.now(), &mut |e| notify(e, None));
-            let reason = ExhaustReason::CircuitOpen;
-            let refusal = Some(refusal);
-            let (errors, deadline_hint) = (Vec::new(), None);
-            return Err(RetryError::Exhausted { attempts: 0, reason, errors, value: None, refusal, deadline_hint });
+            return Err(RetryError::circuit_open(refusal));
         }
         let mut flights: [Option<Flight<Fut, S::Timer>>; MAX_HEDGE_ATTEMPTS as usize] = Default::default();
         let mut cancelled = pin!(cancel.map(CancelToken::cancelled));
@@ -159,8 +173,11 @@ impl<S, C, N, R> Hedged<'_, S, C, N, R> {
                         let (k, bound) = (flight.number, flight.bound.unwrap_or_default());
                         // Dropped at its bound.
                         *slot = None;
-                        let outcome = Err(E::from(TimedOut { attempt: k, bound }));
-                        return Poll::Ready(Woke::Ended { k, outcome, timed_out: true });
+                        let cut = TimedOut { attempt: k, bound };
+                        return Poll::Ready(match timed_out_as.as_mut() {
+                            Some(make) => Woke::Ended { k, outcome: Err(make(cut)), timed_out: true },
+                            None => Woke::Cut { k, cut },
+                        });
                     }
                 }
                 if let Some(c) = cancelled.as_mut().as_pin_mut() {
@@ -214,7 +231,7 @@ impl<S, C, N, R> Hedged<'_, S, C, N, R> {
                         ValueVerdict::Retry { hint } => {
                             let verdict = Verdict::Transient { hint };
                             let step = call.record(k, verdict, now, &mut |e| notify(e, Some(Failed::Value(&value))));
-                            history.value = Some(value);
+                            history.set_value(value);
                             step
                         }
                     }
@@ -224,6 +241,13 @@ impl<S, C, N, R> Hedged<'_, S, C, N, R> {
                     let cause = RetryCause::from_timed_out(timed_out);
                     let step = call.record_as(k, verdict, cause, now, &mut |e| notify(e, Some(Failed::Error(&error))));
                     history.push_error(error);
+                    history.not_cut();
+                    step
+                }
+                Woke::Cut { k, cut } => {
+                    let (verdict, cause) = (Verdict::TRANSIENT, RetryCause::Timeout);
+                    let step = call.record_as(k, verdict, cause, now, &mut |e| notify(e, Some(Failed::TimedOut(cut))));
+                    history.push_timed_out(cut);
                     step
                 }
             }

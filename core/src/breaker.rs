@@ -99,6 +99,7 @@ pub enum BreakerModel {
 
 /// Every knob of a breaker; [`CircuitBreaker::new`] validates them.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct BreakerConfig {
     /// When it opens.
     pub model: BreakerModel,
@@ -135,6 +136,44 @@ impl BreakerConfig {
     /// Polly v8's sampling model.
     pub fn sampling(failure_ratio: f64, minimum_throughput: u32, sampling_duration: Duration) -> Self {
         Self::new(BreakerModel::Sampling { failure_ratio, minimum_throughput, sampling_duration })
+    }
+
+    // #[non_exhaustive]: outside the crate a config is made by a constructor above and
+    // adjusted by these (CircuitBreaker::new validates it once).
+
+    /// With this break (>= 1 ms, <= 1 day).
+    ///
+    /// ```
+    /// use retryrs::{BreakerConfig, CircuitBreaker};
+    /// use std::time::Duration;
+    /// let config = BreakerConfig::consecutive(5).with_break_duration(Duration::from_secs(30)).with_half_open_probes(2);
+    /// assert_eq!(config.break_duration, Duration::from_secs(30));
+    /// assert!(CircuitBreaker::new(config).is_ok());
+    /// assert!(CircuitBreaker::new(config.with_half_open_probes(0)).is_err());
+    /// ```
+    pub fn with_break_duration(mut self, break_duration: Duration) -> Self {
+        self.break_duration = break_duration;
+        self
+    }
+
+    /// With this many probes at once when half-open (>= 1).
+    pub fn with_half_open_probes(mut self, probes: u32) -> Self {
+        self.half_open_probes = probes;
+        self
+    }
+
+    /// With the break growing by `multiplier` on each open in a row (>= 1), up to `max`
+    /// (`None`: 1 day).
+    pub fn with_break_growth(mut self, multiplier: f64, max: Option<Duration>) -> Self {
+        self.break_multiplier = multiplier;
+        self.max_break_duration = max;
+        self
+    }
+
+    /// Counting each attempt (`true`) or each call (`false`, the default).
+    pub fn with_per_attempt(mut self, per_attempt: bool) -> Self {
+        self.per_attempt = per_attempt;
+        self
     }
 }
 

@@ -132,6 +132,7 @@ impl TokenBucket {
 
 /// Which model a [`RetryBudget`] follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum BudgetKind {
     /// gRPC's retry throttling ([`TokenBucket`]), the default.
     TokenBucket,

@@ -6,7 +6,7 @@
 //!
 //! [`CancelToken::cancel_from_signal`] cancels from a signal handler: it takes no lock and
 //! allocates nothing. A blocking wait ([`CancelToken::wait_timeout`]) sleeps on a word that
-//! a cancel changes and wakes ([`crate::wake`]), with no lock between its check and its
+//! a cancel changes and wakes (the crate's `wake` module), with no lock between its check and its
 //! sleep, so that cancel reaches it at once; a token linked from the one fired sees the
 //! fire through its parents (each token holds its parents), since a signal handler cannot
 //! walk the children.

@@ -4,9 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
-#[cfg(not(unix))]
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::cancel::CancelToken;
 
@@ -90,8 +88,19 @@ fn raw_now_coarse() -> Option<Duration> {
 
 /// The time of the process's first reading: `SystemClock` counts from it.
 fn origin() -> Duration {
-    static ORIGIN: OnceLock<Duration> = OnceLock::new();
-    *ORIGIN.get_or_init(raw_now)
+    origins().0
+}
+
+/// The same origin as an `Instant`, for clocks that count in std's (tokio's paused clock:
+/// `TokioClock`), so a breaker or budget shared by blocking and async calls sees one time.
+/// Both are read together at the first reading; on Unix both are CLOCK_MONOTONIC.
+pub(crate) fn origin_instant() -> Instant {
+    origins().1
+}
+
+fn origins() -> (Duration, Instant) {
+    static ORIGINS: OnceLock<(Duration, Instant)> = OnceLock::new();
+    *ORIGINS.get_or_init(|| (raw_now(), Instant::now()))
 }
 
 impl Clock for SystemClock {

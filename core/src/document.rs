@@ -809,14 +809,20 @@ impl<'a> Loader<'a> {
                 None => 0.95,
             };
             let window = whole("window", crate::hedge::DEFAULT_WINDOW as u64)?;
-            Hedging::adaptive_window(attempts, quantile, dur("floor", 1.0)?, dur("ceiling", 1000.0)?, window as usize)
+            Hedging::adaptive_window_ms(
+                attempts,
+                quantile,
+                dur("floor", 1.0)?,
+                dur("ceiling", 1000.0)?,
+                window as usize,
+            )
         } else {
             for k in ["quantile", "floor", "ceiling", "window"] {
                 if let Some(v) = get(k) {
                     return Err(self.key_err(&at(k), v, "applies only to \"delay\": \"adaptive\""));
                 }
             }
-            Hedging::fixed(attempts, dur("delay", 0.0)?)
+            Hedging::fixed_ms(attempts, dur("delay", 0.0)?)
         }
         .map_err(|e| {
             let key = if e.field == "quantile"
@@ -1195,7 +1201,7 @@ impl<'a> Loader<'a> {
             None => vec![],
             Some(raw) => self.grpc_code_names(&at("nonFatalStatusCodes"), raw, true)?,
         };
-        let hedging = Hedging::fixed(attempts, delay)
+        let hedging = Hedging::fixed_ms(attempts, delay)
             .map_err(|e| self.err(&at("hedgingDelay"), get("hedgingDelay"), format!("retryrs needs {e}")))?
             .with_non_fatal(non_fatal);
         Ok(base

@@ -154,7 +154,9 @@ impl std::fmt::Display for StateError {
         match self {
             // In every host's words: no Rust method name (a C or Python caller never
             // called record()); each host prefixes the name of its own function.
-            StateError::NotAttempting(state) => write!(f, "no attempt is in progress to report on; the call is {state}"),
+            StateError::NotAttempting(state) => {
+                write!(f, "no attempt is in progress to report on; the call is {state}")
+            }
             StateError::NotWaiting(state) => write!(f, "no retry wait is in progress; the call is {state}"),
             StateError::Ended => f.write_str("the call has ended"),
             StateError::NoAttempt(state) => write!(f, "no attempt is in progress; the call is {state}"),

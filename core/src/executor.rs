@@ -10,6 +10,7 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::async_executor::TimedOut;
 use crate::attempt::Attempt;
 use crate::breaker::BreakerState;
 use crate::breaker::CircuitBreaker;
@@ -37,6 +38,7 @@ pub enum RetryError<E, T = ()> {
     /// A permanent failure: the original error, unchanged.
     Rejected(E),
     /// Transient failures ran out of room.
+    #[non_exhaustive]
     Exhausted {
         /// Attempts made.
         attempts: u32,
@@ -54,8 +56,14 @@ pub enum RetryError<E, T = ()> {
         /// For reason `deadline`: the policy's [`DeadlineHint`], when `max_attempts`
         /// cannot fit the deadline at the nominal backoff (Display appends it).
         deadline_hint: Option<DeadlineHint>,
+        /// The last failure, when it was an attempt the async executor cut at its bound
+        /// (it is then the cause, and [`source`](std::error::Error::source)): a cut
+        /// attempt has no error of the caller's type, unless
+        /// [`AsyncRun::timed_out_as`](crate::AsyncRun::timed_out_as) made one.
+        timed_out: Option<TimedOut>,
     },
     /// The cancel token fired.
+    #[non_exhaustive]
     Cancelled {
         /// Attempts made.
         attempts: u32,
@@ -63,6 +71,8 @@ pub enum RetryError<E, T = ()> {
         errors: Vec<E>,
         /// The last rejected value, when the last failure was a value.
         value: Option<T>,
+        /// The last failure, when it was an attempt cut at its bound.
+        timed_out: Option<TimedOut>,
     },
     /// The call was refused before any attempt ran, and says why: a policy that hedges
     /// ([`Policy::hedging`](crate::Policy::hedging)) run by an executor that runs one
@@ -79,10 +89,59 @@ impl<E, T> RetryError<E, T> {
     pub fn last_error(&self) -> Option<&E> {
         match self {
             RetryError::Rejected(e) => Some(e),
-            RetryError::Exhausted { value: Some(_), .. } | RetryError::Cancelled { value: Some(_), .. } => None,
-            RetryError::Exhausted { errors, .. } | RetryError::Cancelled { errors, .. } => errors.last(),
-            RetryError::Refused(_) => None,
+            RetryError::Exhausted { errors, value: None, timed_out: None, .. }
+            | RetryError::Cancelled { errors, value: None, timed_out: None, .. } => errors.last(),
+            RetryError::Exhausted { .. } | RetryError::Cancelled { .. } | RetryError::Refused(_) => None,
         }
+    }
+
+    /// The last failure's error, by value, when it was an error (as
+    /// [`last_error`](RetryError::last_error)): the caller's own error, to return as it
+    /// is. Otherwise (no attempt ran, the last attempt was cut at its bound, or the last
+    /// failure was a rejected value) the whole `RetryError` comes back unchanged, so
+    /// nothing is lost.
+    ///
+    /// ```
+    /// # #[cfg(feature = "blocking")] {
+    /// use retryrs::{Policy, Retrier, Verdict};
+    /// let retrier = Retrier::new(Policy::builder().max_attempts(1).build().unwrap());
+    /// let got = retrier.run(|_| Err::<(), _>(String::from("503")), |_| Verdict::TRANSIENT);
+    /// assert_eq!(got.unwrap_err().into_last_error().ok(), Some(String::from("503")));
+    /// # }
+    /// ```
+    pub fn into_last_error(self) -> Result<E, Self> {
+        if self.last_error().is_none() {
+            return Err(self);
+        }
+        match self {
+            RetryError::Rejected(e) => Ok(e),
+            RetryError::Exhausted { mut errors, .. } | RetryError::Cancelled { mut errors, .. } => {
+                Ok(errors.pop().expect("last_error found the last of the errors"))
+            }
+            other => Err(other),
+        }
+    }
+
+    /// A call the circuit breaker refused before any attempt: exhausted, reason
+    /// `circuit_open`, with the breaker's state and the time left before a probe.
+    pub(crate) fn circuit_open(refusal: (BreakerState, Duration)) -> Self {
+        RetryError::Exhausted {
+            attempts: 0,
+            reason: ExhaustReason::CircuitOpen,
+            errors: Vec::new(),
+            value: None,
+            refusal: Some(refusal),
+            deadline_hint: None,
+            timed_out: None,
+        }
+    }
+
+    /// The caller's own error: the last failure's error when there is one
+    /// ([`into_last_error`](RetryError::into_last_error)), else `or(self)`, e.g.
+    /// `anyhow::Error::from` or `|e| e.to_string()`. What the extension trait's
+    /// [`own_error`](crate::retry::Retry::own_error) returns.
+    pub fn into_own_error(self, or: impl FnOnce(Self) -> E) -> E {
+        self.into_last_error().unwrap_or_else(or)
     }
 
     /// The last rejected value, when the last failure was one.
@@ -105,10 +164,12 @@ impl<E, T> RetryError<E, T> {
     pub(crate) fn without_value(self) -> RetryError<E> {
         match self {
             RetryError::Rejected(e) => RetryError::Rejected(e),
-            RetryError::Exhausted { attempts, reason, errors, refusal, deadline_hint, .. } => {
-                RetryError::Exhausted { attempts, reason, errors, value: None, refusal, deadline_hint }
+            RetryError::Exhausted { attempts, reason, errors, refusal, deadline_hint, timed_out, .. } => {
+                RetryError::Exhausted { attempts, reason, errors, value: None, refusal, deadline_hint, timed_out }
             }
-            RetryError::Cancelled { attempts, errors, .. } => RetryError::Cancelled { attempts, errors, value: None },
+            RetryError::Cancelled { attempts, errors, timed_out, .. } => {
+                RetryError::Cancelled { attempts, errors, value: None, timed_out }
+            }
             RetryError::Refused(why) => RetryError::Refused(why),
         }
     }
@@ -140,13 +201,87 @@ impl<E: fmt::Display, T: fmt::Debug> fmt::Display for RetryError<E, T> {
     }
 }
 
-impl<E: std::error::Error + 'static, T: fmt::Debug> std::error::Error for RetryError<E, T> {
+/// An error for any attempt error that can be shown (`Debug + Display`): `String`,
+/// `&'static str`, `anyhow::Error` and `Box<dyn Error + Send + Sync>` (none of which is a
+/// `std::error::Error`) as well as every `std::error::Error`. So `?` moves a
+/// `RetryError<E>` into `anyhow::Result` or `Result<_, Box<dyn Error + Send + Sync>>`
+/// (when `E` and `T` are `Send + Sync`).
+///
+/// The price of that breadth (Rust has no specialization to ask "is `E` an error?"): the
+/// cause is the last error seen through [`Cause`], which shows it as it is (Display and
+/// Debug) and reaches the error's own `source` only for the error types it knows
+/// (`Box<dyn Error + Send + Sync>`, `Box<dyn Error + Send>`, `Box<dyn Error>` and
+/// `std::io::Error`). A rejection prints as the original error, so its source is that
+/// error's source, where known. For any other typed error and its whole chain, take it
+/// back: [`RetryError::last_error`], [`RetryError::into_last_error`], or downcast the
+/// source to [`Cause<E>`](Cause). An attempt cut at its bound has [`TimedOut`] as its
+/// source.
+impl<E: fmt::Debug + fmt::Display + 'static, T: fmt::Debug + 'static> std::error::Error for RetryError<E, T> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            RetryError::Rejected(e) => e.source(),
-            _ => self.last_error().map(|e| e as &(dyn std::error::Error + 'static)),
+            RetryError::Rejected(e) => known_source(e),
+            RetryError::Exhausted { timed_out: Some(cut), .. } | RetryError::Cancelled { timed_out: Some(cut), .. } => {
+                Some(cut)
+            }
+            _ => self.last_error().map(|e| Cause::of(e) as &(dyn std::error::Error + 'static)),
         }
     }
+}
+
+/// The last error of a [`RetryError`], as its [`source`](std::error::Error::source): an
+/// error that displays and debugs as the attempt's error `E` itself, whatever `E` is.
+/// Downcast a source to `Cause<E>` and [`get`](Cause::get) it to reach the typed error.
+#[repr(transparent)]
+pub struct Cause<E>(E);
+
+impl<E> Cause<E> {
+    /// A view of `error` as a `Cause`, without moving it.
+    fn of(error: &E) -> &Cause<E> {
+        // SAFETY: Cause is repr(transparent) over E: the same layout and alignment, so a
+        // reference to an E is a valid reference to a Cause<E> for the same lifetime.
+        unsafe { &*(error as *const E as *const Cause<E>) }
+    }
+
+    /// The attempt's error.
+    pub fn get(&self) -> &E {
+        &self.0
+    }
+}
+
+impl<E: fmt::Debug> fmt::Debug for Cause<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for Cause<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<E: fmt::Debug + fmt::Display + 'static> std::error::Error for Cause<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        known_source(&self.0)
+    }
+}
+
+/// The source of `error` when its type is one of the errors without a bound that says so
+/// (a boxed error) or a common std one: found at run time, as no trait bound can ask.
+fn known_source<E: 'static>(error: &E) -> Option<&(dyn std::error::Error + 'static)> {
+    use std::any::Any;
+    use std::error::Error;
+    let any = error as &dyn Any;
+    if let Some(e) = any.downcast_ref::<Box<dyn Error + Send + Sync>>() {
+        return e.source();
+    }
+    if let Some(e) = any.downcast_ref::<Box<dyn Error + Send>>() {
+        return e.source();
+    }
+    if let Some(e) = any.downcast_ref::<Box<dyn Error>>() {
+        return e.source();
+    }
+    any.downcast_ref::<std::io::Error>().and_then(Error::source)
 }
 
 /// What a [result predicate](Run::result_predicate) says of a returned value.
@@ -179,13 +314,19 @@ impl From<bool> for ValueVerdict {
     }
 }
 
-/// The failure an event is about: an error, or a value the result predicate rejected.
+/// The failure an event is about: an error, a value the result predicate rejected, or an
+/// attempt the async executor cut at its bound.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Failed<'a, E, T> {
     /// The operation returned this error.
     Error(&'a E),
     /// The operation returned this value and the result predicate rejected it.
     Value(&'a T),
+    /// The attempt ran out of its bound and was dropped (async executor): no error of
+    /// the caller's type exists, unless [`AsyncRun::timed_out_as`](crate::AsyncRun::timed_out_as)
+    /// makes one (then the failure is that [`Failed::Error`]).
+    TimedOut(TimedOut),
 }
 
 impl<E, T> Clone for Failed<'_, E, T> {
@@ -200,14 +341,14 @@ impl<'a, E, T> Failed<'a, E, T> {
     pub fn error(self) -> Option<&'a E> {
         match self {
             Failed::Error(e) => Some(e),
-            Failed::Value(_) => None,
+            Failed::Value(_) | Failed::TimedOut(_) => None,
         }
     }
     /// The rejected value, if the failure was one.
     pub fn value(self) -> Option<&'a T> {
         match self {
             Failed::Value(v) => Some(v),
-            Failed::Error(_) => None,
+            Failed::Error(_) | Failed::TimedOut(_) => None,
         }
     }
 }
@@ -380,33 +521,56 @@ impl<E> Errors<E> {
 }
 
 /// The failures a call keeps: the last [`HISTORY`] errors, and the last value if the last
-/// failure was a rejected value.
+/// failure was a rejected value, or the last cut if it was an attempt cut at its bound.
 pub(crate) struct History<E, T> {
     errors: Errors<E>,
-    pub(crate) value: Option<T>,
+    value: Option<T>,
+    timed_out: Option<TimedOut>,
 }
 
 impl<E, T> History<E, T> {
     /// No failure yet.
     pub(crate) fn new() -> Self {
-        History { errors: Errors::new(), value: None }
+        History { errors: Errors::new(), value: None, timed_out: None }
     }
 
+    /// An error is the last failure. It leaves `timed_out` as it is: only the async
+    /// executor cuts attempts, and it clears a cut after each outcome
+    /// ([`History::not_cut`]), so the blocking executor's failures store nothing more.
     #[inline]
     pub(crate) fn push_error(&mut self, error: E) {
         self.errors.push(error);
         self.value = None;
     }
 
+    /// The last failure was not a cut (the async executors, after an attempt's outcome).
+    #[inline]
+    pub(crate) fn not_cut(&mut self) {
+        self.timed_out = None;
+    }
+
+    /// The last failure was this rejected value.
+    pub(crate) fn set_value(&mut self, value: T) {
+        self.value = Some(value);
+        self.timed_out = None;
+    }
+
+    /// The last failure was an attempt cut at its bound.
+    pub(crate) fn push_timed_out(&mut self, cut: TimedOut) {
+        self.value = None;
+        self.timed_out = Some(cut);
+    }
+
     pub(crate) fn last(&self) -> Option<Failed<'_, E, T>> {
-        match &self.value {
-            Some(v) => Some(Failed::Value(v)),
-            None => self.errors.last().map(Failed::Error),
+        match (&self.value, self.timed_out) {
+            (Some(v), _) => Some(Failed::Value(v)),
+            (None, Some(cut)) => Some(Failed::TimedOut(cut)),
+            (None, None) => self.errors.last().map(Failed::Error),
         }
     }
 
     pub(crate) fn stopped(mut self, stop: Stop, attempts: u32, policy: &Policy) -> RetryError<E, T> {
-        let History { errors, value } = match stop {
+        let History { errors, value, timed_out } = match stop {
             Stop::Rejected => return RetryError::Rejected(self.errors.pop().expect("a rejection follows a failure")),
             _ => self,
         };
@@ -414,9 +578,9 @@ impl<E, T> History<E, T> {
         match stop {
             Stop::Exhausted(reason) => {
                 let deadline_hint = if reason == ExhaustReason::Deadline { policy.deadline_hint() } else { None };
-                RetryError::Exhausted { attempts, reason, errors, value, refusal: None, deadline_hint }
+                RetryError::Exhausted { attempts, reason, errors, value, refusal: None, deadline_hint, timed_out }
             }
-            Stop::Cancelled => RetryError::Cancelled { attempts, errors, value },
+            Stop::Cancelled => RetryError::Cancelled { attempts, errors, value, timed_out },
             Stop::Success | Stop::Rejected => unreachable!("success returns the value; rejection is above"),
         }
     }
@@ -596,7 +760,7 @@ impl Retrier {
         };
         if cancel.is_some_and(CancelToken::is_cancelled) {
             crate::engine::cancelled_before_start(&self.policy, &mut |e| notify(e, None));
-            return Err(RetryError::Cancelled { attempts: 0, errors: Vec::new(), value: None });
+            return Err(RetryError::Cancelled { attempts: 0, errors: Vec::new(), value: None, timed_out: None });
         }
         // Time matters only to the attempts' bounds (a deadline or an attempt timeout), to
         // a breaker or ratio budget, and to events: with none, the engine is fed a constant
@@ -625,12 +789,13 @@ impl Retrier {
             true => clock.now_coarse(),
             false => read_time(),
         };
-        let mut call = Call::start_with(&*self.policy, start, &mut |e| notify(e, None));
+        // A panic (the attempt, classify, a listener) unwinds through the guard, which
+        // gives a breaker's probe back.
+        let mut guard =
+            crate::async_executor::Unreported(Call::start_with(&*self.policy, start, &mut |e| notify(e, None)));
+        let call = &mut guard.0;
         if let Some(refusal) = call.refusal() {
-            let reason = ExhaustReason::CircuitOpen;
-            let refusal = Some(refusal);
-            let (errors, deadline_hint) = (Vec::new(), None);
-            return Err(RetryError::Exhausted { attempts: 0, reason, errors, value: None, refusal, deadline_hint });
+            return Err(RetryError::circuit_open(refusal));
         }
         // One clock read per attempt: a failure's time is read only when a decision needs
         // it (failure_timed), and it is also the next attempt's start after a zero delay;
@@ -665,7 +830,7 @@ impl Retrier {
             let predicate = result_predicate.as_deref_mut();
             let hooks: Option<&mut crate::judge::PlanHook<'_, E, T>> = if hooked { Some(&mut hooks) } else { None };
             let decision = match history.judge(
-                &mut call,
+                call,
                 outcome,
                 false,
                 predicate,

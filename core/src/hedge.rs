@@ -172,6 +172,7 @@ impl LatencySketch {
 
 /// When the next hedge goes out.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum HedgeDelay {
     /// After this long (gRPC's `hedgingDelay`; zero launches every attempt at once).
     Fixed(Duration),
@@ -199,8 +200,23 @@ pub struct Hedging {
 }
 
 impl Hedging {
-    /// A fixed delay. `max_attempts` in [1, 5], the delay finite and >= 0 ms.
-    pub fn fixed(max_attempts: u64, delay_ms: f64) -> Result<Self, HedgeError> {
+    /// A fixed delay: a hedge goes when an attempt has run `delay` without an answer.
+    /// `max_attempts` in [1, 5].
+    ///
+    /// ```
+    /// use retryrs::Hedging;
+    /// use std::time::Duration;
+    /// let hedging = Hedging::fixed(2, Duration::from_millis(50)).unwrap();
+    /// assert_eq!(hedging.max_attempts(), 2);
+    /// assert!(Hedging::fixed(6, Duration::from_millis(50)).is_err());
+    /// ```
+    pub fn fixed(max_attempts: u64, delay: Duration) -> Result<Self, HedgeError> {
+        Self::fixed_ms(max_attempts, units::ms_from_duration(delay))
+    }
+
+    /// [`Hedging::fixed`] with the delay in milliseconds, as policy documents and the
+    /// bindings give it: finite and >= 0.
+    pub fn fixed_ms(max_attempts: u64, delay_ms: f64) -> Result<Self, HedgeError> {
         Ok(Hedging {
             max_attempts: check_attempts(max_attempts)?,
             delay: HedgeDelay::Fixed(duration("delay", delay_ms)?),
@@ -210,12 +226,29 @@ impl Hedging {
 
     /// An adaptive delay: the `quantile` (p95: 0.95) of the last [`DEFAULT_WINDOW`]
     /// attempt latencies of every call of the policy, clamped to `[floor, ceiling]`.
-    pub fn adaptive(max_attempts: u64, quantile: f64, floor_ms: f64, ceiling_ms: f64) -> Result<Self, HedgeError> {
-        Self::adaptive_window(max_attempts, quantile, floor_ms, ceiling_ms, DEFAULT_WINDOW)
+    ///
+    /// ```
+    /// use retryrs::Hedging;
+    /// use std::time::Duration;
+    /// let hedging = Hedging::adaptive(3, 0.95, Duration::from_millis(10), Duration::from_millis(200)).unwrap();
+    /// assert_eq!(hedging.max_attempts(), 3);
+    /// // The ceiling below the floor is refused, naming it.
+    /// let refused = Hedging::adaptive(3, 0.95, Duration::from_millis(200), Duration::from_millis(10));
+    /// assert!(refused.unwrap_err().to_string().contains("ceiling"));
+    /// ```
+    pub fn adaptive(max_attempts: u64, quantile: f64, floor: Duration, ceiling: Duration) -> Result<Self, HedgeError> {
+        let ms = units::ms_from_duration;
+        Self::adaptive_window_ms(max_attempts, quantile, ms(floor), ms(ceiling), DEFAULT_WINDOW)
     }
 
-    /// [`Hedging::adaptive`] over the last `window` latencies.
-    pub fn adaptive_window(
+    /// [`Hedging::adaptive`] with the floor and ceiling in milliseconds, as policy
+    /// documents and the bindings give them.
+    pub fn adaptive_ms(max_attempts: u64, quantile: f64, floor_ms: f64, ceiling_ms: f64) -> Result<Self, HedgeError> {
+        Self::adaptive_window_ms(max_attempts, quantile, floor_ms, ceiling_ms, DEFAULT_WINDOW)
+    }
+
+    /// [`Hedging::adaptive_ms`] over the last `window` latencies.
+    pub fn adaptive_window_ms(
         max_attempts: u64,
         quantile: f64,
         floor_ms: f64,
@@ -767,7 +800,7 @@ mod tests {
         use crate::budget::{QuotaBudget, RetryBudget};
         let quota = std::sync::Arc::new(RetryBudget::from(QuotaBudget::new(7, 5, 10, 1).unwrap()));
         let p = Policy::builder()
-            .hedge(Some(Hedging::fixed(3, 10.0).unwrap()))
+            .hedge(Some(Hedging::fixed_ms(3, 10.0).unwrap()))
             .budget(Some(std::sync::Arc::clone(&quota)))
             .build()
             .unwrap();
@@ -791,7 +824,7 @@ mod tests {
         for (cause, after_launch) in [(RetryCause::Timeout, 5), (RetryCause::Failure, 10)] {
             let quota = std::sync::Arc::new(RetryBudget::from(QuotaBudget::new(15, 5, 10, 1).unwrap()));
             let p = Policy::builder()
-                .hedge(Some(Hedging::fixed(3, 1000.0).unwrap()))
+                .hedge(Some(Hedging::fixed_ms(3, 1000.0).unwrap()))
                 .budget(Some(std::sync::Arc::clone(&quota)))
                 .build()
                 .unwrap();
@@ -814,7 +847,7 @@ mod tests {
         use crate::budget::{QuotaBudget, RetryBudget};
         let quota = std::sync::Arc::new(RetryBudget::from(QuotaBudget::new(500, 5, 10, 1).unwrap()));
         let p = Policy::builder()
-            .hedge(Some(Hedging::fixed(4, 1000.0).unwrap()))
+            .hedge(Some(Hedging::fixed_ms(4, 1000.0).unwrap()))
             .budget(Some(std::sync::Arc::clone(&quota)))
             .build()
             .unwrap();
@@ -847,7 +880,7 @@ mod tests {
         cfg.break_duration = ms(1000);
         let breaker = std::sync::Arc::new(CircuitBreaker::new(cfg).unwrap());
         let p = Policy::builder()
-            .hedge(Some(Hedging::fixed(3, 10.0).unwrap()))
+            .hedge(Some(Hedging::fixed_ms(3, 10.0).unwrap()))
             .breaker(Some(std::sync::Arc::clone(&breaker)))
             .build()
             .unwrap();
@@ -899,7 +932,7 @@ mod tests {
 
     #[test]
     fn misuse_is_reported_and_late_results_are_dropped() {
-        let p = hedged(Hedging::fixed(3, 10.0).unwrap());
+        let p = hedged(Hedging::fixed_ms(3, 10.0).unwrap());
         let none = &mut |_: &Event<'_>| {};
         let mut call = HedgeCall::start(&p, ms(0));
         assert!(call.record(1, Verdict::Success, ms(0), none).is_err(), "attempt 1 was not launched");
@@ -924,7 +957,7 @@ mod tests {
 
     #[test]
     fn cancel_hands_back_every_attempt_in_flight() {
-        let p = hedged(Hedging::fixed(3, 0.0).unwrap());
+        let p = hedged(Hedging::fixed_ms(3, 0.0).unwrap());
         let mut log = vec![];
         let mut sink = |e: &Event<'_>| log.push((e.kind, e.attempt));
         let mut call = HedgeCall::start(&p, ms(0));
@@ -961,19 +994,19 @@ mod tests {
     #[test]
     fn only_a_hedging_policy_is_refused_by_one_at_a_time_calls() {
         assert_eq!(one_at_a_time_refusal(&Policy::default()), None);
-        let p = Policy::builder().name("rates").hedge(Some(Hedging::fixed(2, 5.0).unwrap())).build().unwrap();
+        let p = Policy::builder().name("rates").hedge(Some(Hedging::fixed_ms(2, 5.0).unwrap())).build().unwrap();
         let why = one_at_a_time_refusal(&p).unwrap();
         assert!(why.starts_with("rates: this policy hedges"), "{why}");
     }
 
     #[test]
     fn bad_hedging_knobs_name_the_field() {
-        assert_eq!(Hedging::fixed(6, 1.0).unwrap_err().field, "max_attempts");
-        assert_eq!(Hedging::fixed(0, 1.0).unwrap_err().field, "max_attempts");
-        assert_eq!(Hedging::fixed(2, f64::NAN).unwrap_err().field, "delay");
-        assert_eq!(Hedging::adaptive(2, 0.95, 10.0, 5.0).unwrap_err().field, "ceiling");
-        assert_eq!(Hedging::adaptive(2, 0.0, 1.0, 5.0).unwrap_err().field, "quantile");
-        let err = Hedging::fixed(9, 1.0).unwrap_err().to_string();
+        assert_eq!(Hedging::fixed_ms(6, 1.0).unwrap_err().field, "max_attempts");
+        assert_eq!(Hedging::fixed_ms(0, 1.0).unwrap_err().field, "max_attempts");
+        assert_eq!(Hedging::fixed_ms(2, f64::NAN).unwrap_err().field, "delay");
+        assert_eq!(Hedging::adaptive_ms(2, 0.95, 10.0, 5.0).unwrap_err().field, "ceiling");
+        assert_eq!(Hedging::adaptive_ms(2, 0.0, 1.0, 5.0).unwrap_err().field, "quantile");
+        let err = Hedging::fixed_ms(9, 1.0).unwrap_err().to_string();
         assert_eq!(err, "max_attempts must be >= 1 and <= 5 (gRPC A6's cap), got 9");
     }
 }

@@ -1,13 +1,13 @@
 //! What the HTTP middlewares ([`reqwest_retry`](crate::reqwest_retry),
 //! [`tower_retry`](crate::tower_retry)) share: the contract's HTTP rules (section 6a,
-//! decided by [`crate::http::classify_request`], with the request's `Idempotency-Key`) turned into the verdicts the executors take, and
+//! decided by [`crate::http_rules::classify_request`], with the request's `Idempotency-Key`) turned into the verdicts the executors take, and
 //! the user's overrides, owned.
 
 use std::time::{Duration, SystemTime};
 
 use crate::engine::Verdict;
 use crate::executor::ValueVerdict;
-use crate::http::{classify_request, HttpOutcome, HttpRules, HttpVerdict, IDEMPOTENCY_KEY_HEADER};
+use crate::http_rules::{classify_request, HttpOutcome, HttpRules, HttpVerdict, IDEMPOTENCY_KEY_HEADER};
 
 /// The methods and statuses a middleware retries: `None` keeps the contract's lists
 /// (idempotent methods; 408, 425, 429, 500, 502, 503, 504). A POST or PATCH carrying an

@@ -6,6 +6,7 @@
 use std::ops::Deref;
 use std::time::Duration;
 
+use crate::async_executor::TimedOut;
 use crate::budget::RetryCause;
 use crate::engine::{Call, Decision, Plan, Proposal, Verdict};
 use crate::event::Event;
@@ -118,7 +119,7 @@ impl<E, T> History<E, T> {
                 };
                 let decision =
                     decide(call, Verdict::Transient { hint }, Failed::Value(&value), notify, &now, hooks, false);
-                self.value = Some(value);
+                self.set_value(value);
                 Judged::Decided(decision)
             }
             Err(error) => {
@@ -128,5 +129,23 @@ impl<E, T> History<E, T> {
                 Judged::Decided(decision)
             }
         }
+    }
+
+    /// Judges an attempt the async executor cut at its bound, with no error of the
+    /// caller's type to show for it: transient (no hint), kept as the last failure.
+    pub(crate) fn judge_timed_out<P>(
+        &mut self,
+        call: &mut Call<P>,
+        cut: TimedOut,
+        notify: &mut impl FnMut(&Event<'_>, Option<Failed<'_, E, T>>),
+        now: impl Fn() -> Duration,
+        hooks: Option<&mut PlanHook<'_, E, T>>,
+    ) -> Decision
+    where
+        P: Deref<Target = Policy>,
+    {
+        let decision = decide(call, Verdict::TRANSIENT, Failed::TimedOut(cut), notify, &now, hooks, true);
+        self.push_timed_out(cut);
+        decision
     }
 }

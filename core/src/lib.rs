@@ -7,8 +7,9 @@
 //! Python, Node and C bindings, bit for bit. Around it: an async executor on any runtime
 //! ([`Retrier::run_async`], [`Sleep`]), a blocking one ([`Retrier::run`]), backoff and
 //! jitter ([`backoff`]), Retry-After parsing ([`parse_retry_after`], [`RetryAfter`]), HTTP
-//! classification ([`http`]), a shared [`RetryBudget`], a [`CancelToken`] and virtual
-//! time for tests ([`testing`]).
+//! classification ([`http_rules`]), a shared [`RetryBudget`], a [`CancelToken`] and virtual
+//! time for tests ([`testing`]). In backon's shape, `fetch.retry(&retrier).await` and
+//! `op.retry(&retrier).call()`: the extension trait [`Retryable`] ([`retry`]).
 //!
 //! ## Async
 //!
@@ -100,6 +101,14 @@
 //! either: there, drive [`Call`] with the host's time, or run policies with neither a
 //! deadline nor an attempt timeout.
 #![deny(missing_docs)]
+// The docs name the entry points of every feature. In a build without one of them (the
+// default features, or none) those items do not exist and the names render as plain
+// text, which is what they are there; docs.rs builds every feature, where each link must
+// resolve (`cargo doc --all-features` with warnings denied, in make test).
+#![cfg_attr(
+    not(all(feature = "blocking", feature = "tokio", feature = "reqwest", feature = "tower")),
+    allow(rustdoc::broken_intra_doc_links)
+)]
 
 pub mod async_executor;
 mod async_hedge;
@@ -116,11 +125,11 @@ pub mod event;
 pub mod executor;
 mod fork_lock;
 pub mod hedge;
-pub mod http;
 #[cfg(feature = "http-date")]
 mod http_date;
 #[cfg(any(feature = "reqwest", feature = "tower"))]
 mod http_retry;
+pub mod http_rules;
 mod judge;
 pub mod knob;
 mod pcg;
@@ -128,6 +137,9 @@ pub mod policy;
 pub mod redact;
 #[cfg(feature = "reqwest")]
 pub mod reqwest_retry;
+// The extension trait runs on an executor: the async one on tokio, or the blocking one.
+#[cfg(any(feature = "tokio", feature = "blocking"))]
+pub mod retry;
 pub mod retry_after;
 pub mod sleep;
 pub mod stats;
@@ -136,7 +148,7 @@ pub mod tower_retry;
 pub mod units;
 mod wake;
 
-pub use async_executor::{AsyncBeforeRetry, AsyncRun, AsyncWaitHook, TimedOut};
+pub use async_executor::{AsyncBeforeRetry, AsyncRun, AsyncTimedOutAs, AsyncWaitHook, TimedOut};
 pub use attempt::Attempt;
 pub use breaker::{admit, Admission, BreakerConfig, BreakerModel, BreakerState, CircuitBreaker, Transition};
 pub use budget::{BudgetError, BudgetKind, QuotaBudget, RatioBudget, RetryBudget, RetryCause, TokenBucket};
@@ -148,26 +160,36 @@ pub use engine::{
     cancelled_before_start, duration_from_ms, Call, Decision, Plan, Proposal, Resume, StateError, Stop, Verdict,
 };
 pub use event::{CancelledAfter, Event, EventKind, ExhaustReason, GaveUp};
-pub use executor::{BeforeRetry, Failed, Retrier, RetryContext, RetryError, Run, ValueVerdict, WaitHook, HISTORY};
+pub use executor::{
+    BeforeRetry, Cause, Failed, Retrier, RetryContext, RetryError, Run, ValueVerdict, WaitHook, HISTORY,
+};
 pub use hedge::{AttemptSet, HedgeCall, HedgeDelay, HedgeError, Hedging, LatencySketch, Step};
-pub use http::{
+pub use http_rules::{
     classify_request, is_error_status, is_idempotent, is_retryable_status, HttpOutcome, HttpRules, HttpVerdict,
     IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_METHODS, RETRYABLE_STATUSES,
 };
 pub use knob::{Knob, Setting, Unit, KNOBS};
 pub use policy::{DeadlineHint, Given, Jitter, Policy, PolicyBuilder, PolicyError, Pushback};
 pub use redact::{check_redact_keys, redact_url, redact_url_with, REDACTED_QUERY_KEYS};
+#[cfg(any(feature = "tokio", feature = "blocking"))]
+pub use retry::{Retry, Retryable};
 pub use retry_after::{parse_retry_after, parse_retry_after_ms, transient, RetryAfter};
 pub use sleep::Sleep;
 #[cfg(feature = "tokio")]
-pub use sleep::TokioSleep;
+pub use sleep::{TokioClock, TokioSleep};
 pub use stats::{CallTally, Stats, StatsSnapshot};
 
 /// The crate version, as in Cargo.toml.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The README's Rust examples compile and run as doctests (`core/README.md` is the
-/// repository's README, so the packaged crate has it too).
-#[cfg(all(doctest, feature = "documents", feature = "blocking", feature = "tokio"))]
+/// The crate README's Rust examples (`core/README.md`, the page crates.io shows) compile
+/// and run as doctests.
+#[cfg(all(doctest, feature = "blocking", feature = "tokio"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+/// The repository README's Rust examples, too: a file outside the package, so only where
+/// the repository is (`make test-rust` sets `--cfg retryrs_repository`).
+#[cfg(all(doctest, retryrs_repository, feature = "documents", feature = "blocking", feature = "tokio"))]
+#[doc = include_str!("../../README.md")]
+struct RepositoryReadmeDoctests;

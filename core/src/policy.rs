@@ -16,6 +16,7 @@ use crate::units;
 
 /// How randomness is mixed into each backoff delay. See `docs/contract.md`, "Delays".
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub enum Jitter {
     /// Exactly the ceiling: every client that failed together retries together.
     None,
@@ -697,7 +698,8 @@ mod tests {
         assert!(with(Some(ms(1000)), Some(ms(1000))));
         assert!(!with(Some(ms(999)), None), "a tick of 10 ms would be over 1% of it");
         assert!(!with(Some(ms(15_000)), Some(ms(250))));
-        let breaker = Arc::new(crate::breaker::CircuitBreaker::new(crate::breaker::BreakerConfig::consecutive(5)).unwrap());
+        let breaker =
+            Arc::new(crate::breaker::CircuitBreaker::new(crate::breaker::BreakerConfig::consecutive(5)).unwrap());
         let shared = Policy::builder().breaker(Some(breaker)).build().unwrap();
         assert!(!shared.tolerates_coarse_start(), "a breaker keeps time with other calls");
     }

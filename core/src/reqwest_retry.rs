@@ -187,10 +187,13 @@ impl Middleware for RetryMiddleware {
         let got = self
             .retrier
             .execute_async(
-                AsyncRun::tokio().result_predicate(|(response, _): &(Response, Extensions)| {
-                    let retry_after = response.headers().get(RETRY_AFTER).map(|v| v.as_bytes());
-                    rules.response(&method, key, response.status().as_u16(), retry_after)
-                }),
+                AsyncRun::tokio()
+                    .result_predicate(|(response, _): &(Response, Extensions)| {
+                        let retry_after = response.headers().get(RETRY_AFTER).map(|v| v.as_bytes());
+                        rules.response(&method, key, response.status().as_u16(), retry_after)
+                    })
+                    // A cut request may have been sent: classified by the HTTP rules below.
+                    .timed_out_as(AttemptError::TimedOut),
                 |_attempt| {
                     let mut req = first
                         .take()

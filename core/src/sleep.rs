@@ -33,6 +33,14 @@ pub trait Sleep {
     /// A future that completes after `delay`. A huge delay may be capped by the runtime
     /// (tokio: about 2 years); the executor never asks for more than the policy allows.
     fn sleep(&self, delay: Duration) -> Self::Timer;
+
+    /// The clock this timer runs on, when it is not the real monotonic one: the async
+    /// executor then reads its deadline and attempt bounds from it too, so both move
+    /// together (tokio's paused clock: [`TokioSleep`] gives `TokioClock`). `None`, the
+    /// default: the real clock.
+    fn clock(&self) -> Option<&'static dyn crate::Clock> {
+        None
+    }
 }
 
 impl<F, Fut> Sleep for F
@@ -57,6 +65,31 @@ impl Sleep for TokioSleep {
     type Timer = tokio::time::Sleep;
     fn sleep(&self, delay: Duration) -> tokio::time::Sleep {
         tokio::time::sleep(delay)
+    }
+    fn clock(&self) -> Option<&'static dyn crate::Clock> {
+        Some(&TokioClock)
+    }
+}
+
+/// tokio's clock (feature `tokio`): `tokio::time::Instant::now()`, which stands still
+/// under paused time (`#[tokio::test(start_paused = true)]`, `tokio::time::pause`) and
+/// moves with `tokio::time::advance` and the auto-advance of an idle runtime. The async
+/// executor on [`TokioSleep`] reads its deadline from it, so the deadline and the waits
+/// are on one clock. Outside a runtime it is the real clock. Its blocking `sleep` is the
+/// thread's ([`SystemClock`](crate::SystemClock)'s): the async executor never calls it.
+#[cfg(feature = "tokio")]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TokioClock;
+
+#[cfg(feature = "tokio")]
+impl crate::Clock for TokioClock {
+    fn now(&self) -> Duration {
+        // On the real clock's time base: a paused clock starts at the real time of its
+        // pause and only moves forward, so the difference never goes back.
+        tokio::time::Instant::now().into_std().saturating_duration_since(crate::clock::origin_instant())
+    }
+    fn sleep(&self, delay: Duration, cancel: Option<&crate::CancelToken>) -> Result<(), crate::clock::Cancelled> {
+        crate::SystemClock.sleep(delay, cancel)
     }
 }
 

@@ -392,7 +392,7 @@ mod tests {
         use crate::hedge::{HedgeCall, Hedging, Step};
         let ms = Duration::from_millis;
         let p =
-            Policy::builder().hedge(Some(Hedging::fixed(3, 10.0).unwrap())).deadline(Some(ms(100))).build().unwrap();
+            Policy::builder().hedge(Some(Hedging::fixed(3, ms(10)).unwrap())).deadline(Some(ms(100))).build().unwrap();
         let stats = Stats::new();
         let sink = &mut |e: &Event<'_>| stats.observe(e);
         // Three launches, none settles, the deadline cuts the call: 3 attempts, 2 retries.
@@ -468,7 +468,9 @@ mod tests {
         let ms = Duration::from_millis;
         // Each call's events, told to one Stats event by event and to another as a tally.
         let (by_event, by_tally) = (Stats::new(), Stats::new());
-        let each_call = |run: &mut dyn FnMut(&mut dyn FnMut(&Event<'_>))| {
+        // One call run against a sink of its events.
+        type RunCall<'a> = dyn FnMut(&mut dyn FnMut(&Event<'_>)) + 'a;
+        let each_call = |run: &mut RunCall<'_>| {
             let mut tally = CallTally::default();
             run(&mut |e| {
                 by_event.observe(e);

@@ -1,5 +1,6 @@
-//! A [tower](https://docs.rs/tower) retry policy (feature `tower`): tower's own
-//! `Retry` middleware, with the decisions of a [`Retrier`] and the contract's HTTP rules.
+//! tower (feature `tower`): a retrying [`RetryLayer`] that sheds load, and a retry
+//! [`RetryPolicy`] for tower's own `Retry` middleware, both with the decisions of a
+//! [`Retrier`] and the contract's HTTP rules.
 //!
 //! ```
 //! use retryrs::tower_retry::{retry_layer, RetryLayer};
@@ -9,7 +10,15 @@
 //! // tower::ServiceBuilder::new().layer(layer).service(http_client)
 //! ```
 //!
-//! The service takes `http::Request<B>` with a `Clone` body (tower's `Retry` clones the
+//! **[`RetryLayer`]** (the one to use) runs each request as one call of the async
+//! executor: an open breaker or an empty budget answers before the inner service is
+//! called, each attempt is cut at its bound, a hedging policy hedges (see its docs).
+//!
+//! **[`RetryPolicy`]** plugs into `tower::retry::RetryLayer` for a stack built around
+//! tower's own `Retry`; tower sends attempt 1 before the policy is asked anything, so
+//! the breaker cannot shed it, and a hedging policy is refused ([`RetryPolicy::try_new`]).
+//!
+//! Both take `http::Request<B>` with a `Clone` body (tower's `Retry` clones the
 //! request before each attempt) and answers `http::Response<_>`:
 //! - a retryable status (408, 425, 429, 500, 502, 503, 504) on an idempotent method is
 //!   retried, its `Retry-After` the minimum wait; when the retries run out the last
@@ -37,13 +46,62 @@ use crate::executor::{Retrier, ValueVerdict};
 use crate::http_retry::Rules;
 use crate::policy::Policy;
 
-/// tower's retry layer over a [`RetryPolicy`].
-pub type RetryLayer = tower::retry::RetryLayer<RetryPolicy>;
+/// The HTTP rules' setters of a type with a `rules: Rules` field: [`RetryLayer`] and
+/// [`RetryPolicy`] take the same ones.
+macro_rules! http_rules_setters {
+    () => {
+        /// The methods that may be retried (replaces the idempotent set).
+        pub fn methods<S: Into<String>>(mut self, methods: impl IntoIterator<Item = S>) -> Self {
+            self.rules.methods = Some(methods.into_iter().map(Into::into).collect());
+            self
+        }
 
-/// The layer: `ServiceBuilder::new().layer(retry_layer(retrier))`.
-pub fn retry_layer(retrier: impl Into<Retrier>) -> RetryLayer {
-    tower::retry::RetryLayer::new(RetryPolicy::new(retrier))
+        /// The statuses worth retrying (replaces 408, 425, 429, 500, 502, 503, 504).
+        pub fn statuses(mut self, statuses: impl IntoIterator<Item = u16>) -> Self {
+            self.rules.statuses = Some(statuses.into_iter().collect());
+            self
+        }
+
+        /// Whether a POST or PATCH carrying an `Idempotency-Key` header may be resent like an
+        /// idempotent method (default `true`; IETF httpapi draft).
+        pub fn idempotency_key(mut self, honour: bool) -> Self {
+            self.rules.ignore_idempotency_key = !honour;
+            self
+        }
+    };
 }
+
+mod service;
+pub use service::{ResponseFuture, RetryLayer, RetryService};
+
+/// The layer: `ServiceBuilder::new().layer(retry_layer(retrier))` ([`RetryLayer::new`]).
+pub fn retry_layer(retrier: impl Into<Retrier>) -> RetryLayer {
+    RetryLayer::new(retrier)
+}
+
+/// A copy of `req` for one attempt: method, URI, version, headers, extensions and body.
+fn clone_request<B: Clone>(req: &http::Request<B>) -> http::Request<B> {
+    let mut clone = http::Request::new(req.body().clone());
+    *clone.method_mut() = req.method().clone();
+    *clone.uri_mut() = req.uri().clone();
+    *clone.version_mut() = req.version();
+    *clone.headers_mut() = req.headers().clone();
+    *clone.extensions_mut() = req.extensions().clone();
+    clone
+}
+
+/// Why [`RetryPolicy::try_new`] refused a policy: it hedges, and tower's `Retry` runs one
+/// attempt at a time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HedgingRefused(String);
+
+impl std::fmt::Display for HedgingRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "tower_retry::RetryPolicy: {}; tower's retry does not hedge (use RetryLayer, which does)", self.0)
+    }
+}
+
+impl std::error::Error for HedgingRefused {}
 
 /// A `tower::retry::Policy` whose decisions are the engine's. Each request gets its own
 /// copy (tower clones the policy per request), holding that request's call.
@@ -59,39 +117,19 @@ pub struct RetryPolicy {
 }
 
 impl RetryPolicy {
-    /// Retries with `retrier`'s policy and the contract's HTTP rules.
-    ///
-    /// # Panics
-    ///
-    /// If the policy hedges ([`Policy::hedging`]): tower's retry runs one attempt at a
-    /// time and cannot abandon one, and its `Policy` has no way to fail a request, so the
-    /// refusal comes here, where the layer is built, saying why.
-    pub fn new(retrier: impl Into<Retrier>) -> Self {
+    /// Retries with `retrier`'s policy and the contract's HTTP rules; refused when the
+    /// policy hedges ([`Policy::hedging`]): tower's retry runs one attempt at a time and
+    /// cannot abandon one, and its `Policy` has no way to fail a request, so the refusal
+    /// comes here, where the layer is built, saying why.
+    pub fn try_new(retrier: impl Into<Retrier>) -> Result<Self, HedgingRefused> {
         let retrier = retrier.into();
         if let Some(why) = crate::hedge::one_at_a_time_refusal(retrier.policy()) {
-            panic!("tower_retry::RetryPolicy: {why}; tower's retry does not hedge");
+            return Err(HedgingRefused(why.to_string()));
         }
-        RetryPolicy { retrier, rules: Rules::default(), started: Duration::ZERO, call: None, stopped: false }
+        Ok(RetryPolicy { retrier, rules: Rules::default(), started: Duration::ZERO, call: None, stopped: false })
     }
 
-    /// The methods that may be retried (replaces the idempotent set).
-    pub fn methods<S: Into<String>>(mut self, methods: impl IntoIterator<Item = S>) -> Self {
-        self.rules.methods = Some(methods.into_iter().map(Into::into).collect());
-        self
-    }
-
-    /// The statuses worth retrying (replaces 408, 425, 429, 500, 502, 503, 504).
-    pub fn statuses(mut self, statuses: impl IntoIterator<Item = u16>) -> Self {
-        self.rules.statuses = Some(statuses.into_iter().collect());
-        self
-    }
-
-    /// Whether a POST or PATCH carrying an `Idempotency-Key` header may be resent like an
-    /// idempotent method (default `true`; IETF httpapi draft).
-    pub fn idempotency_key(mut self, honour: bool) -> Self {
-        self.rules.ignore_idempotency_key = !honour;
-        self
-    }
+    http_rules_setters!();
 
     /// The time, only when the policy bounds attempts (a deadline or an attempt
     /// timeout): otherwise no clock is read.
@@ -171,12 +209,6 @@ impl<B: Clone, R, E> tower::retry::Policy<http::Request<B>, http::Response<R>, E
                 }
             }
         }
-        let mut clone = http::Request::new(req.body().clone());
-        *clone.method_mut() = req.method().clone();
-        *clone.uri_mut() = req.uri().clone();
-        *clone.version_mut() = req.version();
-        *clone.headers_mut() = req.headers().clone();
-        *clone.extensions_mut() = req.extensions().clone();
-        Some(clone)
+        Some(clone_request(req))
     }
 }

@@ -16,17 +16,18 @@ use retryrs::{
     TimedOut, Verdict, VirtualClock,
 };
 
-/// An error of the kind a client returns: a status, the Retry-After it carried, or the
-/// executor's timeout.
+/// An error of the kind a client returns: a status and the Retry-After it carried. It
+/// has no variant for the executor's timeout: none is needed.
 #[derive(Debug, PartialEq)]
 enum ApiError {
     Status(u16, Option<Duration>),
-    TimedOut(TimedOut),
 }
 
-impl From<TimedOut> for ApiError {
-    fn from(t: TimedOut) -> Self {
-        ApiError::TimedOut(t)
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ApiError::Status(status, _) => write!(f, "HTTP {status}"),
+        }
     }
 }
 
@@ -34,7 +35,6 @@ impl RetryAfter for ApiError {
     fn retry_after(&self) -> Option<Duration> {
         match self {
             ApiError::Status(_, hint) => *hint,
-            ApiError::TimedOut(_) => None,
         }
     }
 }
@@ -241,10 +241,17 @@ async fn the_deadline_interrupts_a_hung_attempt() {
         .await;
     let took = started.elapsed();
     match got {
-        Err(RetryError::Exhausted { attempts: 1, reason: ExhaustReason::Deadline, errors, .. }) => {
+        Err(
+            ref e @ RetryError::Exhausted { attempts: 1, reason: ExhaustReason::Deadline, ref errors, timed_out, .. },
+        ) => {
+            // The cut is the last failure, and the cause: no error of the caller's type.
+            assert!(errors.is_empty(), "{errors:?}");
             assert!(
-                matches!(errors[..], [ApiError::TimedOut(TimedOut { attempt: 1, bound, .. })] if bound == deadline)
+                matches!(timed_out, Some(TimedOut { attempt: 1, bound, .. }) if bound == deadline),
+                "{timed_out:?}"
             );
+            let source = std::error::Error::source(e).expect("the cut is the source");
+            assert_eq!(source.to_string(), "attempt 1 timed out after 300 ms");
         }
         other => panic!("{other:?}"),
     }
@@ -264,8 +271,9 @@ async fn the_attempt_timeout_drops_an_attempt_and_the_next_one_runs() {
     );
     let started = tokio::time::Instant::now();
     let got = retrier
-        .run_async_with(
-            tokio_sleep,
+        .execute_async(
+            // The cut attempt becomes the caller's own error, which classify then judges.
+            AsyncRun::new(tokio_sleep).timed_out_as(std::io::Error::from),
             |a: Attempt| async move {
                 if a.number == 1 {
                     std::future::pending::<()>().await;
@@ -425,6 +433,39 @@ async fn run_async_waits_on_tokio_with_the_tokio_feature() {
         )
         .await;
     assert!(matches!(got, Err(RetryError::Rejected(ApiError::Status(400, None)))));
+}
+
+/// One clock under tokio: the deadline is read from tokio's clock, as the waits and the
+/// attempt's bound are, so under paused time a hung attempt with a 30 s deadline ends the
+/// call at 30 s of tokio time after one attempt (on std's clock, which paused time does
+/// not move, the deadline never came: 5 attempts and 152 s).
+#[cfg(feature = "tokio")]
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn under_paused_time_the_deadline_is_on_tokios_clock() {
+    let retrier = Retrier::new(policy().deadline(Some(Duration::from_secs(30))).build().unwrap());
+    let started = tokio::time::Instant::now();
+    let got = retrier.run_async(|_: Attempt| std::future::pending::<Result<(), ApiError>>(), transient).await;
+    match got {
+        Err(RetryError::Exhausted { attempts: 1, reason: ExhaustReason::Deadline, timed_out: Some(cut), .. }) => {
+            assert_eq!(cut.bound, Duration::from_secs(30));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(started.elapsed(), Duration::from_secs(30));
+    // Each attempt's bound is the time left on the same clock.
+    let seen = std::sync::Mutex::new(vec![]);
+    let got = retrier
+        .run_async(
+            |a: Attempt| {
+                seen.lock().unwrap().push(a.remaining);
+                async { Err::<(), _>(ApiError::Status(503, Some(Duration::from_secs(10)))) }
+            },
+            transient,
+        )
+        .await;
+    assert!(matches!(got, Err(RetryError::Exhausted { reason: ExhaustReason::Deadline, .. })), "{got:?}");
+    let seen = seen.into_inner().unwrap();
+    assert_eq!(seen[..2], [Some(Duration::from_secs(30)), Some(Duration::from_secs(20))], "{seen:?}");
 }
 
 #[tokio::test(flavor = "current_thread")]

@@ -149,7 +149,7 @@ fn a_hedged_call_cancelled_during_its_attempts_counts_them_as_made() {
     use retryrs::hedge::{HedgeCall, Step};
     use retryrs::{Hedging, Stats};
     use std::time::Duration;
-    let policy = Policy::builder().hedge(Some(Hedging::fixed(2, 10.0).unwrap())).deadline(None).build().unwrap();
+    let policy = Policy::builder().hedge(Some(Hedging::fixed_ms(2, 10.0).unwrap())).deadline(None).build().unwrap();
     for in_flight in [1u32, 2] {
         let stats = Stats::new();
         let mut sink = |e: &retryrs::Event<'_>| stats.observe(e);

@@ -7,7 +7,7 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use retryrs::http::{classify_request, HttpOutcome, HttpRules};
+use retryrs::{classify_request, HttpOutcome, HttpRules};
 use retryrs::{
     is_retryable_status, parse_retry_after_ms, CancelToken, Clock, DocumentError, EventKind, Failed, HedgeCall,
     Policies, Policy, Retrier, RetryError, Run, Step, Stop, ValueVerdict, Verdict, VirtualClock, HISTORY,
@@ -225,7 +225,7 @@ fn run_call(retrier: &Retrier, script: &[Value], at_ms: Option<u64>) -> Result<V
                 return Err(format!("exhausted after {attempts} with errors {errors:?}, {calls} calls"));
             }
         }
-        Err(RetryError::Cancelled { attempts, errors, value }) => {
+        Err(RetryError::Cancelled { attempts, errors, value, .. }) => {
             got["outcome"] = json!("cancelled");
             let last_is = errors.last().map(|e| e.0).filter(|_| value.is_none()).or(value);
             if attempts != calls || last_is != Some(calls) {

@@ -7,7 +7,7 @@ use retryrs::{Attempt, Hedging, Policy, Retrier, RetryError, Verdict};
 use std::cell::Cell;
 
 fn hedged() -> Retrier {
-    let hedging = Hedging::fixed(3, 50.0).unwrap();
+    let hedging = Hedging::fixed_ms(3, 50.0).unwrap();
     Retrier::new(Policy::builder().name("reads").hedge(Some(hedging)).build().unwrap())
 }
 

@@ -168,6 +168,7 @@ proptest! {
                     // so the next one is below 3 * (previous + 1): at most 3 * previous + 2.
                     prop_assert!(d <= previous.saturating_mul(3).saturating_add(2).max(initial));
                 }
+                other => prop_assert!(false, "a jitter kind this property does not know: {:?}", other),
             }
             previous = d;
         }

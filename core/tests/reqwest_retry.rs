@@ -269,7 +269,7 @@ async fn a_hedging_policy_hedges_a_get_and_sends_a_post_once() {
     })
     .await;
     let url = format!("http://{}/rates", server.addr);
-    let hedging = retryrs::Hedging::fixed(3, 50.0).unwrap();
+    let hedging = retryrs::Hedging::fixed_ms(3, 50.0).unwrap();
     let policy = Policy::builder().hedge(Some(hedging)).deadline(None).build().unwrap();
     let started = Instant::now();
     let response = client(policy).get(&url).send().await.unwrap();
@@ -279,7 +279,7 @@ async fn a_hedging_policy_hedges_a_get_and_sends_a_post_once() {
 
     // A POST may not be sent twice: once, even when the policy hedges at once (delay 0
     // would send all three copies together).
-    let at_once = retryrs::Hedging::fixed(3, 0.0).unwrap();
+    let at_once = retryrs::Hedging::fixed_ms(3, 0.0).unwrap();
     let policy = Policy::builder().hedge(Some(at_once)).deadline(None).build().unwrap();
     let posted = serve(vec![Reply(200, ""), Reply(200, ""), Reply(200, "")]).await;
     let response = client(policy).post(&posted.url).body("order=1").send().await.unwrap();

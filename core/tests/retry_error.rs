@@ -2,7 +2,7 @@
 //! gives the cause, and a chain printer (anyhow's "caused by", `{:#}`) shows both without
 //! repeating either.
 
-use retryrs::{AsyncRun, ExhaustReason, Jitter, Policy, Retrier, RetryError, TimedOut, Verdict};
+use retryrs::{AsyncRun, Cause, ExhaustReason, Jitter, Policy, Retrier, RetryError, TimedOut, Verdict};
 use std::error::Error;
 use std::fmt;
 use std::future::Future;
@@ -62,14 +62,41 @@ fn run(status: u16, verdict: Verdict) -> RetryError<Http> {
 fn an_exhausted_error_names_the_limit_and_its_source_is_the_last_error() {
     let e = run(503, Verdict::TRANSIENT);
     assert!(matches!(e, RetryError::Exhausted { attempts: 2, reason: ExhaustReason::Attempts, .. }));
-    assert_eq!(chain(&e), ["gave up after 2 attempts (max_attempts reached)", "HTTP 503", "connection reset"]);
+    // Any Debug + Display error is a source, seen through Cause: its own source is out of
+    // reach for a type the crate does not know (no specialization), but the typed error
+    // is one downcast away, with its whole chain.
+    assert_eq!(chain(&e), ["gave up after 2 attempts (max_attempts reached)", "HTTP 503"]);
+    let cause = e.source().and_then(|s| s.downcast_ref::<Cause<Http>>()).expect("the source is the last error");
+    assert_eq!(chain(cause.get()), ["HTTP 503", "connection reset"]);
+    assert!(matches!(e.into_last_error(), Ok(Http(503, Some(_)))));
 }
 
 #[test]
 fn a_rejection_is_transparent() {
     let e = run(400, Verdict::Permanent);
     assert!(matches!(e, RetryError::Rejected(Http(400, _))));
-    assert_eq!(chain(&e), ["HTTP 400", "connection reset"]);
+    assert_eq!(chain(&e), ["HTTP 400"]);
+}
+
+/// A boxed error (no `std::error::Error` itself) keeps its whole chain: the crate knows
+/// the type and asks the box for its source.
+#[cfg(feature = "blocking")]
+#[test]
+fn a_boxed_error_keeps_its_chain() {
+    type Boxed = Box<dyn Error + Send + Sync>;
+    for verdict in [Verdict::TRANSIENT, Verdict::Permanent] {
+        let retrier = Retrier::new(Policy::builder().max_attempts(2).initial_delay_ms(0.0).build().unwrap());
+        let got = retrier.run(
+            |_| Err::<(), Boxed>(Box::new(Http(503, Some(std::io::Error::other("connection reset"))))),
+            |_| verdict,
+        );
+        let e = got.unwrap_err();
+        let messages = chain(&e);
+        assert_eq!(messages[messages.len() - 2..], ["HTTP 503", "connection reset"], "{verdict:?}");
+        // `?` into the same boxed type.
+        let boxed: Boxed = e.into();
+        assert!(chain(&*boxed).ends_with(&["HTTP 503".to_string(), "connection reset".to_string()]));
+    }
 }
 
 #[test]

@@ -3,9 +3,11 @@
 
 mod support;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use retryrs::tower_retry::retry_layer;
+use retryrs::tower_retry::{retry_layer, RetryPolicy};
 use retryrs::{Jitter, Policy, Retrier};
 use support::http_server::{serve, Reply};
 use tower::{Service, ServiceBuilder, ServiceExt};
@@ -31,7 +33,7 @@ fn http_client() -> impl Service<
     })
 }
 
-async fn send(policy: Policy, request: http::Request<String>) -> Result<http::Response<String>, reqwest::Error> {
+async fn send(policy: Policy, request: http::Request<String>) -> Result<http::Response<String>, tower::BoxError> {
     let mut service = ServiceBuilder::new().layer(retry_layer(Retrier::new(policy))).service(http_client());
     service.ready().await?.call(request).await
 }
@@ -92,7 +94,7 @@ async fn a_post_with_an_idempotency_key_is_sent_again() {
     let response = send(quick(), post).await.unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(*server.methods.lock().unwrap(), ["POST", "POST"]);
-    let ignoring = retryrs::tower_retry::RetryPolicy::new(Retrier::new(quick())).idempotency_key(false);
+    let ignoring = retryrs::tower_retry::RetryPolicy::try_new(Retrier::new(quick())).unwrap().idempotency_key(false);
     let mut service = ServiceBuilder::new().layer(tower::retry::RetryLayer::new(ignoring)).service(http_client());
     let server2 = serve(vec![Reply(503, ""), Reply(200, "")]).await;
     let post2 =
@@ -116,10 +118,97 @@ async fn out_of_attempts_the_last_response_is_returned_and_each_request_starts_a
 }
 
 /// tower's retry runs one attempt at a time and its Policy cannot fail a request: a
-/// hedging policy is refused where the layer is built, saying why (issue 26).
+/// hedging policy is refused where the policy is built, as an error saying why (issue 26).
 #[test]
-#[should_panic(expected = "h: this policy hedges (runs attempts side by side and abandons the losers)")]
-fn a_hedging_policy_is_refused_when_the_layer_is_built() {
-    let hedging = retryrs::Hedging::fixed(2, 10.0).unwrap();
-    let _ = retry_layer(Retrier::new(Policy::builder().name("h").hedge(Some(hedging)).build().unwrap()));
+fn a_hedging_policy_is_refused_by_tower_s_retry_policy() {
+    let hedging = retryrs::Hedging::fixed_ms(2, 10.0).unwrap();
+    let refused = RetryPolicy::try_new(Retrier::new(Policy::builder().name("h").hedge(Some(hedging)).build().unwrap()));
+    let why = refused.unwrap_err().to_string();
+    assert!(why.contains("h: this policy hedges (runs attempts side by side and abandons the losers)"), "{why}");
+}
+
+/// The layer runs each request through the async executor: a hedging policy hedges (the
+/// hedge's answer wins while attempt 1 hangs).
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_layer_hedges_a_hedging_policy() {
+    let hedging = retryrs::Hedging::fixed_ms(2, 100.0).unwrap();
+    let policy = Policy::builder().hedge(Some(hedging)).build().unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let inner = counting(calls.clone(), |n| if n == 1 { None } else { Some(200) });
+    let mut service = ServiceBuilder::new().layer(retry_layer(Retrier::new(policy))).service(inner);
+    let response = service.ready().await.unwrap().call(get("http://127.0.0.1:9/")).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(calls.load(Ordering::Relaxed), 2);
+}
+
+/// An inner service that counts its calls and answers call n with `answer(n)`'s status, or
+/// hangs for `None`.
+fn counting(
+    calls: Arc<AtomicUsize>,
+    answer: impl Fn(usize) -> Option<u16> + Clone + Send + 'static,
+) -> impl Service<
+    http::Request<String>,
+    Response = http::Response<String>,
+    Error = std::io::Error,
+    Future = impl std::future::Future<Output = Result<http::Response<String>, std::io::Error>> + Send,
+> + Clone
+       + Send {
+    tower::service_fn(move |_req: http::Request<String>| {
+        let n = calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let status = answer(n);
+        async move {
+            match status {
+                None => std::future::pending().await,
+                Some(status) => {
+                    let mut out = http::Response::new(String::new());
+                    *out.status_mut() = http::StatusCode::from_u16(status).unwrap();
+                    Ok(out)
+                }
+            }
+        }
+    })
+}
+
+/// The breaker is asked before attempt 1: while it is open, requests are answered with
+/// a typed error (reason circuit_open) and never reach the inner service.
+#[tokio::test(flavor = "current_thread")]
+async fn an_open_breaker_keeps_requests_from_the_inner_service() {
+    use retryrs::{BreakerConfig, CircuitBreaker, ExhaustReason, RetryError};
+    let _virtual_time = retryrs::testing::scoped();
+    let mut cfg = BreakerConfig::consecutive(1);
+    cfg.break_duration = Duration::from_secs(30);
+    let breaker = Arc::new(CircuitBreaker::new(cfg).unwrap());
+    let policy = Policy::builder().max_attempts(1).breaker(Some(breaker)).build().unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let inner = counting(calls.clone(), |_| Some(503));
+    let mut service = ServiceBuilder::new().layer(retry_layer(Retrier::new(policy))).service(inner);
+    // The first request reaches the service; its 503 opens the breaker.
+    let first = service.ready().await.unwrap().call(get("http://127.0.0.1:9/")).await.unwrap();
+    assert_eq!(first.status(), 503);
+    for _ in 0..5 {
+        let refused = service.ready().await.unwrap().call(get("http://127.0.0.1:9/")).await.unwrap_err();
+        match refused.downcast_ref::<RetryError<tower::BoxError>>() {
+            Some(RetryError::Exhausted { attempts: 0, reason: ExhaustReason::CircuitOpen, .. }) => {}
+            other => panic!("{other:?}: {refused}"),
+        }
+    }
+    assert_eq!(calls.load(Ordering::Relaxed), 1, "the open breaker kept 5 requests from the inner service");
+}
+
+/// A hung attempt is cut at its bound (the layer keeps the attempt timeout itself).
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_hung_attempt_is_cut_at_its_bound() {
+    let policy = Policy::builder()
+        .jitter(Jitter::None)
+        .initial_delay(Duration::from_millis(10))
+        .attempt_timeout(Some(Duration::from_secs(1)))
+        .build()
+        .unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let inner = counting(calls.clone(), |n| if n == 1 { None } else { Some(200) });
+    let mut service = ServiceBuilder::new().layer(retry_layer(Retrier::new(policy))).service(inner);
+    let started = tokio::time::Instant::now();
+    let response = service.ready().await.unwrap().call(get("http://127.0.0.1:9/")).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(started.elapsed(), Duration::from_millis(1010));
 }
