@@ -43,6 +43,8 @@ pub struct HedgeOptions {
     pub floor_ms: Option<f64>,
     pub ceiling_ms: Option<f64>,
     pub window: Option<f64>,
+    /// false: no default guard (hedges unlimited without a budget).
+    pub guard: bool,
 }
 
 /// The engine's hedging policy for `hedge`, its errors in Node's names (`hedge.delayMs`).
@@ -71,6 +73,7 @@ fn hedging(h: &HedgeOptions) -> Result<retryrs::Hedging, Problem> {
     } else {
         Hedging::fixed(attempts, h.delay_ms.unwrap_or(0.0))
     };
+    let built = built.map(|built| if h.guard { built } else { built.without_guard() });
     built.map_err(|e| {
         let field = match e.field {
             "max_attempts" => "maxAttempts",
@@ -270,11 +273,9 @@ impl NativePolicy {
             let mut builder = PolicyBuilder::from(&*self.inner);
             if let Some(h) = self.inner.hedging() {
                 let hedging = match h.delay() {
-                    retryrs::HedgeDelay::Fixed(d) => retryrs::Hedging::fixed(n as u64, units::ms_from_duration(*d))
-                        .map_err(|e| {
-                            Problem::from_message(format!("retry.limit {} (this retrier hedges)", e.message))
-                                .into_error()
-                        })?,
+                    retryrs::HedgeDelay::Fixed(_) => h.with_max_attempts(n as u64).map_err(|e| {
+                        Problem::from_message(format!("retry.limit {} (this retrier hedges)", e.message)).into_error()
+                    })?,
                     retryrs::HedgeDelay::Adaptive { .. } => return Err(Problem::from_message(
                         "retry.limit cannot apply to a retrier whose hedging delay is adaptive (its latency sketch \
                              belongs to its policy)"
@@ -282,7 +283,7 @@ impl NativePolicy {
                     )
                     .into_error()),
                 };
-                builder = builder.hedge(Some(hedging.with_non_fatal(h.non_fatal().to_vec())));
+                builder = builder.hedge(Some(hedging));
             } else {
                 builder = builder
                     .set("max_attempts", Setting::Number(n))

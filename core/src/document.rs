@@ -766,7 +766,8 @@ impl<'a> Loader<'a> {
         }
         let fields = self.object(path, Some(raw))?;
         let get = |k: &str| fields.iter().find(|(key, _)| key == k).map(|(_, v)| *v);
-        const KEYS: [&str; 7] = ["max_attempts", "delay", "non_fatal", "quantile", "floor", "ceiling", "window"];
+        const KEYS: [&str; 8] =
+            ["max_attempts", "delay", "non_fatal", "quantile", "floor", "ceiling", "window", "guard"];
         for (key, v) in &fields {
             if !KEYS.contains(&key.as_str()) {
                 return Err(self.key_err(
@@ -835,7 +836,21 @@ impl<'a> Loader<'a> {
             None => vec![],
             Some(v) => self.names_list(&at("non_fatal"), v)?,
         };
-        Ok(Some(hedging.with_non_fatal(non_fatal)))
+        let guarded = match get("guard") {
+            None => true,
+            Some(v) => match self.value(&at("guard"), v)? {
+                Value::Bool(b) => b,
+                other => {
+                    return Err(self.err(
+                        &at("guard"),
+                        Some(v),
+                        format!("must be true or false, got {}", describe(&other)),
+                    ))
+                }
+            },
+        };
+        let hedging = hedging.with_non_fatal(non_fatal);
+        Ok(Some(if guarded { hedging } else { hedging.without_guard() }))
     }
 
     /// A list of failure names (strings) or numbers (statuses), kept as text.
@@ -1166,7 +1181,10 @@ impl<'a> Loader<'a> {
     /// whole number > 1 (capped at 5, or [`LoadOptions::grpc_max_attempts`] if lower),
     /// `hedgingDelay` a duration >= 0 (0s when omitted: every attempt at once),
     /// `nonFatalStatusCodes` a list of status codes (none when omitted: every failure is
-    /// fatal). Hedges are throttled by `retryThrottling`, as A6 says.
+    /// fatal). Hedges are throttled by `retryThrottling` exactly as A6 says (sent only
+    /// while tokens > maxTokens/2, spending nothing: only failures spend); without
+    /// `retryThrottling` they are not limited (A6: no throttling configured), so the
+    /// native default guard is off.
     fn grpc_hedging(
         &self,
         path: &str,
@@ -1197,7 +1215,9 @@ impl<'a> Loader<'a> {
         };
         let hedging = Hedging::fixed(attempts, delay)
             .map_err(|e| self.err(&at("hedgingDelay"), get("hedgingDelay"), format!("retryrs needs {e}")))?
-            .with_non_fatal(non_fatal);
+            .with_non_fatal(non_fatal)
+            .with_a6_throttling()
+            .without_guard();
         Ok(base
             .hedge(Some(hedging))
             .set("max_retry_after", Setting::Off)
@@ -1549,7 +1569,8 @@ fn hedge_schema() -> Value {
             "quantile": { "type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1, "default": 0.95, "description": "adaptive only: the quantile of recent latencies" },
             "floor": { "type": "string", "pattern": duration_pattern(), "default": "1ms", "description": "adaptive only: the shortest delay" },
             "ceiling": { "type": "string", "pattern": duration_pattern(), "default": "1000ms", "description": "adaptive only: the longest delay, and the delay until enough latencies are known" },
-            "window": { "type": "integer", "minimum": 1, "maximum": 1_000_000, "default": crate::hedge::DEFAULT_WINDOW, "description": "adaptive only: how many recent latencies are kept" }
+            "window": { "type": "integer", "minimum": 1, "maximum": 1_000_000, "default": crate::hedge::DEFAULT_WINDOW, "description": "adaptive only: how many recent latencies are kept" },
+            "guard": { "type": "boolean", "default": true, "description": "without a budget, hold hedges to 10% of the calls of the last 10 s plus one a second (docs/contract.md, Hedging); false: no limit" }
         }
     })
 }

@@ -19,7 +19,15 @@ _S = TypeVar("_S")
 
 Seconds = Union[float, int, timedelta]
 RetryOn = Union[Type[BaseException], Tuple[Type[BaseException], ...], Callable[[BaseException], Union[bool, Awaitable[bool]]]]
-Hint = Union[float, int, timedelta, str, None]
+@final
+class DontRetry:
+    """The type of DONT_RETRY (one instance)."""
+
+# A retry_after answer for a server that said "don't retry" (gRPC A6 pushback): the
+# failure counts (a budget token, a breaker's failure), and nothing more is sent.
+DONT_RETRY: DontRetry
+
+Hint = Union[float, int, timedelta, str, bytes, DontRetry, None]
 WaitHook = Callable[[int, Any, float], Union[float, int, timedelta, None, Awaitable[Union[float, int, timedelta, None]]]]
 BeforeSleepHook = Callable[[int, Any, float], Union[None, bool, Awaitable[Optional[bool]]]]
 
