@@ -258,6 +258,10 @@ export declare class Policy {
   readonly maxRetryAfterMs: number | null;
   readonly attemptTimeoutMs: number | null;
   // knobgen:end policy-knobs
+  /** A gRPC policy's retryableStatusCodes (a hedging one's nonFatalStatusCodes) as names; null for a policy not from a service config. */
+  readonly grpcStatusCodes: string[] | null;
+  /** The verdict on a gRPC status (a number, or a name such as 'UNAVAILABLE') by those codes. */
+  grpcVerdict(status: number | string): 'success' | 'transient' | 'permanent';
 }
 
 /**

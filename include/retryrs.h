@@ -927,6 +927,31 @@ const char *retryrs_last_error(void);
 // "invalid_argument", "internal_error"; "unknown" for any other value). Static string.
 const char *retryrs_status_name(retryrs_status status);
 
+// Stores in `*mask` the status codes of the policy `name` (a gRPC service config's):
+// bit n set when status n is in its retryableStatusCodes (a hedging policy's
+// nonFatalStatusCodes). RETRYRS_INVALID_ARGUMENT for an unknown name, or a policy not
+// loaded from a service config (retryrs_last_error() says which).
+retryrs_status retryrs_policies_grpc_status_codes(const struct retryrs_policies *policies,
+                                                  const char *name,
+                                                  uint32_t *mask);
+
+// Stores in `*verdict` the verdict on a call of the policy `name` that ended with gRPC
+// status `code` (0 to 16), by its status codes: RETRYRS_SUCCESS for OK, RETRYRS_TRANSIENT
+// for a listed code (retried; hedging: non-fatal), RETRYRS_PERMANENT for any other.
+// RETRYRS_INVALID_ARGUMENT for an unknown name, a code out of range, or a policy not
+// loaded from a service config.
+retryrs_status retryrs_policies_grpc_verdict(const struct retryrs_policies *policies,
+                                             const char *name,
+                                             uint32_t code,
+                                             retryrs_verdict *verdict);
+
+// The number of the gRPC status called `name` (as a service config spells it:
+// "UNAVAILABLE"), or -1 for a name that is none (or NULL).
+int32_t retryrs_grpc_status_code(const char *name);
+
+// The name of gRPC status `code` ("UNAVAILABLE" for 14), static; NULL past 16.
+const char *retryrs_grpc_status_name(uint32_t code);
+
 // Starts a hedged call at `now_ms` (any monotonic millisecond time base, e.g.
 // retryrs_now_ms()) under the retrier's policy, which should hedge (a policy document's
 // `hedge` or a service config's `hedgingPolicy`, through retryrs_policies_retrier());

@@ -198,6 +198,34 @@ impl NativePolicy {
 
 #[napi]
 impl NativePolicy {
+    /// A gRPC policy's status codes (retryableStatusCodes, or a hedging policy's
+    /// nonFatalStatusCodes) as names; null for a policy not from a service config.
+    #[napi]
+    pub fn grpc_status_codes(&self) -> Option<Vec<String>> {
+        self.inner.grpc_status_codes().map(|c| c.names().into_iter().map(String::from).collect())
+    }
+
+    /// The verdict on gRPC status `code` (a number) or `name` by the policy's codes:
+    /// 'success', 'transient' or 'permanent'; throws for a status that is none, or a policy
+    /// without codes.
+    #[napi]
+    pub fn grpc_verdict(&self, code: Option<f64>, name: Option<String>) -> napi::Result<&'static str> {
+        guarded(|| {
+            let judged = match (code, name) {
+                (Some(n), _) if n.fract() == 0.0 && (0.0..=1e15).contains(&n) => self.inner.grpc_verdict_code(n as u64),
+                (Some(n), _) => Err(format!("{} is not a gRPC status code", crate::problem::js_number(n))),
+                (None, Some(s)) => self.inner.grpc_verdict(&s),
+                (None, None) => Err("a gRPC status is a number or a name".into()),
+            };
+            match judged {
+                Ok(retryrs::Verdict::Success) => Ok("success"),
+                Ok(retryrs::Verdict::Permanent) => Ok("permanent"),
+                Ok(_) => Ok("transient"),
+                Err(why) => Err(Problem::from_message(why).into_error()),
+            }
+        })
+    }
+
     /// The numeric knob `name` (contract spelling) in the core's units (ms for
     /// durations), or null when it is off.
     #[napi]

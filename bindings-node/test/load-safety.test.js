@@ -70,3 +70,25 @@ test('in a hedged call DONT_RETRY stops new hedges and lets the attempt in fligh
     testing.disable();
   }
 });
+
+test('a gRPC policy keeps its status codes and judges a status by them', () => {
+  const { loadPolicies } = require('..');
+  const policies = loadPolicies({
+    methodConfig: [
+      { name: [{ service: 'pay' }], retryPolicy: { maxAttempts: 3, initialBackoff: '0.1s', maxBackoff: '1s', backoffMultiplier: 2, retryableStatusCodes: ['UNAVAILABLE'] } },
+      { name: [{ service: 'reads' }], hedgingPolicy: { maxAttempts: 2, nonFatalStatusCodes: [13, 'ABORTED'] } },
+    ],
+  });
+  const pay = policies.get('pay');
+  assert.deepEqual(pay.grpcStatusCodes, ['UNAVAILABLE']);
+  assert.deepEqual(policies.get('reads').grpcStatusCodes, ['ABORTED', 'INTERNAL']);
+  assert.deepEqual([14, 'UNAVAILABLE', 13, 'INTERNAL', 0].map((s) => pay.grpcVerdict(s)), ['transient', 'transient', 'permanent', 'permanent', 'success']);
+  assert.equal(policies.get('reads').grpcVerdict('INTERNAL'), 'transient');
+  assert.throws(() => pay.grpcVerdict(17), /17 is not a gRPC status code/);
+  assert.throws(() => pay.grpcVerdict(1.5), /1\.5 is not a gRPC status code/);
+  assert.throws(() => pay.grpcVerdict('BUSY'), /"BUSY" is not a gRPC status code/);
+  assert.throws(() => pay.grpcVerdict(null), /a number or a name, got null/);
+  const native = loadPolicies({ policies: { x: {} } }).get('x');
+  assert.equal(native.grpcStatusCodes, null);
+  assert.throws(() => native.grpcVerdict(14), /not loaded from a gRPC service config/);
+});

@@ -31,6 +31,7 @@ use serde_json::Value;
 
 use crate::breaker::{BreakerConfig, BreakerModel, CircuitBreaker};
 use crate::budget::{BudgetError, QuotaBudget, RatioBudget, RetryBudget, TokenBucket};
+use crate::grpc_status::{status_code, StatusCodes, GRPC_STATUS_NAMES};
 use crate::hedge::Hedging;
 use crate::knob::{Setting, Unit, KNOBS};
 use crate::policy::{Given, Jitter, Policy, PolicyBuilder, PolicyError, Pushback};
@@ -1071,7 +1072,11 @@ impl<'a> Loader<'a> {
                 }
             },
         };
-        let base = PolicyBuilder::new().deadline_ms(deadline).pushback(Pushback::Grpc);
+        let base = PolicyBuilder::new()
+            .deadline_ms(deadline)
+            .pushback(Pushback::Grpc)
+            // No retryPolicy: one attempt, no status retried (a retryPolicy lists its own).
+            .grpc_status_codes(Some(StatusCodes::default()));
         let builder = match (get("retryPolicy"), get("hedgingPolicy")) {
             (Some(retry), _) => self.grpc_retry(path, retry, base, budget)?,
             (None, Some(hedge)) => self.grpc_hedging(path, hedge, base, budget)?,
@@ -1131,8 +1136,9 @@ impl<'a> Loader<'a> {
         let mult_raw = field("backoffMultiplier")?;
         let multiplier = self.number(&at("backoffMultiplier"), mult_raw)?;
         let codes_raw = field("retryableStatusCodes")?;
-        self.grpc_codes(&at("retryableStatusCodes"), codes_raw)?;
+        let codes = self.grpc_codes(&at("retryableStatusCodes"), codes_raw)?;
         let builder = base
+            .grpc_status_codes(Some(StatusCodes::retryable(codes)))
             .max_attempts(attempts)
             .initial_delay_ms(initial)
             .max_delay_ms(max)
@@ -1213,6 +1219,7 @@ impl<'a> Loader<'a> {
             None => vec![],
             Some(raw) => self.grpc_code_names(&at("nonFatalStatusCodes"), raw, true)?,
         };
+        let codes = StatusCodes::non_fatal(non_fatal.iter().filter_map(|n| status_code(n).ok()));
         let hedging = Hedging::fixed(attempts, delay)
             .map_err(|e| self.err(&at("hedgingDelay"), get("hedgingDelay"), format!("retryrs needs {e}")))?
             .with_non_fatal(non_fatal)
@@ -1220,16 +1227,18 @@ impl<'a> Loader<'a> {
             .without_guard();
         Ok(base
             .hedge(Some(hedging))
+            .grpc_status_codes(Some(codes))
             .set("max_retry_after", Setting::Off)
             .map_err(|e| self.err(&hp, Some(hedge), e))?
             .budget(budget.cloned()))
     }
 
     /// `retryableStatusCodes`: a non-empty list of gRPC status codes, each a name
-    /// (`"UNAVAILABLE"`) or a number in [0, 16], as grpc-go reads them. Checked, not used:
-    /// which errors are retried is the host's predicate.
-    fn grpc_codes(&self, path: &str, raw: &RawValue) -> Result<(), DocumentError> {
-        self.grpc_code_names(path, raw, false).map(|_| ())
+    /// (`"UNAVAILABLE"`) or a number in [0, 16], as grpc-go reads them; kept in the
+    /// policy ([`Policy::grpc_status_codes`], [`Policy::grpc_verdict`]) for the host's
+    /// predicate, which decides which errors are retried.
+    fn grpc_codes(&self, path: &str, raw: &RawValue) -> Result<Vec<u8>, DocumentError> {
+        Ok(self.grpc_code_names(path, raw, false)?.iter().filter_map(|n| status_code(n).ok()).collect())
     }
 
     /// A list of gRPC status codes (names or numbers), as names; empty only if `may_be_empty`.
@@ -1243,8 +1252,8 @@ impl<'a> Loader<'a> {
         for (i, code) in list.iter().enumerate() {
             let p = format!("{path}[{i}]");
             let found = match self.value(&p, code)? {
-                Value::String(s) => GRPC_CODES.iter().find(|c| **c == s.as_str()).copied(),
-                Value::Number(n) => n.as_u64().and_then(|n| GRPC_CODES.get(n as usize)).copied(),
+                Value::String(s) => GRPC_STATUS_NAMES.iter().find(|c| **c == s.as_str()).copied(),
+                Value::Number(n) => n.as_u64().and_then(|n| GRPC_STATUS_NAMES.get(n as usize)).copied(),
                 _ => None,
             };
             if let Some(name) = found {
@@ -1256,7 +1265,7 @@ impl<'a> Loader<'a> {
                     format!(
                         "{} is not a gRPC status code; write a name such as \"UNAVAILABLE\" or a number from 0 to {}",
                         shown(code),
-                        GRPC_CODES.len() - 1
+                        GRPC_STATUS_NAMES.len() - 1
                     ),
                 ));
             }
@@ -1309,27 +1318,6 @@ impl<'a> Loader<'a> {
         Ok(out)
     }
 }
-
-/// gRPC's status codes by number, as its service config spells them.
-const GRPC_CODES: [&str; 17] = [
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
-];
 
 /// A value as the document spells it: durations as `"100ms"`.
 fn document_value(knob: &'static str, v: &Given) -> String {
@@ -1683,7 +1671,36 @@ fn document_jitter(text: &str) -> Result<Jitter, PolicyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Verdict;
     use crate::knob::{Default, Knob, Rule};
+
+    /// A loaded gRPC policy keeps its status codes, and judges a status by them: a config
+    /// that limits a method to UNAVAILABLE does not retry INTERNAL.
+    #[test]
+    fn a_grpc_policy_keeps_its_status_codes_and_judges_by_them() {
+        let config = r#"{"methodConfig": [
+            {"name": [{"service": "pay", "method": "Charge"}], "retryPolicy": {"maxAttempts": 3,
+              "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2,
+              "retryableStatusCodes": ["UNAVAILABLE"]}},
+            {"name": [{"service": "reads"}], "hedgingPolicy": {"maxAttempts": 2,
+              "nonFatalStatusCodes": [13, "ABORTED"]}},
+            {"name": [{"service": "once"}], "timeout": "1s"}]}"#;
+        let all = Policies::from_json(config).unwrap();
+        let charge = all.get("pay/Charge").unwrap();
+        let codes = charge.grpc_status_codes().unwrap();
+        assert_eq!((codes.names(), codes.field()), (vec!["UNAVAILABLE"], "retryableStatusCodes"));
+        assert_eq!(charge.grpc_verdict("UNAVAILABLE"), Ok(Verdict::TRANSIENT));
+        assert_eq!(charge.grpc_verdict("INTERNAL"), Ok(Verdict::Permanent));
+        assert_eq!(charge.grpc_verdict_code(0), Ok(Verdict::Success));
+        assert!(charge.grpc_verdict("BUSY").unwrap_err().contains("\"BUSY\" is not a gRPC status code"));
+        let reads = all.get("reads").unwrap();
+        assert_eq!(reads.grpc_status_codes().unwrap().names(), ["ABORTED", "INTERNAL"]);
+        assert_eq!(reads.grpc_verdict("13"), Ok(Verdict::TRANSIENT));
+        assert_eq!(all.get("once").unwrap().grpc_verdict("UNAVAILABLE"), Ok(Verdict::Permanent));
+        let native = Policies::from_json(r#"{"policies": {"x": {}}}"#).unwrap();
+        let err = native.get("x").unwrap().grpc_verdict("UNAVAILABLE").unwrap_err();
+        assert!(err.contains("not loaded from a gRPC service config"), "{err}");
+    }
 
     #[test]
     fn a_knobs_schema_bounds_are_its_rules() {

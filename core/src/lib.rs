@@ -115,6 +115,7 @@ pub mod engine;
 pub mod event;
 pub mod executor;
 mod fork_lock;
+pub mod grpc_status;
 pub mod hedge;
 pub mod http;
 #[cfg(feature = "http-date")]

@@ -373,6 +373,12 @@ class Policy:
     @property
     def attempt_timeout(self) -> Optional[float]: ...
     # knobgen:end policy-knobs
+    # A gRPC policy's retryableStatusCodes (a hedging one's nonFatalStatusCodes), as
+    # names; None for a policy not loaded from a service config.
+    @property
+    def grpc_status_codes(self) -> Optional[List[str]]: ...
+    # The verdict on a gRPC status (a number, a name, or grpc's StatusCode) by them.
+    def grpc_verdict(self, status: Any) -> Literal["success", "transient", "permanent"]: ...
 
 @final
 class _Document:
