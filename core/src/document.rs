@@ -30,7 +30,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::breaker::{BreakerConfig, BreakerModel, CircuitBreaker};
-use crate::budget::{BudgetError, QuotaBudget, RatioBudget, RetryBudget, TokenBucket};
+use crate::budget::{thousandths as thousandths_of, BudgetError, QuotaBudget, RatioBudget, RetryBudget, TokenBucket};
 use crate::grpc_status::{status_code, StatusCodes, GRPC_STATUS_NAMES};
 use crate::hedge::Hedging;
 use crate::knob::{Setting, Unit, KNOBS};
@@ -974,8 +974,8 @@ impl<'a> Loader<'a> {
         Ok(Policies { policies, budgets, breakers: BTreeMap::new(), warnings })
     }
 
-    /// `retryThrottling`: `maxTokens` a whole number in (0, 1000] (A6's uint32, grpc-go's
-    /// range), `tokenRatio` > 0. A ratio that keeps no token at three decimals is valid to
+    /// `retryThrottling`: `maxTokens` a number in (0, 1000] (grpc-go reads a float64:
+    /// 10.5 loads; A6 keeps 3 decimals), `tokenRatio` > 0. A ratio that keeps no token at three decimals is valid to
     /// gRPC, so it loads, with a warning.
     fn grpc_throttling(&self, raw: &'a RawValue, warnings: &mut Vec<String>) -> Result<RetryBudget, DocumentError> {
         let path = "retryThrottling";
@@ -993,11 +993,19 @@ impl<'a> Loader<'a> {
             let missing = if max.is_none() { "maxTokens" } else { "tokenRatio" };
             return Err(self.err(path, Some(raw), format!("{missing} is missing")));
         };
-        if !(m > 0.0 && m <= 1000.0 && m.fract() == 0.0) {
+        // grpc-go reads a float64 and checks (0, 1000]; tokens keep 3 decimals (A6).
+        if !(m > 0.0 && m <= 1000.0) {
             return Err(self.err(
                 "retryThrottling.maxTokens",
                 Some(m_raw),
-                format!("must be a whole number > 0 and <= 1000 (gRPC), got {m}"),
+                format!("must be > 0 and <= 1000 (gRPC), got {m}"),
+            ));
+        }
+        if thousandths_of(m) == 0 {
+            return Err(self.err(
+                "retryThrottling.maxTokens",
+                Some(m_raw),
+                format!("must be at least 0.001 (A6 keeps 3 decimals), got {m}"),
             ));
         }
         if !(r > 0.0 && r.is_finite()) {
@@ -1078,7 +1086,7 @@ impl<'a> Loader<'a> {
             // No retryPolicy: one attempt, no status retried (a retryPolicy lists its own).
             .grpc_status_codes(Some(StatusCodes::default()));
         let builder = match (get("retryPolicy"), get("hedgingPolicy")) {
-            (Some(retry), _) => self.grpc_retry(path, retry, base, budget)?,
+            (Some(retry), _) => self.grpc_retry(path, retry, base, budget, warnings)?,
             (None, Some(hedge)) => self.grpc_hedging(path, hedge, base, budget)?,
             // A method config without a retry policy still is the method's config: gRPC
             // makes one attempt (a service-level policy does not apply to it), and a call
@@ -1096,12 +1104,15 @@ impl<'a> Loader<'a> {
     }
 
     /// A method config's `retryPolicy`, checked as grpc-go checks it, onto `base`.
+    /// `perAttemptRecvTimeout` (gRFC A6's later field) loads as grpc-go loads it: checked as
+    /// a duration, then ignored, with a warning saying so.
     fn grpc_retry(
         &self,
         path: &str,
         retry: &'a RawValue,
         base: PolicyBuilder,
         budget: Option<&Arc<RetryBudget>>,
+        warnings: &mut Vec<String>,
     ) -> Result<PolicyBuilder, DocumentError> {
         let rp = format!("{path}.retryPolicy");
         let fields = self.object(&rp, Some(retry))?;
@@ -1115,9 +1126,22 @@ impl<'a> Loader<'a> {
         for (key, v) in &fields {
             if !matches!(
                 key.as_str(),
-                "maxAttempts" | "initialBackoff" | "maxBackoff" | "backoffMultiplier" | "retryableStatusCodes"
+                "maxAttempts"
+                    | "initialBackoff"
+                    | "maxBackoff"
+                    | "backoffMultiplier"
+                    | "retryableStatusCodes"
+                    | "perAttemptRecvTimeout"
             ) {
                 return Err(self.key_err(&format!("{rp}.{key}"), v, "unknown or unsupported retryPolicy field"));
+            }
+            if key == "perAttemptRecvTimeout" {
+                let at = format!("{rp}.{key}");
+                self.grpc_seconds(&at, v, "1s")?;
+                warnings.push(format!(
+                    "{at}: ignored, as grpc-go ignores it; bound each attempt with the method config's timeout, or a \
+                     retryrs policy's attempt_timeout"
+                ));
             }
         }
         let at = |k: &str| format!("{rp}.{k}");
@@ -1167,6 +1191,17 @@ impl<'a> Loader<'a> {
         let attempts = self.number(path, raw)?;
         if !(attempts.fract() == 0.0 && attempts > 1.0) {
             return Err(self.err(path, Some(raw), format!("must be a whole number > 1 (gRPC), got {attempts}")));
+        }
+        // grpc-go reads an int: JSON's 2.0 or 2e0 does not unmarshal into one.
+        if !raw.get().trim().bytes().all(|b| b.is_ascii_digit()) {
+            return Err(self.err(
+                path,
+                Some(raw),
+                format!(
+                    "must be an integer written without a fraction or exponent (gRPC reads an int), got {}",
+                    raw.get().trim()
+                ),
+            ));
         }
         Ok(attempts.min(f64::from(cap)) as u64)
     }
@@ -1414,6 +1449,10 @@ fn not_a_duration(text: &str) -> String {
 /// A protobuf JSON duration as gRPC's service config writes it: seconds with an `s`.
 fn grpc_duration(text: &str) -> Result<f64, String> {
     match text.strip_suffix('s') {
+        // A protobuf duration has nanoseconds: grpc-go refuses a 10th fractional digit.
+        Some(n) if n.split_once('.').is_some_and(|(_, frac)| frac.len() > 9) => {
+            Err(format!("{text:?} has more than 9 digits after the point (a protobuf duration holds nanoseconds)"))
+        }
         Some(n) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit() || c == '.') => {
             n.parse::<f64>().map(crate::units::ms_from_secs).map_err(|_| format!("{text:?} is not a duration"))
         }
