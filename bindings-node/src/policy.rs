@@ -201,8 +201,8 @@ impl NativePolicy {
     /// A gRPC policy's status codes (retryableStatusCodes, or a hedging policy's
     /// nonFatalStatusCodes) as names; null for a policy not from a service config.
     #[napi]
-    pub fn grpc_status_codes(&self) -> Option<Vec<String>> {
-        self.inner.grpc_status_codes().map(|c| c.names().into_iter().map(String::from).collect())
+    pub fn grpc_status_codes(&self) -> napi::Result<Option<Vec<String>>> {
+        guarded(|| Ok(self.inner.grpc_status_codes().map(|c| c.names().into_iter().map(String::from).collect())))
     }
 
     /// The verdict on gRPC status `code` (a number) or `name` by the policy's codes:
