@@ -113,7 +113,7 @@ export interface RetrierOptions<R = unknown> {
    * The minimum wait the server asked for, or undefined; it receives the error or the
    * rejected value. May answer with a promise. Default: retryAfterFromError.
    */
-  retryAfterMs?: (failure: unknown) => Answer<number | undefined | null>;
+  retryAfterMs?: (failure: unknown) => Answer<number | typeof DONT_RETRY | undefined | null>;
   /**
    * Called for every event (one listener or an array of them); a throw, or an async
    * listener's rejection, is reported as a process warning and changes nothing.
@@ -172,11 +172,13 @@ export interface ListenerHandle {
  * When hedges go out. `delayMs` a fixed delay after each launch (0: every attempt at
  * once), or `'adaptive'`: the `quantile` (default 0.95) of the last `window` (default
  * 1000) attempt latencies of every call of the retrier, clamped to [floorMs, ceilingMs]
- * (defaults 1 and 1000), the ceiling until 20 latencies are known.
+ * (defaults 1 and 1000), the ceiling until 20 latencies are known. Without a budget a
+ * default guard holds hedges to 10% of the calls of the last 10 s plus one a second
+ * (docs/contract.md, Hedging); `guard: false` turns it off.
  */
 export type HedgeOptions =
-  | { maxAttempts: number; delayMs?: number }
-  | { maxAttempts: number; delayMs: 'adaptive'; quantile?: number; floorMs?: number; ceilingMs?: number; window?: number };
+  | { maxAttempts: number; delayMs?: number; guard?: boolean }
+  | { maxAttempts: number; delayMs: 'adaptive'; quantile?: number; floorMs?: number; ceilingMs?: number; window?: number; guard?: boolean };
 
 /** What fn receives for each attempt. */
 export declare class AttemptContext {
@@ -258,6 +260,10 @@ export declare class Policy {
   readonly maxRetryAfterMs: number | null;
   readonly attemptTimeoutMs: number | null;
   // knobgen:end policy-knobs
+  /** A gRPC policy's retryableStatusCodes (a hedging one's nonFatalStatusCodes) as names; null for a policy not from a service config. */
+  readonly grpcStatusCodes: string[] | null;
+  /** The verdict on a gRPC status (a number, or a name such as 'UNAVAILABLE') by those codes. */
+  grpcVerdict(status: number | string): 'success' | 'transient' | 'permanent';
 }
 
 /**
@@ -413,8 +419,16 @@ export declare function classifyHttp(request: HttpRequestOutcome): 'retry' | 're
 
 /** The default predicate: network/system errors, fetch's "fetch failed", TimeoutError. */
 export declare function isTransientError(error: unknown): boolean;
-/** The default hint reader: an error's numeric `retryAfterMs`. */
-export declare function retryAfterFromError(error: unknown): number | undefined;
+/** The default hint reader: an error's numeric `retryAfterMs` (or DONT_RETRY). */
+export declare function retryAfterFromError(error: unknown): number | typeof DONT_RETRY | undefined;
+
+/**
+ * A retryAfterMs answer (or an error's `retryAfterMs`) for a server that said "don't
+ * retry" (gRPC A6 pushback): the failure counts (a budget token, a breaker's failure) and
+ * nothing more is sent; a hedged call sends no further hedge and lets those in flight
+ * finish. `Symbol.for('retryrs.dontRetry')`.
+ */
+export declare const DONT_RETRY: unique symbol;
 
 /**
  * Virtual time for tests: waits advance a virtual clock instead of taking real time.

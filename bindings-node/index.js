@@ -8,6 +8,7 @@ const { parseRetryAfter, isRetryableStatus, classifyHttp, RETRYABLE_STATUSES } =
 const { isTransientError, retryAfterFromError } = require('./lib/predicate');
 const { testing } = require('./lib/clock');
 const { loadPolicies, Policy, PolicyDocument, PolicyDocumentError } = require('./lib/policies');
+const { DONT_RETRY } = require('./lib/codes');
 
 module.exports = {
   Retrier,
@@ -21,6 +22,7 @@ module.exports = {
   RETRYABLE_STATUSES,
   isTransientError,
   retryAfterFromError,
+  DONT_RETRY,
   testing,
   loadPolicies,
   Policy,

@@ -14,6 +14,7 @@ export const {
   RETRYABLE_STATUSES,
   isTransientError,
   retryAfterFromError,
+  DONT_RETRY,
   testing,
   loadPolicies,
   Policy,

@@ -209,6 +209,12 @@ enum retryrs_verdict
   // whose retry a quota budget prices as a timeout's (`timeout_retry_cost`, the AWS
   // SDKs' 10 against 5). Only for the program's own timeout at that bound.
   RETRYRS_TIMED_OUT = 3,
+  // The server said "don't retry" (gRPC A6 pushback: a negative or unparseable
+  // `grpc-retry-pushback-ms`): counted as a failure (a budget token, a breaker's
+  // failure), but nothing more is sent: the call ends RETRYRS_EXHAUSTED (reason
+  // RETRYRS_REASON_RETRY_AFTER); a hedged call sends no further hedge and lets the
+  // attempts in flight finish.
+  RETRYRS_DONT_RETRY = 4,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -253,8 +259,9 @@ typedef struct retryrs_retrier retryrs_retrier;
 // for the message of any other value.
 typedef int32_t retryrs_status;
 
-// One attempt. Returns RETRYRS_SUCCESS, RETRYRS_TRANSIENT, RETRYRS_PERMANENT or
-// RETRYRS_TIMED_OUT (below). For a transient failure it may store a minimum wait in ms
+// One attempt. Returns RETRYRS_SUCCESS, RETRYRS_TRANSIENT, RETRYRS_PERMANENT,
+// RETRYRS_TIMED_OUT (below) or RETRYRS_DONT_RETRY (the server said not to retry: the
+// call ends exhausted, reason RETRYRS_REASON_RETRY_AFTER, the failure counted). For a transient failure it may store a minimum wait in ms
 // in *hint_ms (e.g. from retryrs_parse_retry_after()); *hint_ms starts negative, meaning no hint, and a
 // negative or NaN value stays "no hint". Any other return value ends the call with
 // RETRYRS_INVALID_ARGUMENT. Must not unwind (no C++ exceptions, no longjmp).
@@ -841,8 +848,9 @@ retryrs_status retryrs_call_refusal(const struct retryrs_call *call, double *ret
 
 // Reports how the current attempt ended at `now_ms`: `verdict` is RETRYRS_SUCCESS,
 // RETRYRS_TRANSIENT (with `hint_ms`, a minimum wait; negative or NaN: no hint),
-// RETRYRS_PERMANENT or RETRYRS_TIMED_OUT (the program cut the attempt at its bound, as
-// retryrs_call_record_timeout() reports it; `hint_ms` is ignored). `*step` gets RETRY
+// RETRYRS_PERMANENT, RETRYRS_TIMED_OUT (the program cut the attempt at its bound, as
+// retryrs_call_record_timeout() reports it; `hint_ms` is ignored) or RETRYRS_DONT_RETRY
+// (the server said not to retry: the call ends exhausted, reason retry_after). `*step` gets RETRY
 // (wait, then retryrs_call_after_wait()) or STOP. RETRYRS_INVALID_ARGUMENT when no
 // attempt is in progress or the verdict is unknown.
 retryrs_status retryrs_call_report(struct retryrs_call *call,
@@ -939,6 +947,31 @@ const char *retryrs_last_error(void);
 // "invalid_argument", "internal_error"; "unknown" for any other value). Static string.
 const char *retryrs_status_name(retryrs_status status);
 
+// Stores in `*mask` the status codes of the policy `name` (a gRPC service config's):
+// bit n set when status n is in its retryableStatusCodes (a hedging policy's
+// nonFatalStatusCodes). RETRYRS_INVALID_ARGUMENT for an unknown name, or a policy not
+// loaded from a service config (retryrs_last_error() says which).
+retryrs_status retryrs_policies_grpc_status_codes(const struct retryrs_policies *policies,
+                                                  const char *name,
+                                                  uint32_t *mask);
+
+// Stores in `*verdict` the verdict on a call of the policy `name` that ended with gRPC
+// status `code` (0 to 16), by its status codes: RETRYRS_SUCCESS for OK, RETRYRS_TRANSIENT
+// for a listed code (retried; hedging: non-fatal), RETRYRS_PERMANENT for any other.
+// RETRYRS_INVALID_ARGUMENT for an unknown name, a code out of range, or a policy not
+// loaded from a service config.
+retryrs_status retryrs_policies_grpc_verdict(const struct retryrs_policies *policies,
+                                             const char *name,
+                                             uint32_t code,
+                                             retryrs_verdict *verdict);
+
+// The number of the gRPC status called `name` (as a service config spells it:
+// "UNAVAILABLE"), or -1 for a name that is none (or NULL).
+int32_t retryrs_grpc_status_code(const char *name);
+
+// The name of gRPC status `code` ("UNAVAILABLE" for 14), static; NULL past 16.
+const char *retryrs_grpc_status_name(uint32_t code);
+
 // Starts a hedged call at `now_ms` (any monotonic millisecond time base, e.g.
 // retryrs_now_ms()) under the retrier's policy, which should hedge (a policy document's
 // `hedge` or a service config's `hedgingPolicy`, through retryrs_policies_retrier());
@@ -960,7 +993,8 @@ retryrs_status retryrs_hedge_poll(struct retryrs_hedge *hedge,
 
 // Attempt `attempt` ended at `now_ms` with `verdict`: RETRYRS_SUCCESS (it wins),
 // RETRYRS_TRANSIENT (a non-fatal failure; `hint_ms` a server's pushback, negative or
-// NaN for none) or RETRYRS_PERMANENT (fatal: the call ends); RETRYRS_TIMED_OUT is
+// NaN for none), RETRYRS_PERMANENT (fatal: the call ends) or RETRYRS_DONT_RETRY (a
+// failure after which no further hedge is sent; those in flight go on); RETRYRS_TIMED_OUT is
 // RETRYRS_TRANSIENT without a hint, and a quota prices the attempt it launches as a
 // retry after a timeout (a hedge launched on its timer is a plain retry). `*step`
 // gets what to do next, or DROPPED for an attempt already cancelled.

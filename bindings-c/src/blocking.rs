@@ -19,8 +19,9 @@ use crate::hooks::{retryrs_hooks, retryrs_retry_info};
 use crate::retrier::{retryrs_retrier, Shared};
 use crate::types::*;
 
-/// One attempt. Returns RETRYRS_SUCCESS, RETRYRS_TRANSIENT, RETRYRS_PERMANENT or
-/// RETRYRS_TIMED_OUT (below). For a transient failure it may store a minimum wait in ms
+/// One attempt. Returns RETRYRS_SUCCESS, RETRYRS_TRANSIENT, RETRYRS_PERMANENT,
+/// RETRYRS_TIMED_OUT (below) or RETRYRS_DONT_RETRY (the server said not to retry: the
+/// call ends exhausted, reason RETRYRS_REASON_RETRY_AFTER, the failure counted). For a transient failure it may store a minimum wait in ms
 /// in *hint_ms (e.g. from retryrs_parse_retry_after()); *hint_ms starts negative, meaning no hint, and a
 /// negative or NaN value stays "no hint". Any other return value ends the call with
 /// RETRYRS_INVALID_ARGUMENT. Must not unwind (no C++ exceptions, no longjmp).

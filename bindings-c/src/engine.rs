@@ -276,8 +276,9 @@ pub unsafe extern "C" fn retryrs_call_refusal(call: *const retryrs_call, retry_i
 
 /// Reports how the current attempt ended at `now_ms`: `verdict` is RETRYRS_SUCCESS,
 /// RETRYRS_TRANSIENT (with `hint_ms`, a minimum wait; negative or NaN: no hint),
-/// RETRYRS_PERMANENT or RETRYRS_TIMED_OUT (the program cut the attempt at its bound, as
-/// retryrs_call_record_timeout() reports it; `hint_ms` is ignored). `*step` gets RETRY
+/// RETRYRS_PERMANENT, RETRYRS_TIMED_OUT (the program cut the attempt at its bound, as
+/// retryrs_call_record_timeout() reports it; `hint_ms` is ignored) or RETRYRS_DONT_RETRY
+/// (the server said not to retry: the call ends exhausted, reason retry_after). `*step` gets RETRY
 /// (wait, then retryrs_call_after_wait()) or STOP. RETRYRS_INVALID_ARGUMENT when no
 /// attempt is in progress or the verdict is unknown.
 #[no_mangle]
@@ -423,12 +424,14 @@ pub(crate) fn verdict_of(verdict: retryrs_verdict_value, hint_ms: f64) -> Option
         RETRYRS_PERMANENT => Some((Verdict::Permanent, RetryCause::Failure)),
         // Transient without a hint, and a quota prices what follows it as a timeout's.
         RETRYRS_TIMED_OUT => Some((Verdict::TRANSIENT, RetryCause::Timeout)),
+        RETRYRS_DONT_RETRY => Some((Verdict::DontRetry, RetryCause::Failure)),
         _ => None,
     }
 }
 
 /// The verdicts a program may report, for error messages.
-pub(crate) const VERDICTS: &str = "RETRYRS_SUCCESS, RETRYRS_TRANSIENT, RETRYRS_PERMANENT or RETRYRS_TIMED_OUT";
+pub(crate) const VERDICTS: &str =
+    "RETRYRS_SUCCESS, RETRYRS_TRANSIENT, RETRYRS_PERMANENT, RETRYRS_TIMED_OUT or RETRYRS_DONT_RETRY";
 
 /// The wait ended at `now_ms`. `*step` gets ATTEMPT (run it now) or STOP (the deadline
 /// passed during the wait). RETRYRS_INVALID_ARGUMENT when the call was not waiting.

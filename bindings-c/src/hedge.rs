@@ -173,7 +173,8 @@ pub unsafe extern "C" fn retryrs_hedge_poll(
 
 /// Attempt `attempt` ended at `now_ms` with `verdict`: RETRYRS_SUCCESS (it wins),
 /// RETRYRS_TRANSIENT (a non-fatal failure; `hint_ms` a server's pushback, negative or
-/// NaN for none) or RETRYRS_PERMANENT (fatal: the call ends); RETRYRS_TIMED_OUT is
+/// NaN for none), RETRYRS_PERMANENT (fatal: the call ends) or RETRYRS_DONT_RETRY (a
+/// failure after which no further hedge is sent; those in flight go on); RETRYRS_TIMED_OUT is
 /// RETRYRS_TRANSIENT without a hint, and a quota prices the attempt it launches as a
 /// retry after a timeout (a hedge launched on its timer is a plain retry). `*step`
 /// gets what to do next, or DROPPED for an attempt already cancelled.

@@ -18,6 +18,7 @@ pub mod config_layout;
 pub mod engine;
 pub mod event;
 pub mod ffi;
+pub mod grpc_status;
 pub mod hedge;
 pub mod hooks;
 pub mod http;

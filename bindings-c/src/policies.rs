@@ -45,6 +45,10 @@ impl retryrs_policies {
     }
 
     /// The policy called `name`, or an error from `function` naming it and the names there are.
+    pub(crate) fn policy(&self, name: &str, function: &str) -> Result<&Policy, Failure> {
+        self.entry(name, function).map(|e| &e.policy)
+    }
+
     fn entry(&self, name: &str, function: &str) -> Result<&Entry, Failure> {
         self.get(name).ok_or_else(|| {
             let known: Vec<&str> = self.policies.iter().map(|e| e.key.as_str()).collect();

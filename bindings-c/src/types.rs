@@ -40,6 +40,12 @@ pub enum retryrs_verdict {
     /// whose retry a quota budget prices as a timeout's (`timeout_retry_cost`, the AWS
     /// SDKs' 10 against 5). Only for the program's own timeout at that bound.
     RETRYRS_TIMED_OUT = 3,
+    /// The server said "don't retry" (gRPC A6 pushback: a negative or unparseable
+    /// `grpc-retry-pushback-ms`): counted as a failure (a budget token, a breaker's
+    /// failure), but nothing more is sent: the call ends RETRYRS_EXHAUSTED (reason
+    /// RETRYRS_REASON_RETRY_AFTER); a hedged call sends no further hedge and lets the
+    /// attempts in flight finish.
+    RETRYRS_DONT_RETRY = 4,
 }
 
 /// A verdict as C passes it: any int32_t, checked before use (a Rust enum must never hold
@@ -53,6 +59,8 @@ pub(crate) const RETRYRS_TRANSIENT: retryrs_verdict_value = retryrs_verdict::RET
 pub(crate) const RETRYRS_PERMANENT: retryrs_verdict_value = retryrs_verdict::RETRYRS_PERMANENT as i32;
 /// The attempt was cut at its bound.
 pub(crate) const RETRYRS_TIMED_OUT: retryrs_verdict_value = retryrs_verdict::RETRYRS_TIMED_OUT as i32;
+/// The server said "don't retry".
+pub(crate) const RETRYRS_DONT_RETRY: retryrs_verdict_value = retryrs_verdict::RETRYRS_DONT_RETRY as i32;
 
 /// The jitter kind of a config.
 pub type retryrs_jitter = i32;

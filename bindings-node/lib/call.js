@@ -7,7 +7,7 @@ const { now, isVirtual, lastSeenVirtual, advanceVirtual, breakerBase } = require
 const { watch, unwatch } = require('./abort');
 const { typeName } = require('./options');
 const { RetryExhaustedError, describe } = require('./errors');
-const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, V_TIMED_OUT, REJECTED, EXHAUSTED, PLAN_ENGINE, PLAN_EXACT, PLAN_STOP } = require('./codes');
+const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, V_TIMED_OUT, V_DONT_RETRY, DONT_RETRY, REJECTED, EXHAUSTED, PLAN_ENGINE, PLAN_EXACT, PLAN_STOP } = require('./codes');
 const { AttemptContext, BoundedAttemptContext, abortAttempt, startOf } = require('./attempt');
 // MAX_TIMER_MS: the longest single setTimeout; longer waits are armed in chunks.
 const { armBound, clearBound, EXPIRED, MAX_TIMER_MS } = require('./bound');
@@ -506,8 +506,9 @@ class CallRun {
 
   recordHint(error, hint) {
     if (hint === null || hint === undefined) return this.record(error, V_TRANSIENT, undefined);
+    if (hint === DONT_RETRY) return this.record(error, V_DONT_RETRY, undefined);
     if (typeof hint !== 'number') {
-      return this.hookFailed(error, new TypeError(`retryAfterMs must return a number or undefined (or a Promise of one), got ${typeName(hint)}`));
+      return this.hookFailed(error, new TypeError(`retryAfterMs must return a number, DONT_RETRY or undefined (or a Promise of one), got ${typeName(hint)}`));
     }
     const bad = badHint(this.o, hint);
     if (bad !== undefined) return this.hookFailed(error, bad);

@@ -9,6 +9,10 @@ module.exports = Object.freeze({
   // A transient failure: the attempt this layer cut at its attempt timeout (a quota
   // prices the retry after it as a timeout's).
   V_TIMED_OUT: 3,
+  // The server said "don't retry" (gRPC A6 pushback): a failure that counts, and nothing
+  // more is sent. A retryAfterMs hook answers DONT_RETRY for it.
+  V_DONT_RETRY: 4,
+  DONT_RETRY: Symbol.for('retryrs.dontRetry'),
   SUCCESS: -1,
   REJECTED: -2,
   EXHAUSTED: -3,

@@ -13,7 +13,7 @@ const { RetryExhaustedError } = require('./errors');
 const { armBound, clearBound } = require('./bound');
 const { reportListenerError } = require('./events');
 const { typeName } = require('./options');
-const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, V_TIMED_OUT } = require('./codes');
+const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, V_TIMED_OUT, V_DONT_RETRY, DONT_RETRY } = require('./codes');
 const { isThenable, boundError, hookError, notBoolean, markTimedOut, isTimedOut, badHint } = require('./call');
 
 // The engine's steps (src/hedge.rs).
@@ -375,8 +375,9 @@ function judged(hook, name, then) {
 function hinted(o, failure, isValue, deliver) {
   const withHint = (h, thrown) => {
     if (thrown !== undefined) return deliver(hookFailed(failure, isValue, thrown));
+    if (h === DONT_RETRY) return deliver({ verdict: V_DONT_RETRY, hint: undefined, failure, isValue });
     if (h !== null && h !== undefined && typeof h !== 'number') {
-      return deliver(hookFailed(failure, isValue, new TypeError(`retryAfterMs must return a number or undefined (or a Promise of one), got ${typeName(h)}`)));
+      return deliver(hookFailed(failure, isValue, new TypeError(`retryAfterMs must return a number, DONT_RETRY or undefined (or a Promise of one), got ${typeName(h)}`)));
     }
     const bad = h === null || h === undefined ? undefined : badHint(o, h);
     if (bad !== undefined) return deliver(hookFailed(failure, isValue, bad));

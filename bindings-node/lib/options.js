@@ -296,12 +296,13 @@ function seedOf(seed) {
   throw new TypeError(`seed must be a number or a bigint, got ${typeName(seed)}`);
 }
 
-const HEDGE_KEYS = ['maxAttempts', 'delayMs', 'quantile', 'floorMs', 'ceilingMs', 'window'];
+const HEDGE_KEYS = ['maxAttempts', 'delayMs', 'quantile', 'floorMs', 'ceilingMs', 'window', 'guard'];
 
 /**
  * The `hedge` option, type-checked: `{ maxAttempts, delayMs }` (a fixed delay), or
  * `delayMs: 'adaptive'` with `quantile`, `floorMs`, `ceilingMs`, `window` (the engine's
- * defaults when left out). The engine checks the ranges.
+ * defaults when left out); `guard: false` turns off the default guard on a retrier
+ * without a budget. The engine checks the ranges.
  */
 function hedgeOf(h) {
   if (typeof h !== 'object' || Array.isArray(h)) throw new TypeError(`hedge must be an object such as { maxAttempts: 3, delayMs: 50 }, got ${typeName(h)}`);
@@ -310,9 +311,10 @@ function hedgeOf(h) {
   }
   if (typeof h.maxAttempts !== 'number') throw new TypeError(`hedge.maxAttempts must be a number, got ${typeName(h.maxAttempts)}`);
   const adaptive = h.delayMs === 'adaptive';
-  const out = { maxAttempts: h.maxAttempts, adaptive };
+  if (h.guard !== undefined && typeof h.guard !== 'boolean') throw new TypeError(`hedge.guard must be true or false, got ${typeName(h.guard)}`);
+  const out = { maxAttempts: h.maxAttempts, adaptive, guard: h.guard !== false };
   const numbers = adaptive ? ['quantile', 'floorMs', 'ceilingMs', 'window'] : ['delayMs'];
-  for (const key of HEDGE_KEYS.slice(1)) {
+  for (const key of HEDGE_KEYS.slice(1, -1)) {
     if (h[key] === undefined || (key === 'delayMs' && adaptive)) continue;
     if (!numbers.includes(key)) throw new TypeError(`hedge.${key} applies to an adaptive delay only (delayMs: 'adaptive')`);
     if (typeof h[key] !== 'number') throw new TypeError(`hedge.${key} must be a number${key === 'delayMs' ? " or 'adaptive'" : ''}, got ${typeName(h[key])}`);

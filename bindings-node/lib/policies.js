@@ -4,6 +4,7 @@
 // validates a document; see docs/policies.md for the format.
 const native = require('./native');
 const { wrapBudget } = require('./budget');
+const { typeName } = require('./options');
 
 // The knob table, in Node's spelling: a Policy's getters are derived from it.
 const KNOBS = native.knobs();
@@ -26,6 +27,22 @@ class PolicyDocumentError extends Error {
 class Policy {
   constructor() {
     throw new TypeError('Policy objects come from loadPolicies()');
+  }
+
+  /** A gRPC policy's retryableStatusCodes (a hedging one's nonFatalStatusCodes) as names; null otherwise. */
+  get grpcStatusCodes() {
+    return policyParts(this).handle.grpcStatusCodes() ?? null;
+  }
+
+  /**
+   * The verdict on a gRPC status (a number such as 14, or a name such as 'UNAVAILABLE') by
+   * the policy's status codes: 'success', 'transient' (listed) or 'permanent'.
+   */
+  grpcVerdict(status) {
+    const { handle } = policyParts(this);
+    if (typeof status === 'number') return handle.grpcVerdict(status, undefined);
+    if (typeof status === 'string') return handle.grpcVerdict(undefined, status);
+    throw new TypeError(`grpcVerdict: a gRPC status is a number or a name, got ${typeName(status)}`);
   }
 }
 

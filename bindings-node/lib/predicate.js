@@ -1,6 +1,7 @@
 'use strict';
 // The default retry predicate and retry-after reader: the host's half of "which errors
 // are transient" (the contract leaves the classification of host errors to each host).
+const { DONT_RETRY } = require('./codes');
 
 // Network and system error codes that say "the other side or the path to it failed",
 // not "your request is wrong". Includes undici's own codes (seen as fetch's cause).
@@ -48,7 +49,7 @@ function isTransientError(err) {
 function retryAfterFromError(err) {
   if (err !== null && typeof err === 'object') {
     const ms = err.retryAfterMs;
-    if (typeof ms === 'number') return ms;
+    if (typeof ms === 'number' || ms === DONT_RETRY) return ms;
   }
   return undefined;
 }

@@ -29,6 +29,7 @@ const V_SUCCESS: u32 = 0;
 const V_TRANSIENT: u32 = 1;
 /// A transient failure: the attempt the JS layer cut at its bound (priced as a timeout).
 const V_TIMED_OUT: u32 = 3;
+const V_DONT_RETRY: u32 = 4;
 
 /// One event as the JS listener receives it (the JS layer adds the name and the error).
 #[napi(object)]
@@ -334,6 +335,7 @@ pub(crate) fn verdict_of(code: u32, hint_ms: Option<f64>) -> (Verdict, RetryCaus
         V_SUCCESS => (Verdict::Success, RetryCause::Failure),
         V_TRANSIENT => (Verdict::transient_ms(hint_ms), RetryCause::Failure),
         V_TIMED_OUT => (Verdict::TRANSIENT, RetryCause::Timeout),
+        V_DONT_RETRY => (Verdict::DontRetry, RetryCause::Failure),
         _ => (Verdict::Permanent, RetryCause::Failure),
     }
 }

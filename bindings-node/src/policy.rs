@@ -43,6 +43,8 @@ pub struct HedgeOptions {
     pub floor_ms: Option<f64>,
     pub ceiling_ms: Option<f64>,
     pub window: Option<f64>,
+    /// false: no default guard (hedges unlimited without a budget).
+    pub guard: bool,
 }
 
 /// The engine's hedging policy for `hedge`, its errors in Node's names (`hedge.delayMs`).
@@ -71,6 +73,7 @@ fn hedging(h: &HedgeOptions) -> Result<retryrs::Hedging, Problem> {
     } else {
         Hedging::fixed_ms(attempts, h.delay_ms.unwrap_or(0.0))
     };
+    let built = built.map(|built| if h.guard { built } else { built.without_guard() });
     built.map_err(|e| {
         let field = match e.field {
             "max_attempts" => "maxAttempts",
@@ -195,6 +198,34 @@ impl NativePolicy {
 
 #[napi]
 impl NativePolicy {
+    /// A gRPC policy's status codes (retryableStatusCodes, or a hedging policy's
+    /// nonFatalStatusCodes) as names; null for a policy not from a service config.
+    #[napi]
+    pub fn grpc_status_codes(&self) -> napi::Result<Option<Vec<String>>> {
+        guarded(|| Ok(self.inner.grpc_status_codes().map(|c| c.names().into_iter().map(String::from).collect())))
+    }
+
+    /// The verdict on gRPC status `code` (a number) or `name` by the policy's codes:
+    /// 'success', 'transient' or 'permanent'; throws for a status that is none, or a policy
+    /// without codes.
+    #[napi]
+    pub fn grpc_verdict(&self, code: Option<f64>, name: Option<String>) -> napi::Result<&'static str> {
+        guarded(|| {
+            let judged = match (code, name) {
+                (Some(n), _) if n.fract() == 0.0 && (0.0..=1e15).contains(&n) => self.inner.grpc_verdict_code(n as u64),
+                (Some(n), _) => Err(format!("{} is not a gRPC status code", crate::problem::js_number(n))),
+                (None, Some(s)) => self.inner.grpc_verdict(&s),
+                (None, None) => Err("a gRPC status is a number or a name".into()),
+            };
+            match judged {
+                Ok(retryrs::Verdict::Success) => Ok("success"),
+                Ok(retryrs::Verdict::Permanent) => Ok("permanent"),
+                Ok(_) => Ok("transient"),
+                Err(why) => Err(Problem::from_message(why).into_error()),
+            }
+        })
+    }
+
     /// The numeric knob `name` (contract spelling) in the core's units (ms for
     /// durations), or null when it is off.
     #[napi]
@@ -270,11 +301,9 @@ impl NativePolicy {
             let mut builder = PolicyBuilder::from(&*self.inner);
             if let Some(h) = self.inner.hedging() {
                 let hedging = match h.delay() {
-                    retryrs::HedgeDelay::Fixed(d) => retryrs::Hedging::fixed_ms(n as u64, units::ms_from_duration(*d))
-                        .map_err(|e| {
-                            Problem::from_message(format!("retry.limit {} (this retrier hedges)", e.message))
-                                .into_error()
-                        })?,
+                    retryrs::HedgeDelay::Fixed(_) => h.with_max_attempts(n as u64).map_err(|e| {
+                        Problem::from_message(format!("retry.limit {} (this retrier hedges)", e.message)).into_error()
+                    })?,
                     // Adaptive (HedgeDelay is #[non_exhaustive]: a delay that is not a fixed one).
                     _ => return Err(Problem::from_message(
                         "retry.limit cannot apply to a retrier whose hedging delay is adaptive (its latency sketch \
@@ -283,7 +312,7 @@ impl NativePolicy {
                     )
                     .into_error()),
                 };
-                builder = builder.hedge(Some(hedging.with_non_fatal(h.non_fatal().to_vec())));
+                builder = builder.hedge(Some(hedging));
             } else {
                 builder = builder
                     .set("max_attempts", Setting::Number(n))

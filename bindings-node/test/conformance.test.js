@@ -10,7 +10,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { Retrier, RetryExhaustedError, PolicyDocumentError, loadPolicies, parseRetryAfter, isRetryableStatus, classifyHttp, testing } = require('..');
+const { Retrier, RetryExhaustedError, PolicyDocumentError, loadPolicies, parseRetryAfter, isRetryableStatus, classifyHttp, testing, DONT_RETRY } = require('..');
 
 const { sharedTests } = require('./helpers');
 
@@ -66,6 +66,19 @@ function loadVectors() {
 }
 
 /** Runs one scripted call; resolves with what happened, never rejects. */
+// The error attempt n throws for a failing script step: a transient one is a network
+// error (with its hint, or DONT_RETRY, in retryAfterMs), a permanent one a TypeError.
+function scriptedError(step, n) {
+  if (step.result === 'transient' || step.result === 'dont_retry') {
+    const err = Object.assign(new Error(`transient failure ${n}`), { code: 'ECONNRESET' });
+    if (step.result === 'dont_retry') err.retryAfterMs = DONT_RETRY;
+    else if (step.hint_ms !== undefined) err.retryAfterMs = step.hint_ms;
+    return err;
+  }
+  if (step.result === 'permanent') return new TypeError(`permanent failure ${n}`);
+  throw new Error(`unknown result ${step.result}`);
+}
+
 async function runCall(retrier, script, atMs, hedged) {
   testing.enable(); // each call's elapsed time starts at 0
   // Every call's clock starts at the vector's origin; at_ms moves it to the call's time.
@@ -99,15 +112,7 @@ async function runCall(retrier, script, atMs, hedged) {
       thrown.push(value);
       return value;
     }
-    let err;
-    if (step.result === 'transient') {
-      err = Object.assign(new Error(`transient failure ${n}`), { code: 'ECONNRESET' });
-      if (step.hint_ms !== undefined) err.retryAfterMs = step.hint_ms;
-    } else if (step.result === 'permanent') {
-      err = new TypeError(`permanent failure ${n}`);
-    } else {
-      throw new Error(`unknown result ${step.result}`);
-    }
+    const err = scriptedError(step, n);
     thrown.push(err);
     throw err;
   };
@@ -158,15 +163,7 @@ async function runCall(retrier, script, atMs, hedged) {
       thrown.push(value);
       return value;
     }
-    let err;
-    if (step.result === 'transient') {
-      err = Object.assign(new Error(`transient failure ${calls}`), { code: 'ECONNRESET' });
-      if (step.hint_ms !== undefined) err.retryAfterMs = step.hint_ms;
-    } else if (step.result === 'permanent') {
-      err = new TypeError(`permanent failure ${calls}`);
-    } else {
-      throw new Error(`unknown result ${step.result}`);
-    }
+    const err = scriptedError(step, calls);
     thrown.push(err);
     throw err;
   };

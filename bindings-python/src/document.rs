@@ -35,6 +35,42 @@ impl PyPolicy {
     fn __repr__(&self) -> String {
         format!("Policy({})", crate::knobs::repr_parts(&self.policy).join(", "))
     }
+
+    /// A gRPC policy's `retryableStatusCodes` (a hedging one's `nonFatalStatusCodes`) as
+    /// names, by number; None for a policy not loaded from a service config.
+    #[getter]
+    fn grpc_status_codes(&self) -> Option<Vec<&'static str>> {
+        self.policy.grpc_status_codes().map(|c| c.names())
+    }
+
+    /// The verdict on a call that ended with gRPC `status` (a number, a name such as
+    /// "UNAVAILABLE", or grpc's `StatusCode`), by the policy's status codes: "success"
+    /// (OK), "transient" (listed: retried, or non-fatal when hedging) or "permanent".
+    fn grpc_verdict(&self, status: &Bound<'_, PyAny>) -> PyResult<&'static str> {
+        use pyo3::types::{PyBool, PyInt, PyString, PyTuple};
+        // grpc.StatusCode's value is (number, name).
+        let status = match status.getattr_opt("value")? {
+            Some(v) if v.is_instance_of::<PyTuple>() && !status.is_instance_of::<PyInt>() => v.get_item(0)?,
+            _ => status.clone(),
+        };
+        let judged = if status.is_instance_of::<PyBool>() {
+            Err(format!("a gRPC status is a number or a name, got {}", crate::convert::repr(&status)))
+        } else if let Ok(n) = status.extract::<i64>() {
+            u64::try_from(n)
+                .map_err(|_| format!("{n} is not a gRPC status code"))
+                .and_then(|n| self.policy.grpc_verdict_code(n))
+        } else if let Ok(s) = status.cast::<PyString>() {
+            self.policy.grpc_verdict(&s.to_cow()?)
+        } else {
+            Err(format!("a gRPC status is a number or a name, got {}", crate::convert::repr(&status)))
+        };
+        match judged {
+            Ok(retryrs::Verdict::Success) => Ok("success"),
+            Ok(retryrs::Verdict::Permanent) => Ok("permanent"),
+            Ok(_) => Ok("transient"),
+            Err(why) => Err(pyo3::exceptions::PyValueError::new_err(why)),
+        }
+    }
 }
 
 /// What went wrong, as data: (message, path, line, column, file).

@@ -190,7 +190,7 @@ impl HedgedCall {
         let cause = RetryCause::from_timed_out(timed_out);
         let (step, signal) = self
             .drive(py, Some((subject, is_value)), |c, at, sink| c.record_as(k, verdict, cause, at, &mut &mut *sink))?;
-        if matches!(verdict, Verdict::Transient { .. }) && step != Step::Dropped {
+        if verdict.is_counted_failure() && step != Step::Dropped {
             self.keep(subject.clone().unbind(), is_value);
         }
         self.out(py, step, signal, fatal)

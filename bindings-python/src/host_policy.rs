@@ -16,6 +16,13 @@ use crate::budget::PyRetryBudget;
 use crate::convert::{ms, seconds};
 use crate::event::PyEvent;
 
+/// What a failure's hint says: wait at least this long (`None`: no hint), or the
+/// server's "don't retry".
+enum Hint {
+    Wait(Option<Duration>),
+    DontRetry,
+}
+
 /// How the Retrier tells a transient failure from a permanent one.
 pub enum RetryOn {
     /// An exception class or a tuple of them: one `isinstance`, no Python frame.
@@ -169,7 +176,7 @@ impl HostPolicy {
             return Ok(Classified::Verdict(Verdict::Permanent));
         }
         Ok(match self.hint(exc, answers, asked)? {
-            Ok(hint) => Classified::Verdict(Verdict::Transient { hint }),
+            Ok(verdict) => Classified::Verdict(verdict),
             Err(pending) => pending,
         })
     }
@@ -182,7 +189,7 @@ impl HostPolicy {
         answers: Option<&Bound<'py, PyTuple>>,
     ) -> PyResult<Classified<'py>> {
         Ok(match self.hint(value, answers, 0)? {
-            Ok(hint) => Classified::Verdict(Verdict::Transient { hint }),
+            Ok(verdict) => Classified::Verdict(verdict),
             Err(pending) => pending,
         })
     }
@@ -202,17 +209,31 @@ impl HostPolicy {
         Ok(Ok(answer.is_truthy()?))
     }
 
-    /// The Retry-After style minimum wait a failure carries: the `retry_after` hook's
-    /// answer, or by default the exception's own `retry_after` attribute (seconds, a
-    /// timedelta, or a raw `Retry-After` header value as str or bytes). The hook's answer
-    /// must be one of those (or None); an attribute that is none of them is no hint (a
+    /// The verdict on a transient failure by the Retry-After style minimum wait it carries:
+    /// the `retry_after` hook's answer, or by default the exception's own `retry_after`
+    /// attribute (seconds, a timedelta, or a raw `Retry-After` header value as str or
+    /// bytes; `retryrs.DONT_RETRY`: the server said not to retry). The hook's answer must
+    /// be one of those (or None); an attribute that is none of them is no hint (a
     /// library's method or dict of the same name is not the caller's to reject).
     fn hint<'py>(
         &self,
         exc: &Bound<'py, PyAny>,
         answers: Option<&Bound<'py, PyTuple>>,
         asked: usize,
-    ) -> PyResult<Result<Option<Duration>, Classified<'py>>> {
+    ) -> PyResult<Result<Verdict, Classified<'py>>> {
+        Ok(self.hint_value(exc, answers, asked)?.map(|hint| match hint {
+            Hint::Wait(hint) => Verdict::Transient { hint },
+            Hint::DontRetry => Verdict::DontRetry,
+        }))
+    }
+
+    /// [`HostPolicy::hint`]'s reading of the hook's (or attribute's) answer.
+    fn hint_value<'py>(
+        &self,
+        exc: &Bound<'py, PyAny>,
+        answers: Option<&Bound<'py, PyTuple>>,
+        asked: usize,
+    ) -> PyResult<Result<Hint, Classified<'py>>> {
         let py = exc.py();
         let (value, from_hook) = match &self.retry_after {
             Some(f) => match answered(answers, asked)? {
@@ -227,19 +248,22 @@ impl HostPolicy {
             },
             None => match self.attribute_hint(exc)? {
                 Some(v) => (v, false),
-                None => return Ok(Ok(None)),
+                None => return Ok(Ok(Hint::Wait(None))),
             },
         };
         if value.is_none() {
-            return Ok(Ok(None));
+            return Ok(Ok(Hint::Wait(None)));
+        }
+        if crate::pushback::is_dont_retry(&value) {
+            return Ok(Ok(Hint::DontRetry));
         }
         if let Ok(text) = value.cast::<PyString>() {
-            return Ok(Ok(retryrs::parse_retry_after(&text.to_cow()?, std::time::SystemTime::now())));
+            return Ok(Ok(Hint::Wait(retryrs::parse_retry_after(&text.to_cow()?, std::time::SystemTime::now()))));
         }
         if let Ok(raw) = value.cast::<PyBytes>() {
             // A header value as an HTTP client hands it over; not UTF-8 is no hint.
             let text = std::str::from_utf8(raw.as_bytes()).ok();
-            return Ok(Ok(text.and_then(|t| retryrs::parse_retry_after(t, std::time::SystemTime::now()))));
+            return Ok(Ok(Hint::Wait(text.and_then(|t| retryrs::parse_retry_after(t, std::time::SystemTime::now())))));
         }
         let number =
             !value.is_instance_of::<PyBool>() && (value.is_instance_of::<PyFloat>() || value.is_instance_of::<PyInt>());
@@ -248,7 +272,7 @@ impl HostPolicy {
                 // The hook's answer by the engine's rule for a hook's hint (NaN and
                 // negatives refused, as a bad `wait` answer is; huge values saturate).
                 Ok(s) if from_hook => match retryrs::engine::hint_from_hook_ms(ms(s)) {
-                    Ok(hint) => Ok(Ok(Some(hint))),
+                    Ok(hint) => Ok(Ok(Hint::Wait(Some(hint)))),
                     Err(_) => Err(pyo3::exceptions::PyValueError::new_err(format!(
                         "retry_after returned {}: a hint must be seconds >= 0, or None: no hint",
                         crate::convert::repr(&value)
@@ -257,16 +281,17 @@ impl HostPolicy {
                 // An exception's own attribute, by the engine's reading of a host number:
                 // NaN and negatives mean no hint (a library's value is not the caller's to
                 // reject), huge values saturate.
-                Ok(s) => Ok(Ok(duration_from_ms(ms(s)))),
+                Ok(s) => Ok(Ok(Hint::Wait(duration_from_ms(ms(s))))),
                 Err(e) if from_hook => Err(e),
-                Err(_) => Ok(Ok(None)),
+                Err(_) => Ok(Ok(Hint::Wait(None))),
             };
         }
         if !from_hook {
-            return Ok(Ok(None));
+            return Ok(Ok(Hint::Wait(None)));
         }
         Err(pyo3::exceptions::PyTypeError::new_err(format!(
-            "retry_after must give seconds (float, int, timedelta), a Retry-After str or bytes, or None; got {}",
+            "retry_after must give seconds (float, int, timedelta), a Retry-After str or bytes, retryrs.DONT_RETRY or \
+             None; got {}",
             crate::convert::repr(&value)
         )))
     }

@@ -34,6 +34,23 @@ class Permanent(Exception):
     pass
 
 
+class DontRetry(Transient):
+    """A failure whose server said "don't retry": its `retry_after` is retryrs.DONT_RETRY."""
+
+    def __init__(self, attempt: int) -> None:
+        super().__init__(attempt, None)
+        self.retry_after = retryrs.DONT_RETRY
+
+
+def scripted_failure(n: int, step: Dict[str, Any]) -> Exception:
+    """The error attempt n raises for a failing script step."""
+    if step["result"] == "transient":
+        return Transient(n, step.get("hint_ms"))
+    if step["result"] == "dont_retry":
+        return DontRetry(n)
+    return Permanent(f"attempt {n}")
+
+
 class Value:
     """What attempt n returns: carries n, and (for a rejected value) the hint the default
     hint reader finds in its `retry_after` attribute, as on an error."""
@@ -217,7 +234,7 @@ def run_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any], use_async
             rejected = Value(count, True, step.get("hint_ms"))
             failures.append((rejected, True))
             return rejected
-        err = Transient(count, step.get("hint_ms")) if step["result"] == "transient" else Permanent(f"attempt {count}")
+        err = scripted_failure(count, step)
         raised.append(err)
         failures.append((err, False))
         raise err
@@ -427,7 +444,7 @@ def run_hedged_call(r: Retrier, call: Dict[str, Any], holder: Dict[str, Any]) ->
         if step["result"] == "rejected_value":
             rejected = Value(k, True, step.get("hint_ms"))
             return hc.rejected(k, rejected)
-        err = Transient(k, step.get("hint_ms")) if step["result"] == "transient" else Permanent(f"attempt {k}")
+        err = scripted_failure(k, step)
         raised[k] = err
         return hc.failed(k, err)
 

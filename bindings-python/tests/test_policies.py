@@ -227,4 +227,5 @@ def test_the_stub_types_exactly_the_table_s_knobs() -> None:
     stub = ast.parse((pathlib.Path(retryrs.__file__).parent / "_native.pyi").read_text())
     policy = next(n for n in stub.body if isinstance(n, ast.ClassDef) and n.name == "Policy")
     typed = [f.name for f in policy.body if isinstance(f, ast.FunctionDef)]
-    assert typed == [k[0] for k in retryrs._native._knobs() if k[1] != "host"]
+    # After the knobs, a gRPC policy's status codes and the verdict by them (not knobs).
+    assert typed == [k[0] for k in retryrs._native._knobs() if k[1] != "host"] + ["grpc_status_codes", "grpc_verdict"]

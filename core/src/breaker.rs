@@ -493,7 +493,7 @@ pub(crate) fn count_attempt(
     if !breaker.config.per_attempt || matches!(admitted, Admission::Refused { .. }) {
         return;
     }
-    let failed = matches!(verdict, Verdict::Transient { .. });
+    let failed = verdict.is_counted_failure();
     breaker.record(admitted, failed, now, on);
     // After the first, the call counts as an ordinary one (a probe is decided by its first
     // attempt).

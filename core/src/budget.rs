@@ -13,7 +13,7 @@ const SCALE: f64 = 1000.0;
 /// `x` in thousandths, truncated as gRPC truncates `tokenRatio` to 3 decimals. Truncates
 /// the decimal the user wrote (the shortest text that reads back as `x`), not the binary
 /// product: `1.005 * 1000` is 1004.999... in IEEE doubles, but 1.005 keeps 1.005.
-fn thousandths(x: f64) -> u64 {
+pub(crate) fn thousandths(x: f64) -> u64 {
     // `{}` never uses an exponent for f64, so the text is digits, a point, digits.
     let text = x.to_string();
     let (whole, frac) = text.split_once('.').unwrap_or((&text, ""));

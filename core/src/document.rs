@@ -30,7 +30,8 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::breaker::{BreakerConfig, BreakerModel, CircuitBreaker};
-use crate::budget::{BudgetError, QuotaBudget, RatioBudget, RetryBudget, TokenBucket};
+use crate::budget::{thousandths as thousandths_of, BudgetError, QuotaBudget, RatioBudget, RetryBudget, TokenBucket};
+use crate::grpc_status::{status_code, StatusCodes, GRPC_STATUS_NAMES};
 use crate::hedge::Hedging;
 use crate::knob::{Setting, Unit, KNOBS};
 use crate::policy::{Given, Jitter, Policy, PolicyBuilder, PolicyError, Pushback};
@@ -766,7 +767,8 @@ impl<'a> Loader<'a> {
         }
         let fields = self.object(path, Some(raw))?;
         let get = |k: &str| fields.iter().find(|(key, _)| key == k).map(|(_, v)| *v);
-        const KEYS: [&str; 7] = ["max_attempts", "delay", "non_fatal", "quantile", "floor", "ceiling", "window"];
+        const KEYS: [&str; 8] =
+            ["max_attempts", "delay", "non_fatal", "quantile", "floor", "ceiling", "window", "guard"];
         for (key, v) in &fields {
             if !KEYS.contains(&key.as_str()) {
                 return Err(self.key_err(
@@ -841,7 +843,21 @@ impl<'a> Loader<'a> {
             None => vec![],
             Some(v) => self.names_list(&at("non_fatal"), v)?,
         };
-        Ok(Some(hedging.with_non_fatal(non_fatal)))
+        let guarded = match get("guard") {
+            None => true,
+            Some(v) => match self.value(&at("guard"), v)? {
+                Value::Bool(b) => b,
+                other => {
+                    return Err(self.err(
+                        &at("guard"),
+                        Some(v),
+                        format!("must be true or false, got {}", describe(&other)),
+                    ))
+                }
+            },
+        };
+        let hedging = hedging.with_non_fatal(non_fatal);
+        Ok(Some(if guarded { hedging } else { hedging.without_guard() }))
     }
 
     /// A list of failure names (strings) or numbers (statuses), kept as text.
@@ -964,8 +980,8 @@ impl<'a> Loader<'a> {
         Ok(Policies { policies, budgets, breakers: BTreeMap::new(), warnings })
     }
 
-    /// `retryThrottling`: `maxTokens` a whole number in (0, 1000] (A6's uint32, grpc-go's
-    /// range), `tokenRatio` > 0. A ratio that keeps no token at three decimals is valid to
+    /// `retryThrottling`: `maxTokens` a number in (0, 1000] (grpc-go reads a float64:
+    /// 10.5 loads; A6 keeps 3 decimals), `tokenRatio` > 0. A ratio that keeps no token at three decimals is valid to
     /// gRPC, so it loads, with a warning.
     fn grpc_throttling(&self, raw: &'a RawValue, warnings: &mut Vec<String>) -> Result<RetryBudget, DocumentError> {
         let path = "retryThrottling";
@@ -983,11 +999,19 @@ impl<'a> Loader<'a> {
             let missing = if max.is_none() { "maxTokens" } else { "tokenRatio" };
             return Err(self.err(path, Some(raw), format!("{missing} is missing")));
         };
-        if !(m > 0.0 && m <= 1000.0 && m.fract() == 0.0) {
+        // grpc-go reads a float64 and checks (0, 1000]; tokens keep 3 decimals (A6).
+        if !(m > 0.0 && m <= 1000.0) {
             return Err(self.err(
                 "retryThrottling.maxTokens",
                 Some(m_raw),
-                format!("must be a whole number > 0 and <= 1000 (gRPC), got {m}"),
+                format!("must be > 0 and <= 1000 (gRPC), got {m}"),
+            ));
+        }
+        if thousandths_of(m) == 0 {
+            return Err(self.err(
+                "retryThrottling.maxTokens",
+                Some(m_raw),
+                format!("must be at least 0.001 (A6 keeps 3 decimals), got {m}"),
             ));
         }
         if !(r > 0.0 && r.is_finite()) {
@@ -1062,9 +1086,13 @@ impl<'a> Loader<'a> {
                 }
             },
         };
-        let base = PolicyBuilder::new().deadline_ms(deadline).pushback(Pushback::Grpc);
+        let base = PolicyBuilder::new()
+            .deadline_ms(deadline)
+            .pushback(Pushback::Grpc)
+            // No retryPolicy: one attempt, no status retried (a retryPolicy lists its own).
+            .grpc_status_codes(Some(StatusCodes::default()));
         let builder = match (get("retryPolicy"), get("hedgingPolicy")) {
-            (Some(retry), _) => self.grpc_retry(path, retry, base, budget)?,
+            (Some(retry), _) => self.grpc_retry(path, retry, base, budget, warnings)?,
             (None, Some(hedge)) => self.grpc_hedging(path, hedge, base, budget)?,
             // A method config without a retry policy still is the method's config: gRPC
             // makes one attempt (a service-level policy does not apply to it), and a call
@@ -1082,12 +1110,15 @@ impl<'a> Loader<'a> {
     }
 
     /// A method config's `retryPolicy`, checked as grpc-go checks it, onto `base`.
+    /// `perAttemptRecvTimeout` (gRFC A6's later field) loads as grpc-go loads it: checked as
+    /// a duration, then ignored, with a warning saying so.
     fn grpc_retry(
         &self,
         path: &str,
         retry: &'a RawValue,
         base: PolicyBuilder,
         budget: Option<&Arc<RetryBudget>>,
+        warnings: &mut Vec<String>,
     ) -> Result<PolicyBuilder, DocumentError> {
         let rp = format!("{path}.retryPolicy");
         let fields = self.object(&rp, Some(retry))?;
@@ -1101,9 +1132,22 @@ impl<'a> Loader<'a> {
         for (key, v) in &fields {
             if !matches!(
                 key.as_str(),
-                "maxAttempts" | "initialBackoff" | "maxBackoff" | "backoffMultiplier" | "retryableStatusCodes"
+                "maxAttempts"
+                    | "initialBackoff"
+                    | "maxBackoff"
+                    | "backoffMultiplier"
+                    | "retryableStatusCodes"
+                    | "perAttemptRecvTimeout"
             ) {
                 return Err(self.key_err(&format!("{rp}.{key}"), v, "unknown or unsupported retryPolicy field"));
+            }
+            if key == "perAttemptRecvTimeout" {
+                let at = format!("{rp}.{key}");
+                self.grpc_seconds(&at, v, "1s")?;
+                warnings.push(format!(
+                    "{at}: ignored, as grpc-go ignores it; bound each attempt with the method config's timeout, or a \
+                     retryrs policy's attempt_timeout"
+                ));
             }
         }
         let at = |k: &str| format!("{rp}.{k}");
@@ -1122,8 +1166,9 @@ impl<'a> Loader<'a> {
         let mult_raw = field("backoffMultiplier")?;
         let multiplier = self.number(&at("backoffMultiplier"), mult_raw)?;
         let codes_raw = field("retryableStatusCodes")?;
-        self.grpc_codes(&at("retryableStatusCodes"), codes_raw)?;
+        let codes = self.grpc_codes(&at("retryableStatusCodes"), codes_raw)?;
         let builder = base
+            .grpc_status_codes(Some(StatusCodes::retryable(codes)))
             .max_attempts(attempts)
             .initial_delay_ms(initial)
             .max_delay_ms(max)
@@ -1153,6 +1198,17 @@ impl<'a> Loader<'a> {
         if !(attempts.fract() == 0.0 && attempts > 1.0) {
             return Err(self.err(path, Some(raw), format!("must be a whole number > 1 (gRPC), got {attempts}")));
         }
+        // grpc-go reads an int: JSON's 2.0 or 2e0 does not unmarshal into one.
+        if !raw.get().trim().bytes().all(|b| b.is_ascii_digit()) {
+            return Err(self.err(
+                path,
+                Some(raw),
+                format!(
+                    "must be an integer written without a fraction or exponent (gRPC reads an int), got {}",
+                    raw.get().trim()
+                ),
+            ));
+        }
         Ok(attempts.min(f64::from(cap)) as u64)
     }
 
@@ -1172,7 +1228,10 @@ impl<'a> Loader<'a> {
     /// whole number > 1 (capped at 5, or [`LoadOptions::grpc_max_attempts`] if lower),
     /// `hedgingDelay` a duration >= 0 (0s when omitted: every attempt at once),
     /// `nonFatalStatusCodes` a list of status codes (none when omitted: every failure is
-    /// fatal). Hedges are throttled by `retryThrottling`, as A6 says.
+    /// fatal). Hedges are throttled by `retryThrottling` exactly as A6 says (sent only
+    /// while tokens > maxTokens/2, spending nothing: only failures spend); without
+    /// `retryThrottling` they are not limited (A6: no throttling configured), so the
+    /// native default guard is off.
     fn grpc_hedging(
         &self,
         path: &str,
@@ -1201,21 +1260,26 @@ impl<'a> Loader<'a> {
             None => vec![],
             Some(raw) => self.grpc_code_names(&at("nonFatalStatusCodes"), raw, true)?,
         };
+        let codes = StatusCodes::non_fatal(non_fatal.iter().filter_map(|n| status_code(n).ok()));
         let hedging = Hedging::fixed_ms(attempts, delay)
             .map_err(|e| self.err(&at("hedgingDelay"), get("hedgingDelay"), format!("retryrs needs {e}")))?
-            .with_non_fatal(non_fatal);
+            .with_non_fatal(non_fatal)
+            .with_a6_throttling()
+            .without_guard();
         Ok(base
             .hedge(Some(hedging))
+            .grpc_status_codes(Some(codes))
             .set("max_retry_after", Setting::Off)
             .map_err(|e| self.err(&hp, Some(hedge), e))?
             .budget(budget.cloned()))
     }
 
     /// `retryableStatusCodes`: a non-empty list of gRPC status codes, each a name
-    /// (`"UNAVAILABLE"`) or a number in [0, 16], as grpc-go reads them. Checked, not used:
-    /// which errors are retried is the host's predicate.
-    fn grpc_codes(&self, path: &str, raw: &RawValue) -> Result<(), DocumentError> {
-        self.grpc_code_names(path, raw, false).map(|_| ())
+    /// (`"UNAVAILABLE"`) or a number in [0, 16], as grpc-go reads them; kept in the
+    /// policy ([`Policy::grpc_status_codes`], [`Policy::grpc_verdict`]) for the host's
+    /// predicate, which decides which errors are retried.
+    fn grpc_codes(&self, path: &str, raw: &RawValue) -> Result<Vec<u8>, DocumentError> {
+        Ok(self.grpc_code_names(path, raw, false)?.iter().filter_map(|n| status_code(n).ok()).collect())
     }
 
     /// A list of gRPC status codes (names or numbers), as names; empty only if `may_be_empty`.
@@ -1229,8 +1293,8 @@ impl<'a> Loader<'a> {
         for (i, code) in list.iter().enumerate() {
             let p = format!("{path}[{i}]");
             let found = match self.value(&p, code)? {
-                Value::String(s) => GRPC_CODES.iter().find(|c| **c == s.as_str()).copied(),
-                Value::Number(n) => n.as_u64().and_then(|n| GRPC_CODES.get(n as usize)).copied(),
+                Value::String(s) => GRPC_STATUS_NAMES.iter().find(|c| **c == s.as_str()).copied(),
+                Value::Number(n) => n.as_u64().and_then(|n| GRPC_STATUS_NAMES.get(n as usize)).copied(),
                 _ => None,
             };
             if let Some(name) = found {
@@ -1242,7 +1306,7 @@ impl<'a> Loader<'a> {
                     format!(
                         "{} is not a gRPC status code; write a name such as \"UNAVAILABLE\" or a number from 0 to {}",
                         shown(code),
-                        GRPC_CODES.len() - 1
+                        GRPC_STATUS_NAMES.len() - 1
                     ),
                 ));
             }
@@ -1295,27 +1359,6 @@ impl<'a> Loader<'a> {
         Ok(out)
     }
 }
-
-/// gRPC's status codes by number, as its service config spells them.
-const GRPC_CODES: [&str; 17] = [
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
-];
 
 /// A value as the document spells it: durations as `"100ms"`.
 fn document_value(knob: &'static str, v: &Given) -> String {
@@ -1413,6 +1456,10 @@ fn not_a_duration(text: &str) -> String {
 /// A protobuf JSON duration as gRPC's service config writes it: seconds with an `s`.
 fn grpc_duration(text: &str) -> Result<f64, String> {
     match text.strip_suffix('s') {
+        // A protobuf duration has nanoseconds: grpc-go refuses a 10th fractional digit.
+        Some(n) if n.split_once('.').is_some_and(|(_, frac)| frac.len() > 9) => {
+            Err(format!("{text:?} has more than 9 digits after the point (a protobuf duration holds nanoseconds)"))
+        }
         Some(n) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit() || c == '.') => {
             n.parse::<f64>().map(crate::units::ms_from_secs).map_err(|_| format!("{text:?} is not a duration"))
         }
@@ -1556,7 +1603,8 @@ fn hedge_schema() -> Value {
             "quantile": { "type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1, "default": 0.95, "description": "adaptive only: the quantile of recent latencies" },
             "floor": { "type": "string", "pattern": duration_pattern(), "default": "1ms", "description": "adaptive only: the shortest delay" },
             "ceiling": { "type": "string", "pattern": duration_pattern(), "default": "1000ms", "description": "adaptive only: the longest delay, and the delay until enough latencies are known" },
-            "window": { "type": "integer", "minimum": 1, "maximum": 1_000_000, "default": crate::hedge::DEFAULT_WINDOW, "description": "adaptive only: how many recent latencies are kept" }
+            "window": { "type": "integer", "minimum": 1, "maximum": 1_000_000, "default": crate::hedge::DEFAULT_WINDOW, "description": "adaptive only: how many recent latencies are kept" },
+            "guard": { "type": "boolean", "default": true, "description": "without a budget, hold hedges to 10% of the calls of the last 10 s plus one a second (docs/contract.md, Hedging); false: no limit" }
         }
     })
 }
@@ -1669,7 +1717,36 @@ fn document_jitter(text: &str) -> Result<Jitter, PolicyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Verdict;
     use crate::knob::{Default, Knob, Rule};
+
+    /// A loaded gRPC policy keeps its status codes, and judges a status by them: a config
+    /// that limits a method to UNAVAILABLE does not retry INTERNAL.
+    #[test]
+    fn a_grpc_policy_keeps_its_status_codes_and_judges_by_them() {
+        let config = r#"{"methodConfig": [
+            {"name": [{"service": "pay", "method": "Charge"}], "retryPolicy": {"maxAttempts": 3,
+              "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2,
+              "retryableStatusCodes": ["UNAVAILABLE"]}},
+            {"name": [{"service": "reads"}], "hedgingPolicy": {"maxAttempts": 2,
+              "nonFatalStatusCodes": [13, "ABORTED"]}},
+            {"name": [{"service": "once"}], "timeout": "1s"}]}"#;
+        let all = Policies::from_json(config).unwrap();
+        let charge = all.get("pay/Charge").unwrap();
+        let codes = charge.grpc_status_codes().unwrap();
+        assert_eq!((codes.names(), codes.field()), (vec!["UNAVAILABLE"], "retryableStatusCodes"));
+        assert_eq!(charge.grpc_verdict("UNAVAILABLE"), Ok(Verdict::TRANSIENT));
+        assert_eq!(charge.grpc_verdict("INTERNAL"), Ok(Verdict::Permanent));
+        assert_eq!(charge.grpc_verdict_code(0), Ok(Verdict::Success));
+        assert!(charge.grpc_verdict("BUSY").unwrap_err().contains("\"BUSY\" is not a gRPC status code"));
+        let reads = all.get("reads").unwrap();
+        assert_eq!(reads.grpc_status_codes().unwrap().names(), ["ABORTED", "INTERNAL"]);
+        assert_eq!(reads.grpc_verdict("13"), Ok(Verdict::TRANSIENT));
+        assert_eq!(all.get("once").unwrap().grpc_verdict("UNAVAILABLE"), Ok(Verdict::Permanent));
+        let native = Policies::from_json(r#"{"policies": {"x": {}}}"#).unwrap();
+        let err = native.get("x").unwrap().grpc_verdict("UNAVAILABLE").unwrap_err();
+        assert!(err.contains("not loaded from a gRPC service config"), "{err}");
+    }
 
     #[test]
     fn a_bad_duration_says_what_is_wrong_then_what_to_write() {

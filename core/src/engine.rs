@@ -27,6 +27,12 @@ pub enum Verdict {
     },
     /// A failure that will not go away: the call ends, the original error surfaces.
     Permanent,
+    /// A failure whose server said "don't retry" (gRPC A6 pushback: a negative or
+    /// unparseable `grpc-retry-pushback-ms`). It counts as a failure (a budget token, a
+    /// breaker's failure) but nothing more is sent: a retrying call ends exhausted
+    /// (reason `retry_after`, the server's hint forbade the retry); a hedged call launches
+    /// no further hedge and lets the attempts in flight finish.
+    DontRetry,
 }
 
 impl Verdict {
@@ -38,6 +44,13 @@ impl Verdict {
     #[inline]
     pub fn transient_ms(hint_ms: Option<f64>) -> Verdict {
         Verdict::Transient { hint: hint_ms.and_then(duration_from_ms) }
+    }
+
+    /// Whether it is a failure that counts against a budget and a breaker (transient, or a
+    /// server's "don't retry"); a permanent failure is the caller's, not the server's load.
+    #[inline]
+    pub fn is_counted_failure(&self) -> bool {
+        matches!(self, Verdict::Transient { .. } | Verdict::DontRetry)
     }
 }
 
@@ -514,6 +527,7 @@ impl<P: Deref<Target = Policy>> Call<P> {
                 return Err(self.finish(Stop::Rejected, EventKind::Rejected, elapsed, None, sink));
             }
             Verdict::Transient { hint } => hint,
+            Verdict::DontRetry => None,
         };
         self.emit(EventKind::AttemptFailed, elapsed, None, None, sink);
         if let Some(budget) = &self.policy.budget {
@@ -529,8 +543,12 @@ impl<P: Deref<Target = Policy>> Call<P> {
             return Err(self.exhaust(ExhaustReason::Attempts, elapsed, sink));
         }
         // Step 5: a server that asks for longer than the policy accepts gets a fast failure,
-        // not a pinned caller. Checked before the backoff draws, so the jitter stream is
-        // the same whether or not the hint was refused.
+        // not a pinned caller; one that says "don't retry" gets none at all. Checked before
+        // the backoff draws, so the jitter stream is the same whether or not the hint was
+        // refused.
+        if verdict == Verdict::DontRetry {
+            return Err(self.exhaust(ExhaustReason::RetryAfter, elapsed, sink));
+        }
         if let (Some(hint), Some(limit)) = (hint, self.policy.max_retry_after) {
             if hint > limit {
                 return Err(self.exhaust(ExhaustReason::RetryAfter, elapsed, sink));
@@ -900,6 +918,21 @@ mod tests {
         assert_eq!(call.cancel(ms(1), none), Ok(Stop::Cancelled));
         assert_eq!(call.cancel(ms(1), none), Err(StateError::Ended));
         assert!(call.after_wait(ms(0), none).is_err());
+    }
+
+    /// "Don't retry" pushback ends a retrying call at once, exhausted (retry_after), and
+    /// counts as a failure: the budget loses a token.
+    #[test]
+    fn dont_retry_ends_the_call_and_spends_a_token() {
+        let budget = std::sync::Arc::new(crate::budget::RetryBudget::new(10.0, 0.1).unwrap());
+        let p = Policy::builder().budget(Some(std::sync::Arc::clone(&budget))).build().unwrap();
+        let mut log = vec![];
+        let mut call = Call::start(&p, ms(0));
+        let d = call.record(Verdict::DontRetry, ms(5), &mut |e: &Event<'_>| log.push((e.kind, e.reason)));
+        assert_eq!(d, Ok(Decision::Stop(Stop::Exhausted(ExhaustReason::RetryAfter))));
+        assert_eq!(log, [(EventKind::AttemptFailed, None), (EventKind::Exhausted, Some(ExhaustReason::RetryAfter))]);
+        assert_eq!(budget.tokens(), 9.0);
+        assert!(Verdict::DontRetry.is_counted_failure() && !Verdict::Permanent.is_counted_failure());
     }
 
     #[test]

@@ -15,9 +15,14 @@
 //! reports each outcome with the time ([`HedgeCall::record`]); like [`crate::Call`] it
 //! never sleeps, never reads a clock and never calls user code.
 //!
-//! The extra load is capped: each hedge (attempt 2 and later) draws one token from the
-//! policy's retry budget and is not launched while the budget refuses retries (A6's
-//! throttling), so a slow outage cannot double the load. The delay is fixed
+//! The extra load is capped. With a retry budget, each hedge (attempt 2 and later) is
+//! not launched while the budget refuses retries; a native policy's hedge is paid for as a
+//! retry (a token bucket's hedge spends a token), while a policy from a gRPC service
+//! config follows A6 exactly: a hedge is only *gated* on tokens > max/2, and only failures
+//! spend ([`Hedging::with_a6_throttling`]). Without a budget, a default guard
+//! ([`Hedging::guard`]: 10% of the calls of the last 10 s, plus one hedge a second) keeps
+//! an overloaded server, where every attempt is slow, from seeing twice its load; it can
+//! be turned off ([`Hedging::without_guard`]). The delay is fixed
 //! ([`HedgeDelay::Fixed`]) or adaptive ([`HedgeDelay::Adaptive`]): a live quantile of
 //! recent attempt latencies, kept in a bounded [`LatencySketch`] shared by every call of
 //! the policy, clamped to a floor and a ceiling.
@@ -33,7 +38,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::breaker::Admission;
-use crate::budget::RetryCause;
+use crate::budget::{RatioBudget, RetryBudget, RetryCause};
 use crate::engine::{StateError, Stop, Verdict};
 use crate::event::{Event, EventKind, ExhaustReason};
 use crate::knob::MAX_MS;
@@ -49,6 +54,16 @@ pub const MIN_SAMPLES: usize = 20;
 
 /// The latencies an adaptive sketch keeps by default (the most recent ones).
 pub const DEFAULT_WINDOW: usize = 1000;
+
+/// The default guard's window: hedges are counted over the last 10 s (Finagle's ttl).
+pub const GUARD_WINDOW: Duration = Duration::from_secs(10);
+
+/// The default guard's share: hedges may add 10% to the calls of the window.
+pub const GUARD_PERCENT: f64 = 0.1;
+
+/// The default guard's reserve: one hedge a second is always allowed (a client that sends
+/// little may still hedge).
+pub const GUARD_MIN_PER_SEC: u32 = 1;
 
 /// A hedging knob out of range: which field (`max_attempts`, `delay`, `quantile`,
 /// `floor`, `ceiling`, `window`) and why.
@@ -197,6 +212,18 @@ pub struct Hedging {
     max_attempts: u32,
     delay: HedgeDelay,
     non_fatal: Vec<String>,
+    /// Limits the hedges of a policy without a budget (`None`: opted out).
+    guard: Option<Arc<RetryBudget>>,
+    /// gRPC A6's throttling: a budget gates hedges and they spend nothing.
+    a6: bool,
+}
+
+/// The default guard: Finagle's windowed ratio over [`GUARD_WINDOW`], [`GUARD_PERCENT`] of
+/// the calls plus [`GUARD_MIN_PER_SEC`], shared by every call of the policy.
+fn default_guard() -> Option<Arc<RetryBudget>> {
+    let ratio = RatioBudget::new(GUARD_WINDOW, GUARD_MIN_PER_SEC, GUARD_PERCENT, Duration::ZERO)
+        .unwrap_or_else(|_| unreachable!("the guard's constants are valid"));
+    Some(Arc::new(RetryBudget::from(ratio)))
 }
 
 impl Hedging {
@@ -221,6 +248,8 @@ impl Hedging {
             max_attempts: check_attempts(max_attempts)?,
             delay: HedgeDelay::Fixed(duration("delay", delay_ms)?),
             non_fatal: vec![],
+            guard: default_guard(),
+            a6: false,
         })
     }
 
@@ -269,7 +298,8 @@ impl Hedging {
             ));
         }
         let sketch = Arc::new(LatencySketch::new(quantile, window)?);
-        Ok(Hedging { max_attempts, delay: HedgeDelay::Adaptive { floor, ceiling, sketch }, non_fatal: vec![] })
+        let delay = HedgeDelay::Adaptive { floor, ceiling, sketch };
+        Ok(Hedging { max_attempts, delay, non_fatal: vec![], guard: default_guard(), a6: false })
     }
 
     /// The failures that let the other attempts go on, as the document named them (gRPC
@@ -278,6 +308,40 @@ impl Hedging {
     pub fn with_non_fatal(mut self, names: Vec<String>) -> Self {
         self.non_fatal = names;
         self
+    }
+
+    /// The same hedging with another attempt limit (in [1, 5]), everything else kept:
+    /// the delay (an adaptive one's sketch shared), the non-fatal names, the guard (shared:
+    /// it counts the hedges of both) and the throttling rule.
+    pub fn with_max_attempts(&self, max_attempts: u64) -> Result<Self, HedgeError> {
+        Ok(Hedging { max_attempts: check_attempts(max_attempts)?, ..self.clone() })
+    }
+
+    /// Without the default guard: with no budget in the policy, hedges are not limited
+    /// (every slow attempt is hedged, so an overloaded server sees up to `max_attempts`
+    /// times its load). A budget in the policy replaces the guard either way.
+    pub fn without_guard(mut self) -> Self {
+        self.guard = None;
+        self
+    }
+
+    /// gRPC A6's throttling (the service-config loader sets it): a hedge is sent only while
+    /// the budget allows a retry (tokens > max/2) and spends nothing; only failures spend.
+    /// Without it a hedge is paid for as a retry.
+    pub fn with_a6_throttling(mut self) -> Self {
+        self.a6 = true;
+        self
+    }
+
+    /// The default guard that limits hedges when the policy has no budget (`None`: turned
+    /// off with [`Hedging::without_guard`]).
+    pub fn guard(&self) -> Option<&Arc<RetryBudget>> {
+        self.guard.as_ref()
+    }
+
+    /// Whether hedges follow A6's throttling ([`Hedging::with_a6_throttling`]).
+    pub fn a6_throttling(&self) -> bool {
+        self.a6
     }
 
     /// The most attempts a call makes, the first included.
@@ -450,7 +514,7 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
             None => None,
         };
         if !matches!(admission, Some(Admission::Refused { .. })) {
-            if let Some(budget) = &policy.budget {
+            if let Some(budget) = Self::hedge_budget(&policy) {
                 budget.call_started(now);
             }
         }
@@ -657,7 +721,9 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
                 self.emit(EventKind::AttemptFailed, k, elapsed, None, None, sink);
                 return Ok(self.stop(Stop::Rejected, now, sink));
             }
-            Verdict::Transient { hint } => hint,
+            Verdict::Transient { hint } => Some(hint),
+            // A6 pushback "don't retry": a failure, and no further hedge; those in flight go on.
+            Verdict::DontRetry => None,
         };
         self.emit(EventKind::AttemptFailed, k, elapsed, None, None, sink);
         if let Some(b) = &self.policy.budget {
@@ -666,6 +732,11 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
         if self.policy.deadline.is_some_and(|d| elapsed > d) {
             return Ok(self.stop(Stop::Exhausted(ExhaustReason::Deadline), now, sink));
         }
+        let Some(hint) = hint else {
+            self.refused = Some(ExhaustReason::RetryAfter);
+            self.next_at = None;
+            return self.poll(now, sink);
+        };
         if self.launched < self.max_attempts {
             match (hint, self.policy.max_retry_after) {
                 (Some(h), Some(limit)) if h > limit => {
@@ -699,14 +770,23 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
         }
     }
 
-    /// A hedge is paid for as a retry (a token bucket's hedge also spends one token) and
-    /// is refused while the budget refuses retries.
+    /// What limits the hedges of `policy`'s calls: its budget, else its hedging's default
+    /// guard (unless turned off).
+    fn hedge_budget(policy: &Policy) -> Option<&RetryBudget> {
+        policy.budget.as_deref().or_else(|| policy.hedging().and_then(|h| h.guard.as_deref()))
+    }
+
+    /// A native hedge is paid for as a retry (a token bucket's hedge also spends one
+    /// token); under A6's throttling it is only gated (tokens > max/2) and spends nothing.
+    /// Either way it is refused while the budget (or the default guard) refuses retries.
     fn draw_token(&mut self, now: Duration) -> bool {
         // A launch a failure asked for is priced by what that failure was; a hedge sent on
         // its timer as a plain retry.
         let cause = std::mem::replace(&mut self.next_cause, RetryCause::Failure);
-        match &self.policy.budget {
-            Some(b) => match b.try_retry_after(cause, now) {
+        let a6 = self.policy.hedging().is_some_and(Hedging::a6_throttling);
+        match (&self.policy.budget, Self::hedge_budget(&self.policy)) {
+            (Some(b), _) if a6 => b.allows_retry(),
+            (Some(b), _) => match b.try_retry_after(cause, now) {
                 Some(cost) => {
                     b.record_failure();
                     self.retry_cost = Some(cost);
@@ -714,7 +794,8 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
                 }
                 None => false,
             },
-            None => true,
+            (None, Some(guard)) => guard.try_retry(now).is_some(),
+            (None, None) => true,
         }
     }
 
@@ -917,6 +998,91 @@ mod tests {
         assert_eq!(breaker.state(ms(1024)), BreakerState::Closed);
         assert_eq!(log.borrow().first(), Some(&(EventKind::BreakerHalfOpen, 0)));
         assert_eq!(log.borrow().last(), Some(&(EventKind::BreakerClosed, 2)));
+    }
+
+    /// Runs `calls` hedged calls 5 ms apart on `p`, every attempt slow (an overloaded
+    /// server: 100 ms, past the 10 ms hedging delay); returns the attempts launched.
+    fn overloaded(p: &Policy, calls: u64) -> u64 {
+        let none = &mut |_: &Event<'_>| {};
+        let mut attempts = 0;
+        for i in 0..calls {
+            let t0 = ms(5 * i);
+            let mut call = HedgeCall::start(p, t0);
+            assert_eq!(call.poll(t0, none), Ok(Step::Launch(1)));
+            let _ = call.poll(t0 + ms(10), none).unwrap();
+            let end = call.record(1, Verdict::Success, t0 + ms(100), none).unwrap();
+            assert!(matches!(end, Step::Won { attempt: 1, .. }), "{end:?}");
+            attempts += u64::from(call.launched());
+        }
+        attempts
+    }
+
+    /// Without a budget the default guard holds hedges to about 10% of the calls (plus its
+    /// reserve of one a second) when every attempt is slow; without the guard each call
+    /// doubles. Over 20 s of calls the window slides: the share holds throughout.
+    #[test]
+    fn the_default_guard_holds_an_overloads_extra_attempts_to_about_ten_percent() {
+        let guarded = hedged(Hedging::fixed_ms(2, 10.0).unwrap());
+        let extra = overloaded(&guarded, 4000) - 4000;
+        assert!((300..=800).contains(&extra), "{extra} extra attempts for 4000 calls (at most 20%)");
+        let open = hedged(Hedging::fixed_ms(2, 10.0).unwrap().without_guard());
+        assert_eq!(overloaded(&open, 4000), 8000, "no guard: every call hedged");
+        // A budget replaces the guard.
+        let budget = Arc::new(crate::budget::RetryBudget::new(1000.0, 1.0).unwrap());
+        let p =
+            Policy::builder().hedge(Some(Hedging::fixed_ms(2, 10.0).unwrap())).budget(Some(budget)).build().unwrap();
+        assert_eq!(overloaded(&p, 100), 200, "each success pays back the hedge's token");
+    }
+
+    /// A6 throttling: hedges are gated on tokens > max/2 and spend nothing (A6's example
+    /// bucket, nothing failing: 60 hedges of 60 calls); a native policy with the same
+    /// bucket pays for each hedge, so the bucket runs dry after a few.
+    #[test]
+    fn a6_hedges_are_gated_not_paid_while_native_hedges_pay() {
+        let run = |h: Hedging| {
+            let budget = Arc::new(crate::budget::RetryBudget::new(10.0, 0.1).unwrap());
+            let p = Policy::builder().hedge(Some(h)).budget(Some(Arc::clone(&budget))).build().unwrap();
+            (overloaded(&p, 60) - 60, budget.tokens())
+        };
+        assert_eq!(run(Hedging::fixed_ms(2, 10.0).unwrap().with_a6_throttling()), (60, 10.0));
+        let (native, _) = run(Hedging::fixed_ms(2, 10.0).unwrap());
+        assert_eq!(native, 11, "paid for: the bucket falls to half after 11 hedges of 60");
+        // Gated: below half, no hedge, and a failure still spends.
+        let budget = Arc::new(crate::budget::RetryBudget::new(10.0, 0.1).unwrap());
+        (0..5).for_each(|_| budget.record_failure());
+        let p = Policy::builder()
+            .hedge(Some(Hedging::fixed_ms(2, 10.0).unwrap().with_a6_throttling()))
+            .budget(Some(Arc::clone(&budget)))
+            .build()
+            .unwrap();
+        assert_eq!(overloaded(&p, 1), 1, "5 tokens of 10: not above half");
+        assert_eq!(overloaded(&p, 1), 2, "its success added 0.1: 5.1 is above half");
+    }
+
+    /// "Don't retry" pushback: a failure (a token), no new hedge, the others finish.
+    #[test]
+    fn dont_retry_stops_new_hedges_and_lets_the_others_finish() {
+        let budget = Arc::new(crate::budget::RetryBudget::new(10.0, 0.1).unwrap());
+        let h = Hedging::fixed_ms(3, 50.0).unwrap().with_a6_throttling();
+        let p = Policy::builder().hedge(Some(h)).budget(Some(Arc::clone(&budget))).build().unwrap();
+        let none = &mut |_: &Event<'_>| {};
+        let mut call = HedgeCall::start(&p, ms(0));
+        assert_eq!(call.poll(ms(0), none), Ok(Step::Launch(1)));
+        assert_eq!(call.poll(ms(50), none), Ok(Step::Launch(2)));
+        assert_eq!(call.record(2, Verdict::DontRetry, ms(60), none), Ok(Step::Wait(Some(ms(15_001)))));
+        assert_eq!(budget.tokens(), 9.0);
+        assert_eq!(call.poll(ms(100), none), Ok(Step::Wait(Some(ms(15_001)))), "no hedge at 100 ms");
+        assert!(matches!(call.record(1, Verdict::Success, ms(200), none), Ok(Step::Won { attempt: 1, .. })));
+        assert_eq!(call.launched(), 2);
+    }
+
+    #[test]
+    fn with_max_attempts_keeps_the_guard_and_the_throttling_rule() {
+        let h = Hedging::fixed_ms(3, 5.0).unwrap().with_a6_throttling();
+        let two = h.with_max_attempts(2).unwrap();
+        assert_eq!((two.max_attempts(), two.a6_throttling()), (2, true));
+        assert!(Arc::ptr_eq(h.guard().unwrap(), two.guard().unwrap()), "one guard for both");
+        assert_eq!(h.with_max_attempts(6).unwrap_err().field, "max_attempts");
     }
 
     #[test]

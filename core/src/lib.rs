@@ -124,6 +124,7 @@ pub mod engine;
 pub mod event;
 pub mod executor;
 mod fork_lock;
+pub mod grpc_status;
 pub mod hedge;
 #[cfg(feature = "http-date")]
 mod http_date;

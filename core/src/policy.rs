@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
+use crate::engine::Verdict;
+use crate::grpc_status::StatusCodes;
 use crate::hedge::Hedging;
 use crate::knob::{self, Rule, Setting, Unit, MAX_MS};
 use crate::units;
@@ -168,6 +170,7 @@ pub struct Policy {
     pub(crate) seed: Option<u64>,
     pub(crate) pushback: Pushback,
     pub(crate) hedge: Option<Hedging>,
+    pub(crate) grpc_codes: Option<StatusCodes>,
 }
 
 /// How a server's requested wait (a hint: HTTP's Retry-After, gRPC's
@@ -314,6 +317,29 @@ impl Policy {
     pub fn pushback(&self) -> Pushback {
         self.pushback
     }
+    /// A gRPC policy's status codes: its `retryableStatusCodes` (or a hedging policy's
+    /// `nonFatalStatusCodes`); `None` for a policy not loaded from a service config.
+    pub fn grpc_status_codes(&self) -> Option<&StatusCodes> {
+        self.grpc_codes.as_ref()
+    }
+    /// The verdict on a call that ended with gRPC status `status` (a name such as
+    /// `"UNAVAILABLE"` or a number as text), by this policy's status codes: `OK` a
+    /// success, a listed code transient (non-fatal), any other permanent. An error for a
+    /// status that is no gRPC code, or for a policy without status codes.
+    pub fn grpc_verdict(&self, status: &str) -> Result<Verdict, String> {
+        let codes = self.grpc_codes_or_err()?;
+        crate::grpc_status::status_code(status).map(|c| codes.verdict(c)).map_err(|e| e.to_string())
+    }
+    /// [`Policy::grpc_verdict`] for a status number.
+    pub fn grpc_verdict_code(&self, code: u64) -> Result<Verdict, String> {
+        let codes = self.grpc_codes_or_err()?;
+        crate::grpc_status::status_number(code).map(|c| codes.verdict(c)).map_err(|e| e.to_string())
+    }
+    fn grpc_codes_or_err(&self) -> Result<&StatusCodes, String> {
+        self.grpc_codes.as_ref().ok_or_else(|| {
+            format!("{}: this policy was not loaded from a gRPC service config: it has no status codes", self.name)
+        })
+    }
     /// The jitter seed, if the delays are to be reproducible.
     pub fn seed(&self) -> Option<u64> {
         self.seed
@@ -361,6 +387,7 @@ pub struct PolicyBuilder {
     seed: Option<u64>,
     pushback: Pushback,
     hedge: Option<Hedging>,
+    grpc_codes: Option<StatusCodes>,
 }
 
 impl Default for PolicyBuilder {
@@ -388,6 +415,7 @@ impl From<&Policy> for PolicyBuilder {
             seed: p.seed,
             pushback: p.pushback,
             hedge: p.hedge.clone(),
+            grpc_codes: p.grpc_codes.clone(),
         }
     }
 }
@@ -410,6 +438,7 @@ impl PolicyBuilder {
             seed: None,
             pushback: Pushback::Floor,
             hedge: None,
+            grpc_codes: None,
         }
     }
     /// Total calls, the first one included (>= 1; 1 disables retrying). Wider than `u32`
@@ -488,6 +517,11 @@ impl PolicyBuilder {
     /// The name used in events and errors.
     pub fn name(mut self, name: impl AsRef<str>) -> Self {
         self.name = Arc::from(name.as_ref());
+        self
+    }
+    /// A gRPC policy's status codes (the gRPC loader's; see [`Policy::grpc_status_codes`]).
+    pub fn grpc_status_codes(mut self, codes: Option<StatusCodes>) -> Self {
+        self.grpc_codes = codes;
         self
     }
     /// How a server's hint combines with the backoff (see [`Pushback`]; the gRPC loader's).
@@ -602,6 +636,7 @@ impl PolicyBuilder {
             seed: self.seed,
             pushback: self.pushback,
             hedge: self.hedge,
+            grpc_codes: self.grpc_codes,
         })
     }
 }

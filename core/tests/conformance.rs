@@ -175,6 +175,7 @@ fn run_call(retrier: &Retrier, script: &[Value], at_ms: Option<u64>) -> Result<V
         },
         |e: &Scripted| match step(e.0) {
             Some(s) if s["result"] == "transient" => Verdict::Transient { hint: hint(s) },
+            Some(s) if s["result"] == "dont_retry" => Verdict::DontRetry,
             _ => Verdict::Permanent,
         },
     );
@@ -277,6 +278,7 @@ fn run_hedged_call(policy: &Policy, script: &[Value]) -> Result<Value, String> {
         match s["result"].as_str() {
             Some("success") => Verdict::Success,
             Some("transient") => Verdict::Transient { hint },
+            Some("dont_retry") => Verdict::DontRetry,
             _ => Verdict::Permanent,
         }
     };
@@ -399,6 +401,7 @@ fn run_engine_call(policy: &Policy, script: &[Value], at_ms: Option<u64>) -> Res
             let verdict = match s["result"].as_str() {
                 Some("success") => Verdict::Success,
                 Some("transient") => Verdict::Transient { hint },
+                Some("dont_retry") => Verdict::DontRetry,
                 Some(other) => return Err(format!("a vector with a cut attempt scripts {other:?}")),
                 None => Verdict::Permanent,
             };
@@ -564,7 +567,7 @@ fn check_vector_keys(v: &Value) -> Result<(), String> {
                 }
             }
             let result = a["result"].as_str().unwrap_or("");
-            if !["success", "transient", "permanent", "rejected_value"].contains(&result) {
+            if !["success", "transient", "permanent", "dont_retry", "rejected_value"].contains(&result) {
                 return Err(format!("attempt: unknown result {result:?}"));
             }
         }

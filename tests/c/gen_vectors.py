@@ -28,7 +28,7 @@ EVENT_KEYS = {"kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error", "v
 # A rejected value is the C callback answering RETRYRS_TRANSIENT for a value it does not
 # accept (retryrs.h says so): C needs no result predicate.
 RESULTS = {"success": "RETRYRS_SUCCESS", "transient": "RETRYRS_TRANSIENT", "permanent": "RETRYRS_PERMANENT",
-           "rejected_value": "RETRYRS_TRANSIENT"}
+           "dont_retry": "RETRYRS_DONT_RETRY", "rejected_value": "RETRYRS_TRANSIENT"}
 
 
 # The skip tests/conformance/README.md allows (hedging, in a host that cannot hedge): the

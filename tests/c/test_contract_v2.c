@@ -34,12 +34,14 @@ static const char *verdict_name(retryrs_verdict v) {
     case RETRYRS_TRANSIENT: return "transient";
     case RETRYRS_PERMANENT: return "permanent";
     case RETRYRS_TIMED_OUT: return "timed_out";
+    case RETRYRS_DONT_RETRY: return "dont_retry";
   }
   return "?";
 }
 
 static void test_verdicts_and_event_kinds_keep_their_values(void) {
-  CHECK(RETRYRS_SUCCESS == 0 && RETRYRS_TRANSIENT == 1 && RETRYRS_PERMANENT == 2 && RETRYRS_TIMED_OUT == 3);
+  CHECK(RETRYRS_SUCCESS == 0 && RETRYRS_TRANSIENT == 1 && RETRYRS_PERMANENT == 2 && RETRYRS_TIMED_OUT == 3 &&
+        RETRYRS_DONT_RETRY == 4);
   CHECK(RETRYRS_EVENT_SUCCESS == 0 && RETRYRS_EVENT_ATTEMPT_FAILED == 1 && RETRYRS_EVENT_RETRYING == 2);
   CHECK(RETRYRS_EVENT_REJECTED == 3 && RETRYRS_EVENT_EXHAUSTED == 4 && RETRYRS_EVENT_CANCELLED == 5 &&
         RETRYRS_EVENT_HEDGE == 6);

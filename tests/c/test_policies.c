@@ -312,6 +312,44 @@ static void test_a_hedged_call_driven_by_hand(void) {
   retryrs_policies_free(p);
 }
 
+/* A gRPC policy keeps its status codes and judges a status by them (issue 35): a method
+ * limited to UNAVAILABLE does not retry INTERNAL; a hedging one's non-fatal codes. */
+static void test_grpc_status_codes_are_kept(void) {
+  const char *doc =
+      "{\"methodConfig\": ["
+      "{\"name\": [{\"service\": \"pay\"}], \"retryPolicy\": {\"maxAttempts\": 3, \"initialBackoff\": \"0.1s\","
+      " \"maxBackoff\": \"1s\", \"backoffMultiplier\": 2, \"retryableStatusCodes\": [\"UNAVAILABLE\"]}},"
+      "{\"name\": [{\"service\": \"reads\"}], \"hedgingPolicy\": {\"maxAttempts\": 2,"
+      " \"nonFatalStatusCodes\": [13, \"ABORTED\"]}}]}";
+  const char *native = "{\"policies\": {\"x\": {}}}";
+  retryrs_policies *p = load(doc), *q = load(native);
+  uint32_t mask = 0;
+  retryrs_verdict v = -1;
+  if (p == NULL || q == NULL) return;
+  CHECK_STATUS(retryrs_policies_grpc_status_codes(p, "pay", &mask), RETRYRS_OK);
+  CHECK(mask == (1u << 14));
+  CHECK_STATUS(retryrs_policies_grpc_status_codes(p, "reads", &mask), RETRYRS_OK);
+  CHECK(mask == ((1u << 13) | (1u << 10)));
+  CHECK_STATUS(retryrs_policies_grpc_verdict(p, "pay", 14, &v), RETRYRS_OK);
+  CHECK(v == RETRYRS_TRANSIENT);
+  CHECK_STATUS(retryrs_policies_grpc_verdict(p, "pay", (uint32_t)retryrs_grpc_status_code("INTERNAL"), &v), RETRYRS_OK);
+  CHECK(v == RETRYRS_PERMANENT);
+  CHECK_STATUS(retryrs_policies_grpc_verdict(p, "pay", 0, &v), RETRYRS_OK);
+  CHECK(v == RETRYRS_SUCCESS);
+  CHECK_STATUS(retryrs_policies_grpc_verdict(p, "reads", 13, &v), RETRYRS_OK);
+  CHECK(v == RETRYRS_TRANSIENT);
+  CHECK_STATUS(retryrs_policies_grpc_verdict(p, "pay", 17, &v), RETRYRS_INVALID_ARGUMENT);
+  CHECK(strstr(retryrs_last_error(), "17 is not a gRPC status code") != NULL);
+  CHECK_STATUS(retryrs_policies_grpc_status_codes(q, "x", &mask), RETRYRS_INVALID_ARGUMENT);
+  CHECK(strstr(retryrs_last_error(), "not loaded from a gRPC service config") != NULL);
+  CHECK_STATUS(retryrs_policies_grpc_verdict(p, "pay", 14, NULL), RETRYRS_INVALID_ARGUMENT);
+  CHECK(retryrs_grpc_status_code("UNAVAILABLE") == 14 && retryrs_grpc_status_code("busy") == -1);
+  CHECK(retryrs_grpc_status_code(NULL) == -1);
+  CHECK(strcmp(retryrs_grpc_status_name(14), "UNAVAILABLE") == 0 && retryrs_grpc_status_name(17) == NULL);
+  retryrs_policies_free(p);
+  retryrs_policies_free(q);
+}
+
 void policies_tests(void) {
   h_run("policies: the shared document gives every host's policies", test_the_shared_document_gives_every_host_s_policies);
   h_run("policies: a budget named twice is one bucket", test_a_budget_named_twice_is_one_bucket_and_outlives_the_document);
@@ -321,4 +359,5 @@ void policies_tests(void) {
   h_run("policies: gRPC's example service config", test_grpc_s_example_service_config);
   h_run("policies: gRPC lookups, warnings and pushback", test_grpc_lookup_warnings_and_pushback);
   h_run("policies: a hedged call driven by hand", test_a_hedged_call_driven_by_hand);
+  h_run("policies: gRPC status codes are kept", test_grpc_status_codes_are_kept);
 }

@@ -77,9 +77,15 @@ impl Peer {
         let base = Policy::builder().deadline(None).budget(budget);
         match self {
             Peer::NoHedging => base.hedge(Some(Hedging::fixed_ms(1, 0.0).expect("valid"))),
-            Peer::Fixed(ms) => base.hedge(Some(Hedging::fixed_ms(MAX_ATTEMPTS, *ms as f64).expect("valid"))),
+            // Unguarded, as gRPC's and the paper's hedging is: a budget, when the scenario
+            // gives one, is the only limit.
+            Peer::Fixed(ms) => {
+                base.hedge(Some(Hedging::fixed_ms(MAX_ATTEMPTS, *ms as f64).expect("valid").without_guard()))
+            }
             // p95, floor 1 ms, ceiling 1 s: the document's defaults.
-            Peer::Adaptive => base.hedge(Some(Hedging::adaptive_ms(MAX_ATTEMPTS, 0.95, 1.0, 1000.0).expect("valid"))),
+            Peer::Adaptive => {
+                base.hedge(Some(Hedging::adaptive_ms(MAX_ATTEMPTS, 0.95, 1.0, 1000.0).expect("valid").without_guard()))
+            }
             Peer::RetryOnTimeout(ms) => base
                 .max_attempts(MAX_ATTEMPTS)
                 .initial_delay_ms(0.0)

@@ -21,6 +21,7 @@ from ._errors import AttemptTimeout, RetryCancelled, RetryError, RetryExhausted,
 from ._logging import log_events
 from ._policies import PolicyDocument, PolicyDocumentError, load_policies
 from ._native import (
+    DONT_RETRY,
     RETRYABLE_STATUSES,
     AttemptInfo,
     CancelToken,
@@ -59,6 +60,7 @@ __all__ = [
     "is_retryable_status",
     "classify_http",
     "RETRYABLE_STATUSES",
+    "DONT_RETRY",
     "log_events",
     "testing",
     "__version__",

@@ -19,7 +19,15 @@ _S = TypeVar("_S")
 
 Seconds = Union[float, int, timedelta]
 RetryOn = Union[Type[BaseException], Tuple[Type[BaseException], ...], Callable[[BaseException], Union[bool, Awaitable[bool]]]]
-Hint = Union[float, int, timedelta, str, None]
+@final
+class DontRetry:
+    """The type of DONT_RETRY (one instance)."""
+
+# A retry_after answer for a server that said "don't retry" (gRPC A6 pushback): the
+# failure counts (a budget token, a breaker's failure), and nothing more is sent.
+DONT_RETRY: DontRetry
+
+Hint = Union[float, int, timedelta, str, bytes, DontRetry, None]
 WaitHook = Callable[[int, Any, float], Union[float, int, timedelta, None, Awaitable[Union[float, int, timedelta, None]]]]
 BeforeSleepHook = Callable[[int, Any, float], Union[None, bool, Awaitable[Optional[bool]]]]
 
@@ -365,6 +373,12 @@ class Policy:
     @property
     def attempt_timeout(self) -> Optional[float]: ...
     # knobgen:end policy-knobs
+    # A gRPC policy's retryableStatusCodes (a hedging one's nonFatalStatusCodes), as
+    # names; None for a policy not loaded from a service config.
+    @property
+    def grpc_status_codes(self) -> Optional[List[str]]: ...
+    # The verdict on a gRPC status (a number, a name, or grpc's StatusCode) by them.
+    def grpc_verdict(self, status: Any) -> Literal["success", "transient", "permanent"]: ...
 
 @final
 class _Document:

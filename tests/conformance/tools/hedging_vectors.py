@@ -15,6 +15,7 @@ def tr(ms, hint=None):
     if hint is not None: a["hint_ms"] = hint
     return a
 def perm(ms): return {"result": "permanent", "takes_ms": ms}
+def dont(ms): return {"result": "dont_retry", "takes_ms": ms}
 
 V = []
 def vec(id, rule, policy=None, calls=(), budgets=None, service_config=None):
@@ -145,23 +146,59 @@ a6 = {"methodConfig": [{"name": [{"service": "retry"}],
                                           "nonFatalStatusCodes": ["UNAVAILABLE", "INTERNAL", "ABORTED"]}}],
       "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}}
 vec("grpc-a6-hedging-example",
-    "A6's hedgingPolicy example: hedges every 0.5 s up to 4 attempts; a non-fatal status sends the next hedge at once; a fatal one ends the call; each hedge spends a retryThrottling token, each non-fatal failure one more, a success adds 0.1",
+    "A6's hedgingPolicy example: hedges every 0.5 s up to 4 attempts; a non-fatal status sends the next hedge at once; a fatal one ends the call; A6 throttling: a hedge spends no retryThrottling token (it is only sent while tokens > maxTokens/2), a non-fatal failure spends one, a fatal one none, a success adds 0.1",
     service_config=a6,
     calls=[([ok(2000), tr(100), ok(3000), ok(50)], {"outcome": "success", "winner": 4, "attempts": 4,
-              "launched_ms": [0, 500, 600, 1100], "cancelled": [1, 3], "budget_tokens": 6.1,
+              "launched_ms": [0, 500, 600, 1100], "cancelled": [1, 3], "budget_tokens": 9.1,
               "events": [ev("hedge", 2, 500, 500), ev("attempt_failed", 2, 600), ev("hedge", 3, 600, 100),
                          ev("hedge", 4, 1100, 500), ev("success", 4, 1150)]}),
            ([ok(2000), perm(10)], {"outcome": "rejected", "attempts": 2, "launched_ms": [0, 500], "cancelled": [1],
-              "budget_tokens": 5.1, "events": [ev("hedge", 2, 500, 500), ev("attempt_failed", 2, 510),
+              "budget_tokens": 9.1, "events": [ev("hedge", 2, 500, 500), ev("attempt_failed", 2, 510),
                                                ev("rejected", 2, 510)]})])
 java = {"methodConfig": [{"name": [{"service": "retry"}], "hedgingPolicy": {"maxAttempts": 3, "hedgingDelay": "1s"}}],
         "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}}
 vec("grpc-java-hedging-example",
-    "grpc-java's hedging_service_config.json (its method renamed to the runner's service): 3 attempts a second apart, throttled by retryThrottling",
+    "grpc-java's hedging_service_config.json (its method renamed to the runner's service): 3 attempts a second apart, throttled by retryThrottling (A6: the hedges spend nothing; the success's 0.1 is capped at maxTokens)",
     service_config=java,
     calls=[([ok(5000), ok(5000), ok(200)], {"outcome": "success", "winner": 3, "attempts": 3,
-              "launched_ms": [0, 1000, 2000], "cancelled": [1, 2], "budget_tokens": 8.1,
+              "launched_ms": [0, 1000, 2000], "cancelled": [1, 2], "budget_tokens": 10,
               "events": [ev("hedge", 2, 1000, 1000), ev("hedge", 3, 2000, 1000), ev("success", 3, 2200)]})])
+slow1 = {"methodConfig": [{"name": [{"service": "retry"}],
+                           "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "0.01s"}}],
+         "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}}
+vec("grpc-a6-hedges-spend-no-tokens",
+    "A6 throttling (issue 35): with A6's example throttling (maxTokens 10, tokenRatio 0.1), nothing failing and attempt 1 slow, every one of 60 calls sends its hedge: hedges are gated on tokens > maxTokens/2, never paid for",
+    service_config=slow1,
+    calls=[([ok(100), ok(5)], {"outcome": "success", "winner": 2, "attempts": 2, "launched_ms": [0, 10],
+              "cancelled": [1], "budget_tokens": 10,
+              "events": [ev("hedge", 2, 10, 10), ev("success", 2, 15)]}) for _ in range(60)])
+push = {"methodConfig": [{"name": [{"service": "retry"}],
+                          "hedgingPolicy": {"maxAttempts": 3, "hedgingDelay": "0.05s",
+                                            "nonFatalStatusCodes": ["UNAVAILABLE"]}}],
+        "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}}
+vec("grpc-a6-dont-retry-pushback-stops-new-hedges",
+    "A6 pushback (issue 35): a \"don't retry\" pushback counts as a failure (one token), sends no further hedge (attempt 3 would have gone at 100 ms) and lets the attempts in flight finish (attempt 1 wins at 200 ms); alone, it ends the call exhausted (retry_after)",
+    service_config=push,
+    calls=[([ok(200), dont(10)], {"outcome": "success", "winner": 1, "attempts": 2, "launched_ms": [0, 50],
+              "cancelled": [], "budget_tokens": 9.1,
+              "events": [ev("hedge", 2, 50, 50), ev("attempt_failed", 2, 60), ev("success", 1, 200)]}),
+           ([dont(10)], {"outcome": "exhausted", "reason": "retry_after", "attempts": 1, "launched_ms": [0],
+              "cancelled": [], "budget_tokens": 8.1,
+              "events": [ev("attempt_failed", 1, 10), ev("exhausted", 1, 10, reason="retry_after")]})])
+hedged = lambda: ([ok(100), ok(100)], {"outcome": "success", "winner": 1, "attempts": 2, "launched_ms": [0, 10],
+                   "cancelled": [2], "events": [ev("hedge", 2, 10, 10), ev("success", 1, 100)]})
+unhedged = ([ok(100), ok(100)], {"outcome": "success", "winner": 1, "attempts": 1, "launched_ms": [0],
+             "cancelled": [], "events": [ev("success", 1, 100)]})
+vec("hedge-default-guard-limits-hedges",
+    "hedging's default guard (issue 35): without a budget, hedges draw from a Finagle ratio budget of 10 s, 10% of the calls plus 1 a second (a reserve of 10): with every attempt slow, the first 11 calls hedge (11 deposits of 0.1 and the reserve of 10 cover 11 hedges) and the 12th does not",
+    fixed(2, "10ms"),
+    [hedged() for _ in range(11)] + [unhedged])
+vec("hedge-guard-false-turns-the-guard-off",
+    "hedging's default guard (issue 35): \"guard\": false turns it off: every one of 12 slow calls hedges",
+    {"deadline": "10000ms", "hedge": {"max_attempts": 2, "delay": "10ms", "guard": False}},
+    [hedged() for _ in range(12)])
+V.append({"id": "hedge-validate-guard", "rule": "hedging: guard is true or false",
+          "policy": {"hedge": {"max_attempts": 2, "delay": "10ms", "guard": "off"}}, "expect_error": {"knob": "hedge.guard"}})
 V.append({"id": "hedge-validate-max-attempts-over-a6-cap", "rule": "hedging: max_attempts is at most 5 (A6)",
           "policy": {"hedge": {"max_attempts": 6, "delay": "10ms"}}, "expect_error": {"knob": "hedge.max_attempts"}})
 V.append({"id": "hedge-validate-negative-delay", "rule": "hedging: the delay is a duration >= 0 or \"adaptive\"",
