@@ -115,7 +115,7 @@
 #define RETRYRS_VERSION_MAJOR 0
 
 // Minor version, as in Cargo.toml.
-#define RETRYRS_VERSION_MINOR 2
+#define RETRYRS_VERSION_MINOR 3
 
 // Patch version, as in Cargo.toml.
 #define RETRYRS_VERSION_PATCH 0

@@ -32,7 +32,7 @@ use std::ffi::c_char;
 /// Major version, as in Cargo.toml (a test keeps them equal).
 pub const RETRYRS_VERSION_MAJOR: u32 = 0;
 /// Minor version, as in Cargo.toml.
-pub const RETRYRS_VERSION_MINOR: u32 = 2;
+pub const RETRYRS_VERSION_MINOR: u32 = 3;
 /// Patch version, as in Cargo.toml.
 pub const RETRYRS_VERSION_PATCH: u32 = 0;
 
