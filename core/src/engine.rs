@@ -136,7 +136,9 @@ impl std::fmt::Display for StateError {
         match self {
             // In every host's words: no Rust method name (a C or Python caller never
             // called record()); each host prefixes the name of its own function.
-            StateError::NotAttempting(state) => write!(f, "no attempt is in progress to report on; the call is {state}"),
+            StateError::NotAttempting(state) => {
+                write!(f, "no attempt is in progress to report on; the call is {state}")
+            }
             StateError::NotWaiting(state) => write!(f, "no retry wait is in progress; the call is {state}"),
             StateError::Ended => f.write_str("the call has ended"),
             StateError::NoAttempt(state) => write!(f, "no attempt is in progress; the call is {state}"),
@@ -480,7 +482,7 @@ impl<P: Deref<Target = Policy>> Call<P> {
     ) -> Result<(Duration, Option<Duration>), Stop> {
         let elapsed = now.saturating_sub(self.start);
         if self.admission.is_some() {
-            self.count_attempt(verdict, now, sink);
+            self.count_attempt(verdict, now.saturating_sub(self.attempt_start), now, sink);
         }
         let hint = match verdict {
             Verdict::Success => {
