@@ -475,7 +475,24 @@ impl CircuitBreaker {
         now: Duration,
         on: &mut impl FnMut(Transition),
     ) {
-        let slow = self.config.slow_call_duration.is_some_and(|d| took >= d);
+        self.record_since(admission, failed, now.saturating_sub(took), now, on)
+    }
+
+    /// An outcome of a call (or attempt) that started at `started`: its duration is
+    /// computed only when a slow-call threshold needs it (the engine's side).
+    #[inline]
+    fn record_since(
+        &self,
+        admission: Admission,
+        failed: bool,
+        started: Duration,
+        now: Duration,
+        on: &mut impl FnMut(Transition),
+    ) {
+        let slow = match self.config.slow_call_duration {
+            Some(d) => now.saturating_sub(started) >= d,
+            None => false,
+        };
         self.record_outcome(admission, Outcome { failed, slow }, now, on)
     }
 
@@ -536,8 +553,7 @@ impl CircuitBreaker {
 
     /// Counts a closed breaker's outcome; whether it must open.
     fn count(&self, inner: &mut Inner, outcome: Outcome, now: Duration) -> bool {
-        let slow_ratio = self.config.slow_call_duration.map(|_| self.config.slow_call_ratio);
-        inner.tally.count(&self.config.model, slow_ratio, outcome, now)
+        inner.tally.count(&self.config, outcome, now)
     }
 
     fn open(&self, inner: &mut Inner, now: Duration, on: &mut impl FnMut(Transition)) {
@@ -578,12 +594,12 @@ pub fn admit(policy: &Policy, now: Duration, sink: &mut impl FnMut(&Event<'_>)) 
 /// What a call (one at a time or hedged) tells its policy's breaker: the engine's side,
 /// one piece of code for both. `admission` is what [`admit`] said at the start (`None`: no
 /// breaker); `on` gets each state change.
-/// `took`: how long the attempt ran (for a slow-call threshold).
+/// `started`: when the attempt started (for a slow-call threshold).
 pub(crate) fn count_attempt(
     policy: &Policy,
     admission: &mut Option<Admission>,
     verdict: Verdict,
-    took: Duration,
+    started: Duration,
     now: Duration,
     on: &mut impl FnMut(Transition),
 ) {
@@ -592,24 +608,23 @@ pub(crate) fn count_attempt(
         return;
     }
     let failed = match verdict {
-        Verdict::Success => false,
-        Verdict::Transient { .. } => true,
         Verdict::Permanent => breaker.config.count_permanent,
+        other => matches!(other, Verdict::Transient { .. }),
     };
-    breaker.record_timed(admitted, failed, took, now, on);
+    breaker.record_since(admitted, failed, started, now, on);
     // After the first, the call counts as an ordinary one (a probe is decided by its first
     // attempt).
     *admission = Some(Admission::Pass);
 }
 
-/// The call ended with `stop` at `now`, `took` after it started: per call, its outcome
+/// The call that started at `started` ended with `stop` at `now`: per call, its outcome
 /// counts (exhausted: a failure; success: a success; rejected: a success, or a failure
 /// with `count_permanent`); a cancelled call gives its probe back.
 pub(crate) fn count_call(
     policy: &Policy,
     admission: Option<Admission>,
     stop: Stop,
-    took: Duration,
+    started: Duration,
     now: Duration,
     on: &mut impl FnMut(Transition),
 ) {
@@ -624,7 +639,7 @@ pub(crate) fn count_call(
         Stop::Rejected => breaker.config.count_permanent,
         Stop::Exhausted(_) => true,
     };
-    breaker.record_timed(admitted, failed, took, now, on);
+    breaker.record_since(admitted, failed, started, now, on);
 }
 
 /// A transition's event: its kind and the delay it carries.
@@ -644,23 +659,25 @@ impl<P: Deref<Target = Policy>> Call<P> {
         self.emit(kind, elapsed, delay, None, sink);
     }
 
-    /// Per-attempt counting: an attempt's verdict at `now`, `took` after it started.
+    /// Per-attempt counting: an attempt that started at `started` has its verdict at `now`.
     pub(crate) fn count_attempt(
         &mut self,
         verdict: Verdict,
-        took: Duration,
+        started: Duration,
         now: Duration,
         sink: &mut impl FnMut(&Event<'_>),
     ) {
         let elapsed = now.saturating_sub(self.started_at());
         let mut admission = self.admission;
-        count_attempt(&self.policy, &mut admission, verdict, took, now, &mut |t| self.transition(t, elapsed, sink));
+        count_attempt(&self.policy, &mut admission, verdict, started, now, &mut |t| self.transition(t, elapsed, sink));
         self.admission = admission;
     }
 
     /// The call ended with `stop` at `now` (see [`count_call`]).
     pub(crate) fn count_call(&mut self, stop: Stop, now: Duration, sink: &mut impl FnMut(&Event<'_>)) {
         let elapsed = now.saturating_sub(self.started_at());
-        count_call(&self.policy, self.admission, stop, elapsed, now, &mut |t| self.transition(t, elapsed, sink));
+        count_call(&self.policy, self.admission, stop, self.started_at(), now, &mut |t| {
+            self.transition(t, elapsed, sink)
+        });
     }
 }

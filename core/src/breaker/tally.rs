@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use super::BreakerModel;
+use super::{BreakerConfig, BreakerModel};
 
 /// One outcome as the breaker counts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,10 +81,12 @@ impl Tally {
         }
     }
 
-    /// Counts `outcome` at `now`; whether the breaker must open (`slow_ratio` from the
-    /// config: `None` when slow calls are not counted).
-    pub fn count(&mut self, model: &BreakerModel, slow_ratio: Option<f64>, outcome: Outcome, now: Duration) -> bool {
-        match (self, *model) {
+    /// Counts `outcome` at `now`; whether the breaker must open.
+    #[inline]
+    pub fn count(&mut self, config: &BreakerConfig, outcome: Outcome, now: Duration) -> bool {
+        // Read only by the ratio models (a consecutive count stays a few instructions).
+        let slow_ratio = || config.slow_call_duration.map(|_| config.slow_call_ratio);
+        match (self, config.model) {
             (Tally::Consecutive(n), BreakerModel::Consecutive { failures }) => {
                 *n = if outcome.failed { n.saturating_add(1) } else { 0 };
                 *n >= failures
@@ -117,7 +119,7 @@ impl Tally {
                 let (calls, failures, slow) =
                     windows.iter().fold((0, 0, 0), |(c, f, s), w| (c + w.calls, f + w.failures, s + w.slow));
                 calls >= u64::from(minimum_throughput)
-                    && Thresholds { failure_ratio, slow_ratio }.reached(calls, failures, slow)
+                    && Thresholds { failure_ratio, slow_ratio: slow_ratio() }.reached(calls, failures, slow)
             }
             (
                 Tally::Count { ring, failures, slow },
@@ -136,7 +138,7 @@ impl Tally {
                 // minimum of 100 judges every 10 calls).
                 let calls = ring.len() as u64;
                 calls >= u64::from(minimum_calls.min(window_size))
-                    && Thresholds { failure_ratio, slow_ratio }.reached(calls, *failures, *slow)
+                    && Thresholds { failure_ratio, slow_ratio: slow_ratio() }.reached(calls, *failures, *slow)
             }
             // Tally::new made it from the same model.
             _ => false,

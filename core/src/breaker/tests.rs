@@ -178,12 +178,13 @@ fn shared_across_threads_it_opens_once() {
     assert!(b.rejections() >= 290, "at most 100 + 3 in flight went ahead");
 }
 
-/// One call at `t` that took `took` ms: admitted? then its outcome.
+/// One call admitted at `t` whose outcome comes `took` ms later: admitted? then its
+/// outcome (logged at `t`).
 fn timed(b: &CircuitBreaker, t: u64, failed: bool, took: u64, log: &mut Vec<(u64, Transition)>) -> Admission {
     let mut on = |x| log.push((t, x));
     let a = b.admit(ms(t), &mut on);
     if !matches!(a, Admission::Refused { .. }) {
-        b.record_timed(a, failed, ms(took), ms(t), &mut on);
+        b.record_timed(a, failed, ms(took), ms(t + took), &mut on);
     }
     a
 }
