@@ -46,7 +46,7 @@ impl PyCircuitBreaker {
 impl PyCircuitBreaker {
     #[new]
     #[pyo3(
-        signature = (model="consecutive", *, failures=None, failure_ratio=None, minimum_throughput=None, sampling_duration=None, minimum_calls=None, window_size=None, break_duration=None, half_open_probes=None, break_multiplier=None, max_break_duration=None, per_attempt=false, count_permanent=false, slow_call_duration=None, slow_call_ratio=None, judge_all_probes=false),
+        signature = (model="consecutive", *, failures=None, failure_ratio=None, minimum_throughput=None, sampling_duration=None, minimum_calls=None, window_size=None, break_duration=None, half_open_probes=None, break_multiplier=None, max_break_duration=None, per_attempt=None, count_permanent=None, slow_call_duration=None, slow_call_ratio=None, judge_all_probes=None),
         text_signature = "(model='consecutive', *, failures=None, failure_ratio=None, minimum_throughput=None, sampling_duration=None, minimum_calls=None, window_size=None, break_duration=None, half_open_probes=None, break_multiplier=None, max_break_duration=None, per_attempt=False, count_permanent=False, slow_call_duration=None, slow_call_ratio=None, judge_all_probes=False)"
     )]
     #[allow(clippy::too_many_arguments)]
@@ -62,11 +62,11 @@ impl PyCircuitBreaker {
         half_open_probes: Option<&Bound<'_, PyAny>>,
         break_multiplier: Option<&Bound<'_, PyAny>>,
         max_break_duration: Option<&Bound<'_, PyAny>>,
-        per_attempt: bool,
-        count_permanent: bool,
+        per_attempt: Option<&Bound<'_, PyAny>>,
+        count_permanent: Option<&Bound<'_, PyAny>>,
         slow_call_duration: Option<&Bound<'_, PyAny>>,
         slow_call_ratio: Option<&Bound<'_, PyAny>>,
-        judge_all_probes: bool,
+        judge_all_probes: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         // Each model's own knobs; one given to another model is a mistake worth naming.
         let given = |v: Option<&Bound<'_, PyAny>>| v.is_some_and(|v| !v.is_none());
@@ -107,9 +107,9 @@ impl PyCircuitBreaker {
             None => None,
             some => Some(duration(some, "max_break_duration", 0.0)?),
         };
-        config.per_attempt = per_attempt;
-        config.count_permanent = count_permanent;
-        config.judge_all_probes = judge_all_probes;
+        config.per_attempt = flag(per_attempt, "per_attempt")?;
+        config.count_permanent = flag(count_permanent, "count_permanent")?;
+        config.judge_all_probes = flag(judge_all_probes, "judge_all_probes")?;
         config.slow_call_duration = match slow_call_duration.filter(|v| !v.is_none()) {
             None => None,
             some => Some(duration(some, "slow_call_duration", 0.0)?),
@@ -200,6 +200,15 @@ fn count(v: Option<&Bound<'_, PyAny>>, name: &str, default: u32) -> PyResult<u32
         Ok(n) if n < 0 => Err(PyValueError::new_err(format!("CircuitBreaker {name} must be >= 0, got {n}"))),
         Ok(n) => Ok(u32::try_from(n).unwrap_or(u32::MAX)),
         Err(_) => Ok(u32::MAX),
+    }
+}
+
+/// True or False (None: False), named when it is anything else.
+fn flag(v: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<bool> {
+    match v.filter(|v| !v.is_none()) {
+        None => Ok(false),
+        Some(v) if v.is_instance_of::<PyBool>() => Ok(v.is_truthy()?),
+        Some(v) => Err(PyTypeError::new_err(format!("CircuitBreaker {name} must be True or False, got {}", repr(v)))),
     }
 }
 

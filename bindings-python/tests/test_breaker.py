@@ -408,6 +408,9 @@ def test_new_options_are_checked_and_pickled():
         CircuitBreaker("count", window_size=0)
     with pytest.raises(ValueError, match="slow_call_ratio"):
         CircuitBreaker("sampling", slow_call_ratio=2)
+    for flag in ("per_attempt", "count_permanent", "judge_all_probes"):
+        with pytest.raises(TypeError, match=f"CircuitBreaker {flag} must be True or False, got 1"):
+            CircuitBreaker(**{flag: 1})
     import pickle
 
     b = CircuitBreaker("count", failure_ratio=0.25, minimum_calls=3, window_size=7, slow_call_duration=0.5,
