@@ -309,7 +309,7 @@ export declare class RetryExhaustedError extends Error {
   /** The last failure. */
   readonly cause: unknown;
   /** For reason circuit_open (fn never ran): the breaker's state, 'open' or 'half_open'. */
-  readonly breakerState?: 'open' | 'half_open';
+  readonly breakerState?: 'open' | 'half_open' | 'isolated';
   /** For reason circuit_open: milliseconds before the breaker lets a probe through. */
   readonly retryInMs?: number;
 }
@@ -320,11 +320,15 @@ export interface SharedCircuitBreaker {
 }
 
 export interface CircuitBreakerOptions {
-  /** 'consecutive' (default): after `failures` failed calls in a row; 'sampling': Polly v8's model. */
-  model?: 'consecutive' | 'sampling';
+  /**
+   * 'consecutive' (default): after `failures` failed calls in a row; 'sampling': Polly v8's
+   * model; 'count': resilience4j's count-based sliding window. docs/breaker.md maps
+   * Polly's and resilience4j's options.
+   */
+  model?: 'consecutive' | 'sampling' | 'count';
   /** Consecutive: failed calls in a row that open it. Default 5. */
   failures?: number;
-  /** Sampling: the share of failed calls that opens it, in (0, 1]. Default 0.1. */
+  /** Sampling and count: the share of failed calls that opens it, in (0, 1]. Default 0.1 (sampling), 0.5 (count). */
   failureRatio?: number;
   /** Sampling: calls in the window before it may open (>= 2). Default 100. */
   minimumThroughput?: number;
@@ -338,8 +342,20 @@ export interface CircuitBreakerOptions {
   breakMultiplier?: number;
   /** The longest break when it grows; null: one day. */
   maxBreakDurationMs?: number | null;
-  /** Count each attempt instead of each call. Default false. */
+  /** Count each attempt instead of each call (a retry around Polly's or resilience4j's breaker). Default false. */
   perAttempt?: boolean;
+  /** Count: calls counted before it may open (>= 1; above windowSize, windowSize). Default 100. */
+  minimumCalls?: number;
+  /** Count: how many of the last calls it judges (1 to 1000000). Default 100. */
+  windowSize?: number;
+  /** Count a permanent failure as a failure (default: a success, the dependency answered). Default false. */
+  countPermanent?: boolean;
+  /** Sampling and count: a call (or attempt) this long or longer is slow; null: none is. */
+  slowCallDurationMs?: number | null;
+  /** Sampling and count: the share of slow calls that opens it, in (0, 1]. Default 1. */
+  slowCallRatio?: number;
+  /** Half-open: let exactly halfOpenProbes probes go and close only if their failure ratio is under the threshold (resilience4j). Default false: the first probe decides (Polly). */
+  judgeAllProbes?: boolean;
 }
 
 /** A circuit breaker shared between calls, retriers and worker threads. */
@@ -349,10 +365,14 @@ export declare class CircuitBreaker {
   static from(received: CircuitBreaker | SharedCircuitBreaker): CircuitBreaker;
   /** Its share id: the one field postMessage copies. */
   readonly retryrsBreaker: number;
-  readonly state: 'closed' | 'open' | 'half_open';
+  readonly state: 'closed' | 'open' | 'half_open' | 'isolated';
   readonly retryInMs: number;
   readonly rejections: number;
-  readonly model: 'consecutive' | 'sampling';
+  readonly model: 'consecutive' | 'sampling' | 'count';
+  /** Holds it open until reset(): every call rejects at once (reason 'circuit_open'); state 'isolated'. */
+  isolate(): void;
+  /** Closes it, whatever its state, with its counts started over. */
+  reset(): void;
 }
 
 /** What structured clone (postMessage, workerData) makes of a RetryBudget. */

@@ -127,6 +127,10 @@
 // `minimum_throughput` calls within `sampling_duration_ms`.
 #define RETRYRS_BREAKER_SAMPLING 1
 
+// A breaker model (resilience4j's count-based window): failures reach `failure_ratio` of
+// the last `window_size` calls, once `minimum_calls` are counted.
+#define RETRYRS_BREAKER_COUNT 2
+
 // A breaker state: calls go through.
 #define RETRYRS_BREAKER_CLOSED 0
 
@@ -135,6 +139,9 @@
 
 // A breaker state: a bounded number of probe calls go through.
 #define RETRYRS_BREAKER_HALF_OPEN 2
+
+// A breaker state: held open by retryrs_breaker_isolate() until retryrs_breaker_reset().
+#define RETRYRS_BREAKER_ISOLATED 3
 
 // The longest wait the engine ever asks for, in ms (9e15, about 285,000 years): the
 // largest delay and deadline a config may hold. A server's hint asking for longer (only
@@ -378,11 +385,13 @@ typedef struct retryrs_hooks {
 
 // A circuit breaker's settings; fill it with retryrs_breaker_config_init() first.
 typedef struct retryrs_breaker_config {
-  // RETRYRS_BREAKER_CONSECUTIVE (default) or RETRYRS_BREAKER_SAMPLING.
+  // RETRYRS_BREAKER_CONSECUTIVE (default), RETRYRS_BREAKER_SAMPLING or
+  // RETRYRS_BREAKER_COUNT.
   int32_t model;
   // Consecutive: failed calls in a row that open it (>= 1). Default 5.
   uint32_t failures;
-  // Sampling: the share of failed calls that opens it, in (0, 1]. Default 0.1.
+  // Sampling and count: the share of failed calls that opens it, in (0, 1]. Default
+  // 0.1 (Polly's; resilience4j's is 0.5: set it for the count model).
   double failure_ratio;
   // Sampling: calls in the window before it may open (>= 2). Default 100.
   uint32_t minimum_throughput;
@@ -398,6 +407,22 @@ typedef struct retryrs_breaker_config {
   double max_break_duration_ms;
   // Count each attempt instead of each call. Default false.
   bool per_attempt;
+  // Count: calls counted before it may open (>= 1; above window_size, window_size).
+  // Default 100.
+  uint32_t minimum_calls;
+  // Count: how many of the last calls it judges (1 to 1000000). Default 100.
+  uint32_t window_size;
+  // Count a permanent failure as a failure (default false: a success, the dependency
+  // answered).
+  bool count_permanent;
+  // Sampling and count: a call (or attempt) this long or longer is slow; 0: none is.
+  // Default 0.
+  double slow_call_duration_ms;
+  // The share of slow calls that opens it, in (0, 1]. Default 1.
+  double slow_call_ratio;
+  // Half-open: let exactly half_open_probes probes go and close only if their failure
+  // ratio is under the threshold (resilience4j); false: the first probe decides.
+  bool judge_all_probes;
 } retryrs_breaker_config;
 
 // The jitter kind of a config.
@@ -708,7 +733,7 @@ retryrs_status retryrs_breaker_config_init(struct retryrs_breaker_config *config
 retryrs_status retryrs_breaker_new(const struct retryrs_breaker_config *config,
                                    struct retryrs_breaker **out);
 
-// The state now (RETRYRS_BREAKER_CLOSED, _OPEN or _HALF_OPEN) and the milliseconds left
+// The state now (RETRYRS_BREAKER_CLOSED, _OPEN, _HALF_OPEN or _ISOLATED) and the milliseconds left
 // before a probe may go (0 unless open), on the clock blocking calls use (virtual under
 // the testing switch); either out-pointer may be NULL.
 retryrs_status retryrs_breaker_state(const struct retryrs_breaker *breaker,
@@ -721,6 +746,14 @@ retryrs_status retryrs_breaker_state_at(const struct retryrs_breaker *breaker,
                                         uint64_t now_ms,
                                         int32_t *state,
                                         double *retry_in_ms);
+
+// Holds it open until retryrs_breaker_reset(): every call is refused
+// (RETRYRS_EXHAUSTED, RETRYRS_REASON_CIRCUIT_OPEN); state RETRYRS_BREAKER_ISOLATED
+// (Polly's Isolate, resilience4j's FORCED_OPEN). Thread-safe.
+retryrs_status retryrs_breaker_isolate(const struct retryrs_breaker *breaker);
+
+// Closes it, whatever its state, with its counts started over. Thread-safe.
+retryrs_status retryrs_breaker_reset(const struct retryrs_breaker *breaker);
 
 // Calls refused so far.
 retryrs_status retryrs_breaker_rejections(const struct retryrs_breaker *breaker, uint64_t *out);

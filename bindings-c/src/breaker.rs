@@ -21,6 +21,9 @@ pub const RETRYRS_BREAKER_CONSECUTIVE: i32 = 0;
 /// A breaker model (Polly v8's): failures reach `failure_ratio` of at least
 /// `minimum_throughput` calls within `sampling_duration_ms`.
 pub const RETRYRS_BREAKER_SAMPLING: i32 = 1;
+/// A breaker model (resilience4j's count-based window): failures reach `failure_ratio` of
+/// the last `window_size` calls, once `minimum_calls` are counted.
+pub const RETRYRS_BREAKER_COUNT: i32 = 2;
 
 /// A breaker state: calls go through.
 pub const RETRYRS_BREAKER_CLOSED: i32 = 0;
@@ -28,16 +31,20 @@ pub const RETRYRS_BREAKER_CLOSED: i32 = 0;
 pub const RETRYRS_BREAKER_OPEN: i32 = 1;
 /// A breaker state: a bounded number of probe calls go through.
 pub const RETRYRS_BREAKER_HALF_OPEN: i32 = 2;
+/// A breaker state: held open by retryrs_breaker_isolate() until retryrs_breaker_reset().
+pub const RETRYRS_BREAKER_ISOLATED: i32 = 3;
 
 /// A circuit breaker's settings; fill it with retryrs_breaker_config_init() first.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct retryrs_breaker_config {
-    /// RETRYRS_BREAKER_CONSECUTIVE (default) or RETRYRS_BREAKER_SAMPLING.
+    /// RETRYRS_BREAKER_CONSECUTIVE (default), RETRYRS_BREAKER_SAMPLING or
+    /// RETRYRS_BREAKER_COUNT.
     pub model: i32,
     /// Consecutive: failed calls in a row that open it (>= 1). Default 5.
     pub failures: u32,
-    /// Sampling: the share of failed calls that opens it, in (0, 1]. Default 0.1.
+    /// Sampling and count: the share of failed calls that opens it, in (0, 1]. Default
+    /// 0.1 (Polly's; resilience4j's is 0.5: set it for the count model).
     pub failure_ratio: f64,
     /// Sampling: calls in the window before it may open (>= 2). Default 100.
     pub minimum_throughput: u32,
@@ -53,6 +60,22 @@ pub struct retryrs_breaker_config {
     pub max_break_duration_ms: f64,
     /// Count each attempt instead of each call. Default false.
     pub per_attempt: bool,
+    /// Count: calls counted before it may open (>= 1; above window_size, window_size).
+    /// Default 100.
+    pub minimum_calls: u32,
+    /// Count: how many of the last calls it judges (1 to 1000000). Default 100.
+    pub window_size: u32,
+    /// Count a permanent failure as a failure (default false: a success, the dependency
+    /// answered).
+    pub count_permanent: bool,
+    /// Sampling and count: a call (or attempt) this long or longer is slow; 0: none is.
+    /// Default 0.
+    pub slow_call_duration_ms: f64,
+    /// The share of slow calls that opens it, in (0, 1]. Default 1.
+    pub slow_call_ratio: f64,
+    /// Half-open: let exactly half_open_probes probes go and close only if their failure
+    /// ratio is under the threshold (resilience4j); false: the first probe decides.
+    pub judge_all_probes: bool,
 }
 
 fn config_defaults() -> retryrs_breaker_config {
@@ -67,6 +90,12 @@ fn config_defaults() -> retryrs_breaker_config {
         break_multiplier: 1.0,
         max_break_duration_ms: 0.0,
         per_attempt: false,
+        minimum_calls: 100,
+        window_size: 100,
+        count_permanent: false,
+        slow_call_duration_ms: 0.0,
+        slow_call_ratio: 1.0,
+        judge_all_probes: false,
     }
 }
 
@@ -101,9 +130,14 @@ pub unsafe extern "C" fn retryrs_breaker_new(
                 minimum_throughput: c.minimum_throughput,
                 sampling_duration: ms(c.sampling_duration_ms),
             },
+            RETRYRS_BREAKER_COUNT => BreakerModel::Count {
+                failure_ratio: c.failure_ratio,
+                minimum_calls: c.minimum_calls,
+                window_size: c.window_size,
+            },
             other => {
                 return Err(Failure::invalid(format!(
-                    "retryrs_breaker_new: config->model must be RETRYRS_BREAKER_CONSECUTIVE or RETRYRS_BREAKER_SAMPLING, got {other}"
+                    "retryrs_breaker_new: config->model must be RETRYRS_BREAKER_CONSECUTIVE, RETRYRS_BREAKER_SAMPLING or RETRYRS_BREAKER_COUNT, got {other}"
                 )))
             }
         };
@@ -113,10 +147,17 @@ pub unsafe extern "C" fn retryrs_breaker_new(
         b.break_multiplier = c.break_multiplier;
         b.max_break_duration = (c.max_break_duration_ms > 0.0).then(|| ms(c.max_break_duration_ms));
         b.per_attempt = c.per_attempt;
+        b.count_permanent = c.count_permanent;
+        b.judge_all_probes = c.judge_all_probes;
+        // NaN is not "none": it reaches the check, which names it.
+        let slow = c.slow_call_duration_ms;
+        b.slow_call_duration = (slow != 0.0).then(|| if slow.is_nan() { Duration::ZERO } else { ms(slow) });
+        b.slow_call_ratio = c.slow_call_ratio;
         let breaker = CircuitBreaker::new(b).map_err(|e| {
             let knob = e
                 .knob
                 .replace("sampling_duration", "sampling_duration_ms")
+                .replace("slow_call_duration", "slow_call_duration_ms")
                 .replace("break_duration", "break_duration_ms");
             let requirement = e.requirement.replace(" (ms)", "");
             Failure::invalid(format!("retryrs_breaker_new: config->{knob} must be {requirement}, got {}", e.value))
@@ -134,7 +175,7 @@ fn clock_now() -> Duration {
     }
 }
 
-/// The state now (RETRYRS_BREAKER_CLOSED, _OPEN or _HALF_OPEN) and the milliseconds left
+/// The state now (RETRYRS_BREAKER_CLOSED, _OPEN, _HALF_OPEN or _ISOLATED) and the milliseconds left
 /// before a probe may go (0 unless open), on the clock blocking calls use (virtual under
 /// the testing switch); either out-pointer may be NULL.
 #[no_mangle]
@@ -178,6 +219,26 @@ unsafe fn write_state(
         }
         Ok(())
     }
+}
+
+/// Holds it open until retryrs_breaker_reset(): every call is refused
+/// (RETRYRS_EXHAUSTED, RETRYRS_REASON_CIRCUIT_OPEN); state RETRYRS_BREAKER_ISOLATED
+/// (Polly's Isolate, resilience4j's FORCED_OPEN). Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_breaker_isolate(breaker: *const retryrs_breaker) -> retryrs_status {
+    guard_status("retryrs_breaker_isolate", || {
+        arg(breaker, "breaker")?.inner.isolate();
+        Ok(())
+    })
+}
+
+/// Closes it, whatever its state, with its counts started over. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_breaker_reset(breaker: *const retryrs_breaker) -> retryrs_status {
+    guard_status("retryrs_breaker_reset", || {
+        arg(breaker, "breaker")?.inner.reset();
+        Ok(())
+    })
 }
 
 /// Calls refused so far.

@@ -6,16 +6,31 @@ const native = require('./native');
 const { breakerNow } = require('./clock');
 const { shareable } = require('./shareable');
 
-const MODELS = ['consecutive', 'sampling'];
-const SAMPLING_ONLY = ['failureRatio', 'minimumThroughput', 'samplingDurationMs'];
-const KEYS = new Set(['model', 'failures', ...SAMPLING_ONLY, 'breakDurationMs', 'halfOpenProbes', 'breakMultiplier', 'maxBreakDurationMs', 'perAttempt']);
+// Each option a model owns (the others are every model's); one given to another model is
+// a mistake worth naming.
+const OWNER = {
+  failures: 'consecutive',
+  minimumThroughput: 'sampling',
+  samplingDurationMs: 'sampling',
+  minimumCalls: 'count',
+  windowSize: 'count',
+  failureRatio: 'sampling or count',
+  slowCallDurationMs: 'sampling or count',
+  slowCallRatio: 'sampling or count',
+};
+const MODELS = ['consecutive', 'sampling', 'count'];
+const FLAGS = ['perAttempt', 'countPermanent', 'judgeAllProbes'];
+const KEYS = new Set(['model', ...Object.keys(OWNER), 'breakDurationMs', 'halfOpenProbes', 'breakMultiplier', 'maxBreakDurationMs', ...FLAGS]);
 
 class CircuitBreaker {
   /**
-   * @param {object} [options] model 'consecutive' (failures, default 5) or 'sampling'
-   *   (Polly v8's failureRatio 0.1, minimumThroughput 100, samplingDurationMs 30000);
+   * @param {object} [options] model 'consecutive' (failures, default 5), 'sampling'
+   *   (Polly v8's failureRatio 0.1, minimumThroughput 100, samplingDurationMs 30000) or
+   *   'count' (resilience4j's failureRatio 0.5, minimumCalls 100, windowSize 100);
+   *   sampling and count: slowCallDurationMs (null: no call is slow), slowCallRatio 1;
    *   breakDurationMs 5000, halfOpenProbes 1, breakMultiplier 1, maxBreakDurationMs
-   *   (null: one day), perAttempt false.
+   *   (null: one day), perAttempt false, countPermanent false, judgeAllProbes false.
+   *   docs/breaker.md maps Polly's and resilience4j's options.
    */
   constructor(options = {}) {
     if (options === null || typeof options !== 'object') throw new TypeError(`CircuitBreaker: options must be an object, got ${options === null ? 'null' : typeof options}`);
@@ -23,26 +38,25 @@ class CircuitBreaker {
       if (!KEYS.has(key)) throw new TypeError(`CircuitBreaker: unknown option '${key}' (known: ${[...KEYS].join(', ')})`);
     }
     const model = options.model ?? 'consecutive';
-    if (!MODELS.includes(model)) throw new RangeError(`CircuitBreaker: model must be 'consecutive' or 'sampling', got ${String(model)}`);
-    if (model === 'consecutive') {
-      for (const key of SAMPLING_ONLY) {
-        if (options[key] !== undefined) throw new TypeError(`CircuitBreaker: ${key} belongs to model 'sampling'`);
-      }
-    } else if (options.failures !== undefined) {
-      throw new TypeError("CircuitBreaker: failures belongs to model 'consecutive'");
+    if (!MODELS.includes(model)) throw new RangeError(`CircuitBreaker: model must be 'consecutive', 'sampling' or 'count', got ${String(model)}`);
+    for (const [key, owner] of Object.entries(OWNER)) {
+      const given = options[key] !== undefined && !(key === 'slowCallDurationMs' && options[key] === null);
+      if (given && !owner.split(' or ').includes(model)) throw new TypeError(`CircuitBreaker: ${key} belongs to model '${owner.replace(' or ', "' or '")}'`);
     }
     const num = (key, dflt) => {
       const v = options[key] ?? dflt;
       if (typeof v !== 'number') throw new TypeError(`CircuitBreaker: ${key} must be a number, got ${typeof v}`);
       return v;
     };
-    if (options.perAttempt !== undefined && typeof options.perAttempt !== 'boolean') {
-      throw new TypeError(`CircuitBreaker: perAttempt must be a boolean, got ${typeof options.perAttempt}`);
+    for (const key of FLAGS) {
+      if (options[key] !== undefined && typeof options[key] !== 'boolean') {
+        throw new TypeError(`CircuitBreaker: ${key} must be a boolean, got ${typeof options[key]}`);
+      }
     }
     const config = {
       model,
       failures: num('failures', 5),
-      failureRatio: num('failureRatio', 0.1),
+      failureRatio: num('failureRatio', model === 'count' ? 0.5 : 0.1),
       minimumThroughput: num('minimumThroughput', 100),
       samplingDurationMs: num('samplingDurationMs', 30000),
       breakDurationMs: num('breakDurationMs', 5000),
@@ -50,6 +64,12 @@ class CircuitBreaker {
       breakMultiplier: num('breakMultiplier', 1),
       maxBreakDurationMs: options.maxBreakDurationMs === null || options.maxBreakDurationMs === undefined ? undefined : num('maxBreakDurationMs'),
       perAttempt: options.perAttempt === true,
+      minimumCalls: num('minimumCalls', 100),
+      windowSize: num('windowSize', 100),
+      countPermanent: options.countPermanent === true,
+      slowCallDurationMs: options.slowCallDurationMs === null || options.slowCallDurationMs === undefined ? undefined : num('slowCallDurationMs'),
+      slowCallRatio: num('slowCallRatio', 1),
+      judgeAllProbes: options.judgeAllProbes === true,
     };
     share.made(() => native.NativeBreaker.create(config), 'CircuitBreaker: ', this);
   }
@@ -62,7 +82,7 @@ class CircuitBreaker {
     return share.from(received);
   }
 
-  /** 'closed', 'open' or 'half_open', now (virtual time under retryrs/testing). */
+  /** 'closed', 'open', 'half_open' or 'isolated', now (virtual time under retryrs/testing). */
   get state() {
     return share.handles.get(this).state(breakerNow());
   }
@@ -77,9 +97,23 @@ class CircuitBreaker {
     return share.handles.get(this).rejections;
   }
 
-  /** 'consecutive' or 'sampling'. */
+  /** 'consecutive', 'sampling' or 'count'. */
   get model() {
     return share.handles.get(this).model;
+  }
+
+  /**
+   * Holds it open until reset(): every call rejects at once with RetryExhaustedError
+   * (reason 'circuit_open'); state 'isolated' (Polly's Isolate, resilience4j's FORCED_OPEN).
+   * Every thread sharing it sees it.
+   */
+  isolate() {
+    share.handles.get(this).isolate();
+  }
+
+  /** Closes it, whatever its state, with its counts started over. */
+  reset() {
+    share.handles.get(this).reset();
   }
 }
 

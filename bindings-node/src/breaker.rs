@@ -19,7 +19,7 @@ static SHARED: Registry<CircuitBreaker> = Registry::new("CircuitBreaker");
 /// filled in; durations in milliseconds).
 #[napi(object)]
 pub struct BreakerOptions {
-    /// `consecutive` or `sampling`.
+    /// `consecutive`, `sampling` or `count`.
     pub model: String,
     pub failures: f64,
     pub failure_ratio: f64,
@@ -30,6 +30,12 @@ pub struct BreakerOptions {
     pub break_multiplier: f64,
     pub max_break_duration_ms: Option<f64>,
     pub per_attempt: bool,
+    pub minimum_calls: f64,
+    pub window_size: f64,
+    pub count_permanent: bool,
+    pub slow_call_duration_ms: Option<f64>,
+    pub slow_call_ratio: f64,
+    pub judge_all_probes: bool,
 }
 
 #[napi]
@@ -60,6 +66,11 @@ impl NativeBreaker {
                     minimum_throughput: count(o.minimum_throughput),
                     sampling_duration: duration(o.sampling_duration_ms),
                 },
+                "count" => BreakerModel::Count {
+                    failure_ratio: o.failure_ratio,
+                    minimum_calls: count(o.minimum_calls),
+                    window_size: count(o.window_size),
+                },
                 _ => BreakerModel::Consecutive { failures: count(o.failures) },
             };
             let mut config = BreakerConfig::new(model);
@@ -68,6 +79,12 @@ impl NativeBreaker {
             config.break_multiplier = o.break_multiplier;
             config.max_break_duration = o.max_break_duration_ms.map(duration);
             config.per_attempt = o.per_attempt;
+            config.count_permanent = o.count_permanent;
+            config.judge_all_probes = o.judge_all_probes;
+            // NaN reaches the core's check (which names it) instead of reading as none.
+            config.slow_call_duration =
+                o.slow_call_duration_ms.map(|v| if v.is_nan() { std::time::Duration::ZERO } else { duration(v) });
+            config.slow_call_ratio = o.slow_call_ratio;
             CircuitBreaker::new(config).map(|b| NativeBreaker { inner: Arc::new(b) }).map_err(budget_problem)
         })
     }
@@ -84,7 +101,7 @@ impl NativeBreaker {
         guarded(|| SHARED.attach(id).map(|inner| NativeBreaker { inner }))
     }
 
-    /// `closed`, `open` or `half_open` at `now_ms` (the breaker's time base).
+    /// `closed`, `open`, `half_open` or `isolated` at `now_ms` (the breaker's time base).
     #[napi]
     pub fn state(&self, now_ms: f64) -> napi::Result<String> {
         guarded(|| Ok(self.inner.state(duration(now_ms)).as_str().to_string()))
@@ -102,14 +119,27 @@ impl NativeBreaker {
         guarded(|| Ok(self.inner.rejections() as f64))
     }
 
-    /// `consecutive` or `sampling`.
+    /// `consecutive`, `sampling` or `count`.
     #[napi(getter)]
     pub fn model(&self) -> napi::Result<String> {
+        guarded(|| Ok(self.inner.config().model.name().to_string()))
+    }
+
+    /// Holds it open until `reset` (state `isolated`).
+    #[napi]
+    pub fn isolate(&self) -> napi::Result<()> {
         guarded(|| {
-            Ok(match self.inner.config().model {
-                BreakerModel::Consecutive { .. } => "consecutive".into(),
-                BreakerModel::Sampling { .. } => "sampling".into(),
-            })
+            self.inner.isolate();
+            Ok(())
+        })
+    }
+
+    /// Closes it, counts started over.
+    #[napi]
+    pub fn reset(&self) -> napi::Result<()> {
+        guarded(|| {
+            self.inner.reset();
+            Ok(())
         })
     }
 }

@@ -96,7 +96,10 @@ pub fn option_name(knob: &str) -> String {
         // A budget's or a breaker's own setting: camelCase, durations in ms.
         None => retryrs::knob::camel(
             knob,
-            matches!(knob, "ttl" | "sampling_duration" | "break_duration" | "max_break_duration"),
+            matches!(
+                knob,
+                "ttl" | "sampling_duration" | "break_duration" | "max_break_duration" | "slow_call_duration"
+            ),
         ),
     }
 }

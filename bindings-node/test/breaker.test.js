@@ -250,3 +250,74 @@ test('otelListener shows the breaker state and its rejections (tests/observabili
   }
   await meterProvider.shutdown();
 });
+
+// Issue 35: the options Polly and resilience4j users look for (docs/breaker.md).
+
+test('a count window judges the last calls; permanent failures count only when asked', async () => {
+  await testing.scoped(async () => {
+    const breaker = new CircuitBreaker({ model: 'count', failureRatio: 0.5, minimumCalls: 2, windowSize: 2 });
+    assert.deepEqual([breaker.model, breaker.state], ['count', 'closed']);
+    const r = new Retrier({ maxAttempts: 1, breaker });
+    const dep = dependency();
+    await r.call(dep.fn).catch(() => {});
+    assert.equal(breaker.state, 'closed', '1 call: under the minimum');
+    dep.up = true;
+    assert.equal(await r.call(dep.fn), 'ok');
+    assert.equal(breaker.state, 'open', '1 failure of the last 2 reaches 0.5');
+    for (const [countPermanent, state] of [[false, 'closed'], [true, 'open']]) {
+      const b = new CircuitBreaker({ failures: 2, countPermanent });
+      const p = new Retrier({ maxAttempts: 3, breaker: b, shouldRetry: (e) => e.code === 'ECONNRESET' });
+      for (let i = 0; i < 2; i++) await assert.rejects(p.call(() => { throw new Error('400'); }), /400/);
+      assert.equal(b.state, state, `countPermanent ${countPermanent}`);
+    }
+  });
+});
+
+test('slow calls open it by their own ratio', async () => {
+  await testing.scoped(async () => {
+    const breaker = new CircuitBreaker({ model: 'count', minimumCalls: 2, windowSize: 2, slowCallDurationMs: 100, slowCallRatio: 0.5 });
+    const r = new Retrier({ maxAttempts: 1, breaker });
+    assert.equal(await r.call(() => 'ok'), 'ok');
+    assert.equal(await r.call(() => { testing.advance(100); return 'ok'; }), 'ok');
+    assert.equal(breaker.state, 'open', 'every call succeeded; 1 of 2 took 100 ms');
+  });
+});
+
+test('isolate refuses every call until reset; probes judged together', async () => {
+  await testing.scoped(async () => {
+    const breaker = new CircuitBreaker({ failures: 1 });
+    const r = new Retrier({ maxAttempts: 1, breaker });
+    breaker.isolate();
+    assert.equal(breaker.state, 'isolated');
+    testing.advance(2 * 86400000);
+    let called = 0;
+    const err = await r.call(() => { called++; }).catch((e) => e);
+    assert.deepEqual([err.reason, err.breakerState, called], ['circuit_open', 'isolated', 0]);
+    breaker.reset();
+    assert.equal(breaker.state, 'closed');
+    assert.equal(await r.call(() => 'ok'), 'ok');
+
+    const judged = new CircuitBreaker({ model: 'count', failureRatio: 0.5, minimumCalls: 1, windowSize: 1, breakDurationMs: 1000, halfOpenProbes: 2, judgeAllProbes: true });
+    const j = new Retrier({ maxAttempts: 1, breaker: judged });
+    const dep = dependency();
+    await j.call(dep.fn).catch(() => {});
+    testing.advance(1000);
+    dep.up = true;
+    await j.call(dep.fn);
+    assert.equal(judged.state, 'half_open', 'one good probe of two decides nothing');
+    dep.up = false;
+    await j.call(dep.fn).catch(() => {});
+    assert.equal(judged.state, 'open', '1 of 2 probes failed: 0.5 reaches the threshold');
+  });
+});
+
+test('the new breaker options are checked', () => {
+  assert.throws(() => new CircuitBreaker({ windowSize: 10 }), /windowSize belongs to model 'count'/);
+  assert.throws(() => new CircuitBreaker({ model: 'count', failures: 3 }), /failures belongs to model 'consecutive'/);
+  assert.throws(() => new CircuitBreaker({ slowCallDurationMs: 10 }), /slowCallDurationMs belongs to model 'sampling' or 'count'/);
+  assert.throws(() => new CircuitBreaker({ model: 'count', windowSize: 0 }), RangeError);
+  assert.throws(() => new CircuitBreaker({ model: 'count', windowSize: 0 }), /windowSize must be a whole number in \[1, 1000000\], got 0/);
+  assert.throws(() => new CircuitBreaker({ model: 'sampling', slowCallDurationMs: NaN }), /slowCallDurationMs/);
+  assert.throws(() => new CircuitBreaker({ judgeAllProbes: 'yes' }), /judgeAllProbes must be a boolean/);
+  assert.doesNotThrow(() => new CircuitBreaker({ model: 'sampling', slowCallDurationMs: null }));
+});

@@ -24,9 +24,9 @@ const { KNOBS } = require('../lib/options');
 // core's knob table, and is loaded through loadPolicies, as a service loads its file:
 // the policy "retry" (the contract's default name) with the vector's budgets.
 const POLICY_KEYS = new Set([...KNOBS.map((k) => k.name), 'breaker', 'hedge']);
-// Every budget kind's keys and both breaker models' (the loader checks which belong where).
+// Every budget kind's keys and every breaker model's (the loader checks which belong where).
 const BUDGET_KEYS = new Set(['kind', 'max_tokens', 'token_ratio', 'capacity', 'retry_cost', 'timeout_retry_cost', 'no_retry_increment', 'ttl', 'min_retries_per_sec', 'percent_can_retry']);
-const BREAKER_KEYS = new Set(['model', 'failures', 'failure_ratio', 'minimum_throughput', 'sampling_duration', 'break_duration', 'half_open_probes', 'break_multiplier', 'max_break_duration', 'per_attempt']);
+const BREAKER_KEYS = new Set(['model', 'failures', 'failure_ratio', 'minimum_throughput', 'sampling_duration', 'break_duration', 'half_open_probes', 'break_multiplier', 'max_break_duration', 'per_attempt', 'count_permanent', 'judge_all_probes', 'minimum_calls', 'window_size', 'slow_call_duration', 'slow_call_ratio']);
 const VECTOR_KEYS = new Set(['file', 'id', 'rule', 'policy', 'budgets', 'breakers', 'service_config', 'calls', 'expect_error', 'retry_after', 'status', 'http']);
 const CALL_KEYS = new Set(['at_ms', 'attempts', 'expect']);
 const EXPECT_KEYS = new Set(['outcome', 'reason', 'attempts', 'value', 'delays_ms', 'events', 'budget_tokens', 'breaker_state', 'bounds_ms', 'winner', 'launched_ms', 'cancelled']);

@@ -13,14 +13,20 @@ use crate::convert::{repr, seconds};
 use crate::state::now;
 
 /// A circuit breaker shared by every call of every Retrier that holds it: after
-/// `failures` failed calls in a row (model "consecutive"), or when failures reach
+/// `failures` failed calls in a row (model "consecutive"), when failures reach
 /// `failure_ratio` of at least `minimum_throughput` calls within `sampling_duration`
-/// (model "sampling", Polly v8's), calls fail at once with `RetryExhausted(reason=
-/// "circuit_open")` for `break_duration` seconds; then `half_open_probes` probe calls
-/// go through, and a successful one closes it. Left out (None), a knob takes its default:
-/// failures 5; Polly v8's failure_ratio 0.1, minimum_throughput 100, sampling_duration
-/// 30 s, break_duration 5 s; half_open_probes 1; break_multiplier 1 (no growth);
-/// max_break_duration 1 day.
+/// (model "sampling", Polly v8's), or of the last `window_size` calls once
+/// `minimum_calls` are counted (model "count", resilience4j's), calls fail at once with
+/// `RetryExhausted(reason="circuit_open")` for `break_duration` seconds; then
+/// `half_open_probes` probe calls go through, and a successful one closes it (with
+/// `judge_all_probes`: all of them are judged together). `slow_call_duration` (ratio
+/// models) makes calls that long slow, opening it at `slow_call_ratio`; `count_permanent`
+/// counts permanent failures too; `per_attempt` counts attempts. `isolate()` holds it open
+/// and `reset()` closes it. Left out (None), a knob takes its default: failures 5; Polly
+/// v8's failure_ratio 0.1, minimum_throughput 100, sampling_duration 30 s; resilience4j's
+/// failure_ratio 0.5, minimum_calls 100, window_size 100; break_duration 5 s;
+/// half_open_probes 1; break_multiplier 1 (no growth); max_break_duration 1 day;
+/// slow_call_ratio 1. docs/breaker.md maps Polly's and resilience4j's options.
 #[pyclass(frozen, module = "retryrs", name = "CircuitBreaker")]
 pub struct PyCircuitBreaker {
     pub inner: Arc<CircuitBreaker>,
@@ -30,12 +36,9 @@ pub struct PyCircuitBreaker {
 type Reduced<'py> = (Bound<'py, PyAny>, (&'static str, Bound<'py, PyDict>));
 
 impl PyCircuitBreaker {
-    /// "consecutive" or "sampling".
+    /// "consecutive", "sampling" or "count".
     pub fn model_name(&self) -> &'static str {
-        match self.inner.config().model {
-            BreakerModel::Consecutive { .. } => "consecutive",
-            BreakerModel::Sampling { .. } => "sampling",
-        }
+        self.inner.config().model.name()
     }
 }
 
@@ -43,8 +46,8 @@ impl PyCircuitBreaker {
 impl PyCircuitBreaker {
     #[new]
     #[pyo3(
-        signature = (model="consecutive", *, failures=None, failure_ratio=None, minimum_throughput=None, sampling_duration=None, break_duration=None, half_open_probes=None, break_multiplier=None, max_break_duration=None, per_attempt=false),
-        text_signature = "(model='consecutive', *, failures=None, failure_ratio=None, minimum_throughput=None, sampling_duration=None, break_duration=None, half_open_probes=None, break_multiplier=None, max_break_duration=None, per_attempt=False)"
+        signature = (model="consecutive", *, failures=None, failure_ratio=None, minimum_throughput=None, sampling_duration=None, minimum_calls=None, window_size=None, break_duration=None, half_open_probes=None, break_multiplier=None, max_break_duration=None, per_attempt=None, count_permanent=None, slow_call_duration=None, slow_call_ratio=None, judge_all_probes=None),
+        text_signature = "(model='consecutive', *, failures=None, failure_ratio=None, minimum_throughput=None, sampling_duration=None, minimum_calls=None, window_size=None, break_duration=None, half_open_probes=None, break_multiplier=None, max_break_duration=None, per_attempt=False, count_permanent=False, slow_call_duration=None, slow_call_ratio=None, judge_all_probes=False)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -53,34 +56,46 @@ impl PyCircuitBreaker {
         failure_ratio: Option<&Bound<'_, PyAny>>,
         minimum_throughput: Option<&Bound<'_, PyAny>>,
         sampling_duration: Option<&Bound<'_, PyAny>>,
+        minimum_calls: Option<&Bound<'_, PyAny>>,
+        window_size: Option<&Bound<'_, PyAny>>,
         break_duration: Option<&Bound<'_, PyAny>>,
         half_open_probes: Option<&Bound<'_, PyAny>>,
         break_multiplier: Option<&Bound<'_, PyAny>>,
         max_break_duration: Option<&Bound<'_, PyAny>>,
-        per_attempt: bool,
+        per_attempt: Option<&Bound<'_, PyAny>>,
+        count_permanent: Option<&Bound<'_, PyAny>>,
+        slow_call_duration: Option<&Bound<'_, PyAny>>,
+        slow_call_ratio: Option<&Bound<'_, PyAny>>,
+        judge_all_probes: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        // Each model's own knobs; one given to another model is a mistake worth naming.
+        let given = |v: Option<&Bound<'_, PyAny>>| v.is_some_and(|v| !v.is_none());
+        let own: [(&str, &str, bool); 6] = [
+            ("failures", "consecutive", given(failures)),
+            ("minimum_throughput", "sampling", given(minimum_throughput)),
+            ("sampling_duration", "sampling", given(sampling_duration)),
+            ("minimum_calls", "count", given(minimum_calls)),
+            ("window_size", "count", given(window_size)),
+            ("failure_ratio", "sampling\" or model=\"count", given(failure_ratio) && model == "consecutive"),
+        ];
+        if let Some((knob, owner, _)) = own.iter().find(|(_, owner, set)| *set && !owner.contains(model)) {
+            return Err(PyTypeError::new_err(format!("CircuitBreaker: {knob} belongs to model=\"{owner}\"")));
+        }
         let model = match model {
-            "consecutive" => {
-                if failure_ratio.is_some() || minimum_throughput.is_some() || sampling_duration.is_some() {
-                    return Err(PyTypeError::new_err(
-                        "CircuitBreaker: failure_ratio, minimum_throughput and sampling_duration belong to model=\"sampling\"",
-                    ));
-                }
-                BreakerModel::Consecutive { failures: count(failures, "failures", 5)? }
-            }
-            "sampling" => {
-                if failures.is_some() {
-                    return Err(PyTypeError::new_err("CircuitBreaker: failures belongs to model=\"consecutive\""));
-                }
-                BreakerModel::Sampling {
-                    failure_ratio: number(failure_ratio, "failure_ratio", 0.1)?,
-                    minimum_throughput: count(minimum_throughput, "minimum_throughput", 100)?,
-                    sampling_duration: duration(sampling_duration, "sampling_duration", 30.0)?,
-                }
-            }
+            "consecutive" => BreakerModel::Consecutive { failures: count(failures, "failures", 5)? },
+            "sampling" => BreakerModel::Sampling {
+                failure_ratio: number(failure_ratio, "failure_ratio", 0.1)?,
+                minimum_throughput: count(minimum_throughput, "minimum_throughput", 100)?,
+                sampling_duration: duration(sampling_duration, "sampling_duration", 30.0)?,
+            },
+            "count" => BreakerModel::Count {
+                failure_ratio: number(failure_ratio, "failure_ratio", 0.5)?,
+                minimum_calls: count(minimum_calls, "minimum_calls", 100)?,
+                window_size: count(window_size, "window_size", 100)?,
+            },
             other => {
                 return Err(PyValueError::new_err(format!(
-                    "CircuitBreaker model must be \"consecutive\" or \"sampling\", got {other:?}"
+                    "CircuitBreaker model must be \"consecutive\", \"sampling\" or \"count\", got {other:?}"
                 )))
             }
         };
@@ -92,12 +107,20 @@ impl PyCircuitBreaker {
             None => None,
             some => Some(duration(some, "max_break_duration", 0.0)?),
         };
-        config.per_attempt = per_attempt;
+        config.per_attempt = flag(per_attempt, "per_attempt")?;
+        config.count_permanent = flag(count_permanent, "count_permanent")?;
+        config.judge_all_probes = flag(judge_all_probes, "judge_all_probes")?;
+        config.slow_call_duration = match slow_call_duration.filter(|v| !v.is_none()) {
+            None => None,
+            some => Some(duration(some, "slow_call_duration", 0.0)?),
+        };
+        config.slow_call_ratio = number(slow_call_ratio, "slow_call_ratio", 1.0)?;
         let inner = CircuitBreaker::new(config).map_err(|e| PyValueError::new_err(format!("CircuitBreaker {e}")))?;
         Ok(PyCircuitBreaker { inner: Arc::new(inner) })
     }
 
-    /// "closed", "open" or "half_open", now (virtual time under `retryrs.testing`).
+    /// "closed", "open", "half_open" or "isolated", now (virtual time under
+    /// `retryrs.testing`).
     #[getter]
     fn state(&self, py: Python<'_>) -> &'static str {
         self.inner.state(now(&crate::testing::clock(py))).as_str()
@@ -115,10 +138,22 @@ impl PyCircuitBreaker {
         self.inner.rejections()
     }
 
-    /// "consecutive" or "sampling".
+    /// "consecutive", "sampling" or "count".
     #[getter]
     fn model(&self) -> &'static str {
         self.model_name()
+    }
+
+    /// Holds it open until `reset()`: every call fails at once with
+    /// `RetryExhausted(reason="circuit_open")` (Polly's Isolate, resilience4j's
+    /// FORCED_OPEN). State "isolated".
+    fn isolate(&self) {
+        self.inner.isolate()
+    }
+
+    /// Closes it, whatever its state, with its counts started over.
+    fn reset(&self) {
+        self.inner.reset()
     }
 
     /// Pickles by its configuration: the process that unpickles gets a fresh, closed
@@ -133,12 +168,21 @@ impl PyCircuitBreaker {
                 kw.set_item("minimum_throughput", minimum_throughput)?;
                 kw.set_item("sampling_duration", sampling_duration.as_secs_f64())?;
             }
+            BreakerModel::Count { failure_ratio, minimum_calls, window_size } => {
+                kw.set_item("failure_ratio", failure_ratio)?;
+                kw.set_item("minimum_calls", minimum_calls)?;
+                kw.set_item("window_size", window_size)?;
+            }
         }
         kw.set_item("break_duration", c.break_duration.as_secs_f64())?;
         kw.set_item("half_open_probes", c.half_open_probes)?;
         kw.set_item("break_multiplier", c.break_multiplier)?;
         kw.set_item("max_break_duration", c.max_break_duration.map(|d| d.as_secs_f64()))?;
         kw.set_item("per_attempt", c.per_attempt)?;
+        kw.set_item("count_permanent", c.count_permanent)?;
+        kw.set_item("judge_all_probes", c.judge_all_probes)?;
+        kw.set_item("slow_call_duration", c.slow_call_duration.map(|d| d.as_secs_f64()))?;
+        kw.set_item("slow_call_ratio", c.slow_call_ratio)?;
         Ok((py.import("retryrs._pickle")?.getattr("breaker")?, (self.model(), kw)))
     }
 
@@ -156,6 +200,15 @@ fn count(v: Option<&Bound<'_, PyAny>>, name: &str, default: u32) -> PyResult<u32
         Ok(n) if n < 0 => Err(PyValueError::new_err(format!("CircuitBreaker {name} must be >= 0, got {n}"))),
         Ok(n) => Ok(u32::try_from(n).unwrap_or(u32::MAX)),
         Err(_) => Ok(u32::MAX),
+    }
+}
+
+/// True or False (None: False), named when it is anything else.
+fn flag(v: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<bool> {
+    match v.filter(|v| !v.is_none()) {
+        None => Ok(false),
+        Some(v) if v.is_instance_of::<PyBool>() => Ok(v.is_truthy()?),
+        Some(v) => Err(PyTypeError::new_err(format!("CircuitBreaker {name} must be True or False, got {}", repr(v)))),
     }
 }
 

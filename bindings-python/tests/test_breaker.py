@@ -142,7 +142,7 @@ def test_bad_breaker_arguments_are_named():
         CircuitBreaker("sampling", failure_ratio=1.5)
     with pytest.raises(ValueError, match="model must be"):
         CircuitBreaker("leaky")
-    with pytest.raises(TypeError, match="belong to model=\"sampling\""):
+    with pytest.raises(TypeError, match="failure_ratio belongs to model=\"sampling\" or model=\"count\""):
         CircuitBreaker(failure_ratio=0.5)
     with pytest.raises(TypeError, match="breaker must be a retryrs.CircuitBreaker"):
         Retrier(breaker=RetryBudget())
@@ -320,3 +320,102 @@ def test_a_request_sent_once_is_one_call_the_breaker_admits_and_counts(virtual):
         assert seen == ["POST"] and breaker.state == "closed"
         assert client.get("http://test.invalid/rates").status_code == 200
     assert seen == ["POST", "GET"] and breaker.state == "closed"
+
+
+# Issue 35: the options Polly and resilience4j users look for (docs/breaker.md).
+
+
+def test_a_count_window_judges_the_last_calls(virtual):
+    breaker = CircuitBreaker("count", failure_ratio=0.5, minimum_calls=2, window_size=2)
+    assert (breaker.model, breaker.state) == ("count", "closed")
+    r = Retrier(max_attempts=1, initial_delay=0, breaker=breaker)
+    down = Down()
+    with pytest.raises(RetryExhausted):
+        r.call(down)
+    assert breaker.state == "closed", "1 call: under the minimum"
+    down.up = True
+    assert r.call(down) == "ok"
+    assert breaker.state == "open", "1 failure of the last 2 reaches 0.5"
+
+
+def test_permanent_failures_count_only_when_asked(virtual):
+    def bad_request():
+        raise ValueError("400")
+
+    for count_permanent, state in ((False, "closed"), (True, "open")):
+        breaker = CircuitBreaker(failures=2, count_permanent=count_permanent)
+        r = Retrier(max_attempts=3, initial_delay=0, breaker=breaker, retry_on=lambda e: not isinstance(e, ValueError))
+        for _ in range(2):
+            with pytest.raises(ValueError):
+                r.call(bad_request)
+        assert breaker.state == state, count_permanent
+
+
+def test_slow_calls_open_it_by_their_own_ratio(virtual):
+    breaker = CircuitBreaker("count", minimum_calls=2, window_size=2, slow_call_duration=0.1, slow_call_ratio=0.5)
+    r = Retrier(max_attempts=1, breaker=breaker)
+
+    def slow():
+        virtual.advance(0.1)
+        return "ok"
+
+    assert r.call(lambda: "ok") == "ok"
+    assert breaker.state == "closed"
+    assert r.call(slow) == "ok"
+    assert breaker.state == "open", "every call succeeded; 1 of 2 took 100 ms"
+
+
+def test_isolate_refuses_until_reset(virtual):
+    breaker = CircuitBreaker(failures=1)
+    r = Retrier(max_attempts=1, breaker=breaker)
+    breaker.isolate()
+    assert breaker.state == "isolated"
+    virtual.advance(86400 * 2)
+    calls = []
+    with pytest.raises(RetryExhausted) as info:
+        r.call(lambda: calls.append(1))
+    assert (info.value.reason, info.value.breaker_state, calls) == ("circuit_open", "isolated", [])
+    breaker.reset()
+    assert breaker.state == "closed"
+    assert r.call(lambda: "ok") == "ok"
+
+
+def test_probes_judged_together(virtual):
+    breaker = CircuitBreaker("count", failure_ratio=0.5, minimum_calls=1, window_size=1, break_duration=1,
+                             half_open_probes=2, judge_all_probes=True)
+    r = Retrier(max_attempts=1, breaker=breaker)
+    down = Down()
+    with pytest.raises(RetryExhausted):
+        r.call(down)
+    virtual.advance(1)
+    down.up = True
+    assert r.call(down) == "ok"
+    assert breaker.state == "half_open", "one good probe of two decides nothing"
+    down.up = False
+    with pytest.raises(RetryExhausted):
+        r.call(down)
+    assert breaker.state == "open", "1 of 2 probes failed: 0.5 reaches the threshold"
+
+
+def test_new_options_are_checked_and_pickled():
+    with pytest.raises(TypeError, match='window_size belongs to model="count"'):
+        CircuitBreaker(window_size=10)
+    with pytest.raises(TypeError, match='failures belongs to model="consecutive"'):
+        CircuitBreaker("count", failures=3)
+    with pytest.raises(ValueError, match="slow_call_duration must be unset for a consecutive breaker"):
+        CircuitBreaker(slow_call_duration=1)
+    with pytest.raises(ValueError, match="window_size must be a whole number in"):
+        CircuitBreaker("count", window_size=0)
+    with pytest.raises(ValueError, match="slow_call_ratio"):
+        CircuitBreaker("sampling", slow_call_ratio=2)
+    for flag in ("per_attempt", "count_permanent", "judge_all_probes"):
+        with pytest.raises(TypeError, match=f"CircuitBreaker {flag} must be True or False, got 1"):
+            CircuitBreaker(**{flag: 1})
+    import pickle
+
+    b = CircuitBreaker("count", failure_ratio=0.25, minimum_calls=3, window_size=7, slow_call_duration=0.5,
+                       count_permanent=True, judge_all_probes=True)
+    b.isolate()
+    copy = pickle.loads(pickle.dumps(b))
+    assert (copy.model, copy.state) == ("count", "closed"), "a copy is a fresh breaker of the same configuration"
+    assert copy.__reduce__()[1] == b.__reduce__()[1]

@@ -3,24 +3,39 @@
 //! attempt, and after `break_duration` a bounded number of probe calls find out whether it
 //! is back.
 //!
-//! Two models decide when it opens:
+//! Three models decide when it opens:
 //! - *consecutive* (cockatiel's `ConsecutiveBreaker`): after N failed calls in a row;
 //! - *sampling* (Polly v8's `CircuitBreakerStrategyOptions`): when, over the last
 //!   `sampling_duration`, failures are at least `failure_ratio` of at least
 //!   `minimum_throughput` calls. The window is Polly's `RollingHealthMetrics`: 10 windows
 //!   of `sampling_duration / 10`, a window starting at the first call that finds the last
-//!   one over, windows dropped once `sampling_duration` old.
+//!   one over, windows dropped once `sampling_duration` old;
+//! - *count* (resilience4j's `COUNT_BASED` sliding window): when failures are at least
+//!   `failure_ratio` of the last `window_size` calls, once `minimum_calls` are counted.
+//!
+//! With `slow_call_duration` (ratio models only, resilience4j's
+//! `slowCallDurationThreshold`), a call (or attempt) that took at least that long is also
+//! *slow*, and the breaker opens when slow ones reach `slow_call_ratio` as well.
 //!
 //! What it counts is a *call*, by the engine's verdict: a call that ended on transient
-//! failures (exhausted, whatever limit ended it) is a failure; a success, and a permanent
-//! failure (the dependency answered), are successes; a cancelled call counts as nothing.
-//! With `per_attempt` it counts each attempt instead (a transient failure is a failure).
+//! failures (exhausted, whatever limit ended it) is a failure; a success is a success; a
+//! permanent failure is a success (the dependency answered) unless `count_permanent`,
+//! then a failure; a cancelled call counts as nothing. With `per_attempt` it counts each
+//! attempt instead (a transient failure, or a permanent one with `count_permanent`, is a
+//! failure): a retry around the breaker, as Polly's and resilience4j's pipelines compose.
 //!
 //! Open: calls are refused for `break_duration`; then the first call to arrive moves it to
 //! half-open and is a probe; at most `half_open_probes` probes run at once, other calls are
-//! refused. A successful probe closes it (the counts start over); a failed probe opens it
-//! again, for `break_duration * break_multiplier^(n-1)` on the n-th open in a row, capped
-//! at `max_break_duration` (multiplier 1: always `break_duration`).
+//! refused. By default the first probe to finish decides: a success closes it (the counts
+//! start over), a failure opens it again. With `judge_all_probes` (resilience4j), exactly
+//! `half_open_probes` probes go, and once all have finished it closes only if their
+//! failure (and slow) ratio is under the model's threshold (consecutive model: none
+//! failed). It reopens for `break_duration * break_multiplier^(n-1)` on the n-th open in a
+//! row, capped at `max_break_duration` (multiplier 1: always `break_duration`).
+//!
+//! By hand: [`CircuitBreaker::isolate`] holds it open (state `isolated`, Polly's
+//! `ManualControl.IsolateAsync`, resilience4j's `FORCED_OPEN`) until
+//! [`CircuitBreaker::reset`], which closes it with its counts started over.
 //!
 //! Time is whatever the caller passes (`now`, on one time base for every retrier that
 //! shares the breaker), so virtual time drives it; it never reads a clock. Thread-safe (a
@@ -28,8 +43,11 @@
 //! and a child whose copy was locked by another thread at the fork starts it afresh,
 //! closed, instead of waiting forever (crate::fork_lock).
 
+mod tally;
+#[cfg(test)]
+mod tests;
+
 use crate::fork_lock::{ForkGuard, ForkLock};
-use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
 
@@ -39,6 +57,7 @@ use crate::budget::BudgetError;
 use crate::engine::{Call, Stop, Verdict};
 use crate::event::{Event, EventKind};
 use crate::policy::Policy;
+use tally::{Outcome, ProbeTally, Tally, Thresholds};
 
 /// The breaker's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -49,24 +68,28 @@ pub enum BreakerState {
     Open,
     /// A bounded number of probe calls go through; others are refused.
     HalfOpen,
+    /// Held open by hand ([`CircuitBreaker::isolate`]) until [`CircuitBreaker::reset`].
+    Isolated,
 }
 
 impl BreakerState {
-    /// `closed`, `open` or `half_open`.
+    /// `closed`, `open`, `half_open` or `isolated`.
     pub fn as_str(&self) -> &'static str {
         match self {
             BreakerState::Closed => "closed",
             BreakerState::Open => "open",
             BreakerState::HalfOpen => "half_open",
+            BreakerState::Isolated => "isolated",
         }
     }
 
-    /// The state as a gauge value: 0 closed, 1 open, 2 half-open.
+    /// The state as a gauge value: 0 closed, 1 open, 2 half-open, 3 isolated.
     pub fn gauge(&self) -> u8 {
         match self {
             BreakerState::Closed => 0,
             BreakerState::Open => 1,
             BreakerState::HalfOpen => 2,
+            BreakerState::Isolated => 3,
         }
     }
 }
@@ -95,7 +118,43 @@ pub enum BreakerModel {
         /// The sliding window (>= 500 ms, as Polly).
         sampling_duration: Duration,
     },
+    /// When failures reach `failure_ratio` of the last `window_size` calls, once at least
+    /// `minimum_calls` are counted (resilience4j's count-based sliding window).
+    Count {
+        /// Share of failed calls that opens it, in (0, 1].
+        failure_ratio: f64,
+        /// Calls counted before it may open (>= 1; above `window_size` it is
+        /// `window_size`, as resilience4j).
+        minimum_calls: u32,
+        /// How many of the last calls it judges (1 to [`MAX_WINDOW`]).
+        window_size: u32,
+    },
 }
+
+impl BreakerModel {
+    /// `consecutive`, `sampling` or `count`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            BreakerModel::Consecutive { .. } => "consecutive",
+            BreakerModel::Sampling { .. } => "sampling",
+            BreakerModel::Count { .. } => "count",
+        }
+    }
+
+    /// The failure ratio that opens it (and that probes judged together must stay under);
+    /// `None` for the consecutive model.
+    pub fn failure_ratio(&self) -> Option<f64> {
+        match *self {
+            BreakerModel::Consecutive { .. } => None,
+            BreakerModel::Sampling { failure_ratio, .. } | BreakerModel::Count { failure_ratio, .. } => {
+                Some(failure_ratio)
+            }
+        }
+    }
+}
+
+/// The largest count-based window (one byte per call it remembers).
+pub const MAX_WINDOW: u32 = 1_000_000;
 
 /// Every knob of a breaker; [`CircuitBreaker::new`] validates them.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -113,6 +172,15 @@ pub struct BreakerConfig {
     pub max_break_duration: Option<Duration>,
     /// Count each attempt instead of each call.
     pub per_attempt: bool,
+    /// Count a permanent failure as a failure (default: a success, the dependency answered).
+    pub count_permanent: bool,
+    /// A call (or attempt) this long or longer is slow (ratio models only); `None`: none is.
+    pub slow_call_duration: Option<Duration>,
+    /// Share of slow calls that opens it, in (0, 1] (resilience4j's default: 1).
+    pub slow_call_ratio: f64,
+    /// Half-open: let exactly `half_open_probes` probes go and judge them all together
+    /// (resilience4j), instead of closing on the first success (Polly).
+    pub judge_all_probes: bool,
 }
 
 impl BreakerConfig {
@@ -125,6 +193,10 @@ impl BreakerConfig {
             break_multiplier: 1.0,
             max_break_duration: None,
             per_attempt: false,
+            count_permanent: false,
+            slow_call_duration: None,
+            slow_call_ratio: 1.0,
+            judge_all_probes: false,
         }
     }
 
@@ -175,6 +247,11 @@ impl BreakerConfig {
         self.per_attempt = per_attempt;
         self
     }
+
+    /// resilience4j's count-based sliding window.
+    pub fn count(failure_ratio: f64, minimum_calls: u32, window_size: u32) -> Self {
+        Self::new(BreakerModel::Count { failure_ratio, minimum_calls, window_size })
+    }
 }
 
 /// The longest break (Polly's upper bound for `BreakDuration`).
@@ -188,12 +265,12 @@ pub enum Admission {
     /// Half-open: go ahead as a probe, and record the outcome (a cancelled probe must be
     /// released with [`CircuitBreaker::release`]).
     Probe,
-    /// Refused: open (or half-open with every probe out). `retry_in`: time left until a
-    /// probe may go (zero when half-open).
+    /// Refused: open (or half-open with every probe out, or isolated). `retry_in`: time
+    /// left until a probe may go (zero when half-open or isolated: no time is known).
     Refused {
         /// The state that refused the call.
         state: BreakerState,
-        /// Time left before the break ends (zero when half-open).
+        /// Time left before the break ends (zero when half-open or isolated).
         retry_in: Duration,
     },
 }
@@ -225,37 +302,36 @@ struct Inner {
     opens: u32,
     /// Probes out (HalfOpen).
     probes: u32,
-    /// Consecutive model: failures in a row.
-    consecutive: u32,
-    /// Sampling model: Polly's windows, oldest first.
-    windows: VecDeque<HealthWindow>,
+    /// Probes finished, with `judge_all_probes` (HalfOpen).
+    judged: ProbeTally,
+    /// What the model counts while closed.
+    tally: Tally,
     /// Calls refused since the breaker was made.
     rejections: u64,
 }
 
 impl Inner {
-    fn closed() -> Self {
+    fn closed(model: &BreakerModel) -> Self {
         Inner {
             state: BreakerState::Closed,
             until: Duration::ZERO,
             opens: 0,
             probes: 0,
-            consecutive: 0,
-            windows: VecDeque::new(),
+            judged: ProbeTally::default(),
+            tally: Tally::new(model),
             rejections: 0,
         }
     }
-}
 
-#[derive(Debug, Clone, Copy)]
-struct HealthWindow {
-    started: Duration,
-    successes: u64,
-    failures: u64,
+    /// Closed, counts started over (a successful probe, or a reset).
+    fn close(&mut self) {
+        self.state = BreakerState::Closed;
+        self.opens = 0;
+        self.probes = 0;
+        self.judged = ProbeTally::default();
+        self.tally.clear();
+    }
 }
-
-/// Polly's `RollingHealthMetrics.NumberOfWindows`.
-const WINDOWS: u32 = 10;
 
 fn bad(knob: &'static str, value: f64, requirement: &'static str) -> BudgetError {
     BudgetError { knob, value, requirement }
@@ -264,6 +340,8 @@ fn bad(knob: &'static str, value: f64, requirement: &'static str) -> BudgetError
 impl CircuitBreaker {
     /// A closed breaker. Errors name the knob: `failures` >= 1; `failure_ratio` in (0, 1];
     /// `minimum_throughput` >= 2; `sampling_duration` >= 500 ms and <= 1 day;
+    /// `minimum_calls` >= 1; `window_size` in [1, [`MAX_WINDOW`]]; `slow_call_duration`
+    /// in [1 ms, 1 day] and only for a ratio model; `slow_call_ratio` in (0, 1];
     /// `break_duration` in [1 ms, 1 day]; `half_open_probes` >= 1; `break_multiplier`
     /// finite and >= 1; `max_break_duration` in [`break_duration`, 1 day].
     pub fn new(config: BreakerConfig) -> Result<Self, BudgetError> {
@@ -285,6 +363,34 @@ impl CircuitBreaker {
                     return Err(bad("sampling_duration", ms, ">= 500 ms and <= 1 day (ms)"));
                 }
             }
+            BreakerModel::Count { failure_ratio, minimum_calls, window_size } => {
+                if !(failure_ratio > 0.0 && failure_ratio <= 1.0) {
+                    return Err(bad("failure_ratio", failure_ratio, "in (0, 1]"));
+                }
+                if minimum_calls == 0 {
+                    return Err(bad("minimum_calls", 0.0, "a whole number >= 1"));
+                }
+                if window_size == 0 || window_size > MAX_WINDOW {
+                    return Err(bad("window_size", window_size.into(), "a whole number in [1, 1000000]"));
+                }
+            }
+        }
+        if let Some(slow) = config.slow_call_duration {
+            if matches!(config.model, BreakerModel::Consecutive { .. }) {
+                let ms = slow.as_secs_f64() * 1000.0;
+                return Err(bad(
+                    "slow_call_duration",
+                    ms,
+                    "unset for a consecutive breaker (slow calls are judged by a ratio: model sampling or count)",
+                ));
+            }
+            if slow < Duration::from_millis(1) || slow > MAX_BREAK {
+                let ms = slow.as_secs_f64() * 1000.0;
+                return Err(bad("slow_call_duration", ms, ">= 1 ms and <= 1 day (ms)"));
+            }
+        }
+        if !(config.slow_call_ratio > 0.0 && config.slow_call_ratio <= 1.0) {
+            return Err(bad("slow_call_ratio", config.slow_call_ratio, "in (0, 1]"));
         }
         if config.break_duration < Duration::from_millis(1) || config.break_duration > MAX_BREAK {
             let ms = config.break_duration.as_secs_f64() * 1000.0;
@@ -302,7 +408,7 @@ impl CircuitBreaker {
                 return Err(bad("max_break_duration", ms, ">= break_duration and <= 1 day (ms)"));
             }
         }
-        Ok(CircuitBreaker { config, inner: ForkLock::new(Inner::closed()) })
+        Ok(CircuitBreaker { config, inner: ForkLock::new(Inner::closed(&config.model)) })
     }
 
     /// Its knobs.
@@ -313,7 +419,7 @@ impl CircuitBreaker {
     fn lock(&self) -> ForkGuard<'_, Inner> {
         // Nothing under the lock panics. Held by a thread that did not follow a fork, the
         // state may be half-updated: the child's breaker starts afresh, closed.
-        self.inner.lock(|| Some(Inner::closed()))
+        self.inner.lock(|| Some(Inner::closed(&self.config.model)))
     }
 
     /// The state at `now` (an open breaker whose break is over reads half-open, as the next
@@ -341,10 +447,11 @@ impl CircuitBreaker {
     }
 
     /// Whether a success's time matters to it: only the sampling model files a success in
-    /// a time window (a consecutive breaker resets a count, or closes from half-open), so
-    /// an executor without a listener need not read the clock for it.
+    /// a time window, and only a slow-call threshold judges its duration (otherwise a
+    /// success resets a count, fills a ring, or closes from half-open), so an executor
+    /// without a listener need not read the clock for it.
     pub(crate) fn times_successes(self: &std::sync::Arc<Self>) -> bool {
-        matches!(self.config.model, BreakerModel::Sampling { .. })
+        matches!(self.config.model, BreakerModel::Sampling { .. }) || self.config.slow_call_duration.is_some()
     }
 
     /// A call is about to start at `now`: may it? `on` hears a move to half-open.
@@ -359,42 +466,118 @@ impl CircuitBreaker {
             inner.probes = 0;
             on(Transition::HalfOpen);
         }
+        // Judged together, a finished probe keeps its place: exactly N go.
+        let taken = inner.probes + if self.config.judge_all_probes { inner.judged.done } else { 0 };
         match inner.state {
             BreakerState::Closed => Admission::Pass,
-            _ if inner.probes < self.config.half_open_probes => {
+            BreakerState::HalfOpen if taken < self.config.half_open_probes => {
                 inner.probes += 1;
                 Admission::Probe
             }
-            _ => {
+            state => {
                 inner.rejections += 1;
-                Admission::Refused { state: BreakerState::HalfOpen, retry_in: Duration::ZERO }
+                Admission::Refused { state, retry_in: Duration::ZERO }
             }
         }
     }
 
+    /// Holds it open until [`CircuitBreaker::reset`]: every call is refused (state
+    /// `isolated`). Outcomes of calls already running change nothing.
+    pub fn isolate(&self) {
+        let mut inner = self.lock();
+        inner.state = BreakerState::Isolated;
+        inner.probes = 0;
+        inner.judged = ProbeTally::default();
+        inner.tally.clear();
+    }
+
+    /// Closes it, whatever its state, with its counts (and the growth of its break)
+    /// started over.
+    pub fn reset(&self) {
+        self.lock().close();
+    }
+
     /// An outcome at `now`: `failed` or not, for a call admitted as `admission` (or, with
-    /// `per_attempt`, for one of its attempts). `on` hears it open or close.
+    /// `per_attempt`, for one of its attempts). `on` hears it open or close. (Never slow:
+    /// see [`CircuitBreaker::record_timed`].)
     pub fn record(&self, admission: Admission, failed: bool, now: Duration, on: &mut impl FnMut(Transition)) {
+        self.record_outcome(admission, Outcome { failed, slow: false }, now, on)
+    }
+
+    /// [`CircuitBreaker::record`] for an outcome that took `took`: slow when that reaches
+    /// `slow_call_duration`.
+    pub fn record_timed(
+        &self,
+        admission: Admission,
+        failed: bool,
+        took: Duration,
+        now: Duration,
+        on: &mut impl FnMut(Transition),
+    ) {
+        self.record_since(admission, failed, now.saturating_sub(took), now, on)
+    }
+
+    /// An outcome of a call (or attempt) that started at `started`: its duration is
+    /// computed only when a slow-call threshold needs it (the engine's side).
+    #[inline]
+    fn record_since(
+        &self,
+        admission: Admission,
+        failed: bool,
+        started: Duration,
+        now: Duration,
+        on: &mut impl FnMut(Transition),
+    ) {
+        let slow = match self.config.slow_call_duration {
+            Some(d) => now.saturating_sub(started) >= d,
+            None => false,
+        };
+        self.record_outcome(admission, Outcome { failed, slow }, now, on)
+    }
+
+    fn record_outcome(&self, admission: Admission, outcome: Outcome, now: Duration, on: &mut impl FnMut(Transition)) {
         let mut inner = self.lock();
         match (admission, inner.state) {
             (Admission::Probe, BreakerState::HalfOpen) => {
                 inner.probes = inner.probes.saturating_sub(1);
-                if failed {
-                    self.open(&mut inner, now, on);
+                let verdict = if self.config.judge_all_probes {
+                    self.judge(&mut inner, outcome)
                 } else {
-                    inner.state = BreakerState::Closed;
-                    inner.opens = 0;
-                    inner.consecutive = 0;
-                    inner.windows.clear();
-                    on(Transition::Closed);
+                    Some(outcome.failed || outcome.slow)
+                };
+                match verdict {
+                    Some(true) => self.open(&mut inner, now, on),
+                    Some(false) => {
+                        inner.close();
+                        on(Transition::Closed);
+                    }
+                    None => {}
                 }
             }
             // Closed: the outcome is counted (in the guard), and may open it.
-            (_, BreakerState::Closed) if self.count(&mut inner, failed, now) => self.open(&mut inner, now, on),
-            // A late outcome of a call that went ahead before the breaker opened, or of a
-            // probe after another probe decided: the state already says what it knows.
+            (_, BreakerState::Closed) if self.count(&mut inner, outcome, now) => self.open(&mut inner, now, on),
+            // A late outcome of a call that went ahead before the breaker opened (or was
+            // isolated), or of a probe after the probes were decided: the state already
+            // says what it knows.
             _ => {}
         }
+    }
+
+    /// Probes judged together: adds `outcome`; once all `half_open_probes` have finished,
+    /// whether it must open again (`None`: not all have).
+    fn judge(&self, inner: &mut Inner, outcome: Outcome) -> Option<bool> {
+        inner.judged.add(outcome);
+        let j = inner.judged;
+        if j.done < self.config.half_open_probes {
+            return None;
+        }
+        Some(match self.config.model.failure_ratio() {
+            None => j.failures > 0,
+            Some(failure_ratio) => {
+                let slow_ratio = self.config.slow_call_duration.map(|_| self.config.slow_call_ratio);
+                Thresholds { failure_ratio, slow_ratio }.reached(j.done.into(), j.failures.into(), j.slow.into())
+            }
+        })
     }
 
     /// A probe (or a call) that will record nothing (cancelled): gives its probe back.
@@ -408,40 +591,8 @@ impl CircuitBreaker {
     }
 
     /// Counts a closed breaker's outcome; whether it must open.
-    fn count(&self, inner: &mut Inner, failed: bool, now: Duration) -> bool {
-        match self.config.model {
-            BreakerModel::Consecutive { failures } => {
-                inner.consecutive = if failed { inner.consecutive.saturating_add(1) } else { 0 };
-                inner.consecutive >= failures
-            }
-            BreakerModel::Sampling { failure_ratio, minimum_throughput, sampling_duration } => {
-                let slice = sampling_duration / WINDOWS;
-                let fresh = match inner.windows.back() {
-                    Some(w) => now.saturating_sub(w.started) >= slice,
-                    None => true,
-                };
-                if fresh {
-                    inner.windows.push_back(HealthWindow { started: now, successes: 0, failures: 0 });
-                }
-                while inner.windows.front().is_some_and(|w| now.saturating_sub(w.started) >= sampling_duration) {
-                    inner.windows.pop_front();
-                }
-                // The window just pushed (or the last one) is never `sampling_duration` old.
-                if let Some(w) = inner.windows.back_mut() {
-                    if failed {
-                        w.failures += 1;
-                    } else {
-                        w.successes += 1;
-                    }
-                }
-                if !failed {
-                    return false;
-                }
-                let (s, f) = inner.windows.iter().fold((0u64, 0u64), |(s, f), w| (s + w.successes, f + w.failures));
-                let throughput = s + f;
-                throughput >= u64::from(minimum_throughput) && f as f64 / throughput as f64 >= failure_ratio
-            }
-        }
+    fn count(&self, inner: &mut Inner, outcome: Outcome, now: Duration) -> bool {
+        inner.tally.count(&self.config, outcome, now)
     }
 
     fn open(&self, inner: &mut Inner, now: Duration, on: &mut impl FnMut(Transition)) {
@@ -454,8 +605,8 @@ impl CircuitBreaker {
         inner.until = now.saturating_add(length);
         inner.opens = inner.opens.saturating_add(1);
         inner.probes = 0;
-        inner.consecutive = 0;
-        inner.windows.clear();
+        inner.judged = ProbeTally::default();
+        inner.tally.clear();
         on(Transition::Opened(length));
     }
 }
@@ -482,10 +633,12 @@ pub fn admit(policy: &Policy, now: Duration, sink: &mut impl FnMut(&Event<'_>)) 
 /// What a call (one at a time or hedged) tells its policy's breaker: the engine's side,
 /// one piece of code for both. `admission` is what [`admit`] said at the start (`None`: no
 /// breaker); `on` gets each state change.
+/// `started`: when the attempt started (for a slow-call threshold).
 pub(crate) fn count_attempt(
     policy: &Policy,
     admission: &mut Option<Admission>,
     verdict: Verdict,
+    started: Duration,
     now: Duration,
     on: &mut impl FnMut(Transition),
 ) {
@@ -493,19 +646,24 @@ pub(crate) fn count_attempt(
     if !breaker.config.per_attempt || matches!(admitted, Admission::Refused { .. }) {
         return;
     }
-    let failed = verdict.is_counted_failure();
-    breaker.record(admitted, failed, now, on);
+    let failed = match verdict {
+        Verdict::Permanent => breaker.config.count_permanent,
+        other => other.is_counted_failure(),
+    };
+    breaker.record_since(admitted, failed, started, now, on);
     // After the first, the call counts as an ordinary one (a probe is decided by its first
     // attempt).
     *admission = Some(Admission::Pass);
 }
 
-/// The call ended with `stop` at `now`: per call, its outcome counts (exhausted: a
-/// failure; success or rejected: a success); a cancelled call gives its probe back.
+/// The call that started at `started` ended with `stop` at `now`: per call, its outcome
+/// counts (exhausted: a failure; success: a success; rejected: a success, or a failure
+/// with `count_permanent`); a cancelled call gives its probe back.
 pub(crate) fn count_call(
     policy: &Policy,
     admission: Option<Admission>,
     stop: Stop,
+    started: Duration,
     now: Duration,
     on: &mut impl FnMut(Transition),
 ) {
@@ -516,10 +674,11 @@ pub(crate) fn count_call(
     let failed = match stop {
         Stop::Cancelled => return breaker.release(admitted),
         _ if breaker.config.per_attempt => return,
-        Stop::Success | Stop::Rejected => false,
+        Stop::Success => false,
+        Stop::Rejected => breaker.config.count_permanent,
         Stop::Exhausted(_) => true,
     };
-    breaker.record(admitted, failed, now, on);
+    breaker.record_since(admitted, failed, started, now, on);
 }
 
 /// A transition's event: its kind and the delay it carries.
@@ -539,310 +698,25 @@ impl<P: Deref<Target = Policy>> Call<P> {
         self.emit(kind, elapsed, delay, None, sink);
     }
 
-    /// Per-attempt counting: an attempt's verdict at `now`.
-    pub(crate) fn count_attempt(&mut self, verdict: Verdict, now: Duration, sink: &mut impl FnMut(&Event<'_>)) {
+    /// Per-attempt counting: an attempt that started at `started` has its verdict at `now`.
+    pub(crate) fn count_attempt(
+        &mut self,
+        verdict: Verdict,
+        started: Duration,
+        now: Duration,
+        sink: &mut impl FnMut(&Event<'_>),
+    ) {
         let elapsed = now.saturating_sub(self.started_at());
         let mut admission = self.admission;
-        count_attempt(&self.policy, &mut admission, verdict, now, &mut |t| self.transition(t, elapsed, sink));
+        count_attempt(&self.policy, &mut admission, verdict, started, now, &mut |t| self.transition(t, elapsed, sink));
         self.admission = admission;
     }
 
     /// The call ended with `stop` at `now` (see [`count_call`]).
     pub(crate) fn count_call(&mut self, stop: Stop, now: Duration, sink: &mut impl FnMut(&Event<'_>)) {
         let elapsed = now.saturating_sub(self.started_at());
-        count_call(&self.policy, self.admission, stop, now, &mut |t| self.transition(t, elapsed, sink));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::Arc;
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
-    }
-
-    fn quiet() -> impl FnMut(Transition) {
-        |_| {}
-    }
-
-    /// One call at `t`: admitted? then its outcome. Returns the admission.
-    fn call(b: &CircuitBreaker, t: u64, failed: bool, log: &mut Vec<(u64, Transition)>) -> Admission {
-        let mut on = |x| log.push((t, x));
-        let a = b.admit(ms(t), &mut on);
-        if !matches!(a, Admission::Refused { .. }) {
-            b.record(a, failed, ms(t), &mut on);
-        }
-        a
-    }
-
-    #[test]
-    fn consecutive_opens_after_n_and_a_success_resets_the_count() {
-        let mut cfg = BreakerConfig::consecutive(3);
-        cfg.break_duration = ms(1000);
-        let b = CircuitBreaker::new(cfg).unwrap();
-        let mut log = vec![];
-        for (t, failed) in [(0, true), (1, true), (2, false), (3, true), (4, true)] {
-            assert_eq!(call(&b, t, failed, &mut log), Admission::Pass);
-        }
-        assert_eq!(b.state(ms(4)), BreakerState::Closed);
-        assert_eq!(call(&b, 5, true, &mut log), Admission::Pass);
-        assert_eq!(log, [(5, Transition::Opened(ms(1000)))]);
-        assert_eq!(b.state(ms(6)), BreakerState::Open);
-        assert_eq!(call(&b, 6, false, &mut log), Admission::Refused { state: BreakerState::Open, retry_in: ms(999) });
-        assert_eq!(b.retry_in(ms(600)), ms(405));
-        assert_eq!(b.rejections(), 1);
-        // The break ends at 1005: the first call is a probe; a second one meanwhile waits.
-        let mut on = quiet();
-        assert_eq!(b.state(ms(1005)), BreakerState::HalfOpen);
-        assert_eq!(b.admit(ms(1005), &mut on), Admission::Probe);
-        assert_eq!(b.admit(ms(1006), &mut on), Admission::Refused { state: BreakerState::HalfOpen, retry_in: ms(0) });
-        b.record(Admission::Probe, false, ms(1010), &mut |x| log.push((1010, x)));
-        assert_eq!(b.state(ms(1010)), BreakerState::Closed);
-        assert_eq!(log.last(), Some(&(1010, Transition::Closed)));
-        // Closed again, the count starts over: two failures do not open it.
-        call(&b, 1011, true, &mut log);
-        call(&b, 1012, true, &mut log);
-        assert_eq!(b.state(ms(1012)), BreakerState::Closed);
-    }
-
-    #[test]
-    fn a_failed_probe_reopens_for_a_growing_break_up_to_the_cap() {
-        let mut cfg = BreakerConfig::consecutive(1);
-        cfg.break_duration = ms(100);
-        cfg.break_multiplier = 2.0;
-        cfg.max_break_duration = Some(ms(350));
-        let b = CircuitBreaker::new(cfg).unwrap();
-        let mut log = vec![];
-        call(&b, 0, true, &mut log);
-        let mut t = 0;
-        for want in [200, 350, 350] {
-            t += log.last().map(|(_, x)| if let Transition::Opened(d) = x { d.as_millis() as u64 } else { 0 }).unwrap();
-            assert_eq!(call(&b, t, true, &mut log), Admission::Probe);
-            assert_eq!(log.last(), Some(&(t, Transition::Opened(ms(want)))));
-        }
-        // A success closes it, and the next break is back to 100 ms.
-        t += 350;
-        call(&b, t, false, &mut log);
-        call(&b, t + 1, true, &mut log);
-        assert_eq!(log.last(), Some(&(t + 1, Transition::Opened(ms(100)))));
-        let kinds: Vec<_> = log.iter().map(|(_, x)| *x).filter(|x| *x == Transition::HalfOpen).collect();
-        assert_eq!(kinds.len(), 4, "each probe follows a move to half-open");
-    }
-
-    #[test]
-    fn sampling_needs_the_throughput_and_the_ratio_within_the_window() {
-        // Polly-like: ratio 0.5, at least 4 calls, 1 s window (10 windows of 100 ms).
-        let mut cfg = BreakerConfig::sampling(0.5, 4, ms(1000));
-        cfg.break_duration = ms(500);
-        let b = CircuitBreaker::new(cfg).unwrap();
-        let mut log = vec![];
-        // 3 failures: under the throughput, closed.
-        for t in [0, 10, 20] {
-            call(&b, t, true, &mut log);
-        }
-        assert_eq!(b.state(ms(20)), BreakerState::Closed);
-        // The window slides: at 1000 ms the calls of the window started at 0 are gone.
-        call(&b, 1000, true, &mut log);
-        assert_eq!(b.state(ms(1000)), BreakerState::Closed, "1 call in the window");
-        // 3 successes and 2 failures in the window: 0.4, closed; one more failure: 0.5.
-        call(&b, 1100, false, &mut log);
-        call(&b, 1200, false, &mut log);
-        call(&b, 1300, false, &mut log);
-        call(&b, 1400, true, &mut log);
-        assert_eq!(b.state(ms(1400)), BreakerState::Closed, "2 of 5 is under 0.5");
-        call(&b, 1500, true, &mut log);
-        assert_eq!(log, [(1500, Transition::Opened(ms(500)))], "3 of 6 reaches 0.5");
-    }
-
-    #[test]
-    fn a_success_alone_never_opens_it_and_the_ratio_is_inclusive() {
-        let b = CircuitBreaker::new(BreakerConfig::sampling(0.5, 2, ms(1000))).unwrap();
-        let mut log = vec![];
-        call(&b, 0, false, &mut log);
-        call(&b, 1, true, &mut log);
-        assert_eq!(log.len(), 1, "1 of 2 reaches 0.5");
-    }
-
-    #[test]
-    fn bad_knobs_are_named() {
-        let err = |cfg| CircuitBreaker::new(cfg).unwrap_err().knob;
-        assert_eq!(err(BreakerConfig::consecutive(0)), "failures");
-        assert_eq!(err(BreakerConfig::sampling(0.0, 10, ms(1000))), "failure_ratio");
-        assert_eq!(err(BreakerConfig::sampling(f64::NAN, 10, ms(1000))), "failure_ratio");
-        assert_eq!(err(BreakerConfig::sampling(1.5, 10, ms(1000))), "failure_ratio");
-        assert_eq!(err(BreakerConfig::sampling(0.5, 1, ms(1000))), "minimum_throughput");
-        assert_eq!(err(BreakerConfig::sampling(0.5, 2, ms(499))), "sampling_duration");
-        let with = |f: &dyn Fn(&mut BreakerConfig)| {
-            let mut c = BreakerConfig::consecutive(2);
-            f(&mut c);
-            CircuitBreaker::new(c).map(|_| ()).map_err(|e| e.to_string())
-        };
-        assert_eq!(
-            with(&|c| c.break_duration = ms(0)).unwrap_err(),
-            "break_duration must be >= 1 ms and <= 1 day (ms), got 0"
-        );
-        assert!(with(&|c| c.half_open_probes = 0).unwrap_err().starts_with("half_open_probes"));
-        assert!(with(&|c| c.break_multiplier = 0.5).unwrap_err().starts_with("break_multiplier"));
-        assert!(with(&|c| c.max_break_duration = Some(ms(10))).unwrap_err().starts_with("max_break_duration"));
-        assert!(with(&|c| c.max_break_duration = Some(ms(5000))).is_ok());
-    }
-
-    #[test]
-    fn a_released_probe_lets_another_go_and_late_outcomes_change_nothing() {
-        let mut cfg = BreakerConfig::consecutive(1);
-        cfg.break_duration = ms(10);
-        cfg.half_open_probes = 2;
-        let b = CircuitBreaker::new(cfg).unwrap();
-        let mut on = quiet();
-        let early = b.admit(ms(0), &mut on);
-        call(&b, 0, true, &mut vec![]);
-        assert_eq!(b.state(ms(1)), BreakerState::Open);
-        b.record(early, false, ms(2), &mut on);
-        assert_eq!(b.state(ms(2)), BreakerState::Open, "a call admitted before it opened does not close it");
-        assert_eq!(b.admit(ms(10), &mut on), Admission::Probe);
-        assert_eq!(b.admit(ms(10), &mut on), Admission::Probe);
-        assert!(matches!(b.admit(ms(10), &mut on), Admission::Refused { .. }));
-        b.release(Admission::Probe);
-        assert_eq!(b.admit(ms(11), &mut on), Admission::Probe);
-    }
-
-    #[test]
-    fn shared_across_threads_it_opens_once() {
-        let b = Arc::new(CircuitBreaker::new(BreakerConfig::consecutive(100)).unwrap());
-        let opened = Arc::new(std::sync::atomic::AtomicU32::new(0));
-        let threads: Vec<_> = (0..4)
-            .map(|_| {
-                let (b, opened) = (b.clone(), opened.clone());
-                std::thread::spawn(move || {
-                    for _ in 0..100 {
-                        let mut on = |x| {
-                            if matches!(x, Transition::Opened(_)) {
-                                opened.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            }
-                        };
-                        let a = b.admit(ms(0), &mut on);
-                        if !matches!(a, Admission::Refused { .. }) {
-                            b.record(a, true, ms(0), &mut on);
-                        }
-                    }
-                })
-            })
-            .collect();
-        threads.into_iter().for_each(|t| t.join().unwrap());
-        assert_eq!(opened.load(std::sync::atomic::Ordering::Relaxed), 1);
-        assert_eq!(b.state(ms(0)), BreakerState::Open);
-        assert!(b.rejections() >= 290, "at most 100 + 3 in flight went ahead");
-    }
-
-    mod engine {
-        use super::*;
-        use crate::engine::{Decision, Verdict};
-        use crate::event::ExhaustReason;
-        use crate::policy::Jitter;
-
-        fn policy(b: &Arc<CircuitBreaker>, attempts: u64) -> Policy {
-            Policy::builder()
-                .name("dep")
-                .max_attempts(attempts)
-                .initial_delay_ms(0.0)
-                .jitter(Jitter::None)
-                .breaker(Some(b.clone()))
-                .build()
-                .unwrap()
-        }
-
-        /// A whole call at `t` whose attempts all end with `verdict`; the events' names.
-        fn run(p: &Policy, t: u64, verdict: Verdict) -> (Option<Stop>, Vec<String>) {
-            let mut log = vec![];
-            let mut sink = |e: &Event<'_>| {
-                let reason = e.reason.map(|r| format!("({r})")).unwrap_or_default();
-                log.push(format!("{}:{}{reason}", e.kind, e.attempt))
-            };
-            let mut call = Call::start_with(p, ms(t), &mut sink);
-            while call.outcome().is_none() {
-                match call.record(verdict, ms(t), &mut sink).unwrap() {
-                    Decision::Retry(_) => {
-                        call.after_wait(ms(t), &mut sink).unwrap();
-                    }
-                    Decision::Stop(_) => {}
-                }
-            }
-            (call.outcome(), log)
-        }
-
-        #[test]
-        fn two_retriers_share_it_and_a_refused_call_makes_no_attempt() {
-            let mut cfg = BreakerConfig::consecutive(2);
-            cfg.break_duration = ms(1000);
-            let b = Arc::new(CircuitBreaker::new(cfg).unwrap());
-            let (a, c) = (policy(&b, 3), policy(&b, 2));
-            let (stop, log) = run(&a, 0, Verdict::TRANSIENT);
-            assert_eq!(stop, Some(Stop::Exhausted(ExhaustReason::Attempts)));
-            assert_eq!(log.len(), 6, "3 failures, 2 retries, exhausted: {log:?}");
-            let (_, log) = run(&c, 10, Verdict::TRANSIENT);
-            assert_eq!(log.last().unwrap(), "breaker_opened:2", "{log:?}");
-            // Refused: one event, attempt 0, reason circuit_open; the refusal says for how long.
-            let mut events = vec![];
-            let call = Call::start_with(&a, ms(500), &mut |e: &Event<'_>| events.push((e.kind, e.attempt, e.reason)));
-            assert_eq!(call.outcome(), Some(Stop::Exhausted(ExhaustReason::CircuitOpen)));
-            assert_eq!(call.attempt(), 0);
-            assert_eq!(call.refusal(), Some((BreakerState::Open, ms(510))));
-            assert_eq!(events, [(EventKind::Exhausted, 0, Some(ExhaustReason::CircuitOpen))]);
-            // After the break: a probe (half-open first), and a success closes it.
-            let (stop, log) = run(&c, 1010, Verdict::Success);
-            assert_eq!(stop, Some(Stop::Success));
-            assert_eq!(log, ["breaker_half_open:0", "success:1", "breaker_closed:1"]);
-            assert_eq!(b.state(ms(1010)), BreakerState::Closed);
-        }
-
-        #[test]
-        fn a_permanent_failure_is_the_dependency_answering() {
-            let b = Arc::new(CircuitBreaker::new(BreakerConfig::consecutive(1)).unwrap());
-            let p = policy(&b, 3);
-            let (stop, _) = run(&p, 0, Verdict::Permanent);
-            assert_eq!(stop, Some(Stop::Rejected));
-            assert_eq!(b.state(ms(0)), BreakerState::Closed);
-        }
-
-        #[test]
-        fn a_cancelled_probe_gives_its_place_back() {
-            let mut cfg = BreakerConfig::consecutive(1);
-            cfg.break_duration = ms(10);
-            let b = Arc::new(CircuitBreaker::new(cfg).unwrap());
-            let p = policy(&b, 1);
-            run(&p, 0, Verdict::TRANSIENT);
-            let none = &mut |_: &Event<'_>| {};
-            let mut probe = Call::start_with(&p, ms(10), none);
-            assert!(probe.outcome().is_none());
-            assert!(Call::start_with(&p, ms(11), none).refusal().is_some(), "one probe at a time");
-            probe.cancel(ms(12), none).unwrap();
-            assert_eq!(b.state(ms(12)), BreakerState::HalfOpen);
-            assert!(Call::start_with(&p, ms(13), none).refusal().is_none());
-        }
-
-        #[test]
-        fn per_attempt_counts_each_failed_attempt() {
-            let mut cfg = BreakerConfig::consecutive(3);
-            cfg.per_attempt = true;
-            let b = Arc::new(CircuitBreaker::new(cfg).unwrap());
-            let p = policy(&b, 3);
-            let (_, log) = run(&p, 0, Verdict::TRANSIENT);
-            assert!(log.contains(&"breaker_opened:3".to_string()), "{log:?}");
-            // Per call it would take 3 calls.
-            let b = Arc::new(CircuitBreaker::new(BreakerConfig::consecutive(3)).unwrap());
-            let p = policy(&b, 3);
-            run(&p, 0, Verdict::TRANSIENT);
-            assert_eq!(b.state(ms(0)), BreakerState::Closed);
-        }
-
-        #[test]
-        fn without_a_breaker_nothing_changes() {
-            let p = Policy::builder().max_attempts(2).initial_delay_ms(0.0).build().unwrap();
-            let (stop, log) = run(&p, 0, Verdict::TRANSIENT);
-            assert_eq!(stop, Some(Stop::Exhausted(ExhaustReason::Attempts)));
-            assert_eq!(log, ["attempt_failed:1", "retrying:1", "attempt_failed:2", "exhausted:2(attempts)"]);
-        }
+        count_call(&self.policy, self.admission, stop, self.started_at(), now, &mut |t| {
+            self.transition(t, elapsed, sink)
+        });
     }
 }

@@ -523,19 +523,33 @@ impl<'a> Loader<'a> {
         RatioBudget::new(ttl, min, percent, std::time::Duration::ZERO).map_err(|e| self.section_err(path, &given, e))
     }
 
-    /// A circuit breaker: `model` (consecutive or sampling) and its knobs.
+    /// A circuit breaker: `model` (consecutive, sampling or count) and its knobs.
     fn breaker(&self, path: &str, raw: &'a RawValue) -> Result<CircuitBreaker, DocumentError> {
         let entries = self.object(path, Some(raw))?;
         let Some((_, model_raw)) = entries.iter().find(|(k, _)| k == "model") else {
-            return Err(self.err(path, Some(raw), "model is missing; a breaker needs model: consecutive or sampling"));
+            return Err(self.err(
+                path,
+                Some(raw),
+                "model is missing; a breaker needs model: consecutive, sampling or count",
+            ));
         };
-        let model = self.choice(&format!("{path}.model"), model_raw, &["consecutive", "sampling"])?;
+        let model = self.choice(&format!("{path}.model"), model_raw, &["consecutive", "sampling", "count"])?;
         let entries: Vec<_> = entries.into_iter().filter(|(k, _)| k != "model").collect();
-        let common = ["break_duration", "half_open_probes", "break_multiplier", "max_break_duration", "per_attempt"];
-        let own: &[&str] = if model == "consecutive" {
-            &["failures"]
-        } else {
-            &["failure_ratio", "minimum_throughput", "sampling_duration"]
+        let common = [
+            "break_duration",
+            "half_open_probes",
+            "break_multiplier",
+            "max_break_duration",
+            "per_attempt",
+            "count_permanent",
+            "judge_all_probes",
+        ];
+        let own: &[&str] = match model.as_str() {
+            "consecutive" => &["failures"],
+            "sampling" => {
+                &["failure_ratio", "minimum_throughput", "sampling_duration", "slow_call_duration", "slow_call_ratio"]
+            }
+            _ => &["failure_ratio", "minimum_calls", "window_size", "slow_call_duration", "slow_call_ratio"],
         };
         let known: Vec<&str> = own.iter().chain(common.iter()).copied().collect();
         let what = format!("a {model} breaker holds model");
@@ -547,26 +561,48 @@ impl<'a> Loader<'a> {
                 None => Ok(None),
             }
         };
-        let model = if model == "consecutive" {
-            let Some(failures) = count("failures")? else {
-                return Err(self.err(path, Some(raw), "failures is missing; a consecutive breaker needs failures"));
-            };
-            BreakerModel::Consecutive { failures }
-        } else {
-            // Polly v8's defaults.
-            let failure_ratio = match given.get("failure_ratio") {
-                Some(raw) => self.number(&at("failure_ratio"), raw)?,
-                None => 0.1,
-            };
-            let sampling_duration = match given.get("sampling_duration") {
-                Some(raw) => self.duration(&at("sampling_duration"), raw)?,
-                None => std::time::Duration::from_secs(30),
-            };
-            BreakerModel::Sampling {
-                failure_ratio,
-                minimum_throughput: count("minimum_throughput")?.unwrap_or(100),
-                sampling_duration,
+        let ratio = |k: &str, default: f64| -> Result<f64, DocumentError> {
+            match given.get(k) {
+                Some(raw) => self.number(&at(k), raw),
+                None => Ok(default),
             }
+        };
+        let flag = |k: &str| -> Result<bool, DocumentError> {
+            match given.get(k) {
+                None => Ok(false),
+                Some(raw) => match self.value(&at(k), raw)? {
+                    Value::Bool(b) => Ok(b),
+                    other => {
+                        Err(self.err(&at(k), Some(raw), format!("must be true or false, got {}", describe(&other))))
+                    }
+                },
+            }
+        };
+        let model = match model.as_str() {
+            "consecutive" => {
+                let Some(failures) = count("failures")? else {
+                    return Err(self.err(path, Some(raw), "failures is missing; a consecutive breaker needs failures"));
+                };
+                BreakerModel::Consecutive { failures }
+            }
+            "sampling" => {
+                // Polly v8's defaults.
+                let sampling_duration = match given.get("sampling_duration") {
+                    Some(raw) => self.duration(&at("sampling_duration"), raw)?,
+                    None => std::time::Duration::from_secs(30),
+                };
+                BreakerModel::Sampling {
+                    failure_ratio: ratio("failure_ratio", 0.1)?,
+                    minimum_throughput: count("minimum_throughput")?.unwrap_or(100),
+                    sampling_duration,
+                }
+            }
+            // resilience4j's defaults.
+            _ => BreakerModel::Count {
+                failure_ratio: ratio("failure_ratio", 0.5)?,
+                minimum_calls: count("minimum_calls")?.unwrap_or(100),
+                window_size: count("window_size")?.unwrap_or(100),
+            },
         };
         let mut config = BreakerConfig::new(model);
         if let Some(raw) = given.get("break_duration") {
@@ -584,18 +620,16 @@ impl<'a> Loader<'a> {
                 _ => Some(self.duration(&at("max_break_duration"), raw)?),
             };
         }
-        if let Some(raw) = given.get("per_attempt") {
-            config.per_attempt = match self.value(&at("per_attempt"), raw)? {
-                Value::Bool(b) => b,
-                other => {
-                    return Err(self.err(
-                        &at("per_attempt"),
-                        Some(raw),
-                        format!("must be true or false, got {}", describe(&other)),
-                    ))
-                }
+        if let Some(raw) = given.get("slow_call_duration") {
+            config.slow_call_duration = match self.value(&at("slow_call_duration"), raw)? {
+                Value::Null => None,
+                _ => Some(self.duration(&at("slow_call_duration"), raw)?),
             };
         }
+        config.slow_call_ratio = ratio("slow_call_ratio", 1.0)?;
+        config.per_attempt = flag("per_attempt")?;
+        config.count_permanent = flag("count_permanent")?;
+        config.judge_all_probes = flag("judge_all_probes")?;
         CircuitBreaker::new(config).map_err(|e| self.section_err(path, &given, e))
     }
 
@@ -1551,15 +1585,15 @@ pub fn json_schema() -> Value {
                 ]
             },
             "breaker": {
-                "description": "model consecutive (after failures failed calls in a row) or sampling (Polly v8's failure ratio over a sliding window)",
-                "oneOf": [breaker_schema("consecutive", &duration), breaker_schema("sampling", &duration)]
+                "description": "model consecutive (after failures failed calls in a row), sampling (Polly v8's failure ratio over a sliding time window) or count (resilience4j's failure ratio over the last window_size calls); docs/breaker.md",
+                "oneOf": [breaker_schema("consecutive", &duration), breaker_schema("sampling", &duration), breaker_schema("count", &duration)]
             }
         }
     })
 }
 
-/// One breaker model's schema: its own keys (consecutive: `failures`, required; sampling:
-/// the window's) and the keys both models take.
+/// One breaker model's schema: its own keys (consecutive: `failures`, required; sampling
+/// and count: the window's and the slow-call threshold) and the keys every model takes.
 fn breaker_schema(model: &str, duration: &str) -> Value {
     use serde_json::json;
     let mut properties = json!({
@@ -1568,21 +1602,40 @@ fn breaker_schema(model: &str, duration: &str) -> Value {
         "half_open_probes": { "type": "integer", "minimum": 1, "default": 1, "description": "probe calls at once when half-open" },
         "break_multiplier": { "type": "number", "minimum": 1, "default": 1, "description": "growth of the break on each open in a row" },
         "max_break_duration": { "type": ["string", "null"], "pattern": duration, "default": null, "description": "the longest break when it grows (null: 1 day)" },
-        "per_attempt": { "type": "boolean", "default": false, "description": "count each attempt instead of each call" }
+        "per_attempt": { "type": "boolean", "default": false, "description": "count each attempt instead of each call (a retry around the breaker, as Polly's and resilience4j's pipelines)" },
+        "count_permanent": { "type": "boolean", "default": false, "description": "count a permanent failure as a failure (default: a success, the dependency answered)" },
+        "judge_all_probes": { "type": "boolean", "default": false, "description": "half-open: send exactly half_open_probes probes and close only if their failure ratio is under the threshold (resilience4j); default: the first probe decides (Polly)" }
     });
-    let (own, required) = if model == "consecutive" {
-        let own = json!({ "failures": { "type": "integer", "minimum": 1, "description": "failed calls in a row that open it" } });
-        (own, json!(["model", "failures"]))
-    } else {
-        let own = json!({
-            "failure_ratio": { "type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.1, "description": "the share of failed calls that opens it" },
-            "minimum_throughput": { "type": "integer", "minimum": 2, "default": 100, "description": "calls in the window before it may open" },
-            "sampling_duration": { "type": "string", "pattern": duration, "default": "30s", "description": "the sliding window, 500 ms to 1 day" }
-        });
-        (own, json!(["model"]))
+    let slow = json!({
+        "slow_call_duration": { "type": ["string", "null"], "pattern": duration, "default": null, "description": "a call (or attempt) this long or longer is slow, 1 ms to 1 day (null: none is)" },
+        "slow_call_ratio": { "type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 1, "description": "the share of slow calls that opens it" }
+    });
+    let (own, required) = match model {
+        "consecutive" => {
+            let own = json!({ "failures": { "type": "integer", "minimum": 1, "description": "failed calls in a row that open it" } });
+            (own, json!(["model", "failures"]))
+        }
+        "sampling" => {
+            let own = json!({
+                "failure_ratio": { "type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.1, "description": "the share of failed calls that opens it" },
+                "minimum_throughput": { "type": "integer", "minimum": 2, "default": 100, "description": "calls in the window before it may open" },
+                "sampling_duration": { "type": "string", "pattern": duration, "default": "30s", "description": "the sliding window, 500 ms to 1 day" }
+            });
+            (own, json!(["model"]))
+        }
+        _ => {
+            let own = json!({
+                "failure_ratio": { "type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.5, "description": "the share of failed calls that opens it" },
+                "minimum_calls": { "type": "integer", "minimum": 1, "default": 100, "description": "calls counted before it may open (at most window_size count)" },
+                "window_size": { "type": "integer", "minimum": 1, "maximum": crate::breaker::MAX_WINDOW, "default": 100, "description": "how many of the last calls it judges" }
+            });
+            (own, json!(["model"]))
+        }
     };
-    if let (Some(all), Value::Object(own)) = (properties.as_object_mut(), own) {
-        all.extend(own);
+    for extra in [own, if model == "consecutive" { json!({}) } else { slow }] {
+        if let (Some(all), Value::Object(extra)) = (properties.as_object_mut(), extra) {
+            all.extend(extra);
+        }
     }
     json!({ "type": "object", "additionalProperties": false, "required": required, "properties": properties })
 }

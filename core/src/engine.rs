@@ -513,7 +513,7 @@ impl<P: Deref<Target = Policy>> Call<P> {
     ) -> Result<(Duration, Option<Duration>), Stop> {
         let elapsed = now.saturating_sub(self.start);
         if self.admission.is_some() {
-            self.count_attempt(verdict, now, sink);
+            self.count_attempt(verdict, self.attempt_start, now, sink);
         }
         let hint = match verdict {
             Verdict::Success => {

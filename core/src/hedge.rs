@@ -699,7 +699,8 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
         self.sample(k, now);
         let elapsed = now.saturating_sub(self.start);
         let mut admission = self.admission;
-        crate::breaker::count_attempt(&self.policy, &mut admission, verdict, now, &mut |t| {
+        let launched = self.launch_at[k as usize - 1];
+        crate::breaker::count_attempt(&self.policy, &mut admission, verdict, launched, now, &mut |t| {
             self.transition(t, k, elapsed, sink)
         });
         self.admission = admission;
@@ -808,7 +809,7 @@ impl<P: Deref<Target = Policy>> HedgeCall<P> {
     /// The call ended with `stop` at `now`: the breaker counts it.
     fn count_call(&self, stop: Stop, now: Duration, sink: &mut impl FnMut(&Event<'_>)) {
         let (k, elapsed) = (self.last, now.saturating_sub(self.start));
-        crate::breaker::count_call(&self.policy, self.admission, stop, now, &mut |t| {
+        crate::breaker::count_call(&self.policy, self.admission, stop, self.start, now, &mut |t| {
             self.transition(t, k, elapsed, sink)
         });
     }

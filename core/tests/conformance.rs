@@ -66,7 +66,7 @@ const BUDGET_KEYS: &[&str] = &[
     "percent_can_retry",
 ];
 
-/// A breaker's keys, both models'.
+/// A breaker's keys, every model's.
 const BREAKER_KEYS: &[&str] = &[
     "model",
     "failures",
@@ -78,6 +78,12 @@ const BREAKER_KEYS: &[&str] = &[
     "break_multiplier",
     "max_break_duration",
     "per_attempt",
+    "count_permanent",
+    "judge_all_probes",
+    "minimum_calls",
+    "window_size",
+    "slow_call_duration",
+    "slow_call_ratio",
 ];
 
 /// The vector's policy through the document loader, as every host loads it: the policy is

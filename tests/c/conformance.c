@@ -187,7 +187,7 @@ static retryrs_status make_retrier(const cv_policy *p, retryrs_policies **doc, c
 }
 
 static const char *breaker_state_name(int32_t s) {
-  return s == RETRYRS_BREAKER_CLOSED ? "closed" : s == RETRYRS_BREAKER_OPEN ? "open" : s == RETRYRS_BREAKER_HALF_OPEN ? "half_open" : "?";
+  return s == RETRYRS_BREAKER_CLOSED ? "closed" : s == RETRYRS_BREAKER_OPEN ? "open" : s == RETRYRS_BREAKER_HALF_OPEN ? "half_open" : s == RETRYRS_BREAKER_ISOLATED ? "isolated" : "?";
 }
 
 /* Drives one call through the sans-IO engine on the runner's own millisecond clock. */

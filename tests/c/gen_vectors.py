@@ -15,12 +15,13 @@ import sys
 ATTEMPT_KEYS = {"result", "hint_ms", "takes_ms", "wait_overrun_ms", "cancel_during_wait", "wait", "timed_out"}
 EXPECT_KEYS = {"outcome", "reason", "attempts", "value", "delays_ms", "events", "budget_tokens", "breaker_state",
                "bounds_ms", "winner", "launched_ms", "cancelled"}
-# Every budget kind's keys and both breaker models' (the core's loader checks which belong
+# Every budget kind's keys and every breaker model's (the core's loader checks which belong
 # to which kind or model).
 BUDGET_KEYS = {"kind", "max_tokens", "token_ratio", "capacity", "retry_cost", "timeout_retry_cost", "no_retry_increment",
                "ttl", "min_retries_per_sec", "percent_can_retry"}
 BREAKER_KEYS = {"model", "failures", "failure_ratio", "minimum_throughput", "sampling_duration", "break_duration",
-                "half_open_probes", "break_multiplier", "max_break_duration", "per_attempt"}
+                "half_open_probes", "break_multiplier", "max_break_duration", "per_attempt",
+                "count_permanent", "judge_all_probes", "minimum_calls", "window_size", "slow_call_duration", "slow_call_ratio"}
 EVENT_KEYS = {"kind", "attempt", "elapsed_ms", "delay_ms", "reason", "error", "value", "retries_left"}
 # "error" and "value" (whether the event carries the failure, an error or a rejected value)
 # have no C counterpart: a C event carries no failure (it is the attempt callback's verdict),

@@ -174,9 +174,66 @@ static void bad_settings_are_named(void) {
   bc.sampling_duration_ms = 10;
   CHECK_STATUS(retryrs_breaker_new(&bc, &b), RETRYRS_INVALID_ARGUMENT);
   CHECK(strstr(retryrs_last_error(), "config->sampling_duration_ms must be >= 500 ms") != NULL);
+  retryrs_breaker_config_init(&bc);
+  bc.slow_call_duration_ms = 100;
+  CHECK_STATUS(retryrs_breaker_new(&bc, &b), RETRYRS_INVALID_ARGUMENT);
+  CHECK(strstr(retryrs_last_error(), "config->slow_call_duration_ms must be unset for a consecutive breaker") != NULL);
+  bc.model = RETRYRS_BREAKER_COUNT;
+  bc.slow_call_duration_ms = 0.5;
+  CHECK_STATUS(retryrs_breaker_new(&bc, &b), RETRYRS_INVALID_ARGUMENT);
+  CHECK(strstr(retryrs_last_error(), "config->slow_call_duration_ms must be >= 1 ms") != NULL);
+  bc.slow_call_duration_ms = 0;
+  bc.window_size = 0;
+  CHECK_STATUS(retryrs_breaker_new(&bc, &b), RETRYRS_INVALID_ARGUMENT);
+  CHECK(strstr(retryrs_last_error(), "config->window_size must be a whole number in [1, 1000000], got 0") != NULL);
   bc.model = 7;
   CHECK_STATUS(retryrs_breaker_new(&bc, &b), RETRYRS_INVALID_ARGUMENT);
   CHECK(b == NULL);
+}
+
+/* Issue 35: resilience4j's count window with a permanent failure counted, isolate (every
+ * call refused, no break ends it) and reset (closed, counts started over). */
+static void count_window_isolate_and_reset(void) {
+  retryrs_breaker_config bc;
+  retryrs_breaker *b = NULL;
+  retryrs_retrier *r;
+  retryrs_outcome out;
+  dependency dep = {0, 0};
+  int32_t state = -1;
+  CHECK_STATUS(retryrs_testing_enable(), RETRYRS_OK);
+  CHECK_STATUS(retryrs_breaker_config_init(&bc), RETRYRS_OK);
+  CHECK(bc.window_size == 100 && bc.minimum_calls == 100 && bc.slow_call_ratio == 1 && !bc.count_permanent);
+  bc.model = RETRYRS_BREAKER_COUNT;
+  bc.failure_ratio = 0.5;
+  bc.minimum_calls = 2;
+  bc.window_size = 2;
+  CHECK_STATUS(retryrs_breaker_new(&bc, &b), RETRYRS_OK);
+  r = retrier_with(1, b);
+  CHECK_STATUS(retryrs_retrier_call(r, dep_attempt, &dep, NULL, NULL, &out), RETRYRS_EXHAUSTED);
+  CHECK_STATUS(retryrs_breaker_state(b, &state, NULL), RETRYRS_OK);
+  CHECK(state == RETRYRS_BREAKER_CLOSED);
+  dep.up = 1;
+  /* 1 failure of the last 2 calls reaches 0.5: a success finds it reached. */
+  CHECK_STATUS(retryrs_retrier_call(r, dep_attempt, &dep, NULL, NULL, &out), RETRYRS_OK);
+  CHECK_STATUS(retryrs_breaker_state(b, &state, NULL), RETRYRS_OK);
+  CHECK(state == RETRYRS_BREAKER_OPEN);
+  CHECK_STATUS(retryrs_breaker_reset(b), RETRYRS_OK);
+  CHECK_STATUS(retryrs_breaker_state(b, &state, NULL), RETRYRS_OK);
+  CHECK(state == RETRYRS_BREAKER_CLOSED);
+  CHECK_STATUS(retryrs_retrier_call(r, dep_attempt, &dep, NULL, NULL, &out), RETRYRS_OK);
+  CHECK_STATUS(retryrs_breaker_isolate(b), RETRYRS_OK);
+  CHECK_STATUS(retryrs_breaker_state(b, &state, NULL), RETRYRS_OK);
+  CHECK(state == RETRYRS_BREAKER_ISOLATED);
+  CHECK_STATUS(retryrs_testing_advance(2ull * 86400000u), RETRYRS_OK);
+  CHECK_STATUS(retryrs_retrier_call(r, dep_attempt, &dep, NULL, NULL, &out), RETRYRS_EXHAUSTED);
+  CHECK(out.reason == RETRYRS_REASON_CIRCUIT_OPEN && out.attempts == 0 && dep.calls == 3);
+  CHECK_STATUS(retryrs_breaker_reset(b), RETRYRS_OK);
+  CHECK_STATUS(retryrs_retrier_call(r, dep_attempt, &dep, NULL, NULL, &out), RETRYRS_OK);
+  CHECK_STATUS(retryrs_breaker_isolate(NULL), RETRYRS_INVALID_ARGUMENT);
+  CHECK_STATUS(retryrs_breaker_reset(NULL), RETRYRS_INVALID_ARGUMENT);
+  retryrs_retrier_free(r);
+  retryrs_breaker_free(b);
+  CHECK_STATUS(retryrs_testing_disable(), RETRYRS_OK);
 }
 
 /* A hedge launched by an attempt reported as RETRYRS_TIMED_OUT is priced by a quota as a
@@ -211,6 +268,7 @@ void breaker_tests(void) {
   h_run("a hedged call is one call to the breaker", a_hedged_call_is_one_call_to_the_breaker);
   h_run("a hedge after a timed-out attempt costs a timeout's price", a_hedge_after_a_timed_out_attempt_costs_a_timeouts_price);
   h_run("bad breaker settings are named", bad_settings_are_named);
+  h_run("a count window, isolate and reset", count_window_isolate_and_reset);
 }
 
 /* The budget kinds in C: the AWS quota's 100 retries in an outage, Finagle's two calls per

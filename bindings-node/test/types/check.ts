@@ -195,8 +195,14 @@ import { CircuitBreaker as Breaker, RetryBudget as Budget, Retrier as R2 } from 
 const breaker = new Breaker({ model: 'sampling', failureRatio: 0.5, minimumThroughput: 10, breakDurationMs: 1000 });
 const guarded = new R2({ breaker, budget: Budget.quota({ capacity: 100 }) });
 void guarded;
-const breakerState: 'closed' | 'open' | 'half_open' = breaker.state;
+const breakerState: 'closed' | 'open' | 'half_open' | 'isolated' = breaker.state;
 void breakerState;
+// Issue 35: resilience4j's count window, slow calls, probes judged together, manual control.
+const counted = new Breaker({ model: 'count', failureRatio: 0.5, minimumCalls: 10, windowSize: 20, slowCallDurationMs: 200, slowCallRatio: 0.8, judgeAllProbes: true, halfOpenProbes: 3, countPermanent: true });
+counted.isolate();
+counted.reset();
+const countModel: 'consecutive' | 'sampling' | 'count' = counted.model;
+void countModel;
 const ratioKind: 'token_bucket' | 'quota' | 'ratio' = Budget.ratio({ percentCanRetry: 0.1 }).kind;
 void ratioKind;
 

@@ -17,7 +17,7 @@ class RetryExhausted(RetryError):
     ``wait`` hook gave one), ``"stopped"`` (a ``before_sleep`` hook returned False or raised
     ``StopRetrying``) or
     ``"circuit_open"`` (the Retrier's circuit breaker refused the call: no attempt was
-    made; ``breaker_state`` is ``"open"`` or ``"half_open"`` and ``retry_in`` the seconds
+    made; ``breaker_state`` is ``"open"``, ``"half_open"`` or ``"isolated"`` and ``retry_in`` the seconds
     before a probe may go); ``errors``: the exceptions among the last 64 failures, in
     order (the count is in ``attempts``); ``result``: the last value ``retry_on_result``
     rejected, when the last failure was a value (else None). ``__cause__`` is the last

@@ -161,26 +161,34 @@ class RetryBudget:
 class CircuitBreaker:
     def __new__(
         cls,
-        model: Literal["consecutive", "sampling"] = "consecutive",
+        model: Literal["consecutive", "sampling", "count"] = "consecutive",
         *,
         failures: Optional[int] = None,
         failure_ratio: Optional[float] = None,
         minimum_throughput: Optional[int] = None,
         sampling_duration: Optional[Seconds] = None,
+        minimum_calls: Optional[int] = None,
+        window_size: Optional[int] = None,
         break_duration: Optional[Seconds] = None,
         half_open_probes: Optional[int] = None,
         break_multiplier: Optional[float] = None,
         max_break_duration: Optional[Seconds] = None,
         per_attempt: bool = False,
+        count_permanent: bool = False,
+        slow_call_duration: Optional[Seconds] = None,
+        slow_call_ratio: Optional[float] = None,
+        judge_all_probes: bool = False,
     ) -> CircuitBreaker: ...
     @property
-    def state(self) -> Literal["closed", "open", "half_open"]: ...
+    def state(self) -> Literal["closed", "open", "half_open", "isolated"]: ...
     @property
     def retry_in(self) -> float: ...
     @property
     def rejections(self) -> int: ...
     @property
-    def model(self) -> Literal["consecutive", "sampling"]: ...
+    def model(self) -> Literal["consecutive", "sampling", "count"]: ...
+    def isolate(self) -> None: ...
+    def reset(self) -> None: ...
 
 @final
 class RetryingFunction(Generic[P, T]):

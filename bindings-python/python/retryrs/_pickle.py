@@ -11,5 +11,5 @@ def retrier(options: Dict[str, Any]) -> _native.Retrier:
     return _native.Retrier(**options)
 
 
-def breaker(model: Literal["consecutive", "sampling"], options: Dict[str, Any]) -> _native.CircuitBreaker:
+def breaker(model: Literal["consecutive", "sampling", "count"], options: Dict[str, Any]) -> _native.CircuitBreaker:
     return _native.CircuitBreaker(model, **options)
