@@ -109,6 +109,10 @@ test('hedged retryingFetch: a request cut at its bound is a timeout to the quota
     maxAttempts: 3, initialDelayMs: 0, jitter: 'none', attemptTimeoutMs: 100, deadlineMs: null, budget: quota,
     hedge: { maxAttempts: 2, delayMs: 60_000 },
   });
+  // The process's first fetch loads and starts undici, which under load has taken longer
+  // than the 100 ms bound: the attempt was cut before its request left (0 hits). One
+  // plain request first, so the bound times the request, not the loading.
+  await (await fetch(s.script([200]))).arrayBuffer();
   // At a plain failure's 5 the hedge would go out and get the 200.
   const url = s.script([['slow', 3000], 200]);
   const err = await retryingFetch({ retrier: r })(url).then((res) => assert.fail(`resolved ${res.status}`), (e) => e);
