@@ -94,6 +94,7 @@ fn origin() -> Duration {
 /// The same origin as an `Instant`, for clocks that count in std's (tokio's paused clock:
 /// `TokioClock`), so a breaker or budget shared by blocking and async calls sees one time.
 /// Both are read together at the first reading; on Unix both are CLOCK_MONOTONIC.
+#[cfg(feature = "tokio")]
 pub(crate) fn origin_instant() -> Instant {
     origins().1
 }
