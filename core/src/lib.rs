@@ -114,6 +114,8 @@ pub mod async_executor;
 mod async_hedge;
 pub mod attempt;
 pub mod backoff;
+#[cfg(any(feature = "reqwest", feature = "tower"))]
+mod bounded_body;
 pub mod breaker;
 pub mod budget;
 pub mod cancel;

@@ -252,8 +252,7 @@ impl Middleware for RetryMiddleware {
             Err(RetryError::Refused(why)) => return Err(Error::middleware(std::io::Error::other(why))),
         };
         *extensions = ext;
-        let silence = self.retrier.policy().attempt_timeout().or(self.retrier.policy().deadline());
-        Ok(match silence {
+        Ok(match crate::bounded_body::silence_of(self.retrier.policy()) {
             Some(silence) => silence::bounded(response, silence),
             None => response,
         })
@@ -302,15 +301,17 @@ mod sending {
 }
 
 /// The handed-over body's bound on silence (docs/contract.md §6b): reqwest has no
-/// per-request read timeout a middleware could set, so the body is wrapped.
+/// per-request read timeout a middleware could set, so the body is wrapped (in the
+/// bound the tower layer's bodies get too).
 mod silence {
-    use std::future::Future;
     use std::pin::Pin;
     use std::task::{Context, Poll};
     use std::time::Duration;
 
-    use http_body::{Body as HttpBody, Frame, SizeHint};
+    use http_body::{Body as HttpBody, Frame};
     use reqwest_middleware::reqwest::{Body, Response, ResponseBuilderExt};
+
+    use crate::bounded_body::BoundedBody;
 
     /// `response` with a body that fails (an `io::ErrorKind::TimedOut`, so
     /// `reqwest::Error::is_timeout`) after `silence` without a byte; status, headers,
@@ -325,7 +326,7 @@ mod silence {
         if let Some(extensions) = builder.extensions_mut() {
             extensions.extend(parts.extensions);
         }
-        let body = Body::wrap(Silence { inner: body, silence, timer: Box::pin(tokio::time::sleep(silence)) });
+        let body = Body::wrap(BoundedBody::new(body, Some(silence)));
         match builder.body(body) {
             Ok(r) => Response::from(r),
             // The parts came from a valid response: unreachable, but never a panic.
@@ -336,47 +337,6 @@ mod silence {
     #[cold]
     fn unreachable_response(e: http::Error) -> Response {
         Response::from(http::Response::new(Body::wrap(Failed(Some(std::io::Error::other(e))))))
-    }
-
-    struct Silence {
-        inner: Body,
-        silence: Duration,
-        timer: Pin<Box<tokio::time::Sleep>>,
-    }
-
-    impl HttpBody for Silence {
-        type Data = <Body as HttpBody>::Data;
-        type Error = Box<dyn std::error::Error + Send + Sync>;
-
-        fn poll_frame(
-            mut self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-        ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-            let this = &mut *self;
-            match Pin::new(&mut this.inner).poll_frame(cx) {
-                Poll::Ready(frame) => {
-                    // A byte (or the end): the silence starts again.
-                    let next = tokio::time::Instant::now() + this.silence;
-                    this.timer.as_mut().reset(next);
-                    Poll::Ready(frame.map(|f| f.map_err(Into::into)))
-                }
-                Poll::Pending => match this.timer.as_mut().poll(cx) {
-                    Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(std::io::Error::new(
-                        std::io::ErrorKind::TimedOut,
-                        format!("the response body was silent for {} ms", this.silence.as_millis()),
-                    ))))),
-                    Poll::Pending => Poll::Pending,
-                },
-            }
-        }
-
-        fn is_end_stream(&self) -> bool {
-            self.inner.is_end_stream()
-        }
-
-        fn size_hint(&self) -> SizeHint {
-            self.inner.size_hint()
-        }
     }
 
     struct Failed(Option<std::io::Error>);

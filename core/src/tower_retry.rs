@@ -19,7 +19,9 @@
 //! the breaker cannot shed it, and a hedging policy is refused ([`RetryPolicy::try_new`]).
 //!
 //! Both take `http::Request<B>` with a `Clone` body (tower's `Retry` clones the
-//! request before each attempt) and answers `http::Response<_>`:
+//! request before each attempt) and answer `http::Response<_>` ([`RetryLayer`]'s body a
+//! [`BoundedBody`]: a handed-over body is bounded by its silence only; see
+//! [`RetryLayer`] for responses and connect failures):
 //! - a retryable status (408, 425, 429, 500, 502, 503, 504) on an idempotent method is
 //!   retried, its `Retry-After` the minimum wait; when the retries run out the last
 //!   response is returned, as it would be without retries;
@@ -72,6 +74,7 @@ macro_rules! http_rules_setters {
 }
 
 mod service;
+pub use crate::bounded_body::BoundedBody;
 pub use service::{ResponseFuture, RetryLayer, RetryService};
 
 /// The layer: `ServiceBuilder::new().layer(retry_layer(retrier))` ([`RetryLayer::new`]).

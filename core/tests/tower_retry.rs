@@ -35,7 +35,8 @@ fn http_client() -> impl Service<
 
 async fn send(policy: Policy, request: http::Request<String>) -> Result<http::Response<String>, tower::BoxError> {
     let mut service = ServiceBuilder::new().layer(retry_layer(Retrier::new(policy))).service(http_client());
-    service.ready().await?.call(request).await
+    // The handed-over body, without its silence bound (a String is read already).
+    Ok(service.ready().await?.call(request).await?.map(retryrs::tower_retry::BoundedBody::into_inner))
 }
 
 fn get(url: &str) -> http::Request<String> {
@@ -211,4 +212,58 @@ async fn a_hung_attempt_is_cut_at_its_bound() {
     let response = service.ready().await.unwrap().call(get("http://127.0.0.1:9/")).await.unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(started.elapsed(), Duration::from_millis(1010));
+}
+
+/// A refused connect (nothing sent) is retried even for a POST, which a failure after the
+/// request went out never is; the layer finds it in the error's source chain by itself.
+#[tokio::test(flavor = "current_thread")]
+async fn a_refused_connect_is_retried_for_a_post_and_a_reset_is_not() {
+    use std::io::{Error, ErrorKind};
+    for (kind, want_calls) in [(ErrorKind::ConnectionRefused, 3), (ErrorKind::ConnectionReset, 1)] {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counted = calls.clone();
+        let inner = tower::service_fn(move |_req: http::Request<String>| {
+            counted.fetch_add(1, Ordering::Relaxed);
+            // Wrapped, as clients wrap the socket's error (hyper-util: Error(Connect) → ConnectError → io).
+            async move { Err::<http::Response<String>, _>(Error::other(Error::new(kind, "the socket's error"))) }
+        });
+        let policy = Policy::builder().max_attempts(3).jitter(Jitter::None).initial_delay(Duration::from_millis(1));
+        let mut service =
+            ServiceBuilder::new().layer(retry_layer(Retrier::new(policy.build().unwrap()))).service(inner);
+        let post = http::Request::post("http://127.0.0.1:9/pay").body("x".to_owned()).unwrap();
+        service.ready().await.unwrap().call(post).await.unwrap_err();
+        assert_eq!(calls.load(Ordering::Relaxed), want_calls, "{kind:?}");
+    }
+}
+
+/// The handed-over body is bounded by its silence only: one that stalls fails with a
+/// timeout after attempt_timeout, though the response arrived within the bound.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_handed_over_body_that_stalls_fails_after_attempt_timeout() {
+    use http_body_util::BodyExt;
+    let inner = tower::service_fn(|_req: http::Request<String>| async {
+        Ok::<_, std::io::Error>(http::Response::new(StalledBody))
+    });
+    let policy = Policy::builder().attempt_timeout(Some(Duration::from_millis(300))).build().unwrap();
+    let mut service = ServiceBuilder::new().layer(retry_layer(Retrier::new(policy))).service(inner);
+    let response = service.ready().await.unwrap().call(get("http://127.0.0.1:9/")).await.unwrap();
+    let started = tokio::time::Instant::now();
+    let err = response.into_body().collect().await.unwrap_err();
+    let io = err.downcast_ref::<std::io::Error>().expect("the silence bound's io::Error");
+    assert_eq!(io.kind(), std::io::ErrorKind::TimedOut);
+    assert_eq!(started.elapsed(), Duration::from_millis(300));
+}
+
+/// A response body that never yields a frame.
+struct StalledBody;
+
+impl http_body::Body for StalledBody {
+    type Data = bytes::Bytes;
+    type Error = std::io::Error;
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, std::io::Error>>> {
+        std::task::Poll::Pending
+    }
 }

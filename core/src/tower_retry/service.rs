@@ -3,13 +3,16 @@
 //! breaker answers without calling the inner service), each attempt is cut at its bound,
 //! and a hedging policy hedges.
 
+use std::error::Error as StdError;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tower::{BoxError, Layer, Service};
 
 use crate::async_executor::{AsyncRun, TimedOut};
+use crate::bounded_body::{silence_of, BoundedBody};
 use crate::executor::{Retrier, RetryError};
 use crate::http_retry::Rules;
 
@@ -28,39 +31,113 @@ use crate::http_retry::Rules;
 ///   answers at once with reason `circuit_open`, and the inner service is not called;
 /// - when the retries end on a response (a 503 each time), the last response is returned,
 ///   as it would be without retries.
-#[derive(Debug, Clone)]
+///
+/// Responses (docs/contract.md §6b; this layer **hands over at the headers**):
+/// - the deadline and each attempt's bound cover the attempt until the response's head
+///   arrives; a response that will be retried is dropped unread (its connection closed:
+///   nothing of a large body is read);
+/// - the response handed over is the caller's: its body, a [`BoundedBody`], is never cut
+///   while it flows (a download or a stream may outlast the deadline); only a body
+///   silent for `attempt_timeout` (else the deadline) fails, with an `io::Error` of kind
+///   `TimedOut`. The last response of exhausted retries is handed over whole.
+///
+/// Errors: a connection never made is retried for every method (nothing was sent). The
+/// layer knows one when an `io::Error` of kind `ConnectionRefused` is in the error's
+/// source chain; tell it your client's other connect failures with
+/// [`RetryLayer::connect_failed`] (hyper-util's legacy client:
+/// `|e| e.downcast_ref::<hyper_util::client::legacy::Error>().is_some_and(|e| e.is_connect())`,
+/// with a connect timeout on its connector shorter than the attempt's bound: an attempt
+/// the layer cuts itself may have sent its request, so it is retried only when repeatable).
+#[derive(Clone)]
 pub struct RetryLayer {
     retrier: Retrier,
     rules: Rules,
+    connect_failed: Option<ConnectFailed>,
+}
+
+/// The caller's test of an inner service's error: the connection was never made.
+type ConnectFailed = Arc<dyn Fn(&(dyn StdError + 'static)) -> bool + Send + Sync>;
+
+impl std::fmt::Debug for RetryLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RetryLayer")
+            .field("retrier", &self.retrier)
+            .field("rules", &self.rules)
+            .field("connect_failed", &self.connect_failed.as_ref().map(|_| "a caller's test"))
+            .finish()
+    }
 }
 
 impl RetryLayer {
     /// Retries with `retrier`'s policy and the contract's HTTP rules.
     pub fn new(retrier: impl Into<Retrier>) -> Self {
-        RetryLayer { retrier: retrier.into(), rules: Rules::default() }
+        RetryLayer { retrier: retrier.into(), rules: Rules::default(), connect_failed: None }
     }
 
     http_rules_setters!();
+
+    /// Which errors of the inner service mean the connection was never made (so the
+    /// request was not sent, and is retried for every method), beside a refused connect,
+    /// which the layer knows by itself. Given the inner service's error as it is.
+    pub fn connect_failed(mut self, test: impl Fn(&(dyn StdError + 'static)) -> bool + Send + Sync + 'static) -> Self {
+        self.connect_failed = Some(Arc::new(test));
+        self
+    }
 }
 
 impl<S> Layer<S> for RetryLayer {
     type Service = RetryService<S>;
     fn layer(&self, inner: S) -> RetryService<S> {
-        RetryService { inner, retrier: self.retrier.clone(), rules: self.rules.clone() }
+        RetryService {
+            inner,
+            retrier: self.retrier.clone(),
+            rules: self.rules.clone(),
+            connect_failed: self.connect_failed.clone(),
+        }
     }
+}
+
+/// Whether `error` says the connection was never made: a refused connect anywhere in its
+/// source chain, or the caller's test.
+fn never_connected(error: &(dyn StdError + 'static), test: Option<&ConnectFailed>) -> bool {
+    if test.is_some_and(|test| test(error)) {
+        return true;
+    }
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        cause = match e.downcast_ref::<std::io::Error>() {
+            Some(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => return true,
+            // An io::Error's source skips the error it wraps (io::Error::other(e) says e's
+            // source): look into the wrapped one.
+            Some(io) => io.get_ref().map(|inner| inner as &(dyn StdError + 'static)),
+            None => e.source(),
+        };
+    }
+    false
 }
 
 /// The service [`RetryLayer`] makes. Always ready: each attempt readies a clone of the
 /// inner service (as tower's own `Retry` clones it).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RetryService<S> {
     inner: S,
     retrier: Retrier,
     rules: Rules,
+    connect_failed: Option<ConnectFailed>,
+}
+
+impl<S: std::fmt::Debug> std::fmt::Debug for RetryService<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RetryService")
+            .field("inner", &self.inner)
+            .field("retrier", &self.retrier)
+            .field("rules", &self.rules)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The future of one request through a [`RetryService`].
-pub type ResponseFuture<R> = Pin<Box<dyn Future<Output = Result<http::Response<R>, BoxError>> + Send>>;
+pub type ResponseFuture<R> = Pin<Box<dyn Future<Output = Result<http::Response<BoundedBody<R>>, BoxError>> + Send>>;
 
 impl<S, B, R> Service<http::Request<B>> for RetryService<S>
 where
@@ -68,9 +145,9 @@ where
     S::Future: Send,
     S::Error: Into<BoxError>,
     B: Clone + Send + Sync + 'static,
-    R: Send + 'static,
+    R: http_body::Body + Send + 'static,
 {
-    type Response = http::Response<R>;
+    type Response = http::Response<BoundedBody<R>>;
     type Error = BoxError;
     type Future = ResponseFuture<R>;
 
@@ -80,6 +157,7 @@ where
 
     fn call(&mut self, request: http::Request<B>) -> ResponseFuture<R> {
         let (inner, retrier, rules) = (self.inner.clone(), self.retrier.clone(), self.rules.clone());
+        let connect_failed = self.connect_failed.clone();
         Box::pin(async move {
             let method = request.method().as_str().to_owned();
             let key = crate::http_retry::idempotency_key(request.headers()).map(str::to_owned);
@@ -105,17 +183,21 @@ where
                             service.call(request).await.map_err(Into::into)
                         }
                     },
-                    // tower does not say whether the connection was made.
-                    |_: &BoxError| rules.failure(method, key, false),
+                    // A cut attempt (a TimedOut) may have sent its request: never connected
+                    // only when the error says so.
+                    |e: &BoxError| rules.failure(method, key, never_connected(&**e, connect_failed.as_ref())),
                 )
                 .await;
-            match got {
-                Ok(response) => Ok(response),
-                Err(RetryError::Rejected(e)) => Err(e),
+            let response = match got {
+                Ok(response) => response,
+                Err(RetryError::Rejected(e)) => return Err(e),
                 // Out of retries on a response: the last response, as without retries.
-                Err(RetryError::Exhausted { value: Some(response), .. }) => Ok(response),
-                Err(e) => Err(Box::new(e.without_value()) as BoxError),
-            }
+                Err(RetryError::Exhausted { value: Some(response), .. }) => response,
+                Err(e) => return Err(Box::new(e.without_value()) as BoxError),
+            };
+            // Handed over: the retry deadline no longer applies, only the body's silence.
+            let silence = silence_of(retrier.policy());
+            Ok(response.map(|body| BoundedBody::new(body, silence)))
         })
     }
 }
