@@ -67,7 +67,7 @@
  *   `(enum retryrs_event_kind)e->kind` lets -Wswitch report a missing case.
  * Testing: the virtual-time switch is declared in retryrs_testing.h.
  * ABI growth: retryrs_config begins with struct_size, the sizeof(retryrs_config) the
- *   program was compiled with; retryrs_config_default(&config) (a macro over
+ *   program was compiled with; retryrs_config_default(&config) (an inline function over
  *   retryrs_config_init(&config, sizeof config)) sets it, and the library reads and
  *   writes only that many bytes. New knobs are only ever appended, so a newer library
  *   reads an older program's config with the new knobs at their defaults; a size the
@@ -1217,9 +1217,24 @@ void retryrs_retrier_free(struct retryrs_retrier *retrier);
 
 #endif  /* RETRYRS_H */
 
+/* Inline functions, not macros: the header defines no macro but RETRYRS_* (a program's
+ * own names cannot collide with it). `sizeof *config` is the struct as the program was
+ * compiled with this header, as the macros these replace passed. Their own guard: the
+ * trailer stands after RETRYRS_H's. */
+#ifndef RETRYRS_H_INLINE
+#define RETRYRS_H_INLINE
 /* Fills *config with the defaults and its struct_size (see "ABI growth" above). */
-#define retryrs_config_default(config) retryrs_config_init((config), sizeof *(config))
+static inline retryrs_status retryrs_config_default(struct retryrs_config *config) {
+  return retryrs_config_init(config, sizeof *config);
+}
 /* Fills *config with a loaded document's policy `name` and its struct_size. */
-#define retryrs_policies_get(policies, name, config) retryrs_policies_config((policies), (name), (config), sizeof *(config))
+static inline retryrs_status retryrs_policies_get(const struct retryrs_policies *policies, const char *name,
+                                                  struct retryrs_config *config) {
+  return retryrs_policies_config(policies, name, config, sizeof *config);
+}
 /* Fills *stats with a retrier's statistics and its struct_size. */
-#define retryrs_retrier_stats_get(retrier, stats) retryrs_retrier_stats((retrier), (stats), sizeof *(stats))
+static inline retryrs_status retryrs_retrier_stats_get(const struct retryrs_retrier *retrier,
+                                                       struct retryrs_stats *stats) {
+  return retryrs_retrier_stats(retrier, stats, sizeof *stats);
+}
+#endif  /* RETRYRS_H_INLINE */
