@@ -19,6 +19,34 @@ pub(crate) struct Rules {
     pub(crate) ignore_idempotency_key: bool,
 }
 
+/// The setters of the user's overrides, for a type with a `rules: Rules` field: the
+/// reqwest middleware, tower's `RetryLayer` and `RetryPolicy` take the same ones, written
+/// once (either feature may be on alone, so no links).
+macro_rules! http_rules_setters {
+    () => {
+        /// The methods that may be retried after a network error or a retryable status
+        /// (replaces the idempotent set; compared ignoring ASCII case).
+        pub fn methods<S: Into<String>>(mut self, methods: impl IntoIterator<Item = S>) -> Self {
+            self.rules.methods = Some(methods.into_iter().map(Into::into).collect());
+            self
+        }
+
+        /// The statuses worth retrying (replaces 408, 425, 429, 500, 502, 503, 504).
+        pub fn statuses(mut self, statuses: impl IntoIterator<Item = u16>) -> Self {
+            self.rules.statuses = Some(statuses.into_iter().collect());
+            self
+        }
+
+        /// Whether a POST or PATCH carrying an `Idempotency-Key` header may be resent like an
+        /// idempotent method (default `true`; IETF httpapi draft).
+        pub fn idempotency_key(mut self, honour: bool) -> Self {
+            self.rules.ignore_idempotency_key = !honour;
+            self
+        }
+    };
+}
+pub(crate) use http_rules_setters;
+
 /// A request's `Idempotency-Key` header value, if it has one that is text.
 pub(crate) fn idempotency_key(headers: &http::HeaderMap) -> Option<&str> {
     headers.get(IDEMPOTENCY_KEY_HEADER).and_then(|v| v.to_str().ok())

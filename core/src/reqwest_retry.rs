@@ -122,25 +122,7 @@ impl RetryMiddleware {
         RetryMiddleware { retrier: retrier.into(), rules: Rules::default() }
     }
 
-    /// The methods that may be retried after a network error or a retryable status
-    /// (replaces the idempotent set; compared ignoring ASCII case).
-    pub fn methods<S: Into<String>>(mut self, methods: impl IntoIterator<Item = S>) -> Self {
-        self.rules.methods = Some(methods.into_iter().map(Into::into).collect());
-        self
-    }
-
-    /// The statuses worth retrying (replaces 408, 425, 429, 500, 502, 503, 504).
-    pub fn statuses(mut self, statuses: impl IntoIterator<Item = u16>) -> Self {
-        self.rules.statuses = Some(statuses.into_iter().collect());
-        self
-    }
-
-    /// Whether a POST or PATCH carrying an `Idempotency-Key` header may be resent like an
-    /// idempotent method (default `true`; IETF httpapi draft).
-    pub fn idempotency_key(mut self, honour: bool) -> Self {
-        self.rules.ignore_idempotency_key = !honour;
-        self
-    }
+    crate::http_retry::http_rules_setters!();
 }
 
 /// One attempt's failure: the client's error, or the attempt's bound.

@@ -48,31 +48,6 @@ use crate::executor::{Retrier, ValueVerdict};
 use crate::http_retry::Rules;
 use crate::policy::Policy;
 
-/// The HTTP rules' setters of a type with a `rules: Rules` field: [`RetryLayer`] and
-/// [`RetryPolicy`] take the same ones.
-macro_rules! http_rules_setters {
-    () => {
-        /// The methods that may be retried (replaces the idempotent set).
-        pub fn methods<S: Into<String>>(mut self, methods: impl IntoIterator<Item = S>) -> Self {
-            self.rules.methods = Some(methods.into_iter().map(Into::into).collect());
-            self
-        }
-
-        /// The statuses worth retrying (replaces 408, 425, 429, 500, 502, 503, 504).
-        pub fn statuses(mut self, statuses: impl IntoIterator<Item = u16>) -> Self {
-            self.rules.statuses = Some(statuses.into_iter().collect());
-            self
-        }
-
-        /// Whether a POST or PATCH carrying an `Idempotency-Key` header may be resent like an
-        /// idempotent method (default `true`; IETF httpapi draft).
-        pub fn idempotency_key(mut self, honour: bool) -> Self {
-            self.rules.ignore_idempotency_key = !honour;
-            self
-        }
-    };
-}
-
 mod service;
 pub use crate::bounded_body::BoundedBody;
 pub use service::{ResponseFuture, RetryLayer, RetryService};
@@ -132,7 +107,7 @@ impl RetryPolicy {
         Ok(RetryPolicy { retrier, rules: Rules::default(), started: Duration::ZERO, call: None, stopped: false })
     }
 
-    http_rules_setters!();
+    crate::http_retry::http_rules_setters!();
 
     /// The time, only when the policy bounds attempts (a deadline or an attempt
     /// timeout): otherwise no clock is read.

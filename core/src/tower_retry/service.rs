@@ -74,7 +74,7 @@ impl RetryLayer {
         RetryLayer { retrier: retrier.into(), rules: Rules::default(), connect_failed: None }
     }
 
-    http_rules_setters!();
+    crate::http_retry::http_rules_setters!();
 
     /// Which errors of the inner service mean the connection was never made (so the
     /// request was not sent, and is retried for every method), beside a refused connect,
