@@ -13,6 +13,10 @@ lint-rust:
 	cargo clippy --workspace --exclude retryrs-fleet --all-targets --locked -- -D warnings
 	cargo clippy -p retryrs --all-targets --all-features --locked -- -D warnings
 	cargo clippy -p retryrs --all-targets --no-default-features --locked -- -D warnings
+	# Each HTTP integration alone, as a user who turns on one of them builds it: code only
+	# the other uses must not warn there.
+	cargo clippy -p retryrs --lib --no-default-features --features reqwest --locked -- -D warnings
+	cargo clippy -p retryrs --lib --no-default-features --features tower --locked -- -D warnings
 	# The lean build's engine paths use nothing that traps on wasm32-unknown-unknown: a
 	# source lint that names the line (wasm-check-rust then builds and runs it there).
 	scripts/check-wasm-safe

@@ -39,11 +39,14 @@ impl<B> BoundedBody<B> {
     }
 
     /// The inner body.
+    // Public through `tower_retry` only; the reqwest middleware never unwraps its body.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub fn get_ref(&self) -> &B {
         &self.inner
     }
 
     /// The inner body, without the bound.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub fn into_inner(self) -> B
     where
         B: Unpin,

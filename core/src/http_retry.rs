@@ -81,6 +81,8 @@ impl Rules {
     /// Whether the request may be sent more than once (an idempotent method, or one with
     /// an honoured `Idempotency-Key`): what a hedge needs, since it is sent before the
     /// first attempt has failed.
+    // Only the reqwest middleware asks (the tower layer judges through `judge`).
+    #[cfg_attr(not(feature = "reqwest"), allow(dead_code))]
     pub(crate) fn repeatable(&self, method: &str, idempotency_key: Option<&str>) -> bool {
         matches!(self.judge(method, idempotency_key, HttpOutcome::NetworkFailed), HttpVerdict::Retry)
     }
