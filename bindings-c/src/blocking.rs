@@ -117,9 +117,7 @@ fn run<const BATCHED: bool>(
     cancel: Option<&CancelToken>,
     hooks: Option<&retryrs_hooks>,
 ) -> Result<Ended, Failure> {
-    // Inside a request's context (retryrs_context_enter), its constraint applies.
-    let under = shared.retrier.under_current();
-    let policy = under.as_ref().map_or(shared.retrier.policy(), |r| r.policy());
+    let policy = shared.retrier.policy();
     debug_assert!(!BATCHED || (listener.is_none() && hooks.is_none()));
     if cancel.is_some_and(CancelToken::is_cancelled) {
         let stop = retryrs::cancelled_before_start(policy, &mut |e| shared.report(listener, e));
@@ -328,7 +326,13 @@ unsafe fn call(
 ) -> Result<(), Failure> {
     write_opt(outcome, retryrs_outcome::default());
     // The call's own reference: another thread may free the retrier while it runs.
-    let shared = Arc::clone(&arg(retrier, "retrier")?.inner);
+    let mut shared = Arc::clone(&arg(retrier, "retrier")?.inner);
+    // Inside a request's context (retryrs_context_enter), its constraint applies.
+    if retryrs::propagation::in_use() {
+        if let Some(under) = shared.under_current() {
+            shared = under;
+        }
+    }
     // (Asked inline first: most policies do not hedge, and the refusal is a call.)
     let policy = shared.retrier.policy();
     if let Some(why) = policy.hedging().and_then(|_| retryrs::hedge::one_at_a_time_refusal(policy)) {

@@ -346,14 +346,13 @@ impl Retrier {
         F: FnMut(Attempt) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        // Inside a request's ambient context (propagation), its constraint applies.
-        let under = self.under_current();
-        let this = under.as_ref().unwrap_or(self);
-        let first = match this.starts_lazily() {
+        // Not lazily once propagation is in use: an ambient context may bound the call
+        // (execute_async_from constrains its policy).
+        let first = match self.starts_lazily() && !crate::propagation::in_use() {
             true => match op(Attempt::new(1, Duration::ZERO, None)).await {
                 Ok(value) => {
                     // No Call, so no Success event to count: the stats are told here.
-                    this.stats_counters().count_first_attempt_success_here();
+                    self.stats_counters().count_first_attempt_success_here();
                     return Ok(value);
                 }
                 Err(error) => Some(error),
@@ -362,7 +361,7 @@ impl Retrier {
         };
         // No listener, statically: the engine's events reach only the stats, which read
         // their kind, so none is built (as in the blocking run).
-        let got = this.execute_async_from(AsyncRun::new(sleep), Quiet, first, op, classify).await;
+        let got = self.execute_async_from(AsyncRun::new(sleep), Quiet, first, op, classify).await;
         got.map_err(RetryError::without_value)
     }
 
@@ -403,8 +402,7 @@ impl Retrier {
         Fut: Future<Output = Result<T, E>>,
     {
         let listener = run.listener.take();
-        let under = self.under_current();
-        under.as_ref().unwrap_or(self).execute_async_from(run, listener, None, op, classify).await
+        self.execute_async_from(run, listener, None, op, classify).await
     }
 
     /// [`Retrier::execute_async`], where `first` is attempt 1's error if the caller
@@ -453,7 +451,12 @@ impl Retrier {
             stats.local().observe(event);
             listener.tell(event, failed);
         };
-        let policy = &**self.policy();
+        // Inside a request's ambient context (propagation), its constraint applies.
+        let constrained = match crate::propagation::in_use() {
+            true => self.policy_in_context(),
+            false => None,
+        };
+        let policy: &Policy = constrained.as_deref().unwrap_or(self.policy());
         if cancel.is_some_and(CancelToken::is_cancelled) {
             crate::engine::cancelled_before_start(policy, &mut |e| notify(e, None));
             return Err(RetryError::Cancelled { attempts: 0, errors: Vec::new(), value: None, timed_out: None });

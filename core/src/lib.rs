@@ -192,6 +192,12 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+/// docs/propagation.md's Rust example (the server layer), in the repository only (a file
+/// outside the package; `make test-rust` sets `--cfg retryrs_repository`).
+#[cfg(all(doctest, retryrs_repository, feature = "tower", feature = "reqwest"))]
+#[doc = include_str!("../../docs/propagation.md")]
+struct RepositoryPropagationDoctests;
+
 /// The repository README's Rust examples, too: a file outside the package, so only where
 /// the repository is (`make test-rust` sets `--cfg retryrs_repository`).
 #[cfg(all(doctest, retryrs_repository, feature = "documents", feature = "blocking", feature = "tokio"))]
