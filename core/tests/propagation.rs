@@ -200,3 +200,23 @@ fn exhausted_by_the_ambient_deadline_says_deadline() {
         other => panic!("{other:?}"),
     }
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_tower_retry_layer_sends_each_attempt_s_context_and_honours_pushback() {
+    use bytes::Bytes;
+    use http_body_util::Full;
+    use hyper_util::client::legacy::Client;
+    use hyper_util::rt::TokioExecutor;
+    use retryrs::tower_retry::RetryLayer;
+
+    let server = serve(vec![Reply(503, ""), Reply(503, "Retryrs-Pushback: -1\r\n"), Reply(200, "")]).await;
+    let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
+    let service = RetryLayer::new(Retrier::new(quick())).layer(client);
+    let request = http::Request::get(server.url.as_str()).body(Full::new(Bytes::new())).unwrap();
+    let response = service.oneshot(request).await.unwrap();
+    assert_eq!(response.status().as_u16(), 503, "don't retry: the second 503 is handed over");
+    assert_eq!(server.requests(), 2);
+    let heads = server.heads.lock().unwrap();
+    assert!(context_of(&heads[0]).unwrap().ends_with("a=1"), "{}", heads[0]);
+    assert!(context_of(&heads[1]).unwrap().ends_with("a=2"), "{}", heads[1]);
+}
