@@ -326,7 +326,13 @@ unsafe fn call(
 ) -> Result<(), Failure> {
     write_opt(outcome, retryrs_outcome::default());
     // The call's own reference: another thread may free the retrier while it runs.
-    let shared = Arc::clone(&arg(retrier, "retrier")?.inner);
+    let mut shared = Arc::clone(&arg(retrier, "retrier")?.inner);
+    // Inside a request's context (retryrs_context_enter), its constraint applies.
+    if retryrs::propagation::in_use() {
+        if let Some(under) = shared.under_current() {
+            shared = under;
+        }
+    }
     // (Asked inline first: most policies do not hedge, and the refusal is a call.)
     let policy = shared.retrier.policy();
     if let Some(why) = policy.hedging().and_then(|_| retryrs::hedge::one_at_a_time_refusal(policy)) {

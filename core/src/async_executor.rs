@@ -346,7 +346,9 @@ impl Retrier {
         F: FnMut(Attempt) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let first = match self.starts_lazily() {
+        // Not lazily once propagation is in use: an ambient context may bound the call
+        // (execute_async_from constrains its policy).
+        let first = match self.starts_lazily() && !crate::propagation::in_use() {
             true => match op(Attempt::new(1, Duration::ZERO, None)).await {
                 Ok(value) => {
                     // No Call, so no Success event to count: the stats are told here.
@@ -449,7 +451,12 @@ impl Retrier {
             stats.local().observe(event);
             listener.tell(event, failed);
         };
-        let policy = &**self.policy();
+        // Inside a request's ambient context (propagation), its constraint applies.
+        let constrained = match crate::propagation::in_use() {
+            true => self.policy_in_context(),
+            false => None,
+        };
+        let policy: &Policy = constrained.as_deref().unwrap_or(self.policy());
         if cancel.is_some_and(CancelToken::is_cancelled) {
             crate::engine::cancelled_before_start(policy, &mut |e| notify(e, None));
             return Err(RetryError::Cancelled { attempts: 0, errors: Vec::new(), value: None, timed_out: None });

@@ -295,11 +295,23 @@ pub enum ValueVerdict {
         /// A Retry-After style minimum wait.
         hint: Option<std::time::Duration>,
     },
+    /// The value is a failure whose server said "don't retry" ([`Verdict::DontRetry`]):
+    /// counted as a failure, not retried (a response with `Retryrs-Pushback: -1`).
+    DontRetry,
 }
 
 impl ValueVerdict {
     /// Retry, without a hint.
     pub const RETRY: ValueVerdict = ValueVerdict::Retry { hint: None };
+
+    /// The engine's verdict on a value judged a failure (`None`: accepted).
+    pub fn failure(self) -> Option<Verdict> {
+        match self {
+            ValueVerdict::Accept => None,
+            ValueVerdict::Retry { hint } => Some(Verdict::Transient { hint }),
+            ValueVerdict::DontRetry => Some(Verdict::DontRetry),
+        }
+    }
 }
 
 impl From<bool> for ValueVerdict {
@@ -613,6 +625,45 @@ impl Retrier {
         &self.policy
     }
 
+    /// The same retrier (its statistics shared) whose policy obeys `ambient`, the context
+    /// of the request being handled ([`crate::propagation::constrain`]: the deadline
+    /// shortened to the ambient one minus the margin, and under an inbound retry one
+    /// attempt and no hedges); `None` when the policy already obeys it. The executors
+    /// ask this of this thread's context themselves; a host that keeps its context
+    /// elsewhere (a contextvar, AsyncLocalStorage) asks it with its own.
+    pub fn under(&self, ambient: &crate::propagation::Ambient) -> Option<Retrier> {
+        let policy = ambient.constrain_at(&self.policy, crate::propagation::now())?;
+        Some(Retrier { lazy: policy.starts_lazily(), policy: Arc::new(policy), stats: self.stats.clone() })
+    }
+
+    /// [`Retrier::under`] this thread's ambient context ([`crate::propagation::current`]),
+    /// if there is one: one flag test in a process that never propagates. What every
+    /// executor (and a binding's own call loop) asks at a call's start.
+    #[inline(always)]
+    pub fn under_current(&self) -> Option<Retrier> {
+        if !crate::propagation::in_use() {
+            return None;
+        }
+        self.under_current_context()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn under_current_context(&self) -> Option<Retrier> {
+        self.under(&crate::propagation::current()?)
+    }
+
+    /// The policy a call starting now runs under, when this thread's ambient context
+    /// constrains it (`None`: the retrier's own). What the executors ask at a call's
+    /// start once [`crate::propagation::in_use`]; out of line, and shared (an `Arc`), so
+    /// an async call's future grows by a pointer only.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn policy_in_context(&self) -> Option<Arc<Policy>> {
+        let ambient = crate::propagation::current()?;
+        ambient.constrain_at(&self.policy, crate::propagation::now()).map(Arc::new)
+    }
+
     /// [`Policy::starts_lazily`] of this retrier's policy: whether an executor without
     /// listener, hooks, cancel token or result predicate may run attempt 1 before it
     /// starts the engine.
@@ -659,6 +710,11 @@ impl Retrier {
         op: impl FnMut(&Attempt) -> Result<T, E>,
         classify: impl FnMut(&E) -> Verdict,
     ) -> Result<T, RetryError<E>> {
+        // Once propagation is in use, an ambient context may bound the call: the engine
+        // then starts first and constrains its policy (execute_from), out of line.
+        if crate::propagation::in_use() {
+            return self.run_in_context(op, classify);
+        }
         let mut op = op;
         // Inlined into the caller: with a policy that has nothing to tell or bound, the
         // happy path is the attempt itself (the engine starts at the first failure).
@@ -682,6 +738,21 @@ impl Retrier {
             false => self.execute_from::<_, _, true>(options, Quiet, first, op, classify),
         };
         got.map_err(RetryError::without_value)
+    }
+
+    /// [`Retrier::run`] once propagation is in use: through [`Retrier::execute`], whose
+    /// engine starts before attempt 1 and constrains the policy by this thread's ambient
+    /// context, if any (another instance of the executor than `run`'s, so `run`'s own
+    /// stays inlined where it was).
+    #[cfg(feature = "blocking")]
+    #[cold]
+    #[inline(never)]
+    fn run_in_context<T, E>(
+        &self,
+        op: impl FnMut(&Attempt) -> Result<T, E>,
+        classify: impl FnMut(&E) -> Verdict,
+    ) -> Result<T, RetryError<E>> {
+        self.execute(Run::default(), op, classify).map_err(RetryError::without_value)
     }
 
     /// [`Retrier::run`] with the options of [`Run`]: a listener, a cancel token, a clock,
@@ -728,6 +799,13 @@ impl Retrier {
         // Taken apart at once: each option is then dropped where it ends, in line (the
         // whole `Run`, dropped at each return, was a call).
         let Options { cancel, clock, mut result_predicate, wait, before_retry } = options;
+        // Inside a request's ambient context (propagation), its constraint applies (a call
+        // that reads no time is not started here once propagation is in use: see run).
+        let constrained = match MAY_READ_TIME && crate::propagation::in_use() {
+            true => self.policy_in_context(),
+            false => None,
+        };
+        let policy: &Policy = constrained.as_deref().unwrap_or(&self.policy);
         let virtual_clock;
         // The real clock's zero wait without a cancel token is no wait at all: skipped
         // below without a call (any other clock is told of every wait).
@@ -745,7 +823,7 @@ impl Retrier {
                 }
             },
         };
-        if let Some(why) = crate::hedge::one_at_a_time_refusal(&self.policy) {
+        if let Some(why) = crate::hedge::one_at_a_time_refusal(policy) {
             return Err(RetryError::Refused(format!(
                 "{why}; a blocking Retrier::run/execute cannot abandon an attempt: hedge from async code with Retrier::run_async (or retryrs::hedge::HedgeCall)"
             )));
@@ -759,7 +837,7 @@ impl Retrier {
             listener.tell(event, failed);
         };
         if cancel.is_some_and(CancelToken::is_cancelled) {
-            crate::engine::cancelled_before_start(&self.policy, &mut |e| notify(e, None));
+            crate::engine::cancelled_before_start(policy, &mut |e| notify(e, None));
             return Err(RetryError::Cancelled { attempts: 0, errors: Vec::new(), value: None, timed_out: None });
         }
         // Time matters only to the attempts' bounds (a deadline or an attempt timeout), to
@@ -767,14 +845,14 @@ impl Retrier {
         // and the clock is never read.
         // Hooks see the time since the call began, too.
         let hooked = wait.is_some() || before_retry.is_some();
-        debug_assert!(MAY_READ_TIME || !(self.policy.reads_time() || has_listener || hooked));
-        let timed = MAY_READ_TIME && (self.policy.reads_time() || has_listener || hooked);
+        debug_assert!(MAY_READ_TIME || !(policy.reads_time() || has_listener || hooked));
+        let timed = MAY_READ_TIME && (policy.reads_time() || has_listener || hooked);
         let read_time = || if timed { clock.now() } else { Duration::ZERO };
         // The happy path of a policy with nothing to tell or bound (no clock needed, no
         // budget or breaker to inform, no listener, no result predicate): attempt 1 runs
         // before the engine starts (a lazy start, as the other hosts do), and a value
         // returns at once. A failure starts the engine and is judged as attempt 1.
-        if first.is_none() && !timed && self.policy.budget.is_none() && result_predicate.is_none() {
+        if first.is_none() && !timed && policy.budget.is_none() && result_predicate.is_none() {
             match op(&Attempt::new(1, Duration::ZERO, None)) {
                 Ok(value) => {
                     self.stats.count_first_attempt_success_here();
@@ -785,14 +863,14 @@ impl Retrier {
         }
         // Bounds of whole seconds and no one to show the elapsed time: the coarse clock
         // may start the call (its bounds then end at most a tick early).
-        let start = match timed && !has_listener && !hooked && self.policy.tolerates_coarse_start() {
+        let start = match timed && !has_listener && !hooked && policy.tolerates_coarse_start() {
             true => clock.now_coarse(),
             false => read_time(),
         };
         // A panic (the attempt, classify, a listener) unwinds through the guard, which
         // gives a breaker's probe back.
         let mut guard =
-            crate::async_executor::Unreported(Call::start_with(&*self.policy, start, &mut |e| notify(e, None)));
+            crate::async_executor::Unreported(Call::start_with(policy, start, &mut |e| notify(e, None)));
         let call = &mut guard.0;
         if let Some(refusal) = call.refusal() {
             return Err(RetryError::circuit_open(refusal));
@@ -800,7 +878,7 @@ impl Retrier {
         // One clock read per attempt: a failure's time is read only when a decision needs
         // it (failure_timed), and it is also the next attempt's start after a zero delay;
         // after a real wait the clock is read again (the deadline is checked after it).
-        let failure_timed = MAY_READ_TIME && (has_listener || hooked || self.policy.failure_reads_time());
+        let failure_timed = MAY_READ_TIME && (has_listener || hooked || policy.failure_reads_time());
         let attempt_start = Cell::new(call.started_at());
         let failed_at = Cell::new(None);
         let failure_now = || {
@@ -809,7 +887,7 @@ impl Retrier {
             now
         };
         let success_timed =
-            MAY_READ_TIME && (has_listener || self.policy.breaker().is_some_and(CircuitBreaker::times_successes));
+            MAY_READ_TIME && (has_listener || policy.breaker().is_some_and(CircuitBreaker::times_successes));
         // The happy path allocates nothing, nor a call that fails up to INLINE times.
         let mut history = History::new();
         let (mut wait, mut before) = (wait, before_retry);
@@ -845,12 +923,12 @@ impl Retrier {
             };
             let delay = match decision {
                 Decision::Retry(delay) => delay,
-                Decision::Stop(stop) => return Err(history.stopped(stop, call.attempt(), &self.policy)),
+                Decision::Stop(stop) => return Err(history.stopped(stop, call.attempt(), policy)),
             };
             let no_wait = delay.is_zero() && zero_is_no_wait;
             if !no_wait && clock.sleep(delay, cancel).is_err() {
                 let _ = call.cancel(read_time(), &mut |e| notify(e, history.last()));
-                return Err(history.stopped(Stop::Cancelled, call.attempt(), &self.policy));
+                return Err(history.stopped(Stop::Cancelled, call.attempt(), policy));
             }
             attempt_start.set(match failed_at.get() {
                 Some(at) if delay.is_zero() => at,
@@ -858,7 +936,7 @@ impl Retrier {
             });
             let resume = call.resume(attempt_start.get(), &mut |e| notify(e, history.last()));
             if let Resume::Stop(stop) = resume {
-                return Err(history.stopped(stop, call.attempt(), &self.policy));
+                return Err(history.stopped(stop, call.attempt(), policy));
             }
             outcome = op(&Attempt::new(call.attempt(), attempt_start.get(), call.attempt_bound()));
         }

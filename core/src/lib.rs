@@ -137,6 +137,7 @@ mod judge;
 pub mod knob;
 mod pcg;
 pub mod policy;
+pub mod propagation;
 pub mod redact;
 #[cfg(feature = "reqwest")]
 pub mod reqwest_retry;
@@ -168,8 +169,8 @@ pub use executor::{
 };
 pub use hedge::{AttemptSet, HedgeCall, HedgeDelay, HedgeError, Hedging, LatencySketch, Step};
 pub use http_rules::{
-    classify_request, is_error_status, is_idempotent, is_retryable_status, HttpOutcome, HttpRules, HttpVerdict,
-    IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_METHODS, RETRYABLE_STATUSES,
+    classify_request, is_error_status, is_idempotent, is_retryable_status, retry_with, with_pushback, HttpOutcome, HttpRules,
+    HttpVerdict, RetryWith, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_METHODS, RETRYABLE_STATUSES,
 };
 pub use knob::{Knob, Setting, Unit, KNOBS};
 pub use policy::{DeadlineHint, Given, Jitter, Policy, PolicyBuilder, PolicyError, Pushback};
@@ -190,6 +191,12 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 #[cfg(all(doctest, feature = "blocking", feature = "tokio"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+/// docs/propagation.md's Rust example (the server layer), in the repository only (a file
+/// outside the package; `make test-rust` sets `--cfg retryrs_repository`).
+#[cfg(all(doctest, retryrs_repository, feature = "tower", feature = "reqwest"))]
+#[doc = include_str!("../../docs/propagation.md")]
+struct RepositoryPropagationDoctests;
 
 /// The repository README's Rust examples, too: a file outside the package, so only where
 /// the repository is (`make test-rust` sets `--cfg retryrs_repository`).
