@@ -14,9 +14,7 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use retryrs::propagation::{self as prop, Ambient};
-use retryrs::{Clock, SystemClock};
 
-use crate::propagation::PyAmbient;
 use crate::retrier::Retrier;
 use crate::token::PyCancelToken;
 
@@ -66,20 +64,13 @@ impl PyContext {
             Some(t) => t,
             None => Py::new(py, PyCancelToken::fresh())?,
         };
-        Ok(PyContext { ambient: Ambient::new(left, is_retry, SystemClock.now()), token })
-    }
-
-    /// The context of a request a server helper received (`Gate.receive(...).ambient`),
-    /// with a new cancel token.
-    #[staticmethod]
-    fn _of(py: Python<'_>, ambient: &Bound<'_, PyAmbient>) -> PyResult<Self> {
-        Ok(PyContext { ambient: ambient.get().inner, token: Py::new(py, PyCancelToken::fresh())? })
+        Ok(PyContext { ambient: Ambient::new(left, is_retry, now(py)), token })
     }
 
     /// The seconds left before the caller gives up (0.0 once past), or None: no deadline.
     #[getter]
-    fn remaining(&self) -> Option<f64> {
-        self.ambient.left().map(|d| d.as_secs_f64())
+    fn remaining(&self, py: Python<'_>) -> Option<f64> {
+        self.ambient.left_at(now(py)).map(|d| d.as_secs_f64())
     }
 
     /// Whether the inbound request was a retry (the downward rule applies).
@@ -90,8 +81,8 @@ impl PyContext {
 
     /// Whether nothing is left (the upward rule refuses such a request).
     #[getter]
-    fn expired(&self) -> bool {
-        self.ambient.left().is_some_and(|d| d < Duration::from_millis(1))
+    fn expired(&self, py: Python<'_>) -> bool {
+        self.ambient.left_at(now(py)).is_some_and(|d| d < Duration::from_millis(1))
     }
 
     /// The token that abandons the request: cancel it to end every call made under the
@@ -107,14 +98,20 @@ impl PyContext {
         self.token.get().inner.is_cancelled()
     }
 
-    fn __repr__(&self) -> String {
-        let left = match self.ambient.left() {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let left = match self.ambient.left_at(now(py)) {
             Some(d) => format!("{:.3}", d.as_secs_f64()),
             None => "None".into(),
         };
         let retry = if self.ambient.is_retry() { "True" } else { "False" };
         format!("<retryrs.propagation.Context remaining={left} is_retry={retry}>")
     }
+}
+
+/// Now, on the clock this thread's (or task's) calls run on: virtual under
+/// `retryrs.testing`, else the monotonic one. A context's deadline is on this time base.
+fn now(py: Python<'_>) -> Duration {
+    crate::state::now(&crate::testing::clock(py))
 }
 
 fn seconds(t: &Bound<'_, PyAny>) -> PyResult<Duration> {
@@ -169,8 +166,9 @@ fn look(py: Python<'_>, r: &Retrier) -> PyResult<Option<Retrier>> {
         Some(own) => PyCancelToken::any_of(py, &[own.bind(py).clone(), ambient_token.clone()])?,
         None => ambient_token.clone().unbind(),
     };
-    let under = crate::propagation::retrier_under(py, r, &PyAmbient { inner: context.ambient });
-    let host = under.map_or_else(|| r.host.clone(), |u| u.host);
+    let ambient = &context.ambient;
+    let under = prop::constrain(&r.host.policy, ambient.left_at(now(py)), ambient.is_retry());
+    let host = under.map_or_else(|| r.host.clone(), |p| crate::propagation::sharing(py, r, p).host);
     Ok(Some(Retrier { host, cancel: Some(cancel), interrupts: r.interrupts }))
 }
 

@@ -107,7 +107,8 @@ class _Server:
             counts["retries"] += got.is_retry
             counts["clamped"] += got.clamped
             counts["malformed"] += got.malformed
-        return Context._of(got.ambient), got.upward == "refuse"
+        # Its budget, from now on the clock the calls run on (virtual under retryrs.testing).
+        return Context(got.budget, is_retry=got.is_retry), got.upward == "refuse"
 
     def stats(self) -> Dict[str, int]:
         """Counts since the helper was made: ``requests``; ``refused`` (answered 504
