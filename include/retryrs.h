@@ -1381,6 +1381,18 @@ retryrs_status retryrs_gate_receive(const struct retryrs_gate *gate,
                                     struct retryrs_context **out,
                                     retryrs_upward *upward);
 
+// Whether `host` (a URL's host, with or without `:port`; IPv6 in brackets) may receive
+// propagation headers under the allowlist `hosts` (`count` names: `api.example.com`
+// exactly, `*.example.com` any subdomain of it, never the apex; compared ignoring ASCII
+// case). `hosts` NULL with a count of 0: no list, every host; a non-NULL list of 0
+// names allows none. Writes the answer to *allowed. RETRYRS_INVALID_ARGUMENT for a NULL
+// host or allowed, NULL hosts with a nonzero count, a NULL or empty name, or a `*`
+// anywhere but a leading `*.`.
+retryrs_status retryrs_host_allowed(const char *const *hosts,
+                                    size_t count,
+                                    const char *host,
+                                    bool *allowed);
+
 // Validates `config` and creates a retrier. On RETRYRS_INVALID_ARGUMENT nothing is
 // created and retryrs_last_error() names the field and value ("retryrs_retrier_new:
 // config->max_attempts must be >= 1 and <= 4294967295, got 0"); a config whose

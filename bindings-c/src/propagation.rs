@@ -382,3 +382,37 @@ pub unsafe extern "C" fn retryrs_gate_receive(
         Ok(())
     })
 }
+
+/// Whether `host` (a URL's host, with or without `:port`; IPv6 in brackets) may receive
+/// propagation headers under the allowlist `hosts` (`count` names: `api.example.com`
+/// exactly, `*.example.com` any subdomain of it, never the apex; compared ignoring ASCII
+/// case). `hosts` NULL with a count of 0: no list, every host; a non-NULL list of 0
+/// names allows none. Writes the answer to *allowed. RETRYRS_INVALID_ARGUMENT for a NULL
+/// host or allowed, NULL hosts with a nonzero count, a NULL or empty name, or a `*`
+/// anywhere but a leading `*.`.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_host_allowed(
+    hosts: *const *const c_char,
+    count: usize,
+    host: *const c_char,
+    allowed: *mut bool,
+) -> retryrs_status {
+    guard_status("retryrs_host_allowed", || {
+        let out = arg_mut(allowed, "allowed")?;
+        let host = crate::ffi::c_str(host, "host")?;
+        let list = match (hosts.is_null(), count) {
+            (true, 0) => core::Allowlist::all(),
+            (true, n) => return Err(Failure::invalid(format!("hosts is NULL but count is {n}"))),
+            (false, n) => {
+                let names = std::slice::from_raw_parts(hosts, n)
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &h)| crate::ffi::c_str(h, &format!("hosts[{i}]")))
+                    .collect::<Result<Vec<_>, _>>()?;
+                core::Allowlist::only(names).map_err(Failure::invalid)?
+            }
+        };
+        *out = list.allows(host);
+        Ok(())
+    })
+}
