@@ -132,7 +132,8 @@ def pushback(case: Dict[str, Any], expect: Dict[str, Any], build: Callable[..., 
     failure = response_failure(Rules(None, None), RequestAttempts(), method, "http://x/", None, None, 503, headers)
     if isinstance(failure, RetryableStatus):
         hint = failure.retry_after
-        verdict, wait = ("dont_retry", None) if hint is retryrs.DONT_RETRY else ("retry", whole_ms(hint) if isinstance(hint, float) else None)
+        exact = hint.seconds if isinstance(hint, _native._ExactWait) else None
+        verdict, wait = ("dont_retry", None) if hint is retryrs.DONT_RETRY else ("retry", whole_ms(exact))
     else:
         verdict, wait = "response", None
         if failure is not None and not isinstance(failure, ErrorStatus):

@@ -134,16 +134,26 @@ def test_dont_retry_pushback_makes_one_attempt_and_still_counts_as_a_failure(cli
     assert "retrying" not in events
 
 
-@pytest.mark.parametrize("client", ["requests", "httpx-async"])
-def test_a_non_negative_pushback_is_waited(client):
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_non_negative_pushback_is_the_exact_wait(client):
     events = []
-    r = quick(on_event=lambda e: events.append(e))
-    with Recording([(503, {"Retryrs-Pushback": "300"}), 200]) as server:
+    # A backoff of 2 s: Retry-After would wait at least that; the pushback's 300 ms is
+    # exact (gRPC A6), shorter than the backoff.
+    r = retryrs.Retrier(initial_delay=2, jitter="none", on_event=events.append)
+    with Recording([(503, {"Retryrs-Pushback": "300", "Retry-After": "1"}), 200]) as server:
         t0 = time.monotonic()
         assert get_with(client, r, server.url) == 200
         took = time.monotonic() - t0
     [retrying] = [e for e in events if e.kind == "retrying"]
-    assert retrying.delay >= 0.3 and took >= 0.3
+    assert retrying.delay == pytest.approx(0.3) and 0.3 <= took < 1.5
+
+
+def test_an_exact_wait_still_yields_to_a_wait_hook():
+    waits = []
+    r = retryrs.Retrier(initial_delay=2, jitter="none", wait=lambda attempt, failure, delay: 0.05, on_event=waits.append)
+    with Recording([(503, {"Retryrs-Pushback": "900"}), 200]) as server:
+        assert get_with("requests", r, server.url) == 200
+    assert [e.delay for e in waits if e.kind == "retrying"] == [pytest.approx(0.05)]
 
 
 def test_pushback_never_makes_a_response_retried_that_the_rules_hand_over():

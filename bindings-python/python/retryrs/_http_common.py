@@ -65,8 +65,7 @@ class RetryableStatus(HTTPRetryError):
     """A response with a retryable status, for a method that may be retried.
 
     ``status``; ``retry_after``: the engine's hint, its raw ``Retry-After`` header, or
-    the server's pushback (``retryrs.DONT_RETRY``, or an exact wait in seconds), or
-    None. Its body was read and its connection released before the wait. When retries run
+    the server's pushback (``retryrs.DONT_RETRY``, or an exact wait), or None. Its body was read and its connection released before the wait. When retries run
     out on it, the helper returns the response itself, as the client would have.
     """
 
@@ -510,9 +509,13 @@ def _hint(headers: Mapping[str, str]) -> Any:
     """A retried response's hint for the engine: the server's pushback when it gave one
     (the core reads ``Retryrs-Pushback``, ``grpc-retry-pushback-ms``,
     ``x-envoy-overloaded``): ``DONT_RETRY`` (not retried, still a counted failure) or its
-    wait in seconds; else its ``Retry-After``."""
+    exact wait; else its ``Retry-After`` (a floor under the backoff)."""
     pushback = _native.read_pushback(headers)
-    return headers.get("Retry-After") if pushback is None else pushback
+    if pushback is None:
+        return headers.get("Retry-After")
+    if isinstance(pushback, float):
+        return _native._ExactWait(pushback)
+    return pushback  # DONT_RETRY
 
 
 def final_response(exc: RetryExhausted) -> Any:
