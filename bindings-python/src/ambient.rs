@@ -132,17 +132,7 @@ static VAR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// The context variable that holds the ambient `Context` (`_native._AMBIENT`).
 pub fn context_var(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
-    VAR.get_or_try_init(py, || {
-        let kwargs = pyo3::types::PyDict::new(py);
-        kwargs.set_item("default", py.None())?;
-        Ok::<_, PyErr>(
-            py.import("contextvars")?
-                .getattr("ContextVar")?
-                .call(("retryrs.propagation.context",), Some(&kwargs))?
-                .unbind(),
-        )
-    })
-    .map(|v| v.bind(py))
+    VAR.get_or_try_init(py, || crate::attempt::new_context_var(py, "retryrs.propagation.context")).map(|v| v.bind(py))
 }
 
 /// The retrier a call of `r` starting now runs as, or None: `r` itself (no ambient
@@ -172,28 +162,10 @@ fn look(py: Python<'_>, r: &Retrier) -> PyResult<Option<Retrier>> {
     Ok(Some(Retrier { host, cancel: Some(cancel), interrupts: r.interrupts }))
 }
 
-/// The ambient context's retry state for the outbound headers: `r=?1` is passed on when
-/// the call runs inside a request that was a retry.
-pub fn current(py: Python<'_>) -> PyResult<Option<Py<PyContext>>> {
-    if !prop::in_use() {
-        return Ok(None);
-    }
-    let value = crate::attempt::get_var(context_var(py)?)?;
-    Ok(value.cast::<PyContext>().ok().map(|c| c.clone().unbind()))
-}
-
-/// `retryrs.propagation.current()`: the ambient context of the request being served, or
-/// None.
-#[pyfunction]
-pub fn _current_context(py: Python<'_>) -> PyResult<Option<Py<PyContext>>> {
-    current(py)
-}
-
 /// Adds the context class, the variable and the lookup to the module.
 pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyContext>()?;
     m.add("_AMBIENT", context_var(m.py())?)?;
-    m.add_function(wrap_pyfunction!(_current_context, m)?)?;
     // The upward rule's answer, for the server helpers to send.
     m.add("_REFUSAL_STATUS", prop::REFUSAL_STATUS)?;
     m.add("_REFUSAL_PUSHBACK", prop::REFUSAL_PUSHBACK)?;

@@ -710,18 +710,14 @@ static CURRENT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// The context variable the asyncio driver and the loop forms set (`_native._CURRENT`).
 pub fn context_var(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
-    CURRENT
-        .get_or_try_init(py, || {
-            let kwargs = pyo3::types::PyDict::new(py);
-            kwargs.set_item("default", py.None())?;
-            Ok::<_, PyErr>(
-                py.import("contextvars")?
-                    .getattr("ContextVar")?
-                    .call(("retryrs.current_attempt",), Some(&kwargs))?
-                    .unbind(),
-            )
-        })
-        .map(|v| v.bind(py))
+    CURRENT.get_or_try_init(py, || new_context_var(py, "retryrs.current_attempt")).map(|v| v.bind(py))
+}
+
+/// `contextvars.ContextVar(name, default=None)`.
+pub fn new_context_var(py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
+    let kwargs = pyo3::types::PyDict::new(py);
+    kwargs.set_item("default", py.None())?;
+    Ok(py.import("contextvars")?.getattr("ContextVar")?.call((name,), Some(&kwargs))?.unbind())
 }
 
 /// `retryrs.current_attempt()`: the attempt in progress (an `AttemptInfo`), or None

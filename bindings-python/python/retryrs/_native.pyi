@@ -493,7 +493,6 @@ class Context:
 
 # The context variable holding the ambient Context of the request being served.
 _AMBIENT: contextvars.ContextVar[Optional[Context]]
-def _current_context() -> Optional[Context]: ...
 _REFUSAL_STATUS: int
 _REFUSAL_PUSHBACK: Tuple[str, str]
 
