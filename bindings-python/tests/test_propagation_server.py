@@ -337,8 +337,9 @@ def test_bad_context_arguments_are_named():
     with pytest.raises(TypeError, match="is_retry"):
         with propagation.context(is_retry="no"):  # type: ignore[arg-type]
             pass
-    with pytest.raises(TypeError, match="headers"):
-        with propagation.context([("grpc-timeout", 5)]):  # type: ignore[list-item]
-            pass
+    for bad in ([("grpc-timeout", 5)], 5, ["grpc-timeout: 5S"]):
+        with pytest.raises(TypeError, match="headers"):
+            with propagation.context(bad):  # type: ignore[arg-type]
+                pass
     with pytest.raises(ValueError, match="timeout"):
         propagation.Context(float("nan"))

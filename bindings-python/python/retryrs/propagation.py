@@ -68,8 +68,15 @@ def _pairs(headers: Optional[Headers]) -> List[Tuple[str, str]]:
     if headers is None:
         return []
     items = headers.items() if hasattr(headers, "items") else headers
+    try:
+        pairs = list(items)
+    except TypeError:
+        raise TypeError(f"headers must be a mapping or (name, value) pairs, got {headers!r}") from None
     out = []
-    for name, value in items:
+    for pair in pairs:
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise TypeError(f"headers must be a mapping or (name, value) pairs, got the item {pair!r}")
+        name, value = pair
         if isinstance(name, bytes):
             name = name.decode("latin-1")
         if isinstance(value, bytes):
