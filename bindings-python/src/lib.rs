@@ -6,6 +6,7 @@
 
 use pyo3::prelude::*;
 
+mod ambient;
 mod attempt;
 mod breaker;
 mod budget;
@@ -43,6 +44,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     hedged::add_constants(m)?;
     pushback::add(m)?;
     propagation::add(m)?;
+    ambient::add(m)?;
     m.add("_CURRENT", attempt::context_var(m.py())?)?;
     m.add_class::<event::PyEvent>()?;
     m.add_class::<token::PyCancelToken>()?;

@@ -239,7 +239,7 @@ pub fn retrier_constrained(py: Python<'_>, retrier: &Retrier, left: Option<f64>,
 
 /// `retrier` with `policy` instead of its own: the same hooks, budget, cancel token and
 /// statistics.
-fn sharing(py: Python<'_>, retrier: &Retrier, policy: retryrs::Policy) -> Retrier {
+pub(crate) fn sharing(py: Python<'_>, retrier: &Retrier, policy: retryrs::Policy) -> Retrier {
     let h = &*retrier.host;
     let policy = Arc::new(policy);
     let retry_on = match &h.retry_on {

@@ -64,12 +64,28 @@ impl Retrier {
         kwargs: Option<&Bound<'_, PyDict>>,
         decorated: bool,
     ) -> PyResult<Py<PyAny>> {
-        let token = self.cancel.as_ref().map(|t| &t.get().inner);
         if let Some(refused) =
             crate::hedged::refusal(&self.host.policy, "a blocking call (Retrier.call, a decorated sync function)")
         {
             return Err(refused);
         }
+        if let Some(under) = crate::ambient::constrained(py, self)? {
+            return under.run_here(py, f, args, kwargs, decorated);
+        }
+        self.run_here(py, f, args, kwargs, decorated)
+    }
+
+    /// [`Retrier::run`] as this retrier, past the checks of the policy's shape and the
+    /// ambient context.
+    fn run_here(
+        &self,
+        py: Python<'_>,
+        f: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+        decorated: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let token = self.cancel.as_ref().map(|t| &t.get().inner);
         if token.is_some_and(|t| t.is_cancelled()) {
             return Err(self.cancelled_before_start(py));
         }
@@ -650,14 +666,11 @@ impl Retrier {
         {
             return Err(refused);
         }
-        if self.cancel.as_ref().is_some_and(|t| t.get().inner.is_cancelled()) {
-            return Err(self.cancelled_before_start(py));
+        if let Some(under) = crate::ambient::constrained(py, self)? {
+            let info = under.start_here(py)?;
+            return Ok(info.run_as(Py::new(py, under)?));
         }
-        let clock = crate::testing::clock(py);
-        let start = now(&clock);
-        let admission = self.admit(py, start)?;
-        let frame = Frame::first(&self.host.policy, start, clock);
-        Ok(AttemptInfo::with_arm(frame, start, self.interrupts).admitted(admission))
+        self.start_here(py)
     }
 
     /// The asyncio driver's first attempt, run here up to its first suspension (see
@@ -749,11 +762,10 @@ impl Retrier {
     /// already fired; the policy's circuit breaker is asked once, here (a refused call's
     /// first `poll()` is STOP with `RetryExhausted(reason="circuit_open")`).
     fn _hedge(&self, py: Python<'_>) -> PyResult<crate::hedged::HedgedCall> {
-        if self.cancel.as_ref().is_some_and(|t| t.get().inner.is_cancelled()) {
-            return Err(self.cancelled_before_start(py));
+        if let Some(under) = crate::ambient::constrained(py, self)? {
+            return under.hedge_here(py);
         }
-        let token = self.cancel.as_ref().map(|t| t.clone_ref(py));
-        Ok(crate::hedged::HedgedCall::start(py, self.host.clone(), token, self.interrupts))
+        self.hedge_here(py)
     }
 
     #[getter]
@@ -785,6 +797,44 @@ impl Retrier {
     /// A first attempt's success, from the Python drivers: reported to the engine when
     /// someone needs it, else only counted.
     fn _succeeded(&self, py: Python<'_>, first: &Bound<'_, AttemptInfo>) -> PyResult<()> {
+        if let Some(under) = &first.get().under {
+            return under.get().succeeded_here(py, first);
+        }
+        self.succeeded_here(py, first)
+    }
+
+    /// The first attempt of an async call failed: engine state starts here.
+    fn _begin(&self, py: Python<'_>, first: &Bound<'_, AttemptInfo>) -> SteppedCall {
+        match &first.get().under {
+            Some(under) => under.get().begin_here(py, first),
+            None => self.begin_here(py, first),
+        }
+    }
+}
+
+/// The drivers' steps as the retrier a call runs as (itself, or the one an ambient
+/// context constrains it to: see `ambient.rs`).
+impl Retrier {
+    fn start_here(&self, py: Python<'_>) -> PyResult<AttemptInfo> {
+        if self.cancel.as_ref().is_some_and(|t| t.get().inner.is_cancelled()) {
+            return Err(self.cancelled_before_start(py));
+        }
+        let clock = crate::testing::clock(py);
+        let start = now(&clock);
+        let admission = self.admit(py, start)?;
+        let frame = Frame::first(&self.host.policy, start, clock);
+        Ok(AttemptInfo::with_arm(frame, start, self.interrupts).admitted(admission))
+    }
+
+    fn hedge_here(&self, py: Python<'_>) -> PyResult<crate::hedged::HedgedCall> {
+        if self.cancel.as_ref().is_some_and(|t| t.get().inner.is_cancelled()) {
+            return Err(self.cancelled_before_start(py));
+        }
+        let token = self.cancel.as_ref().map(|t| t.clone_ref(py));
+        Ok(crate::hedged::HedgedCall::start(py, self.host.clone(), token, self.interrupts))
+    }
+
+    fn succeeded_here(&self, py: Python<'_>, first: &Bound<'_, AttemptInfo>) -> PyResult<()> {
         if !self.host.wants_success {
             self.host.stats.count_first_attempt_success();
             return Ok(());
@@ -793,8 +843,7 @@ impl Retrier {
         self.report_success(py, first.start, &crate::testing::clock(py), first.admission)
     }
 
-    /// The first attempt of an async call failed: engine state starts here.
-    fn _begin(&self, py: Python<'_>, first: &Bound<'_, AttemptInfo>) -> SteppedCall {
+    fn begin_here(&self, py: Python<'_>, first: &Bound<'_, AttemptInfo>) -> SteppedCall {
         let token = self.cancel.as_ref().map(|t| t.get().inner.clone());
         let first = first.get();
         SteppedCall::new(

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import asyncio
 from contextvars import ContextVar
-from typing import Any, Awaitable, Callable, Iterable, Optional, Tuple
+from typing import Any, Awaitable, Callable, Iterable, MutableMapping, Optional, Tuple, Union
 
 import aiohttp  # missing: retryrs.http names the extra to install
 from aiohttp import payload as _payload
+from multidict import CIMultiDict
 
 from . import _native
 from ._aio import _FIRST, _suspended
 from ._errors import AttemptTimeout, RetryExhausted
 from ._http_body import DRAIN_LIMIT, silence
+from .propagation import Outbound
 from ._http_common import (
     ErrorStatus,
     Helper,
@@ -155,8 +157,9 @@ class RetryMiddleware(Helper):
         statuses: Optional[Iterable[int]] = None,
         idempotency_key: bool = True,
         redact_query: Optional[Iterable[str]] = None,
+        propagation: Union[None, bool, Outbound] = None,
     ) -> None:
-        super().__init__(retrier, methods, statuses, idempotency_key, redact_query, bounds_attempts=True)
+        super().__init__(retrier, methods, statuses, idempotency_key, redact_query, bounds_attempts=True, propagation=propagation)
         self._own: Optional[RequestOptions] = None
 
     def options(self, **overrides: Any) -> "RetryMiddleware":
@@ -176,7 +179,7 @@ class RetryMiddleware(Helper):
             if gave_up[0] is call:
                 raise gave_up[1]  # aiohttp's own resend of what the retries ended
         try:
-            return await self._run(request.method, str(request.url), request.headers.get("Idempotency-Key"), request.body, lambda: handler(request))
+            return await self._run(request.method, str(request.url), request.headers.get("Idempotency-Key"), request.body, lambda: handler(request), request.headers)
         except _SESSION_RESENDS as e:
             session = getattr(request, "_session", None)
             if call is not None and request.method in _IDEMPOTENT and getattr(session, "_retry_connection", False):
@@ -196,14 +199,16 @@ class RetryMiddleware(Helper):
         if raising is None:
             raising = getattr(session, "_raise_for_status", False)
         kwargs["raise_for_status"] = False
-        resp = await self._run(method.upper(), str(url), key, replay, lambda: session.request(method, url, **kwargs))
+        # The attempts' propagation headers go in a copy of the caller's.
+        sent = kwargs["headers"] = CIMultiDict(headers)
+        resp = await self._run(method.upper(), str(url), key, replay, lambda: session.request(method, url, **kwargs), sent)
         if callable(raising):
             await raising(resp)
         elif raising:
             resp.raise_for_status()  # (releases an error response, as aiohttp does)
         return resp
 
-    async def _run(self, method: str, raw_url: str, key: Optional[str], body: Any, send: Callable[[], Awaitable[aiohttp.ClientResponse]]) -> aiohttp.ClientResponse:
+    async def _run(self, method: str, raw_url: str, key: Optional[str], body: Any, send: Callable[[], Awaitable[aiohttp.ClientResponse]], headers: MutableMapping[str, Any]) -> aiohttp.ClientResponse:
         # A body that cannot be sent again: one attempt (bounded, with its events).
         rules, retrier = self._for_request(self._own, not _replayable(body), method, key)
         url = rules.redact(raw_url)
@@ -211,9 +216,11 @@ class RetryMiddleware(Helper):
 
         async def attempt() -> aiohttp.ClientResponse:
             attempts.begin()
+            current = _native.current_attempt()
+            attempts.propagate(self._outbound, headers, raw_url, current)
             try:
                 with attempts.sending():
-                    resp = await _within(send(), _native.current_attempt())
+                    resp = await _within(send(), current)
             except Exception as e:
                 failed = _failure(rules, method, url, key, e)
                 if failed is None:
