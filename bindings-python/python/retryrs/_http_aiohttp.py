@@ -17,6 +17,7 @@ from ._aio import _FIRST, _suspended
 from ._errors import AttemptTimeout, RetryExhausted
 from ._http_body import DRAIN_LIMIT, silence
 from ._http_common import (
+    document_parameters,
     ErrorStatus,
     Helper,
     RequestAttempts,
@@ -286,3 +287,5 @@ def _connecting(cancelled: Optional[BaseException]) -> bool:
 
 
 __all__ = ["RetryMiddleware"]
+
+document_parameters(RetryMiddleware)
