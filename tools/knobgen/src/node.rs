@@ -48,7 +48,8 @@ fn option(k: &Knob) -> String {
 fn field(k: &Knob) -> String {
     let unit = if k.unit == Unit::Duration { ", in ms" } else { "" };
     let off = if k.can_be_off { "; null when off" } else { "" };
-    jsdoc(&format!("{}{unit}{off}.", sentence(k.doc))) + &format!("  readonly {}: {};\n", k.camel_ms(), ts_type(k, false))
+    jsdoc(&format!("{}{unit}{off}.", sentence(k.doc)))
+        + &format!("  readonly {}: {};\n", k.camel_ms(), ts_type(k, false))
 }
 
 /// A `/** ... */` comment at member indentation: one line when it fits.
