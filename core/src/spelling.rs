@@ -135,6 +135,59 @@ mod tests {
         assert_eq!(Spelling::Python.span_ms(0.5), "0.0005 s");
     }
 
+    /// Every message kind the core words, rendered in `spelling`, with the knobs or
+    /// settings it names (contract spelling).
+    fn every_message(spelling: Spelling) -> Vec<(String, Vec<&'static str>)> {
+        use crate::breaker::{BreakerConfig, CircuitBreaker};
+        use crate::budget::RetryBudget;
+        use crate::event::{ExhaustReason, GaveUp};
+        use crate::hedge::Hedging;
+        use crate::policy::{Given, Policy, PolicyError};
+        use std::time::Duration;
+        let mut out = vec![];
+        for k in crate::knob::numeric() {
+            let e = PolicyError::new(k.name, k.rule, Given::Number(-1.0));
+            out.push((e.render(&|n| spelling.name(n), &PolicyError::contract_value), vec![k.name]));
+        }
+        let e = Policy::builder().initial_delay_ms(2000.0).max_delay_ms(1000.0).build().unwrap_err();
+        out.push((e.render(&|n| spelling.name(n), &PolicyError::contract_value), vec!["max_delay", "initial_delay"]));
+        let hint = Policy::builder().max_attempts(10).build().unwrap().deadline_hint().unwrap();
+        out.push((hint.render(spelling), vec!["max_attempts", "deadline"]));
+        for (reason, names) in [
+            (ExhaustReason::Attempts, vec!["max_attempts"]),
+            (ExhaustReason::Deadline, vec!["deadline"]),
+            (ExhaustReason::RetryAfter, vec!["max_retry_after"]),
+        ] {
+            out.push((GaveUp { name: Some("r"), attempts: 3, reason }.render(spelling), names));
+        }
+        out.push((RetryBudget::new(10.0, 20.0).unwrap_err().render(spelling), vec!["token_ratio", "max_tokens"]));
+        let mut c = BreakerConfig::consecutive(5);
+        c.max_break_duration = Some(Duration::from_millis(10));
+        out.push((CircuitBreaker::new(c).unwrap_err().render(spelling), vec!["max_break_duration", "break_duration"]));
+        let e = Hedging::adaptive_window_ms(3, 0.9, 50.0, 10.0, 100).unwrap_err();
+        out.push((e.render(spelling), vec!["ceiling", "floor"]));
+        out
+    }
+
+    #[test]
+    fn every_message_kind_names_its_knobs_in_each_hosts_spelling() {
+        let word = |text: &str, w: &str| text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|t| t == w);
+        for spelling in Spelling::ALL {
+            for (text, names) in every_message(spelling) {
+                for name in names {
+                    let spelt = spelling.name(name);
+                    assert!(word(&text, &spelt), "{spelling:?}: {spelt} missing from {text}");
+                    if spelt != name {
+                        assert!(!word(&text, name), "{spelling:?}: the contract's {name} in {text}");
+                    }
+                }
+                if spelling.in_ms() {
+                    assert!(!text.contains(" s of ") && !text.contains(" s:"), "{spelling:?}: seconds in {text}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn respell_touches_only_the_named_words() {
         let text = "<= max_tokens, not max_tokens_x nor the backoff delay";
