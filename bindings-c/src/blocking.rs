@@ -364,10 +364,11 @@ unsafe fn call(
         (None, Some(why), _) => return Err(Failure::invalid(format!("{name}: {why}"))),
         (None, None, Stop::Rejected) => format!("{name}: attempt {n} failed permanently"),
         (None, None, Stop::Exhausted(reason)) => {
-            let gave_up = retryrs::GaveUp { name: Some(name), attempts: n, reason }.to_string();
+            // The core's wording in the C API's names (retryrs_config's fields; ms).
+            let gave_up = retryrs::GaveUp { name: Some(name), attempts: n, reason }.render(retryrs::Spelling::C);
             // An exhaustion by the deadline says when max_attempts cannot fit it.
             match policy.deadline_hint().filter(|_| reason == retryrs::ExhaustReason::Deadline) {
-                Some(hint) => format!("{gave_up}; {hint}"),
+                Some(hint) => format!("{gave_up}; {}", hint.render(retryrs::Spelling::C)),
                 None => gave_up,
             }
         }

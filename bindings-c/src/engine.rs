@@ -270,7 +270,7 @@ pub unsafe extern "C" fn retryrs_call_refusal(call: *const retryrs_call, retry_i
                         attempts: 0,
                         reason: retryrs::ExhaustReason::CircuitOpen,
                     }
-                    .to_string(),
+                    .render(retryrs::Spelling::C),
                 })
             }
             None => Ok(()),

@@ -24,6 +24,62 @@ use pyo3::exceptions::PyRuntimeError;
 
 /// Retries a function on transient failures, under one immutable policy. Share it freely
 /// between threads and tasks: every call keeps its own state.
+///
+/// ``r.call(fn, *args)`` and ``await r.call_async(fn, *args)`` run a call; ``@r``
+/// decorates a function (sync or ``async def``). Every parameter is keyword-only;
+/// durations are in seconds (a float, or a ``datetime.timedelta``).
+///
+/// Parameters
+/// ----------
+/// retry_on (exception class, tuple of them, or predicate, default: transient network
+///     errors): which failures are retried; a predicate gets the exception and answers
+///     True (retry), False (give up) or ``retryrs.DONT_RETRY``.
+// knobgen:begin docstring
+/// max_attempts (int, default 5): Total calls, the first one included (1 disables
+///     retrying).
+/// initial_delay (float, default 0.2): Ceiling of the wait after the first failure, in
+///     seconds.
+/// multiplier (float, default 2.0): Growth of the ceiling per failed attempt.
+/// max_delay (float, default 5.0): Cap on every backoff delay (hints are not capped),
+///     in seconds.
+/// jitter (str, default 'full'): How randomness is mixed into each delay.
+/// deadline (Optional[float], default 15.0): Budget for the whole call, attempts and
+///     waits included, in seconds; None: no deadline (attempts alone bound the call).
+/// seed (Optional[int], default None): A seed for reproducible jitter: same seed, same
+///     delays, in every host; None: fresh random jitter on every call.
+/// name (str, default 'retry'): Names the retrier in events and errors.
+/// budget (Optional[RetryBudget], default None): A retry budget shared with other
+///     retriers; None: no budget (retries are not rationed).
+/// max_retry_after (Optional[float], default 60.0): The longest server-asked wait
+///     accepted; a longer hint ends the call at once (exhausted, reason retry_after), in
+///     seconds; None: every Retry-After hint is waited out (the deadline still bounds it).
+/// attempt_timeout (Optional[float], default None): Bound on each attempt; an attempt's
+///     bound is this or the time left before the deadline, whichever is smaller, in
+///     seconds; None: no per-attempt bound (the deadline, if on, still bounds every
+///     attempt).
+// knobgen:end docstring
+/// retry_after (callable or None, default None): the failure's hint: gets the exception,
+///     or the value retry_on_result rejected, and returns seconds to wait at least (or
+///     None); None reads the exception's ``retry_after`` attribute.
+/// retry_on_result (callable or None, default None): value -> bool, True: retry the
+///     value (may be async in async calls).
+/// on_event (callable, list or tuple of them, or None, default None): listeners told
+///     every event of every call, in order (``retryrs.log_events()`` logs them).
+/// breaker (CircuitBreaker or None, default None): a circuit breaker shared with other
+///     retriers; None: no breaker.
+/// reraise (bool, default False): True: exhaustion by a transient error raises that
+///     error itself (the history as its ``.retryrs_history``); exhaustion on a rejected
+///     value still raises RetryExhausted.
+/// wait (callable or None, default None): (attempt, failure, delay) -> seconds to wait
+///     instead of the engine's ``delay``, or None for the engine's; the deadline and
+///     max_retry_after still apply (may be async in async calls).
+/// before_sleep (callable or None, default None): (attempt, failure, delay), before each
+///     wait: returning False or raising ``retryrs.StopRetrying`` stops the call
+///     (RetryExhausted, reason "stopped").
+///
+/// Hedged calls: a policy document's ``hedge`` (``Retrier.from_policy``) makes
+/// ``call_async`` launch attempts side by side on the hedging delay; ``wait`` and
+/// ``before_sleep`` do not apply to it.
 #[pyclass(frozen, module = "retryrs", name = "Retrier")]
 pub struct Retrier {
     pub host: Arc<HostPolicy>,
@@ -254,6 +310,23 @@ impl Retrier {
     /// running a document's policy (see `retryrs.load_policies`), with the parts only code
     /// can give (retry_on, retry_after, retry_on_result, on_event, attempt_timeout,
     /// reraise, wait, before_sleep) and any knob given again to override the document's.
+    ///
+    /// Parameters
+    /// ----------
+    /// policy (Policy): a policy of a loaded document (``load_policies(...)["name"]``).
+    /// retry_on (exception class, tuple of them, or predicate, default: transient network
+    ///     errors): which failures are retried, as ``Retrier(retry_on=...)``.
+    /// retry_after (callable or None, default None): the failure's hint, as Retrier's.
+    /// retry_on_result (callable or None, default None): value -> bool, as Retrier's.
+    /// on_event (callable, list or tuple of them, or None, default None): listeners.
+    /// attempt_timeout (float or None, default None): bound on each attempt, in seconds.
+    /// reraise (bool, default False): raise the last transient error itself when
+    ///     retries run out, as Retrier's.
+    /// wait (callable or None, default None): the exact wait hook, as Retrier's.
+    /// before_sleep (callable or None, default None): the hook before each wait, as
+    ///     Retrier's.
+    /// **knobs (default: the document's): any knob of Retrier (max_attempts, deadline,
+    ///     ...), same names, units and errors, overriding the document's value.
     #[staticmethod]
     #[pyo3(signature = (policy, /, **options), text_signature = "(policy, /, *, retry_on=None, retry_after=None, retry_on_result=None, on_event=None, attempt_timeout=None, reraise=False, wait=None, before_sleep=None, **knobs)")]
     fn from_policy(
@@ -649,7 +722,7 @@ impl Retrier {
         }
         // The attempts cannot all fit in the deadline: say so where a port would look.
         if let Some(hint) = p.deadline_hint() {
-            parts.push(format!("hint='{}'", hint.to_string().replace('\'', "\\'")));
+            parts.push(format!("hint='{}'", hint.render(retryrs::Spelling::Python).replace('\'', "\\'")));
         }
         format!("Retrier({})", parts.join(", "))
     }

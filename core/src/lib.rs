@@ -146,6 +146,7 @@ pub mod reqwest_retry;
 pub mod retry;
 pub mod retry_after;
 pub mod sleep;
+pub mod spelling;
 pub mod stats;
 #[cfg(feature = "tower")]
 pub mod tower_retry;
@@ -181,6 +182,7 @@ pub use retry_after::{parse_retry_after, parse_retry_after_ms, transient, RetryA
 pub use sleep::Sleep;
 #[cfg(feature = "tokio")]
 pub use sleep::{TokioClock, TokioSleep};
+pub use spelling::Spelling;
 pub use stats::{CallTally, Stats, StatsSnapshot};
 
 /// The crate version, as in Cargo.toml.

@@ -19,6 +19,7 @@ from ._errors import AttemptTimeout, RetryExhausted
 from ._http_body import DRAIN_LIMIT, silence
 from .propagation import Outbound
 from ._http_common import (
+    document_parameters,
     ErrorStatus,
     Helper,
     RequestAttempts,
@@ -293,3 +294,5 @@ def _connecting(cancelled: Optional[BaseException]) -> bool:
 
 
 __all__ = ["RetryMiddleware"]
+
+document_parameters(RetryMiddleware)

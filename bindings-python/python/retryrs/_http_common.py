@@ -252,9 +252,18 @@ def request_options(*, max_attempts: Optional[int] = None, methods: Optional[Ite
         with retryrs.http.request_options(max_attempts=2, methods=["POST"]):
             session.post(url, json=body)
 
-    ``max_attempts`` (the Retrier's, for these requests), ``methods``/``statuses``
-    (replace the helper's lists), ``idempotency_key`` (False: the header does not make a
-    POST/PATCH repeatable). Nested blocks combine, the inner one winning."""
+    Nested blocks combine, the inner one winning.
+
+    Parameters
+    ----------
+    max_attempts (int or None, default None): the Retrier's attempt limit, for these
+        requests (its other limits still apply); None: the Retrier's.
+    methods (iterable of str or None, default None): replaces the helper's retried
+        methods; None: the helper's.
+    statuses (iterable of int or None, default None): replaces the helper's retried
+        statuses; None: the helper's.
+    idempotency_key (bool or None, default None): False: an ``Idempotency-Key`` header
+        does not make a POST/PATCH repeatable; None: the helper's rule."""
     given = RequestOptions(max_attempts, methods, statuses, idempotency_key)
     outer = _OPTIONS.get()
     token = _OPTIONS.set(given if outer is None else outer.merged(given))
@@ -301,6 +310,30 @@ def http_retrier(retrier: Optional[_native.Retrier], bounds_attempts: bool = Fal
     elif not isinstance(retrier, _native.Retrier):
         raise TypeError(f"retrier must be a retryrs.Retrier or None, got {type(retrier).__name__}")
     return retrier._with_classifier(_CLASSES, interrupts=not bounds_attempts, helper=helper)
+
+
+# The parameters every HTTP helper takes, for each helper's docstring (``help()``).
+HELPER_PARAMETERS = """
+    retrier (Retrier or None, default None): the policy, listeners, budget, deadline,
+        attempt timeout and cancel token (None: ``Retrier()``); its ``retry_on`` is
+        replaced by the HTTP rules, and a ``retry_on_result`` or ``retry_after`` hook is
+        refused.
+    methods (iterable of str or None, default None): the methods whose network failures
+        and listed statuses are retried (None: ``IDEMPOTENT_METHODS``); a failed
+        connection is retried for every method.
+    statuses (iterable of int or None, default None): the statuses retried (None:
+        ``RETRYABLE_STATUSES``: 408, 425, 429, 500, 502, 503, 504).
+    idempotency_key (bool, default True): whether a POST or PATCH with a non-empty
+        ``Idempotency-Key`` header is retried like an idempotent method.
+    redact_query (iterable of str or None, default None): query keys whose values
+        events, logs and errors show as ``REDACTED``, on top of ``REDACTED_QUERY_KEYS``."""
+
+
+def document_parameters(cls: Any, extra: str = "") -> None:
+    """Appends the helpers' Parameters section (and ``extra``, its own entries) to
+    ``cls``'s docstring, so ``help(cls)`` lists every parameter; written once here."""
+    if cls.__doc__ is not None:  # None under python -OO
+        cls.__doc__ += "\n\n    Parameters\n    ----------" + HELPER_PARAMETERS + extra
 
 
 class Helper:

@@ -17,6 +17,7 @@ from ._errors import AttemptTimeout, RetryExhausted
 from ._http_body import Prefix, adrain, areplayed, drain, replayed, silence
 from .propagation import Outbound
 from ._http_common import (
+    document_parameters,
     ErrorStatus,
     Helper,
     RequestAttempts,
@@ -412,3 +413,16 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
 
 
 __all__ = ["RetryingTransport", "AsyncRetryingTransport"]
+
+document_parameters(
+    RetryingTransport,
+    """
+    transport (httpx.BaseTransport or None, default None): the transport that sends
+        (None: ``httpx.HTTPTransport()``).""",
+)
+document_parameters(
+    AsyncRetryingTransport,
+    """
+    transport (httpx.AsyncBaseTransport or None, default None): the transport that sends
+        (None: ``httpx.AsyncHTTPTransport()``).""",
+)

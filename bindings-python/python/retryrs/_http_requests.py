@@ -19,6 +19,7 @@ from ._errors import RetryExhausted
 from ._http_body import Prefix, drain, replayed, silence
 from .propagation import Outbound
 from ._http_common import (
+    document_parameters,
     ErrorStatus,
     Helper,
     RequestAttempts,
@@ -336,3 +337,11 @@ class RetryingAdapter(Helper, HTTPAdapter):
         except BaseException:
             attempts.abandon()
             raise
+
+document_parameters(
+    RetryingAdapter,
+    """
+    **adapter_kwargs (keyword arguments): passed to ``requests.adapters.HTTPAdapter``
+        (``pool_connections``, ``pool_maxsize``, ``pool_block``); ``max_retries`` is
+        refused (urllib3 would retry as well).""",
+)
