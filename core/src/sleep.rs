@@ -45,7 +45,7 @@ pub trait Sleep {
     /// The time now on this timer's clock ([`Sleep::clock`], else the real one), and a
     /// wait of `delay` from then: what the async executor asks when a call starts with
     /// its first attempt bounded. The default reads the clock and calls [`Sleep::sleep`];
-    /// [`TokioSleep`] reads tokio's clock once for both.
+    /// `TokioSleep` reads tokio's clock once for both.
     #[doc(hidden)]
     fn now_and_sleep(&self, delay: Duration) -> (Duration, Self::Timer) {
         let now = self.clock().unwrap_or(&crate::SystemClock).now();
