@@ -378,6 +378,10 @@ pub struct Retrier {
     /// change, and the happy path then tests one flag of the retrier instead of six
     /// fields of the policy behind a pointer. Both executors, blocking and async, read it.
     lazy: bool,
+    /// [`Retrier::starts_on_coarse_clock`], read once here for the same reason.
+    coarse: bool,
+    /// Attempt 1's bound ([`Attempt::first`]), computed once here for the same reason.
+    first_bound: Option<Duration>,
 }
 
 impl fmt::Debug for Retrier {
@@ -606,7 +610,12 @@ impl Retrier {
 
     /// A retrier over a shared policy.
     pub fn from_arc(policy: Arc<Policy>) -> Self {
-        Retrier { lazy: policy.starts_lazily(), policy, stats: Arc::default() }
+        let coarse = !policy.starts_lazily()
+            && policy.tolerates_coarse_start()
+            && policy.budget.is_none()
+            && policy.hedge.is_none();
+        let first_bound = policy.attempt_deadline(Duration::ZERO, Duration::ZERO);
+        Retrier { lazy: policy.starts_lazily(), coarse, first_bound, policy, stats: Arc::default() }
     }
 
     /// What this retrier's calls (and its clones') did so far: calls, attempts, retries,
@@ -633,7 +642,8 @@ impl Retrier {
     /// elsewhere (a contextvar, AsyncLocalStorage) asks it with its own.
     pub fn under(&self, ambient: &crate::propagation::Ambient) -> Option<Retrier> {
         let policy = ambient.constrain_at(&self.policy, crate::propagation::now())?;
-        Some(Retrier { lazy: policy.starts_lazily(), policy: Arc::new(policy), stats: self.stats.clone() })
+        // The same stats: calls under a request's context count with the retrier's own.
+        Some(Retrier { stats: self.stats.clone(), ..Retrier::from_arc(Arc::new(policy)) })
     }
 
     /// [`Retrier::under`] this thread's ambient context ([`crate::propagation::current`]),
@@ -670,6 +680,24 @@ impl Retrier {
     #[inline]
     pub(crate) fn starts_lazily(&self) -> bool {
         self.lazy
+    }
+
+    /// Whether [`Retrier::run`] may run attempt 1 before it starts the engine although
+    /// the policy bounds its attempts, reading only the call's start, from the coarse
+    /// clock: the bounds are whole seconds or more ([`Policy::tolerates_coarse_start`]:
+    /// they end at most a tick early, never late), there is no breaker to ask nor budget
+    /// to tell, and it does not hedge. Attempt 1's bound is the policy's formula at that
+    /// start; a failure starts the engine at the same start and is judged as attempt 1
+    /// (as the C host does).
+    #[inline]
+    pub(crate) fn starts_on_coarse_clock(&self) -> bool {
+        self.coarse
+    }
+
+    /// Attempt 1's bound, the same whenever a call starts ([`Attempt::first`]).
+    #[inline]
+    pub(crate) fn first_bound(&self) -> Option<Duration> {
+        self.first_bound
     }
 
     /// Runs `op` until it succeeds or the engine stops it; `classify` turns each error
@@ -725,16 +753,46 @@ impl Retrier {
                     self.stats.count_first_attempt_success_here();
                     return Ok(value);
                 }
-                Err(error) => Some(error),
+                Err(error) => Some(First { error, started: None }),
             },
+            // Bounds of whole seconds (the default policy): the happy path is one coarse
+            // clock read and the attempt (the engine starts at the first failure, at
+            // this start). Under virtual time the executor starts as usual.
+            false if self.coarse && !testing::any_on() => {
+                let started = SystemClock.now_coarse();
+                match op(&Attempt::first(started, self.first_bound())) {
+                    Ok(value) => {
+                        self.stats.count_first_attempt_success_here();
+                        return Ok(value);
+                    }
+                    Err(error) => Some(First { error, started: Some(started) }),
+                }
+            }
             false => None,
         };
+        self.run_from(first, op, classify)
+    }
+
+    /// The rest of [`Retrier::run`] once attempt 1 failed, or when it did not start
+    /// lazily: out of line, so that the caller's inlined happy path stays small.
+    #[cfg(feature = "blocking")]
+    #[inline(never)]
+    fn run_from<T, E>(
+        &self,
+        first: Option<First<E>>,
+        op: impl FnMut(&Attempt) -> Result<T, E>,
+        classify: impl FnMut(&E) -> Verdict,
+    ) -> Result<T, RetryError<E>> {
         // No listener, statically: the engine's events reach only the stats, which read
         // their kind, so none is built (a call with two zero-delay failures builds five).
         let options = Options { cancel: None, clock: None, result_predicate: None, wait: None, before_retry: None };
         let got = match self.lazy {
-            // A lazy policy reads no time: the engine is fed a constant, folded away.
-            true => self.execute_from::<_, _, false>(options, Quiet, first, op, classify),
+            // A lazy policy reads no time: the engine is fed a constant, folded away (and
+            // its call has no start to pass on, which the compiler then knows too).
+            true => {
+                let first = first.map(|f| First { error: f.error, started: None });
+                self.execute_from::<_, _, false>(options, Quiet, first, op, classify)
+            }
             false => self.execute_from::<_, _, true>(options, Quiet, first, op, classify),
         };
         got.map_err(RetryError::without_value)
@@ -792,7 +850,7 @@ impl Retrier {
         &self,
         options: Options<'_, E, T>,
         mut listener: impl Tell<E, T>,
-        mut first: Option<E>,
+        mut first: Option<First<E>>,
         mut op: impl FnMut(&Attempt) -> Result<T, E>,
         mut classify: impl FnMut(&E) -> Verdict,
     ) -> Result<T, RetryError<E, T>> {
@@ -810,8 +868,14 @@ impl Retrier {
         // The real clock's zero wait without a cancel token is no wait at all: skipped
         // below without a call (any other clock is told of every wait).
         let mut real_clock = false;
+        // A call started on the real clock (attempt 1 already ran) stays on it.
+        let started_early = first.as_ref().and_then(|f| f.started);
         let clock: &dyn Clock = match clock {
             Some(clock) => clock,
+            None if started_early.is_some() => {
+                real_clock = true;
+                &SystemClock
+            }
             None => match testing::clock() {
                 Some(v) => {
                     virtual_clock = v;
@@ -858,14 +922,15 @@ impl Retrier {
                     self.stats.count_first_attempt_success_here();
                     return Ok(value);
                 }
-                Err(error) => first = Some(error),
+                Err(error) => first = Some(First { error, started: None }),
             }
         }
         // Bounds of whole seconds and no one to show the elapsed time: the coarse clock
         // may start the call (its bounds then end at most a tick early).
-        let start = match timed && !has_listener && !hooked && policy.tolerates_coarse_start() {
-            true => clock.now_coarse(),
-            false => read_time(),
+        let start = match started_early {
+            Some(started) => started,
+            None if timed && !has_listener && !hooked && policy.tolerates_coarse_start() => clock.now_coarse(),
+            None => read_time(),
         };
         // A panic (the attempt, classify, a listener) unwinds through the guard, which
         // gives a breaker's probe back.
@@ -898,7 +963,7 @@ impl Retrier {
         // at the loop's end: the loop does not ask again whether a lazy start's failure is
         // pending.
         let mut outcome = match first.take() {
-            Some(error) => Err(error),
+            Some(first) => Err(first.error),
             None => op(&Attempt::new(call.attempt(), attempt_start.get(), call.attempt_bound())),
         };
         loop {
@@ -941,6 +1006,14 @@ impl Retrier {
             outcome = op(&Attempt::new(call.attempt(), attempt_start.get(), call.attempt_bound()));
         }
     }
+}
+
+/// Attempt 1's failure when it ran before the engine started (a lazy start), and the
+/// call's start it ran at when the policy bounds it (`None`: the call reads no time).
+#[cfg(feature = "blocking")]
+struct First<E> {
+    error: E,
+    started: Option<Duration>,
 }
 
 /// The options of a [`Run`] but its listener, which the executor takes as a [`Tell`]
@@ -1550,6 +1623,81 @@ mod lazy_tests {
         assert_eq!(calls.get(), 0);
         // And the breaker taken away again starts lazily.
         assert!(Retrier::new(guarded.policy().with_breaker(None)).lazy);
+    }
+
+    #[test]
+    fn only_a_policy_bounded_in_whole_seconds_with_nothing_to_ask_starts_on_the_coarse_clock() {
+        let default = Policy::builder().build().unwrap();
+        assert!(Retrier::new(default.clone()).coarse, "the default policy: 15 s deadline");
+        assert!(!Retrier::new(Policy::builder().deadline(None).build().unwrap()).coarse, "untimed: lazy instead");
+        let short = Policy::builder().attempt_timeout(Some(Duration::from_millis(999))).build().unwrap();
+        assert!(!Retrier::new(short).coarse, "a bound under a second needs the fine clock");
+        assert!(!Retrier::new(default.with_breaker(Some(open_breaker()))).coarse, "a breaker is asked first");
+        let budget = Arc::new(crate::budget::RetryBudget::new(10.0, 0.1).unwrap());
+        assert!(!Retrier::new(Policy::builder().budget(Some(budget)).build().unwrap()).coarse, "a budget is told");
+    }
+
+    #[test]
+    fn a_coarse_start_measures_the_deadline_from_the_calls_start() {
+        // Attempt 1 runs before the engine starts, and takes 300 ms to fail: attempt 2's
+        // bound is what is left of the 2 s deadline since the call began (at most a tick
+        // of the coarse clock less), not 2 s from the failure.
+        let retrier = Retrier::new(
+            Policy::builder()
+                .deadline(Some(Duration::from_secs(2)))
+                .initial_delay(Duration::ZERO)
+                .jitter(Jitter::None)
+                .build()
+                .unwrap(),
+        );
+        assert!(retrier.coarse);
+        let mut seen = vec![];
+        let before = SystemClock.now();
+        let got = retrier.run(
+            |a: &Attempt| {
+                seen.push(*a);
+                if a.number == 1 {
+                    std::thread::sleep(Duration::from_millis(300));
+                    Err("503")
+                } else {
+                    Ok(a.number)
+                }
+            },
+            |_| Verdict::TRANSIENT,
+        );
+        let after = SystemClock.now();
+        assert_eq!(got.unwrap(), 2);
+        let (first, second) = (seen[0], seen[1]);
+        assert_eq!(first.remaining, Some(Duration::from_secs(2)));
+        // Attempt 1's deadline on the real clock's time base, from a start read during the
+        // call, at most a tick (10 ms) behind.
+        let end = first.deadline.unwrap();
+        assert!(end <= after + Duration::from_secs(2), "{end:?} vs {after:?}");
+        assert!(end + Duration::from_millis(10) >= before + Duration::from_secs(2), "{end:?} vs {before:?}");
+        assert_eq!(second.deadline, first.deadline, "one deadline for the whole call");
+        let left = second.remaining.unwrap();
+        assert!(left <= Duration::from_millis(1700), "{left:?}");
+        assert!(left + (after - before) >= Duration::from_secs(2) - Duration::from_millis(10), "{left:?}");
+        let stats = retrier.stats();
+        assert_eq!((stats.calls, stats.attempts, stats.retries, stats.successes), (1, 2, 1, 1));
+        // The happy path is counted too.
+        let got = retrier.run(|a: &Attempt| Ok::<_, ()>(a.number), |_| Verdict::TRANSIENT);
+        assert_eq!(got.unwrap(), 1);
+        let stats = retrier.stats();
+        assert_eq!((stats.calls, stats.attempts, stats.successes), (2, 3, 2));
+    }
+
+    #[test]
+    fn under_virtual_time_a_bounded_call_starts_on_the_virtual_clock() {
+        // The coarse start reads the real clock: under the testing switch the call starts
+        // as usual, on the virtual clock, so its deadline is virtual time too.
+        let scope = crate::clock::testing::scoped();
+        scope.clock().advance(Duration::from_secs(5));
+        let retrier = Retrier::new(Policy::builder().build().unwrap());
+        let got = retrier.run(|a: &Attempt| Ok::<_, ()>(*a), |_| Verdict::TRANSIENT);
+        let first = got.unwrap();
+        assert_eq!(first.deadline, Some(Duration::from_secs(20)), "5 s of virtual time plus the 15 s deadline");
+        assert_eq!(first.remaining, Some(Duration::from_secs(15)));
     }
 
     #[test]
