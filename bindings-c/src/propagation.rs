@@ -68,6 +68,9 @@ pub const RETRYRS_PUSHBACK_DONT_RETRY: i32 = 1;
 /// An exact wait, in *wait_ms.
 pub const RETRYRS_PUSHBACK_WAIT: i32 = 2;
 
+/// One header as C passed it, borrowed where it was UTF-8.
+type Header<'a> = (std::borrow::Cow<'a, str>, std::borrow::Cow<'a, str>);
+
 /// `count` headers as C passes them: two arrays of NUL-terminated strings (NULL with a
 /// count of 0 is no header). A NULL entry is an error naming it; a value that is not
 /// UTF-8 is kept as text with replacement characters (and then reads as malformed).
@@ -78,7 +81,7 @@ unsafe fn headers<'a>(
     names: *const *const c_char,
     values: *const *const c_char,
     count: usize,
-) -> Result<Vec<(std::borrow::Cow<'a, str>, std::borrow::Cow<'a, str>)>, Failure> {
+) -> Result<Vec<Header<'a>>, Failure> {
     if count == 0 {
         return Ok(Vec::new());
     }

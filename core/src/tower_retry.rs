@@ -155,11 +155,11 @@ impl<B: Clone, R, E> tower::retry::Policy<http::Request<B>, http::Response<R>, E
         let method = req.method().as_str();
         let key = crate::http_retry::idempotency_key(req.headers());
         let verdict = match result {
-            Ok(response) => {
-                match self.rules.response(method, key, response.status().as_u16(), response.headers()) {
-                    v => v.failure().unwrap_or(Verdict::Success),
-                }
-            }
+            Ok(response) => self
+                .rules
+                .response(method, key, response.status().as_u16(), response.headers())
+                .failure()
+                .unwrap_or(Verdict::Success),
             Err(_) => self.rules.failure(method, key, false),
         };
         let now = self.now();
