@@ -236,9 +236,8 @@ pub unsafe extern "C" fn retryrs_call_start(
         // every call that shares the breaker); a refused call has ended already: see
         // retryrs_call_refusal().
         let policy = shared.retrier.policy();
-        let call = Call::start_with(Arc::clone(policy), now(now_ms), &mut |e: &Event<'_>| {
-            shared.report(listener.as_ref(), e)
-        });
+        let call =
+            Call::start_with(Arc::clone(policy), now(now_ms), &mut |e: &Event<'_>| shared.report(listener.as_ref(), e));
         let state = CallState { shared, call, listener };
         hand_out(
             out,

@@ -183,7 +183,8 @@ pub unsafe extern "C" fn retryrs_context_get(
 ) -> retryrs_status {
     guard_status("retryrs_context_get", || {
         let c = arg(context, "context")?;
-        let ms = |d: Option<Duration>| d.map_or(RETRYRS_UNBOUNDED, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX - 1));
+        let ms =
+            |d: Option<Duration>| d.map_or(RETRYRS_UNBOUNDED, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX - 1));
         write_opt(left_ms, ms(c.ambient.left()));
         write_opt(budget_ms, ms(c.inbound.budget));
         write_opt(is_retry, c.ambient.is_retry());

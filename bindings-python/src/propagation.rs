@@ -124,8 +124,10 @@ impl PyGate {
     #[new]
     #[pyo3(signature = (limit=15.0, trust_mesh=false, observe_only=false))]
     fn new(limit: Option<f64>, trust_mesh: bool, observe_only: bool) -> PyResult<Self> {
-        let options =
-            core::ServerOptions::new().limit(duration("limit", limit)?).trust_mesh(trust_mesh).observe_only(observe_only);
+        let options = core::ServerOptions::new()
+            .limit(duration("limit", limit)?)
+            .trust_mesh(trust_mesh)
+            .observe_only(observe_only);
         Ok(PyGate { inner: core::Gate::new(options) })
     }
 
@@ -232,7 +234,12 @@ pub fn retrier_under(py: Python<'_>, retrier: &Retrier, ambient: &PyAmbient) -> 
 /// conformance vectors; a call path uses `retrier_under`).
 #[pyfunction]
 #[pyo3(signature = (retrier, left, is_retry=false))]
-pub fn retrier_constrained(py: Python<'_>, retrier: &Retrier, left: Option<f64>, is_retry: bool) -> PyResult<Option<Retrier>> {
+pub fn retrier_constrained(
+    py: Python<'_>,
+    retrier: &Retrier,
+    left: Option<f64>,
+    is_retry: bool,
+) -> PyResult<Option<Retrier>> {
     let left = duration("left", left)?;
     Ok(core::constrain(&retrier.host.policy, left, is_retry).map(|p| sharing(py, retrier, p)))
 }

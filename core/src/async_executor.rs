@@ -356,7 +356,8 @@ impl Retrier {
     {
         // Not lazily once propagation is in use: an ambient context may bound the call
         // (execute_async_from constrains its policy).
-        let first = match self.starts_lazily() && !crate::propagation::in_use() {
+        let in_context = crate::propagation::in_use();
+        let first = match self.starts_lazily() && !in_context {
             true => match op(Attempt::new(1, Duration::ZERO, None)).await {
                 Ok(value) => {
                     // No Call, so no Success event to count: the stats are told here.
@@ -369,7 +370,7 @@ impl Retrier {
             // the happy path is one clock read and attempt 1 raced against its bound, as
             // `tokio::time::timeout` would (the engine starts at its failure or its cut,
             // at this start). Under virtual time the executor starts as usual.
-            false if self.starts_on_coarse_clock() && !testing::any_on() => {
+            false if self.starts_on_coarse_clock() && !in_context && !testing::any_on() => {
                 let bound = self.first_bound();
                 let (started, outcome) = match bound {
                     Some(bound) => {

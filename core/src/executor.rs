@@ -934,8 +934,7 @@ impl Retrier {
         };
         // A panic (the attempt, classify, a listener) unwinds through the guard, which
         // gives a breaker's probe back.
-        let mut guard =
-            crate::async_executor::Unreported(Call::start_with(policy, start, &mut |e| notify(e, None)));
+        let mut guard = crate::async_executor::Unreported(Call::start_with(policy, start, &mut |e| notify(e, None)));
         let call = &mut guard.0;
         if let Some(refusal) = call.refusal() {
             return Err(RetryError::circuit_open(refusal));

@@ -129,7 +129,9 @@ pub(crate) fn propagate(
     attempt: &crate::Attempt,
 ) {
     for (name, value) in propagate.headers(host, attempt.remaining, attempt.number) {
-        if let (Ok(name), Ok(value)) = (http::HeaderName::from_bytes(name.as_bytes()), http::HeaderValue::try_from(value)) {
+        if let (Ok(name), Ok(value)) =
+            (http::HeaderName::from_bytes(name.as_bytes()), http::HeaderValue::try_from(value))
+        {
             headers.insert(name, value);
         }
     }

@@ -62,8 +62,8 @@ use reqwest_middleware::{Error, Middleware, Next, Result};
 use crate::async_executor::{AsyncRun, TimedOut};
 use crate::breaker::BreakerState;
 use crate::event::ExhaustReason;
-use crate::executor::{Retrier, RetryError};
 use crate::executor::Failed;
+use crate::executor::{Retrier, RetryError};
 use crate::http_retry::Rules;
 use crate::propagation::Propagate;
 

@@ -8,7 +8,7 @@ use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
-use retryrs::propagation::{Allowlist, PropagationLayer, Propagate, Received, ServerOptions};
+use retryrs::propagation::{Allowlist, Propagate, PropagationLayer, Received, ServerOptions};
 use retryrs::reqwest_retry::RetryMiddleware;
 use retryrs::{ExhaustReason, Jitter, Policy, Retrier};
 use support::http_server::{serve, Reply};
@@ -106,11 +106,12 @@ async fn without_a_context_the_same_server_retries() {
 async fn a_request_with_nothing_left_is_refused_without_running_the_handler() {
     let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let seen = ran.clone();
-    let service = PropagationLayer::new(ServerOptions::default()).layer(tower::service_fn(move |req: http::Request<()>| {
-        seen.store(true, std::sync::atomic::Ordering::SeqCst);
-        assert!(req.extensions().get::<Received>().is_some());
-        async { Ok::<_, Infallible>(http::Response::new(String::from("ran"))) }
-    }));
+    let service =
+        PropagationLayer::new(ServerOptions::default()).layer(tower::service_fn(move |req: http::Request<()>| {
+            seen.store(true, std::sync::atomic::Ordering::SeqCst);
+            assert!(req.extensions().get::<Received>().is_some());
+            async { Ok::<_, Infallible>(http::Response::new(String::from("ran"))) }
+        }));
     let response = service.clone().oneshot(inbound("t=0, a=1")).await.unwrap();
     assert_eq!(response.status().as_u16(), 504);
     assert_eq!(response.headers()["retryrs-pushback"], "-1");
@@ -182,7 +183,11 @@ async fn nothing_is_sent_to_a_host_outside_the_allowlist() {
 #[tokio::test(flavor = "current_thread")]
 async fn mesh_modes_add_their_headers() {
     let server = serve(vec![Reply(200, "")]).await;
-    client_with(quick(), Propagate::new().mesh(retryrs::propagation::Mesh::Envoy)).get(&server.url).send().await.unwrap();
+    client_with(quick(), Propagate::new().mesh(retryrs::propagation::Mesh::Envoy))
+        .get(&server.url)
+        .send()
+        .await
+        .unwrap();
     let head = server.heads.lock().unwrap()[0].to_ascii_lowercase();
     assert!(head.contains("x-envoy-max-retries: 0") && head.contains("x-envoy-upstream-rq-timeout-ms: "), "{head}");
 }
@@ -191,7 +196,8 @@ async fn mesh_modes_add_their_headers() {
 fn exhausted_by_the_ambient_deadline_says_deadline() {
     // The blocking executor inside an entered context: the call ends with reason deadline.
     let _virtual = retryrs::testing::scoped();
-    let ambient = retryrs::propagation::Ambient::new(Some(Duration::from_millis(100)), false, retryrs::propagation::now());
+    let ambient =
+        retryrs::propagation::Ambient::new(Some(Duration::from_millis(100)), false, retryrs::propagation::now());
     let _in = retryrs::propagation::enter(ambient);
     let retrier = Retrier::new(Policy::builder().jitter(Jitter::None).build().unwrap());
     let got = retrier.run(|_| Err::<(), _>("503"), |_| retryrs::Verdict::TRANSIENT);

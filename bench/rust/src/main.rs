@@ -182,7 +182,11 @@ fn main() {
         let got = (|| Ok::<_, Busy>(black_box(1u32))).retry(backon_happy).call();
         black_box((got.unwrap(), started));
     });
-    rows.push(("(context) blocking, happy path, default policy vs backon + the same coarse clock read", ours, coarse_read));
+    rows.push((
+        "(context) blocking, happy path, default policy vs backon + the same coarse clock read",
+        ours,
+        coarse_read,
+    ));
     let fine_read = measure(|| {
         let started = black_box(Instant::now());
         let got = (|| Ok::<_, Busy>(black_box(1u32))).retry(backon_happy).call();

@@ -246,10 +246,13 @@ mod tests {
             }
             assert_eq!(current(), Some(outer));
             let mut seen = None;
-            let fut = Scoped::new(Some(inner), std::future::poll_fn(|_| {
-                seen = current();
-                Poll::Ready(())
-            }));
+            let fut = Scoped::new(
+                Some(inner),
+                std::future::poll_fn(|_| {
+                    seen = current();
+                    Poll::Ready(())
+                }),
+            );
             let waker = std::task::Waker::noop();
             let mut fut = std::pin::pin!(fut);
             assert!(fut.as_mut().poll(&mut Context::from_waker(waker)).is_ready());

@@ -171,7 +171,10 @@ mod tests {
     #[test]
     fn context_values() {
         assert_eq!(parse_context("t=300, a=1"), Ok(ContextValue { t_ms: Some(300), attempt: Some(1), retry: false }));
-        assert_eq!(parse_context("a=2,t=5,r=?1").unwrap(), ContextValue { t_ms: Some(5), attempt: Some(2), retry: true });
+        assert_eq!(
+            parse_context("a=2,t=5,r=?1").unwrap(),
+            ContextValue { t_ms: Some(5), attempt: Some(2), retry: true }
+        );
         assert_eq!(parse_context("t=300, zz=whatever, a=1").unwrap().t_ms, Some(300), "unknown keys skipped");
         assert!(parse_context("r").unwrap().retry, "a bare key is true");
         for bad in ["", "t=", "t=-1", "t=12345678901", "t=1.5", "a=0", "T=5", "t=5;a=1", "r=1", "t=5,,a=1", "x="] {

@@ -31,7 +31,9 @@ pub use codec::{ContextValue, Malformed, CONTEXT_HEADER};
 pub use inbound::{Inbound, ServerOptions};
 pub use margin::{margin, MAX_MARGIN, MIN_MARGIN};
 pub use outbound::{outbound_headers, Allowlist, Mesh, Propagate, RequestKind};
-pub use pushback::{parse_pushback, read_pushback, ServerPushback, ENVOY_OVERLOADED_HEADER, GRPC_PUSHBACK_HEADER, PUSHBACK_HEADER};
-pub use upward::{Gate, Received, RefusalCap, Upward, REFUSAL_PUSHBACK, REFUSAL_STATUS};
+pub use pushback::{
+    parse_pushback, read_pushback, ServerPushback, ENVOY_OVERLOADED_HEADER, GRPC_PUSHBACK_HEADER, PUSHBACK_HEADER,
+};
 #[cfg(feature = "tower")]
 pub use server_layer::{PropagationFuture, PropagationLayer, PropagationService};
+pub use upward::{Gate, Received, RefusalCap, Upward, REFUSAL_PUSHBACK, REFUSAL_STATUS};

@@ -252,14 +252,19 @@ mod tests {
             ]
         );
         assert!(outbound_headers(Mesh::Envoy, Some(Duration::from_micros(999)), 3, false, RequestKind::Grpc).is_empty());
-        assert_eq!(outbound_headers(Mesh::None, None, 3, false, RequestKind::Grpc), [("Retryrs-Context", "a=3".to_string())]);
+        assert_eq!(
+            outbound_headers(Mesh::None, None, 3, false, RequestKind::Grpc),
+            [("Retryrs-Context", "a=3".to_string())]
+        );
     }
 
     #[test]
     fn the_allowlist() {
         assert!(Allowlist::default().allows("anything.example"));
         let list = Allowlist::only(["api.example.com", "*.internal", "[::1]", "127.0.0.1"]).unwrap();
-        for yes in ["api.example.com", "API.Example.com:8443", "a.internal", "b.c.internal:80", "[::1]:9000", "127.0.0.1:80"] {
+        for yes in
+            ["api.example.com", "API.Example.com:8443", "a.internal", "b.c.internal:80", "[::1]:9000", "127.0.0.1:80"]
+        {
             assert!(list.allows(yes), "{yes}");
         }
         for no in ["example.com", "internal", "xinternal", "api.example.com.evil", "127.0.0.2", "evil.com"] {

@@ -73,7 +73,12 @@ impl std::fmt::Debug for RetryLayer {
 impl RetryLayer {
     /// Retries with `retrier`'s policy and the contract's HTTP rules.
     pub fn new(retrier: impl Into<Retrier>) -> Self {
-        RetryLayer { retrier: retrier.into(), rules: Rules::default(), connect_failed: None, propagate: Propagate::default() }
+        RetryLayer {
+            retrier: retrier.into(),
+            rules: Rules::default(),
+            connect_failed: None,
+            propagate: Propagate::default(),
+        }
     }
 
     crate::http_retry::http_rules_setters!();
@@ -186,11 +191,10 @@ where
                 })
                 // A cut attempt is a network failure whose request may have been sent.
                 .timed_out_as(|cut: TimedOut| -> BoxError { Box::new(cut) });
-            let host = request
-                .uri()
-                .host()
-                .map(str::to_owned)
-                .or_else(|| request.headers().get(http::header::HOST).and_then(|h| h.to_str().ok()).map(str::to_owned));
+            let host =
+                request.uri().host().map(str::to_owned).or_else(|| {
+                    request.headers().get(http::header::HOST).and_then(|h| h.to_str().ok()).map(str::to_owned)
+                });
             let request = &request;
             let got = retrier
                 .execute_async(

@@ -63,14 +63,17 @@ pub fn check(body: &Value, policy: Option<Policy>) -> Result<(), String> {
             let i = Inbound::from_headers(refs(&pairs(&case["headers"])), &options(case));
             json!({"budget_ms": ms(i.budget), "is_retry": i.is_retry, "clamped": i.clamped, "malformed": i.malformed})
         }
-        "margin" => json!({"margin_ms": prop::margin(Duration::from_millis(case["left_ms"].as_u64().unwrap())).as_millis() as u64}),
+        "margin" => {
+            json!({"margin_ms": prop::margin(Duration::from_millis(case["left_ms"].as_u64().unwrap())).as_millis() as u64})
+        }
         "constrain" => {
             let policy = policy.ok_or("a constrain vector has a policy")?;
             let left = opt_ms(&case["left_ms"]);
             let is_retry = case["is_retry"].as_bool().unwrap();
             let under = constrain(&policy, left, is_retry);
             let p = under.as_ref().unwrap_or(&policy);
-            let got = json!({"deadline_ms": ms(p.deadline()), "max_attempts": p.max_attempts(), "changed": under.is_some()});
+            let got =
+                json!({"deadline_ms": ms(p.deadline()), "max_attempts": p.max_attempts(), "changed": under.is_some()});
             run_inside(&policy, left, is_retry, &got)?;
             got
         }
@@ -78,7 +81,8 @@ pub fn check(body: &Value, policy: Option<Policy>) -> Result<(), String> {
             let mesh = Mesh::parse(case["mesh"].as_str().unwrap())?;
             let kind = RequestKind::parse(case["kind"].as_str().unwrap())?;
             let attempt = case["attempt"].as_u64().unwrap() as u32;
-            let h = outbound_headers(mesh, opt_ms(&case["left_ms"]), attempt, case["is_retry"].as_bool().unwrap(), kind);
+            let h =
+                outbound_headers(mesh, opt_ms(&case["left_ms"]), attempt, case["is_retry"].as_bool().unwrap(), kind);
             json!({"headers": h.into_iter().map(|(n, v)| json!([n, v])).collect::<Vec<_>>()})
         }
         "pushback" => {
