@@ -326,7 +326,11 @@ HELPER_PARAMETERS = """
     idempotency_key (bool, default True): whether a POST or PATCH with a non-empty
         ``Idempotency-Key`` header is retried like an idempotent method.
     redact_query (iterable of str or None, default None): query keys whose values
-        events, logs and errors show as ``REDACTED``, on top of ``REDACTED_QUERY_KEYS``."""
+        events, logs and errors show as ``REDACTED``, on top of ``REDACTED_QUERY_KEYS``.
+    propagation (bool, Outbound or None, default None): the ``Retryrs-Context`` header
+        each attempt sends (``retryrs.propagation``); None or True: to every host;
+        ``Outbound(hosts=[...], mesh=...)``: only to those hosts, with a mesh's headers;
+        False: nothing is sent. A "don't retry" pushback is honoured either way."""
 
 
 def document_parameters(cls: Any, extra: str = "") -> None:
