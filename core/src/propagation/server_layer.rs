@@ -20,7 +20,7 @@ use super::upward::{Gate, Upward, REFUSAL_PUSHBACK, REFUSAL_STATUS};
 /// - answers a request that arrived with nothing left at once, `504` with
 ///   `Retryrs-Pushback: -1` and an empty body, without calling the inner service (at most
 ///   20% of a 10 s window's requests; [`ServerOptions::observe_only`] never refuses);
-/// - puts the [`Received`] in the request's extensions (the handler may read its
+/// - puts the [`Received`](super::Received) in the request's extensions (the handler may read its
 ///   deadline, or what the upward rule said);
 /// - runs the inner service's `call` and polls its future inside the request's ambient
 ///   context: every retrier call the handler makes on that future obeys it (its deadline
