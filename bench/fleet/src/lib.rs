@@ -2,9 +2,12 @@
 //! server, each client's retries decided by the real engine ([`retryrs::Call`]). Nothing
 //! here computes a backoff; the engine does.
 
+pub mod capacity;
 pub mod contention;
+pub mod hedging_report;
 pub mod herd;
 pub mod outage;
+pub mod parallel;
 pub mod peers;
 #[cfg(feature = "plots")]
 pub mod plot;

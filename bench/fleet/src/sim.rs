@@ -3,6 +3,7 @@
 
 use retryrs::Jitter;
 
+use crate::capacity::{self, Fleet, Slowness};
 use crate::contention::{self, Outcome, Strategy};
 use crate::herd;
 use crate::outage::{self, World};
@@ -34,6 +35,8 @@ pub struct Config {
     pub tail: TailWorld,
     /// The slow outage under hedging.
     pub overload: OverloadWorld,
+    /// Hedging against servers with finite capacity.
+    pub fleet: Fleet,
 }
 
 impl Config {
@@ -57,6 +60,7 @@ impl Config {
                 slow_until_ms: 30_000,
                 end_ms: 40_000,
             },
+            fleet: Fleet::issue(200_000),
         }
     }
 
@@ -89,6 +93,7 @@ impl Config {
                 slow_until_ms: 14_000,
                 end_ms: 16_000,
             },
+            fleet: Fleet::issue(1_000),
         }
     }
 }
@@ -119,6 +124,10 @@ pub struct Results {
     /// The tail variant whose servers get [`SHIFT`] times slower halfway: fixed at the
     /// first half's p95, and adaptive.
     pub shifted: Vec<tail::TailRun>,
+    /// The utilisation tables, per slowness model.
+    pub hedging: Vec<(Slowness, Vec<capacity::Row>)>,
+    /// The cancel-lag table.
+    pub lags: Vec<(Option<u64>, capacity::Row)>,
 }
 
 /// How much slower the servers of the shifted tail variant get halfway.
@@ -145,6 +154,9 @@ pub fn simulate(config: &Config) -> Results {
         .iter()
         .map(|p| tail::tail_shifted(&config.tail, p, Some(SHIFT), seed))
         .collect();
+    let hedging =
+        Slowness::ALL.iter().map(|&s| (s, capacity::utilisation_table(&config.fleet, s, tail_p95_ms, seed))).collect();
+    let lags = capacity::lag_table(&config.fleet, seed);
     Results {
         config: config.clone(),
         contention,
@@ -157,6 +169,8 @@ pub fn simulate(config: &Config) -> Results {
         tail,
         overload,
         shifted,
+        hedging,
+        lags,
     }
 }
 
