@@ -3,6 +3,8 @@
 //! here computes a backoff; the engine does.
 
 pub mod capacity;
+pub mod chain;
+pub mod chain_report;
 pub mod contention;
 pub mod hedging_report;
 pub mod herd;

@@ -63,6 +63,7 @@ pub fn fleet_md(r: &Results) -> String {
     shifted_section(w, r);
     overload_section(w, r);
     crate::hedging_report::section(w, r);
+    crate::chain_report::section(w, r);
     // One newline at the end of the file, whichever section is last.
     s.truncate(s.trim_end().len());
     s.push('\n');
