@@ -249,6 +249,13 @@ impl Servers {
         self.queue.push(Reverse((end, DONE, a)));
     }
 
+    /// The server sees the cancel of each of `attempts` at `seen`.
+    fn cancel(&mut self, attempts: impl Iterator<Item = u32>, seen: u64) {
+        for a in attempts {
+            self.queue.push(Reverse((seen, CANCEL_SEEN, a)));
+        }
+    }
+
     /// Attempt `a` stops running at `now` (done, or its cancel seen): its worker takes the
     /// next attempt waiting. `false` if it was not running.
     fn stop(&mut self, a: u32, now: u64) -> bool {
@@ -415,16 +422,12 @@ pub fn run(fleet: &Fleet, slowness: Slowness, utilisation: f64, hedger: Hedger, 
                 Step::Wait(None) | Step::Dropped => break,
                 Step::Won { attempt, cancel } => {
                     winners[run.attempts[attempt as usize - 1] as usize] = true;
-                    for k in cancel.iter() {
-                        w.queue.push(Reverse((now + fleet.cancel_lag_us, CANCEL_SEEN, run.attempts[k as usize - 1])));
-                    }
+                    w.cancel(cancel.iter().map(|k| run.attempts[k as usize - 1]), now + fleet.cancel_lag_us);
                     run.end = Some((now, true));
                     break;
                 }
                 Step::Stop { cancel, .. } => {
-                    for k in cancel.iter() {
-                        w.queue.push(Reverse((now + fleet.cancel_lag_us, CANCEL_SEEN, run.attempts[k as usize - 1])));
-                    }
+                    w.cancel(cancel.iter().map(|k| run.attempts[k as usize - 1]), now + fleet.cancel_lag_us);
                     run.end = Some((now, false));
                     break;
                 }

@@ -286,10 +286,7 @@ impl Chain {
                 .engine
                 .record_timeout(Verdict::TRANSIENT, Self::us(now), &mut |_| {})
                 .expect("attempting");
-            match decision {
-                Decision::Retry(d) => self.at(now + d.as_micros() as u64, Ev::Wake(c)),
-                Decision::Stop(stop) => self.finish(c, stop, now),
-            }
+            self.decided(c, decision, now);
             return;
         }
         let deadline = remaining.map(|d| now + d.as_micros() as u64);
@@ -432,6 +429,11 @@ impl Chain {
             (false, false) => Verdict::TRANSIENT,
         };
         let decision = self.callers[c as usize].engine.record(verdict, Self::us(now), &mut |_| {}).expect("attempting");
+        self.decided(c, decision, now);
+    }
+
+    /// The engine's decision after call `c`'s attempt: wait and try again, or stop.
+    fn decided(&mut self, c: u32, decision: Decision, now: u64) {
         match decision {
             Decision::Retry(d) => self.at(now + d.as_micros() as u64, Ev::Wake(c)),
             Decision::Stop(stop) => self.finish(c, stop, now),
@@ -482,10 +484,7 @@ impl Chain {
         caller.current = None;
         let decision =
             caller.engine.record_timeout(Verdict::TRANSIENT, Self::us(now), &mut |_| {}).expect("attempting");
-        match decision {
-            Decision::Retry(d) => self.at(now + d.as_micros() as u64, Ev::Wake(c)),
-            Decision::Stop(stop) => self.finish(c, stop, now),
-        }
+        self.decided(c, decision, now);
     }
 }
 
