@@ -12,6 +12,7 @@ const {
   idempotencyKeyOf, failureOf,
 } = require('./http-common');
 const { runHttp } = require('./http-run');
+const { withHeaders, pushbackHeadersFrom, hostOf } = require('./http-propagation');
 const { HeldBody, silenceMs, silenceWatch, silenceError } = require('./http-body');
 
 const IDEMPOTENT_METHODS = Object.freeze(native.idempotentMethods());
@@ -223,18 +224,22 @@ function retryingFetch(options) {
     }
     // Each attempt's progress as undici's channels report it (see watchSends).
     const progress = new Map();
-    const req = { method, url, key: idempotencyKeyOf(init?.headers ?? request?.headers), replayable, signal };
+    const req = { method, url, host: hostOf(raw), key: idempotencyKeyOf(init?.headers ?? request?.headers), replayable, signal };
     return runHttp(h, rules, req, {
-      send(attemptSignal, n) {
+      send(attemptSignal, n, extra) {
         const sent = { created: false, sent: false };
         progress.set(n, sent);
-        const pending = sending.run(sent, () => base(input, attemptSignal === signal ? init : { ...init, signal: attemptSignal }));
+        let attemptInit = attemptSignal === signal ? init : { ...init, signal: attemptSignal };
+        // The attempt's propagation headers, over the request's own (a copy of them).
+        if (extra !== null) attemptInit = { ...attemptInit, headers: withHeaders(init?.headers ?? request?.headers, extra) };
+        const pending = sending.run(sent, () => base(input, attemptInit));
         return pending.then((res) => {
           // Abandoned at its bound before it arrived: its connection is freed.
           if (attemptSignal?.aborted) cancelBody(res);
           const outcome = fetchBody(res, silence);
           outcome.status = res.status;
           outcome.retryAfter = res.headers.get('retry-after');
+          outcome.pushback = pushbackHeadersFrom((name) => res.headers.get(name));
           return outcome;
         });
       },
