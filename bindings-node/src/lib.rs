@@ -24,5 +24,6 @@ mod http;
 mod messages;
 mod policy;
 mod problem;
+mod propagation;
 mod share;
 mod time;

@@ -190,6 +190,10 @@ impl NativePolicy {
     }
 
     /// A policy feeding existing statistics (a derivation of the same retrier).
+    pub(crate) fn sharing_stats(inner: Arc<Policy>, stats: Arc<Stats>) -> napi::Result<Self> {
+        Self::with_stats(inner, stats)
+    }
+
     fn with_stats(inner: Arc<Policy>, stats: Arc<Stats>) -> napi::Result<Self> {
         let id = register(&inner, &stats)?;
         Ok(NativePolicy { inner, stats, id })

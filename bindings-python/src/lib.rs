@@ -20,6 +20,7 @@ mod knobs;
 mod listeners;
 mod options;
 mod preload;
+mod propagation;
 mod pushback;
 mod retrier;
 mod state;
@@ -41,6 +42,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<hedged::HedgedCall>()?;
     hedged::add_constants(m)?;
     pushback::add(m)?;
+    propagation::add(m)?;
     m.add("_CURRENT", attempt::context_var(m.py())?)?;
     m.add_class::<event::PyEvent>()?;
     m.add_class::<token::PyCancelToken>()?;

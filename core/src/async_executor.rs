@@ -346,11 +346,14 @@ impl Retrier {
         F: FnMut(Attempt) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let first = match self.starts_lazily() {
+        // Inside a request's ambient context (propagation), its constraint applies.
+        let under = self.under_current();
+        let this = under.as_ref().unwrap_or(self);
+        let first = match this.starts_lazily() {
             true => match op(Attempt::new(1, Duration::ZERO, None)).await {
                 Ok(value) => {
                     // No Call, so no Success event to count: the stats are told here.
-                    self.stats_counters().count_first_attempt_success_here();
+                    this.stats_counters().count_first_attempt_success_here();
                     return Ok(value);
                 }
                 Err(error) => Some(error),
@@ -359,7 +362,7 @@ impl Retrier {
         };
         // No listener, statically: the engine's events reach only the stats, which read
         // their kind, so none is built (as in the blocking run).
-        let got = self.execute_async_from(AsyncRun::new(sleep), Quiet, first, op, classify).await;
+        let got = this.execute_async_from(AsyncRun::new(sleep), Quiet, first, op, classify).await;
         got.map_err(RetryError::without_value)
     }
 
@@ -400,7 +403,8 @@ impl Retrier {
         Fut: Future<Output = Result<T, E>>,
     {
         let listener = run.listener.take();
-        self.execute_async_from(run, listener, None, op, classify).await
+        let under = self.under_current();
+        under.as_ref().unwrap_or(self).execute_async_from(run, listener, None, op, classify).await
     }
 
     /// [`Retrier::execute_async`], where `first` is attempt 1's error if the caller

@@ -295,11 +295,23 @@ pub enum ValueVerdict {
         /// A Retry-After style minimum wait.
         hint: Option<std::time::Duration>,
     },
+    /// The value is a failure whose server said "don't retry" ([`Verdict::DontRetry`]):
+    /// counted as a failure, not retried (a response with `Retryrs-Pushback: -1`).
+    DontRetry,
 }
 
 impl ValueVerdict {
     /// Retry, without a hint.
     pub const RETRY: ValueVerdict = ValueVerdict::Retry { hint: None };
+
+    /// The engine's verdict on a value judged a failure (`None`: accepted).
+    pub fn failure(self) -> Option<Verdict> {
+        match self {
+            ValueVerdict::Accept => None,
+            ValueVerdict::Retry { hint } => Some(Verdict::Transient { hint }),
+            ValueVerdict::DontRetry => Some(Verdict::DontRetry),
+        }
+    }
 }
 
 impl From<bool> for ValueVerdict {
@@ -613,6 +625,33 @@ impl Retrier {
         &self.policy
     }
 
+    /// The same retrier (its statistics shared) whose policy obeys `ambient`, the context
+    /// of the request being handled ([`crate::propagation::constrain`]: the deadline
+    /// shortened to the ambient one minus the margin, and under an inbound retry one
+    /// attempt and no hedges); `None` when the policy already obeys it. The executors
+    /// ask this of this thread's context themselves; a host that keeps its context
+    /// elsewhere (a contextvar, AsyncLocalStorage) asks it with its own.
+    pub fn under(&self, ambient: &crate::propagation::Ambient) -> Option<Retrier> {
+        let policy = ambient.constrain_at(&self.policy, crate::clock::SystemClock.now())?;
+        Some(Retrier { lazy: policy.starts_lazily(), policy: Arc::new(policy), stats: self.stats.clone() })
+    }
+
+    /// [`Retrier::under`] this thread's ambient context, if there is one: one flag test in
+    /// a process that never propagates.
+    #[inline(always)]
+    pub(crate) fn under_current(&self) -> Option<Retrier> {
+        if !crate::propagation::in_use() {
+            return None;
+        }
+        self.under_current_context()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn under_current_context(&self) -> Option<Retrier> {
+        self.under(&crate::propagation::current()?)
+    }
+
     /// [`Policy::starts_lazily`] of this retrier's policy: whether an executor without
     /// listener, hooks, cancel token or result predicate may run attempt 1 before it
     /// starts the engine.
@@ -655,6 +694,21 @@ impl Retrier {
     #[cfg(feature = "blocking")]
     #[inline]
     pub fn run<T, E>(
+        &self,
+        op: impl FnMut(&Attempt) -> Result<T, E>,
+        classify: impl FnMut(&E) -> Verdict,
+    ) -> Result<T, RetryError<E>> {
+        // Inside a request's ambient context (propagation), its constraint applies.
+        if let Some(under) = self.under_current() {
+            return under.run_here(op, classify);
+        }
+        self.run_here(op, classify)
+    }
+
+    /// [`Retrier::run`] under this retrier's own policy.
+    #[cfg(feature = "blocking")]
+    #[inline(always)]
+    fn run_here<T, E>(
         &self,
         op: impl FnMut(&Attempt) -> Result<T, E>,
         classify: impl FnMut(&E) -> Verdict,
@@ -707,7 +761,8 @@ impl Retrier {
     ) -> Result<T, RetryError<E, T>> {
         let Run { listener, cancel, clock, result_predicate, wait, before_retry } = run;
         let options = Options { cancel, clock, result_predicate, wait, before_retry };
-        self.execute_from::<_, _, true>(options, listener, None, op, classify)
+        let under = self.under_current();
+        under.as_ref().unwrap_or(self).execute_from::<_, _, true>(options, listener, None, op, classify)
     }
 
     /// [`Retrier::execute`], where `first` is attempt 1's error if the caller already ran

@@ -137,6 +137,7 @@ mod judge;
 pub mod knob;
 mod pcg;
 pub mod policy;
+pub mod propagation;
 pub mod redact;
 #[cfg(feature = "reqwest")]
 pub mod reqwest_retry;
@@ -168,8 +169,8 @@ pub use executor::{
 };
 pub use hedge::{AttemptSet, HedgeCall, HedgeDelay, HedgeError, Hedging, LatencySketch, Step};
 pub use http_rules::{
-    classify_request, is_error_status, is_idempotent, is_retryable_status, HttpOutcome, HttpRules, HttpVerdict,
-    IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_METHODS, RETRYABLE_STATUSES,
+    classify_request, is_error_status, is_idempotent, is_retryable_status, retry_with, HttpOutcome, HttpRules,
+    HttpVerdict, RetryWith, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_METHODS, RETRYABLE_STATUSES,
 };
 pub use knob::{Knob, Setting, Unit, KNOBS};
 pub use policy::{DeadlineHint, Given, Jitter, Policy, PolicyBuilder, PolicyError, Pushback};

@@ -56,7 +56,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::Extensions;
-use reqwest_middleware::reqwest::{header::RETRY_AFTER, Request, Response};
+use reqwest_middleware::reqwest::{Request, Response};
 use reqwest_middleware::{Error, Middleware, Next, Result};
 
 use crate::async_executor::{AsyncRun, TimedOut};
@@ -171,8 +171,7 @@ impl Middleware for RetryMiddleware {
             .execute_async(
                 AsyncRun::tokio()
                     .result_predicate(|(response, _): &(Response, Extensions)| {
-                        let retry_after = response.headers().get(RETRY_AFTER).map(|v| v.as_bytes());
-                        rules.response(&method, key, response.status().as_u16(), retry_after)
+                        rules.response(&method, key, response.status().as_u16(), response.headers())
                     })
                     // A cut request may have been sent: classified by the HTTP rules below.
                     .timed_out_as(AttemptError::TimedOut),

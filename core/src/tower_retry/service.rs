@@ -164,8 +164,7 @@ where
             let (method, key) = (method.as_str(), key.as_deref());
             let run = AsyncRun::tokio()
                 .result_predicate(|response: &http::Response<R>| {
-                    let retry_after = response.headers().get(http::header::RETRY_AFTER).map(|v| v.as_bytes());
-                    rules.response(method, key, response.status().as_u16(), retry_after)
+                    rules.response(method, key, response.status().as_u16(), response.headers())
                 })
                 // A cut attempt is a network failure whose request may have been sent.
                 .timed_out_as(|cut: TimedOut| -> BoxError { Box::new(cut) });
