@@ -97,7 +97,7 @@ function onEnable(hook) {
  */
 function constrain(handle, c) {
   const at = c.deadlineAt;
-  return native.constrainPolicy(handle, at === Infinity ? null : Math.max(0, at - perf.now()), c.retry) ?? null;
+  return native.policyUnder(handle, at === Infinity ? null : Math.max(0, at - perf.now()), c.retry) ?? null;
 }
 
 module.exports = { PropagationContext, enable, current, onEnable, constrain, cancelOf };

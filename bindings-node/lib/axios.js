@@ -11,7 +11,7 @@ const { AsyncLocalStorage } = require('node:async_hooks');
 const { Readable } = require('node:stream');
 const { httpHelper, idempotencyKeyOf, failureOf, codeOf, isClientTimeout } = require('./http-common');
 const { runHttp } = require('./http-run');
-const { pushbackHeadersFrom, hostOf } = require('./http-propagation');
+const { pairsOf, hostOf } = require('./http-propagation');
 const { HeldBody, holdStream, readWhole, silenceMs } = require('./http-body');
 
 const INSTALLED = Symbol('retryrs.axios');
@@ -153,7 +153,7 @@ function bufferedOutcome(response, error) {
   return {
     status: response.status,
     retryAfter: retryAfterOf(response),
-    pushback: pushbackOfResponse(response),
+    headerPairs: () => pairsOf(response.headers),
     hold() {},
     // A stream body (responseType 'stream') is destroyed, freeing its socket; a
     // buffered one was read whole already.
@@ -168,13 +168,8 @@ function bufferedOutcome(response, error) {
 function headersWith(axios, headers, extra) {
   if (extra === null) return headers;
   const copy = new axios.AxiosHeaders(headers);
-  for (let i = 0; i < extra.length; i += 2) copy.set(extra[i], extra[i + 1]);
+  for (const [name, value] of extra) copy.set(name, value);
   return copy;
-}
-
-/** A response's pushback headers (lib/http-propagation.js). */
-function pushbackOfResponse(response) {
-  return pushbackHeadersFrom((name) => response.headers?.[name]);
 }
 
 function retryAfterOf(response) {
@@ -205,7 +200,7 @@ function streamOutcome(axios, config, response, silence) {
   return {
     status: response.status,
     retryAfter: retryAfterOf(response),
-    pushback: pushbackOfResponse(response),
+    headerPairs: () => pairsOf(response.headers),
     read: wantsStream ? undefined : async () => {
       body = await readWhole(stream, null, null, 'retryAxios');
     },

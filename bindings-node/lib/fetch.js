@@ -12,7 +12,7 @@ const {
   idempotencyKeyOf, failureOf,
 } = require('./http-common');
 const { runHttp } = require('./http-run');
-const { withHeaders, pushbackHeadersFrom, hostOf } = require('./http-propagation');
+const { withHeaders, pairsOf, hostOf } = require('./http-propagation');
 const { HeldBody, silenceMs, silenceWatch, silenceError } = require('./http-body');
 
 const IDEMPOTENT_METHODS = Object.freeze(native.idempotentMethods());
@@ -239,7 +239,7 @@ function retryingFetch(options) {
           const outcome = fetchBody(res, silence);
           outcome.status = res.status;
           outcome.retryAfter = res.headers.get('retry-after');
-          outcome.pushback = pushbackHeadersFrom((name) => res.headers.get(name));
+          outcome.headerPairs = () => pairsOf(res.headers);
           return outcome;
         });
       },

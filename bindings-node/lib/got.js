@@ -12,7 +12,7 @@ const {
   RetryableStatusError, FinalStatusError, RequestFailedError, FinalNetworkError, isClientTimeout,
 } = require('./http-common');
 const { markResend } = require('./http-run');
-const { outboundHeaders, pushbackOf, pushbackHeadersFrom } = require('./http-propagation');
+const { outboundHeaders, pushbackOf, pairsOf } = require('./http-propagation');
 const { DONT_RETRY } = require('./codes');
 const { markTimedOut } = require('./call');
 const { DRAIN_LIMIT } = require('./http-body');
@@ -136,7 +136,7 @@ const dropHeld = (info) => {
  * retry", or an exact wait, the helpers' delayMs hook) over its Retry-After hint.
  */
 function retriedFailure(state, response, error) {
-  const pushback = pushbackOf(pushbackHeadersFrom((name) => response.headers?.[name]));
+  const pushback = pushbackOf(pairsOf(response.headers));
   const header = response.headers?.['retry-after'];
   const hint = pushback ?? (header === undefined ? undefined : parseRetryAfter(String(header)));
   const failure = new RetryableStatusError(response.statusCode, state.method, state.url, hint, error);
@@ -284,7 +284,7 @@ function retryGot(options) {
           const extra = ctx === null || ctx === undefined ? null : outboundHeaders(h.out, opts.url?.host ?? '', ctx);
           if (extra !== null) {
             const headers = { ...opts.headers };
-            for (let i = 0; i < extra.length; i += 2) headers[extra[i].toLowerCase()] = extra[i + 1];
+            for (const [name, value] of extra) headers[name.toLowerCase()] = value;
             opts.headers = headers;
           }
         },

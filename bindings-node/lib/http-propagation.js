@@ -18,23 +18,28 @@ const PROPAGATE_KEYS = ['hosts', 'mesh', 'kind'];
  */
 function outboundOf(where, option) {
   if (option === false) return null;
-  if (option === undefined || option === null || option === true) return { hosts: null, mesh: 'none', kind: 'http' };
+  if (option === undefined || option === null || option === true) return { allow: null, mesh: 'none', kind: 'http' };
   if (typeof option !== 'object' || Array.isArray(option)) {
     throw new TypeError(`${where}: propagate must be true, false or an object such as { hosts: ['api.internal'], mesh: 'envoy' }, got ${typeName(option)}`);
   }
   for (const key of Object.keys(option)) {
     if (!PROPAGATE_KEYS.includes(key)) throw new TypeError(`${where}: unknown key '${key}' in propagate (known: ${PROPAGATE_KEYS.join(', ')})`);
   }
-  let hosts = null;
+  let allow = null;
   if (option.hosts !== undefined && option.hosts !== null) {
     const given = option.hosts;
     if (typeof given === 'string' || typeof given[Symbol.iterator] !== 'function') {
       throw new TypeError(`${where}: propagate.hosts must be an array of host names such as ['api.internal', '*.svc.cluster.local'], got ${typeName(given)}`);
     }
-    hosts = Array.from(given, (host) => {
+    const hosts = Array.from(given, (host) => {
       if (typeof host !== 'string') throw new TypeError(`${where}: propagate.hosts must hold strings, got ${typeName(host)}`);
       return host;
     });
+    try {
+      allow = new native.NativeAllowlist(hosts);
+    } catch (err) {
+      throw new RangeError(`${where}: propagate.hosts: ${err.message}`);
+    }
   }
   const mesh = option.mesh ?? 'none';
   const kind = option.kind ?? 'http';
@@ -42,83 +47,79 @@ function outboundOf(where, option) {
     if (typeof v !== 'string') throw new TypeError(`${where}: propagate.${name} must be a string, got ${typeName(v)}`);
   }
   try {
-    // The core checks the names, the mesh and the kind, and says what was wrong.
-    native.checkPropagation(hosts, mesh, kind);
+    // The core checks the spellings (and says what it takes) as it would at a send.
+    native.propagationOutboundHeaders(null, 1, false, mesh, kind);
   } catch (err) {
-    throw new RangeError(`${where}: propagate: ${err.message}`);
+    throw new RangeError(`${where}: propagate.${err.message}`);
   }
-  return { hosts, mesh, kind };
+  return { allow, mesh, kind };
 }
 
 /**
- * The headers one attempt sends to `host` (a URL's host, port included or not), as a
- * flat list [name, value, ...]; null when none (off, a host outside the allowlist, an
- * attempt with nothing left). `ctx`: the attempt's context (its number and time left).
+ * The headers one attempt sends to `host` (a URL's host, port included or not), as
+ * [name, value] pairs; null when none (off, a host outside the allowlist, an attempt
+ * with nothing left). `ctx`: the attempt's context (its number and time left now).
  */
 function outboundHeaders(out, host, ctx) {
-  if (out === null) return null;
+  if (out === null || (out.allow !== null && !out.allow.allows(host))) return null;
   const c = ambient.current();
-  const flat = native.propagationHeaders(host, out.hosts, out.mesh, out.kind, ctx.remainingMs, ctx.attempt, c !== undefined && c.retry);
-  return flat.length === 0 ? null : flat;
+  const pairs = native.propagationOutboundHeaders(ctx.remainingMs, ctx.attempt, c !== undefined && c.retry, out.mesh, out.kind);
+  return pairs.length === 0 ? null : pairs;
 }
 
 /**
- * A response's pushback, as the engine takes a hint: DONT_RETRY, an exact wait in ms,
- * or undefined. `headers`: a flat list [name, value, ...] of the pushback headers found.
+ * A response's pushback (the core's reading of its headers, [name, value] pairs), as the
+ * engine takes a hint: DONT_RETRY, an exact wait in ms, or undefined. Asked only of a
+ * response the rules would retry.
  */
-function pushbackOf(headers) {
-  if (headers.length === 0) return undefined;
-  const ms = native.readPushback(headers);
+function pushbackOf(pairs) {
+  const ms = native.propagationReadPushback(pairs);
   if (ms === null || ms === undefined) return undefined;
   return ms < 0 ? DONT_RETRY : ms;
 }
 
-// The headers a pushback may be in (the core reads their values).
-const PUSHBACK_HEADERS = native.pushbackHeaders().map((h) => h.toLowerCase());
-
-/** The pushback headers of a response, read with `get(name)` (a value, an array or null). */
-function pushbackHeadersFrom(get) {
-  const flat = [];
-  for (const name of PUSHBACK_HEADERS) {
-    const v = get(name);
-    if (v === undefined || v === null) continue;
-    for (const one of Array.isArray(v) ? v : [v]) flat.push(name, String(one));
+/** A headers object's (node:http's, undici's, axios's, got's) [name, value] pairs. */
+function pairsOf(headers) {
+  const pairs = [];
+  if (headers === undefined || headers === null) return pairs;
+  if (typeof headers.entries === 'function' && typeof headers.get === 'function' && !(typeof headers.toJSON === 'function' && typeof headers.normalize === 'function')) {
+    for (const [k, v] of headers.entries()) pairs.push([k, v]);
+    return pairs;
   }
-  return flat;
+  // A plain object (an AxiosHeaders included: its headers are own properties).
+  for (const [k, v] of Object.entries(typeof headers.toJSON === 'function' ? headers.toJSON() : headers)) {
+    if (v === undefined || v === null) continue;
+    for (const one of Array.isArray(v) ? v : [v]) pairs.push([k, String(one)]);
+  }
+  return pairs;
 }
 
 /**
  * `headers` (a Headers, a plain object, pairs, a flat array or an iterable of pairs, or
- * nothing) with `extra` (flat [name, value, ...]) set over any header of the same name,
+ * nothing) with `extra` ([name, value] pairs) set over any header of the same name,
  * names compared ignoring case; the caller's object is not changed.
  */
 function withHeaders(headers, extra) {
-  const names = new Set();
-  for (let i = 0; i < extra.length; i += 2) names.add(extra[i].toLowerCase());
-  if (headers === undefined || headers === null) {
-    const out = {};
-    for (let i = 0; i < extra.length; i += 2) out[extra[i]] = extra[i + 1];
-    return out;
-  }
+  const names = new Set(extra.map(([k]) => k.toLowerCase()));
+  if (headers === undefined || headers === null) return Object.fromEntries(extra);
   if (typeof headers.get === 'function' && typeof headers.set === 'function' && typeof headers.entries === 'function') {
     const copy = new Headers(headers);
-    for (let i = 0; i < extra.length; i += 2) copy.set(extra[i], extra[i + 1]);
+    for (const [k, v] of extra) copy.set(k, v);
     return copy;
   }
   if (Array.isArray(headers) && (headers.length === 0 || !Array.isArray(headers[0]))) {
     // A flat list [name, value, ...] (undici's).
     const out = [];
     for (let i = 0; i + 1 < headers.length; i += 2) if (!names.has(String(headers[i]).toLowerCase())) out.push(headers[i], headers[i + 1]);
-    return out.concat(extra);
+    for (const [k, v] of extra) out.push(k, v);
+    return out;
   }
   if (typeof headers[Symbol.iterator] === 'function') {
-    const out = Array.from(headers).filter(([k]) => !names.has(String(k).toLowerCase()));
-    for (let i = 0; i < extra.length; i += 2) out.push([extra[i], extra[i + 1]]);
-    return out;
+    return [...Array.from(headers).filter(([k]) => !names.has(String(k).toLowerCase())), ...extra];
   }
   const out = {};
   for (const k of Object.keys(headers)) if (!names.has(k.toLowerCase())) out[k] = headers[k];
-  for (let i = 0; i < extra.length; i += 2) out[extra[i]] = extra[i + 1];
+  for (const [k, v] of extra) out[k] = v;
   return out;
 }
 
@@ -131,4 +132,4 @@ function hostOf(raw) {
   }
 }
 
-module.exports = { outboundOf, outboundHeaders, pushbackOf, pushbackHeadersFrom, withHeaders, hostOf, PUSHBACK_HEADERS };
+module.exports = { outboundOf, outboundHeaders, pushbackOf, pairsOf, withHeaders, hostOf };

@@ -33,8 +33,8 @@ const { DONT_RETRY } = require('./codes');
  * url (redacted), host (the URL's host, for the propagation allowlist), key
  * (Idempotency-Key or null), replayable (a boolean, or a function: whether the body can be
  * sent again now), signal }`. Each send gets the attempt's propagation headers as a third
- * argument (a flat [name, value, ...] list, or null: lib/http-propagation.js), and an
- * outcome may carry `pushback`, its pushback headers (a flat list), read by the core.
+ * argument ([name, value] pairs, or null: lib/http-propagation.js), and an outcome may
+ * carry `headerPairs()`, its response's headers as pairs, whose pushback the core reads.
  *
  * Resolves with handOver() of the last outcome: a success, a final error response (the
  * call counted rejected) or the last retried response when retries ran out, whole.
@@ -140,7 +140,7 @@ async function runHttp(h, rules, req, io) {
     // The server's pushback (the core's reading): "don't retry" ends the call with this
     // response, counted a failure; a wait is exact (the helpers' delayMs hook), and the
     // hint where no hook runs (hedging).
-    const pushback = out.pushback === undefined ? undefined : pushbackOf(out.pushback);
+    const pushback = out.headerPairs === undefined ? undefined : pushbackOf(out.headerPairs());
     const hint = pushback ?? (ra === null || ra === undefined ? undefined : parseRetryAfter(String(ra)));
     held = new RetryableStatusError(out.status, method, url, hint, out);
     if (pushback !== undefined && pushback !== DONT_RETRY) held.pushbackMs = pushback;

@@ -37,7 +37,7 @@ function serverOf(where, options) {
   let gate;
   try {
     // undefined: the core's default limit (the contract's default deadline); null: none.
-    gate = native.PropagationGate.create(limitMs === undefined ? undefined : limitMs, trustMesh === true, observeOnly === true);
+    gate = new native.NativeGate(limitMs === null ? Infinity : limitMs, trustMesh === true, observeOnly === true);
   } catch (err) {
     throw new RangeError(`${where}: ${err.message}`);
   }
@@ -48,22 +48,28 @@ function serverOf(where, options) {
 // The counter of each of the upward rule's answers but 'run' (the core's spelling).
 const UPWARD_COUNTS = { refuse: 'refused', observed: 'observed', capped: 'capped' };
 
-/** A request's raw header list ([name, value, ...]), as node:http keeps it. */
-function rawHeadersOf(req) {
-  if (Array.isArray(req.rawHeaders)) return req.rawHeaders;
-  // Not a node:http request (a framework's own object): its headers object.
-  const flat = [];
-  for (const [name, value] of Object.entries(req.headers ?? {})) {
-    for (const v of Array.isArray(value) ? value : [value]) flat.push(name, String(v));
+/** A request's headers as [name, value] pairs, each repeated header as it came. */
+function headerPairs(req) {
+  const pairs = [];
+  const raw = req.rawHeaders;
+  if (Array.isArray(raw)) {
+    for (let i = 0; i + 1 < raw.length; i += 2) pairs.push([raw[i], raw[i + 1]]);
+    return pairs;
   }
-  return flat;
+  // Not a node:http request (a framework's own object): its headers object.
+  for (const [name, value] of Object.entries(req.headers ?? {})) {
+    for (const v of Array.isArray(value) ? value : [value]) pairs.push([name, String(v)]);
+  }
+  return pairs;
 }
+
+// The upward rule's answer (the core's): its status, and "don't retry".
+const REFUSAL = native.propagationRefusal();
 
 /** The upward rule's answer: 504 with "don't retry", the handler not run. */
 function refuse(res) {
-  const [name, value] = native.propagationRefusal();
-  res.statusCode = native.propagationRefusalStatus();
-  res.setHeader(name, value);
+  res.statusCode = REFUSAL.status;
+  res.setHeader(REFUSAL.header[0], REFUSAL.header[1]);
   res.setHeader('content-length', '0');
   res.end();
 }
@@ -75,7 +81,7 @@ function refuse(res) {
  */
 function serve(server, req, res, handler) {
   const start = perf.now();
-  const got = server.gate.receive(rawHeadersOf(req));
+  const got = server.gate.receive(headerPairs(req));
   const { counts } = server;
   counts.requests += 1;
   counts.malformed += got.malformed;

@@ -10,7 +10,7 @@
 const { typeName } = require('./options');
 const { httpHelper, idempotencyKeyOf, failureOf } = require('./http-common');
 const { runHttp } = require('./http-run');
-const { withHeaders, pushbackHeadersFrom, hostOf } = require('./http-propagation');
+const { withHeaders, pairsOf, hostOf } = require('./http-propagation');
 const { HeldBody, silenceMs, silenceWatch, silenceError } = require('./http-body');
 
 /**
@@ -214,7 +214,7 @@ function retryInterceptor(options) {
             resolve({
               status: statusCode,
               retryAfter: header === undefined ? null : Array.isArray(header) ? header[0] : String(header),
-              pushback: pushbackHeadersFrom((name) => headers?.[name]),
+              headerPairs: () => pairsOf(headers),
               hold() {
                 mode = 'hold';
                 held = new HeldBody();

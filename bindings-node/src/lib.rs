@@ -25,5 +25,6 @@ mod messages;
 mod policy;
 mod problem;
 mod propagation;
+mod propagation_refusal;
 mod share;
 mod time;
