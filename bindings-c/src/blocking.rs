@@ -117,7 +117,9 @@ fn run<const BATCHED: bool>(
     cancel: Option<&CancelToken>,
     hooks: Option<&retryrs_hooks>,
 ) -> Result<Ended, Failure> {
-    let policy = shared.retrier.policy();
+    // Inside a request's context (retryrs_context_enter), its constraint applies.
+    let under = shared.retrier.under_current();
+    let policy = under.as_ref().map_or(shared.retrier.policy(), |r| r.policy());
     debug_assert!(!BATCHED || (listener.is_none() && hooks.is_none()));
     if cancel.is_some_and(CancelToken::is_cancelled) {
         let stop = retryrs::cancelled_before_start(policy, &mut |e| shared.report(listener, e));

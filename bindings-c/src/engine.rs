@@ -232,7 +232,10 @@ pub unsafe extern "C" fn retryrs_call_start(
         // A policy with a breaker asks it here, on `now_ms`'s time base (use one base for
         // every call that shares the breaker); a refused call has ended already: see
         // retryrs_call_refusal().
-        let call = Call::start_with(Arc::clone(shared.retrier.policy()), now(now_ms), &mut |e: &Event<'_>| {
+        // Inside a request's context (retryrs_context_enter), its constraint applies.
+        let under = shared.retrier.under_current();
+        let policy = under.as_ref().map_or(shared.retrier.policy(), |r| r.policy());
+        let call = Call::start_with(Arc::clone(policy), now(now_ms), &mut |e: &Event<'_>| {
             shared.report(listener.as_ref(), e)
         });
         let state = CallState { shared, call, listener };

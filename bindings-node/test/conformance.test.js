@@ -340,10 +340,12 @@ test('the conformance vectors exist', () => {
   assert.equal(ids.size, vectors.length, 'vector ids are unique');
 });
 
-// Nothing is skipped: the count stays for the summary line (tests/conformance/README.md).
-const skipped = 0;
+// tests/conformance/README.md: until this host's propagation runner lands, the
+// propagation vectors are skipped, counted (reason: "propagation: host runner pending").
+const isPropagation = (v) => 'propagation' in v;
+const skipped = vectors.filter(isPropagation).length;
 
-for (const v of vectors) {
+for (const v of vectors.filter((x) => !isPropagation(x))) {
   test(`${v.file} ${v.id}`, async () => {
     try {
       await check(v);

@@ -66,8 +66,7 @@ impl PyAmbient {
     #[new]
     #[pyo3(signature = (left=None, is_retry=false))]
     fn new(left: Option<f64>, is_retry: bool) -> PyResult<Self> {
-        let now = retryrs::Clock::now(&retryrs::SystemClock);
-        Ok(PyAmbient { inner: core::Ambient::new(duration("left", left)?, is_retry, now) })
+        Ok(PyAmbient { inner: core::Ambient::new(duration("left", left)?, is_retry, core::now()) })
     }
 
     /// The seconds left now (0 once past), or None without a deadline.
@@ -224,9 +223,25 @@ impl PyAllowlist {
 /// policy already obeys it: what every call made inside a request's context runs with.
 #[pyfunction]
 pub fn retrier_under(py: Python<'_>, retrier: &Retrier, ambient: &PyAmbient) -> Option<Retrier> {
+    let policy = ambient.inner.constrain_at(&retrier.host.policy, core::now())?;
+    Some(sharing(py, retrier, policy))
+}
+
+/// The same retrier under the constraint of a context with `left` seconds left (None: no
+/// deadline) and the inbound retry state, or None when its policy already obeys it (the
+/// conformance vectors; a call path uses `retrier_under`).
+#[pyfunction]
+#[pyo3(signature = (retrier, left, is_retry=false))]
+pub fn retrier_constrained(py: Python<'_>, retrier: &Retrier, left: Option<f64>, is_retry: bool) -> PyResult<Option<Retrier>> {
+    let left = duration("left", left)?;
+    Ok(core::constrain(&retrier.host.policy, left, is_retry).map(|p| sharing(py, retrier, p)))
+}
+
+/// `retrier` with `policy` instead of its own: the same hooks, budget, cancel token and
+/// statistics.
+fn sharing(py: Python<'_>, retrier: &Retrier, policy: retryrs::Policy) -> Retrier {
     let h = &*retrier.host;
-    let now = retryrs::Clock::now(&retryrs::SystemClock);
-    let policy = Arc::new(ambient.inner.constrain_at(&h.policy, now)?);
+    let policy = Arc::new(policy);
     let retry_on = match &h.retry_on {
         RetryOn::Classes(c) => RetryOn::Classes(c.clone_ref(py)),
         RetryOn::Predicate(f) => RetryOn::Predicate(f.clone_ref(py)),
@@ -244,11 +259,11 @@ pub fn retrier_under(py: Python<'_>, retrier: &Retrier, ambient: &PyAmbient) -> 
     let budget = h.budget.as_ref().map(|b| b.clone_ref(py));
     let mut host = HostPolicy::new(py, policy, retry_on, hooks, budget, h.attempt_timeout);
     (host.stats, host.named) = (h.stats.clone(), h.named);
-    Some(Retrier {
+    Retrier {
         host: Arc::new(host),
         cancel: retrier.cancel.as_ref().map(|t| t.clone_ref(py)),
         interrupts: retrier.interrupts,
-    })
+    }
 }
 
 /// Whether any ambient context or gate was made in this process.
@@ -268,6 +283,7 @@ pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(outbound_headers, m)?)?;
     m.add_function(wrap_pyfunction!(read_pushback, m)?)?;
     m.add_function(wrap_pyfunction!(retrier_under, m)?)?;
+    m.add_function(wrap_pyfunction!(retrier_constrained, m)?)?;
     m.add_function(wrap_pyfunction!(propagation_in_use, m)?)?;
     Ok(())
 }

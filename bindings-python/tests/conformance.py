@@ -549,6 +549,11 @@ def run_all(use_async: bool = False) -> Tuple[int, List[Tuple[str, List[str]]], 
     hedged call, ``run_hedged_call``); nothing is skipped."""
     passed, failures, skipped = 0, [], 0
     for fname, v in load():
+        if "propagation" in v:
+            # tests/conformance/README.md: until this host's propagation runner lands, its
+            # vectors are skipped, counted (reason: "propagation: host runner pending").
+            skipped += 1
+            continue
         try:
             problems = run_vector(v, use_async)
         except Exception as e:  # a crash is a failed vector, reported, not a dead runner

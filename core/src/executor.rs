@@ -632,14 +632,15 @@ impl Retrier {
     /// ask this of this thread's context themselves; a host that keeps its context
     /// elsewhere (a contextvar, AsyncLocalStorage) asks it with its own.
     pub fn under(&self, ambient: &crate::propagation::Ambient) -> Option<Retrier> {
-        let policy = ambient.constrain_at(&self.policy, crate::clock::SystemClock.now())?;
+        let policy = ambient.constrain_at(&self.policy, crate::propagation::now())?;
         Some(Retrier { lazy: policy.starts_lazily(), policy: Arc::new(policy), stats: self.stats.clone() })
     }
 
-    /// [`Retrier::under`] this thread's ambient context, if there is one: one flag test in
-    /// a process that never propagates.
+    /// [`Retrier::under`] this thread's ambient context ([`crate::propagation::current`]),
+    /// if there is one: one flag test in a process that never propagates. What every
+    /// executor (and a binding's own call loop) asks at a call's start.
     #[inline(always)]
-    pub(crate) fn under_current(&self) -> Option<Retrier> {
+    pub fn under_current(&self) -> Option<Retrier> {
         if !crate::propagation::in_use() {
             return None;
         }

@@ -197,6 +197,16 @@ pub fn retry_with(retry_after: Option<Duration>, pushback: Option<ServerPushback
     }
 }
 
+/// [`retry_with`] for any verdict of the rules: `None` when the response is not one they
+/// retry (pushback never makes a response retried), else its fate with its pushback.
+pub fn with_pushback(
+    verdict: HttpVerdict,
+    retry_after: Option<Duration>,
+    pushback: Option<ServerPushback>,
+) -> Option<RetryWith> {
+    (verdict == HttpVerdict::Retry).then(|| retry_with(retry_after, pushback))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -169,7 +169,7 @@ pub use executor::{
 };
 pub use hedge::{AttemptSet, HedgeCall, HedgeDelay, HedgeError, Hedging, LatencySketch, Step};
 pub use http_rules::{
-    classify_request, is_error_status, is_idempotent, is_retryable_status, retry_with, HttpOutcome, HttpRules,
+    classify_request, is_error_status, is_idempotent, is_retryable_status, retry_with, with_pushback, HttpOutcome, HttpRules,
     HttpVerdict, RetryWith, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_METHODS, RETRYABLE_STATUSES,
 };
 pub use knob::{Knob, Setting, Unit, KNOBS};

@@ -35,24 +35,34 @@ pub fn mark_in_use() {
     }
 }
 
+/// Now, on the clock the executors use: the virtual one while virtual time is on for this
+/// thread ([`crate::testing`]), else [`SystemClock`]. An ambient context's deadline is on
+/// this time base.
+pub fn now() -> Duration {
+    match crate::clock::testing::clock() {
+        Some(virtual_clock) => virtual_clock.now(),
+        None => SystemClock.now(),
+    }
+}
+
 /// A request's deadline and retry state, as the calls made while handling it obey them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ambient {
-    /// When the caller gives up, on the time base of [`SystemClock`] (the core's
-    /// monotonic clock); `None`: no deadline was given.
+    /// When the caller gives up, on [`now`]'s time base (the core's monotonic clock, or
+    /// the virtual one under virtual time); `None`: no deadline was given.
     deadline: Option<Duration>,
     is_retry: bool,
 }
 
 impl Ambient {
-    /// The ambient context of a request read at `now` (on [`SystemClock`]'s time base).
+    /// The ambient context of a request read at `now` (on [`now`]'s time base).
     pub fn at(inbound: &Inbound, now: Duration) -> Self {
         Self::new(inbound.budget, inbound.is_retry, now)
     }
 
     /// The ambient context of a request read now.
     pub fn start(inbound: &Inbound) -> Self {
-        Self::at(inbound, SystemClock.now())
+        Self::at(inbound, now())
     }
 
     /// An ambient context with `left` from `now` and the retry state given.
@@ -61,7 +71,7 @@ impl Ambient {
         Ambient { deadline: left.map(|l| now.saturating_add(l)), is_retry }
     }
 
-    /// When the caller gives up, on [`SystemClock`]'s time base.
+    /// When the caller gives up, on [`now`]'s time base.
     pub fn deadline(&self) -> Option<Duration> {
         self.deadline
     }
@@ -78,7 +88,7 @@ impl Ambient {
 
     /// The time left now.
     pub fn left(&self) -> Option<Duration> {
-        self.left_at(SystemClock.now())
+        self.left_at(now())
     }
 
     /// The policy a call starting at `now` runs under (see [`constrain`]); `None`: the

@@ -22,7 +22,7 @@ mod outbound;
 mod pushback;
 mod upward;
 
-pub use ambient::{constrain, current, enter, in_use, mark_in_use, replace, Ambient, Entered, Scoped};
+pub use ambient::{constrain, current, enter, in_use, mark_in_use, now, replace, Ambient, Entered, Scoped};
 pub use codec::{ContextValue, Malformed, CONTEXT_HEADER};
 pub use inbound::{Inbound, ServerOptions};
 pub use margin::{margin, MAX_MARGIN, MIN_MARGIN};

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use super::ambient::Ambient;
 use super::inbound::{Inbound, ServerOptions};
-use crate::clock::{Clock, SystemClock};
 
 /// The status of a refused request.
 pub const REFUSAL_STATUS: u16 = 504;
@@ -132,7 +131,7 @@ impl Gate {
         &self.options
     }
 
-    /// Receives a request with these headers at `now` (on [`SystemClock`]'s time base).
+    /// Receives a request with these headers at `now` (on [`super::now`]'s time base).
     pub fn receive_at<'h>(&self, headers: impl IntoIterator<Item = (&'h str, &'h str)>, now: Duration) -> Received {
         let inbound = Inbound::from_headers(headers, &self.options);
         let upward = self.cap.judge(inbound.expired(), self.options.observe_only, now);
@@ -141,7 +140,7 @@ impl Gate {
 
     /// [`Gate::receive_at`] now.
     pub fn receive<'h>(&self, headers: impl IntoIterator<Item = (&'h str, &'h str)>) -> Received {
-        self.receive_at(headers, SystemClock.now())
+        self.receive_at(headers, super::now())
     }
 }
 
