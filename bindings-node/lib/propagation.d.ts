@@ -1,5 +1,21 @@
 // Types of retryrs/propagation: the server side of propagation across services.
-import type { IncomingMessage, ServerResponse } from 'node:http';
+
+/** What the helpers read of a request: node:http's IncomingMessage (and Express's) fits. */
+export interface RequestLike {
+  /** The headers as they came, [name, value, name, value, ...]. */
+  rawHeaders?: readonly string[];
+  /** Read when there is no rawHeaders (a framework's own request object). */
+  headers?: Readonly<Record<string, string | readonly string[] | undefined>>;
+}
+
+/** What the helpers use of a response: node:http's ServerResponse (and Express's) fits. */
+export interface ResponseLike {
+  statusCode: number;
+  readonly writableFinished: boolean;
+  setHeader(name: string, value: string): unknown;
+  end(): unknown;
+  once(event: 'close', listener: () => void): unknown;
+}
 
 /** A server helper's options. */
 export interface ServerOptions {
@@ -55,13 +71,13 @@ export declare class PropagationContext {
 
 /** A Connect/Express-style middleware, with its counters. */
 export interface PropagationMiddleware {
-  (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void): void;
+  <Req extends RequestLike, Res extends ResponseLike>(req: Req, res: Res, next: (err?: unknown) => void): void;
   /** What it counted: requests, malformed values, clamped budgets, refusals. */
   stats(): ServerStats;
 }
 
 /** A `(req, res)` handler run inside each request's context, with its counters. */
-export interface PropagatedHandler<Req extends IncomingMessage = IncomingMessage, Res extends ServerResponse = ServerResponse> {
+export interface PropagatedHandler<Req extends RequestLike, Res extends ResponseLike> {
   (req: Req, res: Res): unknown;
   /** What it counted: requests, malformed values, clamped budgets, refusals. */
   stats(): ServerStats;
@@ -83,7 +99,7 @@ export declare function middleware(options?: ServerOptions): PropagationMiddlewa
  * `handler` for `http.createServer(wrap(handler))`, run inside each request's
  * PropagationContext; the same reading and upward rule as `middleware`.
  */
-export declare function wrap<Req extends IncomingMessage = IncomingMessage, Res extends ServerResponse = ServerResponse>(
+export declare function wrap<Req extends RequestLike, Res extends ResponseLike>(
   handler: (req: Req, res: Res) => unknown,
   options?: ServerOptions,
 ): PropagatedHandler<Req, Res>;
