@@ -6,8 +6,9 @@
 // pays one compare per call, nothing more.
 const { AsyncLocalStorage } = require('node:async_hooks');
 const native = require('./native');
-
-const perf = globalThis.performance;
+// The clock the calls run on: performance.now(), or the virtual clock under the testing
+// switch (so a context's time and its calls' agree, and vectors are exact).
+const { now } = require('./clock');
 
 let store = null;
 let listeners = [];
@@ -15,7 +16,7 @@ let listeners = [];
 let cancelOf;
 
 /**
- * What a request brought in: when its budget runs out (on performance.now()'s clock;
+ * What a request brought in: when its budget runs out (on the calls' clock, lib/clock.js;
  * Infinity: no deadline), whether it was itself a retry (the downward rule: retriers
  * inside it make one attempt, send no hedge and say `r=?1` on), and a signal that aborts
  * at that deadline or when its client goes away. `cancel` (a signal, or undefined) is
@@ -43,10 +44,10 @@ class PropagationContext {
   /** The time left before the inbound deadline, in whole ms (never negative); null: none. */
   get remainingMs() {
     if (this.#deadlineAt === Infinity) return null;
-    return Math.max(0, Math.floor(this.#deadlineAt - perf.now()));
+    return Math.max(0, Math.floor(this.#deadlineAt - now()));
   }
 
-  /** When the inbound budget runs out, on performance.now()'s clock (Infinity: never). */
+  /** When the inbound budget runs out, on the calls' clock (Infinity: never). */
   get deadlineAt() {
     return this.#deadlineAt;
   }
@@ -97,7 +98,7 @@ function onEnable(hook) {
  */
 function constrain(handle, c) {
   const at = c.deadlineAt;
-  return native.policyUnder(handle, at === Infinity ? null : Math.max(0, at - perf.now()), c.retry) ?? null;
+  return native.policyUnder(handle, at === Infinity ? null : Math.max(0, at - now()), c.retry) ?? null;
 }
 
 module.exports = { PropagationContext, enable, current, onEnable, constrain, cancelOf };

@@ -59,7 +59,8 @@ export declare class PropagationContext {
   private constructor();
   /** The time left before the request's deadline, in whole ms now (never negative); `null`: no deadline. */
   readonly remainingMs: number | null;
-  /** When the deadline passes, on `performance.now()`'s clock (`Infinity`: never). */
+  /** When the deadline passes, on the clock the calls run on: `performance.now()`'s, or
+   * the virtual clock under `testing` (`Infinity`: never). */
   readonly deadlineAt: number;
   /** Whether the inbound request was itself a retry (`a > 1`, `r=?1`,
    * `grpc-previous-rpc-attempts >= 1`, or on a trusted listener `x-envoy-attempt-count >= 2`). */

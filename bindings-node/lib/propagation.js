@@ -11,9 +11,9 @@ const native = require('./native');
 const { typeName } = require('./options');
 const ambient = require('./ambient');
 const { PropagationContext } = ambient;
+const { now } = require('./clock');
 
 const store = ambient.enable();
-const perf = globalThis.performance;
 
 const SERVER_KEYS = ['limitMs', 'trustMesh', 'observeOnly'];
 
@@ -80,7 +80,7 @@ function refuse(res) {
  * the client goes away before the response is finished.
  */
 function serve(server, req, res, handler) {
-  const start = perf.now();
+  const start = now();
   const got = server.gate.receive(headerPairs(req));
   const { counts } = server;
   counts.requests += 1;
@@ -180,7 +180,7 @@ function run(context, fn) {
     }, remainingMs);
     timer.unref();
   }
-  const ctx = new PropagationContext(bounded ? perf.now() + remainingMs : Infinity, retry === true, controller.signal, signal);
+  const ctx = new PropagationContext(bounded ? now() + remainingMs : Infinity, retry === true, controller.signal, signal);
   let result;
   try {
     result = store.run(ctx, fn);
