@@ -117,3 +117,27 @@ pub(crate) fn pushback(headers: &http::HeaderMap) -> Option<ServerPushback> {
 fn hint(value: &[u8]) -> Option<Duration> {
     crate::retry_after::parse_retry_after(std::str::from_utf8(value).ok()?, SystemTime::now())
 }
+
+/// Sets the propagation headers of one attempt on a request's `headers` (replacing any
+/// the caller set: the time left is the attempt's, never a copy).
+pub(crate) fn propagate(
+    headers: &mut http::HeaderMap,
+    propagate: &crate::propagation::Propagate,
+    host: Option<&str>,
+    attempt: &crate::Attempt,
+) {
+    for (name, value) in propagate.headers(host, attempt.remaining, attempt.number) {
+        if let (Ok(name), Ok(value)) = (http::HeaderName::from_bytes(name.as_bytes()), http::HeaderValue::try_from(value)) {
+            headers.insert(name, value);
+        }
+    }
+}
+
+/// The wait hook of a helper's call: a response's non-negative pushback is the exact wait
+/// (A6), instead of the backoff and Retry-After.
+pub(crate) fn pushback_wait(response: &http::HeaderMap) -> Option<Duration> {
+    match pushback(response) {
+        Some(ServerPushback::Wait(wait)) => Some(wait),
+        _ => None,
+    }
+}

@@ -12,7 +12,9 @@
 //!   helper sends, and to whom.
 //! - [`read_pushback`]: a response's "don't retry" or exact wait.
 //! - [`Gate`], [`RefusalCap`], [`Upward`]: a server helper's reading of each request and
-//!   the upward rule.
+//!   the upward rule; [`PropagationLayer`] (feature `tower`): the Rust server helper.
+//! - [`Propagate`]: what the Rust client helpers (the reqwest middleware, the tower
+//!   `RetryLayer`) send, and to whom.
 
 mod ambient;
 pub mod codec;
@@ -20,12 +22,16 @@ mod inbound;
 mod margin;
 mod outbound;
 mod pushback;
+#[cfg(feature = "tower")]
+mod server_layer;
 mod upward;
 
 pub use ambient::{constrain, current, enter, in_use, mark_in_use, now, replace, Ambient, Entered, Scoped};
 pub use codec::{ContextValue, Malformed, CONTEXT_HEADER};
 pub use inbound::{Inbound, ServerOptions};
 pub use margin::{margin, MAX_MARGIN, MIN_MARGIN};
-pub use outbound::{outbound_headers, Allowlist, Mesh, RequestKind};
+pub use outbound::{outbound_headers, Allowlist, Mesh, Propagate, RequestKind};
 pub use pushback::{parse_pushback, read_pushback, ServerPushback, ENVOY_OVERLOADED_HEADER, GRPC_PUSHBACK_HEADER, PUSHBACK_HEADER};
 pub use upward::{Gate, Received, RefusalCap, Upward, REFUSAL_PUSHBACK, REFUSAL_STATUS};
+#[cfg(feature = "tower")]
+pub use server_layer::{PropagationFuture, PropagationLayer, PropagationService};

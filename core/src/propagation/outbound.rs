@@ -100,6 +100,64 @@ pub fn outbound_headers(
     headers
 }
 
+/// What a client helper propagates (the reqwest middleware's and the tower layer's
+/// `propagation` setting): on by default, to every host, with no mesh headers and the
+/// request kind HTTP.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Propagate {
+    enabled: bool,
+    mesh: Mesh,
+    kind: RequestKind,
+    allowlist: Allowlist,
+}
+
+impl Default for Propagate {
+    fn default() -> Self {
+        Propagate { enabled: true, mesh: Mesh::None, kind: RequestKind::Http, allowlist: Allowlist::all() }
+    }
+}
+
+impl Propagate {
+    /// The default: `Retryrs-Context` on every attempt, to every host.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Nothing sent (the per-retrier opt-out).
+    pub fn off() -> Self {
+        Propagate { enabled: false, ..Self::default() }
+    }
+    /// Also the headers of this mesh.
+    pub fn mesh(mut self, mesh: Mesh) -> Self {
+        self.mesh = mesh;
+        self
+    }
+    /// The protocol of the requests (gRPC and Connect add their budget header).
+    pub fn kind(mut self, kind: RequestKind) -> Self {
+        self.kind = kind;
+        self
+    }
+    /// Only to these hosts (nothing to any other).
+    pub fn allowlist(mut self, allowlist: Allowlist) -> Self {
+        self.allowlist = allowlist;
+        self
+    }
+    /// The headers for one attempt of a request to `host` (`None`: a request without one,
+    /// sent only when no allowlist is set), with `left` and `attempt` the attempt's bound
+    /// and number; `r=?1` when this thread's ambient context ([`super::current`]) is a
+    /// retry. Empty when off, to a host the allowlist refuses, or with nothing left.
+    pub fn headers(&self, host: Option<&str>, left: Option<Duration>, attempt: u32) -> Vec<(&'static str, String)> {
+        let allowed = match host {
+            Some(h) => self.allowlist.allows(h),
+            None => self.allowlist.hosts.is_none(),
+        };
+        if !self.enabled || !allowed {
+            return Vec::new();
+        }
+        let is_retry = super::current().is_some_and(|a| a.is_retry());
+        outbound_headers(self.mesh, left, attempt, is_retry, self.kind)
+    }
+}
+
 /// The hosts that may receive propagation headers: every host by default; once a list is
 /// set, only the hosts it names (`example.com` exactly, `*.example.com` any subdomain of
 /// it, never the apex; names compared ignoring ASCII case, ports ignored).

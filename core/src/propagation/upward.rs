@@ -112,6 +112,13 @@ pub struct Received {
     pub upward: Upward,
 }
 
+impl Received {
+    /// The time the request's caller has left now (`None`: it gave no deadline).
+    pub fn left(&self) -> Option<Duration> {
+        self.ambient.left()
+    }
+}
+
 impl Gate {
     /// A gate with these options and the default cap (20% per 10 s). Marks propagation
     /// as in use.
