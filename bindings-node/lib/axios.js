@@ -11,7 +11,7 @@ const { AsyncLocalStorage } = require('node:async_hooks');
 const { Readable } = require('node:stream');
 const { httpHelper, idempotencyKeyOf, failureOf, codeOf, isClientTimeout } = require('./http-common');
 const { runHttp } = require('./http-run');
-const { pairsOf, hostOf } = require('./http-propagation');
+const { pairsOf } = require('./http-propagation');
 const { HeldBody, holdStream, readWhole, silenceMs } = require('./http-body');
 
 const INSTALLED = Symbol('retryrs.axios');
@@ -102,7 +102,7 @@ function retryAxios(instance, options) {
     const req = {
       method,
       url,
-      host: hostOf(raw),
+      target: raw,
       key: idempotencyKeyOf(config.headers),
       replayable: replayableData(config.data),
       signal: config.signal ?? undefined,
@@ -168,7 +168,7 @@ function bufferedOutcome(response, error) {
 function headersWith(axios, headers, extra) {
   if (extra === null) return headers;
   const copy = new axios.AxiosHeaders(headers);
-  for (const [name, value] of extra) copy.set(name, value);
+  for (let i = 0; i < extra.length; i += 2) copy.set(extra[i], extra[i + 1]);
   return copy;
 }
 

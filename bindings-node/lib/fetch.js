@@ -12,7 +12,7 @@ const {
   idempotencyKeyOf, failureOf,
 } = require('./http-common');
 const { runHttp } = require('./http-run');
-const { withHeaders, pairsOf, hostOf } = require('./http-propagation');
+const { withHeaders, pairsOf } = require('./http-propagation');
 const { HeldBody, silenceMs, silenceWatch, silenceError } = require('./http-body');
 
 const IDEMPOTENT_METHODS = Object.freeze(native.idempotentMethods());
@@ -224,7 +224,7 @@ function retryingFetch(options) {
     }
     // Each attempt's progress as undici's channels report it (see watchSends).
     const progress = new Map();
-    const req = { method, url, host: hostOf(raw), key: idempotencyKeyOf(init?.headers ?? request?.headers), replayable, signal };
+    const req = { method, url, target: raw, key: idempotencyKeyOf(init?.headers ?? request?.headers), replayable, signal };
     return runHttp(h, rules, req, {
       send(attemptSignal, n, extra) {
         const sent = { created: false, sent: false };

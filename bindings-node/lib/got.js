@@ -281,10 +281,10 @@ function retryGot(options) {
             opts.timeout = { ...opts.timeout, request: Math.max(1, Math.min(own ?? Infinity, Math.ceil(ms))) };
           }
           // The attempt's propagation headers (its time left now, its number).
-          const extra = ctx === null || ctx === undefined ? null : outboundHeaders(h.out, opts.url?.host ?? '', ctx);
+          const extra = ctx === null || ctx === undefined ? null : outboundHeaders(h.out, opts.url, ctx);
           if (extra !== null) {
             const headers = { ...opts.headers };
-            for (const [name, value] of extra) headers[name.toLowerCase()] = value;
+            for (let i = 0; i < extra.length; i += 2) headers[extra[i].toLowerCase()] = extra[i + 1];
             opts.headers = headers;
           }
         },

@@ -10,6 +10,8 @@ const { typeName } = require('./options');
 const { DONT_RETRY } = require('./codes');
 
 const PROPAGATE_KEYS = ['hosts', 'mesh', 'kind'];
+// The defaults' mesh and request kind, as the core numbers them.
+const DEFAULT_MODE = native.propagationOutboundMode('none', 'http');
 
 /**
  * A helper's `propagate` option: false (send nothing), true or undefined (the defaults:
@@ -18,7 +20,7 @@ const PROPAGATE_KEYS = ['hosts', 'mesh', 'kind'];
  */
 function outboundOf(where, option) {
   if (option === false) return null;
-  if (option === undefined || option === null || option === true) return { allow: null, mesh: 'none', kind: 'http' };
+  if (option === undefined || option === null || option === true) return { allow: null, mode: DEFAULT_MODE };
   if (typeof option !== 'object' || Array.isArray(option)) {
     throw new TypeError(`${where}: propagate must be true, false or an object such as { hosts: ['api.internal'], mesh: 'envoy' }, got ${typeName(option)}`);
   }
@@ -46,25 +48,28 @@ function outboundOf(where, option) {
   for (const [name, v] of [['mesh', mesh], ['kind', kind]]) {
     if (typeof v !== 'string') throw new TypeError(`${where}: propagate.${name} must be a string, got ${typeName(v)}`);
   }
+  let mode;
   try {
-    // The core checks the spellings (and says what it takes) as it would at a send.
-    native.propagationOutboundHeaders(null, 1, false, mesh, kind);
+    // The core checks the spellings (and says what it takes).
+    mode = native.propagationOutboundMode(mesh, kind);
   } catch (err) {
     throw new RangeError(`${where}: propagate.${err.message}`);
   }
-  return { allow, mesh, kind };
+  return { allow, mode };
 }
 
 /**
- * The headers one attempt sends to `host` (a URL's host, port included or not), as
- * [name, value] pairs; null when none (off, a host outside the allowlist, an attempt
- * with nothing left). `ctx`: the attempt's context (its number and time left now).
+ * The headers one attempt sends to `url` (a string or a URL), as a flat list
+ * [name, value, ...]; null when none (off, a host outside the allowlist, an attempt with
+ * nothing left). `ctx`: the attempt's context (its number and time left now). Asked on
+ * every attempt of every helper: the URL is parsed only when an allowlist is set, and the
+ * core answers in the flat shape the helpers use (src/propagation_node.rs).
  */
-function outboundHeaders(out, host, ctx) {
-  if (out === null || (out.allow !== null && !out.allow.allows(host))) return null;
+function outboundHeaders(out, url, ctx) {
+  if (out === null || (out.allow !== null && !out.allow.allows(hostOf(url)))) return null;
   const c = ambient.current();
-  const pairs = native.propagationOutboundHeaders(ctx.remainingMs, ctx.attempt, c !== undefined && c.retry, out.mesh, out.kind);
-  return pairs.length === 0 ? null : pairs;
+  const flat = native.propagationOutboundFlat(ctx.remainingMs, ctx.attempt, c !== undefined && c.retry, out.mode);
+  return flat.length === 0 ? null : flat;
 }
 
 /**
@@ -96,37 +101,44 @@ function pairsOf(headers) {
 
 /**
  * `headers` (a Headers, a plain object, pairs, a flat array or an iterable of pairs, or
- * nothing) with `extra` ([name, value] pairs) set over any header of the same name,
- * names compared ignoring case; the caller's object is not changed.
+ * nothing) with `extra` (a flat [name, value, ...] list) set over any header of the same
+ * name, names compared ignoring case; the caller's object is not changed.
  */
 function withHeaders(headers, extra) {
-  const names = new Set(extra.map(([k]) => k.toLowerCase()));
-  if (headers === undefined || headers === null) return Object.fromEntries(extra);
+  if (headers === undefined || headers === null) {
+    const out = {};
+    for (let i = 0; i < extra.length; i += 2) out[extra[i]] = extra[i + 1];
+    return out;
+  }
+  const names = new Set();
+  for (let i = 0; i < extra.length; i += 2) names.add(extra[i].toLowerCase());
   if (typeof headers.get === 'function' && typeof headers.set === 'function' && typeof headers.entries === 'function') {
     const copy = new Headers(headers);
-    for (const [k, v] of extra) copy.set(k, v);
+    for (let i = 0; i < extra.length; i += 2) copy.set(extra[i], extra[i + 1]);
     return copy;
   }
   if (Array.isArray(headers) && (headers.length === 0 || !Array.isArray(headers[0]))) {
     // A flat list [name, value, ...] (undici's).
     const out = [];
     for (let i = 0; i + 1 < headers.length; i += 2) if (!names.has(String(headers[i]).toLowerCase())) out.push(headers[i], headers[i + 1]);
-    for (const [k, v] of extra) out.push(k, v);
-    return out;
+    return out.concat(extra);
   }
   if (typeof headers[Symbol.iterator] === 'function') {
-    return [...Array.from(headers).filter(([k]) => !names.has(String(k).toLowerCase())), ...extra];
+    const out = Array.from(headers).filter(([k]) => !names.has(String(k).toLowerCase()));
+    for (let i = 0; i < extra.length; i += 2) out.push([extra[i], extra[i + 1]]);
+    return out;
   }
   const out = {};
   for (const k of Object.keys(headers)) if (!names.has(k.toLowerCase())) out[k] = headers[k];
-  for (const [k, v] of extra) out[k] = v;
+  for (let i = 0; i < extra.length; i += 2) out[extra[i]] = extra[i + 1];
   return out;
 }
 
-/** The host (with its port) of a URL, or '' when it has none (a relative URL). */
-function hostOf(raw) {
+/** The host (with its port) of a URL (a string or a URL), or '' when it has none (a relative URL). */
+function hostOf(url) {
+  if (url instanceof URL) return url.host;
   try {
-    return new URL(raw).host;
+    return new URL(url).host;
   } catch {
     return '';
   }

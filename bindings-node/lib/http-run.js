@@ -30,10 +30,10 @@ const { DONT_RETRY } = require('./codes');
  * by its bound was never sent, and `io.timedOut(err)` (optional, default isClientTimeout)
  * whether the error is the client's own timeout. A request cut at its bound or timed out
  * by its client is priced as a timeout by a quota budget (markTimedOut). `req`: `{ method,
- * url (redacted), host (the URL's host, for the propagation allowlist), key
+ * url (redacted), target (the URL as sent, for the propagation allowlist), key
  * (Idempotency-Key or null), replayable (a boolean, or a function: whether the body can be
  * sent again now), signal }`. Each send gets the attempt's propagation headers as a third
- * argument ([name, value] pairs, or null: lib/http-propagation.js), and an outcome may
+ * argument (a flat [name, value, ...] list, or null: lib/http-propagation.js), and an outcome may
  * carry `headerPairs()`, its response's headers as pairs, whose pushback the core reads.
  *
  * Resolves with handOver() of the last outcome: a success, a final error response (the
@@ -90,7 +90,7 @@ async function runHttp(h, rules, req, io) {
       // The attempt number is in the async context of the request's send: what
       // resendCountAttributes reads when the client's instrumentation makes its span.
       // The propagation headers of this attempt (its time left now, its number), or null.
-      const extra = outboundHeaders(h.out, req.host, ctx);
+      const extra = outboundHeaders(h.out, req.target, ctx);
       const sent = attempts.run(n, () => io.send(attemptSignal, n, extra));
       out = await (timer === undefined ? sent : Promise.race([sent, timer.expired]));
       // A client that hands a response over read whole (axios) reads a final one inside

@@ -10,7 +10,7 @@
 const { typeName } = require('./options');
 const { httpHelper, idempotencyKeyOf, failureOf } = require('./http-common');
 const { runHttp } = require('./http-run');
-const { withHeaders, pairsOf, hostOf } = require('./http-propagation');
+const { withHeaders, pairsOf } = require('./http-propagation');
 const { HeldBody, silenceMs, silenceWatch, silenceError } = require('./http-body');
 
 /**
@@ -309,7 +309,7 @@ function retryInterceptor(options) {
       const req = {
         method,
         url,
-        host: hostOf(rest.origin),
+        target: rest.origin,
         key: idempotencyKeyOf(headerBag(rest.headers)),
         replayable: recorded === null ? replayableBody(rest.body) : recorded.replayable,
         signal: aborter.signal,

@@ -108,13 +108,15 @@ async function checkConstrain(v, c, expect, policyOf) {
 function checkOutbound(c, expect) {
   const out = outboundOf('conformance', { mesh: c.mesh, kind: c.kind });
   const ctx = { remainingMs: c.left_ms, attempt: c.attempt };
-  const headers = run({ retry: c.is_retry }, () => outboundHeaders(out, 'api.example.com', ctx)) ?? [];
-  assert.deepEqual(headers, expect.headers);
+  const flat = run({ retry: c.is_retry }, () => outboundHeaders(out, 'https://api.example.com/', ctx)) ?? [];
+  const pairs = [];
+  for (let i = 0; i < flat.length; i += 2) pairs.push([flat[i], flat[i + 1]]);
+  assert.deepEqual(pairs, expect.headers);
 }
 
 function checkAllowlist(c, expect) {
   const out = outboundOf('conformance', c.hosts === null ? true : { hosts: c.hosts });
-  const sent = outboundHeaders(out, c.host, { remainingMs: 1000, attempt: 1 });
+  const sent = outboundHeaders(out, `https://${c.host}/`, { remainingMs: 1000, attempt: 1 });
   assert.equal(sent !== null, expect.allows);
 }
 
