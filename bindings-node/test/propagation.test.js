@@ -357,6 +357,22 @@ const HELPERS = {
       await dispatcher.close();
     }
   },
+  // Global fetch through undici's global dispatcher, composed with the interceptor.
+  'undici (global fetch)': (retrier, more) => async (url) => {
+    const undici = require('undici');
+    const { retryInterceptor } = require('retryrs/undici');
+    const dispatcher = new undici.Agent().compose(retryInterceptor({ retrier, ...more }));
+    const before = undici.getGlobalDispatcher();
+    undici.setGlobalDispatcher(dispatcher);
+    try {
+      const res = await fetch(url);
+      await res.arrayBuffer();
+      return res.status;
+    } finally {
+      undici.setGlobalDispatcher(before);
+      await dispatcher.close();
+    }
+  },
   axios: (retrier, more) => async (url) => {
     const axios = require('axios');
     const { retryAxios } = require('retryrs/axios');
@@ -371,7 +387,65 @@ const HELPERS = {
   },
 };
 
+/**
+ * A GET to `url` with node:http (not fetch: a test may set undici's global dispatcher,
+ * which global fetch would go through), resolving with its status and how long the
+ * answer took (ms).
+ */
+function get(url, headers) {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    http.get(url, { headers }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode, took: performance.now() - started }));
+    }).on('error', reject);
+  });
+}
+
+/** A server wrapped by the helper whose handler calls `url` with `call`: 200 or 504. */
+function frontFor(call, url) {
+  return serve(wrap(async (req, res) => {
+    let status;
+    try {
+      status = await call(url);
+    } catch {
+      status = 'failed';
+    }
+    res.writeHead(status === 200 ? 200 : 504, { 'content-length': '0', 'x-inner': String(status) });
+    res.end();
+  }));
+}
+
 for (const [name, make] of Object.entries(HELPERS)) {
+  test(`${name}: a wrapped server given t=300 answers within 300 + 250 ms though its dependency hangs (a default retrier)`, async (t) => {
+    const ready = await serve(answer(200));
+    t.after(() => ready.close());
+    // The helper's first use loads its client: not part of the time measured.
+    assert.equal(await make(new Retrier())(ready.url), 200);
+    const dependency = await serve(() => {});
+    t.after(() => dependency.close());
+    const front = await frontFor(make(new Retrier()), dependency.url); // a 15 s deadline
+    t.after(() => front.close());
+    const { status, took } = await get(front.url, { 'Retryrs-Context': 't=300, a=1' });
+    assert.equal(status, 504);
+    assert.ok(took < 300 + 250, `answered after ${Math.round(took)} ms`);
+    assert.ok(dependency.seen.length >= 1, 'the dependency was called');
+    assert.ok(Number(contextOf(dependency.seen[0]['retryrs-context']).t) < 300, 'and told the time left');
+  });
+
+  test(`${name}: a wrapped server given a=2 makes exactly one inner attempt`, async (t) => {
+    const dependency = await serve(answer(503));
+    t.after(() => dependency.close());
+    const front = await frontFor(make(fastRetrier()), dependency.url);
+    t.after(() => front.close());
+    assert.equal((await get(front.url, { 'Retryrs-Context': 't=2000, a=2' })).status, 504);
+    assert.equal(dependency.seen.length, 1);
+    assert.equal(contextOf(dependency.seen[0]['retryrs-context']).r, '?1');
+    // a=1: the same handler retries (5 attempts by default).
+    assert.equal((await get(front.url, { 'Retryrs-Context': 't=2000, a=1' })).status, 504);
+    assert.equal(dependency.seen.length, 1 + 5);
+  });
+
   test(`${name}: each attempt carries its own t and a; a host outside the allowlist gets nothing`, async (t) => {
     const server = await serve((req, res, n) => answer(n === 1 ? 503 : 200)(req, res));
     t.after(() => server.close());
