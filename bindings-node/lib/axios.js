@@ -11,7 +11,7 @@ const { AsyncLocalStorage } = require('node:async_hooks');
 const { Readable } = require('node:stream');
 const { httpHelper, idempotencyKeyOf, failureOf, codeOf, isClientTimeout } = require('./http-common');
 const { runHttp } = require('./http-run');
-const { pairsOf } = require('./http-propagation');
+const { pairsOf, mayReceive, withoutHeaders } = require('./http-propagation');
 const { HeldBody, holdStream, readWhole, silenceMs } = require('./http-body');
 
 const INSTALLED = Symbol('retryrs.axios');
@@ -115,9 +115,9 @@ function retryAxios(instance, options) {
         // axios's http adapter is asked for a stream, judged at its headers (the rule
         // of lib/http-body.js); another adapter buffers the body itself.
         send: (signal, n, extra) => (streams
-          ? watched(progress, n, () => inner({ ...config, headers: headersWith(axios, config.headers, extra), signal, responseType: 'stream', validateStatus: null }))
+          ? watched(progress, n, () => inner({ ...attemptConfig(axios, config, signal, extra, h.out), responseType: 'stream', validateStatus: null }))
             .then((response) => streamOutcome(axios, config, response, silence))
-          : inner({ ...config, headers: headersWith(axios, config.headers, extra), signal }).then(
+          : inner(attemptConfig(axios, config, signal, extra, h.out)).then(
             (response) => bufferedOutcome(response, undefined),
             (err) => {
               if (axios.isAxiosError(err) && err.response !== undefined && err.response !== null) return bufferedOutcome(err.response, err);
@@ -165,6 +165,23 @@ function bufferedOutcome(response, error) {
 }
 
 /** The request's headers with the attempt's propagation headers over them (a copy), or as they were. */
+/**
+ * The attempt's config: `extra` (the propagation headers, or null) set over its headers;
+ * with an allowlist, a redirect that axios follows (follow-redirects) to a host outside
+ * it loses them, before the caller's own beforeRedirect runs.
+ */
+function attemptConfig(axios, config, signal, extra, out) {
+  const attempt = { ...config, headers: headersWith(axios, config.headers, extra), signal };
+  if (extra !== null && out.allow !== null) {
+    const own = config.beforeRedirect;
+    attempt.beforeRedirect = (options, ...rest) => {
+      if (!mayReceive(out, options.href)) options.headers = withoutHeaders(options.headers, extra);
+      if (typeof own === 'function') own(options, ...rest);
+    };
+  }
+  return attempt;
+}
+
 function headersWith(axios, headers, extra) {
   if (extra === null) return headers;
   const copy = new axios.AxiosHeaders(headers);

@@ -41,7 +41,9 @@ export interface HttpHelperOptions {
 export interface PropagateOptions {
   /** The only hosts that receive them: `'api.internal'` exactly, `'*.svc.local'` any
    * subdomain (never the apex); ports are ignored, case too. Default: every host. A bad
-   * entry is a RangeError naming it, when the helper is made. */
+   * entry is a RangeError naming it, when the helper is made. A redirect the client
+   * follows to another host loses the headers (with undici, compose its redirect
+   * interceptor after `retryInterceptor`). */
   hosts?: readonly string[];
   /** The sidecar in front of the next hop, whose own retries are turned off (one layer
    * retries): `'envoy'` also sends `x-envoy-upstream-rq-timeout-ms` and

@@ -12,7 +12,7 @@ const {
   idempotencyKeyOf, failureOf,
 } = require('./http-common');
 const { runHttp } = require('./http-run');
-const { withHeaders, pairsOf } = require('./http-propagation');
+const { withHeaders, withoutHeaders, mayReceive, pairsOf } = require('./http-propagation');
 const { HeldBody, silenceMs, silenceWatch, silenceError } = require('./http-body');
 
 const IDEMPOTENT_METHODS = Object.freeze(native.idempotentMethods());
@@ -177,6 +177,34 @@ function watchSends() {
   });
 }
 
+// Where undici (Node's fetch, and the undici package) keeps its global dispatcher.
+const GLOBAL_DISPATCHER = Symbol.for('undici.globalDispatcher.1');
+
+/**
+ * Whether fetch follows this request's redirects by itself. A Request that carries its own
+ * dispatcher (undici's init.dispatcher) keeps it: none is given over it.
+ */
+function followsRedirects(init, request) {
+  if (request !== undefined && init?.dispatcher === undefined) return false;
+  return (init?.redirect ?? 'follow') === 'follow';
+}
+
+/**
+ * The dispatcher an attempt with an allowlist is sent through (undici's fetch asks it for
+ * every hop of a redirect it follows, with the first request's headers): a hop to a host
+ * outside the list loses the headers `sent`, then goes to the caller's dispatcher, or
+ * undici's global one (read at the hop: fetch sets it up when first used).
+ */
+function allowlistDispatcher(out, own, sent) {
+  return {
+    dispatch(opts, handler) {
+      const inner = own ?? globalThis[GLOBAL_DISPATCHER];
+      const hop = mayReceive(out, opts.origin) ? opts : { ...opts, headers: withoutHeaders(opts.headers, sent) };
+      return inner.dispatch(hop, handler);
+    },
+  };
+}
+
 /** Frees the connection of a response that arrived after its attempt was abandoned. */
 function cancelBody(res) {
   try {
@@ -231,7 +259,10 @@ function retryingFetch(options) {
         progress.set(n, sent);
         let attemptInit = attemptSignal === signal ? init : { ...init, signal: attemptSignal };
         // The attempt's propagation headers, over the request's own (a copy of them).
-        if (extra !== null) attemptInit = { ...attemptInit, headers: withHeaders(init?.headers ?? request?.headers, extra) };
+        if (extra !== null) {
+          attemptInit = { ...attemptInit, headers: withHeaders(init?.headers ?? request?.headers, extra) };
+          if (h.out.allow !== null && followsRedirects(init, request)) attemptInit.dispatcher = allowlistDispatcher(h.out, init?.dispatcher, extra);
+        }
         const pending = sending.run(sent, () => base(input, attemptInit));
         return pending.then((res) => {
           // Abandoned at its bound before it arrived: its connection is freed.

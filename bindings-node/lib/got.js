@@ -12,7 +12,7 @@ const {
   RetryableStatusError, FinalStatusError, RequestFailedError, FinalNetworkError, isClientTimeout,
 } = require('./http-common');
 const { markResend } = require('./http-run');
-const { outboundHeaders, pushbackOf, pairsOf } = require('./http-propagation');
+const { outboundHeaders, withoutHeaders, pushbackOf, pairsOf } = require('./http-propagation');
 const { DONT_RETRY } = require('./codes');
 const { markTimedOut } = require('./call');
 const { DRAIN_LIMIT } = require('./http-body');
@@ -280,12 +280,18 @@ function retryGot(options) {
             const own = opts.timeout.request;
             opts.timeout = { ...opts.timeout, request: Math.max(1, Math.min(own ?? Infinity, Math.ceil(ms))) };
           }
-          // The attempt's propagation headers (its time left now, its number).
+          // The attempt's propagation headers (its time left now, its number). got runs
+          // this hook again for each redirect it follows, with the headers sent before:
+          // a hop outside the allowlist gets them removed.
+          const state = opts.context[STATE];
           const extra = ctx === null || ctx === undefined ? null : outboundHeaders(h.out, opts.url, ctx);
           if (extra !== null) {
             const headers = { ...opts.headers };
             for (let i = 0; i < extra.length; i += 2) headers[extra[i].toLowerCase()] = extra[i + 1];
             opts.headers = headers;
+            state.propagated = extra;
+          } else if (state?.propagated !== undefined) {
+            opts.headers = withoutHeaders(opts.headers, state.propagated);
           }
         },
       ],

@@ -66,10 +66,36 @@ function outboundOf(where, option) {
  * core answers in the flat shape the helpers use (src/propagation_node.rs).
  */
 function outboundHeaders(out, url, ctx) {
-  if (out === null || (out.allow !== null && !out.allow.allows(hostOf(url)))) return null;
+  if (out === null || !mayReceive(out, url)) return null;
   const c = ambient.current();
   const flat = native.propagationOutboundFlat(ctx.remainingMs, ctx.attempt, c !== undefined && c.retry, out.mode);
   return flat.length === 0 ? null : flat;
+}
+
+/** Whether `url` (a string or a URL) may receive the headers: its host is allowed, or no allowlist is set. */
+function mayReceive(out, url) {
+  return out.allow === null || out.allow.allows(hostOf(url));
+}
+
+/**
+ * `headers` (a plain object, or a flat [name, value, ...] list as undici dispatches them)
+ * without the headers of `sent` (a flat list, as outboundHeaders gives), names compared
+ * ignoring case; the caller's object is not changed. What a request a client sends on
+ * its own, following a redirect to a host outside the allowlist, carries: a client that
+ * follows redirects copies the first request's headers to every hop.
+ */
+function withoutHeaders(headers, sent) {
+  const names = new Set();
+  for (let i = 0; i < sent.length; i += 2) names.add(sent[i].toLowerCase());
+  if (headers === undefined || headers === null) return headers;
+  if (Array.isArray(headers)) {
+    const out = [];
+    for (let i = 0; i + 1 < headers.length; i += 2) if (!names.has(String(headers[i]).toLowerCase())) out.push(headers[i], headers[i + 1]);
+    return out;
+  }
+  const out = {};
+  for (const k of Object.keys(headers)) if (!names.has(k.toLowerCase())) out[k] = headers[k];
+  return out;
 }
 
 /**
@@ -144,4 +170,4 @@ function hostOf(url) {
   }
 }
 
-module.exports = { outboundOf, outboundHeaders, pushbackOf, pairsOf, withHeaders, hostOf };
+module.exports = { outboundOf, outboundHeaders, mayReceive, withoutHeaders, pushbackOf, pairsOf, withHeaders, hostOf };

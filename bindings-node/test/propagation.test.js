@@ -11,20 +11,20 @@ const { retryingFetch } = require('retryrs/fetch');
 const { middleware, wrap, run, current, PropagationContext } = require('retryrs/propagation');
 
 /**
- * A loopback server answering with `handler(req, res, n)` (n: the request's number from 1;
- * a handler that does nothing leaves the request hanging). Keeps what each request's
- * headers were; `close()` drops every connection.
+ * A loopback server (on `host`, 127.0.0.1 unless told) answering with `handler(req, res, n)`
+ * (n: the request's number from 1; a handler that does nothing leaves the request
+ * hanging). Keeps what each request's headers were; `close()` drops every connection.
  */
-async function serve(handler) {
+async function serve(handler, host = '127.0.0.1') {
   const seen = [];
   const server = http.createServer((req, res) => {
     seen.push(req.headers);
     handler(req, res, seen.length);
   });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise((resolve) => server.listen(0, host, resolve));
   const { port } = server.address();
   return {
-    url: `http://127.0.0.1:${port}/`,
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/`,
     port,
     seen,
     close() {
@@ -348,7 +348,9 @@ const HELPERS = {
   undici: (retrier, more) => async (url) => {
     const undici = require('undici');
     const { retryInterceptor } = require('retryrs/undici');
-    const dispatcher = new undici.Agent().compose(retryInterceptor({ retrier, ...more }));
+    // Redirects followed outside the retries (composed after them): each hop is retried
+    // and told the context on its own, and the allowlist is asked of each.
+    const dispatcher = new undici.Agent().compose(retryInterceptor({ retrier, ...more }), undici.interceptors.redirect({ maxRedirections: 3 }));
     try {
       const res = await undici.request(url, { dispatcher });
       await res.body.dump();
@@ -455,6 +457,24 @@ for (const [name, make] of Object.entries(HELPERS)) {
     assert.deepEqual([first.a, second.a], ['1', '2']);
     assert.equal(await make(fastRetrier(), { propagate: { hosts: ['*.internal'] } })(server.url), 200);
     assert.equal(server.seen[2]['retryrs-context'], undefined);
+  });
+
+  test(`${name}: a redirect its client follows to a host outside the allowlist carries none of the headers`, async (t) => {
+    // 127.0.0.1 (allowed, another port) -> [::1] (outside the list) -> 200.
+    const outside = await serve(answer(200), '::1');
+    t.after(() => outside.close());
+    const inside = await serve((req, res) => res.writeHead(307, { location: outside.url, 'content-length': '0' }).end());
+    t.after(() => inside.close());
+    const first = await serve((req, res) => res.writeHead(302, { location: inside.url, 'content-length': '0' }).end());
+    t.after(() => first.close());
+    assert.equal(await make(fastRetrier(), { propagate: { hosts: ['127.0.0.1'] } })(first.url), 200);
+    assert.equal(contextOf(first.seen[0]['retryrs-context']).a, '1');
+    assert.equal(contextOf(inside.seen[0]['retryrs-context']).a, '1', 'an allowed hop keeps them');
+    assert.equal(outside.seen.length, 1);
+    assert.deepEqual(Object.keys(outside.seen[0]).filter((k) => k.startsWith('retryrs')), []);
+    // Without an allowlist every host gets them, the redirect's hops too.
+    assert.equal(await make(fastRetrier())(first.url), 200);
+    assert.equal(contextOf(outside.seen[1]['retryrs-context']).a, '1');
   });
 
   test(`${name}: a 503 with Retryrs-Pushback: -1 makes one attempt, counted a failure`, async (t) => {
