@@ -164,7 +164,6 @@ function bufferedOutcome(response, error) {
   };
 }
 
-/** The request's headers with the attempt's propagation headers over them (a copy), or as they were. */
 /**
  * The attempt's config: `extra` (the propagation headers, or null) set over its headers;
  * with an allowlist, a redirect that axios follows (follow-redirects) to a host outside
@@ -182,6 +181,7 @@ function attemptConfig(axios, config, signal, extra, out) {
   return attempt;
 }
 
+/** The request's headers with the attempt's propagation headers over them (a copy), or as they were. */
 function headersWith(axios, headers, extra) {
   if (extra === null) return headers;
   const copy = new axios.AxiosHeaders(headers);

@@ -186,7 +186,7 @@ const GLOBAL_DISPATCHER = Symbol.for('undici.globalDispatcher.1');
  */
 function followsRedirects(init, request) {
   if (request !== undefined && init?.dispatcher === undefined) return false;
-  return (init?.redirect ?? 'follow') === 'follow';
+  return (init?.redirect ?? request?.redirect ?? 'follow') === 'follow';
 }
 
 /**
