@@ -42,8 +42,9 @@ export interface PropagateOptions {
   /** The only hosts that receive them: `'api.internal'` exactly, `'*.svc.local'` any
    * subdomain (never the apex); ports are ignored, case too. Default: every host. A bad
    * entry is a RangeError naming it, when the helper is made. A redirect the client
-   * follows to another host loses the headers (with undici, compose its redirect
-   * interceptor after `retryInterceptor`). */
+   * follows to another host loses the headers (retryingFetch: with the global fetch or
+   * a `dispatcher` in `init`; undici: with its redirect interceptor composed after
+   * `retryInterceptor`; see docs/propagation.md). */
   hosts?: readonly string[];
   /** The sidecar in front of the next hop, whose own retries are turned off (one layer
    * retries): `'envoy'` also sends `x-envoy-upstream-rq-timeout-ms` and

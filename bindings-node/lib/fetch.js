@@ -181,11 +181,14 @@ function watchSends() {
 const GLOBAL_DISPATCHER = Symbol.for('undici.globalDispatcher.1');
 
 /**
- * Whether fetch follows this request's redirects by itself. A Request that carries its own
- * dispatcher (undici's init.dispatcher) keeps it: none is given over it.
+ * Whether an attempt goes through allowlistDispatcher: fetch follows its redirects by
+ * itself, and is known to send it through the dispatcher given (Node's global fetch, or
+ * any fetch given a dispatcher in init, which it is asked to use). A fetch of the caller's
+ * own may bind a dispatcher (a proxy's) that one given over it would replace; a Request
+ * made with its own keeps it (it cannot be read to be wrapped).
  */
-function followsRedirects(init, request) {
-  if (request !== undefined && init?.dispatcher === undefined) return false;
+function followsRedirects(globalFetch, init, request) {
+  if (init?.dispatcher === undefined && (!globalFetch || request !== undefined)) return false;
   return (init?.redirect ?? request?.redirect ?? 'follow') === 'follow';
 }
 
@@ -224,6 +227,7 @@ function cancelBody(res) {
 function retryingFetch(options) {
   const h = httpHelper('retryingFetch', options, ['fetch']);
   const base = options?.fetch ?? globalThis.fetch;
+  const globalFetch = base === globalThis.fetch;
   if (typeof base !== 'function') throw new TypeError(`retryingFetch: fetch must be a function, got ${typeName(base)}`);
   watchSends();
   // How long the body of a response handed over may stay silent (lib/http-body.js).
@@ -261,7 +265,7 @@ function retryingFetch(options) {
         // The attempt's propagation headers, over the request's own (a copy of them).
         if (extra !== null) {
           attemptInit = { ...attemptInit, headers: withHeaders(init?.headers ?? request?.headers, extra) };
-          if (h.out.allow !== null && followsRedirects(init, request)) attemptInit.dispatcher = allowlistDispatcher(h.out, init?.dispatcher, extra);
+          if (h.out.allow !== null && followsRedirects(globalFetch, init, request)) attemptInit.dispatcher = allowlistDispatcher(h.out, init?.dispatcher, extra);
         }
         const pending = sending.run(sent, () => base(input, attemptInit));
         return pending.then((res) => {

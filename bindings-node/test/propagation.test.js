@@ -185,6 +185,37 @@ test('nothing is sent to a host outside the allowlist; the allowed host gets it;
   assert.throws(() => retryingFetch({ propagate: { host: ['x'] } }), /unknown key 'host'/);
 });
 
+test('with an allowlist, retryingFetch keeps the dispatcher a fetch of the caller\'s own binds, and checks each hop through one given in init', async (t) => {
+  const undici = require('undici');
+  const outside = await serve(answer(200), '::1');
+  t.after(() => outside.close());
+  const first = await serve((req, res) => res.writeHead(302, { location: outside.url, 'content-length': '0' }).end());
+  t.after(() => first.close());
+  const counted = () => {
+    const agent = new undici.Agent();
+    const dispatch = agent.dispatch.bind(agent);
+    agent.hops = 0;
+    agent.dispatch = (opts, handler) => {
+      agent.hops += 1;
+      return dispatch(opts, handler);
+    };
+    t.after(() => agent.close());
+    return agent;
+  };
+  const propagate = { hosts: ['127.0.0.1'] };
+  // Its own dispatcher (a proxy's, say) is what it sends through: none is given over it.
+  const bound = counted();
+  const own = retryingFetch({ fetch: (url, init) => undici.fetch(url, { dispatcher: bound, ...init }), propagate });
+  await (await own(first.url)).arrayBuffer();
+  assert.equal(bound.hops, 2);
+  // A dispatcher in init: each hop goes through it, checked against the list.
+  const given = counted();
+  await (await retryingFetch({ fetch: undici.fetch, propagate })(first.url, { dispatcher: given })).arrayBuffer();
+  assert.equal(given.hops, 2);
+  assert.equal(contextOf(first.seen[1]['retryrs-context']).a, '1');
+  assert.equal(outside.seen[1]['retryrs-context'], undefined);
+});
+
 test('the interop modes send the mesh and protocol headers; the caller\'s own headers are kept', async (t) => {
   const server = await serve(answer(200));
   t.after(() => server.close());
