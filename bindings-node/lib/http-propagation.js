@@ -170,4 +170,4 @@ function hostOf(url) {
   }
 }
 
-module.exports = { outboundOf, outboundHeaders, mayReceive, withoutHeaders, pushbackOf, pairsOf, withHeaders, hostOf };
+module.exports = { outboundOf, outboundHeaders, mayReceive, withoutHeaders, pushbackOf, pairsOf, withHeaders };
