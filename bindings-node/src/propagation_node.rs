@@ -48,7 +48,12 @@ pub fn propagation_outbound_mode(mesh: String, kind: String) -> napi::Result<u32
 /// `[name, value, name, value, ...]`; `mode` from `propagationOutboundMode`; `leftMs` the
 /// attempt's time left (null: unbounded). Empty: send nothing.
 #[napi]
-pub fn propagation_outbound_flat(left_ms: Option<f64>, attempt: u32, is_retry: bool, mode: u32) -> napi::Result<Vec<String>> {
+pub fn propagation_outbound_flat(
+    left_ms: Option<f64>,
+    attempt: u32,
+    is_retry: bool,
+    mode: u32,
+) -> napi::Result<Vec<String>> {
     guarded(|| {
         let mode = mode as usize;
         let (mesh, kind) = (MESHES.get(mode / KINDS.len()), KINDS.get(mode % KINDS.len()));
