@@ -29,6 +29,30 @@ export interface HttpHelperOptions {
   /** Whether a POST or PATCH with a non-empty Idempotency-Key header is resent like an
    * idempotent method (default true). */
   idempotencyKey?: boolean;
+  /** Propagation across services (docs/propagation.md): each attempt sends
+   * `Retryrs-Context: t=<ms left>, a=<attempt>` (plus `r=?1` inside a request that was a
+   * retry, see retryrs/propagation), with `t` read from the clock at each send. `true`
+   * (the default): to every host, no mesh headers; `false`: nothing is sent; or an object
+   * (PropagateOptions) naming the hosts allowed and the interop headers. */
+  propagate?: boolean | PropagateOptions;
+}
+
+/** Where and how an HTTP helper sends the propagation headers. */
+export interface PropagateOptions {
+  /** The only hosts that receive them: `'api.internal'` exactly, `'*.svc.local'` any
+   * subdomain (never the apex); ports are ignored, case too. Default: every host. A bad
+   * entry is a RangeError naming it, when the helper is made. A redirect the client
+   * follows to another host loses the headers (retryingFetch: with the global fetch or
+   * a `dispatcher` in `init`; undici: with its redirect interceptor composed after
+   * `retryInterceptor`; see docs/propagation.md). */
+  hosts?: readonly string[];
+  /** The sidecar in front of the next hop, whose own retries are turned off (one layer
+   * retries): `'envoy'` also sends `x-envoy-upstream-rq-timeout-ms` and
+   * `x-envoy-max-retries: 0`, `'linkerd'` sends `l5d-retry-limit: 0`. Default `'none'`. */
+  mesh?: 'none' | 'envoy' | 'linkerd';
+  /** The protocol of the requests: `'grpc'` also sends `grpc-timeout`, `'connect'`
+   * `connect-timeout-ms`. Default `'http'`. */
+  kind?: 'http' | 'grpc' | 'connect';
 }
 
 /** A request's own rules (fetch's `init.retry`, axios's and got's `retry`, undici's `retryrs`). */

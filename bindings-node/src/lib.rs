@@ -25,5 +25,6 @@ mod messages;
 mod policy;
 mod problem;
 mod propagation;
+mod propagation_node;
 mod share;
 mod time;

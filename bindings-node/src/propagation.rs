@@ -12,12 +12,12 @@ use retryrs::propagation as core;
 use crate::guard::guarded;
 use crate::policy::NativePolicy;
 
-fn invalid(message: String) -> napi::Error {
+pub(crate) fn invalid(message: String) -> napi::Error {
     napi::Error::new(napi::Status::InvalidArg, message)
 }
 
 /// Milliseconds (>= 0; Infinity saturates) as a duration, or an error naming `what`.
-fn duration(what: &str, ms: f64) -> napi::Result<Duration> {
+pub(crate) fn duration(what: &str, ms: f64) -> napi::Result<Duration> {
     if ms.is_nan() || ms < 0.0 {
         return Err(invalid(format!("{what} must be a number of milliseconds >= 0, got {ms}")));
     }
