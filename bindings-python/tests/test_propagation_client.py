@@ -83,6 +83,76 @@ def test_nothing_is_sent_to_a_host_outside_the_allowlist(client):
         assert all(c is not None for c in server.contexts()[2:])
 
 
+class _Redirecting:
+    """127.0.0.1 answers 302 to the same path on [::1], which records the headers it got:
+    a redirect the client follows by itself, to a host outside the allowlist."""
+
+    def __init__(self) -> None:
+        import socket
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        seen = self.seen = []
+        here = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                if self.server is here.v4:
+                    self.send_response(302)
+                    self.send_header("Location", f"http://[::1]:{here.v6.server_port}/end")
+                else:
+                    seen.append({k.lower(): v for k, v in self.headers.items()})
+                    self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        class V6(ThreadingHTTPServer):
+            address_family = socket.AF_INET6
+
+        self.v4 = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.v6 = V6(("::1", 0), Handler)
+        for server in (self.v4, self.v6):
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.v4.server_port}/start"
+
+    def close(self) -> None:
+        for server in (self.v4, self.v6):
+            server.shutdown()
+            server.server_close()
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_redirect_to_a_host_outside_the_allowlist_carries_none_of_the_headers(client):
+    # requests and httpx send the next hop through the helper with the headers of the
+    # hop before (their own redirect handling): the helper strips them there.
+    server = _Redirecting()
+    outbound = propagation.Outbound(hosts=["127.0.0.1"], mesh="envoy")
+    try:
+        if client == "httpx":
+            with httpx.Client(transport=RetryingTransport(quick(), propagation=outbound), follow_redirects=True) as c:
+                assert c.get(server.url).status_code == 200
+        elif client == "httpx-async":
+
+            async def go() -> int:
+                transport = AsyncRetryingTransport(quick(), propagation=outbound)
+                async with httpx.AsyncClient(transport=transport, follow_redirects=True) as c:
+                    return (await c.get(server.url)).status_code
+
+            assert asyncio.run(go()) == 200
+        else:
+            assert get_with(client, quick(), server.url, propagation=outbound) == 200
+    finally:
+        server.close()
+    (headers,) = server.seen
+    names = {name.lower() for name in outbound.names}
+    assert {"retryrs-context", "x-envoy-max-retries", "x-envoy-upstream-rq-timeout-ms"} <= names
+    sent = names & set(headers)
+    assert sent == set(), f"{client} sent {sent} to [::1]"
+
+
 @pytest.mark.parametrize("client", CLIENTS)
 def test_propagation_false_sends_nothing(client):
     with Recording([200]) as server:
@@ -179,3 +249,23 @@ def test_bad_outbound_settings_are_named(kw, error, words):
 def test_a_helper_refuses_a_propagation_option_of_the_wrong_type():
     with pytest.raises(TypeError, match="propagation"):
         RetryingAdapter(quick(), propagation="yes")
+
+
+def test_aiohttp_before_client_middlewares_refuses_an_allowlist_it_cannot_keep(monkeypatch):
+    # aiohttp < 3.12 follows redirects below RetryMiddleware.request and copies the
+    # headers to every hop: with hosts set, that is refused unless redirects are off.
+    from retryrs import _http_aiohttp
+
+    monkeypatch.setattr(_http_aiohttp, "_HOPS_VISIBLE", False)
+    outbound = propagation.Outbound(hosts=["127.0.0.1"])
+
+    async def go(**kw) -> int:
+        async with aiohttp.ClientSession() as session:
+            resp = await RetryMiddleware(quick(), propagation=outbound).request(session, "GET", server.url, **kw)
+            return resp.status
+
+    with Recording([200]) as server:
+        with pytest.raises(ValueError, match="allow_redirects=False"):
+            asyncio.run(go())
+        assert asyncio.run(go(allow_redirects=False)) == 200
+        assert server.contexts()[-1] is not None

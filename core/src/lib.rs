@@ -202,6 +202,13 @@ struct RepositoryPropagationDoctests;
 
 /// The repository README's Rust examples, too: a file outside the package, so only where
 /// the repository is (`make test-rust` sets `--cfg retryrs_repository`).
-#[cfg(all(doctest, retryrs_repository, feature = "documents", feature = "blocking", feature = "tokio", feature = "tower"))]
+#[cfg(all(
+    doctest,
+    retryrs_repository,
+    feature = "documents",
+    feature = "blocking",
+    feature = "tokio",
+    feature = "tower"
+))]
 #[doc = include_str!("../../README.md")]
 struct RepositoryReadmeDoctests;

@@ -202,6 +202,8 @@ class RetryMiddleware(Helper):
         kwargs["raise_for_status"] = False
         # The attempts' propagation headers go in a copy of the caller's.
         sent = kwargs["headers"] = CIMultiDict(headers)
+        if self._outbound is not None and self._outbound.hosts is not None and kwargs.get("allow_redirects", True):
+            kwargs["middlewares"] = _hop_guarded(self._outbound, session, kwargs.get("middlewares"))
         resp = await self._run(method.upper(), str(url), key, replay, lambda: session.request(method, url, **kwargs), sent)
         if callable(raising):
             await raising(resp)
@@ -245,6 +247,32 @@ class RetryMiddleware(Helper):
         except BaseException:
             attempts.abandon()
             raise
+
+
+# Client middlewares (aiohttp 3.12+) see every hop of a redirect aiohttp follows.
+_HOPS_VISIBLE = hasattr(aiohttp, "ClientMiddlewareType")
+
+
+def _hop_guarded(outbound: Outbound, session: aiohttp.ClientSession, given: Any) -> Tuple[Any, ...]:
+    """The request's middlewares (``given``, else the session's) and, last, one that
+    strips the propagation headers from a hop to a host outside the allowlist: aiohttp
+    copies a request's headers to the redirects it follows, below ``request()``'s
+    retries. Without client middlewares that cannot be kept, so it is refused."""
+    if not _HOPS_VISIBLE:
+        raise ValueError(
+            "RetryMiddleware.request: with propagation=Outbound(hosts=[...]) set, this aiohttp (before 3.12) would "
+            "send the propagation headers on along the redirects it follows, to any host; pass allow_redirects=False, "
+            "or upgrade aiohttp to 3.12 or later"
+        )
+
+    async def strip_outside_hosts(request: Any, handler: Any) -> Any:
+        if not outbound.allows(str(request.url)):
+            for name in outbound.names:
+                request.headers.popall(name, None)
+        return await handler(request)
+
+    before = getattr(session, "_middlewares", ()) if given is None else given
+    return (*before, strip_outside_hosts)
 
 
 def _discard(outcome: Any) -> None:

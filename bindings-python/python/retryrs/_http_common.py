@@ -453,12 +453,15 @@ class RequestAttempts:
         """Puts this attempt's propagation headers (``retryrs.propagation.Outbound``, the
         core's answer for the attempt's time left and number) in ``headers``, in place of
         the previous attempt's: an attempt with nothing left, or a host outside the
-        allowlist, sends none."""
+        allowlist, sends none. A request to a host outside the allowlist loses every
+        propagation header it carries: a client following a redirect by itself (requests,
+        httpx) sends the next hop through the helper with the headers of the hop before."""
         if outbound is None:
             return
-        for name in self._sent:
+        allowed = outbound.allows(url)
+        for name in self._sent if allowed else outbound.names:
             headers.pop(name, None)
-        pairs = outbound.headers(url, _native.current_attempt() if current is None else current)
+        pairs = outbound.pairs(current) if allowed else []
         for name, value in pairs:
             headers[name] = value
         self._sent = tuple(name for name, _ in pairs)

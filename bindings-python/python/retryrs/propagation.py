@@ -349,7 +349,7 @@ class Outbound:
     does not retry a second time); ``kind``: ``"grpc"`` adds ``grpc-timeout``,
     ``"connect"`` ``connect-timeout-ms``."""
 
-    __slots__ = ("_allow", "hosts", "mesh", "kind")
+    __slots__ = ("_allow", "hosts", "mesh", "kind", "names")
 
     def __init__(self, hosts: Optional[Sequence[str]] = None, *, mesh: str = "none", kind: str = "http") -> None:
         if isinstance(hosts, (str, bytes)):
@@ -359,13 +359,25 @@ class Outbound:
         _native.outbound_headers(None, 1, False, mesh, kind)  # the core checks mesh and kind now
         self.mesh = mesh
         self.kind = kind
+        # Every header name this mode sends (asked of the core with a bounded attempt):
+        # what a request to a host outside ``hosts`` must not carry, even when a client
+        # copied it from the hop before (a redirect the client follows by itself).
+        self.names = tuple(name for name, _ in _native.outbound_headers(1.0, 1, True, mesh, kind))
+
+    def allows(self, url: str) -> bool:
+        """Whether ``url``'s host may get the headers."""
+        return self.hosts is None or bool(self._allow.allows(urlsplit(url).netloc.rpartition("@")[2]))
 
     def headers(self, url: str, attempt: Optional[_native.AttemptInfo] = None) -> List[Tuple[str, str]]:
         """The headers for one attempt to ``url`` (``attempt``: ``retryrs.current_attempt()``,
         looked up when not given; outside a retrier call, attempt 1 with no bound); [] for
         a host outside ``hosts``."""
-        if not self._allow.allows(urlsplit(url).netloc.rpartition("@")[2]):
+        if not self.allows(url):
             return []
+        return self.pairs(attempt)
+
+    def pairs(self, attempt: Optional[_native.AttemptInfo] = None) -> List[Tuple[str, str]]:
+        """The headers for one attempt, to a host already allowed."""
         current = _native.current_attempt() if attempt is None else attempt
         ctx = _AMBIENT.get()
         is_retry = ctx is not None and ctx.is_retry
