@@ -137,6 +137,13 @@ impl Propagate {
         self
     }
     /// Only to these hosts (nothing to any other).
+    ///
+    /// The helpers check each request they send. A redirect the client follows by itself
+    /// never passes through them: reqwest (its default `redirect::Policy` follows up to
+    /// 10) keeps custom headers on every hop, so with an allowlist build the client with
+    /// `reqwest::redirect::Policy::none()` or a policy that stops at hosts outside it;
+    /// under the tower `RetryLayer`, put tower-http's `FollowRedirect` above the layer
+    /// (each hop then goes through it), not below.
     pub fn allowlist(mut self, allowlist: Allowlist) -> Self {
         self.allowlist = allowlist;
         self
