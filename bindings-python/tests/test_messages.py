@@ -4,17 +4,40 @@ core renders each message in Python's spelling from its knob table; one case per
 kind: a knob's rule (every numeric knob of the table), the deadline hint, the exhaustion
 reasons that name a knob, and the budget's and breaker's own settings."""
 
+import ast
 import inspect
+import pathlib
 import re
 
 import pytest
 
+import retryrs
 from retryrs import CircuitBreaker, Retrier, RetryBudget, RetryExhausted
 
 from failing import failing
 
 # Other hosts' spellings of the same knobs: Node's camelCase and C's `_ms` fields.
 FOREIGN = re.compile(r"\b[a-z]+(?:[A-Z][a-z]+)+(?:Ms)?\b|\b[a-z_]+_ms\b")
+
+
+def defaults(cls):
+    """``cls``'s keyword parameters and their defaults: from its runtime signature, or,
+    where CPython shows none for a native class (3.9 under the stable ABI), from the
+    type stub's ``__new__``, which stubtest keeps equal to the module."""
+    try:
+        return {n: p.default for n, p in inspect.signature(cls).parameters.items()}
+    except ValueError:
+        pass
+    stub = pathlib.Path(retryrs.__file__).with_name("_native.pyi")
+    for node in ast.walk(ast.parse(stub.read_text())):
+        if isinstance(node, ast.ClassDef) and node.name == cls.__name__:
+            for f in node.body:
+                if isinstance(f, ast.FunctionDef) and f.name == "__new__":
+                    a = f.args
+                    names = [x.arg for x in a.args[1:] + a.kwonlyargs]
+                    given = [None] * (len(a.args) - 1 - len(a.defaults)) + list(a.defaults) + list(a.kw_defaults)
+                    return {n: ast.literal_eval(d) if d is not None else inspect.Parameter.empty for n, d in zip(names, given)}
+    raise AssertionError(f"{cls.__name__} has no __new__ in the stub")
 
 
 def message_of(make):
@@ -34,8 +57,8 @@ def test_a_broken_knob_rule_names_every_numeric_knob_as_python_spells_it():
     numeric = ["max_attempts", "initial_delay", "multiplier", "max_delay", "deadline", "max_retry_after", "attempt_timeout"]
     # The signature is written from the knob table: a new knob with a number for default
     # must be added above.
-    params = inspect.signature(Retrier).parameters
-    with_numbers = {n for n, p in params.items() if type(p.default) in (int, float)}
+    params = defaults(Retrier)
+    with_numbers = {n for n, d in params.items() if type(d) in (int, float)}
     assert with_numbers <= set(numeric) <= set(params), (with_numbers, numeric)
     for name in numeric:
         value = bad.get(name, -1.0)
