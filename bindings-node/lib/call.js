@@ -87,6 +87,13 @@ class CallRun {
     this.attemptN = 0;
     this.attemptBound = 0;
     this.resolveAttempt = null;
+    // The next attempt's bound, asked with the end of the wait before it (callAfterWaitBound);
+    // -1 when not asked yet.
+    this.nextBound = -1;
+    // The virtual-time switch as this thread last saw it when the call loop took over: a
+    // start read on the last-seen switch (startedOnLastSeen) is re-read if it moved since
+    // (see engineCall).
+    this.seen = lastSeenVirtual();
   }
 
   /** The retrier's queue: the call's deadline (its first bound) passed. */
@@ -103,15 +110,17 @@ class CallRun {
     if (interrupt !== null) interrupt();
   }
 
-  /** The engine's handle for this call, started at t0 on first need. */
-  engineCall() {
+  /**
+   * The engine's handle for this call, started at t0 on first need. `at`: now, when the
+   * caller has just read it (now() also re-reads the switch), saving a second reading.
+   */
+  engineCall(at) {
     if (this.engine === null) {
       if (this.startedOnLastSeen && this.o.needsClock) {
         // Another thread turned the virtual-time switch since this thread last looked:
         // t0 is on the other clock, so the call starts now, on the right one.
-        const seen = lastSeenVirtual();
-        const t = now();
-        if (lastSeenVirtual() !== seen) this.t0 = t;
+        const t = at === undefined ? now() : at;
+        if (lastSeenVirtual() !== this.seen) this.t0 = t;
       }
       if (this.o.hasBreaker) this.base = breakerBase();
       this.engine = native.callStart(this.o.policyId, this.t0 + this.base, this.o.onEvent !== undefined);
@@ -185,12 +194,21 @@ class CallRun {
         } else if (!(await this.wait(delay))) {
           throw this.cancel();
         }
-        // The next attempt starts now: its bound is asked at this same time (attempt).
+        // The next attempt starts now: its bound is asked at this same time, in the same
+        // crossing when the call is bounded (attempt reads it).
         const started = (this.attemptStart = now());
-        const next = native.callAfterWait(this.engine, started + this.base);
-        this.emit(this.errors[this.errors.length - 1]);
-        if (next < 0) throw this.exhausted();
-        attempt = next;
+        if (this.o.bounded) {
+          const bound = native.callAfterWaitBound(this.engine, started + this.base);
+          this.emit(this.errors[this.errors.length - 1]);
+          if (bound < 0) throw this.exhausted();
+          this.nextBound = bound;
+          attempt += 1;
+        } else {
+          const next = native.callAfterWait(this.engine, started + this.base);
+          this.emit(this.errors[this.errors.length - 1]);
+          if (next < 0) throw this.exhausted();
+          attempt = next;
+        }
         if (plain) {
           // Without a signal or a timer nothing can interrupt the attempt: await it
           // directly, as a hand-written loop would.
@@ -258,7 +276,12 @@ class CallRun {
         bound = o.firstBoundMs;
         start = this.t0;
       } else {
-        bound = native.callRemainingMs(this.engine, this.attemptStart + this.base);
+        if (this.nextBound >= 0 || Number.isNaN(this.nextBound)) {
+          bound = Number.isNaN(this.nextBound) ? null : this.nextBound;
+          this.nextBound = -1;
+        } else {
+          bound = native.callRemainingMs(this.engine, this.attemptStart + this.base);
+        }
         start = this.attemptStart;
       }
       this.boundAt = start + bound;
@@ -525,9 +548,10 @@ class CallRun {
   }
 
   /** Tells the engine; returns the wait or throws the outcome (hookFailed throws its own). */
-  record(error, verdict, hint, fromHook = false, at = now()) {
-    const id = this.engineCall();
-    this.recordedAt = at;
+  record(error, verdict, hint, fromHook = false, at = undefined) {
+    const t = at === undefined ? now() : at;
+    const id = this.engineCall(at === undefined ? t : undefined);
+    this.recordedAt = t;
     // The TimeoutError of an attempt this layer cut at its attempt timeout (or a failure
     // an HTTP helper marked as timed out): a quota prices the retry after it as a
     // timeout's.
