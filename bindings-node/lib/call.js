@@ -168,7 +168,7 @@ class CallRun {
       // A policy with a circuit breaker asks it before the first attempt.
       if (this.o.hasBreaker) this.admit();
       if (hasFirstError) this.error = firstError;
-      else outcome = await this.attempt(1);
+      else outcome = await this.attempt(1, this.nextBoundMs());
       for (;;) {
         let rejectedValue = false;
         if (outcome === OK) {
@@ -219,8 +219,25 @@ class CallRun {
             this.error = err;
             outcome = FAILED;
           }
+          continue;
+        }
+        const bound = this.nextBoundMs();
+        if (signal === undefined && bound !== null && this.o.interrupts && isDeadline(this.o, bound)) {
+          // Only the deadline bounds it (the default retrier's retries): fn is called
+          // from this loop, as a hand-written loop calls it. An error fn creates captures
+          // its stack, whose cost grows with each frame between fn and the loop.
+          const ctx = new BoundedAttemptContext(attempt, bound, this.attemptStart);
+          let result;
+          let threw = false;
+          try {
+            result = this.fn(ctx);
+          } catch (err) {
+            this.error = err;
+            threw = true;
+          }
+          outcome = threw ? FAILED : await this.deadlineAttempt(ctx, attempt, bound, result);
         } else {
-          outcome = await this.attempt(attempt);
+          outcome = await this.attempt(attempt, bound);
         }
       }
     } finally {
@@ -262,33 +279,41 @@ class CallRun {
   }
 
   /**
-   * Runs fn once; settles with OK, FAILED (this.error) or ABORTED, never rejects. A
-   * bounded attempt (a deadline or an attempt timeout) gets the engine's bound as
-   * ctx.remainingMs, and past it its signal aborts and it fails with a TimeoutError.
+   * The bound (ms) of the attempt starting now, or null when unbounded; sets boundAt.
+   * Attempt 1 (the engine starts at the first failure) has the policy's first bound; a
+   * later one the engine's, asked with the end of the wait before it when the call is
+   * bounded (nextBound), else now.
    */
-  attempt(n) {
-    const { o, signal } = this;
-    let bound = null;
-    let start = 0;
-    if (o.bounded) {
-      if (this.engine === null) {
-        // Attempt 1 (the engine starts at the first failure): the policy's first bound.
-        bound = o.firstBoundMs;
-        start = this.t0;
+  nextBoundMs() {
+    const o = this.o;
+    if (!o.bounded) return null;
+    let bound;
+    let start;
+    if (this.engine === null) {
+      bound = o.firstBoundMs;
+      start = this.t0;
+    } else {
+      if (this.nextBound >= 0 || Number.isNaN(this.nextBound)) {
+        bound = Number.isNaN(this.nextBound) ? null : this.nextBound;
+        this.nextBound = -1;
       } else {
-        if (this.nextBound >= 0 || Number.isNaN(this.nextBound)) {
-          bound = Number.isNaN(this.nextBound) ? null : this.nextBound;
-          this.nextBound = -1;
-        } else {
-          bound = native.callRemainingMs(this.engine, this.attemptStart + this.base);
-        }
-        start = this.attemptStart;
+        bound = native.callRemainingMs(this.engine, this.attemptStart + this.base);
       }
-      this.boundAt = start + bound;
+      start = this.attemptStart;
     }
-    if (signal === undefined && bound !== null && this.engine !== null && o.interrupts && isDeadline(o, bound)) {
-      return this.deadlineAttempt(n, bound, start);
-    }
+    this.boundAt = start + bound;
+    return bound;
+  }
+
+  /**
+   * Runs fn once, bounded by `bound` (nextBoundMs); settles with OK, FAILED (this.error)
+   * or ABORTED, never rejects. A bounded attempt (a deadline or an attempt timeout) gets
+   * the engine's bound as ctx.remainingMs, and past it its signal aborts and it fails
+   * with a TimeoutError.
+   */
+  attempt(n, bound) {
+    const { o, signal } = this;
+    const start = this.engine === null ? this.t0 : this.attemptStart;
     const ctx = bound === null ? new AttemptContext(n, signal) : new BoundedAttemptContext(n, bound, start);
     if (bound !== null) this.attemptCtx = ctx;
     return new Promise((resolve) => {
@@ -350,20 +375,13 @@ class CallRun {
 
   /**
    * `attempt` for a later attempt (n > 1) that only the deadline bounds, without a call
-   * signal (the default retrier's retries): the same outcome, without a closure per
-   * attempt. Only the deadline can cut it, and a cut ends the call (fail), so no later
-   * attempt follows a cut one: the call's own callbacks (onValue, onError) serve every
-   * attempt, and once `cut` is null (settled, or cut) a late settlement is dropped.
+   * signal (the default retrier's retries), once fn (called by the loop with `ctx`)
+   * returned `result`: the same outcome, without a closure per attempt. Only the deadline
+   * can cut it, and a cut ends the call (fail), so no later attempt follows a cut one:
+   * the call's own callbacks (onValue, onError) serve every attempt, and once `cut` is
+   * null (settled, or cut) a late settlement is dropped.
    */
-  deadlineAttempt(n, bound, start) {
-    const ctx = new BoundedAttemptContext(n, bound, start);
-    let result;
-    try {
-      result = this.fn(ctx);
-    } catch (err) {
-      this.error = err;
-      return FAILED;
-    }
+  deadlineAttempt(ctx, n, bound, result) {
     if (!isThenable(result)) {
       this.value = result;
       return OK;
