@@ -809,20 +809,14 @@ function boundError(o, name, n, bound) {
 }
 
 /**
- * The fast path's bounded first attempt (no signal, no listener, no budget): fn's
- * promise raced against the retrier's queued timer (lib/bound.js) instead of a timer of
- * its own. Past the bound its signal aborts and the call goes on from the TimeoutError;
- * a failure first goes on from that failure.
+ * The fast path's bounded first attempt (no signal, no listener, no budget), once fn
+ * (called by Retrier.call with `ctx`, started at t0) returned `result`: fn's promise
+ * raced against the retrier's queued timer (lib/bound.js) instead of a timer of its own.
+ * Past the bound its signal aborts and the call goes on from the TimeoutError; a failure
+ * first goes on from that failure.
  */
-function boundedFirstAttempt(o, fn, t0) {
+function boundedFirstAttempt(o, fn, ctx, result, t0) {
   const bound = o.firstBoundMs;
-  const ctx = new BoundedAttemptContext(1, bound, t0);
-  let result;
-  try {
-    result = fn(ctx);
-  } catch (err) {
-    return new CallRun(o, fn, undefined, t0, true).run(err, true);
-  }
   if (!(result instanceof Promise)) {
     if (!isThenable(result)) {
       o.counts.unseenOk += 1;
