@@ -32,7 +32,7 @@ const TREE_ROWS = ['bare await', 'r.call', 'r.call, deadlineMs: null', 'r.call, 
 // the attempt's promise (an unbounded call's least work) and when it must also be able
 // to settle the call before the attempt does (a call that a bound can cut: a promise of
 // its own, and a closure that knows it).
-const counts = { ok: 0 };
+const counts = { ok: 0, start: 0 };
 const countOk = (v) => {
   counts.ok += 1;
   return v;
@@ -60,6 +60,17 @@ const JS_ROWS = {
       resolve(Promise.reject(err));
     });
     return call;
+  },
+  // The same, reading performance.now() at the start: a bound that ends at a time needs
+  // the time it started (the cheapest monotonic reading on Node 20; process.hrtime and
+  // Date.now cost more).
+  'JS: own promise + p.then(onOk, onFail) + performance.now()': (ok) => {
+    const cuttable = JS_ROWS['JS: own promise + p.then(onOk, onFail)'](ok);
+    const perf = globalThis.performance;
+    return () => {
+      counts.start = perf.now();
+      return cuttable();
+    };
   },
   // What two failures then success cost without retryrs: bench.mjs's baseline for them.
   'JS: yielding hand loop, two failures': () => () => yieldingHandLoop(makeFlaky()),
