@@ -44,6 +44,7 @@ include mk/sim.mk
 -include mk/c.mk
 -include mk/python.mk
 -include mk/node.mk
+-include mk/docs.mk
 # Last: the release artefacts and their tests (after every host's own suite).
 -include mk/dist.mk
 

@@ -6,13 +6,21 @@ export type Jitter = 'none' | 'full' | 'equal' | 'decorrelated' | `proportional(
 /** Why a call gave up on transient failures. */
 export type ExhaustReason = 'attempts' | 'deadline' | 'budget' | 'retry_after' | 'circuit_open' | 'stopped';
 
-/** What a call reports as it goes, in the contract's order. */
 /**
  * The failure an event is about: `error` for a throw (or rejection), `value` for a value
  * shouldRetryResult rejected; exactly one of them is present.
  */
 export type FailureOf = { error: unknown; value?: never } | { value: unknown; error?: never };
 
+/**
+ * What a call reports as it goes, in the contract's order: `attempt_failed` for each
+ * failure, then exactly one of `retrying` (the wait `delayMs` about to start), `rejected`,
+ * `exhausted` (with its `reason`) or `cancelled`; or `success`. A hedged call adds `hedge`;
+ * a circuit breaker adds `breaker_opened` (`delayMs`: the break), `breaker_half_open` and
+ * `breaker_closed`. Every event has the retrier's `name`, the `attempt` it is about, the
+ * time since the call began (`elapsedMs`) and the retries the attempt limit still allows
+ * (`retriesLeft`).
+ */
 export type RetryEvent =
   | ({ kind: 'attempt_failed'; name: string; attempt: number; elapsedMs: number; retriesLeft: number } & FailureOf)
   | ({ kind: 'retrying'; name: string; attempt: number; elapsedMs: number; retriesLeft: number; delayMs: number } & FailureOf)
@@ -25,6 +33,7 @@ export type RetryEvent =
   | { kind: 'breaker_opened'; name: string; attempt: number; elapsedMs: number; retriesLeft: number; delayMs: number }
   | { kind: 'breaker_half_open' | 'breaker_closed'; name: string; attempt: number; elapsedMs: number; retriesLeft: number };
 
+/** Every kind of {@link RetryEvent}. */
 export type RetryEventKind = RetryEvent['kind'];
 
 /**
@@ -43,9 +52,11 @@ export interface RetryStats {
   readonly attempts: number;
   /** Attempts after the first (a plain call's after a wait, a hedged call's launches). */
   readonly retries: number;
+  /** Calls that ended with a value. */
   readonly successes: number;
   /** Calls ended by a permanent failure. */
   readonly rejections: number;
+  /** Calls ended by their signal (or a hedged call's abort). */
   readonly cancellations: number;
   /** Calls exhausted, by reason. */
   readonly exhausted: Readonly<Record<ExhaustReason, number>>;
@@ -160,11 +171,13 @@ export interface RetrierOptions<R = unknown> {
 
 /** What `reraise: true` attaches to the failure it rejects with (non-enumerable). */
 export interface RetryHistory {
+  /** The exhaustion the call would have rejected with: attempts, reason, every failure. */
   readonly retryrs?: RetryExhaustedError;
 }
 
 /** What r.onEvent(listener) returns: dispose() detaches the listener (also `using`, via Symbol.dispose). */
 export interface ListenerHandle {
+  /** Detaches the listener (idempotent). */
   dispose(): void;
 }
 
@@ -177,8 +190,30 @@ export interface ListenerHandle {
  * (docs/contract.md, Hedging); `guard: false` turns it off.
  */
 export type HedgeOptions =
-  | { maxAttempts: number; delayMs?: number; guard?: boolean }
-  | { maxAttempts: number; delayMs: 'adaptive'; quantile?: number; floorMs?: number; ceilingMs?: number; window?: number; guard?: boolean };
+  | {
+      /** Attempts at most, the first one included (2 to 5, gRPC A6's cap). */
+      maxAttempts: number;
+      /** The wait after each launch before the next, in ms (0: every attempt at once). Default 0. */
+      delayMs?: number;
+      /** false: no default guard (with no budget, hedges are then unbounded). Default true. */
+      guard?: boolean;
+    }
+  | {
+      /** Attempts at most, the first one included (2 to 5, gRPC A6's cap). */
+      maxAttempts: number;
+      /** 'adaptive': the delay follows the recent attempt latencies (see quantile). */
+      delayMs: 'adaptive';
+      /** Which quantile of the recent latencies is the delay, in (0, 1). Default 0.95. */
+      quantile?: number;
+      /** The shortest adaptive delay, in ms. Default 1. */
+      floorMs?: number;
+      /** The longest adaptive delay (and the delay until 20 latencies are known), in ms. Default 1000. */
+      ceilingMs?: number;
+      /** How many recent latencies are kept (1 to 1000000). Default 1000. */
+      window?: number;
+      /** false: no default guard (with no budget, hedges are then unbounded). Default true. */
+      guard?: boolean;
+    };
 
 /** What fn receives for each attempt. */
 export declare class AttemptContext {
@@ -199,11 +234,16 @@ export declare class AttemptContext {
   readonly remainingMs: number | null;
 }
 
+/** What r.call(fn, options) takes besides fn. */
 export interface CallOptions {
   /** Aborting it ends the call at once, rejecting with signal.reason. */
   signal?: AbortSignal | null;
 }
 
+/**
+ * Retries a function on transient failures, under one immutable policy (see
+ * {@link RetrierOptions} for every option). Share it freely: every call keeps its own state.
+ */
 export declare class Retrier<R = unknown> {
   /**
    * Validates and normalises the options once; a bad one throws RangeError or TypeError
@@ -248,16 +288,33 @@ export type FromPolicyOptions<R = unknown> = RetrierOptions<R>;
 export declare class Policy {
   private constructor();
   // knobgen:begin policy-knobs
+  /** Total calls, the first one included (1 disables retrying). */
   readonly maxAttempts: number;
+  /** Ceiling of the wait after the first failure, in ms. */
   readonly initialDelayMs: number;
+  /** Growth of the ceiling per failed attempt. */
   readonly multiplier: number;
+  /** Cap on every backoff delay (hints are not capped), in ms. */
   readonly maxDelayMs: number;
+  /** How randomness is mixed into each delay. */
   readonly jitter: Jitter;
+  /** Budget for the whole call, attempts and waits included, in ms; null when off. */
   readonly deadlineMs: number | null;
+  /** A seed for reproducible jitter: same seed, same delays, in every host; null when off. */
   readonly seed: bigint | null;
+  /** Names the retrier in events and errors. */
   readonly name: string;
+  /** A retry budget shared with other retriers; null when off. */
   readonly budget: RetryBudget | null;
+  /**
+   * The longest server-asked wait accepted; a longer hint ends the call at once (exhausted,
+   * reason retry_after), in ms; null when off.
+   */
   readonly maxRetryAfterMs: number | null;
+  /**
+   * Bound on each attempt; an attempt's bound is this or the time left before the deadline,
+   * whichever is smaller, in ms; null when off.
+   */
   readonly attemptTimeoutMs: number | null;
   // knobgen:end policy-knobs
   /** A gRPC policy's retryableStatusCodes (a hedging one's nonFatalStatusCodes) as names; null for a policy not from a service config. */
@@ -286,21 +343,27 @@ export declare class PolicyDocument extends Map<string, Policy> {
 
 /** A policy document that could not be loaded: where (path, line, column, file) and what. */
 export declare class PolicyDocumentError extends Error {
+  /** Always 'PolicyDocumentError'. */
   readonly name: 'PolicyDocumentError';
   /** The path in the document, e.g. `policies.payments.initial_delay`. */
   readonly path: string;
+  /** The line of the offending value (1-based), when the document was text. */
   readonly line: number | null;
+  /** The column of the offending value (1-based), when the document was text. */
   readonly column: number | null;
+  /** The file the document was read from, when it was read from one. */
   readonly file: string | null;
 }
 
 /** Transient failures ran out of room: attempts, deadline, budget or retry_after. */
 export declare class RetryExhaustedError extends Error {
+  /** Always 'RetryExhaustedError'. */
   readonly name: 'RetryExhaustedError';
   /** The retrier's name. */
   readonly retrier: string;
   /** How many times fn ran. */
   readonly attempts: number;
+  /** Which limit ended the call (the message names it as the option you set, e.g. maxAttempts). */
   readonly reason: ExhaustReason;
   /** The failures (errors and rejected values), in order: the last 64 at most. */
   readonly errors: unknown[];
@@ -316,9 +379,11 @@ export declare class RetryExhaustedError extends Error {
 
 /** What structured clone (postMessage, workerData) makes of a CircuitBreaker. */
 export interface SharedCircuitBreaker {
+  /** Its share id: CircuitBreaker.from() turns it back into the breaker. */
   readonly retryrsBreaker: number;
 }
 
+/** How a CircuitBreaker decides; durations in ms. A setting given to a model that has none is a TypeError naming the models that own it. */
 export interface CircuitBreakerOptions {
   /**
    * 'consecutive' (default): after `failures` failed calls in a row; 'sampling': Polly v8's
@@ -332,15 +397,15 @@ export interface CircuitBreakerOptions {
   failureRatio?: number;
   /** Sampling: calls in the window before it may open (>= 2). Default 100. */
   minimumThroughput?: number;
-  /** Sampling: the sliding window (>= 500). Default 30000. */
+  /** Sampling: the sliding window, in ms (500 to one day). Default 30000. */
   samplingDurationMs?: number;
-  /** How long it stays open before a probe. Default 5000. */
+  /** How long it stays open before a probe, in ms (1 to one day). Default 5000. */
   breakDurationMs?: number;
   /** Probe calls at once when half-open. Default 1. */
   halfOpenProbes?: number;
   /** Growth of the break on each open in a row (>= 1). Default 1. */
   breakMultiplier?: number;
-  /** The longest break when it grows; null: one day. */
+  /** The longest break when it grows, in ms (breakDurationMs to one day); null: one day. */
   maxBreakDurationMs?: number | null;
   /** Count each attempt instead of each call (a retry around Polly's or resilience4j's breaker). Default false. */
   perAttempt?: boolean;
@@ -350,7 +415,7 @@ export interface CircuitBreakerOptions {
   windowSize?: number;
   /** Count a permanent failure as a failure (default: a success, the dependency answered). Default false. */
   countPermanent?: boolean;
-  /** Sampling and count: a call (or attempt) this long or longer is slow; null: none is. */
+  /** Sampling and count: a call (or attempt) this long or longer is slow, in ms (1 to one day); null: none is. */
   slowCallDurationMs?: number | null;
   /** Sampling and count: the share of slow calls that opens it, in (0, 1]. Default 1. */
   slowCallRatio?: number;
@@ -360,14 +425,19 @@ export interface CircuitBreakerOptions {
 
 /** A circuit breaker shared between calls, retriers and worker threads. */
 export declare class CircuitBreaker {
+  /** Validates the options once; a bad one throws RangeError or TypeError naming it (breakDurationMs, ...). */
   constructor(options?: CircuitBreakerOptions);
   /** The breaker a worker received through postMessage or workerData. */
   static from(received: CircuitBreaker | SharedCircuitBreaker): CircuitBreaker;
   /** Its share id: the one field postMessage copies. */
   readonly retryrsBreaker: number;
+  /** Its state now. */
   readonly state: 'closed' | 'open' | 'half_open' | 'isolated';
+  /** Milliseconds before an open breaker lets a probe through (0 unless open). */
   readonly retryInMs: number;
+  /** Calls it has refused (reason 'circuit_open'). */
   readonly rejections: number;
+  /** The model it was made with. */
   readonly model: 'consecutive' | 'sampling' | 'count';
   /** Holds it open until reset(): every call rejects at once (reason 'circuit_open'); state 'isolated'. */
   isolate(): void;
@@ -377,11 +447,17 @@ export declare class CircuitBreaker {
 
 /** What structured clone (postMessage, workerData) makes of a RetryBudget. */
 export interface SharedRetryBudget {
+  /** Its share id: RetryBudget.from() turns it back into the budget. */
   readonly retryrsBudget: number;
 }
 
 /** A token bucket shared between calls, retriers and worker threads (gRPC retry throttling). */
 export declare class RetryBudget {
+  /**
+   * A full bucket of `maxTokens` (> 0, at most 1e12); each transient failure costs a
+   * token, each success adds `tokenRatio` (> 0, at most maxTokens); a retry is allowed
+   * while more than half the tokens are left. Both keep 3 decimals, truncated.
+   */
   constructor(maxTokens: number, tokenRatio: number);
   /**
    * The budget a worker received through postMessage or workerData (where a RetryBudget
@@ -391,9 +467,26 @@ export declare class RetryBudget {
   /** Its share id: the one field postMessage copies. */
   readonly retryrsBudget: number;
   /** The AWS SDKs' standard retry quota; every default is the SDKs' (500, 5, 10, 1). */
-  static quota(options?: { capacity?: number; retryCost?: number; timeoutRetryCost?: number; noRetryIncrement?: number }): RetryBudget;
+  static quota(options?: {
+    /** Retry cost the quota holds when full (whole, 0 to 1e12). Default 500. */
+    capacity?: number;
+    /** What a retry after a failure costs. Default 5. */
+    retryCost?: number;
+    /** What a retry after a timeout costs. Default 10. */
+    timeoutRetryCost?: number;
+    /** What a first-attempt success gives back. Default 1. */
+    noRetryIncrement?: number;
+  }): RetryBudget;
   /** Finagle's RetryBudget; every default is Finagle's (10000 ms, 10, 0.2). */
-  static ratio(options?: { ttlMs?: number; minRetriesPerSec?: number; percentCanRetry?: number }): RetryBudget;
+  static ratio(options?: {
+    /** How long a deposit stays, in ms (1 to 60 s). Default 10000. */
+    ttlMs?: number;
+    /** Retries allowed each second whatever the traffic. Default 10. */
+    minRetriesPerSec?: number;
+    /** Retries allowed per request, as a fraction (0 to 1000). Default 0.2. */
+    percentCanRetry?: number;
+  }): RetryBudget;
+  /** Which model it follows. */
   readonly kind: 'token_bucket' | 'quota' | 'ratio';
   /** What is left: a bucket's tokens, a quota's capacity left, a ratio budget's retries. */
   readonly tokens: number;
@@ -411,10 +504,12 @@ export declare function parseRetryAfter(value: string | null | undefined, now?: 
 
 /** Whether an HTTP status is worth retrying: 408, 425, 429, 500, 502, 503, 504. */
 export declare function isRetryableStatus(status: number): boolean;
+/** The statuses the core retries for idempotent methods: 408, 425, 429, 500, 502, 503, 504. */
 export declare const RETRYABLE_STATUSES: readonly number[];
 
 /** A request's outcome and the user's lists, for {@link classifyHttp}. */
 export interface HttpRequestOutcome {
+  /** The request's method (any case). */
   method: string;
   /** The response's status; leave out when no response arrived. */
   status?: number;
@@ -456,16 +551,34 @@ export declare const DONT_RETRY: unique symbol;
  * worker); `{ scope: 'process' }` switches every thread of the process.
  */
 export declare const testing: {
-  enable(options?: { scope?: 'thread' | 'process' }): void;
-  disable(options?: { scope?: 'thread' | 'process' }): void;
+  /** Turns virtual time on for this thread (or the whole process). */
+  enable(options?: {
+    /** 'thread' (default): this thread only; 'process': every thread. */
+    scope?: 'thread' | 'process';
+  }): void;
+  /** Turns it off again (the same scope as enable). */
+  disable(options?: {
+    /** 'thread' (default): this thread only; 'process': every thread. */
+    scope?: 'thread' | 'process';
+  }): void;
+  /** Whether virtual time is on here. */
   isOn(): boolean;
+  /** The virtual clock, in ms. */
   now(): number;
+  /** Moves the virtual clock forward by ms. */
   advance(ms: number): void;
   /**
    * Resolves once the virtual clock reaches now + ms (an attempt that takes virtual time
    * beside others: a hedged call moves the clock); rejects with the signal's reason when
    * it aborts.
    */
-  sleep(ms: number, options?: { signal?: AbortSignal }): Promise<void>;
-  scoped<T>(fn: () => T | PromiseLike<T>, options?: { scope?: 'context' | 'process' }): Promise<Awaited<T>>;
+  sleep(ms: number, options?: {
+    /** Aborting it rejects the sleep with the signal's reason. */
+    signal?: AbortSignal;
+  }): Promise<void>;
+  /** Runs fn with virtual time on, for fn's async context (or the whole process), then turns it off. */
+  scoped<T>(fn: () => T | PromiseLike<T>, options?: {
+    /** 'context' (default): fn's async context only; 'process': every thread. */
+    scope?: 'context' | 'process';
+  }): Promise<Awaited<T>>;
 };

@@ -153,6 +153,43 @@
 // character boundary and ends in "...".
 #define RETRYRS_LAST_ERROR_CAP 1024
 
+// retryrs_context_parse() / retryrs_gate_new() flag: the listener is internal (behind a
+// mesh you trust), so `x-envoy-expected-rq-timeout-ms` and `x-envoy-attempt-count` are
+// read; never set it on a public listener.
+#define RETRYRS_CONTEXT_TRUST_MESH 1
+
+// retryrs_gate_new() flag: observe only, never refuse (the upward rule reports
+// RETRYRS_UPWARD_OBSERVED instead of RETRYRS_UPWARD_REFUSE).
+#define RETRYRS_CONTEXT_OBSERVE_ONLY 2
+
+// retryrs_context_outbound() mesh: no mesh headers.
+#define RETRYRS_MESH_NONE 0
+
+// Envoy: also `x-envoy-upstream-rq-timeout-ms` and `x-envoy-max-retries: 0`.
+#define RETRYRS_MESH_ENVOY 1
+
+// Linkerd: also `l5d-retry-limit: 0`.
+#define RETRYRS_MESH_LINKERD 2
+
+// retryrs_context_outbound() kind: plain HTTP.
+#define RETRYRS_REQUEST_HTTP 0
+
+// gRPC: also `grpc-timeout`.
+#define RETRYRS_REQUEST_GRPC 1
+
+// Connect: also `connect-timeout-ms`.
+#define RETRYRS_REQUEST_CONNECT 2
+
+// retryrs_read_pushback(): the response carries no pushback.
+#define RETRYRS_PUSHBACK_NONE 0
+
+// "Don't retry" (`Retryrs-Pushback: -1`, a negative `grpc-retry-pushback-ms`,
+// `x-envoy-overloaded`): return RETRYRS_DONT_RETRY from the attempt callback.
+#define RETRYRS_PUSHBACK_DONT_RETRY 1
+
+// An exact wait, in *wait_ms.
+#define RETRYRS_PUSHBACK_WAIT 2
+
 // What retryrs_attempt_remaining_ms() and retryrs_call_remaining_ms() report for an
 // attempt that has no bound (neither a deadline nor an attempt timeout): UINT64_MAX.
 // A bounded attempt's time left is always smaller.
@@ -247,6 +284,17 @@ typedef struct retryrs_call retryrs_call;
 // A cancel token (opaque). Thread-safe: fire it from any thread while a call waits.
 // Cancelling is sticky.
 typedef struct retryrs_cancel retryrs_cancel;
+
+// A request's context (opaque): its deadline and whether it was a retry, with what its
+// headers said. Made by retryrs_context_parse(), retryrs_gate_receive() or
+// retryrs_context_new(); freed by retryrs_context_free(). Immutable: any thread may read
+// it; entering it copies it, so it may be freed while entered.
+typedef struct retryrs_context retryrs_context;
+
+// A server's gate (opaque): reads each request's headers and applies the upward rule,
+// with its cap on refusals (at most 20% of the requests of a 10 s window). Thread-safe:
+// share one per listener. Freed by retryrs_gate_free().
+typedef struct retryrs_gate retryrs_gate;
 
 // One hedged call driven by hand (opaque). Not thread-safe: drive it from one thread at a
 // time. Not re-entrant: a function driving it, called from its own listener, is refused
@@ -564,6 +612,9 @@ typedef struct retryrs_stats {
 // How an HTTP request ended, for retryrs_http_classify().
 typedef int32_t retryrs_http_outcome;
 
+// The upward rule's answer (retryrs_gate_receive()).
+typedef int32_t retryrs_upward;
+
 // Run attempt `step.attempt` now, then report it with retryrs_call_report().
 #define RETRYRS_ACTION_ATTEMPT 0
 
@@ -614,6 +665,19 @@ typedef int32_t retryrs_http_outcome;
 // Any other network failure (reset, read timeout): transient only for a method that
 // may be repeated.
 #define RETRYRS_HTTP_NETWORK_FAILED 2
+
+// Run the handler.
+#define RETRYRS_UPWARD_RUN 0
+
+// The request arrived with nothing left: answer 504 with `Retryrs-Pushback: -1` at once,
+// without running the handler.
+#define RETRYRS_UPWARD_REFUSE 1
+
+// Nothing was left, but the gate only observes: run the handler.
+#define RETRYRS_UPWARD_OBSERVED 2
+
+// Nothing was left, but the cap on refusals was reached: run the handler.
+#define RETRYRS_UPWARD_CAPPED 3
 
 // Success.
 #define RETRYRS_OK 0
@@ -1120,6 +1184,22 @@ retryrs_status retryrs_http_classify_request(const char *method,
                                              size_t retry_statuses_len,
                                              retryrs_verdict *verdict);
 
+// Applies a response's pushback to the `*verdict` retryrs_http_classify() gave it
+// (`count` headers `names[i]`: `values[i]`): a RETRYRS_TRANSIENT response whose server
+// said "don't retry" (`Retryrs-Pushback: -1`, a negative `grpc-retry-pushback-ms`,
+// `x-envoy-overloaded`) becomes RETRYRS_DONT_RETRY (not retried, still a failure for the
+// budget and the breaker; the response is the caller's, as when retries run out); one
+// that asked for a wait keeps RETRYRS_TRANSIENT and *hint_ms (optional) gets the wait
+// (pass it as the callback's hint; the retrier's wait hook may make it exact). Any
+// other verdict is left as it is (pushback never makes a response retried), and
+// *hint_ms is then untouched. RETRYRS_INVALID_ARGUMENT for a NULL verdict, NULL arrays
+// with a nonzero count, or a NULL entry.
+retryrs_status retryrs_http_pushback(retryrs_verdict *verdict,
+                                     const char *const *names,
+                                     const char *const *values,
+                                     size_t count,
+                                     double *hint_ms);
+
 // Writes `url` made safe to show in logs into `buf`, by OpenTelemetry's rule for
 // `url.full`: `user:password@` becomes `REDACTED:REDACTED@`, and the values of the
 // query parameters AWSAccessKeyId, Signature, sig and X-Goog-Signature become REDACTED.
@@ -1196,6 +1276,122 @@ retryrs_status retryrs_policies_breaker(const struct retryrs_policies *policies,
 // Releases the document; retriers created from its configs keep what they need. NULL
 // is a no-op. Must not be called twice for the same document.
 void retryrs_policies_free(struct retryrs_policies *policies);
+
+// Reads a request's propagation headers (`count` pairs `names[i]`: `values[i]`, names
+// compared ignoring ASCII case) into a new context: the budget is the smallest one
+// given (`Retryrs-Context` t, `grpc-timeout`, and with RETRYRS_CONTEXT_TRUST_MESH
+// `x-envoy-expected-rq-timeout-ms`), clamped to `limit_ms` (RETRYRS_UNBOUNDED: no
+// clamp); malformed values are ignored and counted (retryrs_context_malformed()). The
+// deadline counts from now. *out is the caller's: free it with retryrs_context_free().
+// RETRYRS_INVALID_ARGUMENT for a NULL out, NULL arrays with a nonzero count, a NULL
+// entry, or unknown flags. (No upward rule: use a retryrs_gate for that.)
+retryrs_status retryrs_context_parse(const char *const *names,
+                                     const char *const *values,
+                                     size_t count,
+                                     uint64_t limit_ms,
+                                     uint32_t flags,
+                                     struct retryrs_context **out);
+
+// A context with `left_ms` left from now (RETRYRS_UNBOUNDED: no deadline) and the
+// inbound retry state `is_retry`, for a server that read its deadline elsewhere. *out is
+// the caller's (retryrs_context_free()). RETRYRS_INVALID_ARGUMENT for a NULL out.
+retryrs_status retryrs_context_new(uint64_t left_ms, bool is_retry, struct retryrs_context **out);
+
+// Frees a context (NULL is a no-op). Entering copies it: freeing an entered context
+// leaves the thread's context as it is.
+void retryrs_context_free(struct retryrs_context *context);
+
+// What a context holds; every out-parameter is optional (NULL: not wanted). *left_ms:
+// the whole milliseconds it has left now (0 once past; RETRYRS_UNBOUNDED without a
+// deadline); *budget_ms: the budget its headers gave, after the clamp (RETRYRS_UNBOUNDED:
+// none); *is_retry: its request was a retry; *clamped: a larger budget was clamped to
+// the limit; *malformed: how many of its headers were malformed (and ignored).
+// RETRYRS_INVALID_ARGUMENT for a NULL context.
+retryrs_status retryrs_context_get(const struct retryrs_context *context,
+                                   uint64_t *left_ms,
+                                   uint64_t *budget_ms,
+                                   bool *is_retry,
+                                   bool *clamped,
+                                   uint32_t *malformed);
+
+// Makes (a copy of) `context` this thread's context: every retrier call this thread
+// makes until the matching retryrs_context_leave() obeys it (its deadline is the smaller
+// of its own and the context's minus a margin of 2%, 5 to 250 ms; under a request that
+// was a retry it makes one attempt). Enter and leave nest. RETRYRS_INVALID_ARGUMENT
+// for a NULL context.
+retryrs_status retryrs_context_enter(const struct retryrs_context *context);
+
+// Leaves the context the last retryrs_context_enter() on this thread entered, restoring
+// the one before it. RETRYRS_INVALID_ARGUMENT when no context is entered on this thread.
+retryrs_status retryrs_context_leave(void);
+
+// Whether the request whose context this thread is in was a retry: pass it as
+// retryrs_context_outbound()'s `is_retry` (false outside any context).
+bool retryrs_context_current_is_retry(void);
+
+// Writes the headers to send with one outbound attempt into `buf` as lines
+// `Name: value\r\n`, NUL-terminated: `Retryrs-Context: t=<left>, a=<attempt>` (plus
+// `, r=?1` when `is_retry`), the `mesh`'s (RETRYRS_MESH_*) and the `kind`'s
+// (RETRYRS_REQUEST_*). `left_ms` is the attempt's time left (retryrs_attempt_remaining_ms();
+// RETRYRS_UNBOUNDED: no t); with 0 left nothing is written (send nothing). `buf` has
+// `cap` bytes (NULL with cap 0 to measure); *len (optional) gets the length without the
+// NUL: when it is not below `cap` the output was cut (call again with *len + 1 bytes).
+// RETRYRS_INVALID_ARGUMENT for attempt 0, an unknown mesh or kind, or a NULL buf with a
+// nonzero cap.
+retryrs_status retryrs_context_outbound(uint64_t left_ms,
+                                        uint32_t attempt,
+                                        bool is_retry,
+                                        int32_t mesh,
+                                        int32_t kind,
+                                        char *buf,
+                                        size_t cap,
+                                        size_t *len);
+
+// Reads a response's pushback among `count` headers: *kind (RETRYRS_PUSHBACK_*) and,
+// for RETRYRS_PUSHBACK_WAIT, *wait_ms (optional; 0 otherwise). "Don't retry" from any
+// header wins. RETRYRS_INVALID_ARGUMENT for a NULL kind, NULL arrays with a nonzero
+// count, or a NULL entry.
+retryrs_status retryrs_read_pushback(const char *const *names,
+                                     const char *const *values,
+                                     size_t count,
+                                     int32_t *kind,
+                                     uint64_t *wait_ms);
+
+// The margin an inner call keeps for `left_ms` left: 2%, between 5 and 250 ms.
+uint64_t retryrs_context_margin_ms(uint64_t left_ms);
+
+// A gate for one listener: `limit_ms` the longest budget a request may bring
+// (RETRYRS_UNBOUNDED: no clamp), `flags` RETRYRS_CONTEXT_TRUST_MESH and/or
+// RETRYRS_CONTEXT_OBSERVE_ONLY. *out is the caller's: free it with retryrs_gate_free().
+// RETRYRS_INVALID_ARGUMENT for a NULL out or unknown flags.
+retryrs_status retryrs_gate_new(uint64_t limit_ms, uint32_t flags, struct retryrs_gate **out);
+
+// Frees a gate (NULL is a no-op).
+void retryrs_gate_free(struct retryrs_gate *gate);
+
+// Receives one request: reads its headers as retryrs_context_parse() does into a new
+// context (*out, the caller's: retryrs_context_free()) and writes the upward rule's
+// answer to *upward (RETRYRS_UPWARD_*): on RETRYRS_UPWARD_REFUSE answer 504 with
+// `Retryrs-Pushback: -1` without running the handler. RETRYRS_INVALID_ARGUMENT for a
+// NULL gate, out or upward, NULL arrays with a nonzero count, or a NULL entry.
+retryrs_status retryrs_gate_receive(const struct retryrs_gate *gate,
+                                    const char *const *names,
+                                    const char *const *values,
+                                    size_t count,
+                                    struct retryrs_context **out,
+                                    retryrs_upward *upward);
+
+// Whether `host` (a URL's host, with or without `:port`; IPv6 in brackets) may receive
+// propagation headers under the allowlist `hosts` (`count` names: `api.example.com`
+// exactly, `*.example.com` any subdomain of it, never the apex; compared ignoring ASCII
+// case). `hosts` NULL with a count of 0: no list, every host; a non-NULL list of 0
+// names allows none. Writes the answer to *allowed. RETRYRS_INVALID_ARGUMENT for a NULL
+// host or allowed, NULL hosts with a nonzero count, a NULL or empty name, or a `*`
+// anywhere but a leading `*.`.
+retryrs_status retryrs_host_allowed(const char *const *hosts,
+                                    size_t count,
+                                    const char *host,
+                                    bool *allowed);
 
 // Validates `config` and creates a retrier. On RETRYRS_INVALID_ARGUMENT nothing is
 // created and retryrs_last_error() names the field and value ("retryrs_retrier_new:

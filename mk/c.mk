@@ -30,7 +30,7 @@ C_CXXFLAGS := -std=c++17 $(C_WARN) -O1 -g -Iinclude -Itests/c
 # What a program linking libretryrs.a needs besides it: the .pc file's Libs.private, the
 # one place the list is written.
 C_STATIC_LIBS := $(shell sed -n 's/^Libs.private: //p' bindings-c/retryrs.pc.in)
-C_TEST_SRC := tests/c/main.c tests/c/harness.c tests/c/test_api.c tests/c/test_threads.c tests/c/test_virtual_time.c tests/c/test_contract_v2.c tests/c/test_config_v2.c tests/c/test_policies.c tests/c/test_breaker.c tests/c/test_bound.c tests/c/test_hooks.c tests/c/test_errors.c tests/c/conformance.c
+C_TEST_SRC := tests/c/main.c tests/c/harness.c tests/c/test_api.c tests/c/test_threads.c tests/c/test_virtual_time.c tests/c/test_contract_v2.c tests/c/test_config_v2.c tests/c/test_policies.c tests/c/test_breaker.c tests/c/test_bound.c tests/c/test_hooks.c tests/c/test_messages.c tests/c/test_errors.c tests/c/conformance.c tests/c/conformance_propagation.c
 PREFIX ?= /usr/local
 
 # One release build of the crate serves the tests, the demo and the bench; C users get

@@ -51,7 +51,7 @@ test-http-python: $(PY_NATIVE_STAMP)
 	$(PY) tests/http/python/run.py --markdown $(BUILD)/conformance/http-python.md
 
 $(PY_BENCH_STAMP): | $(PY)
-	$(PY) -m pip install --quiet --disable-pip-version-check tenacity stamina backoff prometheus-client==0.26.0
+	$(PY) -m pip install --quiet --disable-pip-version-check tenacity==9.2.1 stamina==26.1.0 backoff==2.2.1 prometheus-client==0.26.0
 	touch $@
 
 bench-python: $(PY_NATIVE_STAMP) $(PY_BENCH_STAMP)

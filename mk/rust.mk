@@ -32,8 +32,8 @@ test-rust:
 	# with none at all (the lean build).
 	cargo test --locked -p retryrs --all-features
 	cargo test --locked -p retryrs --no-default-features
-	# The repository README's Rust examples (a file the package cannot hold).
-	RUSTDOCFLAGS="--cfg retryrs_repository" cargo test --locked -p retryrs --all-features --doc RepositoryReadme
+	# The repository README's and docs/propagation.md's Rust examples (files the package cannot hold).
+	RUSTDOCFLAGS="--cfg retryrs_repository" cargo test --locked -p retryrs --all-features --doc Repository
 
 # The published crate tests itself: cargo package, then cargo test inside the unpacked
 # package (what a crates.io user or distribution gets). Unpacked outside the checkout:

@@ -326,7 +326,13 @@ unsafe fn call(
 ) -> Result<(), Failure> {
     write_opt(outcome, retryrs_outcome::default());
     // The call's own reference: another thread may free the retrier while it runs.
-    let shared = Arc::clone(&arg(retrier, "retrier")?.inner);
+    let mut shared = Arc::clone(&arg(retrier, "retrier")?.inner);
+    // Inside a request's context (retryrs_context_enter), its constraint applies.
+    if retryrs::propagation::in_use() {
+        if let Some(under) = shared.under_current() {
+            shared = under;
+        }
+    }
     // (Asked inline first: most policies do not hedge, and the refusal is a call.)
     let policy = shared.retrier.policy();
     if let Some(why) = policy.hedging().and_then(|_| retryrs::hedge::one_at_a_time_refusal(policy)) {
@@ -358,10 +364,11 @@ unsafe fn call(
         (None, Some(why), _) => return Err(Failure::invalid(format!("{name}: {why}"))),
         (None, None, Stop::Rejected) => format!("{name}: attempt {n} failed permanently"),
         (None, None, Stop::Exhausted(reason)) => {
-            let gave_up = retryrs::GaveUp { name: Some(name), attempts: n, reason }.to_string();
+            // The core's wording in the C API's names (retryrs_config's fields; ms).
+            let gave_up = retryrs::GaveUp { name: Some(name), attempts: n, reason }.render(retryrs::Spelling::C);
             // An exhaustion by the deadline says when max_attempts cannot fit it.
             match policy.deadline_hint().filter(|_| reason == retryrs::ExhaustReason::Deadline) {
-                Some(hint) => format!("{gave_up}; {hint}"),
+                Some(hint) => format!("{gave_up}; {}", hint.render(retryrs::Spelling::C)),
                 None => gave_up,
             }
         }

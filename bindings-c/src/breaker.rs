@@ -154,13 +154,7 @@ pub unsafe extern "C" fn retryrs_breaker_new(
         b.slow_call_duration = (slow != 0.0).then(|| if slow.is_nan() { Duration::ZERO } else { ms(slow) });
         b.slow_call_ratio = c.slow_call_ratio;
         let breaker = CircuitBreaker::new(b).map_err(|e| {
-            let knob = e
-                .knob
-                .replace("sampling_duration", "sampling_duration_ms")
-                .replace("slow_call_duration", "slow_call_duration_ms")
-                .replace("break_duration", "break_duration_ms");
-            let requirement = e.requirement.replace(" (ms)", "");
-            Failure::invalid(format!("retryrs_breaker_new: config->{knob} must be {requirement}, got {}", e.value))
+            Failure::invalid(format!("retryrs_breaker_new: config->{}", e.render(retryrs::Spelling::C)))
         })?;
         hand_out(out, retryrs_breaker { inner: Arc::new(breaker) });
         Ok(())

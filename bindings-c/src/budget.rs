@@ -26,7 +26,8 @@ pub unsafe extern "C" fn retryrs_budget_new(
 ) -> retryrs_status {
     guard_status("retryrs_budget_new", || {
         arg_mut(out, "out")?;
-        let budget = RetryBudget::new(max_tokens, token_ratio).map_err(|e| Failure::invalid(e.to_string()))?;
+        let budget =
+            RetryBudget::new(max_tokens, token_ratio).map_err(|e| Failure::invalid(e.render(retryrs::Spelling::C)))?;
         hand_out(out, retryrs_budget { inner: Arc::new(budget) });
         Ok(())
     })
@@ -51,7 +52,7 @@ pub unsafe extern "C" fn retryrs_budget_new_quota(
     guard_status("retryrs_budget_new_quota", || {
         arg_mut(out, "out")?;
         let q = retryrs::QuotaBudget::new(capacity, retry_cost, timeout_retry_cost, no_retry_increment)
-            .map_err(|e| Failure::invalid(format!("retryrs_budget_new_quota: {e}")))?;
+            .map_err(|e| Failure::invalid(format!("retryrs_budget_new_quota: {}", e.render(retryrs::Spelling::C))))?;
         hand_out(out, retryrs_budget { inner: Arc::new(q.into()) });
         Ok(())
     })
@@ -73,7 +74,7 @@ pub unsafe extern "C" fn retryrs_budget_new_ratio(
         arg_mut(out, "out")?;
         let ttl = std::time::Duration::from_millis(ttl_ms);
         let r = retryrs::RatioBudget::new(ttl, min_retries_per_sec, percent_can_retry, std::time::Duration::ZERO)
-            .map_err(|e| Failure::invalid(format!("retryrs_budget_new_ratio: {e}")))?;
+            .map_err(|e| Failure::invalid(format!("retryrs_budget_new_ratio: {}", e.render(retryrs::Spelling::C))))?;
         hand_out(out, retryrs_budget { inner: Arc::new(r.into()) });
         Ok(())
     })

@@ -123,8 +123,7 @@ fn to_jitter(kind: retryrs_jitter, factor: f64) -> Result<Jitter, Failure> {
 /// The core's validation error in the C API's names (`*_ms` fields, from the knob table)
 /// and units (milliseconds, the core's own), huge numbers printed compactly.
 pub fn policy_failure(e: &PolicyError) -> Failure {
-    let name = |k: &'static str| retryrs::knob::knob(k).map_or_else(|| k.to_string(), |k| k.snake_ms());
-    Failure::invalid(e.render(&name, &PolicyError::contract_value))
+    Failure::invalid(e.render(&|k| retryrs::Spelling::C.name(k), &PolicyError::contract_value))
 }
 
 /// [`policy_failure`] for a config handed to `function`: names the function and the

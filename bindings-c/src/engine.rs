@@ -225,6 +225,9 @@ pub unsafe extern "C" fn retryrs_call_start(
     guard_status("retryrs_call_start", || {
         let shared = Arc::clone(&arg(retrier, "retrier")?.inner);
         arg_mut(out, "out")?;
+        // Inside a request's context (retryrs_context_enter), its constraint applies.
+        let under = if retryrs::propagation::in_use() { shared.under_current() } else { None };
+        let shared = under.unwrap_or(shared);
         if let Some(why) = retryrs::hedge::one_at_a_time_refusal(shared.retrier.policy()) {
             return Err(Failure::invalid(format!("retryrs_call_start: {why}; use retryrs_hedge_start()")));
         }
@@ -232,9 +235,9 @@ pub unsafe extern "C" fn retryrs_call_start(
         // A policy with a breaker asks it here, on `now_ms`'s time base (use one base for
         // every call that shares the breaker); a refused call has ended already: see
         // retryrs_call_refusal().
-        let call = Call::start_with(Arc::clone(shared.retrier.policy()), now(now_ms), &mut |e: &Event<'_>| {
-            shared.report(listener.as_ref(), e)
-        });
+        let policy = shared.retrier.policy();
+        let call =
+            Call::start_with(Arc::clone(policy), now(now_ms), &mut |e: &Event<'_>| shared.report(listener.as_ref(), e));
         let state = CallState { shared, call, listener };
         hand_out(
             out,
@@ -266,7 +269,7 @@ pub unsafe extern "C" fn retryrs_call_refusal(call: *const retryrs_call, retry_i
                         attempts: 0,
                         reason: retryrs::ExhaustReason::CircuitOpen,
                     }
-                    .to_string(),
+                    .render(retryrs::Spelling::C),
                 })
             }
             None => Ok(()),

@@ -143,7 +143,11 @@ pub unsafe extern "C" fn retryrs_hedge_start(
         let listener = listener.as_ref().copied();
         // A policy with a breaker asks it here, once for the whole call: a refused call's
         // first retryrs_hedge_poll() is STOP, reason circuit_open, with nothing launched.
-        let call = HedgeCall::start_with(Arc::clone(shared.retrier.policy()), now(now_ms), &mut |e: &Event<'_>| {
+        // Inside a request's context (retryrs_context_enter), its constraint applies.
+        let under = if retryrs::propagation::in_use() { shared.under_current() } else { None };
+        let shared = under.unwrap_or(shared);
+        let policy = shared.retrier.policy();
+        let call = HedgeCall::start_with(Arc::clone(policy), now(now_ms), &mut |e: &Event<'_>| {
             shared.report(listener.as_ref(), e)
         });
         let state = HedgeState { shared, call, listener };

@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::ffi::{arg_mut, guard_status, guard_value, Failure};
 use crate::types::*;
+use retryrs::propagation::ServerPushback;
 use retryrs::{classify_request, HttpOutcome, HttpRules, HttpVerdict};
 
 /// Parses a Retry-After header value (delay-seconds or any HTTP-date form) relative to
@@ -128,6 +129,38 @@ pub unsafe extern "C" fn retryrs_http_classify_request(
     })
 }
 
+/// Applies a response's pushback to the `*verdict` retryrs_http_classify() gave it
+/// (`count` headers `names[i]`: `values[i]`): a RETRYRS_TRANSIENT response whose server
+/// said "don't retry" (`Retryrs-Pushback: -1`, a negative `grpc-retry-pushback-ms`,
+/// `x-envoy-overloaded`) becomes RETRYRS_DONT_RETRY (not retried, still a failure for the
+/// budget and the breaker; the response is the caller's, as when retries run out); one
+/// that asked for a wait keeps RETRYRS_TRANSIENT and *hint_ms (optional) gets the wait
+/// (pass it as the callback's hint; the retrier's wait hook may make it exact). Any
+/// other verdict is left as it is (pushback never makes a response retried), and
+/// *hint_ms is then untouched. RETRYRS_INVALID_ARGUMENT for a NULL verdict, NULL arrays
+/// with a nonzero count, or a NULL entry.
+#[no_mangle]
+pub unsafe extern "C" fn retryrs_http_pushback(
+    verdict: *mut retryrs_verdict_value,
+    names: *const *const c_char,
+    values: *const *const c_char,
+    count: usize,
+    hint_ms: *mut f64,
+) -> retryrs_status {
+    guard_status("retryrs_http_pushback", || {
+        let v = arg_mut(verdict, "verdict")?;
+        let pushback = crate::propagation::pushback(names, values, count)?;
+        if *v == RETRYRS_TRANSIENT {
+            match pushback {
+                Some(ServerPushback::DontRetry) => *v = RETRYRS_DONT_RETRY,
+                Some(ServerPushback::Wait(w)) => crate::ffi::write_opt(hint_ms, w.as_millis() as f64),
+                None => {}
+            }
+        }
+        Ok(())
+    })
+}
+
 /// The user's lists as C passes them (NULL: the default list).
 struct Lists {
     retry_methods: *const *const c_char,
@@ -230,15 +263,24 @@ pub unsafe extern "C" fn retryrs_redact_url(
             return Err(Failure::invalid(format!("retryrs_redact_url: buf is NULL but cap is {cap}")));
         }
         let redacted = retryrs::redact_url(&CStr::from_ptr(url).to_string_lossy());
-        let bytes = redacted.as_bytes();
-        if cap > 0 {
-            let n = bytes.len().min(cap - 1);
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), n);
-            *buf.add(n) = 0;
-        }
-        if let Some(len) = len.as_mut() {
-            *len = bytes.len();
-        }
+        write_c_string(&redacted, buf, cap, len);
         Ok(())
     })
+}
+
+/// Writes `text` into the caller's `buf` of `cap` bytes, cut to fit and NUL-terminated
+/// when `cap` > 0, and its whole length (without the NUL) to *len when given.
+///
+/// # Safety
+/// `buf` is valid for `cap` bytes (NULL only with `cap` 0); `len` is NULL or writable.
+pub(crate) unsafe fn write_c_string(text: &str, buf: *mut c_char, cap: usize, len: *mut usize) {
+    let bytes = text.as_bytes();
+    if cap > 0 {
+        let n = bytes.len().min(cap - 1);
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), n);
+        *buf.add(n) = 0;
+    }
+    if let Some(len) = len.as_mut() {
+        *len = bytes.len();
+    }
 }

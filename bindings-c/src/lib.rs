@@ -23,6 +23,7 @@ pub mod hedge;
 pub mod hooks;
 pub mod http;
 pub mod policies;
+pub mod propagation;
 pub mod retrier;
 pub mod testing;
 pub mod types;

@@ -24,6 +24,17 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// This retrier under this thread's request context (retryrs_context_enter), when
+    /// one constrains it: a copy sharing the statistics. Asked behind one flag
+    /// (`retryrs::propagation::in_use`) on a call's start: out of line, the happy path of
+    /// a program that never propagates pays one load.
+    #[cold]
+    #[inline(never)]
+    pub fn under_current(&self) -> Option<Arc<Shared>> {
+        let retrier = self.retrier.under_current()?;
+        Some(Arc::new(Shared { retrier, name: self.name.clone() }))
+    }
+
     /// One event of a call made with this retrier: counted in its statistics, then
     /// delivered to the call's listener, if it has one. Inlined into each call's event
     /// sink (a blocking call sends one per failure): left to the codegen units' split it

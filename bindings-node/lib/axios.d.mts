@@ -6,6 +6,7 @@ import type { RequestRetryOptions } from './fetch.js';
 import type { retryAxios as retryAxiosFn } from './axios.js';
 
 export type { AxiosInstanceLike } from './axios.js';
+/** Adds retries to an axios instance (see retryrs/axios's CommonJS typings for the options). */
 export declare const retryAxios: typeof retryAxiosFn;
 declare const cjs: { retryAxios: typeof retryAxiosFn };
 export default cjs;

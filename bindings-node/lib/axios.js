@@ -11,6 +11,7 @@ const { AsyncLocalStorage } = require('node:async_hooks');
 const { Readable } = require('node:stream');
 const { httpHelper, idempotencyKeyOf, failureOf, codeOf, isClientTimeout } = require('./http-common');
 const { runHttp } = require('./http-run');
+const { pairsOf, mayReceive, withoutHeaders } = require('./http-propagation');
 const { HeldBody, holdStream, readWhole, silenceMs } = require('./http-body');
 
 const INSTALLED = Symbol('retryrs.axios');
@@ -96,10 +97,12 @@ function retryAxios(instance, options) {
   const adapter = async function retryrsAxiosAdapter(config) {
     const rules = h.rulesFor(config.retry);
     const method = String(config.method ?? 'get').toUpperCase();
-    const url = h.redact(instance.getUri(config));
+    const raw = instance.getUri(config);
+    const url = h.redact(raw);
     const req = {
       method,
       url,
+      target: raw,
       key: idempotencyKeyOf(config.headers),
       replayable: replayableData(config.data),
       signal: config.signal ?? undefined,
@@ -111,10 +114,10 @@ function retryAxios(instance, options) {
       out = await runHttp(h, rules, req, {
         // axios's http adapter is asked for a stream, judged at its headers (the rule
         // of lib/http-body.js); another adapter buffers the body itself.
-        send: (signal, n) => (streams
-          ? watched(progress, n, () => inner({ ...config, signal, responseType: 'stream', validateStatus: null }))
+        send: (signal, n, extra) => (streams
+          ? watched(progress, n, () => inner({ ...attemptConfig(axios, config, signal, extra, h.out), responseType: 'stream', validateStatus: null }))
             .then((response) => streamOutcome(axios, config, response, silence))
-          : inner({ ...config, signal }).then(
+          : inner(attemptConfig(axios, config, signal, extra, h.out)).then(
             (response) => bufferedOutcome(response, undefined),
             (err) => {
               if (axios.isAxiosError(err) && err.response !== undefined && err.response !== null) return bufferedOutcome(err.response, err);
@@ -150,6 +153,7 @@ function bufferedOutcome(response, error) {
   return {
     status: response.status,
     retryAfter: retryAfterOf(response),
+    headerPairs: () => pairsOf(response.headers),
     hold() {},
     // A stream body (responseType 'stream') is destroyed, freeing its socket; a
     // buffered one was read whole already.
@@ -158,6 +162,31 @@ function bufferedOutcome(response, error) {
     },
     handOver: () => ({ response, error }),
   };
+}
+
+/**
+ * The attempt's config: `extra` (the propagation headers, or null) set over its headers;
+ * with an allowlist, a redirect that axios follows (follow-redirects) to a host outside
+ * it loses them, before the caller's own beforeRedirect runs.
+ */
+function attemptConfig(axios, config, signal, extra, out) {
+  const attempt = { ...config, headers: headersWith(axios, config.headers, extra), signal };
+  if (extra !== null && out.allow !== null) {
+    const own = config.beforeRedirect;
+    attempt.beforeRedirect = (options, ...rest) => {
+      if (!mayReceive(out, options.href)) options.headers = withoutHeaders(options.headers, extra);
+      if (typeof own === 'function') own(options, ...rest);
+    };
+  }
+  return attempt;
+}
+
+/** The request's headers with the attempt's propagation headers over them (a copy), or as they were. */
+function headersWith(axios, headers, extra) {
+  if (extra === null) return headers;
+  const copy = new axios.AxiosHeaders(headers);
+  for (let i = 0; i < extra.length; i += 2) copy.set(extra[i], extra[i + 1]);
+  return copy;
 }
 
 function retryAfterOf(response) {
@@ -188,6 +217,7 @@ function streamOutcome(axios, config, response, silence) {
   return {
     status: response.status,
     retryAfter: retryAfterOf(response),
+    headerPairs: () => pairsOf(response.headers),
     read: wantsStream ? undefined : async () => {
       body = await readWhole(stream, null, null, 'retryAxios');
     },

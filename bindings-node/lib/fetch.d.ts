@@ -29,17 +29,45 @@ export interface HttpHelperOptions {
   /** Whether a POST or PATCH with a non-empty Idempotency-Key header is resent like an
    * idempotent method (default true). */
   idempotencyKey?: boolean;
+  /** Propagation across services (docs/propagation.md): each attempt sends
+   * `Retryrs-Context: t=<ms left>, a=<attempt>` (plus `r=?1` inside a request that was a
+   * retry, see retryrs/propagation), with `t` read from the clock at each send. `true`
+   * (the default): to every host, no mesh headers; `false`: nothing is sent; or an object
+   * (PropagateOptions) naming the hosts allowed and the interop headers. */
+  propagate?: boolean | PropagateOptions;
+}
+
+/** Where and how an HTTP helper sends the propagation headers. */
+export interface PropagateOptions {
+  /** The only hosts that receive them: `'api.internal'` exactly, `'*.svc.local'` any
+   * subdomain (never the apex); ports are ignored, case too. Default: every host. A bad
+   * entry is a RangeError naming it, when the helper is made. A redirect the client
+   * follows to another host loses the headers (retryingFetch: with the global fetch or
+   * a `dispatcher` in `init`; undici: with its redirect interceptor composed after
+   * `retryInterceptor`; see docs/propagation.md). */
+  hosts?: readonly string[];
+  /** The sidecar in front of the next hop, whose own retries are turned off (one layer
+   * retries): `'envoy'` also sends `x-envoy-upstream-rq-timeout-ms` and
+   * `x-envoy-max-retries: 0`, `'linkerd'` sends `l5d-retry-limit: 0`. Default `'none'`. */
+  mesh?: 'none' | 'envoy' | 'linkerd';
+  /** The protocol of the requests: `'grpc'` also sends `grpc-timeout`, `'connect'`
+   * `connect-timeout-ms`. Default `'http'`. */
+  kind?: 'http' | 'grpc' | 'connect';
 }
 
 /** A request's own rules (fetch's `init.retry`, axios's and got's `retry`, undici's `retryrs`). */
 export interface RequestRetryOptions {
   /** This request's attempt limit (the first attempt included; the retrier's other limits still apply). */
   limit?: number;
+  /** This request's retried methods, replacing the helper's `methods`. */
   methods?: readonly string[];
+  /** This request's retried statuses, replacing the helper's `statuses`. */
   statuses?: readonly number[];
+  /** Whether this request's Idempotency-Key header makes it repeatable, replacing the helper's rule. */
   idempotencyKey?: boolean;
 }
 
+/** What retryingFetch takes: the helpers' options and the fetch that sends. */
 export interface RetryingFetchOptions<F extends FetchFunction = GlobalFetch> extends HttpHelperOptions {
   /** Policy, listener, budget, deadline, attempt timeout (default: `new Retrier()`). Its
    * `shouldRetry`, `shouldRetryResult` and `retryAfterMs` are refused: the core's HTTP rules decide. Each
@@ -80,7 +108,11 @@ export type RetryingFetch<F extends FetchFunction> = (input: Parameters<F>[0], i
  * arrive, and fails with a TimeoutError after `attemptTimeoutMs` of silence (or, without
  * one, a silence as long as the deadline). Out of retries, the last response is whole.
  */
-export declare function retryingFetch<F extends FetchFunction>(options: RetryingFetchOptions<F> & { fetch: F }): RetryingFetch<F>;
+export declare function retryingFetch<F extends FetchFunction>(options: RetryingFetchOptions<F> & {
+  /** The fetch that sends (its signature is the one returned). */
+  fetch: F;
+}): RetryingFetch<F>;
+/** {@link retryingFetch} over the global fetch. */
 export declare function retryingFetch(options?: RetryingFetchOptions<GlobalFetch>): RetryingFetch<GlobalFetch>;
 
 /** The URL with `user:pass@` and the values of the core's query keys (and `keys`) replaced by REDACTED. */
@@ -91,7 +123,9 @@ export declare const IDEMPOTENT_METHODS: readonly string[];
 
 /** Base of the failures retryingFetch reports in events: the request, URL redacted. */
 export declare class HttpRetryError extends Error {
+  /** The request's method. */
   readonly method: string;
+  /** The request's URL, redacted (see redactUrl). */
   readonly url: string;
 }
 
@@ -100,18 +134,23 @@ export declare class HttpRetryError extends Error {
  * body were read to free the connection, a longer or stalled body cancelled.
  */
 export declare class RetryableStatusError extends HttpRetryError {
+  /** The response's status. */
   readonly status: number;
+  /** The wait Retry-After asked for, in ms; undefined without one. */
   readonly retryAfterMs: number | undefined;
 }
 
 /** A final response that is not a success (4xx, 5xx not retried): the call ends `rejected`, error.type the status. */
 export declare class FinalStatusError extends HttpRetryError {
+  /** The response's status. */
   readonly status: number;
 }
 
 /** A transient network failure; `connect`: no connection was made. `cause`: fetch's error. */
 export declare class RequestFailedError extends HttpRetryError {
+  /** true: no connection was made (nothing was sent), so every method may be resent. */
   readonly connect: boolean;
+  /** fetch's (or the client's) own error. */
   readonly cause: unknown;
 }
 

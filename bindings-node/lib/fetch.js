@@ -12,6 +12,7 @@ const {
   idempotencyKeyOf, failureOf,
 } = require('./http-common');
 const { runHttp } = require('./http-run');
+const { withHeaders, withoutHeaders, mayReceive, pairsOf } = require('./http-propagation');
 const { HeldBody, silenceMs, silenceWatch, silenceError } = require('./http-body');
 
 const IDEMPOTENT_METHODS = Object.freeze(native.idempotentMethods());
@@ -193,6 +194,37 @@ function watchSends() {
   });
 }
 
+// Where undici (Node's fetch, and the undici package) keeps its global dispatcher.
+const GLOBAL_DISPATCHER = Symbol.for('undici.globalDispatcher.1');
+
+/**
+ * Whether an attempt goes through allowlistDispatcher: fetch follows its redirects by
+ * itself, and is known to send it through the dispatcher given (Node's global fetch, or
+ * any fetch given a dispatcher in init, which it is asked to use). A fetch of the caller's
+ * own may bind a dispatcher (a proxy's) that one given over it would replace; a Request
+ * made with its own keeps it (it cannot be read to be wrapped).
+ */
+function followsRedirects(globalFetch, init, request) {
+  if (init?.dispatcher === undefined && (!globalFetch || request !== undefined)) return false;
+  return (init?.redirect ?? request?.redirect ?? 'follow') === 'follow';
+}
+
+/**
+ * The dispatcher an attempt with an allowlist is sent through (undici's fetch asks it for
+ * every hop of a redirect it follows, with the first request's headers): a hop to a host
+ * outside the list loses the headers `sent`, then goes to the caller's dispatcher, or
+ * undici's global one (read at the hop: fetch sets it up when first used).
+ */
+function allowlistDispatcher(out, own, sent) {
+  return {
+    dispatch(opts, handler) {
+      const inner = own ?? globalThis[GLOBAL_DISPATCHER];
+      const hop = mayReceive(out, opts.origin) ? opts : { ...opts, headers: withoutHeaders(opts.headers, sent) };
+      return inner.dispatch(hop, handler);
+    },
+  };
+}
+
 /** Frees the connection of a response that arrived after its attempt was abandoned. */
 function cancelBody(res) {
   try {
@@ -212,6 +244,7 @@ function cancelBody(res) {
 function retryingFetch(options) {
   const h = httpHelper('retryingFetch', options, ['fetch']);
   const base = options?.fetch ?? globalThis.fetch;
+  const globalFetch = base === globalThis.fetch;
   if (typeof base !== 'function') throw new TypeError(`retryingFetch: fetch must be a function, got ${typeName(base)}`);
   watchSends();
   // How long the body of a response handed over may stay silent (lib/http-body.js).
@@ -240,18 +273,25 @@ function retryingFetch(options) {
     }
     // Each attempt's progress as undici's channels report it (see watchSends).
     const progress = new Map();
-    const req = { method, url, key: idempotencyKeyOf(init?.headers ?? request?.headers), replayable, signal };
+    const req = { method, url, target: raw, key: idempotencyKeyOf(init?.headers ?? request?.headers), replayable, signal };
     return runHttp(h, rules, req, {
-      send(attemptSignal, n) {
+      send(attemptSignal, n, extra) {
         const sent = progressOf();
         progress.set(n, sent);
-        const pending = sending.run(sent, () => base(input, attemptSignal === signal ? init : { ...init, signal: attemptSignal }));
+        let attemptInit = attemptSignal === signal ? init : { ...init, signal: attemptSignal };
+        // The attempt's propagation headers, over the request's own (a copy of them).
+        if (extra !== null) {
+          attemptInit = { ...attemptInit, headers: withHeaders(init?.headers ?? request?.headers, extra) };
+          if (h.out.allow !== null && followsRedirects(globalFetch, init, request)) attemptInit.dispatcher = allowlistDispatcher(h.out, init?.dispatcher, extra);
+        }
+        const pending = sending.run(sent, () => base(input, attemptInit));
         return pending.then((res) => {
           // Abandoned at its bound before it arrived: its connection is freed.
           if (attemptSignal?.aborted) cancelBody(res);
           const outcome = fetchBody(res, silence, sent);
           outcome.status = res.status;
           outcome.retryAfter = res.headers.get('retry-after');
+          outcome.headerPairs = () => pairsOf(res.headers);
           return outcome;
         });
       },

@@ -7,17 +7,28 @@ import type { HttpHelperOptions } from './fetch';
 
 /** The options retryGot makes: got's `retry` (its calculateDelay asks the engine), a handler and hooks; for `got.extend(...)`. */
 export interface RetryGotOptions {
+  /** got's retry options, set so that got asks the engine about every failure. */
   retry: {
+    /** No limit of got's own: the engine's limits end the call (a request's own retry.limit overrides it). */
     limit: number;
+    /** Empty: the engine's HTTP rule decides by method. */
     methods: never[];
+    /** Empty: the engine's HTTP rule decides by status (a request's own list overrides it). */
     statusCodes: number[];
+    /** Empty: the engine's HTTP rule decides which network failures are retried. */
     errorCodes: string[];
+    /** false: got asks calculateDelay even where its own rules would not retry. */
     enforceRetryRules: boolean;
+    /** Asks the engine about each failure: resolves with its wait in ms, or ends the call. */
     calculateDelay: (retryObject: any) => number | Promise<number>;
   };
+  /** Starts one retrier call per promise request (events, deadline, budget); a stream request is not retried. */
   handlers: Array<(options: any, next: (options: any) => any) => any>;
+  /** Hooks that bound each attempt and judge each response by the engine's HTTP rule. */
   hooks: {
+    /** Bounds got's request by the engine's bound for the attempt (as got's timeout.request). */
     beforeRequest: Array<(options: any) => void>;
+    /** Ends the call with a response the rule does not retry (a final error status rejects). */
     afterResponse: Array<(response: any) => any>;
   };
 }

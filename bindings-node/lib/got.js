@@ -12,6 +12,8 @@ const {
   RetryableStatusError, FinalStatusError, RequestFailedError, FinalNetworkError, isClientTimeout,
 } = require('./http-common');
 const { markResend } = require('./http-run');
+const { outboundHeaders, withoutHeaders, pushbackOf, pairsOf } = require('./http-propagation');
+const { DONT_RETRY } = require('./codes');
 const { markTimedOut } = require('./call');
 const { DRAIN_LIMIT } = require('./http-body');
 
@@ -130,6 +132,19 @@ const dropHeld = (info) => {
 };
 
 /**
+ * The failure a retried response stands for: its pushback (the core's reading: "don't
+ * retry", or an exact wait, the helpers' delayMs hook) over its Retry-After hint.
+ */
+function retriedFailure(state, response, error) {
+  const pushback = pushbackOf(pairsOf(response.headers));
+  const header = response.headers?.['retry-after'];
+  const hint = pushback ?? (header === undefined ? undefined : parseRetryAfter(String(header)));
+  const failure = new RetryableStatusError(response.statusCode, state.method, state.url, hint, error);
+  if (pushback !== undefined && pushback !== DONT_RETRY) failure.pushbackMs = pushback;
+  return failure;
+}
+
+/**
  * got's promise API reads a body whole before it hands a response on (to afterResponse,
  * or to calculateDelay as an HTTPError): a retried response's body, watched as got reads
  * it (downloadProgress), is judged at DRAIN_LIMIT bytes (lib/http-body.js): the engine
@@ -149,8 +164,7 @@ function watchBody(state, result) {
     if (response === null || state.current === null || state.ended || progress.transferred < DRAIN_LIMIT) return;
     const status = response.statusCode;
     if (verdict(state, status, null) !== 'retry') return;
-    const header = response.headers?.['retry-after'];
-    const failure = new RetryableStatusError(status, state.method, state.url, header === undefined ? undefined : parseRetryAfter(String(header)));
+    const failure = retriedFailure(state, response);
     heldBodies.set(failure, response);
     state.held = failure;
     state.preempted = true;
@@ -197,8 +211,7 @@ function retryGot(options) {
     if (error.name === 'HTTPError' && response !== undefined && response !== null && typeof response.statusCode === 'number') {
       const status = response.statusCode;
       if (verdict(state, status, null) === 'retry') {
-        const header = response.headers?.['retry-after'];
-        failure = state.held = new RetryableStatusError(status, state.method, state.url, header === undefined ? undefined : parseRetryAfter(String(header)), error);
+        failure = state.held = retriedFailure(state, response, error);
       } else {
         failure = isFailedStatus(status) ? new FinalStatusError(status, state.method, state.url, undefined, error) : error;
       }
@@ -261,10 +274,24 @@ function retryGot(options) {
         (opts) => {
           // The engine's bound for this attempt (the deadline or the attempt timeout)
           // bounds got's request, as got's own timeout.request does.
-          const ms = opts.context[STATE]?.ctx?.remainingMs;
+          const ctx = opts.context[STATE]?.ctx;
+          const ms = ctx?.remainingMs;
           if (typeof ms === 'number') {
             const own = opts.timeout.request;
             opts.timeout = { ...opts.timeout, request: Math.max(1, Math.min(own ?? Infinity, Math.ceil(ms))) };
+          }
+          // The attempt's propagation headers (its time left now, its number). got runs
+          // this hook again for each redirect it follows, with the headers sent before:
+          // a hop outside the allowlist gets them removed.
+          const state = opts.context[STATE];
+          const extra = ctx === null || ctx === undefined ? null : outboundHeaders(h.out, opts.url, ctx);
+          if (extra !== null) {
+            const headers = { ...opts.headers };
+            for (let i = 0; i < extra.length; i += 2) headers[extra[i].toLowerCase()] = extra[i + 1];
+            opts.headers = headers;
+            state.propagated = extra;
+          } else if (state?.propagated !== undefined) {
+            opts.headers = withoutHeaders(opts.headers, state.propagated);
           }
         },
       ],

@@ -13,6 +13,7 @@ const { isTransientError, retryAfterFromError } = require('./predicate');
 const { RetryExhaustedError, markExhausted } = require('./errors');
 const { ERROR_TYPE } = require('./metrics');
 const { typeName } = require('./options');
+const { outboundOf } = require('./http-propagation');
 
 /** Base of the failures an HTTP helper hands its Retrier: `method` and `url` (redacted). */
 class HttpRetryError extends Error {
@@ -222,7 +223,7 @@ function booleanOption(where, name, v, dflt) {
   return v;
 }
 
-const COMMON = ['retrier', 'methods', 'statuses', 'redactQuery', 'idempotencyKey'];
+const COMMON = ['retrier', 'methods', 'statuses', 'redactQuery', 'idempotencyKey', 'propagate'];
 const REQUEST_RETRY = ['limit', 'methods', 'statuses', 'idempotencyKey'];
 // How many per-request attempt limits a helper keeps a retrier for.
 const LIMITS_KEPT = 32;
@@ -247,6 +248,13 @@ function refuseHooks(where, retrier) {
 }
 
 /**
+ * A response's exact wait (a non-negative pushback, lib/http-propagation.js) replaces
+ * the engine's proposal, as the engine's exact-wait rule takes it (the deadline and
+ * max_retry_after still apply): the helpers' own delayMs hook.
+ */
+const exactPushback = (info) => info.error?.pushbackMs;
+
+/**
  * A helper's shared state, from its options: `where` names it in errors, `extra` are its
  * own option names (checked by the caller). `boundsAttempts`: the helper bounds each
  * attempt itself (with the engine's bound) so the call loop never interrupts it. `hooks`:
@@ -262,6 +270,10 @@ function httpHelper(where, options, extra = [], boundsAttempts = true, hooks = u
   const given = options.retrier ?? new Retrier();
   if (!(given instanceof Retrier)) throw new TypeError(`${where}: retrier must be a Retrier, got ${typeName(given)}`);
   refuseHooks(where, given);
+  const out = outboundOf(where, options.propagate);
+  // A hedging retrier launches its attempts on the hedging delay (no wait to replace): a
+  // pushback's wait is its hint there.
+  if (!optionsOf(given).hedges) hooks = { delayMs: exactPushback, hooked: true, ...hooks };
   const retrier = withClassifier(given, isHttpFailure, retryAfterFromError, boundsAttempts, hooks);
   const redactKeys = keyList(where, options.redactQuery);
   const base = {
@@ -278,6 +290,9 @@ function httpHelper(where, options, extra = [], boundsAttempts = true, hooks = u
     where,
     o: optionsOf(retrier),
     base,
+    // What each attempt's outbound headers are asked with (lib/http-propagation.js), or
+    // null: the helper sends none.
+    out,
     /** The URL as events and errors show it: the core's redaction, with this helper's keys. */
     redact: (raw) => native.redactUrl(String(raw), redactKeys),
     /** The rules for one request: the helper's, with the request's `retry` option over them. */

@@ -13,6 +13,8 @@ const {
   RetryableStatusError, FinalStatusError, RequestFailedError, FinalNetworkError,
   classify, isFailedStatus, retrierFor, exhaustedAs, isExhausted, isClientTimeout,
 } = require('./http-common');
+const { outboundHeaders, pushbackOf } = require('./http-propagation');
+const { DONT_RETRY } = require('./codes');
 
 /**
  * One request through a helper (retryingFetch, axios, undici): the retrier's call loop
@@ -28,8 +30,11 @@ const {
  * by its bound was never sent, and `io.timedOut(err)` (optional, default isClientTimeout)
  * whether the error is the client's own timeout. A request cut at its bound or timed out
  * by its client is priced as a timeout by a quota budget (markTimedOut). `req`: `{ method,
- * url (redacted), key (Idempotency-Key or null), replayable (a boolean, or a function:
- * whether the body can be sent again now), signal }`.
+ * url (redacted), target (the URL as sent, for the propagation allowlist), key
+ * (Idempotency-Key or null), replayable (a boolean, or a function: whether the body can be
+ * sent again now), signal }`. Each send gets the attempt's propagation headers as a third
+ * argument (a flat [name, value, ...] list, or null: lib/http-propagation.js), and an outcome may
+ * carry `headerPairs()`, its response's headers as pairs, whose pushback the core reads.
  *
  * Resolves with handOver() of the last outcome: a success, a final error response (the
  * call counted rejected) or the last retried response when retries ran out, whole.
@@ -84,7 +89,9 @@ async function runHttp(h, rules, req, io) {
     try {
       // The attempt number is in the async context of the request's send: what
       // resendCountAttributes reads when the client's instrumentation makes its span.
-      const sent = attempts.run(n, () => io.send(attemptSignal, n));
+      // The propagation headers of this attempt (its time left now, its number), or null.
+      const extra = outboundHeaders(h.out, req.target, ctx);
+      const sent = attempts.run(n, () => io.send(attemptSignal, n, extra));
       out = await (timer === undefined ? sent : Promise.race([sent, timer.expired]));
       // A client that hands a response over read whole (axios) reads a final one inside
       // the attempt: its bound covers the read, and a stall is a timed-out attempt.
@@ -130,7 +137,13 @@ async function runHttp(h, rules, req, io) {
       timer?.clear();
     }
     const ra = out.retryAfter;
-    held = new RetryableStatusError(out.status, method, url, ra === null || ra === undefined ? undefined : parseRetryAfter(String(ra)), out);
+    // The server's pushback (the core's reading): "don't retry" ends the call with this
+    // response, counted a failure; a wait is exact (the helpers' delayMs hook), and the
+    // hint where no hook runs (hedging).
+    const pushback = out.headerPairs === undefined ? undefined : pushbackOf(out.headerPairs());
+    const hint = pushback ?? (ra === null || ra === undefined ? undefined : parseRetryAfter(String(ra)));
+    held = new RetryableStatusError(out.status, method, url, hint, out);
+    if (pushback !== undefined && pushback !== DONT_RETRY) held.pushbackMs = pushback;
     throw held;
   };
   let kept;

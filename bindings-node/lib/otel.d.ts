@@ -3,6 +3,7 @@
 import type { MeterProvider, Span } from '@opentelemetry/api';
 import type { RetryEvent } from '../index';
 
+/** What otelListener takes. */
 export interface OtelListenerOptions {
   /** Where meter 'retryrs' comes from. Default: the global MeterProvider. */
   meterProvider?: MeterProvider;
@@ -27,4 +28,5 @@ export declare function recordResendCount(attempt: number, span?: Span): void;
  */
 export declare function resendCountAttributes(request?: unknown): { 'http.request.resend_count': number } | undefined;
 
+/** The attribute name OpenTelemetry's HTTP conventions give the resend count. */
 export declare const RESEND_COUNT: 'http.request.resend_count';

@@ -2,6 +2,7 @@
 import type { Registry } from 'prom-client';
 import type { RetryEvent } from '../index';
 
+/** What promListener takes. */
 export interface PromListenerOptions {
   /** Where the metrics are registered. Default: prom-client's global registry. */
   register?: Registry;

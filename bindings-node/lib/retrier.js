@@ -12,6 +12,7 @@ const { AttemptContext, BoundedAttemptContext } = require('./attempt');
 const { reportListenerError } = require('./events');
 const { CallRun, isThenable, boundedFirstAttempt, nameOf } = require('./call');
 const { wrapBreaker } = require('./breaker');
+const ambient = require('./ambient');
 
 // The CircuitBreaker object of each native policy, made on first ask.
 const breakers = new WeakMap();
@@ -29,6 +30,16 @@ let remake;
 let derive;
 let optionsOf;
 let sourceOfRetrier;
+let within;
+
+// Whether retryrs/propagation has been loaded (lib/ambient.js): only then does a call
+// look for a request's context. A plain flag of this module, read first by every call.
+let ambientOn = false;
+let ambientContext;
+ambient.onEnable((current) => {
+  ambientContext = current;
+  ambientOn = true;
+});
 
 /**
  * The listeners attached after creation (r.onEvent), shared by a retrier and every
@@ -99,6 +110,13 @@ class Retrier {
     derive = (retrier, hooks) => new Retrier({ [MADE]: { src: retrier.#src, hooks: { ...retrier.#hooks, ...hooks } } });
     optionsOf = (retrier) => retrier.#o;
     sourceOfRetrier = (retrier) => retrier.#src;
+    // This retrier's options with another native policy (the request's constraint):
+    // built as the constructor builds them, hooks kept.
+    within = (retrier, handle) => {
+      const src = retrier.#src;
+      const o = finish({ ...src, handle }, src.listeners.fns);
+      return retrier.#hooks === undefined ? o : Object.freeze({ ...o, ...retrier.#hooks, policy: handle, policyId: handle.id });
+    };
   }
 
   /**
@@ -193,8 +211,20 @@ class Retrier {
    */
   call(fn, options) {
     if (typeof fn !== 'function') return Promise.reject(new TypeError(`call(fn): fn must be a function, got ${typeName(fn)}`));
+    let o = this.#o;
+    // Inside a request served by retryrs/propagation: its deadline and downward rule,
+    // through the core's constraint (lib/ambient.js), and its cancellation (the client
+    // went away).
+    let ambientSignal;
+    if (ambientOn === true) {
+      const c = ambientContext();
+      if (c !== undefined) {
+        o = constrainedOptions(this, o, c);
+        ambientSignal = ambient.cancelOf(c);
+      }
+    }
     // Subscribers of `retryrs:event` (lib/diagnostics.js) are looked for once per call.
-    const o = eventChannel.hasSubscribers ? observedOptions(this.#o) : this.#o;
+    if (eventChannel.hasSubscribers) o = observedOptions(o);
     let signal;
     if (options !== undefined && options !== null) {
       if (typeof options !== 'object') return Promise.reject(new TypeError(`call(fn, options): options must be an object, got ${typeName(options)}`));
@@ -205,6 +235,7 @@ class Retrier {
         return Promise.reject(new TypeError(`call(fn, { signal }): signal must be an AbortSignal, got ${typeName(signal)}`));
       }
     }
+    if (ambientSignal !== undefined) signal = signal === undefined ? ambientSignal : AbortSignal.any([signal, ambientSignal]);
     if (signal !== undefined && signal.aborted) return this.#abortedBeforeStart(o, fn, signal);
     // `=== true` (these fields are booleans): a compare each, where a truth test of a
     // field dispatches on its type.
@@ -275,6 +306,17 @@ class Retrier {
     });
     return { calls: raw[0], attempts: raw[1], retries: raw[2], successes: raw[3], rejections: raw[4], cancellations: raw[5], exhausted };
   }
+}
+
+/**
+ * A retrier's options for one call inside a request's context: its policy under the
+ * core's constraint (the deadline the sooner of its own and the request's less the core's
+ * margin; one attempt and no hedge when the request was a retry), or `o` itself when the
+ * constraint changes nothing.
+ */
+function constrainedOptions(retrier, o, c) {
+  const handle = ambient.constrain(o.policy, c);
+  return handle === null ? o : within(retrier, handle);
 }
 
 /** A native policy's knobs in Node's spelling, null when off (for inspect). */

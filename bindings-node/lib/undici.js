@@ -10,6 +10,7 @@
 const { typeName } = require('./options');
 const { httpHelper, idempotencyKeyOf, failureOf } = require('./http-common');
 const { runHttp } = require('./http-run');
+const { withHeaders, pairsOf } = require('./http-propagation');
 const { HeldBody, silenceMs, silenceWatch, silenceError } = require('./http-body');
 
 /**
@@ -165,7 +166,7 @@ function retryInterceptor(options) {
       const recorded = !replayableBody(rest.body) && typeof rest.body?.[Symbol.asyncIterator] === 'function' ? recordedBody(rest.body) : null;
       // Whether each attempt's request started on a connection (its headers written).
       const startedAt = new Map();
-      const send = (signal, n) => new Promise((resolve, reject) => {
+      const send = (signal, n, extra) => new Promise((resolve, reject) => {
         // 'waiting' (no response yet), 'held' (paused at the headers, being judged),
         // 'hold' (a retried response's prefix being read: lib/http-body.js), 'forward'
         // (handed to the caller's handler) or 'dropped'.
@@ -213,6 +214,7 @@ function retryInterceptor(options) {
             resolve({
               status: statusCode,
               retryAfter: header === undefined ? null : Array.isArray(header) ? header[0] : String(header),
+              headerPairs: () => pairsOf(headers),
               hold() {
                 mode = 'hold';
                 held = new HeldBody();
@@ -294,7 +296,10 @@ function retryInterceptor(options) {
         };
         startedAt.set(n, false);
         try {
-          dispatch(recorded === null ? { ...rest } : { ...rest, body: recorded.next() }, attemptHandler);
+          const attempt = recorded === null ? { ...rest } : { ...rest, body: recorded.next() };
+          // The attempt's propagation headers, over the request's own (a copy of them).
+          if (extra !== null) attempt.headers = withHeaders(headerBag(rest.headers), extra);
+          dispatch(attempt, attemptHandler);
         } catch (err) {
           done();
           reject(err);
@@ -304,6 +309,7 @@ function retryInterceptor(options) {
       const req = {
         method,
         url,
+        target: rest.origin,
         key: idempotencyKeyOf(headerBag(rest.headers)),
         replayable: recorded === null ? replayableBody(rest.body) : recorded.replayable,
         signal: aborter.signal,

@@ -110,9 +110,8 @@ impl NativeBudget {
     }
 }
 
-/// A budget's (or breaker's) out-of-range knob, in Node's spelling (the rule names the
-/// other number by its contract name).
+/// A budget's (or breaker's) out-of-range setting, rendered by the core in Node's
+/// spelling (the setting and any other its rule names; durations in ms).
 pub(crate) fn budget_problem(e: retryrs::BudgetError) -> napi::Error {
-    let requirement = e.requirement.replace("max_tokens", "maxTokens").replace("break_duration", "breakDurationMs");
-    Problem::new(&option_name(e.knob), e.value.to_string(), &requirement).into_error()
+    Problem::from_message(e.render(retryrs::Spelling::Node)).into_error()
 }

@@ -24,5 +24,7 @@ mod http;
 mod messages;
 mod policy;
 mod problem;
+mod propagation;
+mod propagation_node;
 mod share;
 mod time;

@@ -12,13 +12,13 @@ pub fn history_cap() -> napi::Result<u32> {
     guarded(|| Ok(retryrs::HISTORY as u32))
 }
 
-/// `rates: gave up after 3 attempts (max_attempts reached)`: the exhaustion message every
-/// host shares. `reason` is the text the call reported (`attempts`, `deadline`, ...).
+/// `rates: gave up after 3 attempts (maxAttempts reached)`: the exhaustion message every
+/// host shares, in Node's option names. `reason` is the text the call reported (`attempts`, `deadline`, ...).
 #[napi]
 pub fn gave_up(name: String, attempts: u32, reason: String) -> napi::Result<String> {
     guarded(|| {
         let reason: ExhaustReason = reason.parse().map_err(napi::Error::from_reason)?;
-        Ok(GaveUp { name: Some(&name), attempts, reason }.to_string())
+        Ok(GaveUp { name: Some(&name), attempts, reason }.render(retryrs::Spelling::Node))
     })
 }
 

@@ -74,16 +74,7 @@ fn hedging(h: &HedgeOptions) -> Result<retryrs::Hedging, Problem> {
         Hedging::fixed_ms(attempts, h.delay_ms.unwrap_or(0.0))
     };
     let built = built.map(|built| if h.guard { built } else { built.without_guard() });
-    built.map_err(|e| {
-        let field = match e.field {
-            "max_attempts" => "maxAttempts",
-            "delay" => "delayMs",
-            "floor" => "floorMs",
-            "ceiling" => "ceilingMs",
-            other => other,
-        };
-        Problem::from_message(format!("hedge.{field} {}", e.message))
-    })
+    built.map_err(|e| Problem::from_message(format!("hedge.{}", e.render(retryrs::Spelling::Node))))
 }
 
 /// One policy knob as the JS layer needs it to derive its option handling.
@@ -190,6 +181,10 @@ impl NativePolicy {
     }
 
     /// A policy feeding existing statistics (a derivation of the same retrier).
+    pub(crate) fn sharing_stats(inner: Arc<Policy>, stats: Arc<Stats>) -> napi::Result<Self> {
+        Self::with_stats(inner, stats)
+    }
+
     fn with_stats(inner: Arc<Policy>, stats: Arc<Stats>) -> napi::Result<Self> {
         let id = register(&inner, &stats)?;
         Ok(NativePolicy { inner, stats, id })
@@ -374,7 +369,7 @@ impl NativePolicy {
     /// null when it can.
     #[napi(getter)]
     pub fn deadline_hint(&self) -> napi::Result<Option<String>> {
-        guarded(|| Ok(self.inner.deadline_hint().map(|h| h.to_string())))
+        guarded(|| Ok(self.inner.deadline_hint().map(|h| h.render(retryrs::Spelling::Node))))
     }
 
     /// Whether calls by this policy are hedged (`lib/hedge.js` runs them).

@@ -88,18 +88,8 @@ pub fn js_number(n: f64) -> String {
     format!("{n}")
 }
 
-/// A knob's name as Node options spell it: camelCase, `Ms` on durations (the knob
-/// table's unit says which), and the budget's own two numbers.
+/// A knob's (or a budget's, breaker's or hedge's setting's) name as Node options spell
+/// it: camelCase, `Ms` on durations (the core's spelling table says which).
 pub fn option_name(knob: &str) -> String {
-    match retryrs::knob::knob(knob) {
-        Some(k) => k.camel_ms(),
-        // A budget's or a breaker's own setting: camelCase, durations in ms.
-        None => retryrs::knob::camel(
-            knob,
-            matches!(
-                knob,
-                "ttl" | "sampling_duration" | "break_duration" | "max_break_duration" | "slow_call_duration"
-            ),
-        ),
-    }
+    retryrs::Spelling::Node.name(knob)
 }

@@ -13,6 +13,7 @@ const path = require('node:path');
 const { Retrier, RetryExhaustedError, PolicyDocumentError, loadPolicies, parseRetryAfter, isRetryableStatus, classifyHttp, testing, DONT_RETRY } = require('..');
 
 const { sharedTests } = require('./helpers');
+const { checkPropagationVector } = require('./conformance-propagation');
 
 const repo = path.resolve(__dirname, '..', '..');
 const vectorDir = sharedTests('conformance');
@@ -27,7 +28,7 @@ const POLICY_KEYS = new Set([...KNOBS.map((k) => k.name), 'breaker', 'hedge']);
 // Every budget kind's keys and every breaker model's (the loader checks which belong where).
 const BUDGET_KEYS = new Set(['kind', 'max_tokens', 'token_ratio', 'capacity', 'retry_cost', 'timeout_retry_cost', 'no_retry_increment', 'ttl', 'min_retries_per_sec', 'percent_can_retry']);
 const BREAKER_KEYS = new Set(['model', 'failures', 'failure_ratio', 'minimum_throughput', 'sampling_duration', 'break_duration', 'half_open_probes', 'break_multiplier', 'max_break_duration', 'per_attempt', 'count_permanent', 'judge_all_probes', 'minimum_calls', 'window_size', 'slow_call_duration', 'slow_call_ratio']);
-const VECTOR_KEYS = new Set(['file', 'id', 'rule', 'policy', 'budgets', 'breakers', 'service_config', 'calls', 'expect_error', 'retry_after', 'status', 'http']);
+const VECTOR_KEYS = new Set(['file', 'id', 'rule', 'policy', 'budgets', 'breakers', 'service_config', 'calls', 'expect_error', 'retry_after', 'status', 'http', 'propagation']);
 const CALL_KEYS = new Set(['at_ms', 'attempts', 'expect']);
 const EXPECT_KEYS = new Set(['outcome', 'reason', 'attempts', 'value', 'delays_ms', 'events', 'budget_tokens', 'breaker_state', 'bounds_ms', 'winner', 'launched_ms', 'cancelled']);
 
@@ -317,7 +318,8 @@ function check(v) {
   if (v.retry_after) return checkRetryAfterVector(v);
   if (v.status) return checkStatusVector(v);
   if (v.http) return checkHttpVector(v);
-  throw new Error('a vector needs one of calls, expect_error, retry_after, status, http');
+  if (v.propagation) return checkPropagationVector(v, policyOf);
+  throw new Error('a vector needs one of calls, expect_error, retry_after, status, http, propagation');
 }
 
 const { files, vectors } = loadVectors();

@@ -47,3 +47,11 @@ test('the HTTP helpers\' subpaths import as ES modules, with named exports', asy
   assert.equal(typeof retryGot, 'function');
   assert.equal(FinalStatusError, require('retryrs/fetch').FinalStatusError);
 });
+
+test('retryrs/propagation imports as an ES module: the same functions and the same context store', async () => {
+  const esm = await import('retryrs/propagation');
+  const cjs = require('retryrs/propagation');
+  for (const name of ['middleware', 'wrap', 'run', 'current', 'PropagationContext']) assert.equal(esm[name], cjs[name], name);
+  assert.equal(esm.default, cjs);
+  assert.equal(esm.run({ retry: true }, () => cjs.current().retry), true);
+});

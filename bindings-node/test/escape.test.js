@@ -250,11 +250,11 @@ test('r.stats(): calls, attempts, retries and outcomes by reason, the fast path 
 
 test('the deadline hint: inspect says when max_attempts cannot fit the deadline, and so does a deadline exhaustion', async () => {
   const tight = new Retrier({ maxAttempts: 10, initialDelayMs: 1000, maxDelayMs: 30_000, deadlineMs: 15_000 });
-  assert.match(inspect(tight), /hint: 'max_attempts=10 needs up to .* deadline is 15 s: raise deadline or lower max_attempts'/);
+  assert.match(inspect(tight), /hint: 'maxAttempts=10 needs up to .* deadlineMs is 15000 ms: raise deadlineMs or lower maxAttempts'/);
   assert.doesNotMatch(inspect(new Retrier()), /hint/);
   const short = new Retrier({ maxAttempts: 10, initialDelayMs: 200, maxDelayMs: 200, jitter: 'none', deadlineMs: 300 });
-  await assert.rejects(short.call(flaky(20)), (e) => e instanceof RetryExhaustedError && e.reason === 'deadline' && /raise deadline or lower max_attempts/.test(e.message));
-  await assert.rejects(new Retrier({ ...fast, maxAttempts: 2 }).call(flaky(5)), (e) => !/raise deadline/.test(e.message));
+  await assert.rejects(short.call(flaky(20)), (e) => e instanceof RetryExhaustedError && e.reason === 'deadline' && /raise deadlineMs or lower maxAttempts/.test(e.message));
+  await assert.rejects(new Retrier({ ...fast, maxAttempts: 2 }).call(flaky(5)), (e) => !/raise deadlineMs/.test(e.message));
 });
 
 test('linked cancellation: AbortSignal.any combines a library\'s signal with the caller\'s, either ends the call', async () => {

@@ -118,6 +118,9 @@ pub struct AttemptInfo {
     /// retrier interrupts (one attribute read on the async happy path, not two).
     arm: bool,
     deadline: OnceLock<Option<f64>>,
+    /// The retrier the call runs as when an ambient context constrains it (`ambient.rs`):
+    /// the drivers' `_begin` / `_succeeded` go on with it, not with the one they hold.
+    pub under: Option<Py<crate::retrier::Retrier>>,
 }
 
 impl AttemptInfo {
@@ -132,7 +135,17 @@ impl AttemptInfo {
 
     pub fn with_arm(frame: Frame, start: Duration, interrupts: bool) -> Self {
         let arm = interrupts && frame.end.is_some();
-        AttemptInfo { frame, start, admission: None, arm, deadline: OnceLock::new() }
+        AttemptInfo { frame, start, admission: None, arm, deadline: OnceLock::new(), under: None }
+    }
+
+    /// What is left of the attempt's bound now (None: unbounded).
+    pub fn frame_remaining(&self) -> Option<Duration> {
+        self.frame.remaining()
+    }
+
+    /// This first attempt, of a call run as `under` (an ambient context's constraint).
+    pub fn run_as(self, under: Py<crate::retrier::Retrier>) -> Self {
+        AttemptInfo { under: Some(under), ..self }
     }
 
     /// This first attempt, with the breaker's answer to its call.
@@ -672,7 +685,12 @@ fn shown(value: &Bound<'_, PyAny>) -> Option<Py<AttemptInfo>> {
 
 /// `_CURRENT.get()`.
 fn current_in_context(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    let var = context_var(py)?;
+    get_var(context_var(py)?)
+}
+
+/// `var.get()` of a context variable whose default is None.
+pub fn get_var<'py>(var: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let py = var.py();
     match context_api() {
         Some(api) => {
             let mut value: *mut pyo3::ffi::PyObject = std::ptr::null_mut();
@@ -692,18 +710,14 @@ static CURRENT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// The context variable the asyncio driver and the loop forms set (`_native._CURRENT`).
 pub fn context_var(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
-    CURRENT
-        .get_or_try_init(py, || {
-            let kwargs = pyo3::types::PyDict::new(py);
-            kwargs.set_item("default", py.None())?;
-            Ok::<_, PyErr>(
-                py.import("contextvars")?
-                    .getattr("ContextVar")?
-                    .call(("retryrs.current_attempt",), Some(&kwargs))?
-                    .unbind(),
-            )
-        })
-        .map(|v| v.bind(py))
+    CURRENT.get_or_try_init(py, || new_context_var(py, "retryrs.current_attempt")).map(|v| v.bind(py))
+}
+
+/// `contextvars.ContextVar(name, default=None)`.
+pub fn new_context_var(py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
+    let kwargs = pyo3::types::PyDict::new(py);
+    kwargs.set_item("default", py.None())?;
+    Ok(py.import("contextvars")?.getattr("ContextVar")?.call((name,), Some(&kwargs))?.unbind())
 }
 
 /// `retryrs.current_attempt()`: the attempt in progress (an `AttemptInfo`), or None

@@ -27,6 +27,39 @@ use crate::state::now;
 /// failure_ratio 0.5, minimum_calls 100, window_size 100; break_duration 5 s;
 /// half_open_probes 1; break_multiplier 1 (no growth); max_break_duration 1 day;
 /// slow_call_ratio 1. docs/breaker.md maps Polly's and resilience4j's options.
+///
+/// Parameters
+/// ----------
+/// model (str, default 'consecutive'): "consecutive", "sampling" (Polly v8) or "count"
+///     (resilience4j). A setting given to a model that has none is a TypeError naming
+///     the models that own it.
+/// failures (int, default 5): consecutive: failed calls in a row that open it (>= 1).
+/// failure_ratio (float, default 0.1 sampling, 0.5 count): the share of failed calls
+///     that opens it, in (0, 1].
+/// minimum_throughput (int, default 100): sampling: calls in the window before it may
+///     open (>= 2).
+/// sampling_duration (float, default 30.0): sampling: the sliding window, in seconds
+///     (0.5 to one day).
+/// minimum_calls (int, default 100): count: calls counted before it may open (>= 1).
+/// window_size (int, default 100): count: how many of the last calls it judges (1 to
+///     1000000).
+/// break_duration (float, default 5.0): how long it stays open before a probe, in
+///     seconds (0.001 to one day).
+/// half_open_probes (int, default 1): probe calls let through at once when half-open.
+/// break_multiplier (float, default 1.0): growth of the break on each open in a row
+///     (>= 1).
+/// max_break_duration (float or None, default None): the longest break when it grows,
+///     in seconds (break_duration to one day); None: one day.
+/// per_attempt (bool, default False): count each attempt instead of each call.
+/// count_permanent (bool, default False): count a permanent failure as a failure
+///     (False: a success, the dependency answered).
+/// slow_call_duration (float or None, default None): sampling and count: a call this
+///     long or longer is slow, in seconds (0.001 to one day); None: none is.
+/// slow_call_ratio (float, default 1.0): sampling and count: the share of slow calls
+///     that opens it, in (0, 1].
+/// judge_all_probes (bool, default False): True: let exactly half_open_probes probes go
+///     and close only if their failure ratio is under the threshold (resilience4j);
+///     False: the first probe decides (Polly).
 #[pyclass(frozen, module = "retryrs", name = "CircuitBreaker")]
 pub struct PyCircuitBreaker {
     pub inner: Arc<CircuitBreaker>,
@@ -115,7 +148,8 @@ impl PyCircuitBreaker {
             some => Some(duration(some, "slow_call_duration", 0.0)?),
         };
         config.slow_call_ratio = number(slow_call_ratio, "slow_call_ratio", 1.0)?;
-        let inner = CircuitBreaker::new(config).map_err(|e| PyValueError::new_err(format!("CircuitBreaker {e}")))?;
+        let inner = CircuitBreaker::new(config)
+            .map_err(|e| PyValueError::new_err(format!("CircuitBreaker {}", e.render(retryrs::Spelling::Python))))?;
         Ok(PyCircuitBreaker { inner: Arc::new(inner) })
     }
 

@@ -9,7 +9,15 @@ use retryrs::{BudgetKind, QuotaBudget, RatioBudget, RetryBudget};
 
 /// A token bucket shared by every call of every Retrier that holds it: it starts full at
 /// `max_tokens`; each transient failure costs one token; each success adds `token_ratio`;
-/// a retry is allowed only while tokens > max_tokens / 2.
+/// a retry is allowed only while tokens > max_tokens / 2. ``RetryBudget.quota()`` and
+/// ``RetryBudget.ratio()`` make the AWS SDKs' and Finagle's budgets instead.
+///
+/// Parameters
+/// ----------
+/// max_tokens (float, default 10.0): the bucket's size (> 0, at most 1e12; 3 decimals
+///     kept, truncated).
+/// token_ratio (float, default 0.1): what each success adds back (> 0, at most
+///     max_tokens; 3 decimals kept, truncated).
 #[pyclass(frozen, module = "retryrs", name = "RetryBudget")]
 pub struct PyRetryBudget {
     pub inner: Arc<RetryBudget>,
@@ -22,22 +30,41 @@ impl PyRetryBudget {
     fn new(max_tokens: Option<&Bound<'_, PyAny>>, token_ratio: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let max_tokens = number(max_tokens, "max_tokens", 10.0)?;
         let token_ratio = number(token_ratio, "token_ratio", 0.1)?;
-        let inner = RetryBudget::new(max_tokens, token_ratio).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let inner = RetryBudget::new(max_tokens, token_ratio)
+            .map_err(|e| PyValueError::new_err(e.render(retryrs::Spelling::Python)))?;
         Ok(PyRetryBudget { inner: Arc::new(inner) })
     }
     /// The AWS SDKs' standard retry quota (kind "quota"): `capacity` that starts full; a
     /// retry takes `retry_cost` while what is left covers it; a success gives back the
     /// cost of the retry that led to it, or `no_retry_increment`. Every default is the SDKs'.
+    ///
+    /// Parameters
+    /// ----------
+    /// capacity (int, default 500): the retry cost the quota holds when full (0 to 1e12).
+    /// retry_cost (int, default 5): what a retry after a failure takes (1 to 1e12).
+    /// timeout_retry_cost (int, default 10): what a retry after a timed-out attempt takes
+    ///     (1 to 1e12).
+    /// no_retry_increment (int, default 1): what a success on the first attempt gives
+    ///     back (0 to 1e12).
     #[staticmethod]
     #[pyo3(signature = (capacity=500, retry_cost=5, timeout_retry_cost=10, no_retry_increment=1))]
     fn quota(capacity: u64, retry_cost: u64, timeout_retry_cost: u64, no_retry_increment: u64) -> PyResult<Self> {
         let q = QuotaBudget::new(capacity, retry_cost, timeout_retry_cost, no_retry_increment)
-            .map_err(|e| PyValueError::new_err(format!("RetryBudget.quota {e}")))?;
+            .map_err(|e| PyValueError::new_err(format!("RetryBudget.quota {}", e.render(retryrs::Spelling::Python))))?;
         Ok(PyRetryBudget { inner: Arc::new(q.into()) })
     }
     /// Finagle's RetryBudget (kind "ratio"): every call deposits, every retry withdraws,
     /// both expiring after `ttl` seconds (1 to 60), so about `percent_can_retry` of the
     /// calls may be retried, on top of `min_retries_per_sec`. Every default is Finagle's.
+    ///
+    /// Parameters
+    /// ----------
+    /// ttl (float, default 10.0): how long a deposit or withdrawal counts, in seconds (1
+    ///     to 60).
+    /// min_retries_per_sec (int, default 10): retries allowed each second whatever the
+    ///     traffic (0 to 2147483647).
+    /// percent_can_retry (float, default 0.2): retries allowed per call, as a fraction
+    ///     (0 to 1000).
     #[staticmethod]
     #[pyo3(signature = (ttl=10.0, min_retries_per_sec=10, percent_can_retry=0.2))]
     fn ratio(ttl: f64, min_retries_per_sec: u32, percent_can_retry: f64) -> PyResult<Self> {
@@ -50,7 +77,7 @@ impl PyRetryBudget {
             percent_can_retry,
             std::time::Duration::ZERO,
         )
-        .map_err(|e| PyValueError::new_err(format!("RetryBudget.ratio {e}")))?;
+        .map_err(|e| PyValueError::new_err(format!("RetryBudget.ratio {}", e.render(retryrs::Spelling::Python))))?;
         Ok(PyRetryBudget { inner: Arc::new(r.into()) })
     }
     /// "token_bucket", "quota" or "ratio".

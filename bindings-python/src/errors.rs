@@ -70,12 +70,13 @@ pub fn exhausted(
         Some(k) => crate::convert::repr(k.obj.bind(py)),
         None => String::new(),
     };
-    let gave_up = retryrs::GaveUp { name: Some(name), attempts, reason };
+    // The core's wording in Python's names (the keyword arguments; seconds).
+    let gave_up = retryrs::GaveUp { name: Some(name), attempts, reason }.render(retryrs::Spelling::Python);
     // A call the breaker refused has no failure to show.
-    let mut message = if failures.is_empty() { gave_up.to_string() } else { format!("{gave_up}: {last_text}") };
+    let mut message = if failures.is_empty() { gave_up } else { format!("{gave_up}: {last_text}") };
     // Out of time with more attempts allowed than the deadline can hold: say which knobs.
     if let (retryrs::ExhaustReason::Deadline, Some(hint)) = (reason, hint) {
-        message.push_str(&format!("; {hint}"));
+        message.push_str(&format!("; {}", hint.render(retryrs::Spelling::Python)));
     }
     let reason = reason.as_str();
     let (errors, cause, result) = match split(py, failures) {

@@ -257,6 +257,11 @@ impl HostPolicy {
         if crate::pushback::is_dont_retry(&value) {
             return Ok(Ok(Hint::DontRetry));
         }
+        if let Some(exact) = crate::pushback::exact_wait(&value) {
+            // The verdict's hint; the call's state makes it the exact wait (see
+            // `HostPolicy::exact_wait`).
+            return Ok(Ok(Hint::Wait(Some(exact))));
+        }
         if let Ok(text) = value.cast::<PyString>() {
             return Ok(Ok(Hint::Wait(retryrs::parse_retry_after(&text.to_cow()?, std::time::SystemTime::now()))));
         }
@@ -294,6 +299,17 @@ impl HostPolicy {
              None; got {}",
             crate::convert::repr(&value)
         )))
+    }
+
+    /// The exact wait a transient failure's server asked for (an `_ExactWait` as its
+    /// `retry_after` attribute; never with a `retry_after` hook, whose answers are floors),
+    /// looked for only when its verdict carries a hint.
+    pub fn exact_wait(&self, subject: &Bound<'_, PyAny>, verdict: &Verdict) -> Option<Duration> {
+        if self.retry_after.is_some() || !matches!(verdict, Verdict::Transient { hint: Some(_) }) {
+            return None;
+        }
+        let value = self.attribute_hint(subject).ok().flatten()?;
+        crate::pushback::exact_wait(&value)
     }
 
     /// The exception's `retry_after` attribute, if it has one. A plain `getattr` that

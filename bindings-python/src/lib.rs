@@ -6,6 +6,7 @@
 
 use pyo3::prelude::*;
 
+mod ambient;
 mod attempt;
 mod breaker;
 mod budget;
@@ -20,6 +21,7 @@ mod knobs;
 mod listeners;
 mod options;
 mod preload;
+mod propagation;
 mod pushback;
 mod retrier;
 mod state;
@@ -41,6 +43,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<hedged::HedgedCall>()?;
     hedged::add_constants(m)?;
     pushback::add(m)?;
+    propagation::add(m)?;
+    ambient::add(m)?;
     m.add("_CURRENT", attempt::context_var(m.py())?)?;
     m.add_class::<event::PyEvent>()?;
     m.add_class::<token::PyCancelToken>()?;

@@ -251,7 +251,7 @@ fn build(builder: PolicyBuilder, options: Option<&Bound<'_, PyDict>>) -> PyResul
 }
 
 /// The engine's verdict on a knob, rendered once by the core in Python's names (the
-/// contract's) with each value quoted as the caller wrote it, or in seconds if defaulted.
+/// keyword arguments) with each value quoted as the caller wrote it, or in seconds if defaulted.
 fn policy_error(e: &PolicyError, options: Option<&Bound<'_, PyDict>>) -> PyErr {
     let value = |knob: &'static str, v: &Given| -> String {
         if let Some(given) = options.and_then(|o| o.get_item(knob).ok().flatten()) {
@@ -265,7 +265,7 @@ fn policy_error(e: &PolicyError, options: Option<&Bound<'_, PyDict>>) -> PyErr {
             Given::Text(t) => t.clone(),
         }
     };
-    PyValueError::new_err(e.render(&|k| k.to_string(), &value))
+    PyValueError::new_err(e.render(&|k| retryrs::Spelling::Python.name(k), &value))
 }
 
 /// A count: an int (not a bool), as a float for the builder, which owns the range rule.

@@ -24,6 +24,62 @@ use pyo3::exceptions::PyRuntimeError;
 
 /// Retries a function on transient failures, under one immutable policy. Share it freely
 /// between threads and tasks: every call keeps its own state.
+///
+/// ``r.call(fn, *args)`` and ``await r.call_async(fn, *args)`` run a call; ``@r``
+/// decorates a function (sync or ``async def``). Every parameter is keyword-only;
+/// durations are in seconds (a float, or a ``datetime.timedelta``).
+///
+/// Parameters
+/// ----------
+/// retry_on (exception class, tuple of them, or predicate, default: transient network
+///     errors): which failures are retried; a predicate gets the exception and answers
+///     True (retry), False (give up) or ``retryrs.DONT_RETRY``.
+// knobgen:begin docstring
+/// max_attempts (int, default 5): Total calls, the first one included (1 disables
+///     retrying).
+/// initial_delay (float, default 0.2): Ceiling of the wait after the first failure, in
+///     seconds.
+/// multiplier (float, default 2.0): Growth of the ceiling per failed attempt.
+/// max_delay (float, default 5.0): Cap on every backoff delay (hints are not capped),
+///     in seconds.
+/// jitter (str, default 'full'): How randomness is mixed into each delay.
+/// deadline (Optional[float], default 15.0): Budget for the whole call, attempts and
+///     waits included, in seconds; None: no deadline (attempts alone bound the call).
+/// seed (Optional[int], default None): A seed for reproducible jitter: same seed, same
+///     delays, in every host; None: fresh random jitter on every call.
+/// name (str, default 'retry'): Names the retrier in events and errors.
+/// budget (Optional[RetryBudget], default None): A retry budget shared with other
+///     retriers; None: no budget (retries are not rationed).
+/// max_retry_after (Optional[float], default 60.0): The longest server-asked wait
+///     accepted; a longer hint ends the call at once (exhausted, reason retry_after), in
+///     seconds; None: every Retry-After hint is waited out (the deadline still bounds it).
+/// attempt_timeout (Optional[float], default None): Bound on each attempt; an attempt's
+///     bound is this or the time left before the deadline, whichever is smaller, in
+///     seconds; None: no per-attempt bound (the deadline, if on, still bounds every
+///     attempt).
+// knobgen:end docstring
+/// retry_after (callable or None, default None): the failure's hint: gets the exception,
+///     or the value retry_on_result rejected, and returns seconds to wait at least (or
+///     None); None reads the exception's ``retry_after`` attribute.
+/// retry_on_result (callable or None, default None): value -> bool, True: retry the
+///     value (may be async in async calls).
+/// on_event (callable, list or tuple of them, or None, default None): listeners told
+///     every event of every call, in order (``retryrs.log_events()`` logs them).
+/// breaker (CircuitBreaker or None, default None): a circuit breaker shared with other
+///     retriers; None: no breaker.
+/// reraise (bool, default False): True: exhaustion by a transient error raises that
+///     error itself (the history as its ``.retryrs_history``); exhaustion on a rejected
+///     value still raises RetryExhausted.
+/// wait (callable or None, default None): (attempt, failure, delay) -> seconds to wait
+///     instead of the engine's ``delay``, or None for the engine's; the deadline and
+///     max_retry_after still apply (may be async in async calls).
+/// before_sleep (callable or None, default None): (attempt, failure, delay), before each
+///     wait: returning False or raising ``retryrs.StopRetrying`` stops the call
+///     (RetryExhausted, reason "stopped").
+///
+/// Hedged calls: a policy document's ``hedge`` (``Retrier.from_policy``) makes
+/// ``call_async`` launch attempts side by side on the hedging delay; ``wait`` and
+/// ``before_sleep`` do not apply to it.
 #[pyclass(frozen, module = "retryrs", name = "Retrier")]
 pub struct Retrier {
     pub host: Arc<HostPolicy>,
@@ -64,12 +120,28 @@ impl Retrier {
         kwargs: Option<&Bound<'_, PyDict>>,
         decorated: bool,
     ) -> PyResult<Py<PyAny>> {
-        let token = self.cancel.as_ref().map(|t| &t.get().inner);
         if let Some(refused) =
             crate::hedged::refusal(&self.host.policy, "a blocking call (Retrier.call, a decorated sync function)")
         {
             return Err(refused);
         }
+        if let Some(under) = crate::ambient::constrained(py, self)? {
+            return under.run_here(py, f, args, kwargs, decorated);
+        }
+        self.run_here(py, f, args, kwargs, decorated)
+    }
+
+    /// [`Retrier::run`] as this retrier, past the checks of the policy's shape and the
+    /// ambient context.
+    fn run_here(
+        &self,
+        py: Python<'_>,
+        f: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+        decorated: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let token = self.cancel.as_ref().map(|t| &t.get().inner);
         if token.is_some_and(|t| t.is_cancelled()) {
             return Err(self.cancelled_before_start(py));
         }
@@ -238,6 +310,23 @@ impl Retrier {
     /// running a document's policy (see `retryrs.load_policies`), with the parts only code
     /// can give (retry_on, retry_after, retry_on_result, on_event, attempt_timeout,
     /// reraise, wait, before_sleep) and any knob given again to override the document's.
+    ///
+    /// Parameters
+    /// ----------
+    /// policy (Policy): a policy of a loaded document (``load_policies(...)["name"]``).
+    /// retry_on (exception class, tuple of them, or predicate, default: transient network
+    ///     errors): which failures are retried, as ``Retrier(retry_on=...)``.
+    /// retry_after (callable or None, default None): the failure's hint, as Retrier's.
+    /// retry_on_result (callable or None, default None): value -> bool, as Retrier's.
+    /// on_event (callable, list or tuple of them, or None, default None): listeners.
+    /// attempt_timeout (float or None, default None): bound on each attempt, in seconds.
+    /// reraise (bool, default False): raise the last transient error itself when
+    ///     retries run out, as Retrier's.
+    /// wait (callable or None, default None): the exact wait hook, as Retrier's.
+    /// before_sleep (callable or None, default None): the hook before each wait, as
+    ///     Retrier's.
+    /// **knobs (default: the document's): any knob of Retrier (max_attempts, deadline,
+    ///     ...), same names, units and errors, overriding the document's value.
     #[staticmethod]
     #[pyo3(signature = (policy, /, **options), text_signature = "(policy, /, *, retry_on=None, retry_after=None, retry_on_result=None, on_event=None, attempt_timeout=None, reraise=False, wait=None, before_sleep=None, **knobs)")]
     fn from_policy(
@@ -633,7 +722,7 @@ impl Retrier {
         }
         // The attempts cannot all fit in the deadline: say so where a port would look.
         if let Some(hint) = p.deadline_hint() {
-            parts.push(format!("hint='{}'", hint.to_string().replace('\'', "\\'")));
+            parts.push(format!("hint='{}'", hint.render(retryrs::Spelling::Python).replace('\'', "\\'")));
         }
         format!("Retrier({})", parts.join(", "))
     }
@@ -650,14 +739,11 @@ impl Retrier {
         {
             return Err(refused);
         }
-        if self.cancel.as_ref().is_some_and(|t| t.get().inner.is_cancelled()) {
-            return Err(self.cancelled_before_start(py));
+        if let Some(under) = crate::ambient::constrained(py, self)? {
+            let info = under.start_here(py)?;
+            return Ok(info.run_as(Py::new(py, under)?));
         }
-        let clock = crate::testing::clock(py);
-        let start = now(&clock);
-        let admission = self.admit(py, start)?;
-        let frame = Frame::first(&self.host.policy, start, clock);
-        Ok(AttemptInfo::with_arm(frame, start, self.interrupts).admitted(admission))
+        self.start_here(py)
     }
 
     /// The asyncio driver's first attempt, run here up to its first suspension (see
@@ -749,11 +835,10 @@ impl Retrier {
     /// already fired; the policy's circuit breaker is asked once, here (a refused call's
     /// first `poll()` is STOP with `RetryExhausted(reason="circuit_open")`).
     fn _hedge(&self, py: Python<'_>) -> PyResult<crate::hedged::HedgedCall> {
-        if self.cancel.as_ref().is_some_and(|t| t.get().inner.is_cancelled()) {
-            return Err(self.cancelled_before_start(py));
+        if let Some(under) = crate::ambient::constrained(py, self)? {
+            return under.hedge_here(py);
         }
-        let token = self.cancel.as_ref().map(|t| t.clone_ref(py));
-        Ok(crate::hedged::HedgedCall::start(py, self.host.clone(), token, self.interrupts))
+        self.hedge_here(py)
     }
 
     #[getter]
@@ -785,6 +870,44 @@ impl Retrier {
     /// A first attempt's success, from the Python drivers: reported to the engine when
     /// someone needs it, else only counted.
     fn _succeeded(&self, py: Python<'_>, first: &Bound<'_, AttemptInfo>) -> PyResult<()> {
+        if let Some(under) = &first.get().under {
+            return under.get().succeeded_here(py, first);
+        }
+        self.succeeded_here(py, first)
+    }
+
+    /// The first attempt of an async call failed: engine state starts here.
+    fn _begin(&self, py: Python<'_>, first: &Bound<'_, AttemptInfo>) -> SteppedCall {
+        match &first.get().under {
+            Some(under) => under.get().begin_here(py, first),
+            None => self.begin_here(py, first),
+        }
+    }
+}
+
+/// The drivers' steps as the retrier a call runs as (itself, or the one an ambient
+/// context constrains it to: see `ambient.rs`).
+impl Retrier {
+    fn start_here(&self, py: Python<'_>) -> PyResult<AttemptInfo> {
+        if self.cancel.as_ref().is_some_and(|t| t.get().inner.is_cancelled()) {
+            return Err(self.cancelled_before_start(py));
+        }
+        let clock = crate::testing::clock(py);
+        let start = now(&clock);
+        let admission = self.admit(py, start)?;
+        let frame = Frame::first(&self.host.policy, start, clock);
+        Ok(AttemptInfo::with_arm(frame, start, self.interrupts).admitted(admission))
+    }
+
+    fn hedge_here(&self, py: Python<'_>) -> PyResult<crate::hedged::HedgedCall> {
+        if self.cancel.as_ref().is_some_and(|t| t.get().inner.is_cancelled()) {
+            return Err(self.cancelled_before_start(py));
+        }
+        let token = self.cancel.as_ref().map(|t| t.clone_ref(py));
+        Ok(crate::hedged::HedgedCall::start(py, self.host.clone(), token, self.interrupts))
+    }
+
+    fn succeeded_here(&self, py: Python<'_>, first: &Bound<'_, AttemptInfo>) -> PyResult<()> {
         if !self.host.wants_success {
             self.host.stats.count_first_attempt_success();
             return Ok(());
@@ -793,8 +916,7 @@ impl Retrier {
         self.report_success(py, first.start, &crate::testing::clock(py), first.admission)
     }
 
-    /// The first attempt of an async call failed: engine state starts here.
-    fn _begin(&self, py: Python<'_>, first: &Bound<'_, AttemptInfo>) -> SteppedCall {
+    fn begin_here(&self, py: Python<'_>, first: &Bound<'_, AttemptInfo>) -> SteppedCall {
         let token = self.cancel.as_ref().map(|t| t.get().inner.clone());
         let first = first.get();
         SteppedCall::new(

@@ -74,6 +74,8 @@ struct Pending {
     /// cancel while they answer keeps it (the RetryCancelled's cause).
     subject: Py<PyAny>,
     is_value: bool,
+    /// The server's exact wait (a pushback), the plan unless a hook makes another.
+    exact: Option<Duration>,
 }
 
 /// What the hooks came to: the engine's decision, or an awaitable to await first.
@@ -280,9 +282,19 @@ impl CallState {
                 return Ok(Err(hook_error));
             }
         };
+        let exact = if is_value { None } else { host.exact_wait(subject, &verdict) };
         if host.hooks_waits() {
             let asked = answers.map_or(0, |a| a.len());
-            self.proposed(py, verdict, timed_out, at, subject, is_value, answers, asked, signal)
+            self.proposed(py, verdict, exact, timed_out, at, subject, is_value, answers, asked, signal)
+        } else if let Some(exact) = exact {
+            // A server's exact wait: the engine proposes (its deadline, attempts and budget
+            // may still end the call), then waits exactly that long.
+            let cause = RetryCause::from_timed_out(timed_out);
+            let decision = match self.call.propose_as(verdict, cause, at, sink).map_err(state_error)? {
+                Proposal::Stop(stop) => Decision::Stop(stop),
+                Proposal::Wait { .. } => self.call.settle(Plan::Exact(exact), at, sink).map_err(state_error)?,
+            };
+            Ok(Ok(Hooked::Decided(decision)))
         } else {
             let cause = RetryCause::from_timed_out(timed_out);
             Ok(Ok(Hooked::Decided(self.call.record_as(verdict, cause, at, sink).map_err(state_error)?)))
@@ -296,6 +308,7 @@ impl CallState {
         &mut self,
         py: Python<'_>,
         verdict: Verdict,
+        exact: Option<Duration>,
         timed_out: bool,
         at: Duration,
         subject: &Bound<'_, PyAny>,
@@ -317,7 +330,7 @@ impl CallState {
                     return Ok(Ok(Hooked::Decided(Decision::Stop(Stop::Cancelled))));
                 }
                 let subject_obj = subject.clone().unbind();
-                let pending = Pending { delay, attempt, asked, hook: 0, subject: subject_obj, is_value };
+                let pending = Pending { delay, attempt, asked, hook: 0, subject: subject_obj, is_value, exact };
                 Ok(self.hooked(py, pending, subject, is_value, answers, signal))
             }
         }
@@ -340,7 +353,8 @@ impl CallState {
         let host = self.host.clone();
         let can_await = answers.is_some();
         let mut asked = pending.asked;
-        let mut plan = Plan::Engine;
+        // A server's exact wait is the plan unless a hook makes another.
+        let mut plan = pending.exact.map_or(Plan::Engine, Plan::Exact);
         let mut failure: Option<PyErr> = None;
         let hooks = [("before_sleep", &host.before_sleep), ("wait", &host.wait)];
         for (i, (name, hook)) in hooks.into_iter().enumerate().skip(pending.hook) {

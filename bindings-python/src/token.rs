@@ -97,6 +97,17 @@ fn not_tokens(v: &Bound<'_, PyAny>) -> PyErr {
 }
 
 impl PyCancelToken {
+    /// A token not yet cancelled (for a token made on the Rust side).
+    pub fn fresh() -> Self {
+        PyCancelToken::of(CancelToken::new())
+    }
+
+    /// `CancelToken.any(parents)`, for the Rust side.
+    pub fn any_of(py: Python<'_>, parents: &[Bound<'_, PyCancelToken>]) -> PyResult<Py<PyCancelToken>> {
+        let engine: Vec<&CancelToken> = parents.iter().map(|p| &p.get().inner).collect();
+        PyCancelToken::linked(py, CancelToken::any(&engine), parents)
+    }
+
     fn of(inner: CancelToken) -> Self {
         PyCancelToken { inner, callbacks: Mutex::default(), children: Mutex::default() }
     }

@@ -18,6 +18,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import retryrs
 from retryrs import CancelToken, Retrier, RetryCancelled, RetryExhausted, _native, testing
 
+import propagation_conformance
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VECTOR_DIR = os.path.join(ROOT, "tests", "conformance")
 
@@ -90,7 +92,7 @@ def load() -> List[Tuple[str, Dict[str, Any]]]:
 POLICY_KEYS = {name for name, unit, _, _ in _native._knobs() if unit != "host"} | {"breaker", "hedge"}
 VECTOR_KEYS = {
     "vector": {"id", "rule", "policy", "budgets", "breakers", "service_config", "calls", "expect_error", "retry_after",
-               "status", "http"},
+               "status", "http", "propagation"},
     # Every budget kind's keys (the loader checks which belong to which kind).
     "budget": {"kind", "max_tokens", "token_ratio", "capacity", "retry_cost", "timeout_retry_cost", "no_retry_increment",
                "ttl", "min_retries_per_sec", "percent_can_retry"},
@@ -365,6 +367,8 @@ def run_vector(v: Dict[str, Any], use_async: bool = False) -> List[str]:
     unknown = unknown_keys(v)
     if unknown:
         return unknown
+    if "propagation" in v:
+        return propagation_conformance.run(v, lambda: build(v))
     if "calls" in v:
         holder: Dict[str, Any] = {}
         current: Dict[str, Any] = {}  # the call running now, for the hooks of a hook vector
@@ -407,7 +411,7 @@ def run_vector(v: Dict[str, Any], use_async: bool = False) -> List[str]:
             honour_idempotency_key=h.get("honour_idempotency_key", True),
         )
         return [] if got == h["expect"] else [f"classify_http = {got!r}, expected {h['expect']!r}"]
-    return ["vector has none of calls, expect_error, retry_after, status, http"]
+    return ["vector has none of calls, expect_error, retry_after, status, http, propagation"]
 
 
 def uses_hedging(v: Dict[str, Any]) -> bool:

@@ -43,3 +43,29 @@ def test_schema_and_loader_agree(case: dict[str, Any]) -> None:
     want = True if "schema_cannot" in case else case["loader"]
     errors = [e.message for e in VALIDATOR.iter_errors(json.loads(text))]
     assert (not errors) == want, errors
+
+
+# gRPC A6's retryPolicy example as a whole service config (A6-client-retries.md).
+A6_EXAMPLE = {
+    "methodConfig": [{
+        "name": [{"service": "grpc.testing.TestService"}],
+        "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.1s", "maxBackoff": "1s",
+                        "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]},
+    }],
+    "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1},
+}
+
+
+def test_a_grpc_service_config_loads_but_is_not_what_the_schema_describes() -> None:
+    # docs/policies.md, "The schema": the loader reads A6's format; the schema describes
+    # retryrs documents only, so an editor validating a service config with it refuses it.
+    assert loads(json.dumps(A6_EXAMPLE))
+    assert list(VALIDATOR.iter_errors(A6_EXAMPLE)), "the schema accepted a gRPC service config"
+    guide = (ROOT / "docs" / "policies.md").read_text()
+    assert "not gRPC service configs" in guide and "refuses it" in guide
+
+
+def test_a_key_written_twice_is_refused_by_the_loader_and_invisible_to_the_schema() -> None:
+    text = '{"policies": {"rates": {"max_attempts": 3, "max_attempts": 4}}}'
+    assert not loads(text)
+    assert not list(VALIDATOR.iter_errors(json.loads(text))), "a validator sees only the last value"

@@ -171,3 +171,31 @@ reraise_flag: bool = hooked.reraise
 counts = hooked.stats()
 linked = CancelToken.any([CancelToken(), CancelToken()]).child()
 assert not linked.cancelled and reraise_flag and counts["calls"] == 0
+
+
+# Issue 39's propagation, typed: a server helper around plain ASGI / WSGI callables, the
+# context by hand, and a helper's outbound settings.
+from typing import Any, Awaitable, Callable, Dict, Iterable, List, MutableMapping, Tuple  # noqa: E402
+
+from retryrs import propagation  # noqa: E402
+
+
+async def asgi_app(scope: MutableMapping[str, Any], receive: Callable[[], Awaitable[Any]], send: Callable[[Any], Awaitable[None]]) -> None:
+    ctx: Optional[propagation.Context] = propagation.current()
+    left: Optional[float] = None if ctx is None else ctx.remaining
+    await send({"type": "http.response.start", "status": 200 if left is None or left > 0 else 504, "headers": []})
+
+
+def wsgi_app(environ: Dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    start_response("200 OK", [])
+    return [b""]
+
+
+served_asgi = propagation.ASGIMiddleware(asgi_app, limit=10.0, trust_mesh=True, observe_only=False)
+served_wsgi = propagation.WSGIMiddleware(wsgi_app, limit=None)
+server_counts: Dict[str, int] = served_wsgi.stats()
+with propagation.context({"Retryrs-Context": "t=900, a=2"}, timeout=0.5) as by_hand:
+    retry_state: bool = by_hand.is_retry
+    abandon: CancelToken = by_hand.cancel_token
+sent: List[Tuple[str, str]] = propagation.Outbound(hosts=["*.internal"], mesh="envoy", kind="grpc").headers("http://a.internal/")
+assert retry_state and not abandon.cancelled and server_counts["requests"] == 0 and sent

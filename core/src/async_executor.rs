@@ -259,6 +259,14 @@ fn tell<E, T>(listen: &mut AsyncListener<'_, E, T>, event: &Event<'_>, failed: O
     listen(event, failed.filter(|_| event.kind.carries_error()));
 }
 
+/// Attempt 1's end when it ran before the engine started (a lazy start): its outcome, or
+/// its cut at its bound; and the call's start it ran at when the policy bounds it (`None`:
+/// the call reads no time).
+struct First<T, E> {
+    outcome: Raced<Result<T, E>>,
+    started: Option<Duration>,
+}
+
 /// How a raced future ended.
 enum Raced<O> {
     Done(O),
@@ -346,15 +354,43 @@ impl Retrier {
         F: FnMut(Attempt) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let first = match self.starts_lazily() {
+        // Not lazily once propagation is in use: an ambient context may bound the call
+        // (execute_async_from constrains its policy).
+        let in_context = crate::propagation::in_use();
+        let first = match self.starts_lazily() && !in_context {
             true => match op(Attempt::new(1, Duration::ZERO, None)).await {
                 Ok(value) => {
                     // No Call, so no Success event to count: the stats are told here.
                     self.stats_counters().count_first_attempt_success_here();
                     return Ok(value);
                 }
-                Err(error) => Some(error),
+                Err(error) => Some(First { outcome: Raced::Done(Err(error)), started: None }),
             },
+            // Bounds of whole seconds, nothing else to ask or tell (the default policy):
+            // the happy path is one clock read and attempt 1 raced against its bound, as
+            // `tokio::time::timeout` would (the engine starts at its failure or its cut,
+            // at this start). Under virtual time the executor starts as usual.
+            false if self.starts_on_coarse_clock() && !in_context && !testing::any_on() => {
+                let bound = self.first_bound();
+                let (started, outcome) = match bound {
+                    Some(bound) => {
+                        let (started, timer) = sleep.now_and_sleep(bound);
+                        (started, race(op(Attempt::first(started, Some(bound))), Some(timer), None).await)
+                    }
+                    None => {
+                        let started = sleep.clock().unwrap_or(&SystemClock).now_coarse();
+                        (started, Raced::Done(op(Attempt::first(started, None)).await))
+                    }
+                };
+                match outcome {
+                    Raced::Done(Ok(value)) => {
+                        self.stats_counters().count_first_attempt_success_here();
+                        return Ok(value);
+                    }
+                    Raced::Done(Err(error)) => Some(First { outcome: Raced::Done(Err(error)), started: Some(started) }),
+                    cut => Some(First { outcome: cut, started: Some(started) }),
+                }
+            }
             false => None,
         };
         // No listener, statically: the engine's events reach only the stats, which read
@@ -410,7 +446,7 @@ impl Retrier {
         &self,
         run: AsyncRun<'_, S, E, T>,
         mut listener: impl Tell<E, T>,
-        mut first: Option<E>,
+        mut first: Option<First<T, E>>,
         mut op: F,
         mut classify: impl FnMut(&E) -> Verdict,
     ) -> Result<T, RetryError<E, T>>
@@ -429,9 +465,11 @@ impl Retrier {
             mut before_retry,
             mut timed_out_as,
         } = run;
-        let virtual_clock = match clock {
-            Some(_) => None,
-            None => testing::clock(),
+        // A call whose attempt 1 already ran on the timer's clock stays on it.
+        let started_early = first.as_ref().and_then(|f| f.started);
+        let virtual_clock = match (clock, started_early) {
+            (None, None) => testing::clock(),
+            _ => None,
         };
         // A virtual clock (given, or the testing switch's) is advanced by waits; the real
         // one is only read, and waits go to the runtime's timer.
@@ -449,7 +487,12 @@ impl Retrier {
             stats.local().observe(event);
             listener.tell(event, failed);
         };
-        let policy = &**self.policy();
+        // Inside a request's ambient context (propagation), its constraint applies.
+        let constrained = match crate::propagation::in_use() {
+            true => self.policy_in_context(),
+            false => None,
+        };
+        let policy: &Policy = constrained.as_deref().unwrap_or(self.policy());
         if cancel.is_some_and(CancelToken::is_cancelled) {
             crate::engine::cancelled_before_start(policy, &mut |e| notify(e, None));
             return Err(RetryError::Cancelled { attempts: 0, errors: Vec::new(), value: None, timed_out: None });
@@ -476,10 +519,14 @@ impl Retrier {
                     self.stats_counters().count_first_attempt_success_here();
                     return Ok(value);
                 }
-                Err(error) => first = Some(error),
+                Err(error) => first = Some(First { outcome: Raced::Done(Err(error)), started: None }),
             }
         }
-        let mut guard = Unreported(Call::start_with(policy, read_time(), &mut |e| notify(e, None)));
+        let start = match started_early {
+            Some(started) => started,
+            None => read_time(),
+        };
+        let mut guard = Unreported(Call::start_with(policy, start, &mut |e| notify(e, None)));
         let call = &mut guard.0;
         if let Some(refusal) = call.refusal() {
             return Err(RetryError::circuit_open(refusal));
@@ -501,16 +548,20 @@ impl Retrier {
         loop {
             let bound = call.attempt_bound();
             let attempt = Attempt::new(call.attempt(), attempt_start.get(), bound);
-            let timer = match attempt.remaining {
-                Some(left) if !is_virtual => Some(sleep.sleep(left)),
-                _ => None,
-            };
-            let raced = match (first.take(), &timer, cancel) {
+            let raced = match first.take() {
                 // Attempt 1 already ran, before the engine started.
-                (Some(error), _, _) => Raced::Done(Err(error)),
-                // Nothing to race against: the attempt alone (the common, unbounded case).
-                (None, None, None) => Raced::Done(op(attempt).await),
-                (None, _, _) => race(op(attempt), timer, cancel).await,
+                Some(first) => first.outcome,
+                None => {
+                    let timer = match attempt.remaining {
+                        Some(left) if !is_virtual => Some(sleep.sleep(left)),
+                        _ => None,
+                    };
+                    match (&timer, cancel) {
+                        // Nothing to race against: the attempt alone (the common, unbounded case).
+                        (None, None) => Raced::Done(op(attempt).await),
+                        _ => race(op(attempt), timer, cancel).await,
+                    }
+                }
             };
             // Err: an attempt cut at its bound, with no error of the caller's type.
             let (outcome, timed_out) = match raced {

@@ -228,8 +228,8 @@ impl<S, C, N, R, M> Hedged<'_, S, C, N, R, M> {
                             }
                             won
                         }
-                        ValueVerdict::Retry { hint } => {
-                            let verdict = Verdict::Transient { hint };
+                        ValueVerdict::Retry { .. } | ValueVerdict::DontRetry => {
+                            let verdict = verdict.failure().unwrap_or(Verdict::TRANSIENT);
                             let step = call.record(k, verdict, now, &mut |e| notify(e, Some(Failed::Value(&value))));
                             history.set_value(value);
                             step

@@ -35,6 +35,16 @@ impl Attempt {
         Attempt { number, remaining: deadline.map(|d| d.saturating_sub(now)), deadline }
     }
 
+    /// Attempt 1 of a call that started at `started`, whose attempts have `bound`
+    /// ([`Policy::attempt_deadline`] of a call and attempt both started at zero: for
+    /// attempt 1 the bound is the same whenever the call starts). What [`Attempt::new`]
+    /// gives with the policy's deadline at `started`, without its subtraction (an
+    /// executor's happy path asks it on every call).
+    #[inline(always)]
+    pub(crate) fn first(started: Duration, bound: Option<Duration>) -> Self {
+        Attempt { number: 1, remaining: bound, deadline: bound.map(|b| started.saturating_add(b)) }
+    }
+
     /// The attempt `call` has in progress, starting at `now`.
     pub fn of<P: Deref<Target = Policy>>(call: &Call<P>, now: Duration) -> Result<Self, StateError> {
         Ok(Attempt::new(call.attempt(), now, call.attempt_deadline()?))

@@ -360,7 +360,7 @@ impl CircuitBreaker {
                 }
                 if sampling_duration < Duration::from_millis(500) || sampling_duration > MAX_BREAK {
                     let ms = sampling_duration.as_secs_f64() * 1000.0;
-                    return Err(bad("sampling_duration", ms, ">= 500 ms and <= 1 day (ms)"));
+                    return Err(bad("sampling_duration", ms, ">= 500 ms and <= 1 day"));
                 }
             }
             BreakerModel::Count { failure_ratio, minimum_calls, window_size } => {
@@ -386,7 +386,7 @@ impl CircuitBreaker {
             }
             if slow < Duration::from_millis(1) || slow > MAX_BREAK {
                 let ms = slow.as_secs_f64() * 1000.0;
-                return Err(bad("slow_call_duration", ms, ">= 1 ms and <= 1 day (ms)"));
+                return Err(bad("slow_call_duration", ms, ">= 1 ms and <= 1 day"));
             }
         }
         if !(config.slow_call_ratio > 0.0 && config.slow_call_ratio <= 1.0) {
@@ -394,7 +394,7 @@ impl CircuitBreaker {
         }
         if config.break_duration < Duration::from_millis(1) || config.break_duration > MAX_BREAK {
             let ms = config.break_duration.as_secs_f64() * 1000.0;
-            return Err(bad("break_duration", ms, ">= 1 ms and <= 1 day (ms)"));
+            return Err(bad("break_duration", ms, ">= 1 ms and <= 1 day"));
         }
         if config.half_open_probes == 0 {
             return Err(bad("half_open_probes", 0.0, "a whole number >= 1"));
@@ -405,7 +405,7 @@ impl CircuitBreaker {
         if let Some(max) = config.max_break_duration {
             if max < config.break_duration || max > MAX_BREAK {
                 let ms = max.as_secs_f64() * 1000.0;
-                return Err(bad("max_break_duration", ms, ">= break_duration and <= 1 day (ms)"));
+                return Err(bad("max_break_duration", ms, ">= break_duration and <= 1 day"));
             }
         }
         Ok(CircuitBreaker { config, inner: ForkLock::new(Inner::closed(&config.model)) })

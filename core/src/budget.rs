@@ -4,6 +4,7 @@
 //! Finagle's windowed ratio budget ([`RatioBudget`]).
 
 use crate::fork_lock::{ForkGuard, ForkLock};
+use crate::spelling::Spelling;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -28,15 +29,37 @@ pub(crate) fn thousandths(x: f64) -> u64 {
 pub struct BudgetError {
     /// `max_tokens` or `token_ratio`.
     pub knob: &'static str,
-    /// The value as given.
+    /// The value as given (a duration in milliseconds).
     pub value: f64,
     /// The rule it broke.
     pub requirement: &'static str,
 }
 
+/// The settings a budget's or a breaker's rule may name beside its own.
+const OTHER_SETTINGS: &[&str] = &["max_tokens", "break_duration"];
+
+impl BudgetError {
+    /// The error in `spelling`'s names and unit: the setting and any other the rule names
+    /// (`tokenRatio must be > 0 and <= maxTokens` in Node), a duration's value in the
+    /// host's unit (`breakDurationMs must be >= 1 ms and <= 1 day, got 0 ms`).
+    pub fn render(&self, spelling: Spelling) -> String {
+        let value = if Spelling::is_duration(self.knob) {
+            spelling.span_ms(self.value)
+        } else {
+            crate::units::compact(self.value)
+        };
+        format!(
+            "{} must be {}, got {value}",
+            spelling.name(self.knob),
+            spelling.respell(self.requirement, OTHER_SETTINGS)
+        )
+    }
+}
+
 impl std::fmt::Display for BudgetError {
+    /// The error in Rust's words (the contract's names, durations in seconds).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} must be {}, got {}", self.knob, self.requirement, self.value)
+        f.write_str(&self.render(Spelling::Rust))
     }
 }
 
@@ -581,7 +604,11 @@ impl RatioBudget {
     ) -> Result<Self, BudgetError> {
         let ttl_secs = ttl.as_secs();
         if !(1..=60).contains(&ttl_secs) {
-            return Err(BudgetError { knob: "ttl", value: ttl.as_secs_f64(), requirement: "in [1 s, 60 s]" });
+            return Err(BudgetError {
+                knob: "ttl",
+                value: crate::units::ms_from_duration(ttl),
+                requirement: "in [1 s, 60 s]",
+            });
         }
         if min_retries_per_sec > i32::MAX as u32 {
             let requirement = "a whole number in [0, 2147483647]";

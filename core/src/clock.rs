@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::cancel::CancelToken;
 
@@ -40,19 +40,27 @@ pub trait Clock: Send + Sync {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;
 
-/// The monotonic clock itself, from its own origin. On Unix one clock_gettime: an
-/// `Instant`'s `elapsed()` went through a general timespec subtraction and its checks,
-/// about 90 instructions, more than the rest of a C call's happy path.
+/// The monotonic clock itself, from its own zero (on Unix, CLOCK_MONOTONIC's: one
+/// clock_gettime; an `Instant`'s `elapsed()` went through a general timespec subtraction
+/// and its checks, about 90 instructions, more than the rest of a C call's happy path).
+///
+/// The origin is the clock's own zero, not the process's first reading, so that every
+/// time tokio's paused clock can show is after it: a paused runtime stands still at the
+/// real time it started, which may be before the process first read this clock, and a
+/// later origin made its readings saturate at zero until tokio's time passed it (a call
+/// started there measured its first wait short by the gap: 9.000047 s left of a 10 s
+/// deadline after a 1 s wait).
 #[cfg(unix)]
 #[inline]
 fn raw_now() -> Duration {
     read_clock(libc::CLOCK_MONOTONIC)
 }
 
+/// Off Unix, std's clock since a fixed instant, taken a day before the first reading
+/// (or as far back as the platform allows) for the reason above.
 #[cfg(not(unix))]
 fn raw_now() -> Duration {
-    static BASE: OnceLock<Instant> = OnceLock::new();
-    BASE.get_or_init(Instant::now).elapsed()
+    origin_instant().elapsed()
 }
 
 #[cfg(unix)]
@@ -86,36 +94,35 @@ fn raw_now_coarse() -> Option<Duration> {
     None
 }
 
-/// The time of the process's first reading: `SystemClock` counts from it.
-fn origin() -> Duration {
-    origins().0
-}
-
-/// The same origin as an `Instant`, for clocks that count in std's (tokio's paused clock:
-/// `TokioClock`), so a breaker or budget shared by blocking and async calls sees one time.
-/// Both are read together at the first reading; on Unix both are CLOCK_MONOTONIC.
-#[cfg(feature = "tokio")]
-pub(crate) fn origin_instant() -> Instant {
-    origins().1
-}
-
-fn origins() -> (Duration, Instant) {
-    static ORIGINS: OnceLock<(Duration, Instant)> = OnceLock::new();
-    *ORIGINS.get_or_init(|| (raw_now(), Instant::now()))
+/// The origin of [`raw_now`] as an `Instant`, for clocks that count in std's (tokio's
+/// paused clock: `TokioClock`), so a breaker or budget shared by blocking and async calls
+/// sees one time. On Unix std's `Instant` reads the same CLOCK_MONOTONIC on Linux (a
+/// reading less its own value is the clock's zero); where it cannot go back that far, a
+/// day back or the reading itself.
+#[cfg(any(feature = "tokio", not(unix)))]
+pub(crate) fn origin_instant() -> std::time::Instant {
+    static ORIGIN: OnceLock<std::time::Instant> = OnceLock::new();
+    *ORIGIN.get_or_init(|| {
+        let now = std::time::Instant::now();
+        #[cfg(unix)]
+        let back = raw_now();
+        #[cfg(not(unix))]
+        let back = Duration::from_secs(86_400);
+        now.checked_sub(back).unwrap_or(now)
+    })
 }
 
 impl Clock for SystemClock {
     #[inline]
     fn now(&self) -> Duration {
-        raw_now().saturating_sub(origin())
+        raw_now()
     }
 
-    /// The coarse clock lags the fine one by less than a tick, and may read before the
-    /// origin right after it was taken: zero then.
+    /// The coarse clock lags the fine one by less than a tick.
     #[inline]
     fn now_coarse(&self) -> Duration {
         match raw_now_coarse() {
-            Some(coarse) => coarse.saturating_sub(origin()),
+            Some(coarse) => coarse,
             None => self.now(),
         }
     }

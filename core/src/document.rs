@@ -687,7 +687,11 @@ impl<'a> Loader<'a> {
     /// A core error about a section's knob, located at the knob when it was written.
     fn section_err(&self, path: &str, given: &BTreeMap<String, &'a RawValue>, e: BudgetError) -> DocumentError {
         let at = format!("{path}.{}", e.knob);
-        let value = if e.value.fract() == 0.0 && e.value.abs() < 1e15 {
+        // A document spells its keys as the contract does (the key is the path above);
+        // a duration's value is shown with its unit, as the document's strings carry one.
+        let value = if crate::spelling::Spelling::is_duration(e.knob) {
+            crate::spelling::Spelling::Rust.span_ms(e.value)
+        } else if e.value.fract() == 0.0 && e.value.abs() < 1e15 {
             format!("{}", e.value as i64)
         } else {
             format!("{}", e.value)

@@ -8,6 +8,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::spelling::Spelling;
+
 /// Which event this is. The order within a call is fixed by the contract: AttemptFailed for
 /// each failure, then exactly one of Retrying (followed by the next attempt), Rejected,
 /// Exhausted or Cancelled; or Success.
@@ -152,15 +154,24 @@ impl ExhaustReason {
 }
 
 impl ExhaustReason {
-    /// Which limit ended the call, as the one wording every host's message uses.
-    pub fn describe(&self) -> &'static str {
+    /// Which limit ended the call, as the one wording every host's message uses, in the
+    /// contract's (Rust's, Python's) names.
+    pub fn describe(&self) -> String {
+        self.describe_in(Spelling::Rust)
+    }
+
+    /// [`ExhaustReason::describe`] with the knob it names spelt as `spelling`'s users
+    /// write it (`maxAttempts reached` in Node, `max_retry_after_ms` in C).
+    pub fn describe_in(&self, spelling: Spelling) -> String {
         match self {
-            ExhaustReason::Attempts => "max_attempts reached",
-            ExhaustReason::Deadline => "deadline reached",
-            ExhaustReason::Budget => "retry budget spent",
-            ExhaustReason::RetryAfter => "server asked to wait longer than max_retry_after",
-            ExhaustReason::CircuitOpen => "circuit breaker open",
-            ExhaustReason::Stopped => "stopped by a hook",
+            ExhaustReason::Attempts => format!("{} reached", spelling.name("max_attempts")),
+            ExhaustReason::Deadline => format!("{} reached", spelling.name("deadline")),
+            ExhaustReason::Budget => "retry budget spent".into(),
+            ExhaustReason::RetryAfter => {
+                format!("server asked to wait longer than {}", spelling.name("max_retry_after"))
+            }
+            ExhaustReason::CircuitOpen => "circuit breaker open".into(),
+            ExhaustReason::Stopped => "stopped by a hook".into(),
         }
     }
 }
@@ -195,13 +206,20 @@ pub struct GaveUp<'a> {
     pub reason: ExhaustReason,
 }
 
-impl fmt::Display for GaveUp<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(name) = self.name {
-            write!(f, "{name}: ")?;
-        }
+impl GaveUp<'_> {
+    /// The message with the knob the reason names in `spelling`'s words (Node: `rates:
+    /// gave up after 3 attempts (maxAttempts reached)`).
+    pub fn render(&self, spelling: Spelling) -> String {
+        let name = self.name.map(|n| format!("{n}: ")).unwrap_or_default();
         let s = if self.attempts == 1 { "" } else { "s" };
-        write!(f, "gave up after {} attempt{s} ({})", self.attempts, self.reason.describe())
+        format!("{name}gave up after {} attempt{s} ({})", self.attempts, self.reason.describe_in(spelling))
+    }
+}
+
+impl fmt::Display for GaveUp<'_> {
+    /// The message in Rust's words (the contract's names).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render(Spelling::Rust))
     }
 }
 

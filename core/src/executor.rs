@@ -295,11 +295,23 @@ pub enum ValueVerdict {
         /// A Retry-After style minimum wait.
         hint: Option<std::time::Duration>,
     },
+    /// The value is a failure whose server said "don't retry" ([`Verdict::DontRetry`]):
+    /// counted as a failure, not retried (a response with `Retryrs-Pushback: -1`).
+    DontRetry,
 }
 
 impl ValueVerdict {
     /// Retry, without a hint.
     pub const RETRY: ValueVerdict = ValueVerdict::Retry { hint: None };
+
+    /// The engine's verdict on a value judged a failure (`None`: accepted).
+    pub fn failure(self) -> Option<Verdict> {
+        match self {
+            ValueVerdict::Accept => None,
+            ValueVerdict::Retry { hint } => Some(Verdict::Transient { hint }),
+            ValueVerdict::DontRetry => Some(Verdict::DontRetry),
+        }
+    }
 }
 
 impl From<bool> for ValueVerdict {
@@ -366,6 +378,10 @@ pub struct Retrier {
     /// change, and the happy path then tests one flag of the retrier instead of six
     /// fields of the policy behind a pointer. Both executors, blocking and async, read it.
     lazy: bool,
+    /// [`Retrier::starts_on_coarse_clock`], read once here for the same reason.
+    coarse: bool,
+    /// Attempt 1's bound ([`Attempt::first`]), computed once here for the same reason.
+    first_bound: Option<Duration>,
 }
 
 impl fmt::Debug for Retrier {
@@ -594,7 +610,12 @@ impl Retrier {
 
     /// A retrier over a shared policy.
     pub fn from_arc(policy: Arc<Policy>) -> Self {
-        Retrier { lazy: policy.starts_lazily(), policy, stats: Arc::default() }
+        let coarse = !policy.starts_lazily()
+            && policy.tolerates_coarse_start()
+            && policy.budget.is_none()
+            && policy.hedge.is_none();
+        let first_bound = policy.attempt_deadline(Duration::ZERO, Duration::ZERO);
+        Retrier { lazy: policy.starts_lazily(), coarse, first_bound, policy, stats: Arc::default() }
     }
 
     /// What this retrier's calls (and its clones') did so far: calls, attempts, retries,
@@ -613,12 +634,70 @@ impl Retrier {
         &self.policy
     }
 
+    /// The same retrier (its statistics shared) whose policy obeys `ambient`, the context
+    /// of the request being handled ([`crate::propagation::constrain`]: the deadline
+    /// shortened to the ambient one minus the margin, and under an inbound retry one
+    /// attempt and no hedges); `None` when the policy already obeys it. The executors
+    /// ask this of this thread's context themselves; a host that keeps its context
+    /// elsewhere (a contextvar, AsyncLocalStorage) asks it with its own.
+    pub fn under(&self, ambient: &crate::propagation::Ambient) -> Option<Retrier> {
+        let policy = ambient.constrain_at(&self.policy, crate::propagation::now())?;
+        // The same stats: calls under a request's context count with the retrier's own.
+        Some(Retrier { stats: self.stats.clone(), ..Retrier::from_arc(Arc::new(policy)) })
+    }
+
+    /// [`Retrier::under`] this thread's ambient context ([`crate::propagation::current`]),
+    /// if there is one: one flag test in a process that never propagates. What every
+    /// executor (and a binding's own call loop) asks at a call's start.
+    #[inline(always)]
+    pub fn under_current(&self) -> Option<Retrier> {
+        if !crate::propagation::in_use() {
+            return None;
+        }
+        self.under_current_context()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn under_current_context(&self) -> Option<Retrier> {
+        self.under(&crate::propagation::current()?)
+    }
+
+    /// The policy a call starting now runs under, when this thread's ambient context
+    /// constrains it (`None`: the retrier's own). What the executors ask at a call's
+    /// start once [`crate::propagation::in_use`]; out of line, and shared (an `Arc`), so
+    /// an async call's future grows by a pointer only.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn policy_in_context(&self) -> Option<Arc<Policy>> {
+        let ambient = crate::propagation::current()?;
+        ambient.constrain_at(&self.policy, crate::propagation::now()).map(Arc::new)
+    }
+
     /// [`Policy::starts_lazily`] of this retrier's policy: whether an executor without
     /// listener, hooks, cancel token or result predicate may run attempt 1 before it
     /// starts the engine.
     #[inline]
     pub(crate) fn starts_lazily(&self) -> bool {
         self.lazy
+    }
+
+    /// Whether [`Retrier::run`] may run attempt 1 before it starts the engine although
+    /// the policy bounds its attempts, reading only the call's start, from the coarse
+    /// clock: the bounds are whole seconds or more ([`Policy::tolerates_coarse_start`]:
+    /// they end at most a tick early, never late), there is no breaker to ask nor budget
+    /// to tell, and it does not hedge. Attempt 1's bound is the policy's formula at that
+    /// start; a failure starts the engine at the same start and is judged as attempt 1
+    /// (as the C host does).
+    #[inline]
+    pub(crate) fn starts_on_coarse_clock(&self) -> bool {
+        self.coarse
+    }
+
+    /// Attempt 1's bound, the same whenever a call starts ([`Attempt::first`]).
+    #[inline]
+    pub(crate) fn first_bound(&self) -> Option<Duration> {
+        self.first_bound
     }
 
     /// Runs `op` until it succeeds or the engine stops it; `classify` turns each error
@@ -659,6 +738,11 @@ impl Retrier {
         op: impl FnMut(&Attempt) -> Result<T, E>,
         classify: impl FnMut(&E) -> Verdict,
     ) -> Result<T, RetryError<E>> {
+        // Once propagation is in use, an ambient context may bound the call: the engine
+        // then starts first and constrains its policy (execute_from), out of line.
+        if crate::propagation::in_use() {
+            return self.run_in_context(op, classify);
+        }
         let mut op = op;
         // Inlined into the caller: with a policy that has nothing to tell or bound, the
         // happy path is the attempt itself (the engine starts at the first failure).
@@ -669,19 +753,64 @@ impl Retrier {
                     self.stats.count_first_attempt_success_here();
                     return Ok(value);
                 }
-                Err(error) => Some(error),
+                Err(error) => Some(First { error, started: None }),
             },
+            // Bounds of whole seconds (the default policy): the happy path is one coarse
+            // clock read and the attempt (the engine starts at the first failure, at
+            // this start). Under virtual time the executor starts as usual.
+            false if self.coarse && !testing::any_on() => {
+                let started = SystemClock.now_coarse();
+                match op(&Attempt::first(started, self.first_bound())) {
+                    Ok(value) => {
+                        self.stats.count_first_attempt_success_here();
+                        return Ok(value);
+                    }
+                    Err(error) => Some(First { error, started: Some(started) }),
+                }
+            }
             false => None,
         };
+        self.run_from(first, op, classify)
+    }
+
+    /// The rest of [`Retrier::run`] once attempt 1 failed, or when it did not start
+    /// lazily: out of line, so that the caller's inlined happy path stays small.
+    #[cfg(feature = "blocking")]
+    #[inline(never)]
+    fn run_from<T, E>(
+        &self,
+        first: Option<First<E>>,
+        op: impl FnMut(&Attempt) -> Result<T, E>,
+        classify: impl FnMut(&E) -> Verdict,
+    ) -> Result<T, RetryError<E>> {
         // No listener, statically: the engine's events reach only the stats, which read
         // their kind, so none is built (a call with two zero-delay failures builds five).
         let options = Options { cancel: None, clock: None, result_predicate: None, wait: None, before_retry: None };
         let got = match self.lazy {
-            // A lazy policy reads no time: the engine is fed a constant, folded away.
-            true => self.execute_from::<_, _, false>(options, Quiet, first, op, classify),
+            // A lazy policy reads no time: the engine is fed a constant, folded away (and
+            // its call has no start to pass on, which the compiler then knows too).
+            true => {
+                let first = first.map(|f| First { error: f.error, started: None });
+                self.execute_from::<_, _, false>(options, Quiet, first, op, classify)
+            }
             false => self.execute_from::<_, _, true>(options, Quiet, first, op, classify),
         };
         got.map_err(RetryError::without_value)
+    }
+
+    /// [`Retrier::run`] once propagation is in use: through [`Retrier::execute`], whose
+    /// engine starts before attempt 1 and constrains the policy by this thread's ambient
+    /// context, if any (another instance of the executor than `run`'s, so `run`'s own
+    /// stays inlined where it was).
+    #[cfg(feature = "blocking")]
+    #[cold]
+    #[inline(never)]
+    fn run_in_context<T, E>(
+        &self,
+        op: impl FnMut(&Attempt) -> Result<T, E>,
+        classify: impl FnMut(&E) -> Verdict,
+    ) -> Result<T, RetryError<E>> {
+        self.execute(Run::default(), op, classify).map_err(RetryError::without_value)
     }
 
     /// [`Retrier::run`] with the options of [`Run`]: a listener, a cancel token, a clock,
@@ -721,19 +850,32 @@ impl Retrier {
         &self,
         options: Options<'_, E, T>,
         mut listener: impl Tell<E, T>,
-        mut first: Option<E>,
+        mut first: Option<First<E>>,
         mut op: impl FnMut(&Attempt) -> Result<T, E>,
         mut classify: impl FnMut(&E) -> Verdict,
     ) -> Result<T, RetryError<E, T>> {
         // Taken apart at once: each option is then dropped where it ends, in line (the
         // whole `Run`, dropped at each return, was a call).
         let Options { cancel, clock, mut result_predicate, wait, before_retry } = options;
+        // Inside a request's ambient context (propagation), its constraint applies (a call
+        // that reads no time is not started here once propagation is in use: see run).
+        let constrained = match MAY_READ_TIME && crate::propagation::in_use() {
+            true => self.policy_in_context(),
+            false => None,
+        };
+        let policy: &Policy = constrained.as_deref().unwrap_or(&self.policy);
         let virtual_clock;
         // The real clock's zero wait without a cancel token is no wait at all: skipped
         // below without a call (any other clock is told of every wait).
         let mut real_clock = false;
+        // A call started on the real clock (attempt 1 already ran) stays on it.
+        let started_early = first.as_ref().and_then(|f| f.started);
         let clock: &dyn Clock = match clock {
             Some(clock) => clock,
+            None if started_early.is_some() => {
+                real_clock = true;
+                &SystemClock
+            }
             None => match testing::clock() {
                 Some(v) => {
                     virtual_clock = v;
@@ -745,7 +887,7 @@ impl Retrier {
                 }
             },
         };
-        if let Some(why) = crate::hedge::one_at_a_time_refusal(&self.policy) {
+        if let Some(why) = crate::hedge::one_at_a_time_refusal(policy) {
             return Err(RetryError::Refused(format!(
                 "{why}; a blocking Retrier::run/execute cannot abandon an attempt: hedge from async code with Retrier::run_async (or retryrs::hedge::HedgeCall)"
             )));
@@ -759,7 +901,7 @@ impl Retrier {
             listener.tell(event, failed);
         };
         if cancel.is_some_and(CancelToken::is_cancelled) {
-            crate::engine::cancelled_before_start(&self.policy, &mut |e| notify(e, None));
+            crate::engine::cancelled_before_start(policy, &mut |e| notify(e, None));
             return Err(RetryError::Cancelled { attempts: 0, errors: Vec::new(), value: None, timed_out: None });
         }
         // Time matters only to the attempts' bounds (a deadline or an attempt timeout), to
@@ -767,32 +909,32 @@ impl Retrier {
         // and the clock is never read.
         // Hooks see the time since the call began, too.
         let hooked = wait.is_some() || before_retry.is_some();
-        debug_assert!(MAY_READ_TIME || !(self.policy.reads_time() || has_listener || hooked));
-        let timed = MAY_READ_TIME && (self.policy.reads_time() || has_listener || hooked);
+        debug_assert!(MAY_READ_TIME || !(policy.reads_time() || has_listener || hooked));
+        let timed = MAY_READ_TIME && (policy.reads_time() || has_listener || hooked);
         let read_time = || if timed { clock.now() } else { Duration::ZERO };
         // The happy path of a policy with nothing to tell or bound (no clock needed, no
         // budget or breaker to inform, no listener, no result predicate): attempt 1 runs
         // before the engine starts (a lazy start, as the other hosts do), and a value
         // returns at once. A failure starts the engine and is judged as attempt 1.
-        if first.is_none() && !timed && self.policy.budget.is_none() && result_predicate.is_none() {
+        if first.is_none() && !timed && policy.budget.is_none() && result_predicate.is_none() {
             match op(&Attempt::new(1, Duration::ZERO, None)) {
                 Ok(value) => {
                     self.stats.count_first_attempt_success_here();
                     return Ok(value);
                 }
-                Err(error) => first = Some(error),
+                Err(error) => first = Some(First { error, started: None }),
             }
         }
         // Bounds of whole seconds and no one to show the elapsed time: the coarse clock
         // may start the call (its bounds then end at most a tick early).
-        let start = match timed && !has_listener && !hooked && self.policy.tolerates_coarse_start() {
-            true => clock.now_coarse(),
-            false => read_time(),
+        let start = match started_early {
+            Some(started) => started,
+            None if timed && !has_listener && !hooked && policy.tolerates_coarse_start() => clock.now_coarse(),
+            None => read_time(),
         };
         // A panic (the attempt, classify, a listener) unwinds through the guard, which
         // gives a breaker's probe back.
-        let mut guard =
-            crate::async_executor::Unreported(Call::start_with(&*self.policy, start, &mut |e| notify(e, None)));
+        let mut guard = crate::async_executor::Unreported(Call::start_with(policy, start, &mut |e| notify(e, None)));
         let call = &mut guard.0;
         if let Some(refusal) = call.refusal() {
             return Err(RetryError::circuit_open(refusal));
@@ -800,7 +942,7 @@ impl Retrier {
         // One clock read per attempt: a failure's time is read only when a decision needs
         // it (failure_timed), and it is also the next attempt's start after a zero delay;
         // after a real wait the clock is read again (the deadline is checked after it).
-        let failure_timed = MAY_READ_TIME && (has_listener || hooked || self.policy.failure_reads_time());
+        let failure_timed = MAY_READ_TIME && (has_listener || hooked || policy.failure_reads_time());
         let attempt_start = Cell::new(call.started_at());
         let failed_at = Cell::new(None);
         let failure_now = || {
@@ -809,7 +951,7 @@ impl Retrier {
             now
         };
         let success_timed =
-            MAY_READ_TIME && (has_listener || self.policy.breaker().is_some_and(CircuitBreaker::times_successes));
+            MAY_READ_TIME && (has_listener || policy.breaker().is_some_and(CircuitBreaker::times_successes));
         // The happy path allocates nothing, nor a call that fails up to INLINE times.
         let mut history = History::new();
         let (mut wait, mut before) = (wait, before_retry);
@@ -820,7 +962,7 @@ impl Retrier {
         // at the loop's end: the loop does not ask again whether a lazy start's failure is
         // pending.
         let mut outcome = match first.take() {
-            Some(error) => Err(error),
+            Some(first) => Err(first.error),
             None => op(&Attempt::new(call.attempt(), attempt_start.get(), call.attempt_bound())),
         };
         loop {
@@ -845,12 +987,12 @@ impl Retrier {
             };
             let delay = match decision {
                 Decision::Retry(delay) => delay,
-                Decision::Stop(stop) => return Err(history.stopped(stop, call.attempt(), &self.policy)),
+                Decision::Stop(stop) => return Err(history.stopped(stop, call.attempt(), policy)),
             };
             let no_wait = delay.is_zero() && zero_is_no_wait;
             if !no_wait && clock.sleep(delay, cancel).is_err() {
                 let _ = call.cancel(read_time(), &mut |e| notify(e, history.last()));
-                return Err(history.stopped(Stop::Cancelled, call.attempt(), &self.policy));
+                return Err(history.stopped(Stop::Cancelled, call.attempt(), policy));
             }
             attempt_start.set(match failed_at.get() {
                 Some(at) if delay.is_zero() => at,
@@ -858,11 +1000,19 @@ impl Retrier {
             });
             let resume = call.resume(attempt_start.get(), &mut |e| notify(e, history.last()));
             if let Resume::Stop(stop) = resume {
-                return Err(history.stopped(stop, call.attempt(), &self.policy));
+                return Err(history.stopped(stop, call.attempt(), policy));
             }
             outcome = op(&Attempt::new(call.attempt(), attempt_start.get(), call.attempt_bound()));
         }
     }
+}
+
+/// Attempt 1's failure when it ran before the engine started (a lazy start), and the
+/// call's start it ran at when the policy bounds it (`None`: the call reads no time).
+#[cfg(feature = "blocking")]
+struct First<E> {
+    error: E,
+    started: Option<Duration>,
 }
 
 /// The options of a [`Run`] but its listener, which the executor takes as a [`Tell`]
@@ -1472,6 +1622,81 @@ mod lazy_tests {
         assert_eq!(calls.get(), 0);
         // And the breaker taken away again starts lazily.
         assert!(Retrier::new(guarded.policy().with_breaker(None)).lazy);
+    }
+
+    #[test]
+    fn only_a_policy_bounded_in_whole_seconds_with_nothing_to_ask_starts_on_the_coarse_clock() {
+        let default = Policy::builder().build().unwrap();
+        assert!(Retrier::new(default.clone()).coarse, "the default policy: 15 s deadline");
+        assert!(!Retrier::new(Policy::builder().deadline(None).build().unwrap()).coarse, "untimed: lazy instead");
+        let short = Policy::builder().attempt_timeout(Some(Duration::from_millis(999))).build().unwrap();
+        assert!(!Retrier::new(short).coarse, "a bound under a second needs the fine clock");
+        assert!(!Retrier::new(default.with_breaker(Some(open_breaker()))).coarse, "a breaker is asked first");
+        let budget = Arc::new(crate::budget::RetryBudget::new(10.0, 0.1).unwrap());
+        assert!(!Retrier::new(Policy::builder().budget(Some(budget)).build().unwrap()).coarse, "a budget is told");
+    }
+
+    #[test]
+    fn a_coarse_start_measures_the_deadline_from_the_calls_start() {
+        // Attempt 1 runs before the engine starts, and takes 300 ms to fail: attempt 2's
+        // bound is what is left of the 2 s deadline since the call began (at most a tick
+        // of the coarse clock less), not 2 s from the failure.
+        let retrier = Retrier::new(
+            Policy::builder()
+                .deadline(Some(Duration::from_secs(2)))
+                .initial_delay(Duration::ZERO)
+                .jitter(Jitter::None)
+                .build()
+                .unwrap(),
+        );
+        assert!(retrier.coarse);
+        let mut seen = vec![];
+        let before = SystemClock.now();
+        let got = retrier.run(
+            |a: &Attempt| {
+                seen.push(*a);
+                if a.number == 1 {
+                    std::thread::sleep(Duration::from_millis(300));
+                    Err("503")
+                } else {
+                    Ok(a.number)
+                }
+            },
+            |_| Verdict::TRANSIENT,
+        );
+        let after = SystemClock.now();
+        assert_eq!(got.unwrap(), 2);
+        let (first, second) = (seen[0], seen[1]);
+        assert_eq!(first.remaining, Some(Duration::from_secs(2)));
+        // Attempt 1's deadline on the real clock's time base, from a start read during the
+        // call, at most a tick (10 ms) behind.
+        let end = first.deadline.unwrap();
+        assert!(end <= after + Duration::from_secs(2), "{end:?} vs {after:?}");
+        assert!(end + Duration::from_millis(10) >= before + Duration::from_secs(2), "{end:?} vs {before:?}");
+        assert_eq!(second.deadline, first.deadline, "one deadline for the whole call");
+        let left = second.remaining.unwrap();
+        assert!(left <= Duration::from_millis(1700), "{left:?}");
+        assert!(left + (after - before) >= Duration::from_secs(2) - Duration::from_millis(10), "{left:?}");
+        let stats = retrier.stats();
+        assert_eq!((stats.calls, stats.attempts, stats.retries, stats.successes), (1, 2, 1, 1));
+        // The happy path is counted too.
+        let got = retrier.run(|a: &Attempt| Ok::<_, ()>(a.number), |_| Verdict::TRANSIENT);
+        assert_eq!(got.unwrap(), 1);
+        let stats = retrier.stats();
+        assert_eq!((stats.calls, stats.attempts, stats.successes), (2, 3, 2));
+    }
+
+    #[test]
+    fn under_virtual_time_a_bounded_call_starts_on_the_virtual_clock() {
+        // The coarse start reads the real clock: under the testing switch the call starts
+        // as usual, on the virtual clock, so its deadline is virtual time too.
+        let scope = crate::clock::testing::scoped();
+        scope.clock().advance(Duration::from_secs(5));
+        let retrier = Retrier::new(Policy::builder().build().unwrap());
+        let got = retrier.run(|a: &Attempt| Ok::<_, ()>(*a), |_| Verdict::TRANSIENT);
+        let first = got.unwrap();
+        assert_eq!(first.deadline, Some(Duration::from_secs(20)), "5 s of virtual time plus the 15 s deadline");
+        assert_eq!(first.remaining, Some(Duration::from_secs(15)));
     }
 
     #[test]

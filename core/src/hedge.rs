@@ -43,6 +43,7 @@ use crate::engine::{StateError, Stop, Verdict};
 use crate::event::{Event, EventKind, ExhaustReason};
 use crate::knob::MAX_MS;
 use crate::policy::Policy;
+use crate::spelling::Spelling;
 use crate::units;
 
 /// The most attempts a hedged call makes (gRPC A6 caps `maxAttempts` at 5).
@@ -75,9 +76,18 @@ pub struct HedgeError {
     pub message: String,
 }
 
+impl HedgeError {
+    /// The error with the field, and any other field its message names, in `spelling`'s
+    /// words (Node: `ceilingMs must be >= floorMs, got 5 ms (floorMs is 10 ms)`).
+    pub fn render(&self, spelling: Spelling) -> String {
+        format!("{} {}", spelling.name(self.field), spelling.respell(&self.message, &["floor"]))
+    }
+}
+
 impl std::fmt::Display for HedgeError {
+    /// The error in Rust's words (the contract's names).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}", self.field, self.message)
+        f.write_str(&self.render(Spelling::Rust))
     }
 }
 

@@ -7,7 +7,10 @@ use std::time::{Duration, SystemTime};
 
 use crate::engine::Verdict;
 use crate::executor::ValueVerdict;
-use crate::http_rules::{classify_request, HttpOutcome, HttpRules, HttpVerdict, IDEMPOTENCY_KEY_HEADER};
+use crate::http_rules::{
+    classify_request, read_pushback, retry_with, HttpOutcome, HttpRules, HttpVerdict, RetryWith, ServerPushback,
+    IDEMPOTENCY_KEY_HEADER,
+};
 
 /// The methods and statuses a middleware retries: `None` keeps the contract's lists
 /// (idempotent methods; 408, 425, 429, 500, 502, 503, 504). A POST or PATCH carrying an
@@ -64,16 +67,24 @@ impl Rules {
     }
 
     /// A response: retried (its Retry-After the hint) when the status is retryable and the
-    /// request may be repeated; otherwise it is the answer, as it would be without retries.
+    /// request may be repeated, unless its server's pushback says "don't retry" (a
+    /// non-negative pushback is the wait); otherwise it is the answer, as it would be
+    /// without retries.
     pub(crate) fn response(
         &self,
         method: &str,
         idempotency_key: Option<&str>,
         status: u16,
-        retry_after: Option<&[u8]>,
+        headers: &http::HeaderMap,
     ) -> ValueVerdict {
         match self.judge(method, idempotency_key, HttpOutcome::Status(status)) {
-            HttpVerdict::Retry => ValueVerdict::Retry { hint: retry_after.and_then(hint) },
+            HttpVerdict::Retry => {
+                let retry_after = headers.get(http::header::RETRY_AFTER).and_then(|v| hint(v.as_bytes()));
+                match retry_with(retry_after, pushback(headers)) {
+                    RetryWith::DontRetry => ValueVerdict::DontRetry,
+                    with => ValueVerdict::Retry { hint: with.exact().or(retry_after) },
+                }
+            }
             HttpVerdict::Response | HttpVerdict::Fail => ValueVerdict::Accept,
         }
     }
@@ -98,7 +109,39 @@ impl Rules {
     }
 }
 
+/// A response's pushback (`Retryrs-Pushback`, `grpc-retry-pushback-ms`,
+/// `x-envoy-overloaded`); values that are not text are skipped.
+pub(crate) fn pushback(headers: &http::HeaderMap) -> Option<ServerPushback> {
+    read_pushback(headers.iter().filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?))))
+}
+
 /// A Retry-After header's value as a hint (delay-seconds or an HTTP-date).
 fn hint(value: &[u8]) -> Option<Duration> {
     crate::retry_after::parse_retry_after(std::str::from_utf8(value).ok()?, SystemTime::now())
+}
+
+/// Sets the propagation headers of one attempt on a request's `headers` (replacing any
+/// the caller set: the time left is the attempt's, never a copy).
+pub(crate) fn propagate(
+    headers: &mut http::HeaderMap,
+    propagate: &crate::propagation::Propagate,
+    host: Option<&str>,
+    attempt: &crate::Attempt,
+) {
+    for (name, value) in propagate.headers(host, attempt.remaining, attempt.number) {
+        if let (Ok(name), Ok(value)) =
+            (http::HeaderName::from_bytes(name.as_bytes()), http::HeaderValue::try_from(value))
+        {
+            headers.insert(name, value);
+        }
+    }
+}
+
+/// The wait hook of a helper's call: a response's non-negative pushback is the exact wait
+/// (A6), instead of the backoff and Retry-After.
+pub(crate) fn pushback_wait(response: &http::HeaderMap) -> Option<Duration> {
+    match pushback(response) {
+        Some(ServerPushback::Wait(wait)) => Some(wait),
+        _ => None,
+    }
 }

@@ -1,6 +1,12 @@
 //! HTTP classification, in one place for every host: which methods may be repeated, which
 //! statuses are worth retrying, and what a request's outcome means for the retry loop
-//! (contract, "HTTP"). The hosts' HTTP helpers ask here and decide nothing themselves.
+//! (contract, "HTTP"), and what a server's pushback does to a retry ([`retry_with`]).
+//! The hosts' HTTP helpers ask here and decide nothing themselves.
+
+use std::time::Duration;
+
+use crate::engine::Verdict;
+pub use crate::propagation::{read_pushback, ServerPushback};
 
 /// The statuses the helpers treat as transient: request timeout, too early, too many
 /// requests, and the server-side 500, 502, 503, 504.
@@ -142,9 +148,77 @@ pub fn classify_request(
     }
 }
 
+/// What a response the rules retry ([`HttpVerdict::Retry`]) becomes once its server's
+/// pushback is read ([`crate::propagation::read_pushback`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryWith {
+    /// Retry, never sooner than `hint` (its Retry-After), as without pushback.
+    Floor {
+        /// The Retry-After hint, if any.
+        hint: Option<Duration>,
+    },
+    /// Retry after exactly this wait (a non-negative pushback, gRPC A6's rule: it replaces
+    /// the backoff and Retry-After; the deadline and `max_retry_after` still apply).
+    Exact(Duration),
+    /// Don't retry ([`Verdict::DontRetry`]): the response is handed over, and it still
+    /// counts as a failure for budgets and breakers.
+    DontRetry,
+}
+
+impl RetryWith {
+    /// The engine's verdict: [`Verdict::DontRetry`], or a transient failure whose hint is
+    /// the Retry-After (for [`RetryWith::Exact`], the exact wait: a host that cannot give
+    /// the engine an exact wait waits at least that long).
+    pub fn verdict(&self) -> Verdict {
+        match *self {
+            RetryWith::Floor { hint } => Verdict::Transient { hint },
+            RetryWith::Exact(wait) => Verdict::Transient { hint: Some(wait) },
+            RetryWith::DontRetry => Verdict::DontRetry,
+        }
+    }
+
+    /// The exact wait a host hands the engine as [`crate::Plan::Exact`], if any.
+    pub fn exact(&self) -> Option<Duration> {
+        match *self {
+            RetryWith::Exact(wait) => Some(wait),
+            _ => None,
+        }
+    }
+}
+
+/// A retried response's fate, given its Retry-After hint and its pushback: "don't retry"
+/// wins, a non-negative pushback is an exact wait, else the Retry-After floor. Pushback
+/// never makes a response retried that the rules would hand over.
+pub fn retry_with(retry_after: Option<Duration>, pushback: Option<ServerPushback>) -> RetryWith {
+    match pushback {
+        Some(ServerPushback::DontRetry) => RetryWith::DontRetry,
+        Some(ServerPushback::Wait(wait)) => RetryWith::Exact(wait),
+        None => RetryWith::Floor { hint: retry_after },
+    }
+}
+
+/// [`retry_with`] for any verdict of the rules: `None` when the response is not one they
+/// retry (pushback never makes a response retried), else its fate with its pushback.
+pub fn with_pushback(
+    verdict: HttpVerdict,
+    retry_after: Option<Duration>,
+    pushback: Option<ServerPushback>,
+) -> Option<RetryWith> {
+    (verdict == HttpVerdict::Retry).then(|| retry_with(retry_after, pushback))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pushback_turns_a_retry_into_dont_retry_or_an_exact_wait() {
+        let s = Duration::from_secs;
+        assert_eq!(retry_with(Some(s(1)), None), RetryWith::Floor { hint: Some(s(1)) });
+        assert_eq!(retry_with(Some(s(1)), Some(ServerPushback::DontRetry)).verdict(), Verdict::DontRetry);
+        let exact = retry_with(Some(s(9)), Some(ServerPushback::Wait(s(2))));
+        assert_eq!((exact.exact(), exact.verdict()), (Some(s(2)), Verdict::Transient { hint: Some(s(2)) }));
+    }
 
     const DEFAULT: HttpRules<'static> = HttpRules { methods: None, statuses: None, idempotency_key: true };
 

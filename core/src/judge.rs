@@ -108,17 +108,17 @@ impl<E, T> History<E, T> {
                     None => ValueVerdict::Accept,
                     Some(accept) => accept(&value),
                 };
-                let hint = match verdict {
+                let verdict = match verdict {
                     ValueVerdict::Accept => {
                         call.record_attempt(Verdict::Success, RetryCause::Failure, success_now(), &mut |e| {
                             notify(e, None)
                         });
                         return Judged::Accepted(value);
                     }
-                    ValueVerdict::Retry { hint } => hint,
+                    ValueVerdict::Retry { hint } => Verdict::Transient { hint },
+                    ValueVerdict::DontRetry => Verdict::DontRetry,
                 };
-                let decision =
-                    decide(call, Verdict::Transient { hint }, Failed::Value(&value), notify, &now, hooks, false);
+                let decision = decide(call, verdict, Failed::Value(&value), notify, &now, hooks, false);
                 self.set_value(value);
                 Judged::Decided(decision)
             }

@@ -137,6 +137,7 @@ mod judge;
 pub mod knob;
 mod pcg;
 pub mod policy;
+pub mod propagation;
 pub mod redact;
 #[cfg(feature = "reqwest")]
 pub mod reqwest_retry;
@@ -145,6 +146,7 @@ pub mod reqwest_retry;
 pub mod retry;
 pub mod retry_after;
 pub mod sleep;
+pub mod spelling;
 pub mod stats;
 #[cfg(feature = "tower")]
 pub mod tower_retry;
@@ -168,8 +170,8 @@ pub use executor::{
 };
 pub use hedge::{AttemptSet, HedgeCall, HedgeDelay, HedgeError, Hedging, LatencySketch, Step};
 pub use http_rules::{
-    classify_request, is_error_status, is_idempotent, is_retryable_status, HttpOutcome, HttpRules, HttpVerdict,
-    IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_METHODS, RETRYABLE_STATUSES,
+    classify_request, is_error_status, is_idempotent, is_retryable_status, retry_with, with_pushback, HttpOutcome,
+    HttpRules, HttpVerdict, RetryWith, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_METHODS, RETRYABLE_STATUSES,
 };
 pub use knob::{Knob, Setting, Unit, KNOBS};
 pub use policy::{DeadlineHint, Given, Jitter, Policy, PolicyBuilder, PolicyError, Pushback};
@@ -180,6 +182,7 @@ pub use retry_after::{parse_retry_after, parse_retry_after_ms, transient, RetryA
 pub use sleep::Sleep;
 #[cfg(feature = "tokio")]
 pub use sleep::{TokioClock, TokioSleep};
+pub use spelling::Spelling;
 pub use stats::{CallTally, Stats, StatsSnapshot};
 
 /// The crate version, as in Cargo.toml.
@@ -191,8 +194,21 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+/// docs/propagation.md's Rust example (the server layer), in the repository only (a file
+/// outside the package; `make test-rust` sets `--cfg retryrs_repository`).
+#[cfg(all(doctest, retryrs_repository, feature = "tower", feature = "reqwest"))]
+#[doc = include_str!("../../docs/propagation.md")]
+struct RepositoryPropagationDoctests;
+
 /// The repository README's Rust examples, too: a file outside the package, so only where
 /// the repository is (`make test-rust` sets `--cfg retryrs_repository`).
-#[cfg(all(doctest, retryrs_repository, feature = "documents", feature = "blocking", feature = "tokio"))]
+#[cfg(all(
+    doctest,
+    retryrs_repository,
+    feature = "documents",
+    feature = "blocking",
+    feature = "tokio",
+    feature = "tower"
+))]
 #[doc = include_str!("../../README.md")]
 struct RepositoryReadmeDoctests;

@@ -14,6 +14,7 @@ use crate::engine::Verdict;
 use crate::grpc_status::StatusCodes;
 use crate::hedge::Hedging;
 use crate::knob::{self, Rule, Setting, Unit, MAX_MS};
+use crate::spelling::Spelling;
 use crate::units;
 
 /// How randomness is mixed into each backoff delay. See `docs/contract.md`, "Delays".
@@ -657,30 +658,27 @@ pub struct DeadlineHint {
     pub deadline: Duration,
 }
 
-impl fmt::Display for DeadlineHint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "max_attempts={} needs up to {} s of backoff waits (before jitter), deadline is {} s: raise deadline or lower max_attempts",
+impl DeadlineHint {
+    /// The hint in `spelling`'s knob names and unit: Node reads `maxAttempts=10 needs up
+    /// to 26200 ms of backoff waits (before jitter), deadlineMs is 15000 ms: raise
+    /// deadlineMs or lower maxAttempts`; C the same with `max_attempts` and `deadline_ms`.
+    pub fn render(&self, spelling: Spelling) -> String {
+        let (attempts, deadline) = (spelling.name("max_attempts"), spelling.name("deadline"));
+        // Whole milliseconds: the waits are sums of whole-millisecond ceilings.
+        let span = |d: Duration| spelling.span_ms(d.as_millis() as f64);
+        format!(
+            "{attempts}={} needs up to {} of backoff waits (before jitter), {deadline} is {}: raise {deadline} or lower {attempts}",
             self.max_attempts,
-            Secs(self.waits),
-            Secs(self.deadline)
+            span(self.waits),
+            span(self.deadline)
         )
     }
 }
 
-/// Seconds with at most 3 decimals, trailing zeros dropped: `15`, `26.2`, `0.125`.
-struct Secs(Duration);
-
-impl fmt::Display for Secs {
+impl fmt::Display for DeadlineHint {
+    /// The hint in Rust's words (the contract's names, seconds).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ms = self.0.as_millis();
-        let (whole, frac) = (ms / 1000, ms % 1000);
-        if frac == 0 {
-            return write!(f, "{whole}");
-        }
-        let digits = format!("{frac:03}");
-        write!(f, "{whole}.{}", digits.trim_end_matches('0'))
+        f.write_str(&self.render(Spelling::Rust))
     }
 }
 
@@ -749,6 +747,15 @@ mod tests {
             hint.to_string(),
             "max_attempts=10 needs up to 26.2 s of backoff waits (before jitter), deadline is 15 s: raise deadline or lower max_attempts"
         );
+        assert_eq!(
+            hint.render(Spelling::Node),
+            "maxAttempts=10 needs up to 26200 ms of backoff waits (before jitter), deadlineMs is 15000 ms: raise deadlineMs or lower maxAttempts"
+        );
+        assert_eq!(
+            hint.render(Spelling::C),
+            "max_attempts=10 needs up to 26200 ms of backoff waits (before jitter), deadline_ms is 15000 ms: raise deadline_ms or lower max_attempts"
+        );
+        assert_eq!(hint.render(Spelling::Python), hint.to_string());
         assert_eq!(Policy::default().deadline_hint(), None, "5 attempts: 6.2 s of waits fit");
         assert_eq!(Policy::builder().max_attempts(10).deadline(None).build().unwrap().deadline_hint(), None);
         // Exactly the deadline fits.

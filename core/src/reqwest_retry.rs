@@ -56,14 +56,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::Extensions;
-use reqwest_middleware::reqwest::{header::RETRY_AFTER, Request, Response};
+use reqwest_middleware::reqwest::{Request, Response};
 use reqwest_middleware::{Error, Middleware, Next, Result};
 
 use crate::async_executor::{AsyncRun, TimedOut};
 use crate::breaker::BreakerState;
 use crate::event::ExhaustReason;
+use crate::executor::Failed;
 use crate::executor::{Retrier, RetryError};
 use crate::http_retry::Rules;
+use crate::propagation::Propagate;
 
 /// The retries ended without a response (inside `reqwest_middleware::Error::Middleware`):
 /// every attempt failed on the network or at its bound, and a limit ended the call.
@@ -114,15 +116,24 @@ impl std::error::Error for CircuitOpen {}
 pub struct RetryMiddleware {
     retrier: Retrier,
     rules: Rules,
+    propagate: Propagate,
 }
 
 impl RetryMiddleware {
     /// Retries with `retrier`'s policy and the contract's HTTP rules.
     pub fn new(retrier: impl Into<Retrier>) -> Self {
-        RetryMiddleware { retrier: retrier.into(), rules: Rules::default() }
+        RetryMiddleware { retrier: retrier.into(), rules: Rules::default(), propagate: Propagate::default() }
     }
 
     crate::http_retry::http_rules_setters!();
+
+    /// What each attempt propagates (docs/propagation.md): by default `Retryrs-Context`
+    /// with the attempt's time left and number, to every host; [`Propagate::off`] sends
+    /// nothing.
+    pub fn propagation(mut self, propagate: Propagate) -> Self {
+        self.propagate = propagate;
+        self
+    }
 }
 
 /// One attempt's failure: the client's error, or the attempt's bound.
@@ -171,15 +182,21 @@ impl Middleware for RetryMiddleware {
             .execute_async(
                 AsyncRun::tokio()
                     .result_predicate(|(response, _): &(Response, Extensions)| {
-                        let retry_after = response.headers().get(RETRY_AFTER).map(|v| v.as_bytes());
-                        rules.response(&method, key, response.status().as_u16(), retry_after)
+                        rules.response(&method, key, response.status().as_u16(), response.headers())
+                    })
+                    // A non-negative pushback is the exact wait.
+                    .wait_with(|ctx| match ctx.failure {
+                        Failed::Value((response, _)) => crate::http_retry::pushback_wait(response.headers()),
+                        _ => None,
                     })
                     // A cut request may have been sent: classified by the HTTP rules below.
                     .timed_out_as(AttemptError::TimedOut),
-                |_attempt| {
+                |attempt| {
                     let mut req = first
                         .take()
                         .unwrap_or_else(|| template.try_clone().expect("a request that cloned once clones again"));
+                    let host = req.url().host_str().map(str::to_owned);
+                    crate::http_retry::propagate(req.headers_mut(), &self.propagate, host.as_deref(), &attempt);
                     sent.store(false, Ordering::SeqCst);
                     if let Some(body) = req.body_mut().take() {
                         *req.body_mut() = Some(sending::flagged(body, sent.clone()));

@@ -41,6 +41,16 @@ pub trait Sleep {
     fn clock(&self) -> Option<&'static dyn crate::Clock> {
         None
     }
+
+    /// The time now on this timer's clock ([`Sleep::clock`], else the real one), and a
+    /// wait of `delay` from then: what the async executor asks when a call starts with
+    /// its first attempt bounded. The default reads the clock and calls [`Sleep::sleep`];
+    /// `TokioSleep` reads tokio's clock once for both.
+    #[doc(hidden)]
+    fn now_and_sleep(&self, delay: Duration) -> (Duration, Self::Timer) {
+        let now = self.clock().unwrap_or(&crate::SystemClock).now();
+        (now, self.sleep(delay))
+    }
 }
 
 impl<F, Fut> Sleep for F
@@ -69,6 +79,12 @@ impl Sleep for TokioSleep {
     fn clock(&self) -> Option<&'static dyn crate::Clock> {
         Some(&TokioClock)
     }
+    /// One read of tokio's clock for both (`tokio::time::sleep` reads it again).
+    #[inline]
+    fn now_and_sleep(&self, delay: Duration) -> (Duration, tokio::time::Sleep) {
+        let now = tokio::time::Instant::now();
+        (TokioClock::since_origin(now), tokio::time::sleep_until(now + delay))
+    }
 }
 
 /// tokio's clock (feature `tokio`): `tokio::time::Instant::now()`, which stands still
@@ -82,11 +98,21 @@ impl Sleep for TokioSleep {
 pub struct TokioClock;
 
 #[cfg(feature = "tokio")]
+impl TokioClock {
+    /// A reading of tokio's clock on the real clock's time base, whose origin is the
+    /// monotonic clock's zero: a paused clock stands at a real time after it (its
+    /// runtime's start, maybe before the process's first reading) and only moves forward,
+    /// so nothing saturates.
+    #[inline]
+    fn since_origin(now: tokio::time::Instant) -> Duration {
+        now.into_std().saturating_duration_since(crate::clock::origin_instant())
+    }
+}
+
+#[cfg(feature = "tokio")]
 impl crate::Clock for TokioClock {
     fn now(&self) -> Duration {
-        // On the real clock's time base: a paused clock starts at the real time of its
-        // pause and only moves forward, so the difference never goes back.
-        tokio::time::Instant::now().into_std().saturating_duration_since(crate::clock::origin_instant())
+        TokioClock::since_origin(tokio::time::Instant::now())
     }
     fn sleep(&self, delay: Duration, cancel: Option<&crate::CancelToken>) -> Result<(), crate::clock::Cancelled> {
         crate::SystemClock.sleep(delay, cancel)

@@ -44,7 +44,7 @@ use std::time::Duration;
 
 use crate::clock::{testing, Clock, SystemClock};
 use crate::engine::{Call, Decision, Resume, Verdict};
-use crate::executor::{Retrier, ValueVerdict};
+use crate::executor::Retrier;
 use crate::http_retry::Rules;
 use crate::policy::Policy;
 
@@ -155,13 +155,11 @@ impl<B: Clone, R, E> tower::retry::Policy<http::Request<B>, http::Response<R>, E
         let method = req.method().as_str();
         let key = crate::http_retry::idempotency_key(req.headers());
         let verdict = match result {
-            Ok(response) => {
-                let retry_after = response.headers().get(http::header::RETRY_AFTER).map(|v| v.as_bytes());
-                match self.rules.response(method, key, response.status().as_u16(), retry_after) {
-                    ValueVerdict::Accept => Verdict::Success,
-                    ValueVerdict::Retry { hint } => Verdict::Transient { hint },
-                }
-            }
+            Ok(response) => self
+                .rules
+                .response(method, key, response.status().as_u16(), response.headers())
+                .failure()
+                .unwrap_or(Verdict::Success),
             Err(_) => self.rules.failure(method, key, false),
         };
         let now = self.now();

@@ -530,3 +530,52 @@ fn calls_on_many_threads_are_all_counted() {
     let s = retrier.stats();
     assert_eq!((s.calls, s.successes, s.attempts, s.retries), (done, done, done + failed, failed));
 }
+
+/// A policy bounded in whole seconds with nothing to ask or tell (the default) runs
+/// attempt 1 before the engine starts, raced against its bound: the deadline is still
+/// measured from the call's start (attempt 1's 2 s count against it), one deadline for
+/// the call, and the stats see every attempt.
+#[cfg(feature = "tokio")]
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_lazily_started_bounded_call_measures_its_deadline_from_its_start() {
+    let retrier = Retrier::new(Policy::builder().initial_delay(Duration::ZERO).jitter(Jitter::None).build().unwrap());
+    let seen = std::sync::Mutex::new(vec![]);
+    let got = retrier
+        .run_async(
+            |a: Attempt| {
+                seen.lock().unwrap().push(a);
+                async move {
+                    if a.number == 1 {
+                        tokio::time::sleep(Duration::from_secs(2)).await;
+                        Err(ApiError::Status(503, None))
+                    } else {
+                        Ok(a.number)
+                    }
+                }
+            },
+            transient,
+        )
+        .await;
+    assert_eq!(got.unwrap(), 2);
+    let seen = seen.into_inner().unwrap();
+    assert_eq!(seen[0].remaining, Some(Duration::from_secs(15)));
+    assert_eq!(seen[1].remaining, Some(Duration::from_secs(13)), "{seen:?}");
+    assert_eq!(seen[1].deadline, seen[0].deadline);
+    let s = retrier.stats();
+    assert_eq!((s.calls, s.attempts, s.retries, s.successes), (1, 2, 1, 1));
+    // A value at once is counted as well.
+    assert_eq!(retrier.run_async(|a: Attempt| async move { Ok::<_, ApiError>(a.number) }, transient).await.unwrap(), 1);
+    let s = retrier.stats();
+    assert_eq!((s.calls, s.attempts, s.successes), (2, 3, 2));
+}
+
+/// Under the testing switch the same call starts as usual, on the virtual clock.
+#[cfg(feature = "tokio")]
+#[tokio::test(flavor = "current_thread")]
+async fn under_the_testing_switch_a_bounded_call_starts_on_the_virtual_clock() {
+    let scope = retryrs::testing::scoped();
+    scope.clock().advance(Duration::from_secs(5));
+    let retrier = Retrier::new(Policy::builder().build().unwrap());
+    let got = retrier.run_async(|a: Attempt| async move { Ok::<_, ApiError>(a) }, transient).await.unwrap();
+    assert_eq!(got.deadline, Some(Duration::from_secs(20)), "5 s of virtual time plus the 15 s deadline");
+}

@@ -2,6 +2,9 @@
 //! format in tests/conformance/README.md). Every vector runs through the public API: the
 //! blocking executor on a virtual clock, a listener, a cancel token.
 
+#[path = "support/propagation_vectors.rs"]
+mod propagation_vectors;
+
 use std::cell::RefCell;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -524,7 +527,7 @@ fn compare_tokens(i: usize, want: &Value, got: &Value) -> Result<(), String> {
 }
 
 fn check_vector_keys(v: &Value) -> Result<(), String> {
-    let body = ["calls", "expect_error", "retry_after", "status", "http"]
+    let body = ["calls", "expect_error", "retry_after", "status", "http", "propagation"]
         .into_iter()
         .find(|b| v.get(b).is_some())
         .unwrap_or("calls");
@@ -613,6 +616,15 @@ fn check_vector_keys(v: &Value) -> Result<(), String> {
     if let Some(s) = v.get("status") {
         check_keys("status", s, &["code", "retryable"])?;
     }
+    if let Some(p) = v.get("propagation") {
+        let case = propagation_vectors::CASES.iter().find(|(n, _, _)| p.get(*n).is_some());
+        let Some((name, keys, expect)) = case else {
+            return Err(format!("propagation: none of the cases in {p}"));
+        };
+        check_keys("propagation", p, &[name, "expect"])?;
+        check_keys(&format!("propagation.{name}"), &p[*name], keys)?;
+        check_keys("propagation.expect", &p["expect"], expect)?;
+    }
     if let Some(h) = v.get("http") {
         check_keys(
             "http",
@@ -666,8 +678,14 @@ fn check_vector(v: &Value) -> Result<(), String> {
         (is_retryable_status(code) == want).then_some(()).ok_or_else(|| format!("status {code}: want {want}"))
     } else if let Some(h) = v.get("http") {
         check_http_vector(h)
+    } else if let Some(p) = v.get("propagation") {
+        let policy = match v.get("policy") {
+            Some(_) => Some(build_policy(v).map_err(|e| e.to_string())?),
+            None => None,
+        };
+        propagation_vectors::check(p, policy)
     } else {
-        Err("a vector with none of calls, expect_error, retry_after, status, http".into())
+        Err("a vector with none of calls, expect_error, retry_after, status, http, propagation".into())
     }
 }
 

@@ -164,8 +164,8 @@ static double wait_fn(void *user_data, const retryrs_retry_info *info) {
 
 /* The vector's policy through the document loader; `*doc` owns the budget the retrier
  * shares (the retrier keeps its own reference), freed by the caller. */
-static retryrs_status make_retrier(const cv_policy *p, retryrs_policies **doc, const retryrs_budget **budget,
-                                   retryrs_breaker **breaker, retryrs_retrier **out) {
+retryrs_status cv_make_retrier(const cv_policy *p, retryrs_policies **doc, const retryrs_budget **budget,
+                               retryrs_breaker **breaker, retryrs_retrier **out) {
   retryrs_config c;
   retryrs_retrier *plain = NULL;
   retryrs_status s = retryrs_policies_from_json(p->document, strlen(p->document), doc);
@@ -409,7 +409,7 @@ static void run_calls(const cv_vector *v, int blocking) {
   retryrs_retrier *r = NULL;
   static run_state st; /* large: kept off the stack */
   size_t i;
-  if (make_retrier(&v->policy, &doc, &budget, &breaker, &r) != RETRYRS_OK) {
+  if (cv_make_retrier(&v->policy, &doc, &budget, &breaker, &r) != RETRYRS_OK) {
     failf("building the retrier: %s", retryrs_last_error());
     retryrs_breaker_free(breaker);
     retryrs_policies_free(doc);
@@ -476,7 +476,7 @@ static void run_error(const cv_vector *v) {
   const retryrs_budget *budget = NULL;
   retryrs_breaker *breaker = NULL;
   retryrs_retrier *r = NULL;
-  retryrs_status s = make_retrier(&v->policy, &doc, &budget, &breaker, &r);
+  retryrs_status s = cv_make_retrier(&v->policy, &doc, &budget, &breaker, &r);
   const char *msg = retryrs_last_error();
   char where[200];
   snprintf(where, sizeof where, "policies.retry.%s", v->knob);
@@ -539,6 +539,11 @@ int run_conformance(const char *report_path) {
           failf("retryable is %d, expected %d", !v->status_retryable, v->status_retryable);
         break;
       case CV_HTTP: run_http(v); break;
+      case CV_PROPAGATION: {
+        const char *wrong = cv_run_propagation(v->prop, &v->policy);
+        if (wrong) failf("%s", wrong);
+        break;
+      }
       default: failf("unknown vector kind %d", v->kind);
     }
     snprintf(name, sizeof name, "conformance %s (%s)", v->id, v->file);

@@ -71,7 +71,32 @@ typedef struct {
   uint32_t cancelled;
 } cv_call;
 
-enum { CV_CALLS, CV_ERROR, CV_RETRY_AFTER, CV_STATUS, CV_HTTP };
+/* A propagation vector (tests/conformance/README.md, "Propagation vectors"): `which`
+ * case, its inputs and what it expects; UINT64_MAX stands for null in the ms fields. */
+typedef struct {
+  const char *which; /* "inbound", "margin", "constrain", "outbound", "pushback", "upward", "allowlist" */
+  const char *const *names, *const *values; /* headers (upward: every request's, in order) */
+  size_t n_headers;
+  const size_t *request_sizes; /* upward: how many headers each request has */
+  size_t n_requests;
+  uint64_t limit_ms, left_ms;
+  int trust_mesh, observe_only, is_retry;
+  uint32_t attempt;
+  int mesh, kind;
+  const char *verdict_in;
+  int has_hosts;
+  const char *const *hosts;
+  size_t n_hosts;
+  const char *host;
+  /* expected */
+  uint64_t budget_ms, margin_ms, deadline_ms, pushback_ms, wait_ms;
+  int expect_is_retry, clamped, allows, pushback;
+  uint32_t malformed, max_attempts;
+  const char *headers_text, *verdict;
+  const retryrs_upward *upward;
+} cv_prop;
+
+enum { CV_CALLS, CV_ERROR, CV_RETRY_AFTER, CV_STATUS, CV_HTTP, CV_PROPAGATION };
 enum { CV_RA_NONE, CV_RA_MS, CV_RA_SATURATED };
 
 typedef struct {
@@ -95,6 +120,7 @@ typedef struct {
   size_t n_http_methods;
   const int32_t *http_statuses;
   size_t n_http_statuses;
+  const cv_prop *prop;
 } cv_vector;
 
 extern const cv_vector cv_vectors[];
@@ -103,6 +129,16 @@ extern const size_t cv_vector_count;
 extern const char *const cv_skipped[];
 extern const size_t cv_skipped_count;
 extern const char *const cv_skip_reason;
+
+/* Checks a propagation vector (conformance_propagation.c); `policy` is the vector's (its
+ * retrier built by cv_make_retrier) for a constrain case. Returns NULL when it passes,
+ * else what was wrong. */
+const char *cv_run_propagation(const cv_prop *p, const cv_policy *policy);
+
+/* The vector's policy through the document loader (conformance.c); `*doc` owns the
+ * budget the retrier shares, freed by the caller with the retrier and the breaker. */
+retryrs_status cv_make_retrier(const cv_policy *p, retryrs_policies **doc, const retryrs_budget **budget,
+                               retryrs_breaker **breaker, retryrs_retrier **out);
 
 /* Runs every vector through the blocking call and the sans-IO engine; prints failures
  * and "conformance: N passed, M failed"; writes "c N M" to report_path if not NULL.

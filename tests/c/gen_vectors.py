@@ -171,18 +171,90 @@ def call_init(out, where, c):
     return "{" + ", ".join(fields) + "}"
 
 
+# The propagation cases (tests/conformance/README.md): each case's keys and its expect's.
+PROPAGATION_CASES = {
+    "inbound": ({"headers", "limit_ms", "trust_mesh"}, {"budget_ms", "is_retry", "clamped", "malformed"}),
+    "margin": ({"left_ms"}, {"margin_ms"}),
+    "constrain": ({"left_ms", "is_retry"}, {"deadline_ms", "max_attempts", "changed"}),
+    "outbound": ({"left_ms", "attempt", "is_retry", "mesh", "kind"}, {"headers"}),
+    "pushback": ({"headers", "verdict"}, {"pushback", "verdict", "wait_ms"}),
+    "upward": ({"requests", "observe_only"}, {"upward"}),
+    "allowlist": ({"hosts", "host"}, {"allows"}),
+}
+UNBOUNDED = "UINT64_MAX"
+
+
+def ms_or_unbounded(x):
+    return UNBOUNDED if x is None else f"{int(x)}ULL"
+
+
+def headers_init(out, headers):
+    names = [c_str(n) for n, _ in headers] or ["NULL"]
+    values = [c_str(v) for _, v in headers] or ["NULL"]
+    return f".names = {out.array('char *const', names)}, .values = {out.array('char *const', values)}, .n_headers = {len(headers)}"
+
+
+def propagation_init(out, where, p):
+    cases = [k for k in PROPAGATION_CASES if k in p]
+    if len(cases) != 1:
+        fail(where, f"a propagation vector needs exactly one case of {sorted(PROPAGATION_CASES)}, has {cases}")
+    which = cases[0]
+    keys, expect_keys = PROPAGATION_CASES[which]
+    check_keys(where, p, {which, "expect"})
+    case, want = p[which], p["expect"]
+    check_keys(f"{where}.{which}", case, keys)
+    check_keys(f"{where}.expect", want, expect_keys)
+    f = [f".which = {c_str(which)}"]
+    if which == "inbound":
+        f += [headers_init(out, case["headers"]), f".limit_ms = {ms_or_unbounded(case.get('limit_ms', 15000))}",
+              f".trust_mesh = {int(case.get('trust_mesh', False))}", f".budget_ms = {ms_or_unbounded(want['budget_ms'])}",
+              f".expect_is_retry = {int(want['is_retry'])}", f".clamped = {int(want['clamped'])}",
+              f".malformed = {int(want['malformed'])}"]
+    elif which == "margin":
+        f += [f".left_ms = {int(case['left_ms'])}ULL", f".margin_ms = {int(want['margin_ms'])}ULL"]
+    elif which == "constrain":
+        f += [f".left_ms = {ms_or_unbounded(case['left_ms'])}", f".is_retry = {int(case['is_retry'])}",
+              f".deadline_ms = {ms_or_unbounded(want['deadline_ms'])}", f".max_attempts = {int(want['max_attempts'])}"]
+    elif which == "outbound":
+        mesh = {"none": "RETRYRS_MESH_NONE", "envoy": "RETRYRS_MESH_ENVOY", "linkerd": "RETRYRS_MESH_LINKERD"}[case["mesh"]]
+        kind = {"http": "RETRYRS_REQUEST_HTTP", "grpc": "RETRYRS_REQUEST_GRPC", "connect": "RETRYRS_REQUEST_CONNECT"}[case["kind"]]
+        text = "".join(f"{n}: {v}\r\n" for n, v in want["headers"])
+        f += [f".left_ms = {ms_or_unbounded(case['left_ms'])}", f".attempt = {int(case['attempt'])}",
+              f".is_retry = {int(case['is_retry'])}", f".mesh = {mesh}", f".kind = {kind}", f".headers_text = {c_str(text)}"]
+    elif which == "pushback":
+        pb = want["pushback"]
+        kind = "RETRYRS_PUSHBACK_NONE" if pb is None else "RETRYRS_PUSHBACK_DONT_RETRY" if pb == "dont_retry" else "RETRYRS_PUSHBACK_WAIT"
+        f += [headers_init(out, case["headers"]), f".verdict_in = {c_str(case['verdict'])}", f".pushback = {kind}",
+              f".pushback_ms = {int(pb) if isinstance(pb, int) else 0}ULL", f".verdict = {c_str(want['verdict'])}",
+              f".wait_ms = {ms_or_unbounded(want['wait_ms'])}"]
+    elif which == "upward":
+        flat = [h for r in case["requests"] for h in r]
+        sizes = [str(len(r)) for r in case["requests"]] or ["0"]
+        upward = {"run": "RETRYRS_UPWARD_RUN", "refuse": "RETRYRS_UPWARD_REFUSE", "observed": "RETRYRS_UPWARD_OBSERVED",
+                  "capped": "RETRYRS_UPWARD_CAPPED"}
+        f += [headers_init(out, flat), f".request_sizes = {out.array('size_t', sizes)}",
+              f".n_requests = {len(case['requests'])}", f".observe_only = {int(case['observe_only'])}",
+              f".upward = {out.array('retryrs_upward', [upward[u] for u in want['upward']] or ['0'])}"]
+    else:
+        hosts = case["hosts"]
+        if hosts is not None:
+            f.append(f".has_hosts = 1, .hosts = {out.array('char *const', [c_str(h) for h in hosts] or ['NULL'])}, .n_hosts = {len(hosts)}")
+        f += [f".host = {c_str(case['host'])}", f".allows = {int(want['allows'])}"]
+    return out.array("cv_prop", ["{" + ", ".join(f) + "}"])
+
+
 def vector_init(out, path, v):
     where = f"{path}:{v.get('id')}"
-    bodies = [k for k in ("calls", "expect_error", "retry_after", "status", "http") if k in v]
+    bodies = [k for k in ("calls", "expect_error", "retry_after", "status", "http", "propagation") if k in v]
     if len(bodies) != 1:
-        fail(where, f"needs exactly one of calls/expect_error/retry_after/status/http, has {bodies}")
+        fail(where, f"needs exactly one of calls/expect_error/retry_after/status/http/propagation, has {bodies}")
     check_keys(where, v, {"id", "rule", "policy", "budgets", "breakers", "service_config", bodies[0]})
     timed = [c["at_ms"] for c in v.get("calls", []) if "at_ms" in c]
     if timed and (len(timed) != len(v["calls"]) or timed != sorted(timed)):
         fail(where, "at_ms: every call of the vector gives one, in order")
     fields = [f".id = {c_str(v['id'])}", f".file = {c_str(path)}"]
     body = bodies[0]
-    if body in ("calls", "expect_error"):
+    if body in ("calls", "expect_error") or (body == "propagation" and "policy" in v):
         fields.append(f".policy = {policy_init(where, v)}")
     if body == "calls":
         calls = [call_init(out, f"{where}.calls[{i}]", c) for i, c in enumerate(v["calls"])]
@@ -220,6 +292,8 @@ def vector_init(out, path, v):
         if "retry_statuses" in h:
             items = [str(int(s)) for s in h["retry_statuses"]] or ["0"]
             fields.append(f".has_http_statuses = 1, .http_statuses = {out.array('int32_t', items)}, .n_http_statuses = {len(h['retry_statuses'])}")
+    elif body == "propagation":
+        fields += [".kind = CV_PROPAGATION", f".prop = {propagation_init(out, where, v['propagation'])}"]
     else:
         st = v["status"]
         check_keys(where, st, {"code", "retryable"})

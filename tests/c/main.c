@@ -20,6 +20,7 @@ int main(int argc, char **argv) {
   budget_kind_tests();
   bound_tests();
   hooks_tests();
+  messages_tests();
   error_tests();
   run_conformance(argc > 1 ? argv[1] : NULL);
   return h_summary() == 0 ? 0 : 1;

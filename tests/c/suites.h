@@ -18,6 +18,7 @@ void breaker_tests(void);
 void budget_kind_tests(void);
 void bound_tests(void);
 void hooks_tests(void);
+void messages_tests(void);
 void error_tests(void);
 
 #ifdef __cplusplus

@@ -99,6 +99,41 @@ static void test_null_arguments_name_their_function(void) {
   FAILS(retryrs_http_classify, NULL, RETRYRS_HTTP_RESPONSE, 503, NULL, 0, NULL, 0, &verdict);
   FAILS(retryrs_http_classify_request, NULL, NULL, RETRYRS_HTTP_RESPONSE, 503, NULL, 0, NULL, 0, &verdict);
   FAILS(retryrs_redact_url, NULL, NULL, 0, &len);
+  {
+    /* Propagation: every pointer it needs, NULL; and the state errors that name it. */
+    const char *name = "grpc-timeout", *value = "1S";
+    retryrs_context *ctx = NULL;
+    retryrs_gate *gate = NULL;
+    retryrs_upward up;
+    int kind;
+    char buf[8];
+    FAILS(retryrs_context_parse, NULL, NULL, 0, 1000, 0, NULL);
+    FAILS(retryrs_context_parse, NULL, &value, 1, 1000, 0, &ctx);
+    FAILS(retryrs_context_parse, &name, &value, 1, 1000, 0x80, &ctx);
+    FAILS(retryrs_context_new, 100, false, NULL);
+    FAILS(retryrs_context_get, NULL, &u64, NULL, NULL, NULL, NULL);
+    FAILS(retryrs_context_enter, NULL);
+    expect_named("retryrs_context_leave()", retryrs_context_leave(), "retryrs_context_leave", __LINE__);
+    FAILS(retryrs_context_outbound, 100, 0, false, RETRYRS_MESH_NONE, RETRYRS_REQUEST_HTTP, buf, sizeof buf, &len);
+    FAILS(retryrs_context_outbound, 100, 1, false, 7, RETRYRS_REQUEST_HTTP, buf, sizeof buf, &len);
+    FAILS(retryrs_context_outbound, 100, 1, false, RETRYRS_MESH_NONE, 7, buf, sizeof buf, &len);
+    FAILS(retryrs_context_outbound, 100, 1, false, RETRYRS_MESH_NONE, RETRYRS_REQUEST_HTTP, NULL, 8, &len);
+    FAILS(retryrs_read_pushback, &name, &value, 1, NULL, &u64);
+    FAILS(retryrs_read_pushback, NULL, NULL, 2, &kind, &u64);
+    FAILS(retryrs_http_pushback, NULL, &name, &value, 1, &d);
+    FAILS(retryrs_gate_new, 1000, 0, NULL);
+    FAILS(retryrs_gate_new, 1000, 0x80, &gate);
+    FAILS(retryrs_gate_receive, NULL, &name, &value, 1, &ctx, &up);
+    FAILS(retryrs_host_allowed, NULL, 0, NULL, &b);
+    FAILS(retryrs_host_allowed, NULL, 3, "a.example", &b);
+    FAILS(retryrs_host_allowed, NULL, 0, "a.example", NULL);
+    CHECK_STATUS(retryrs_gate_new(1000, 0, &gate), RETRYRS_OK);
+    FAILS(retryrs_gate_receive, gate, &name, &value, 1, NULL, &up);
+    FAILS(retryrs_gate_receive, gate, &name, &value, 1, &ctx, NULL);
+    retryrs_gate_free(gate);
+    retryrs_context_free(NULL);
+    retryrs_gate_free(NULL);
+  }
   FAILS(retryrs_policies_from_json, NULL, 0, NULL);
   FAILS(retryrs_policies_config, NULL, "x", &config, sizeof config);
   FAILS(retryrs_policies_retrier, NULL, "x", NULL);

@@ -298,7 +298,7 @@ static void test_a_deadline_exhaustion_names_both_knobs(void) {
   CHECK_STATUS(retryrs_testing_enable(), RETRYRS_OK);
   CHECK_STATUS(retryrs_retrier_call(r, attempt, &s, NULL, NULL, &o), RETRYRS_EXHAUSTED);
   CHECK(o.reason == RETRYRS_REASON_DEADLINE);
-  CHECK(contains(retryrs_last_error(), "(deadline reached); max_attempts=10 needs up to 26.2 s of backoff waits"));
+  CHECK(contains(retryrs_last_error(), "(deadline_ms reached); max_attempts=10 needs up to 26200 ms of backoff waits"));
   CHECK_STATUS(retryrs_testing_disable(), RETRYRS_OK);
   retryrs_retrier_free(r);
 }

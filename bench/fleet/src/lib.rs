@@ -2,9 +2,14 @@
 //! server, each client's retries decided by the real engine ([`retryrs::Call`]). Nothing
 //! here computes a backoff; the engine does.
 
+pub mod capacity;
+pub mod chain;
+pub mod chain_report;
 pub mod contention;
+pub mod hedging_report;
 pub mod herd;
 pub mod outage;
+pub mod parallel;
 pub mod peers;
 #[cfg(feature = "plots")]
 pub mod plot;

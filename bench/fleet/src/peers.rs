@@ -51,17 +51,27 @@ pub enum Peer {
     RetryrsBreaker,
     /// The same, the break doubling on each open in a row (capped).
     RetryrsBreakerGrowing,
+    /// retryrs + breaker counting attempts, not calls (a Polly or resilience4j pipeline
+    /// with the retry around the breaker).
+    RetryrsBreakerPerAttempt,
+    /// retryrs + budget with a count-based breaker: a failure ratio of the last calls.
+    RetryrsBreakerCount,
+    /// retryrs + breaker letting several half-open probes go and judging them together.
+    RetryrsBreakerProbes,
 }
 
 impl Peer {
     /// Every policy, in the table's order.
-    pub const ALL: [Peer; 12] = [
+    pub const ALL: [Peer; 15] = [
         Peer::Retryrs,
         Peer::RetryrsBudget,
         Peer::RetryrsQuota,
         Peer::RetryrsRatio,
         Peer::RetryrsBreaker,
         Peer::RetryrsBreakerGrowing,
+        Peer::RetryrsBreakerPerAttempt,
+        Peer::RetryrsBreakerCount,
+        Peer::RetryrsBreakerProbes,
         Peer::NoJitter,
         Peer::Tenacity,
         Peer::Stamina,
@@ -71,13 +81,16 @@ impl Peer {
     ];
 
     /// retryrs's own policies: the flapping scenario's.
-    pub const RETRYRS: [Peer; 6] = [
+    pub const RETRYRS: [Peer; 9] = [
         Peer::Retryrs,
         Peer::RetryrsBudget,
         Peer::RetryrsQuota,
         Peer::RetryrsRatio,
         Peer::RetryrsBreaker,
         Peer::RetryrsBreakerGrowing,
+        Peer::RetryrsBreakerPerAttempt,
+        Peer::RetryrsBreakerCount,
+        Peer::RetryrsBreakerProbes,
     ];
 
     /// The name in tables and legends.
@@ -95,6 +108,9 @@ impl Peer {
             Peer::RetryrsRatio => "retryrs + Finagle ratio",
             Peer::RetryrsBreaker => "retryrs + breaker",
             Peer::RetryrsBreakerGrowing => "retryrs + breaker, growing",
+            Peer::RetryrsBreakerPerAttempt => "retryrs + breaker, per attempt",
+            Peer::RetryrsBreakerCount => "retryrs + breaker, count window",
+            Peer::RetryrsBreakerProbes => "retryrs + breaker, 3 probes judged",
         }
     }
 
@@ -113,6 +129,9 @@ impl Peer {
             Peer::RetryrsRatio => "the defaults + `RatioBudget::finagle_default` per client (10 s window, 10 retries/s reserve, 20% of calls)",
             Peer::RetryrsBreaker => "retryrs + budget (the token bucket above) + a `CircuitBreaker` per client: open after 5 failed calls in a row, 2 s open, one probe",
             Peer::RetryrsBreakerGrowing => "the same, the break doubling on each open in a row up to 16 s (`break_multiplier` 2, `max_break_duration` 16 s)",
+            Peer::RetryrsBreakerPerAttempt => "retryrs + breaker counting attempts (`per_attempt`): open after 5 failed attempts in a row, as a Polly v8 or resilience4j pipeline with the retry outside the breaker",
+            Peer::RetryrsBreakerCount => "retryrs + budget + a count-based breaker (`BreakerConfig::count`): open when 50% of the last 20 calls failed, once 10 are counted (resilience4j's ratio and window kind), 2 s open, one probe",
+            Peer::RetryrsBreakerProbes => "retryrs + breaker with 3 half-open probes judged together (`half_open_probes` 3, `judge_all_probes`: closes only if all 3 succeed, as resilience4j)",
         }
     }
 
@@ -125,7 +144,10 @@ impl Peer {
             | Peer::RetryrsQuota
             | Peer::RetryrsRatio
             | Peer::RetryrsBreaker
-            | Peer::RetryrsBreakerGrowing => Policy::builder(),
+            | Peer::RetryrsBreakerGrowing
+            | Peer::RetryrsBreakerPerAttempt
+            | Peer::RetryrsBreakerCount
+            | Peer::RetryrsBreakerProbes => Policy::builder(),
             Peer::NoJitter => Policy::builder().jitter(Jitter::None),
             Peer::Tenacity => Policy::builder()
                 .max_attempts(unbounded)
@@ -178,7 +200,12 @@ impl Peer {
     /// A client's retry budget, fresh, if this policy keeps one.
     pub fn budget(self) -> Option<Arc<RetryBudget>> {
         let budget = match self {
-            Peer::RetryrsBudget | Peer::RetryrsBreaker | Peer::RetryrsBreakerGrowing => {
+            Peer::RetryrsBudget
+            | Peer::RetryrsBreaker
+            | Peer::RetryrsBreakerGrowing
+            | Peer::RetryrsBreakerPerAttempt
+            | Peer::RetryrsBreakerCount
+            | Peer::RetryrsBreakerProbes => {
                 RetryBudget::new(BUDGET_MAX_TOKENS, BUDGET_TOKEN_RATIO).expect("valid budget")
             }
             Peer::RetryrsQuota => QuotaBudget::aws_standard().into(),
@@ -190,16 +217,19 @@ impl Peer {
 
     /// A client's circuit breaker, fresh, if this policy keeps one.
     pub fn breaker(self) -> Option<Arc<CircuitBreaker>> {
-        let mut config = BreakerConfig::consecutive(BREAKER_FAILURES);
-        config.break_duration = BREAKER_BREAK;
-        match self {
-            Peer::RetryrsBreaker => {}
-            Peer::RetryrsBreakerGrowing => {
-                config.break_multiplier = 2.0;
-                config.max_break_duration = Some(BREAKER_MAX_BREAK);
+        let consecutive = BreakerConfig::consecutive(BREAKER_FAILURES).with_break_duration(BREAKER_BREAK);
+        let config = match self {
+            Peer::RetryrsBreaker => consecutive,
+            Peer::RetryrsBreakerGrowing => consecutive.with_break_growth(2.0, Some(BREAKER_MAX_BREAK)),
+            Peer::RetryrsBreakerPerAttempt => consecutive.with_per_attempt(true),
+            Peer::RetryrsBreakerCount => BreakerConfig::count(0.5, 10, 20).with_break_duration(BREAKER_BREAK),
+            Peer::RetryrsBreakerProbes => {
+                let mut config = consecutive.with_half_open_probes(3);
+                config.judge_all_probes = true;
+                config
             }
             _ => return None,
-        }
+        };
         Some(Arc::new(CircuitBreaker::new(config).expect("valid breaker")))
     }
 

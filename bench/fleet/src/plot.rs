@@ -11,8 +11,8 @@ use crate::sim::Results;
 
 type Failure = Box<dyn std::error::Error>;
 
-/// Distinct colours (the Tableau 10 palette, then two more), one per line.
-const COLOURS: [RGBColor; 12] = [
+/// Distinct colours (the Tableau 10 palette, then five more), one per line.
+const COLOURS: [RGBColor; 15] = [
     RGBColor(31, 119, 180),
     RGBColor(44, 160, 44),
     RGBColor(214, 39, 40),
@@ -25,6 +25,9 @@ const COLOURS: [RGBColor; 12] = [
     RGBColor(127, 127, 127),
     RGBColor(0, 0, 0),
     RGBColor(174, 199, 232),
+    RGBColor(255, 152, 150),
+    RGBColor(152, 223, 138),
+    RGBColor(197, 176, 213),
 ];
 
 const SIZE: (u32, u32) = (1000, 540);

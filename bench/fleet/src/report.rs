@@ -62,6 +62,11 @@ pub fn fleet_md(r: &Results) -> String {
     tail_section(w, r);
     shifted_section(w, r);
     overload_section(w, r);
+    crate::hedging_report::section(w, r);
+    crate::chain_report::section(w, r);
+    // One newline at the end of the file, whichever section is last.
+    s.truncate(s.trim_end().len());
+    s.push('\n');
     s
 }
 
@@ -220,7 +225,7 @@ fn overload_section(w: &mut String, r: &Results) {
         "Target: hedging with the budget on stays within 1.1x the offered load in the slow outage: with a \
          budget of 10 tokens and 0.05 per success (hedges may add the paper's 5%) the highest row is {five:.3}x \
          ({}). With gRPC A6's example budget (0.1 per success) the load is {a6:.3}x: its bound is 1 + 0.1, \
-         plus the half bucket each client may spend at once when the outage begins.",
+         plus the half bucket each client may spend at once when the outage begins.\n",
         if five <= 1.1 { "met" } else { "MISSED" }
     );
 }
@@ -412,6 +417,50 @@ fn flapping_section(w: &mut String, r: &Results) {
     }
     let _ = writeln!(w);
     let _ = writeln!(w, "![Load with a flapping dependency](fleet/flapping.svg)\n");
+    breaker_options(w, r);
+}
+
+/// What the breaker options (issue 35: per attempt, a count window, probes judged
+/// together) change in the outage and the flapping runs, read from the rows.
+fn breaker_options(w: &mut String, r: &Results) {
+    let find = |runs: &[outage::Run], p: Peer| runs.iter().find(|x| x.peer == p).cloned();
+    let world = &r.config.flapping;
+    let (Some(base), Some(count), Some(probes)) = (
+        find(&r.flapping, Peer::RetryrsBreaker),
+        find(&r.flapping, Peer::RetryrsBreakerCount),
+        find(&r.flapping, Peer::RetryrsBreakerProbes),
+    ) else {
+        return;
+    };
+    let peak =
+        |p: Peer| find(&r.outage, p).map_or(f64::NAN, |x| x.summary(&r.config.outage).peak_multiple(&r.config.outage));
+    let (attempt_peak, base_peak) = (peak(Peer::RetryrsBreakerPerAttempt), peak(Peer::RetryrsBreaker));
+    let half = |p: Peer| {
+        find(&r.outage_half, p)
+            .and_then(|x| x.summary(&r.config.outage_half).recovery_s)
+            .map_or("never".to_string(), |s| format!("{s:.1} s"))
+    };
+    let _ = writeln!(
+        w,
+        "**Breaker options** (docs/breaker.md), the same token bucket and a 2 s break in every row. Counting \
+         attempts (`per_attempt`, what a Polly or resilience4j pipeline with the retry outside the breaker does) \
+         opens it after 5 failed attempts instead of 5 failed calls: the busiest second of the outage was {:.2}x \
+         the steady rate against {:.2}x. A count window (50% of the last 20 calls, at least 10) served {:.1}% of \
+         the flapping dependency's up-phase calls against {:.1}% for 5 failures in a row, for more load while \
+         down ({:.2}x against {:.2}x). Three probes judged together close it only when all three succeed: \
+         {:.1}% of the up-phase calls succeeded, and after the outage with half capacity the steady rate came \
+         back after {} against {} with one probe. Slow-call thresholds and counting permanent failures do not \
+         engage here (every failure is a fast transient one).\n",
+        attempt_peak,
+        base_peak,
+        count.up_success_share() * 100.0,
+        base.up_success_share() * 100.0,
+        count.flap_load(world).0,
+        base.flap_load(world).0,
+        probes.up_success_share() * 100.0,
+        half(Peer::RetryrsBreakerProbes),
+        half(Peer::RetryrsBreaker),
+    );
 }
 
 fn outage_table(w: &mut String, title: &str, world: &World, runs: &[outage::Run]) {

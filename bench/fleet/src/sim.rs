@@ -3,6 +3,8 @@
 
 use retryrs::Jitter;
 
+use crate::capacity::{self, Fleet, Slowness};
+use crate::chain::{self, ChainRun, ChainWorld, Rules};
 use crate::contention::{self, Outcome, Strategy};
 use crate::herd;
 use crate::outage::{self, World};
@@ -34,6 +36,12 @@ pub struct Config {
     pub tail: TailWorld,
     /// The slow outage under hedging.
     pub overload: OverloadWorld,
+    /// Hedging against servers with finite capacity.
+    pub fleet: Fleet,
+    /// The chain of services with C always failing.
+    pub chain_failing: ChainWorld,
+    /// The chain with C overloaded for a while.
+    pub chain_overload: ChainWorld,
 }
 
 impl Config {
@@ -57,6 +65,9 @@ impl Config {
                 slow_until_ms: 30_000,
                 end_ms: 40_000,
             },
+            fleet: Fleet::issue(200_000),
+            chain_failing: ChainWorld::failing(200),
+            chain_overload: ChainWorld::overloaded(24_000, 2, 10_000..30_000),
         }
     }
 
@@ -89,6 +100,10 @@ impl Config {
                 slow_until_ms: 14_000,
                 end_ms: 16_000,
             },
+            fleet: Fleet::issue(1_000),
+            chain_failing: ChainWorld::failing(20),
+            // A sharper, shorter overload: C's queue must still fill past the user's 2 s.
+            chain_overload: ChainWorld::overloaded(5_000, 3, 2_000..8_000),
         }
     }
 }
@@ -119,6 +134,14 @@ pub struct Results {
     /// The tail variant whose servers get [`SHIFT`] times slower halfway: fixed at the
     /// first half's p95, and adaptive.
     pub shifted: Vec<tail::TailRun>,
+    /// The utilisation tables, per slowness model.
+    pub hedging: Vec<(Slowness, Vec<capacity::Row>)>,
+    /// The cancel-lag table.
+    pub lags: Vec<(Option<u64>, capacity::Row)>,
+    /// The chain with C always failing, per rules.
+    pub chain_failing: Vec<ChainRun>,
+    /// The chain with C overloaded, per rules; then pushback with the upward rule uncapped.
+    pub chain_overload: Vec<ChainRun>,
 }
 
 /// How much slower the servers of the shifted tail variant get halfway.
@@ -145,6 +168,19 @@ pub fn simulate(config: &Config) -> Results {
         .iter()
         .map(|p| tail::tail_shifted(&config.tail, p, Some(SHIFT), seed))
         .collect();
+    let hedging =
+        Slowness::ALL.iter().map(|&s| (s, capacity::utilisation_table(&config.fleet, s, tail_p95_ms, seed))).collect();
+    let lags = capacity::lag_table(&config.fleet, seed);
+    let chain_failing = Rules::ALL.iter().map(|&rules| chain::run(&config.chain_failing, rules, seed)).collect();
+    let uncapped = ChainWorld { uncapped: true, ..config.chain_overload };
+    let mut jobs: Vec<Box<dyn FnOnce() -> ChainRun + Send>> = Rules::ALL
+        .iter()
+        .map(|&rules| {
+            Box::new(move || chain::run(&config.chain_overload, rules, seed)) as Box<dyn FnOnce() -> ChainRun + Send>
+        })
+        .collect();
+    jobs.push(Box::new(move || chain::run(&uncapped, Rules::Pushback, seed)));
+    let chain_overload = crate::parallel::run_all(jobs);
     Results {
         config: config.clone(),
         contention,
@@ -157,6 +193,10 @@ pub fn simulate(config: &Config) -> Results {
         tail,
         overload,
         shifted,
+        hedging,
+        lags,
+        chain_failing,
+        chain_overload,
     }
 }
 

@@ -39,9 +39,17 @@ pub const SLOW_FACTOR: (f64, f64) = (50.0, 100.0);
 /// Attempts at most, hedges included, for every hedging peer.
 pub const MAX_ATTEMPTS: u64 = 3;
 
+/// Mean of [`body_ms`]: 1 ms + 3 ms.
+pub const BODY_MEAN_MS: f64 = 4.0;
+
+/// An attempt's work when nothing is slow, ms: 1 ms + Exp(3 ms).
+pub fn body_ms(rng: &mut WorldRng) -> f64 {
+    1.0 - 3.0 * (1.0 - rng.unit()).ln()
+}
+
 /// One attempt's latency: 1 ms + Exp(3 ms), times U(50, 100) for 1% of attempts.
 pub fn latency(rng: &mut WorldRng) -> Duration {
-    let body_ms = 1.0 - 3.0 * (1.0 - rng.unit()).ln();
+    let body_ms = body_ms(rng);
     let slow = rng.unit() < SLOW_SHARE;
     let factor = if slow { SLOW_FACTOR.0 + (SLOW_FACTOR.1 - SLOW_FACTOR.0) * rng.unit() } else { 1.0 };
     Duration::from_micros((body_ms * factor * 1000.0).round() as u64)

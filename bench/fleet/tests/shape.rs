@@ -115,6 +115,36 @@ fn a_flapping_dependency_shows_in_both_phases() {
     assert!(breaker.up_calls > 0 && breaker.up_success_share() < budget.up_success_share(), "it pays in the up phases");
 }
 
+/// The breaker options FLEET.md's paragraph compares (issue 35 item 4) do what it says:
+/// counting attempts opens sooner, a count window stays closed through short down phases,
+/// and probes judged together keep it open longer than one probe.
+#[test]
+fn the_breaker_options_change_the_outage_and_the_flapping_as_described() {
+    let outage_world = Config::small(5).outage;
+    let peak = |p: Peer| outage::run(&outage_world, p, 5).summary(&outage_world).peak_multiple(&outage_world);
+    let (per_attempt, per_call) = (peak(Peer::RetryrsBreakerPerAttempt), peak(Peer::RetryrsBreaker));
+    assert!(per_attempt < per_call, "per attempt opens sooner: busiest second {per_attempt}x against {per_call}x");
+    // The published phases (5 s up, 5 s down): the small run's 2 s phases are as long as
+    // the break, which is a different world for a breaker.
+    let world = World::flapping();
+    let run = |p: Peer| outage::run(&world, p, 5);
+    let (consecutive, count, probes) =
+        (run(Peer::RetryrsBreaker), run(Peer::RetryrsBreakerCount), run(Peer::RetryrsBreakerProbes));
+    assert!(
+        count.up_success_share() > consecutive.up_success_share(),
+        "a count window serves more of the up phases: {} against {}",
+        count.up_success_share(),
+        consecutive.up_success_share()
+    );
+    assert!(count.flap_load(&world).0 > consecutive.flap_load(&world).0, "and sends more while down");
+    assert!(
+        probes.up_success_share() < consecutive.up_success_share(),
+        "three probes judged together close later: {} against {}",
+        probes.up_success_share(),
+        consecutive.up_success_share()
+    );
+}
+
 #[test]
 fn hedging_cuts_the_tail_and_the_budget_caps_a_slow_outage() {
     use retryrs_fleet::sim::tail_scenarios;

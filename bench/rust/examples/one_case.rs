@@ -15,12 +15,17 @@
 //! on a current-thread tokio runtime as the bench runs them: `async_happy` and
 //! `backon_async_happy` (the happy path, deadline off), `async_zero` (two zero-delay
 //! failures then success; backon's zero delay is a tokio timer, not comparable by count).
+//! The default policy (15 s deadline), issue 36: `default` (blocking happy path) against
+//! `backon_happy`, `backon_happy_coarse` (plus the coarse clock read retryrs makes) and
+//! `backon_happy_clock` (plus `Instant::now()`); `async_default` against
+//! `backon_async_timeout` (backon under `tokio::time::timeout`). Under valgrind a clock
+//! read is a system call whose kernel side is not counted: compare those by wall time.
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use backon::{BlockingRetryable, ConstantBuilder, ExponentialBuilder, Retryable};
-use retryrs::{Attempt, Jitter, Policy, Retrier, Verdict};
+use retryrs::{Attempt, Clock, Jitter, Policy, Retrier, SystemClock, Verdict};
 
 #[derive(Debug)]
 struct Busy;
@@ -91,6 +96,39 @@ fn main() {
                 black_box(got.unwrap());
             }
         }
+        // The default policy (15 s deadline): the call's start read from the clock.
+        "default" => {
+            let default = Retrier::new(Policy::builder().build().unwrap());
+            repeat(calls, || {
+                let got = default.run(|a: &Attempt| Ok::<_, Busy>(black_box(a.number)), |_| Verdict::TRANSIENT);
+                black_box(got.unwrap());
+            });
+        }
+        "backon_happy" => {
+            let backon_happy = ExponentialBuilder::default();
+            repeat(calls, || {
+                let got = (|| Ok::<_, Busy>(black_box(1u32))).retry(backon_happy).call();
+                black_box(got.unwrap());
+            });
+        }
+        // backon plus the one clock read a deadline needs, the coarse one retryrs makes
+        // (the fair baseline of `default`) or std's.
+        "backon_happy_coarse" => {
+            let backon_happy = ExponentialBuilder::default();
+            repeat(calls, || {
+                let started = black_box(SystemClock.now_coarse());
+                let got = (|| Ok::<_, Busy>(black_box(1u32))).retry(backon_happy).call();
+                black_box((got.unwrap(), started));
+            });
+        }
+        "backon_happy_clock" => {
+            let backon_happy = ExponentialBuilder::default();
+            repeat(calls, || {
+                let started = black_box(std::time::Instant::now());
+                let got = (|| Ok::<_, Busy>(black_box(1u32))).retry(backon_happy).call();
+                black_box((got.unwrap(), started));
+            });
+        }
         "backon" => {
             let backon_zero = ConstantBuilder::default().with_delay(Duration::ZERO).with_max_times(4);
             for _ in 0..calls {
@@ -112,6 +150,24 @@ fn main() {
             block_on_repeat(calls, || async move {
                 let got = (|| async { Ok::<_, Busy>(black_box(1u32)) }).retry(backon_happy).await;
                 black_box(got.unwrap());
+            });
+        }
+        "async_default" => {
+            let default = Retrier::new(Policy::builder().build().unwrap());
+            let default = &default;
+            block_on_repeat(calls, || async move {
+                let got = default
+                    .run_async(|a: Attempt| async move { Ok::<_, Busy>(black_box(a.number)) }, |_| Verdict::TRANSIENT)
+                    .await;
+                black_box(got.unwrap());
+            });
+        }
+        "backon_async_timeout" => {
+            let backon_happy = ExponentialBuilder::default();
+            block_on_repeat(calls, || async move {
+                let retried = (|| async { Ok::<_, Busy>(black_box(1u32)) }).retry(backon_happy);
+                let got = tokio::time::timeout(Duration::from_secs(15), retried).await;
+                black_box(got.unwrap().unwrap());
             });
         }
         "async_zero" => {
@@ -136,8 +192,9 @@ fn main() {
             });
         }
         other => panic!(
-            "unknown case {other:?}: ours, ours_sized, ours_loop, happy, backon, backon_loop, async_happy, \
-             backon_async_happy or async_zero"
+            "unknown case {other:?}: ours, ours_sized, ours_loop, happy, default, backon, backon_loop, \
+             backon_happy, backon_happy_coarse, backon_happy_clock, async_happy, backon_async_happy, async_zero, \
+             async_default or backon_async_timeout"
         ),
     }
 }

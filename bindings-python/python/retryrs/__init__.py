@@ -68,8 +68,9 @@ __all__ = [
 
 
 # The integrations load on first use (`retryrs.prometheus.listener()` after a plain
-# `import retryrs`), so importing retryrs never needs prometheus_client or opentelemetry.
-_OPTIONAL = ("prometheus", "otel")
+# `import retryrs`), so importing retryrs never needs prometheus_client or opentelemetry;
+# so does retryrs.propagation (the server helpers), which a client-only program never uses.
+_OPTIONAL = ("prometheus", "otel", "propagation")
 
 
 def __getattr__(name: str) -> ModuleType:

@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import asyncio
 from contextvars import ContextVar
-from typing import Any, Awaitable, Callable, Iterable, Optional, Tuple
+from typing import Any, Awaitable, Callable, Iterable, MutableMapping, Optional, Tuple, Union
 
 import aiohttp  # missing: retryrs.http names the extra to install
 from aiohttp import payload as _payload
+from multidict import CIMultiDict
 
 from . import _native
 from ._aio import _FIRST, _suspended
 from ._errors import AttemptTimeout, RetryExhausted
 from ._http_body import DRAIN_LIMIT, silence
+from .propagation import Outbound
 from ._http_common import (
+    document_parameters,
     ErrorStatus,
     Helper,
     RequestAttempts,
@@ -155,8 +158,9 @@ class RetryMiddleware(Helper):
         statuses: Optional[Iterable[int]] = None,
         idempotency_key: bool = True,
         redact_query: Optional[Iterable[str]] = None,
+        propagation: Union[None, bool, Outbound] = None,
     ) -> None:
-        super().__init__(retrier, methods, statuses, idempotency_key, redact_query, bounds_attempts=True)
+        super().__init__(retrier, methods, statuses, idempotency_key, redact_query, bounds_attempts=True, propagation=propagation)
         self._own: Optional[RequestOptions] = None
 
     def options(self, **overrides: Any) -> "RetryMiddleware":
@@ -176,7 +180,7 @@ class RetryMiddleware(Helper):
             if gave_up[0] is call:
                 raise gave_up[1]  # aiohttp's own resend of what the retries ended
         try:
-            return await self._run(request.method, str(request.url), request.headers.get("Idempotency-Key"), request.body, lambda: handler(request))
+            return await self._run(request.method, str(request.url), request.headers.get("Idempotency-Key"), request.body, lambda: handler(request), request.headers)
         except _SESSION_RESENDS as e:
             session = getattr(request, "_session", None)
             if call is not None and request.method in _IDEMPOTENT and getattr(session, "_retry_connection", False):
@@ -196,14 +200,18 @@ class RetryMiddleware(Helper):
         if raising is None:
             raising = getattr(session, "_raise_for_status", False)
         kwargs["raise_for_status"] = False
-        resp = await self._run(method.upper(), str(url), key, replay, lambda: session.request(method, url, **kwargs))
+        # The attempts' propagation headers go in a copy of the caller's.
+        sent = kwargs["headers"] = CIMultiDict(headers)
+        if self._outbound is not None and self._outbound.hosts is not None and kwargs.get("allow_redirects", True):
+            kwargs["middlewares"] = _hop_guarded(self._outbound, session, kwargs.get("middlewares"))
+        resp = await self._run(method.upper(), str(url), key, replay, lambda: session.request(method, url, **kwargs), sent)
         if callable(raising):
             await raising(resp)
         elif raising:
             resp.raise_for_status()  # (releases an error response, as aiohttp does)
         return resp
 
-    async def _run(self, method: str, raw_url: str, key: Optional[str], body: Any, send: Callable[[], Awaitable[aiohttp.ClientResponse]]) -> aiohttp.ClientResponse:
+    async def _run(self, method: str, raw_url: str, key: Optional[str], body: Any, send: Callable[[], Awaitable[aiohttp.ClientResponse]], headers: MutableMapping[str, Any]) -> aiohttp.ClientResponse:
         # A body that cannot be sent again: one attempt (bounded, with its events).
         rules, retrier = self._for_request(self._own, not _replayable(body), method, key)
         url = rules.redact(raw_url)
@@ -211,9 +219,11 @@ class RetryMiddleware(Helper):
 
         async def attempt() -> aiohttp.ClientResponse:
             attempts.begin()
+            current = _native.current_attempt()
+            attempts.propagate(self._outbound, headers, raw_url, current)
             try:
                 with attempts.sending():
-                    resp = await _within(send(), _native.current_attempt())
+                    resp = await _within(send(), current)
             except Exception as e:
                 failed = _failure(rules, method, url, key, e)
                 if failed is None:
@@ -237,6 +247,32 @@ class RetryMiddleware(Helper):
         except BaseException:
             attempts.abandon()
             raise
+
+
+# Client middlewares (aiohttp 3.12+) see every hop of a redirect aiohttp follows.
+_HOPS_VISIBLE = hasattr(aiohttp, "ClientMiddlewareType")
+
+
+def _hop_guarded(outbound: Outbound, session: aiohttp.ClientSession, given: Any) -> Tuple[Any, ...]:
+    """The request's middlewares (``given``, else the session's) and, last, one that
+    strips the propagation headers from a hop to a host outside the allowlist: aiohttp
+    copies a request's headers to the redirects it follows, below ``request()``'s
+    retries. Without client middlewares that cannot be kept, so it is refused."""
+    if not _HOPS_VISIBLE:
+        raise ValueError(
+            "RetryMiddleware.request: with propagation=Outbound(hosts=[...]) set, this aiohttp (before 3.12) would "
+            "send the propagation headers on along the redirects it follows, to any host; pass allow_redirects=False, "
+            "or upgrade aiohttp to 3.12 or later"
+        )
+
+    async def strip_outside_hosts(request: Any, handler: Any) -> Any:
+        if not outbound.allows(str(request.url)):
+            for name in outbound.names:
+                request.headers.popall(name, None)
+        return await handler(request)
+
+    before = getattr(session, "_middlewares", ()) if given is None else given
+    return (*before, strip_outside_hosts)
 
 
 def _discard(outcome: Any) -> None:
@@ -286,3 +322,5 @@ def _connecting(cancelled: Optional[BaseException]) -> bool:
 
 
 __all__ = ["RetryMiddleware"]
+
+document_parameters(RetryMiddleware)

@@ -12,9 +12,10 @@ import contextvars
 import os
 import ssl
 import threading
-from typing import Any, Awaitable, Callable, Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple
+from typing import Any, Awaitable, Callable, Dict, Iterable, Iterator, List, Mapping, MutableMapping, Optional, Sequence, Tuple, Union
 
 from . import _native
+from .propagation import Outbound, outbound
 from ._defaults import certificate_failure, linked
 from ._errors import RetryExhausted
 from ._http_body import Held
@@ -63,14 +64,14 @@ def _rebuild_http_error(cls: Any, args: Tuple[Any, ...], state: Dict[str, Any]) 
 class RetryableStatus(HTTPRetryError):
     """A response with a retryable status, for a method that may be retried.
 
-    ``status``; ``retry_after``: its raw ``Retry-After`` header (the engine's hint), or
-    None. Its body was read and its connection released before the wait. When retries run
+    ``status``; ``retry_after``: the engine's hint, its raw ``Retry-After`` header, or
+    the server's pushback (``retryrs.DONT_RETRY``, or an exact wait), or None. Its body was read and its connection released before the wait. When retries run
     out on it, the helper returns the response itself, as the client would have.
     """
 
     retried = True
 
-    def __init__(self, status: int, method: str, url: str, retry_after: Optional[str], response: Any) -> None:
+    def __init__(self, status: int, method: str, url: str, retry_after: Any, response: Any) -> None:
         super().__init__(f"HTTP {status} from {method} {url}", method, url)
         self.status = status
         self.retry_after = retry_after
@@ -251,9 +252,18 @@ def request_options(*, max_attempts: Optional[int] = None, methods: Optional[Ite
         with retryrs.http.request_options(max_attempts=2, methods=["POST"]):
             session.post(url, json=body)
 
-    ``max_attempts`` (the Retrier's, for these requests), ``methods``/``statuses``
-    (replace the helper's lists), ``idempotency_key`` (False: the header does not make a
-    POST/PATCH repeatable). Nested blocks combine, the inner one winning."""
+    Nested blocks combine, the inner one winning.
+
+    Parameters
+    ----------
+    max_attempts (int or None, default None): the Retrier's attempt limit, for these
+        requests (its other limits still apply); None: the Retrier's.
+    methods (iterable of str or None, default None): replaces the helper's retried
+        methods; None: the helper's.
+    statuses (iterable of int or None, default None): replaces the helper's retried
+        statuses; None: the helper's.
+    idempotency_key (bool or None, default None): False: an ``Idempotency-Key`` header
+        does not make a POST/PATCH repeatable; None: the helper's rule."""
     given = RequestOptions(max_attempts, methods, statuses, idempotency_key)
     outer = _OPTIONS.get()
     token = _OPTIONS.set(given if outer is None else outer.merged(given))
@@ -302,6 +312,34 @@ def http_retrier(retrier: Optional[_native.Retrier], bounds_attempts: bool = Fal
     return retrier._with_classifier(_CLASSES, interrupts=not bounds_attempts, helper=helper)
 
 
+# The parameters every HTTP helper takes, for each helper's docstring (``help()``).
+HELPER_PARAMETERS = """
+    retrier (Retrier or None, default None): the policy, listeners, budget, deadline,
+        attempt timeout and cancel token (None: ``Retrier()``); its ``retry_on`` is
+        replaced by the HTTP rules, and a ``retry_on_result`` or ``retry_after`` hook is
+        refused.
+    methods (iterable of str or None, default None): the methods whose network failures
+        and listed statuses are retried (None: ``IDEMPOTENT_METHODS``); a failed
+        connection is retried for every method.
+    statuses (iterable of int or None, default None): the statuses retried (None:
+        ``RETRYABLE_STATUSES``: 408, 425, 429, 500, 502, 503, 504).
+    idempotency_key (bool, default True): whether a POST or PATCH with a non-empty
+        ``Idempotency-Key`` header is retried like an idempotent method.
+    redact_query (iterable of str or None, default None): query keys whose values
+        events, logs and errors show as ``REDACTED``, on top of ``REDACTED_QUERY_KEYS``.
+    propagation (bool, Outbound or None, default None): the ``Retryrs-Context`` header
+        each attempt sends (``retryrs.propagation``); None or True: to every host;
+        ``Outbound(hosts=[...], mesh=...)``: only to those hosts, with a mesh's headers;
+        False: nothing is sent. A "don't retry" pushback is honoured either way."""
+
+
+def document_parameters(cls: Any, extra: str = "") -> None:
+    """Appends the helpers' Parameters section (and ``extra``, its own entries) to
+    ``cls``'s docstring, so ``help(cls)`` lists every parameter; written once here."""
+    if cls.__doc__ is not None:  # None under python -OO
+        cls.__doc__ += "\n\n    Parameters\n    ----------" + HELPER_PARAMETERS + extra
+
+
 class Helper:
     """What every HTTP helper holds: its rules and its HTTP retrier, and, for one request,
     both with the request's overrides applied."""
@@ -315,8 +353,11 @@ class Helper:
         redact_query: Optional[Iterable[str]] = None,
         bounds_attempts: bool = False,
         blocking: bool = False,
+        propagation: Union[None, bool, Outbound] = None,
     ) -> None:
         self._rules = Rules(methods, statuses, idempotency_key, redact_query)
+        # What each attempt sends of the call's deadline and retry state (None: nothing).
+        self._outbound = outbound(propagation, type(self).__name__)
         self._retrier = http_retrier(retrier, bounds_attempts, type(self).__name__)
         self._bounds_attempts = bounds_attempts
         self._hedges = self._retrier._hedges
@@ -400,12 +441,30 @@ class RequestAttempts:
     (``begin``); retries running out hand it over whole (``final``); a call that ends
     otherwise lets go of it too (``abandon``)."""
 
-    __slots__ = ("made", "_held", "_body")
+    __slots__ = ("made", "_held", "_body", "_sent")
 
     def __init__(self) -> None:
         self.made = 0
         self._held: Optional[RetryableStatus] = None
         self._body: Optional[Held] = None
+        self._sent: Tuple[str, ...] = ()
+
+    def propagate(self, outbound: Optional[Outbound], headers: MutableMapping[str, Any], url: str, current: Optional[_native.AttemptInfo] = None) -> None:
+        """Puts this attempt's propagation headers (``retryrs.propagation.Outbound``, the
+        core's answer for the attempt's time left and number) in ``headers``, in place of
+        the previous attempt's: an attempt with nothing left, or a host outside the
+        allowlist, sends none. A request to a host outside the allowlist loses every
+        propagation header it carries: a client following a redirect by itself (requests,
+        httpx) sends the next hop through the helper with the headers of the hop before."""
+        if outbound is None:
+            return
+        allowed = outbound.allows(url)
+        for name in self._sent if allowed else outbound.names:
+            headers.pop(name, None)
+        pairs = outbound.pairs(current) if allowed else []
+        for name, value in pairs:
+            headers[name] = value
+        self._sent = tuple(name for name, _ in pairs)
 
     def begin(self) -> Any:
         """Starts an attempt; returns what letting go of the held response gave (an
@@ -480,10 +539,23 @@ def response_failure(rules: Rules, attempts: RequestAttempts, method: str, url: 
     (``failure.retried``), then raises it; an ``ErrorStatus`` (a final error status, 400
     and up): raised, the call ends as rejected and the helper hands the response back."""
     if rules.transient(method, status, key):
-        return attempts.hold(RetryableStatus(status, method, url, headers.get("Retry-After"), resp))
+        return attempts.hold(RetryableStatus(status, method, url, _hint(headers), resp))
     if _native.is_error_status(status):
         return ErrorStatus(status, method, url, resp)
     return None
+
+
+def _hint(headers: Mapping[str, str]) -> Any:
+    """A retried response's hint for the engine: the server's pushback when it gave one
+    (the core reads ``Retryrs-Pushback``, ``grpc-retry-pushback-ms``,
+    ``x-envoy-overloaded``): ``DONT_RETRY`` (not retried, still a counted failure) or its
+    exact wait; else its ``Retry-After`` (a floor under the backoff)."""
+    pushback = _native.read_pushback(headers)
+    if pushback is None:
+        return headers.get("Retry-After")
+    if isinstance(pushback, float):
+        return _native._ExactWait(pushback)
+    return pushback  # DONT_RETRY
 
 
 def final_response(exc: RetryExhausted) -> Any:

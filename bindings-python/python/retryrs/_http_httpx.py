@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ssl
 from contextvars import ContextVar
-from typing import Any, AsyncIterator, Awaitable, Dict, Iterable, Iterator, Optional, Tuple
+from typing import Any, AsyncIterator, Awaitable, Dict, Iterable, Iterator, Optional, Tuple, Union
 
 import httpx  # missing: retryrs.http names the extra to install
 
@@ -15,7 +15,9 @@ from ._aio import _FIRST, _suspended
 from ._defaults import certificate_failure
 from ._errors import AttemptTimeout, RetryExhausted
 from ._http_body import Prefix, adrain, areplayed, drain, replayed, silence
+from .propagation import Outbound
 from ._http_common import (
+    document_parameters,
     ErrorStatus,
     Helper,
     RequestAttempts,
@@ -261,21 +263,25 @@ class RetryingTransport(_Base, httpx.BaseTransport):
         statuses: Optional[Iterable[int]] = None,
         idempotency_key: bool = True,
         redact_query: Optional[Iterable[str]] = None,
+        propagation: Union[None, bool, Outbound] = None,
     ) -> None:
         if transport is not None and not isinstance(transport, httpx.BaseTransport):
             raise TypeError(f"transport must be an httpx.BaseTransport, got {type(transport).__name__}")
-        super().__init__(retrier, methods, statuses, idempotency_key, redact_query, blocking=True)
+        super().__init__(retrier, methods, statuses, idempotency_key, redact_query, blocking=True, propagation=propagation)
         self._transport = transport if transport is not None else httpx.HTTPTransport()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         inner = self._transport
         caller = _caller_timeouts(request)
         rules, retrier, method, url, key = self._prepare(request)
+        raw_url = str(request.url)
         attempts = RequestAttempts()
 
         def attempt() -> httpx.Response:
             attempts.begin()
-            _bound_request(request, caller, time_left(_native.current_attempt()))
+            current = _native.current_attempt()
+            _bound_request(request, caller, time_left(current))
+            attempts.propagate(self._outbound, request.headers, raw_url, current)
             try:
                 with attempts.sending():
                     try:
@@ -330,15 +336,17 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
         statuses: Optional[Iterable[int]] = None,
         idempotency_key: bool = True,
         redact_query: Optional[Iterable[str]] = None,
+        propagation: Union[None, bool, Outbound] = None,
     ) -> None:
         if transport is not None and not isinstance(transport, httpx.AsyncBaseTransport):
             raise TypeError(f"transport must be an httpx.AsyncBaseTransport, got {type(transport).__name__}")
-        super().__init__(retrier, methods, statuses, idempotency_key, redact_query, bounds_attempts=True)
+        super().__init__(retrier, methods, statuses, idempotency_key, redact_query, bounds_attempts=True, propagation=propagation)
         self._transport = transport if transport is not None else httpx.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         caller = _caller_timeouts(request)
         rules, retrier, method, url, key = self._prepare(request)
+        raw_url = str(request.url)
         attempts = RequestAttempts()
 
         async def attempt() -> httpx.Response:
@@ -348,7 +356,9 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
             try:
                 with attempts.sending():
                     try:
-                        resp = await self._send(request, caller, _native.current_attempt())
+                        current = _native.current_attempt()
+                        attempts.propagate(self._outbound, request.headers, raw_url, current)
+                        resp = await self._send(request, caller, current)
                     except ssl.SSLError as e:
                         if certificate_failure(e):
                             raise  # permanent: the error as it is
@@ -403,3 +413,16 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
 
 
 __all__ = ["RetryingTransport", "AsyncRetryingTransport"]
+
+document_parameters(
+    RetryingTransport,
+    """
+    transport (httpx.BaseTransport or None, default None): the transport that sends
+        (None: ``httpx.HTTPTransport()``).""",
+)
+document_parameters(
+    AsyncRetryingTransport,
+    """
+    transport (httpx.AsyncBaseTransport or None, default None): the transport that sends
+        (None: ``httpx.AsyncHTTPTransport()``).""",
+)

@@ -17,7 +17,9 @@ from urllib3.util.timeout import Timeout
 from . import _native
 from ._errors import RetryExhausted
 from ._http_body import Prefix, drain, replayed, silence
+from .propagation import Outbound
 from ._http_common import (
+    document_parameters,
     ErrorStatus,
     Helper,
     RequestAttempts,
@@ -246,6 +248,12 @@ class RetryingAdapter(Helper, HTTPAdapter):
     left (``retryrs.current_attempt().remaining``: the deadline, or the smaller
     ``attempt_timeout``), whichever is smaller. The Retrier's ``retry_on_result`` and
     ``retry_after`` are refused: the HTTP rules judge responses.
+
+    Each attempt carries ``Retryrs-Context`` (its time left and number,
+    ``retryrs.propagation``) to every host, or to the hosts of ``propagation=Outbound(hosts=[...])``;
+    ``propagation=False`` sends nothing. A retried response's pushback
+    (``Retryrs-Pushback``, ``grpc-retry-pushback-ms``, ``x-envoy-overloaded``) is honoured:
+    "don't retry" ends the call with that response (a counted failure).
     """
 
     def __init__(
@@ -256,11 +264,12 @@ class RetryingAdapter(Helper, HTTPAdapter):
         statuses: Optional[Iterable[int]] = None,
         idempotency_key: bool = True,
         redact_query: Optional[Iterable[str]] = None,
+        propagation: Union[None, bool, Outbound] = None,
         **adapter_kwargs: Any,
     ) -> None:
         if "max_retries" in adapter_kwargs:
             raise TypeError("RetryingAdapter retries through its Retrier; max_retries would make urllib3 retry as well: leave it out")
-        Helper.__init__(self, retrier, methods, statuses, idempotency_key, redact_query, blocking=True)
+        Helper.__init__(self, retrier, methods, statuses, idempotency_key, redact_query, blocking=True, propagation=propagation)
         HTTPAdapter.__init__(self, **adapter_kwargs)
 
     def send(  # type: ignore[override]
@@ -281,7 +290,8 @@ class RetryingAdapter(Helper, HTTPAdapter):
         once = body is not None and not isinstance(body, (bytes, str)) and not (rewinds and isinstance(position, int))
         rules, retrier = self._for_request(RequestOptions.of(getattr(request, "retryrs", None), "PreparedRequest.retryrs"), once)
         method = (request.method or "GET").upper()
-        url = rules.redact(request.url or "")
+        raw_url = request.url or ""
+        url = rules.redact(raw_url)
         key = request.headers.get("Idempotency-Key")
         if isinstance(key, bytes):
             key = key.decode("latin-1")
@@ -291,7 +301,9 @@ class RetryingAdapter(Helper, HTTPAdapter):
             attempts.begin()
             if rewinds and attempts.made > 1:  # a resend: the body from its start
                 rewind_body(request)
-            kw["timeout"] = _bounded(timeout, time_left(_native.current_attempt()))
+            current = _native.current_attempt()
+            kw["timeout"] = _bounded(timeout, time_left(current))
+            attempts.propagate(self._outbound, request.headers, raw_url, current)
             try:
                 with attempts.sending():
                     resp = send(request, **kw)
@@ -325,3 +337,11 @@ class RetryingAdapter(Helper, HTTPAdapter):
         except BaseException:
             attempts.abandon()
             raise
+
+document_parameters(
+    RetryingAdapter,
+    """
+    **adapter_kwargs (keyword arguments): passed to ``requests.adapters.HTTPAdapter``
+        (``pool_connections``, ``pool_maxsize``, ``pool_block``); ``max_retries`` is
+        refused (urllib3 would retry as well).""",
+)

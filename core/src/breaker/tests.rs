@@ -123,7 +123,7 @@ fn bad_knobs_are_named() {
     };
     assert_eq!(
         with(&|c| c.break_duration = ms(0)).unwrap_err(),
-        "break_duration must be >= 1 ms and <= 1 day (ms), got 0"
+        "break_duration must be >= 1 ms and <= 1 day, got 0 s"
     );
     assert!(with(&|c| c.half_open_probes = 0).unwrap_err().starts_with("half_open_probes"));
     assert!(with(&|c| c.break_multiplier = 0.5).unwrap_err().starts_with("break_multiplier"));

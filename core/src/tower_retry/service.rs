@@ -13,8 +13,9 @@ use tower::{BoxError, Layer, Service};
 
 use crate::async_executor::{AsyncRun, TimedOut};
 use crate::bounded_body::{silence_of, BoundedBody};
-use crate::executor::{Retrier, RetryError};
+use crate::executor::{Failed, Retrier, RetryError};
 use crate::http_retry::Rules;
+use crate::propagation::Propagate;
 
 /// The layer: `ServiceBuilder::new().layer(RetryLayer::new(retrier))` (or
 /// [`retry_layer`](super::retry_layer)). Each request runs as one retried call of the
@@ -53,6 +54,7 @@ pub struct RetryLayer {
     retrier: Retrier,
     rules: Rules,
     connect_failed: Option<ConnectFailed>,
+    propagate: Propagate,
 }
 
 /// The caller's test of an inner service's error: the connection was never made.
@@ -71,10 +73,23 @@ impl std::fmt::Debug for RetryLayer {
 impl RetryLayer {
     /// Retries with `retrier`'s policy and the contract's HTTP rules.
     pub fn new(retrier: impl Into<Retrier>) -> Self {
-        RetryLayer { retrier: retrier.into(), rules: Rules::default(), connect_failed: None }
+        RetryLayer {
+            retrier: retrier.into(),
+            rules: Rules::default(),
+            connect_failed: None,
+            propagate: Propagate::default(),
+        }
     }
 
     crate::http_retry::http_rules_setters!();
+
+    /// What each attempt propagates (docs/propagation.md): by default `Retryrs-Context`
+    /// with the attempt's time left and number, to every host; [`Propagate::off`] sends
+    /// nothing. The host is the request URI's (else its `Host` header's).
+    pub fn propagation(mut self, propagate: Propagate) -> Self {
+        self.propagate = propagate;
+        self
+    }
 
     /// Which errors of the inner service mean the connection was never made (so the
     /// request was not sent, and is retried for every method), beside a refused connect,
@@ -93,6 +108,7 @@ impl<S> Layer<S> for RetryLayer {
             retrier: self.retrier.clone(),
             rules: self.rules.clone(),
             connect_failed: self.connect_failed.clone(),
+            propagate: self.propagate.clone(),
         }
     }
 }
@@ -124,6 +140,7 @@ pub struct RetryService<S> {
     retrier: Retrier,
     rules: Rules,
     connect_failed: Option<ConnectFailed>,
+    propagate: Propagate,
 }
 
 impl<S: std::fmt::Debug> std::fmt::Debug for RetryService<S> {
@@ -158,26 +175,36 @@ where
     fn call(&mut self, request: http::Request<B>) -> ResponseFuture<R> {
         let (inner, retrier, rules) = (self.inner.clone(), self.retrier.clone(), self.rules.clone());
         let connect_failed = self.connect_failed.clone();
+        let propagate = self.propagate.clone();
         Box::pin(async move {
             let method = request.method().as_str().to_owned();
             let key = crate::http_retry::idempotency_key(request.headers()).map(str::to_owned);
             let (method, key) = (method.as_str(), key.as_deref());
             let run = AsyncRun::tokio()
                 .result_predicate(|response: &http::Response<R>| {
-                    let retry_after = response.headers().get(http::header::RETRY_AFTER).map(|v| v.as_bytes());
-                    rules.response(method, key, response.status().as_u16(), retry_after)
+                    rules.response(method, key, response.status().as_u16(), response.headers())
+                })
+                // A non-negative pushback is the exact wait.
+                .wait_with(|ctx| match ctx.failure {
+                    Failed::Value(response) => crate::http_retry::pushback_wait(response.headers()),
+                    _ => None,
                 })
                 // A cut attempt is a network failure whose request may have been sent.
                 .timed_out_as(|cut: TimedOut| -> BoxError { Box::new(cut) });
+            let host =
+                request.uri().host().map(str::to_owned).or_else(|| {
+                    request.headers().get(http::header::HOST).and_then(|h| h.to_str().ok()).map(str::to_owned)
+                });
             let request = &request;
             let got = retrier
                 .execute_async(
                     run,
                     // Owns the inner service (a reference would ask it to be Sync).
-                    move |_| {
+                    move |attempt| {
                         // A clone per attempt, readied then called (tower's oneshot, which
                         // needs tower's `util` feature).
-                        let (mut service, request) = (inner.clone(), super::clone_request(request));
+                        let (mut service, mut request) = (inner.clone(), super::clone_request(request));
+                        crate::http_retry::propagate(request.headers_mut(), &propagate, host.as_deref(), &attempt);
                         async move {
                             std::future::poll_fn(|cx| service.poll_ready(cx)).await.map_err(Into::into)?;
                             service.call(request).await.map_err(Into::into)

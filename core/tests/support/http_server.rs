@@ -1,5 +1,6 @@
 //! A loopback HTTP server for the middleware tests: it answers the n-th connection with
-//! the n-th scripted response (`Connection: close`), and records each request's method.
+//! the n-th scripted response (`Connection: close`), and records each request's method
+//! and head.
 
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -11,6 +12,10 @@ pub struct Reply(pub u16, pub &'static str);
 pub struct Server {
     pub url: String,
     pub methods: Arc<Mutex<Vec<String>>>,
+    /// Each request's head (request line and headers), in order (read by
+    /// tests/propagation.rs; the other suites sharing this server do not look).
+    #[allow(dead_code)]
+    pub heads: Arc<Mutex<Vec<String>>>,
 }
 
 impl Server {
@@ -24,7 +29,8 @@ pub async fn serve(script: Vec<Reply>) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/rates", listener.local_addr().unwrap());
     let methods = Arc::new(Mutex::new(vec![]));
-    let seen = methods.clone();
+    let heads = Arc::new(Mutex::new(vec![]));
+    let (seen, heads_seen) = (methods.clone(), heads.clone());
     tokio::spawn(async move {
         for Reply(status, headers) in script {
             let Ok((mut socket, _)) = listener.accept().await else { return };
@@ -38,6 +44,7 @@ pub async fn serve(script: Vec<Reply>) -> Server {
             }
             let text = String::from_utf8_lossy(&request);
             seen.lock().unwrap().push(text.split(' ').next().unwrap_or("").to_string());
+            heads_seen.lock().unwrap().push(text.into_owned());
             let body = format!("status {status}");
             let reply = format!(
                 "HTTP/1.1 {status} X\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -47,5 +54,5 @@ pub async fn serve(script: Vec<Reply>) -> Server {
             let _ = socket.shutdown().await;
         }
     });
-    Server { url, methods }
+    Server { url, methods, heads }
 }

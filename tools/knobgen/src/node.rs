@@ -46,7 +46,10 @@ fn option(k: &Knob) -> String {
 }
 
 fn field(k: &Knob) -> String {
-    format!("  readonly {}: {};\n", k.camel_ms(), ts_type(k, false))
+    let unit = if k.unit == Unit::Duration { ", in ms" } else { "" };
+    let off = if k.can_be_off { "; null when off" } else { "" };
+    jsdoc(&format!("{}{unit}{off}.", sentence(k.doc)))
+        + &format!("  readonly {}: {};\n", k.camel_ms(), ts_type(k, false))
 }
 
 /// A `/** ... */` comment at member indentation: one line when it fits.

@@ -17,6 +17,7 @@ pub fn outputs() -> Vec<Output> {
         Output::Region { path: STUB, id: "retrier-knobs", text: KNOBS.iter().map(property).collect() },
         Output::Region { path: STUB, id: "policy-knobs", text: KNOBS.iter().map(property).collect() },
         Output::Region { path: RETRIER, id: "signature", text: signature() },
+        Output::Region { path: RETRIER, id: "docstring", text: KNOBS.iter().map(docstring).collect() },
         Output::Region { path: RETRIER, id: "getters", text: KNOBS.iter().map(getter).collect() },
     ]
 }
@@ -65,6 +66,15 @@ fn describe(k: &Knob) -> String {
 fn option(k: &Knob) -> String {
     comment("        # ", &describe(k))
         + &format!("        {}: {} = {},\n", k.name, stub_type(k, true), default(k, '"'))
+}
+
+/// `k`'s entry in `Retrier`'s docstring (what `help(retryrs.Retrier)` lists): name,
+/// type, default and meaning, as Rust doc lines pyo3 turns into the class's `__doc__`.
+fn docstring(k: &Knob) -> String {
+    // The type as it reads back (`float` for seconds: `Seconds` is the stub's alias).
+    let head = format!("{} ({}, default {}): {}", k.name, stub_type(k, false), default(k, '\''), describe(k));
+    // Continuation lines indented under the name, as numpydoc and help() lay them out.
+    comment("///     ", &head).replacen("///     ", "/// ", 1)
 }
 
 fn property(k: &Knob) -> String {

@@ -1,0 +1,104 @@
+'use strict';
+// The ambient context of a request a server helper serves (retryrs/propagation): its
+// deadline and whether it was a retry, for the request's async duration. The call path
+// looks it up only after retryrs/propagation has been loaded once (`enabled`, a plain
+// flag the retrier reads before anything else): a process that never serves through it
+// pays one compare per call, nothing more.
+const { AsyncLocalStorage } = require('node:async_hooks');
+const native = require('./native');
+// The clock the calls run on: performance.now(), or the virtual clock under the testing
+// switch (so a context's time and its calls' agree, and vectors are exact).
+const { now } = require('./clock');
+
+let store = null;
+let listeners = [];
+
+let cancelOf;
+
+/**
+ * What a request brought in: when its budget runs out (on the calls' clock, lib/clock.js;
+ * Infinity: no deadline), whether it was itself a retry (the downward rule: retriers
+ * inside it make one attempt, send no hedge and say `r=?1` on), and a signal that aborts
+ * at that deadline or when its client goes away. `cancel` (a signal, or undefined) is
+ * what cancels the retriers' calls inside: the client going away, not the deadline,
+ * which the core's constraint already makes theirs (a call cut by it ends with reason
+ * deadline, a margin before the caller gives up).
+ */
+class PropagationContext {
+  #deadlineAt;
+  #retry;
+  #signal;
+  #cancel;
+
+  constructor(deadlineAt, retry, signal, cancel) {
+    this.#deadlineAt = deadlineAt;
+    this.#retry = retry;
+    this.#signal = signal;
+    this.#cancel = cancel;
+  }
+
+  static {
+    cancelOf = (c) => c.#cancel;
+  }
+
+  /** The time left before the inbound deadline, in whole ms (never negative); null: none. */
+  get remainingMs() {
+    if (this.#deadlineAt === Infinity) return null;
+    return Math.max(0, Math.floor(this.#deadlineAt - now()));
+  }
+
+  /** When the inbound budget runs out, on the calls' clock (Infinity: never). */
+  get deadlineAt() {
+    return this.#deadlineAt;
+  }
+
+  /** Whether the inbound request was a retry: retriers inside it make one attempt. */
+  get retry() {
+    return this.#retry;
+  }
+
+  /** Aborts at the inbound deadline and when the client disconnects. */
+  get signal() {
+    return this.#signal;
+  }
+
+  get [Symbol.toStringTag]() {
+    return 'PropagationContext';
+  }
+}
+
+/**
+ * Turns the ambient lookup on (once, by retryrs/propagation): `onEnable(current)` hooks
+ * registered by the call path are told, so they read a flag of their own rather than this
+ * module's state.
+ */
+function enable() {
+  if (store !== null) return store;
+  store = new AsyncLocalStorage();
+  for (const l of listeners) l(current);
+  listeners = [];
+  return store;
+}
+
+/** The context of the request being served, or undefined (none, or lookup off). */
+function current() {
+  return store === null ? undefined : store.getStore();
+}
+
+/** Registers `hook(current)`, called when the lookup is turned on (at once if it is). */
+function onEnable(hook) {
+  if (store !== null) hook(current);
+  else listeners.push(hook);
+}
+
+/**
+ * The policy a call starting now runs under inside context `c`: the core's constraint
+ * (lib/retrier.js asks), a native policy feeding the same statistics, or null when the
+ * policy already obeys it.
+ */
+function constrain(handle, c) {
+  const at = c.deadlineAt;
+  return native.policyUnder(handle, at === Infinity ? null : Math.max(0, at - now()), c.retry) ?? null;
+}
+
+module.exports = { PropagationContext, enable, current, onEnable, constrain, cancelOf };
