@@ -15,7 +15,7 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-import { commandLine, happyRows, perCallInstructions } from './common.mjs';
+import { commandLine, happyRows, makeFlaky, perCallInstructions, yieldingHandLoop } from './common.mjs';
 
 const here = fileURLToPath(import.meta.url);
 const root = path.resolve(path.dirname(here), '..', '..');
@@ -24,14 +24,15 @@ const { args, opt } = commandLine();
 const N1 = 100_000;
 const N2 = 600_000;
 
-// Rows run in each tree (common.mjs, happyRows).
-const TREE_ROWS = ['bare await', 'r.call', 'r.call, deadlineMs: null'];
+// Rows run in each tree (common.mjs, happyRows; and two failures then success, zero
+// delay, which bench.mjs compares with the yielding hand loop below).
+const TREE_ROWS = ['bare await', 'r.call', 'r.call, deadlineMs: null', 'r.call, two failures'];
 
 // Rows that need no retryrs: what awaiting a call costs when the library subscribes to
 // the attempt's promise (an unbounded call's least work) and when it must also be able
 // to settle the call before the attempt does (a call that a bound can cut: a promise of
 // its own, and a closure that knows it).
-const counts = { ok: 0 };
+const counts = { ok: 0, start: 0 };
 const countOk = (v) => {
   counts.ok += 1;
   return v;
@@ -60,6 +61,19 @@ const JS_ROWS = {
     });
     return call;
   },
+  // The same, reading performance.now() at the start: a bound that ends at a time needs
+  // the time it started (the cheapest monotonic reading on Node 20; process.hrtime and
+  // Date.now cost more).
+  'JS: own promise + p.then(onOk, onFail) + performance.now()': (ok) => {
+    const cuttable = JS_ROWS['JS: own promise + p.then(onOk, onFail)'](ok);
+    const perf = globalThis.performance;
+    return () => {
+      counts.start = perf.now();
+      return cuttable();
+    };
+  },
+  // What two failures then success cost without retryrs: bench.mjs's baseline for them.
+  'JS: yielding hand loop, two failures': () => () => yieldingHandLoop(makeFlaky()),
 };
 
 async function child(tree, name, iters) {
@@ -69,7 +83,8 @@ async function child(tree, name, iters) {
     run = JS_ROWS[name](ok);
   } else {
     const { Retrier } = await import(pathToFileURL(path.join(tree, 'bindings-node', 'index.js')).href);
-    run = happyRows(Retrier, ok)[name];
+    const retrier = new Retrier({ initialDelayMs: 0, maxDelayMs: 0 });
+    run = { ...happyRows(Retrier, ok), 'r.call, two failures': () => retrier.call(makeFlaky()) }[name];
   }
   if ((await run()) !== 42) throw new Error(`${name}: not 42`);
   for (let i = 0; i < iters; i++) await run();
@@ -77,7 +92,12 @@ async function child(tree, name, iters) {
   process.exit(0);
 }
 
-const perCall = (tree, name) => perCallInstructions(here, (iters) => [tree, name, String(iters)], N1, N2);
+// A row of two failures costs some fifty happy calls (two errors' stacks, two turns of
+// the event loop): a twentieth as many calls is precise enough and takes minutes.
+const perCall = (tree, name) => {
+  const scale = name.includes('two failures') ? 20 : 1;
+  return perCallInstructions(here, (iters) => [tree, name, String(iters)], N1 / scale, N2 / scale);
+};
 
 if (args[0] === '--child') {
   await child(args[1], args[2], Number(args[3]));

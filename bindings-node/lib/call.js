@@ -87,6 +87,13 @@ class CallRun {
     this.attemptN = 0;
     this.attemptBound = 0;
     this.resolveAttempt = null;
+    // The next attempt's bound, asked with the end of the wait before it (callAfterWaitBound);
+    // -1 when not asked yet.
+    this.nextBound = -1;
+    // The virtual-time switch as this thread last saw it when the call loop took over: a
+    // start read on the last-seen switch (startedOnLastSeen) is re-read if it moved since
+    // (see engineCall).
+    this.seen = lastSeenVirtual();
   }
 
   /** The retrier's queue: the call's deadline (its first bound) passed. */
@@ -103,15 +110,17 @@ class CallRun {
     if (interrupt !== null) interrupt();
   }
 
-  /** The engine's handle for this call, started at t0 on first need. */
-  engineCall() {
+  /**
+   * The engine's handle for this call, started at t0 on first need. `at`: now, when the
+   * caller has just read it (now() also re-reads the switch), saving a second reading.
+   */
+  engineCall(at) {
     if (this.engine === null) {
       if (this.startedOnLastSeen && this.o.needsClock) {
         // Another thread turned the virtual-time switch since this thread last looked:
         // t0 is on the other clock, so the call starts now, on the right one.
-        const seen = lastSeenVirtual();
-        const t = now();
-        if (lastSeenVirtual() !== seen) this.t0 = t;
+        const t = at === undefined ? now() : at;
+        if (lastSeenVirtual() !== this.seen) this.t0 = t;
       }
       if (this.o.hasBreaker) this.base = breakerBase();
       this.engine = native.callStart(this.o.policyId, this.t0 + this.base, this.o.onEvent !== undefined);
@@ -159,7 +168,7 @@ class CallRun {
       // A policy with a circuit breaker asks it before the first attempt.
       if (this.o.hasBreaker) this.admit();
       if (hasFirstError) this.error = firstError;
-      else outcome = await this.attempt(1);
+      else outcome = await this.attempt(1, this.nextBoundMs());
       for (;;) {
         let rejectedValue = false;
         if (outcome === OK) {
@@ -185,12 +194,21 @@ class CallRun {
         } else if (!(await this.wait(delay))) {
           throw this.cancel();
         }
-        // The next attempt starts now: its bound is asked at this same time (attempt).
+        // The next attempt starts now: its bound is asked at this same time, in the same
+        // crossing when the call is bounded (attempt reads it).
         const started = (this.attemptStart = now());
-        const next = native.callAfterWait(this.engine, started + this.base);
-        this.emit(this.errors[this.errors.length - 1]);
-        if (next < 0) throw this.exhausted();
-        attempt = next;
+        if (this.o.bounded) {
+          const bound = native.callAfterWaitBound(this.engine, started + this.base);
+          this.emit(this.errors[this.errors.length - 1]);
+          if (bound < 0) throw this.exhausted();
+          this.nextBound = bound;
+          attempt += 1;
+        } else {
+          const next = native.callAfterWait(this.engine, started + this.base);
+          this.emit(this.errors[this.errors.length - 1]);
+          if (next < 0) throw this.exhausted();
+          attempt = next;
+        }
         if (plain) {
           // Without a signal or a timer nothing can interrupt the attempt: await it
           // directly, as a hand-written loop would.
@@ -201,8 +219,25 @@ class CallRun {
             this.error = err;
             outcome = FAILED;
           }
+          continue;
+        }
+        const bound = this.nextBoundMs();
+        if (signal === undefined && bound !== null && this.o.interrupts && isDeadline(this.o, bound)) {
+          // Only the deadline bounds it (the default retrier's retries): fn is called
+          // from this loop, as a hand-written loop calls it. An error fn creates captures
+          // its stack, whose cost grows with each frame between fn and the loop.
+          const ctx = new BoundedAttemptContext(attempt, bound, this.attemptStart);
+          let result;
+          let threw = false;
+          try {
+            result = this.fn(ctx);
+          } catch (err) {
+            this.error = err;
+            threw = true;
+          }
+          outcome = threw ? FAILED : await this.deadlineAttempt(ctx, attempt, bound, result);
         } else {
-          outcome = await this.attempt(attempt);
+          outcome = await this.attempt(attempt, bound);
         }
       }
     } finally {
@@ -244,28 +279,41 @@ class CallRun {
   }
 
   /**
-   * Runs fn once; settles with OK, FAILED (this.error) or ABORTED, never rejects. A
-   * bounded attempt (a deadline or an attempt timeout) gets the engine's bound as
-   * ctx.remainingMs, and past it its signal aborts and it fails with a TimeoutError.
+   * The bound (ms) of the attempt starting now, or null when unbounded; sets boundAt.
+   * Attempt 1 (the engine starts at the first failure) has the policy's first bound; a
+   * later one the engine's, asked with the end of the wait before it when the call is
+   * bounded (nextBound), else now.
    */
-  attempt(n) {
-    const { o, signal } = this;
-    let bound = null;
-    let start = 0;
-    if (o.bounded) {
-      if (this.engine === null) {
-        // Attempt 1 (the engine starts at the first failure): the policy's first bound.
-        bound = o.firstBoundMs;
-        start = this.t0;
+  nextBoundMs() {
+    const o = this.o;
+    if (!o.bounded) return null;
+    let bound;
+    let start;
+    if (this.engine === null) {
+      bound = o.firstBoundMs;
+      start = this.t0;
+    } else {
+      if (this.nextBound >= 0 || Number.isNaN(this.nextBound)) {
+        bound = Number.isNaN(this.nextBound) ? null : this.nextBound;
+        this.nextBound = -1;
       } else {
         bound = native.callRemainingMs(this.engine, this.attemptStart + this.base);
-        start = this.attemptStart;
       }
-      this.boundAt = start + bound;
+      start = this.attemptStart;
     }
-    if (signal === undefined && bound !== null && this.engine !== null && o.interrupts && isDeadline(o, bound)) {
-      return this.deadlineAttempt(n, bound, start);
-    }
+    this.boundAt = start + bound;
+    return bound;
+  }
+
+  /**
+   * Runs fn once, bounded by `bound` (nextBoundMs); settles with OK, FAILED (this.error)
+   * or ABORTED, never rejects. A bounded attempt (a deadline or an attempt timeout) gets
+   * the engine's bound as ctx.remainingMs, and past it its signal aborts and it fails
+   * with a TimeoutError.
+   */
+  attempt(n, bound) {
+    const { o, signal } = this;
+    const start = this.engine === null ? this.t0 : this.attemptStart;
     const ctx = bound === null ? new AttemptContext(n, signal) : new BoundedAttemptContext(n, bound, start);
     if (bound !== null) this.attemptCtx = ctx;
     return new Promise((resolve) => {
@@ -327,20 +375,13 @@ class CallRun {
 
   /**
    * `attempt` for a later attempt (n > 1) that only the deadline bounds, without a call
-   * signal (the default retrier's retries): the same outcome, without a closure per
-   * attempt. Only the deadline can cut it, and a cut ends the call (fail), so no later
-   * attempt follows a cut one: the call's own callbacks (onValue, onError) serve every
-   * attempt, and once `cut` is null (settled, or cut) a late settlement is dropped.
+   * signal (the default retrier's retries), once fn (called by the loop with `ctx`)
+   * returned `result`: the same outcome, without a closure per attempt. Only the deadline
+   * can cut it, and a cut ends the call (fail), so no later attempt follows a cut one:
+   * the call's own callbacks (onValue, onError) serve every attempt, and once `cut` is
+   * null (settled, or cut) a late settlement is dropped.
    */
-  deadlineAttempt(n, bound, start) {
-    const ctx = new BoundedAttemptContext(n, bound, start);
-    let result;
-    try {
-      result = this.fn(ctx);
-    } catch (err) {
-      this.error = err;
-      return FAILED;
-    }
+  deadlineAttempt(ctx, n, bound, result) {
     if (!isThenable(result)) {
       this.value = result;
       return OK;
@@ -525,9 +566,10 @@ class CallRun {
   }
 
   /** Tells the engine; returns the wait or throws the outcome (hookFailed throws its own). */
-  record(error, verdict, hint, fromHook = false, at = now()) {
-    const id = this.engineCall();
-    this.recordedAt = at;
+  record(error, verdict, hint, fromHook = false, at = undefined) {
+    const t = at === undefined ? now() : at;
+    const id = this.engineCall(at === undefined ? t : undefined);
+    this.recordedAt = t;
     // The TimeoutError of an attempt this layer cut at its attempt timeout (or a failure
     // an HTTP helper marked as timed out): a quota prices the retry after it as a
     // timeout's.
@@ -767,20 +809,14 @@ function boundError(o, name, n, bound) {
 }
 
 /**
- * The fast path's bounded first attempt (no signal, no listener, no budget): fn's
- * promise raced against the retrier's queued timer (lib/bound.js) instead of a timer of
- * its own. Past the bound its signal aborts and the call goes on from the TimeoutError;
- * a failure first goes on from that failure.
+ * The fast path's bounded first attempt (no signal, no listener, no budget), once fn
+ * (called by Retrier.call with `ctx`, started at t0) returned `result`: fn's promise
+ * raced against the retrier's queued timer (lib/bound.js) instead of a timer of its own.
+ * Past the bound its signal aborts and the call goes on from the TimeoutError; a failure
+ * first goes on from that failure.
  */
-function boundedFirstAttempt(o, fn, t0) {
+function boundedFirstAttempt(o, fn, ctx, result, t0) {
   const bound = o.firstBoundMs;
-  const ctx = new BoundedAttemptContext(1, bound, t0);
-  let result;
-  try {
-    result = fn(ctx);
-  } catch (err) {
-    return new CallRun(o, fn, undefined, t0, true).run(err, true);
-  }
   if (!(result instanceof Promise)) {
     if (!isThenable(result)) {
       o.counts.unseenOk += 1;

@@ -60,9 +60,9 @@ function isRequest(v) {
  * response for the caller: its body forwarded chunk by chunk (the prefix a hold read
  * first), failing with a TimeoutError after `silence` ms without a byte; `hold()` reads
  * at most DRAIN_LIMIT bytes; `cancel()` drops the body (a body read to its end keeps its
- * connection).
+ * connection). `sent`: the attempt's progress (see watchSends).
  */
-function fetchBody(res, silence) {
+function fetchBody(res, silence, sent) {
   let held = null;
   let reader = null;
   let cancelled = false;
@@ -92,7 +92,9 @@ function fetchBody(res, silence) {
       (reader ?? body)?.cancel?.()?.catch?.(() => {});
     },
     handOver() {
-      if (!streams || (held === null && silence === null)) return res;
+      // A body that arrived whole already (most small ones: with their headers) cannot
+      // fall silent: handed over as it is, without a second stream and response.
+      if (!streams || (held === null && (silence === null || sent.complete))) return res;
       const source = reader ?? body.getReader();
       const prefix = held === null ? [] : held.take();
       const failed = held?.error ?? null;
@@ -154,12 +156,19 @@ function fetchBody(res, silence) {
   };
 }
 
-// Whether a request's headers were written before its attempt ran out of time, from
-// undici's diagnostics channels (Node's global fetch is undici): a request created but
-// never sent never left (its connection was not made: a connect timeout), so it is sent
-// again whatever its method. Another fetch reports nothing, and is taken as maybe sent.
+// An attempt's progress from undici's diagnostics channels (Node's global fetch is
+// undici): whether its request's headers were written before it ran out of time (a request
+// created but never sent never left: its connection was not made, a connect timeout, so
+// it is sent again whatever its method), and whether its response's body has arrived
+// whole (the last request's, after any redirect: see fetchBody's handOver). Another fetch
+// reports nothing: taken as maybe sent, its body still arriving.
 let sending = null;
 const undiciRequests = new WeakMap();
+
+/** An attempt's progress, filled in by watchSends's subscribers. */
+function progressOf() {
+  return { created: false, sent: false, request: null, complete: false };
+}
 
 function watchSends() {
   if (sending !== null) return;
@@ -168,12 +177,20 @@ function watchSends() {
     const state = sending.getStore();
     if (state !== undefined && request !== null && typeof request === 'object') {
       state.created = true;
+      // A redirect's next request: the body that counts is its response's.
+      state.request = request;
+      state.complete = false;
       undiciRequests.set(request, state);
     }
   });
   dc.subscribe('undici:client:sendHeaders', ({ request }) => {
     const state = request !== null && typeof request === 'object' ? undiciRequests.get(request) : undefined;
     if (state !== undefined) state.sent = true;
+  });
+  // The response's last byte arrived (undici publishes its trailers, none or some).
+  dc.subscribe('undici:request:trailers', ({ request }) => {
+    const state = request !== null && typeof request === 'object' ? undiciRequests.get(request) : undefined;
+    if (state !== undefined && state.request === request) state.complete = true;
   });
 }
 
@@ -259,7 +276,7 @@ function retryingFetch(options) {
     const req = { method, url, target: raw, key: idempotencyKeyOf(init?.headers ?? request?.headers), replayable, signal };
     return runHttp(h, rules, req, {
       send(attemptSignal, n, extra) {
-        const sent = { created: false, sent: false };
+        const sent = progressOf();
         progress.set(n, sent);
         let attemptInit = attemptSignal === signal ? init : { ...init, signal: attemptSignal };
         // The attempt's propagation headers, over the request's own (a copy of them).
@@ -271,7 +288,7 @@ function retryingFetch(options) {
         return pending.then((res) => {
           // Abandoned at its bound before it arrived: its connection is freed.
           if (attemptSignal?.aborted) cancelBody(res);
-          const outcome = fetchBody(res, silence);
+          const outcome = fetchBody(res, silence, sent);
           outcome.status = res.status;
           outcome.retryAfter = res.headers.get('retry-after');
           outcome.headerPairs = () => pairsOf(res.headers);

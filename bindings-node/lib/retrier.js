@@ -8,7 +8,7 @@ const { inspect } = require('node:util');
 const { normalise, normaliseFromPolicy, override, finish, typeName, unknownCallOption, KNOBS } = require('./options');
 const { policyParts } = require('./policies');
 const { rethrowProblem } = require('./problem');
-const { AttemptContext } = require('./attempt');
+const { AttemptContext, BoundedAttemptContext } = require('./attempt');
 const { reportListenerError } = require('./events');
 const { CallRun, isThenable, boundedFirstAttempt, nameOf } = require('./call');
 const { wrapBreaker } = require('./breaker');
@@ -241,8 +241,19 @@ class Retrier {
     // field dispatches on its type.
     if (signal !== undefined || o.needsFullLoop === true) return new CallRun(o, fn, signal, o.needsClock ? now() : 0).run(undefined, false);
     const t0 = o.needsClock === true ? startTime() : 0;
-    // A bounded first attempt is raced against its bound (lib/bound.js).
-    if (o.bounded === true) return boundedFirstAttempt(o, fn, t0);
+    // A bounded first attempt is raced against its bound (lib/bound.js). fn is called
+    // here, as on the fast path below: an error fn creates captures its stack, whose cost
+    // grows with each frame between fn and the caller.
+    if (o.bounded === true) {
+      const ctx = new BoundedAttemptContext(1, o.firstBoundMs, t0);
+      let result;
+      try {
+        result = fn(ctx);
+      } catch (err) {
+        return new CallRun(o, fn, undefined, t0, true).run(err, true);
+      }
+      return boundedFirstAttempt(o, fn, ctx, result, t0);
+    }
 
     // The fast path: no signal, no timer, no listener, no budget; no allocation but the
     // promise returned and the attempt's context, and no native crossing unless the

@@ -260,6 +260,30 @@ pub fn call_after_wait(id: f64, now_ms: f64) -> napi::Result<f64> {
     })
 }
 
+/// `callAfterWait` and then `callRemainingMs` at the same `now_ms`, in one crossing: the
+/// bound of the attempt that starts (ms, NaN when unbounded), or a stop code (< 0) when
+/// the call ended instead. The attempt is the one after the last (`Call::after_wait`
+/// counts them one by one). The call loop's retries of a bounded call: each crossing
+/// costs about as much as the engine's work in it.
+#[napi]
+pub fn call_after_wait_bound(id: f64, now_ms: f64) -> napi::Result<f64> {
+    with_slot(id, |slot| {
+        let (events, stats) = (&mut slot.events, &slot.stats);
+        let now = duration(now_ms);
+        let resume = slot
+            .call
+            .after_wait(now, &mut |e: &Event<'_>| push(events, stats, e))
+            .map_err(|e| napi::Error::from_reason(e.to_string()))?;
+        Ok(match resume {
+            Resume::Attempt(_) => {
+                let left = slot.call.remaining(now).map_err(|e| napi::Error::from_reason(e.to_string()))?;
+                left.map_or(f64::NAN, retryrs::units::ms_from_duration)
+            }
+            Resume::Stop(stop) => stop_code(stop),
+        })
+    })
+}
+
 /// The call was aborted at `now_ms`. Returns false if it had already ended.
 #[napi]
 pub fn call_cancel(id: f64, now_ms: f64) -> napi::Result<bool> {

@@ -65,3 +65,36 @@ test('undici interceptor: a caller that pauses reading longer than attemptTimeou
   const res = await undici.request(url, { dispatcher });
   assert.equal(await readPausing(res.body), SIZE);
 });
+
+// A body that arrived whole with its headers cannot fall silent: retryingFetch hands over
+// fetch's own response (no second stream to forward it); one still arriving is watched.
+async function oneServer(t, handler) {
+  const server = http.createServer(handler);
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    server.closeAllConnections();
+    return new Promise((resolve) => server.close(resolve));
+  });
+  return `http://127.0.0.1:${server.address().port}/`;
+}
+
+test('retryingFetch: a body that arrived whole is handed over as fetch returned it; one still arriving is forwarded and watched', async (t) => {
+  const whole = await oneServer(t, (req, res) => res.end('ok'));
+  let trickle;
+  const flowing = await oneServer(t, (req, res) => {
+    res.writeHead(200, { 'content-length': 4 });
+    res.write('ok');
+    trickle = setTimeout(() => res.end('ok'), 200);
+  });
+  t.after(() => clearTimeout(trickle));
+  let given;
+  const fetch = async (url, init) => (given = await undici.fetch(url, init));
+  const f = retryingFetch({ fetch, retrier: new Retrier({ attemptTimeoutMs: 1000, deadlineMs: 2000 }) });
+  const a = await f(whole);
+  assert.equal(a, given);
+  assert.equal(await a.text(), 'ok');
+  const b = await f(flowing);
+  assert.notEqual(b, given);
+  assert.equal(b.status, 200);
+  assert.equal(await b.text(), 'okok');
+});

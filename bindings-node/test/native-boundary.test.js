@@ -40,7 +40,23 @@ test('a failure starts the engine, and the engine call is freed when the call se
   });
   assert.equal(counts.callStart, 1);
   assert.equal(counts.callRecord, 2);
+  // Bounded (the default deadline): each wait's end and the next attempt's bound in one
+  // crossing, never a second one for the bound.
+  assert.equal(counts.callAfterWaitBound, 2);
+  assert.equal(counts.callAfterWait, undefined);
+  assert.equal(counts.callRemainingMs, undefined);
+  assert.equal(counts.callFree, 1);
+  assert.equal(native.callsInProgress(), 0);
+});
+
+test('an unbounded call asks only for the next attempt after a wait, no bound', async () => {
+  const r = new Retrier({ initialDelayMs: 0, maxDelayMs: 0, deadlineMs: null });
+  const counts = await countNativeCalls(async () => {
+    assert.equal(await r.call(flaky(2, 'ok')), 'ok');
+  });
   assert.equal(counts.callAfterWait, 2);
+  assert.equal(counts.callAfterWaitBound, undefined);
+  assert.equal(counts.callRemainingMs, undefined);
   assert.equal(counts.callFree, 1);
   assert.equal(native.callsInProgress(), 0);
 });
