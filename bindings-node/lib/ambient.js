@@ -14,6 +14,8 @@ let store = null;
 let listeners = [];
 
 let cancelOf;
+let endOf;
+let endedOf;
 
 /**
  * What a request brought in: when its budget runs out (on the calls' clock, lib/clock.js;
@@ -29,6 +31,7 @@ class PropagationContext {
   #retry;
   #signal;
   #cancel;
+  #ended = false;
 
   constructor(deadlineAt, retry, signal, cancel) {
     this.#deadlineAt = deadlineAt;
@@ -39,6 +42,22 @@ class PropagationContext {
 
   static {
     cancelOf = (c) => c.#cancel;
+    // A request's context ends with its response (lib/propagation.js): work it started
+    // that outlives it (a timer, a refresher started lazily) no longer finds it, so its
+    // calls run under their own policy, not a finished request's deadline or cancel.
+    endOf = (c) => {
+      c.#ended = true;
+    };
+    endedOf = (c) => c.#ended;
+  }
+
+  /**
+   * This context for run(context, fn): itself, or, once its request is over, a copy that
+   * does not end (work handed on by hand keeps the request's deadline and retry mark).
+   */
+  inForce() {
+    if (!this.#ended) return this;
+    return new PropagationContext(this.#deadlineAt, this.#retry, this.#signal, this.#cancel);
   }
 
   /** The time left before the inbound deadline, in whole ms (never negative); null: none. */
@@ -82,7 +101,9 @@ function enable() {
 
 /** The context of the request being served, or undefined (none, or lookup off). */
 function current() {
-  return store === null ? undefined : store.getStore();
+  if (store === null) return undefined;
+  const c = store.getStore();
+  return c === undefined || endedOf(c) ? undefined : c;
 }
 
 /** Registers `hook(current)`, called when the lookup is turned on (at once if it is). */
@@ -101,4 +122,4 @@ function constrain(handle, c) {
   return native.policyUnder(handle, at === Infinity ? null : Math.max(0, at - now()), c.retry) ?? null;
 }
 
-module.exports = { PropagationContext, enable, current, onEnable, constrain, cancelOf };
+module.exports = { PropagationContext, enable, current, onEnable, constrain, cancelOf, endOf };

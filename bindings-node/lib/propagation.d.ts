@@ -118,10 +118,14 @@ export interface RunContext {
 /**
  * Runs `fn()` inside a context given by hand (a queue consumer's message deadline, a
  * test), or inside a PropagationContext taken with `current()` (work handed to another
- * callback). Returns what `fn` returns. A bad context is a TypeError or RangeError
+ * callback; it stays in force for `fn` even after its request is over). Returns what
+ * `fn` returns. A bad context is a TypeError or RangeError
  * naming the key.
  */
 export declare function run<T>(context: RunContext | PropagationContext, fn: () => T): T;
 
-/** The context of the request being served here, or `undefined` outside one. */
+/**
+ * The context of the request being served here, or `undefined` outside one (and in work
+ * the request left running once its response finished or its client went away).
+ */
 export declare function current(): PropagationContext | undefined;

@@ -63,6 +63,9 @@ function headerPairs(req) {
   return pairs;
 }
 
+// The longest delay setTimeout takes: a longer one fires after 1 ms (with a warning).
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 // The upward rule's answer (the core's): its status, and "don't retry".
 const REFUSAL = native.propagationRefusal();
 
@@ -94,12 +97,16 @@ function serve(server, req, res, handler) {
   const gone = new AbortController();
   const budgetMs = got.budgetMs ?? null;
   let timer;
-  if (budgetMs !== null) {
+  // A budget past setTimeout's range (2^31 - 1 ms, 24.8 days) would fire at once: no timer.
+  if (budgetMs !== null && budgetMs <= MAX_TIMER_MS) {
     timer = setTimeout(() => controller.abort(new DOMException(`the request's deadline passed (it had ${budgetMs} ms)`, 'TimeoutError')), budgetMs);
     timer.unref();
   }
   res.once('close', () => {
     if (timer !== undefined) clearTimeout(timer);
+    // The request is over (answered, or its client gone): what it started and left
+    // running no longer finds its context (lib/ambient.js).
+    ambient.endOf(context);
     if (res.writableFinished) return;
     const reason = new DOMException('the client went away before the response was sent', 'AbortError');
     controller.abort(reason);
@@ -147,7 +154,8 @@ const RUN_KEYS = ['remainingMs', 'retry', 'signal'];
  */
 function run(context, fn) {
   if (typeof fn !== 'function') throw new TypeError(`run(context, fn): fn must be a function, got ${typeName(fn)}`);
-  if (context instanceof PropagationContext) return store.run(context, fn);
+  // A request's context handed on by hand stays in force for fn, even past the request.
+  if (context instanceof PropagationContext) return store.run(context.inForce(), fn);
   if (context === null || typeof context !== 'object') {
     throw new TypeError(`run(context, fn): context must be an object such as { remainingMs: 300, retry: false }, got ${typeName(context)}`);
   }
@@ -173,7 +181,7 @@ function run(context, fn) {
   };
   if (signal?.aborted) controller.abort(signal.reason);
   else signal?.addEventListener('abort', forward, { once: true });
-  if (bounded && !controller.signal.aborted) {
+  if (bounded && remainingMs <= MAX_TIMER_MS && !controller.signal.aborted) {
     timer = setTimeout(() => {
       done();
       controller.abort(new DOMException(`the context's deadline passed (it had ${remainingMs} ms)`, 'TimeoutError'));
@@ -198,7 +206,7 @@ function run(context, fn) {
 
 /** The context of the request being served here, or undefined outside one. */
 function current() {
-  return store.getStore();
+  return ambient.current();
 }
 
 module.exports = { middleware, wrap, run, current, PropagationContext };

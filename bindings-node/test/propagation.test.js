@@ -530,3 +530,49 @@ for (const [name, make] of Object.entries(HELPERS)) {
     assert.ok(Number(sent.t) <= 3000 - 5 && Number(sent.t) > 2000, `t=${sent.t}: the request's budget less the margin`);
   });
 }
+
+test('work a request started and left running (a lazy refresher) no longer finds its context once the request is over', async () => {
+  // The first request is a retry with 200 ms left; the refresher it starts calls after
+  // the response went out: its calls run under their own policy (3 attempts), not the
+  // finished request's (one attempt, 200 ms), and current() finds nothing there.
+  const r = new Retrier({ maxAttempts: 3, initialDelayMs: 1, shouldRetry: () => true });
+  let later;
+  const done = new Promise((resolve) => {
+    later = resolve;
+  });
+  const server = await serve(wrap((req, res) => {
+    res.end('ok');
+    setTimeout(async () => {
+      let n = 0;
+      const got = await r.call(async () => {
+        n += 1;
+        if (n < 2) throw new Error('flaky');
+        return 'refreshed';
+      });
+      later({ got, n, context: current() });
+    }, 50);
+  }));
+  try {
+    const res = await fetch(server.url, { headers: { 'Retryrs-Context': 't=200, a=2' } });
+    assert.equal(await res.text(), 'ok');
+    const { got, n, context } = await done;
+    assert.equal(got, 'refreshed');
+    assert.equal(n, 2, 'two attempts: the retrier\'s own policy, not the downward rule');
+    assert.equal(context, undefined);
+  } finally {
+    server.close();
+  }
+});
+
+test('a budget past setTimeout\'s range does not abort the context at once', async () => {
+  const server = await serve(wrap(async (req, res) => {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    res.end(String(current().signal.aborted));
+  }, { limitMs: null }));
+  try {
+    const res = await fetch(server.url, { headers: { 'Retryrs-Context': 't=9999999999' } });
+    assert.equal(await res.text(), 'false');
+  } finally {
+    server.close();
+  }
+});

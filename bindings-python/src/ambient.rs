@@ -27,6 +27,10 @@ pub struct PyContext {
     /// Fires when the request is abandoned (the client went away): the calls made under
     /// the context end with RetryCancelled.
     pub token: Py<PyCancelToken>,
+    /// Set when the request is over (the server helper answered it): work the request
+    /// started and left running (a task, a lazily started refresher) no longer finds the
+    /// context, so its calls run under their own policy, not a finished request's.
+    pub ended: std::sync::atomic::AtomicBool,
 }
 
 #[pymethods]
@@ -64,7 +68,7 @@ impl PyContext {
             Some(t) => t,
             None => Py::new(py, PyCancelToken::fresh())?,
         };
-        Ok(PyContext { ambient: Ambient::new(left, is_retry, now(py)), token })
+        Ok(PyContext { ambient: Ambient::new(left, is_retry, now(py)), token, ended: Default::default() })
     }
 
     /// The seconds left before the caller gives up (0.0 once past), or None: no deadline.
@@ -90,6 +94,18 @@ impl PyContext {
     #[getter]
     fn cancel_token(&self, py: Python<'_>) -> Py<PyCancelToken> {
         self.token.clone_ref(py)
+    }
+
+    /// Whether the request is over: calls no longer obey the context (see `_end`).
+    #[getter]
+    fn ended(&self) -> bool {
+        self.ended.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Ends the context (the server helpers do once the request is answered): calls
+    /// starting later, in tasks the request left running, ignore it.
+    fn _end(&self) {
+        self.ended.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Whether the request was abandoned.
@@ -151,6 +167,9 @@ fn look(py: Python<'_>, r: &Retrier) -> PyResult<Option<Retrier>> {
     let value = crate::attempt::get_var(context_var(py)?)?;
     let Ok(context) = value.cast::<PyContext>() else { return Ok(None) };
     let context = context.get();
+    if context.ended.load(std::sync::atomic::Ordering::Relaxed) {
+        return Ok(None);
+    }
     let ambient_token = context.token.bind(py);
     let cancel = match &r.cancel {
         Some(own) => PyCancelToken::any_of(py, &[own.bind(py).clone(), ambient_token.clone()])?,

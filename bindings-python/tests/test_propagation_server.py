@@ -343,3 +343,78 @@ def test_bad_context_arguments_are_named():
                 pass
     with pytest.raises(ValueError, match="timeout"):
         propagation.Context(float("nan"))
+
+
+def test_a_task_the_request_left_running_no_longer_obeys_its_context_once_it_is_over():
+    # A refresher started lazily by the first request (a retry, 200 ms left) calls after
+    # the response went out: under its retrier's own policy (3 attempts), not the finished
+    # request's one attempt, and current() finds nothing there.
+    r = retryrs.Retrier(max_attempts=3, initial_delay=0.001, jitter="none")
+    later = []
+
+    async def refresh():
+        await asyncio.sleep(0.05)
+        n = []
+
+        async def flaky():
+            n.append(1)
+            if len(n) < 2:
+                raise ConnectionError("flaky")
+            return "refreshed"
+
+        later.append((await r.call_async(flaky), len(n), propagation.current()))
+
+    tasks = []
+
+    async def app(scope, receive, send):
+        tasks.append(asyncio.ensure_future(refresh()))
+        for message in _respond(200, b"ok"):
+            await send(message)
+
+    with serve("asgi", app) as server:
+        status, _, body, _ = get(server.url, {"Retryrs-Context": "t=200, a=2"})
+        deadline = time.monotonic() + 5
+        while not later and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert status == 200
+    assert later == [("refreshed", 2, None)]
+
+
+def test_a_context_block_ends_its_context_at_exit():
+    with propagation.context({"Retryrs-Context": "t=5000, a=2"}) as ctx:
+        assert propagation.current() is ctx and not ctx.ended
+    assert ctx.ended and propagation.current() is None
+
+
+def test_a_receive_the_application_gave_up_on_loses_no_message():
+    # Polling receive() with a timeout cancels it: the body it did not get is the next
+    # receive()'s (it was dropped, and the application then hung).
+    async def app(scope, receive, send):
+        try:
+            await asyncio.wait_for(receive(), timeout=0.01)
+            first = b"early"
+        except asyncio.TimeoutError:
+            first = b"nothing yet"
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        for message in _respond(200, first + b"; " + body):
+            await send(message)
+
+    async def main():
+        messages: "asyncio.Queue[dict]" = asyncio.Queue()
+        sent = []
+
+        async def send(message):
+            sent.append(message)
+
+        served = asyncio.ensure_future(propagation.ASGIMiddleware(app)({"type": "http", "headers": []}, messages.get, send))
+        await asyncio.sleep(0.1)  # the body comes after the application's poll gave up
+        await messages.put({"type": "http.request", "body": b"hello", "more_body": False})
+        await asyncio.wait_for(served, 5)
+        return b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+
+    assert asyncio.run(main()) == b"nothing yet; hello"

@@ -58,8 +58,10 @@ _REFUSAL_BODY = b"retryrs: the caller's deadline had passed when the request arr
 
 
 def current() -> Optional[Context]:
-    """The ambient context of the request being served (None outside one)."""
-    return _AMBIENT.get()
+    """The ambient context of the request being served (None outside one, and in work
+    the request started and left running once it is over)."""
+    ctx = _AMBIENT.get()
+    return None if ctx is None or ctx.ended else ctx
 
 
 def _pairs(headers: Optional[Headers]) -> List[Tuple[str, str]]:
@@ -159,6 +161,9 @@ class ASGIMiddleware(_Server):
         try:
             await self.app(scope, watch.receive, send)
         finally:
+            # Tasks the application started and left running keep the variable: ended,
+            # their calls no longer obey it.
+            ctx._end()
             _AMBIENT.reset(token)
             watch.close()
 
@@ -182,12 +187,14 @@ class _Disconnect:
     never calls ``receive``) cancels the context. Without a running asyncio loop (trio)
     the disconnect is seen when the application itself calls ``receive``."""
 
-    __slots__ = ("_receive", "_token", "_queue", "_task", "_gone")
+    __slots__ = ("_receive", "_token", "_queue", "_task", "_gone", "_kept")
 
     def __init__(self, receive: Callable[[], Awaitable[Any]], token: Any) -> None:
         self._receive = receive
         self._token = token
         self._gone: Optional[Any] = None
+        # A message taken for a receive() that was cancelled meanwhile: the next one's.
+        self._kept: List[Any] = []
         self._queue: Optional["asyncio.Queue[Any]"] = None
         self._task: Optional["asyncio.Task[None]"] = None
         try:
@@ -219,12 +226,23 @@ class _Disconnect:
             message = await self._receive()
             self._seen(message)
             return message
+        if self._kept:
+            return self._kept.pop()
         if self._gone is not None and self._queue.empty():
             return self._gone
         task = self._task
         getter = asyncio.ensure_future(self._queue.get())
         assert task is not None
-        done, _ = await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+        try:
+            done, _ = await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            # The application gave up waiting (a timeout, a cancel scope): the message
+            # the getter may already hold is the next receive()'s, not lost.
+            if getter.done() and not getter.cancelled():
+                self._kept.append(getter.result())
+            else:
+                getter.cancel()
+            raise
         if getter in done:
             return getter.result()
         getter.cancel()
@@ -270,10 +288,15 @@ class WSGIMiddleware(_Server):
             return [_REFUSAL_BODY]
         run = contextvars.copy_context()
         run.run(_AMBIENT.set, ctx)
-        result = run.run(self.app, environ, start_response)
+        try:
+            result = run.run(self.app, environ, start_response)
+        except BaseException:
+            ctx._end()
+            raise
         if isinstance(result, (list, tuple)):
+            ctx._end()
             return result  # produced already: nothing runs while it is sent
-        return _Iterated(run, result)
+        return _Iterated(run, result, ctx)
 
 
 def _environ_headers(environ: Mapping[str, Any]) -> List[Tuple[str, str]]:
@@ -284,9 +307,10 @@ def _environ_headers(environ: Mapping[str, Any]) -> List[Tuple[str, str]]:
 class _Iterated:
     """A WSGI response iterated inside the request's context (and closed there)."""
 
-    def __init__(self, run: contextvars.Context, result: Iterable[bytes]) -> None:
+    def __init__(self, run: contextvars.Context, result: Iterable[bytes], ctx: Context) -> None:
         self._run = run
         self._result = result
+        self._ctx = ctx
         self._it: Optional[Iterator[bytes]] = None
 
     def __iter__(self) -> "_Iterated":
@@ -298,9 +322,12 @@ class _Iterated:
         return self._run.run(next, self._it)
 
     def close(self) -> None:
-        close = getattr(self._result, "close", None)
-        if close is not None:
-            self._run.run(close)
+        try:
+            close = getattr(self._result, "close", None)
+            if close is not None:
+                self._run.run(close)
+        finally:
+            self._ctx._end()
 
 
 @contextlib.contextmanager
@@ -333,6 +360,7 @@ def context(
     try:
         yield ctx
     finally:
+        ctx._end()
         _AMBIENT.reset(token)
 
 
@@ -380,7 +408,7 @@ class Outbound:
         """The headers for one attempt, to a host already allowed."""
         current = _native.current_attempt() if attempt is None else attempt
         ctx = _AMBIENT.get()
-        is_retry = ctx is not None and ctx.is_retry
+        is_retry = ctx is not None and ctx.is_retry and not ctx.ended
         if current is None:
             return _native.outbound_headers(None, 1, is_retry, self.mesh, self.kind)
         return _native.outbound_headers(current.remaining, current.number, is_retry, self.mesh, self.kind)
