@@ -269,3 +269,16 @@ def test_aiohttp_before_client_middlewares_refuses_an_allowlist_it_cannot_keep(m
             asyncio.run(go())
         assert asyncio.run(go(allow_redirects=False)) == 200
         assert server.contexts()[-1] is not None
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_an_attempt_with_under_a_millisecond_left_is_not_sent(client):
+    # Inside a request with 5 ms left (the margin takes them all): the next hop would see
+    # the request without any header, as a fresh one; nothing is sent and the call ends
+    # on its deadline.
+    with Recording([503]) as server:
+        with propagation.context({"Retryrs-Context": "t=5, a=2"}):
+            with pytest.raises(Exception) as e:
+                get_with(client, quick(), server.url)
+        assert server.seen == [], f"{client} sent {server.seen}"
+    assert getattr(e.value, "reason", None) == "deadline", repr(e.value)

@@ -19,6 +19,8 @@ from ._errors import AttemptTimeout, RetryExhausted
 from ._http_body import DRAIN_LIMIT, silence
 from .propagation import Outbound
 from ._http_common import (
+    NOTHING_LEFT,
+    nothing_left,
     document_parameters,
     ErrorStatus,
     Helper,
@@ -222,6 +224,8 @@ class RetryMiddleware(Helper):
             current = _native.current_attempt()
             attempts.propagate(self._outbound, headers, raw_url, current)
             try:
+                if nothing_left(current):
+                    raise (_CONNECT_TIMEOUT or asyncio.TimeoutError)(NOTHING_LEFT)
                 with attempts.sending():
                     resp = await _within(send(), current)
             except Exception as e:

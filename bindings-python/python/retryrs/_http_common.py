@@ -434,6 +434,19 @@ def smaller(timeout: Optional[float], left: Optional[float]) -> Optional[float]:
     return min(timeout, left)
 
 
+def nothing_left(current: Optional[_native.AttemptInfo]) -> bool:
+    """Whether the attempt has less than a millisecond left: it is not sent at all (a
+    request the next hop would see without a deadline, as a fresh one), and fails as a
+    connect timeout, so the call ends on its deadline as with a request cut there."""
+    if current is None:
+        return False
+    left = current.remaining
+    return left is not None and left < 0.001
+
+
+NOTHING_LEFT = "retryrs: the attempt had less than 1 ms left: the request was not sent"
+
+
 class RequestAttempts:
     """One request's attempts, as the helpers count them: from the second attempt on
     each is a resend (``mark_resend``). The last retryable response is held (drained, see

@@ -17,6 +17,8 @@ from ._errors import AttemptTimeout, RetryExhausted
 from ._http_body import Prefix, adrain, areplayed, drain, replayed, silence
 from .propagation import Outbound
 from ._http_common import (
+    NOTHING_LEFT,
+    nothing_left,
     document_parameters,
     ErrorStatus,
     Helper,
@@ -283,6 +285,8 @@ class RetryingTransport(_Base, httpx.BaseTransport):
             _bound_request(request, caller, time_left(current))
             attempts.propagate(self._outbound, request.headers, raw_url, current)
             try:
+                if nothing_left(current):
+                    raise httpx.ConnectTimeout(NOTHING_LEFT, request=request)
                 with attempts.sending():
                     try:
                         resp = inner.handle_request(request)
@@ -358,6 +362,8 @@ class AsyncRetryingTransport(_Base, httpx.AsyncBaseTransport):
                     try:
                         current = _native.current_attempt()
                         attempts.propagate(self._outbound, request.headers, raw_url, current)
+                        if nothing_left(current):
+                            raise httpx.ConnectTimeout(NOTHING_LEFT, request=request)
                         resp = await self._send(request, caller, current)
                     except ssl.SSLError as e:
                         if certificate_failure(e):

@@ -19,6 +19,8 @@ from ._errors import RetryExhausted
 from ._http_body import Prefix, drain, replayed, silence
 from .propagation import Outbound
 from ._http_common import (
+    NOTHING_LEFT,
+    nothing_left,
     document_parameters,
     ErrorStatus,
     Helper,
@@ -305,6 +307,8 @@ class RetryingAdapter(Helper, HTTPAdapter):
             kw["timeout"] = _bounded(timeout, time_left(current))
             attempts.propagate(self._outbound, request.headers, raw_url, current)
             try:
+                if nothing_left(current):
+                    raise rex.ConnectTimeout(NOTHING_LEFT)
                 with attempts.sending():
                     resp = send(request, **kw)
                 failure = response_failure(rules, attempts, method, url, key, resp, resp.status_code, resp.headers)
