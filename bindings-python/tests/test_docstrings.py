@@ -2,9 +2,7 @@
 ``from_policy``, the budget and breaker classes and the HTTP helpers list every
 parameter their signature takes, each as an entry ``name (type, default ...): meaning``."""
 
-import ast
 import inspect
-import pathlib
 import pydoc
 import re
 
@@ -13,32 +11,19 @@ import pytest
 import retryrs
 import retryrs.http
 
+from native_stub import stub_defaults
+
 
 def documented(doc):
     """The names a Parameters section lists: lines that start `name (` (or `**name (`)."""
     return set(re.findall(r"^\s*\**([a-z_]+) \(", doc, re.M))
 
 
-def stub_parameters(cls):
-    """`cls.__new__`'s parameters as the type stub declares them: what a native class's
-    signature is where CPython cannot show it (3.9 under the stable ABI)."""
-    stub = pathlib.Path(retryrs.__file__).with_name("_native.pyi")
-    for node in ast.walk(ast.parse(stub.read_text())):
-        if isinstance(node, ast.ClassDef) and node.name == cls.__name__:
-            for f in node.body:
-                if isinstance(f, ast.FunctionDef) and f.name in ("__new__", "__init__"):
-                    a = f.args
-                    names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
-                    names += [x.arg for x in (a.vararg, a.kwarg) if x is not None]
-                    return [n for n in names if n not in ("self", "cls")]
-    raise AssertionError(f"{cls.__name__} has no constructor in the stub")
-
-
 def parameters(obj):
     try:
         return [p for p in inspect.signature(obj).parameters if p != "self"]
     except ValueError:
-        return stub_parameters(obj)
+        return list(stub_defaults(obj))
 
 
 def undocumented(obj):

@@ -4,17 +4,15 @@ core renders each message in Python's spelling from its knob table; one case per
 kind: a knob's rule (every numeric knob of the table), the deadline hint, the exhaustion
 reasons that name a knob, and the budget's and breaker's own settings."""
 
-import ast
 import inspect
-import pathlib
 import re
 
 import pytest
 
-import retryrs
 from retryrs import CircuitBreaker, Retrier, RetryBudget, RetryExhausted
 
 from failing import failing
+from native_stub import stub_defaults
 
 # Other hosts' spellings of the same knobs: Node's camelCase and C's `_ms` fields.
 FOREIGN = re.compile(r"\b[a-z]+(?:[A-Z][a-z]+)+(?:Ms)?\b|\b[a-z_]+_ms\b")
@@ -27,17 +25,7 @@ def defaults(cls):
     try:
         return {n: p.default for n, p in inspect.signature(cls).parameters.items()}
     except ValueError:
-        pass
-    stub = pathlib.Path(retryrs.__file__).with_name("_native.pyi")
-    for node in ast.walk(ast.parse(stub.read_text())):
-        if isinstance(node, ast.ClassDef) and node.name == cls.__name__:
-            for f in node.body:
-                if isinstance(f, ast.FunctionDef) and f.name == "__new__":
-                    a = f.args
-                    names = [x.arg for x in a.args[1:] + a.kwonlyargs]
-                    given = [None] * (len(a.args) - 1 - len(a.defaults)) + list(a.defaults) + list(a.kw_defaults)
-                    return {n: ast.literal_eval(d) if d is not None else inspect.Parameter.empty for n, d in zip(names, given)}
-    raise AssertionError(f"{cls.__name__} has no __new__ in the stub")
+        return stub_defaults(cls)
 
 
 def message_of(make):
