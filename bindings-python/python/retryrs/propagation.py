@@ -406,12 +406,12 @@ class Outbound:
 
     def pairs(self, attempt: Optional[_native.AttemptInfo] = None) -> List[Tuple[str, str]]:
         """The headers for one attempt, to a host already allowed."""
-        current = _native.current_attempt() if attempt is None else attempt
-        ctx = _AMBIENT.get()
-        is_retry = ctx is not None and ctx.is_retry and not ctx.ended
-        if current is None:
+        info = _native.current_attempt() if attempt is None else attempt
+        ctx = current()
+        is_retry = ctx is not None and ctx.is_retry
+        if info is None:
             return _native.outbound_headers(None, 1, is_retry, self.mesh, self.kind)
-        return _native.outbound_headers(current.remaining, current.number, is_retry, self.mesh, self.kind)
+        return _native.outbound_headers(info.remaining, info.number, is_retry, self.mesh, self.kind)
 
     def __repr__(self) -> str:
         return f"Outbound(hosts={self.hosts!r}, mesh={self.mesh!r}, kind={self.kind!r})"
