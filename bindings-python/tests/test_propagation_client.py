@@ -236,6 +236,8 @@ def test_pushback_never_makes_a_response_retried_that_the_rules_hand_over():
     "kw, error, words",
     [
         ({"hosts": "api.example.com"}, TypeError, "hosts"),
+        ({"hosts": [1]}, TypeError, "hosts must hold host names as str, got 1"),
+        ({"hosts": 5}, TypeError, "hosts must be a list"),
         ({"hosts": ["a*.example.com"]}, ValueError, "allowed host"),
         ({"mesh": "istio"}, ValueError, "mesh"),
         ({"kind": "soap"}, ValueError, "kind"),

@@ -382,7 +382,15 @@ class Outbound:
     def __init__(self, hosts: Optional[Sequence[str]] = None, *, mesh: str = "none", kind: str = "http") -> None:
         if isinstance(hosts, (str, bytes)):
             raise TypeError(f"hosts must be a list of host names such as ['api.example.com'], got the string {hosts!r}")
-        self.hosts = None if hosts is None else tuple(hosts)
+        if hosts is not None:
+            try:
+                hosts = tuple(hosts)
+            except TypeError:
+                raise TypeError(f"hosts must be a list of host names such as ['api.example.com'], got {hosts!r}") from None
+            for host in hosts:
+                if not isinstance(host, str):
+                    raise TypeError(f"hosts must hold host names as str, got {host!r} ({type(host).__name__})")
+        self.hosts = hosts
         self._allow = _native.Allowlist(None if hosts is None else list(hosts))
         _native.outbound_headers(None, 1, False, mesh, kind)  # the core checks mesh and kind now
         self.mesh = mesh
