@@ -124,28 +124,6 @@ pub fn propagation_margin_ms(left_ms: f64) -> napi::Result<f64> {
     guarded(|| Ok(ms(core::margin(duration("leftMs", left_ms)?))))
 }
 
-/// The headers to send with one attempt, as `[name, value]` pairs (none when less than a
-/// millisecond is left). `mesh` "none" | "envoy" | "linkerd"; `kind` "http" | "grpc" |
-/// "connect"; `leftMs` the attempt's time left (null: unbounded).
-#[napi]
-pub fn propagation_outbound_headers(
-    left_ms: Option<f64>,
-    attempt: u32,
-    is_retry: bool,
-    mesh: Option<String>,
-    kind: Option<String>,
-) -> napi::Result<Vec<Vec<String>>> {
-    guarded(|| {
-        let mesh = core::Mesh::parse(mesh.as_deref().unwrap_or("none")).map_err(invalid)?;
-        let kind = core::RequestKind::parse(kind.as_deref().unwrap_or("http")).map_err(invalid)?;
-        let left = left_ms.map(|l| duration("leftMs", l)).transpose()?;
-        Ok(core::outbound_headers(mesh, left, attempt, is_retry, kind)
-            .into_iter()
-            .map(|(n, v)| vec![n.to_string(), v])
-            .collect())
-    })
-}
-
 /// A response's pushback: null (none), -1 (don't retry), or the exact wait in ms.
 #[napi]
 pub fn propagation_read_pushback(headers: Vec<Vec<String>>) -> napi::Result<Option<f64>> {

@@ -44,7 +44,7 @@ pub fn propagation_outbound_mode(mesh: String, kind: String) -> napi::Result<u32
     })
 }
 
-/// The core's headers for one attempt (`propagationOutboundHeaders`), as a flat list
+/// The core's headers for one attempt (`outbound_headers`), as a flat list
 /// `[name, value, name, value, ...]`; `mode` from `propagationOutboundMode`; `leftMs` the
 /// attempt's time left (null: unbounded). Empty: send nothing.
 #[napi]
