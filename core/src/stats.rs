@@ -113,6 +113,49 @@ impl LocalStats<'_> {
             EventKind::BreakerOpened | EventKind::BreakerHalfOpen | EventKind::BreakerClosed => {}
         }
     }
+
+    /// [`Stats::add_tally`], in these cells: a call that succeeded after retrying each
+    /// failure is one add (a plain load and store in this thread's own cells), where
+    /// observing each of its events is one per counter it touches (seven for two failures
+    /// then a success).
+    #[inline]
+    pub(crate) fn add_tally(&self, tally: &CallTally) {
+        let (cells, exclusive) = (self.cells, self.exclusive);
+        let add = |cell: &AtomicU64, n: u32| match exclusive {
+            true => cell.store(cell.load(Ordering::Relaxed) + u64::from(n), Ordering::Relaxed),
+            false => {
+                cell.fetch_add(u64::from(n), Ordering::Relaxed);
+            }
+        };
+        if let Some((EventKind::Success, _)) = tally.ended {
+            let n = tally.attempts as usize;
+            if tally.retries as usize + 1 == n && !tally.interrupted {
+                match n {
+                    1 => return add(&cells.first_ok, 1),
+                    2..=SUCCESS_AFTER_LAST => return add(&cells.success_after[n - 2], 1),
+                    _ => {}
+                }
+            }
+        }
+        let add_some = |cell: &AtomicU64, n: u32| {
+            if n > 0 {
+                add(cell, n);
+            }
+        };
+        add_some(&cells.attempts, tally.attempts + u32::from(tally.interrupted));
+        add_some(&cells.retries, tally.retries);
+        let Some((kind, reason)) = tally.ended else { return };
+        let ended = match kind {
+            EventKind::Success => Some(&cells.successes),
+            EventKind::Rejected => Some(&cells.rejections),
+            EventKind::Cancelled => Some(&cells.cancellations),
+            _ => reason.map(|reason| &cells.exhaustions[reason_index(reason)]),
+        };
+        if let Some(cell) = ended {
+            add(cell, 1);
+        }
+        add(&cells.calls, 1);
+    }
 }
 
 /// The counts of one call, kept in plain fields while it runs and added to its retrier's
@@ -276,35 +319,7 @@ impl Stats {
     /// the call touched. A tally of a call that has not ended adds its attempts and retries.
     #[inline]
     pub fn add_tally(&self, tally: &CallTally) {
-        let cells = &self.shared;
-        if let Some((EventKind::Success, _)) = tally.ended {
-            let n = tally.attempts as usize;
-            if tally.retries as usize + 1 == n && !tally.interrupted {
-                match n {
-                    1 => return add_one_shared(&cells.first_ok),
-                    2..=SUCCESS_AFTER_LAST => return add_one_shared(&cells.success_after[n - 2]),
-                    _ => {}
-                }
-            }
-        }
-        let add = |cell: &AtomicU64, n: u32| {
-            if n > 0 {
-                cell.fetch_add(u64::from(n), Ordering::Relaxed);
-            }
-        };
-        add(&cells.attempts, tally.attempts + u32::from(tally.interrupted));
-        add(&cells.retries, tally.retries);
-        let Some((kind, reason)) = tally.ended else { return };
-        let ended = match kind {
-            EventKind::Success => Some(&cells.successes),
-            EventKind::Rejected => Some(&cells.rejections),
-            EventKind::Cancelled => Some(&cells.cancellations),
-            _ => reason.map(|reason| &cells.exhaustions[reason_index(reason)]),
-        };
-        if let Some(cell) = ended {
-            add_one_shared(cell);
-        }
-        add_one_shared(&cells.calls);
+        LocalStats { cells: &self.shared, exclusive: false }.add_tally(tally);
     }
 
     /// The counters now: each the sum of its cells.
