@@ -11,6 +11,7 @@
 //! and `backon` (two zero-delay failures then success, each in a function of its own),
 //! `ours_sized` (the same with an error that is not zero-sized, which the history keeps),
 //! `ours_loop` and `backon_loop` (the call inlined into its loop, as the bench runs it),
+//! `ours_boxed` and `backon_boxed` (the same with an error that owns a boxed source),
 //! `happy` (retryrs's happy path, deadline off); async, every call awaited in one task
 //! on a current-thread tokio runtime as the bench runs them: `async_happy` and
 //! `backon_async_happy` (the happy path, deadline off), `async_zero` (two zero-delay
@@ -34,6 +35,22 @@ struct Busy;
 impl From<retryrs::TimedOut> for Busy {
     fn from(_: retryrs::TimedOut) -> Self {
         Busy
+    }
+}
+
+/// An error as applications write them: a message and a boxed source (bench/rust's
+/// `Wrapped`).
+#[derive(Debug)]
+struct Wrapped {
+    #[allow(dead_code)] // (read through Debug only)
+    what: &'static str,
+    #[allow(dead_code)]
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl Wrapped {
+    fn new() -> Self {
+        Wrapped { what: "busy", source: Box::new(std::io::Error::from(std::io::ErrorKind::ConnectionReset)) }
     }
 }
 
@@ -69,6 +86,36 @@ fn main() {
                     |a: &Attempt| if black_box(a.number) < 3 { Err(Busy) } else { Ok(a.number) },
                     |_| Verdict::TRANSIENT,
                 );
+                black_box(got.unwrap());
+            });
+        }
+        // bench/rust's boxed-source row: an error with a message and a boxed source.
+        "ours_boxed" => {
+            let zero = Retrier::new(
+                Policy::builder().initial_delay(Duration::ZERO).jitter(Jitter::None).deadline(None).build().unwrap(),
+            );
+            repeat(calls, || {
+                let got = zero.run(
+                    |a: &Attempt| if black_box(a.number) < 3 { Err(Wrapped::new()) } else { Ok(a.number) },
+                    |_| Verdict::TRANSIENT,
+                );
+                black_box(got.unwrap());
+            });
+        }
+        "backon_boxed" => {
+            let backon_zero = ConstantBuilder::default().with_delay(Duration::ZERO).with_max_times(4);
+            repeat(calls, || {
+                let mut n = 0u32;
+                let got = (|| {
+                    n += 1;
+                    if black_box(n) < 3 {
+                        Err(Wrapped::new())
+                    } else {
+                        Ok(n)
+                    }
+                })
+                .retry(backon_zero)
+                .call();
                 black_box(got.unwrap());
             });
         }
@@ -192,7 +239,7 @@ fn main() {
             });
         }
         other => panic!(
-            "unknown case {other:?}: ours, ours_sized, ours_loop, happy, default, backon, backon_loop, \
+            "unknown case {other:?}: ours, ours_sized, ours_loop, ours_boxed, backon_boxed, happy, default, backon, backon_loop, \
              backon_happy, backon_happy_coarse, backon_happy_clock, async_happy, backon_async_happy, async_zero, \
              async_default or backon_async_timeout"
         ),
