@@ -20,7 +20,7 @@ use crate::engine::{Call, Decision, Plan, Resume, Stop, Verdict};
 use crate::event::{Event, ExhaustReason};
 use crate::judge::Judged;
 use crate::policy::{DeadlineHint, Policy};
-use crate::stats::{CallTally, LocalStats, Stats, StatsSnapshot};
+use crate::stats::{CallTally, Stats, StatsSnapshot};
 
 /// How many failures a [`RetryError`] keeps: the last 64 (the contract's history cap), so
 /// a call with a huge `max_attempts` cannot hold every error it ever saw. `attempts`
@@ -906,11 +906,14 @@ impl Retrier {
         // then never built: the tally reads only their kind and reason, constants at each
         // step.
         debug_assert!(L::OBSERVED || !hooked, "a call without listener has no hooks (run_from)");
-        let mut counted = Counted { stats: self.stats.local(), tally: CallTally::default(), batched: !L::OBSERVED };
-        let (stats, tally) = (&counted.stats, &mut counted.tally);
+        let local = if L::OBSERVED { Some(self.stats.local()) } else { None };
+        let mut counted = Counted { stats: &self.stats, tally: CallTally::default(), batched: !L::OBSERVED };
+        let tally = &mut counted.tally;
         let mut notify = |event: &Event<'_>, failed: Option<Failed<'_, E, T>>| {
             if L::OBSERVED {
-                stats.observe(event);
+                if let Some(stats) = &local {
+                    stats.observe(event);
+                }
                 listener.tell(event, failed);
             } else {
                 debug_assert!(event.attempts_abandoned == 0, "a blocking call never hedges");
@@ -1030,11 +1033,11 @@ struct First<E> {
     started: Option<Duration>,
 }
 
-/// Where a blocking call counts its events: in its thread's stats cells one by one, or
-/// (`batched`) in a tally added to them when the call ends, however it ends.
+/// Where a blocking call counts its events when nothing reads them mid-call (`batched`):
+/// a tally added to its thread's stats cells when the call ends, however it ends.
 #[cfg(feature = "blocking")]
 struct Counted<'a> {
-    stats: LocalStats<'a>,
+    stats: &'a Stats,
     tally: CallTally,
     batched: bool,
 }
@@ -1044,7 +1047,7 @@ impl Drop for Counted<'_> {
     #[inline(always)]
     fn drop(&mut self) {
         if self.batched {
-            self.stats.add_tally(&self.tally);
+            self.stats.add_tally_here(&self.tally);
         }
     }
 }

@@ -26,6 +26,11 @@ pub struct Stats {
     /// by slot, beside the shared `shared.first_ok`: kept inline, so that path reaches its
     /// cell without a pointer. The snapshot folds them into calls, attempts and successes.
     first_ok_by_slot: [AtomicU64; slot::SLOTS],
+    /// Calls that succeeded at attempt `i + 2` after a retry for each failure, by slot,
+    /// told by [`Stats::add_tally_here`]: inline too, so that a blocking call that retried
+    /// and succeeded reaches its cell without a pointer. The snapshot folds them with
+    /// `Counters::success_after`.
+    success_after_by_slot: [[AtomicU64; SUCCESS_AFTER]; slot::SLOTS],
 }
 
 /// One cell of each counter.
@@ -127,15 +132,10 @@ impl LocalStats<'_> {
                 cell.fetch_add(u64::from(n), Ordering::Relaxed);
             }
         };
-        if let Some((EventKind::Success, _)) = tally.ended {
-            let n = tally.attempts as usize;
-            if tally.retries as usize + 1 == n && !tally.interrupted {
-                match n {
-                    1 => return add(&cells.first_ok, 1),
-                    2..=SUCCESS_AFTER_LAST => return add(&cells.success_after[n - 2], 1),
-                    _ => {}
-                }
-            }
+        match tally.succeeded_after_retries() {
+            Some(1) => return add(&cells.first_ok, 1),
+            Some(n @ 2..=SUCCESS_AFTER_LAST) => return add(&cells.success_after[n - 2], 1),
+            _ => {}
         }
         let add_some = |cell: &AtomicU64, n: u32| {
             if n > 0 {
@@ -174,6 +174,15 @@ pub struct CallTally {
 }
 
 impl CallTally {
+    /// The attempts of a call that succeeded after a retry for each failure (what
+    /// one cell of [`Stats`] counts), `None` for any other call.
+    #[inline(always)]
+    fn succeeded_after_retries(&self) -> Option<usize> {
+        let n = self.attempts as usize;
+        let retried_each = self.retries as usize + 1 == n && !self.interrupted;
+        matches!(self.ended, Some((EventKind::Success, _))).then_some(n).filter(|_| retried_each)
+    }
+
     /// Counts one event of the call (what [`Stats::observe`] would count).
     #[inline(always)]
     pub fn observe(&mut self, event: &Event<'_>) {
@@ -322,6 +331,26 @@ impl Stats {
         LocalStats { cells: &self.shared, exclusive: false }.add_tally(tally);
     }
 
+    /// [`Stats::add_tally`] for a call that ran on this thread (a blocking call): a call
+    /// that succeeded after retrying each failure is one plain load and store in this
+    /// thread's inline cell, found without a pointer and without the slot's counters;
+    /// any other tally goes to this thread's cells ([`LocalStats::add_tally`]).
+    #[inline]
+    pub(crate) fn add_tally_here(&self, tally: &CallTally) {
+        if let Some(n) = tally.succeeded_after_retries() {
+            if let (2..=SUCCESS_AFTER_LAST, Some(i)) = (n, slot::current()) {
+                return add_one_exclusive(&self.success_after_by_slot[i][n - 2]);
+            }
+        }
+        self.add_tally_local(tally);
+    }
+
+    /// The rest of [`Stats::add_tally_here`], out of line.
+    #[inline(never)]
+    fn add_tally_local(&self, tally: &CallTally) {
+        self.local().add_tally(tally);
+    }
+
     /// The counters now: each the sum of its cells.
     pub fn snapshot(&self) -> StatsSnapshot {
         let slots: Vec<&Counters> = self.by_slot.iter().filter_map(|c| c.get().map(|b| &**b)).collect();
@@ -333,7 +362,8 @@ impl Stats {
             read(&|c| &c.first_ok) + self.first_ok_by_slot.iter().map(|c| c.load(Ordering::Relaxed)).sum::<u64>();
         // Calls that succeeded at attempt k after k - 1 retries: (calls, attempts, retries).
         let after = (0..SUCCESS_AFTER).fold((0, 0, 0), |(calls, attempts, retries), i| {
-            let n = read(&|c| &c.success_after[i]);
+            let n = read(&|c| &c.success_after[i])
+                + self.success_after_by_slot.iter().map(|c| c[i].load(Ordering::Relaxed)).sum::<u64>();
             let k = i as u64 + 2;
             (calls + n, attempts + k * n, retries + (k - 1) * n)
         });
