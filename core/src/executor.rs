@@ -619,7 +619,9 @@ impl Retrier {
     }
 
     /// What this retrier's calls (and its clones') did so far: calls, attempts, retries,
-    /// outcomes, exhaustions by reason.
+    /// outcomes, exhaustions by reason. A blocking call without a listener or a hook
+    /// ([`Retrier::run`]) is counted whole when it ends (also when it unwinds): read from
+    /// another thread meanwhile, its attempts so far do not show yet.
     pub fn stats(&self) -> StatsSnapshot {
         self.stats.snapshot()
     }
