@@ -1071,7 +1071,9 @@ struct Options<'a, E, T> {
 /// event's kind and the events are never built.
 pub(crate) trait Tell<E, T> {
     /// Whether anything may run during a call that can read the stats (a listener or a
-    /// hook), known at compile time: if not, a call may count its events in a tally.
+    /// hook), known at compile time: if not, a call may count its events in a tally
+    /// (the blocking executor's; the async one counts each event).
+    #[cfg_attr(not(feature = "blocking"), allow(dead_code))]
     const OBSERVED: bool;
     /// Whether anything listens (events then need their times).
     fn present(&self) -> bool;

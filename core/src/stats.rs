@@ -335,6 +335,7 @@ impl Stats {
     /// that succeeded after retrying each failure is one plain load and store in this
     /// thread's inline cell, found without a pointer and without the slot's counters;
     /// any other tally goes to this thread's cells ([`LocalStats::add_tally`]).
+    #[cfg(feature = "blocking")]
     #[inline]
     pub(crate) fn add_tally_here(&self, tally: &CallTally) {
         if let Some(n) = tally.succeeded_after_retries() {
@@ -346,6 +347,7 @@ impl Stats {
     }
 
     /// The rest of [`Stats::add_tally_here`], out of line.
+    #[cfg(feature = "blocking")]
     #[inline(never)]
     fn add_tally_local(&self, tally: &CallTally) {
         self.local().add_tally(tally);
