@@ -239,6 +239,7 @@ impl<'a, S: Sleep, E, T> AsyncRun<'a, S, E, T> {
 }
 
 impl<E, T> Tell<E, T> for Option<AsyncListener<'_, E, T>> {
+    const OBSERVED: bool = true;
     #[inline(always)]
     fn present(&self) -> bool {
         self.is_some()

@@ -20,7 +20,7 @@ use crate::engine::{Call, Decision, Plan, Resume, Stop, Verdict};
 use crate::event::{Event, ExhaustReason};
 use crate::judge::Judged;
 use crate::policy::{DeadlineHint, Policy};
-use crate::stats::{Stats, StatsSnapshot};
+use crate::stats::{CallTally, Stats, StatsSnapshot};
 
 /// How many failures a [`RetryError`] keeps: the last 64 (the contract's history cap), so
 /// a call with a huge `max_attempts` cannot hold every error it ever saw. `attempts`
@@ -619,7 +619,9 @@ impl Retrier {
     }
 
     /// What this retrier's calls (and its clones') did so far: calls, attempts, retries,
-    /// outcomes, exhaustions by reason.
+    /// outcomes, exhaustions by reason. A blocking call without a listener or a hook
+    /// ([`Retrier::run`]) is counted whole when it ends (also when it unwinds): read from
+    /// another thread meanwhile, its attempts so far do not show yet.
     pub fn stats(&self) -> StatsSnapshot {
         self.stats.snapshot()
     }
@@ -791,9 +793,9 @@ impl Retrier {
             // its call has no start to pass on, which the compiler then knows too).
             true => {
                 let first = first.map(|f| First { error: f.error, started: None });
-                self.execute_from::<_, _, false>(options, Quiet, first, op, classify)
+                self.execute_from::<_, _, _, false>(options, Quiet, first, op, classify)
             }
-            false => self.execute_from::<_, _, true>(options, Quiet, first, op, classify),
+            false => self.execute_from::<_, _, _, true>(options, Quiet, first, op, classify),
         };
         got.map_err(RetryError::without_value)
     }
@@ -836,7 +838,7 @@ impl Retrier {
     ) -> Result<T, RetryError<E, T>> {
         let Run { listener, cancel, clock, result_predicate, wait, before_retry } = run;
         let options = Options { cancel, clock, result_predicate, wait, before_retry };
-        self.execute_from::<_, _, true>(options, listener, None, op, classify)
+        self.execute_from::<_, _, _, true>(options, listener, None, op, classify)
     }
 
     /// [`Retrier::execute`], where `first` is attempt 1's error if the caller already ran
@@ -846,10 +848,13 @@ impl Retrier {
     /// reads no time, no listener, no hooks): every time given to the engine is then the
     /// constant zero, and the compiler folds the engine's time arithmetic away.
     #[cfg(feature = "blocking")]
-    fn execute_from<T, E, const MAY_READ_TIME: bool>(
+    // Always inlined into its one caller per instance: in `run_from` the options are
+    // constants (no hook, no predicate), and what they switch off folds away.
+    #[inline(always)]
+    fn execute_from<T, E, L: Tell<E, T>, const MAY_READ_TIME: bool>(
         &self,
         options: Options<'_, E, T>,
-        mut listener: impl Tell<E, T>,
+        mut listener: L,
         mut first: Option<First<E>>,
         mut op: impl FnMut(&Attempt) -> Result<T, E>,
         mut classify: impl FnMut(&E) -> Verdict,
@@ -894,21 +899,36 @@ impl Retrier {
         }
         let has_listener = listener.present();
         let listener = &mut listener;
-        // The whole call runs on this thread: its stats cells are found once.
-        let stats = self.stats.local();
+        // Hooks see the time since the call began, too.
+        let hooked = wait.is_some() || before_retry.is_some();
+        // The whole call runs on this thread: its stats cells are found once. Unless a
+        // listener or a hook may run during the call (statically: `L::OBSERVED`), nothing
+        // can read them before it ends (as in the C host): its events are tallied in place
+        // and added once at its end, also on an unwind (Counted's drop). The events are
+        // then never built: the tally reads only their kind and reason, constants at each
+        // step.
+        debug_assert!(L::OBSERVED || !hooked, "a call without listener has no hooks (run_from)");
+        let local = if L::OBSERVED { Some(self.stats.local()) } else { None };
+        let mut counted = Counted { stats: &self.stats, tally: CallTally::default(), batched: !L::OBSERVED };
+        let tally = &mut counted.tally;
         let mut notify = |event: &Event<'_>, failed: Option<Failed<'_, E, T>>| {
-            stats.observe(event);
-            listener.tell(event, failed);
+            if L::OBSERVED {
+                if let Some(stats) = &local {
+                    stats.observe(event);
+                }
+                listener.tell(event, failed);
+            } else {
+                debug_assert!(event.attempts_abandoned == 0, "a blocking call never hedges");
+                tally.observe(event);
+            }
         };
         if cancel.is_some_and(CancelToken::is_cancelled) {
             crate::engine::cancelled_before_start(policy, &mut |e| notify(e, None));
             return Err(RetryError::Cancelled { attempts: 0, errors: Vec::new(), value: None, timed_out: None });
         }
         // Time matters only to the attempts' bounds (a deadline or an attempt timeout), to
-        // a breaker or ratio budget, and to events: with none, the engine is fed a constant
-        // and the clock is never read.
-        // Hooks see the time since the call began, too.
-        let hooked = wait.is_some() || before_retry.is_some();
+        // a breaker or ratio budget, to events and to hooks: with none, the engine is fed
+        // a constant and the clock is never read.
         debug_assert!(MAY_READ_TIME || !(policy.reads_time() || has_listener || hooked));
         let timed = MAY_READ_TIME && (policy.reads_time() || has_listener || hooked);
         let read_time = || if timed { clock.now() } else { Duration::ZERO };
@@ -1015,6 +1035,25 @@ struct First<E> {
     started: Option<Duration>,
 }
 
+/// Where a blocking call counts its events when nothing reads them mid-call (`batched`):
+/// a tally added to its thread's stats cells when the call ends, however it ends.
+#[cfg(feature = "blocking")]
+struct Counted<'a> {
+    stats: &'a Stats,
+    tally: CallTally,
+    batched: bool,
+}
+
+#[cfg(feature = "blocking")]
+impl Drop for Counted<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.batched {
+            self.stats.add_tally_here(&self.tally);
+        }
+    }
+}
+
 /// The options of a [`Run`] but its listener, which the executor takes as a [`Tell`]
 /// (statically absent for [`Retrier::run`]).
 #[cfg(feature = "blocking")]
@@ -1031,6 +1070,11 @@ struct Options<'a, E, T> {
 /// compile time, so that the event sink (inlined into the engine's steps) reads only an
 /// event's kind and the events are never built.
 pub(crate) trait Tell<E, T> {
+    /// Whether anything may run during a call that can read the stats (a listener or a
+    /// hook), known at compile time: if not, a call may count its events in a tally
+    /// (the blocking executor's; the async one counts each event).
+    #[cfg_attr(not(feature = "blocking"), allow(dead_code))]
+    const OBSERVED: bool;
     /// Whether anything listens (events then need their times).
     fn present(&self) -> bool;
     /// Tells the listener of `event`, if there is one.
@@ -1041,6 +1085,7 @@ pub(crate) trait Tell<E, T> {
 pub(crate) struct Quiet;
 
 impl<E, T> Tell<E, T> for Quiet {
+    const OBSERVED: bool = false;
     #[inline(always)]
     fn present(&self) -> bool {
         false
@@ -1051,6 +1096,7 @@ impl<E, T> Tell<E, T> for Quiet {
 
 #[cfg(feature = "blocking")]
 impl<E, T> Tell<E, T> for Option<Listener<'_, E, T>> {
+    const OBSERVED: bool = true;
     #[inline(always)]
     fn present(&self) -> bool {
         self.is_some()

@@ -26,6 +26,11 @@ pub struct Stats {
     /// by slot, beside the shared `shared.first_ok`: kept inline, so that path reaches its
     /// cell without a pointer. The snapshot folds them into calls, attempts and successes.
     first_ok_by_slot: [AtomicU64; slot::SLOTS],
+    /// Calls that succeeded at attempt `i + 2` after a retry for each failure, by slot,
+    /// told by [`Stats::add_tally_here`]: inline too, so that a blocking call that retried
+    /// and succeeded reaches its cell without a pointer. The snapshot folds them with
+    /// `Counters::success_after`.
+    success_after_by_slot: [[AtomicU64; SUCCESS_AFTER]; slot::SLOTS],
 }
 
 /// One cell of each counter.
@@ -113,6 +118,44 @@ impl LocalStats<'_> {
             EventKind::BreakerOpened | EventKind::BreakerHalfOpen | EventKind::BreakerClosed => {}
         }
     }
+
+    /// [`Stats::add_tally`], in these cells: a call that succeeded after retrying each
+    /// failure is one add (a plain load and store in this thread's own cells), where
+    /// observing each of its events is one per counter it touches (seven for two failures
+    /// then a success).
+    #[inline]
+    pub(crate) fn add_tally(&self, tally: &CallTally) {
+        let (cells, exclusive) = (self.cells, self.exclusive);
+        let add = |cell: &AtomicU64, n: u32| match exclusive {
+            true => cell.store(cell.load(Ordering::Relaxed) + u64::from(n), Ordering::Relaxed),
+            false => {
+                cell.fetch_add(u64::from(n), Ordering::Relaxed);
+            }
+        };
+        match tally.succeeded_after_retries() {
+            Some(1) => return add(&cells.first_ok, 1),
+            Some(n @ 2..=SUCCESS_AFTER_LAST) => return add(&cells.success_after[n - 2], 1),
+            _ => {}
+        }
+        let add_some = |cell: &AtomicU64, n: u32| {
+            if n > 0 {
+                add(cell, n);
+            }
+        };
+        add_some(&cells.attempts, tally.attempts + u32::from(tally.interrupted));
+        add_some(&cells.retries, tally.retries);
+        let Some((kind, reason)) = tally.ended else { return };
+        let ended = match kind {
+            EventKind::Success => Some(&cells.successes),
+            EventKind::Rejected => Some(&cells.rejections),
+            EventKind::Cancelled => Some(&cells.cancellations),
+            _ => reason.map(|reason| &cells.exhaustions[reason_index(reason)]),
+        };
+        if let Some(cell) = ended {
+            add(cell, 1);
+        }
+        add(&cells.calls, 1);
+    }
 }
 
 /// The counts of one call, kept in plain fields while it runs and added to its retrier's
@@ -131,6 +174,15 @@ pub struct CallTally {
 }
 
 impl CallTally {
+    /// The attempts of a call that succeeded after a retry for each failure (what
+    /// one cell of [`Stats`] counts), `None` for any other call.
+    #[inline(always)]
+    fn succeeded_after_retries(&self) -> Option<usize> {
+        let n = self.attempts as usize;
+        let retried_each = self.retries as usize + 1 == n && !self.interrupted;
+        matches!(self.ended, Some((EventKind::Success, _))).then_some(n).filter(|_| retried_each)
+    }
+
     /// Counts one event of the call (what [`Stats::observe`] would count).
     #[inline(always)]
     pub fn observe(&mut self, event: &Event<'_>) {
@@ -276,35 +328,29 @@ impl Stats {
     /// the call touched. A tally of a call that has not ended adds its attempts and retries.
     #[inline]
     pub fn add_tally(&self, tally: &CallTally) {
-        let cells = &self.shared;
-        if let Some((EventKind::Success, _)) = tally.ended {
-            let n = tally.attempts as usize;
-            if tally.retries as usize + 1 == n && !tally.interrupted {
-                match n {
-                    1 => return add_one_shared(&cells.first_ok),
-                    2..=SUCCESS_AFTER_LAST => return add_one_shared(&cells.success_after[n - 2]),
-                    _ => {}
-                }
+        LocalStats { cells: &self.shared, exclusive: false }.add_tally(tally);
+    }
+
+    /// [`Stats::add_tally`] for a call that ran on this thread (a blocking call): a call
+    /// that succeeded after retrying each failure is one plain load and store in this
+    /// thread's inline cell, found without a pointer and without the slot's counters;
+    /// any other tally goes to this thread's cells ([`LocalStats::add_tally`]).
+    #[cfg(feature = "blocking")]
+    #[inline]
+    pub(crate) fn add_tally_here(&self, tally: &CallTally) {
+        if let Some(n) = tally.succeeded_after_retries() {
+            if let (2..=SUCCESS_AFTER_LAST, Some(i)) = (n, slot::current()) {
+                return add_one_exclusive(&self.success_after_by_slot[i][n - 2]);
             }
         }
-        let add = |cell: &AtomicU64, n: u32| {
-            if n > 0 {
-                cell.fetch_add(u64::from(n), Ordering::Relaxed);
-            }
-        };
-        add(&cells.attempts, tally.attempts + u32::from(tally.interrupted));
-        add(&cells.retries, tally.retries);
-        let Some((kind, reason)) = tally.ended else { return };
-        let ended = match kind {
-            EventKind::Success => Some(&cells.successes),
-            EventKind::Rejected => Some(&cells.rejections),
-            EventKind::Cancelled => Some(&cells.cancellations),
-            _ => reason.map(|reason| &cells.exhaustions[reason_index(reason)]),
-        };
-        if let Some(cell) = ended {
-            add_one_shared(cell);
-        }
-        add_one_shared(&cells.calls);
+        self.add_tally_local(tally);
+    }
+
+    /// The rest of [`Stats::add_tally_here`], out of line.
+    #[cfg(feature = "blocking")]
+    #[inline(never)]
+    fn add_tally_local(&self, tally: &CallTally) {
+        self.local().add_tally(tally);
     }
 
     /// The counters now: each the sum of its cells.
@@ -318,7 +364,8 @@ impl Stats {
             read(&|c| &c.first_ok) + self.first_ok_by_slot.iter().map(|c| c.load(Ordering::Relaxed)).sum::<u64>();
         // Calls that succeeded at attempt k after k - 1 retries: (calls, attempts, retries).
         let after = (0..SUCCESS_AFTER).fold((0, 0, 0), |(calls, attempts, retries), i| {
-            let n = read(&|c| &c.success_after[i]);
+            let n = read(&|c| &c.success_after[i])
+                + self.success_after_by_slot.iter().map(|c| c[i].load(Ordering::Relaxed)).sum::<u64>();
             let k = i as u64 + 2;
             (calls + n, attempts + k * n, retries + (k - 1) * n)
         });

@@ -104,3 +104,27 @@ fn a_probe_in_flight_refuses_other_calls() {
     );
     assert_eq!(got.unwrap(), 2);
 }
+
+/// A call without listener counts its events in a tally added at its end (nothing can
+/// read the statistics mid-call): an unwound call still counts what it did, as a call
+/// whose listener sees each event does. Attempt 1 fails, attempt 2 panics: one failed
+/// attempt and one retry, no call ended (the panicking attempt has no outcome).
+#[test]
+fn an_unwound_call_counts_its_failed_attempts_with_or_without_a_listener() {
+    let policy = || Policy::builder().deadline(None).initial_delay(Duration::ZERO).build().unwrap();
+    let op = |a: &retryrs::Attempt| -> Result<(), &str> {
+        if a.number < 2 {
+            Err("503")
+        } else {
+            panic!("attempt 2")
+        }
+    };
+    let (quiet, told) = (Retrier::new(policy()), Retrier::new(policy()));
+    assert!(catch_unwind(AssertUnwindSafe(|| quiet.run(op, |_| Verdict::TRANSIENT))).is_err());
+    let panicked =
+        catch_unwind(AssertUnwindSafe(|| told.execute(Run::default().listener(|_, _| {}), op, |_| Verdict::TRANSIENT)));
+    assert!(panicked.is_err());
+    let (q, t) = (quiet.stats(), told.stats());
+    assert_eq!((q.calls, q.attempts, q.retries), (0, 1, 1), "{q:?}");
+    assert_eq!(q, t);
+}

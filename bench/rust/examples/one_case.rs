@@ -11,6 +11,7 @@
 //! and `backon` (two zero-delay failures then success, each in a function of its own),
 //! `ours_sized` (the same with an error that is not zero-sized, which the history keeps),
 //! `ours_loop` and `backon_loop` (the call inlined into its loop, as the bench runs it),
+//! `ours_boxed` and `backon_boxed` (the same with an error that owns a boxed source),
 //! `happy` (retryrs's happy path, deadline off); async, every call awaited in one task
 //! on a current-thread tokio runtime as the bench runs them: `async_happy` and
 //! `backon_async_happy` (the happy path, deadline off), `async_zero` (two zero-delay
@@ -37,6 +38,11 @@ impl From<retryrs::TimedOut> for Busy {
     }
 }
 
+// bench/rust's error with a boxed source, the same type.
+#[path = "../src/wrapped.rs"]
+mod wrapped;
+use wrapped::Wrapped;
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let which = args.next().unwrap_or_else(|| "ours".into());
@@ -60,35 +66,11 @@ fn main() {
             }
         }
         // As the bench runs them: the call inlined into its loop.
-        "ours_loop" => {
-            let zero = Retrier::new(
-                Policy::builder().initial_delay(Duration::ZERO).jitter(Jitter::None).deadline(None).build().unwrap(),
-            );
-            repeat(calls, || {
-                let got = zero.run(
-                    |a: &Attempt| if black_box(a.number) < 3 { Err(Busy) } else { Ok(a.number) },
-                    |_| Verdict::TRANSIENT,
-                );
-                black_box(got.unwrap());
-            });
-        }
-        "backon_loop" => {
-            let backon_zero = ConstantBuilder::default().with_delay(Duration::ZERO).with_max_times(4);
-            repeat(calls, || {
-                let mut n = 0u32;
-                let got = (|| {
-                    n += 1;
-                    if black_box(n) < 3 {
-                        Err(Busy)
-                    } else {
-                        Ok(n)
-                    }
-                })
-                .retry(backon_zero)
-                .call();
-                black_box(got.unwrap());
-            });
-        }
+        "ours_loop" => ours_loop(calls, || Busy),
+        // bench/rust's boxed-source row: an error with a message and a boxed source.
+        "ours_boxed" => ours_loop(calls, Wrapped::new),
+        "backon_boxed" => backon_loop(calls, Wrapped::new),
+        "backon_loop" => backon_loop(calls, || Busy),
         "happy" => {
             let happy = Retrier::new(Policy::builder().deadline(None).build().unwrap());
             for _ in 0..calls {
@@ -192,7 +174,7 @@ fn main() {
             });
         }
         other => panic!(
-            "unknown case {other:?}: ours, ours_sized, ours_loop, happy, default, backon, backon_loop, \
+            "unknown case {other:?}: ours, ours_sized, ours_loop, ours_boxed, backon_boxed, happy, default, backon, backon_loop, \
              backon_happy, backon_happy_coarse, backon_happy_clock, async_happy, backon_async_happy, async_zero, \
              async_default or backon_async_timeout"
         ),
@@ -205,6 +187,40 @@ fn repeat(calls: u32, mut f: impl FnMut()) {
     for _ in 0..calls {
         f();
     }
+}
+
+/// Two zero-delay failures, each `error()`, then success through `Retrier::run`, the call
+/// inlined into its loop (as the bench runs it).
+fn ours_loop<E: std::fmt::Debug>(calls: u32, error: impl Fn() -> E) {
+    let zero = Retrier::new(
+        Policy::builder().initial_delay(Duration::ZERO).jitter(Jitter::None).deadline(None).build().unwrap(),
+    );
+    repeat(calls, || {
+        let got = zero.run(
+            |a: &Attempt| if black_box(a.number) < 3 { Err(error()) } else { Ok(a.number) },
+            |_| Verdict::TRANSIENT,
+        );
+        black_box(got.unwrap());
+    });
+}
+
+/// The same through backon with a constant zero delay.
+fn backon_loop<E: std::fmt::Debug>(calls: u32, error: impl Fn() -> E) {
+    let backon_zero = ConstantBuilder::default().with_delay(Duration::ZERO).with_max_times(4);
+    repeat(calls, || {
+        let mut n = 0u32;
+        let got = (|| {
+            n += 1;
+            if black_box(n) < 3 {
+                Err(error())
+            } else {
+                Ok(n)
+            }
+        })
+        .retry(backon_zero)
+        .call();
+        black_box(got.unwrap());
+    });
 }
 
 /// `f()` awaited `calls` times in one task on a current-thread tokio runtime (as the

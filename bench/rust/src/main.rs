@@ -49,21 +49,8 @@ impl From<retryrs::TimedOut> for Busy {
     }
 }
 
-/// An error as applications write them: a message and a boxed source (what issue 36
-/// measured 2.47x backon with, where the zero-sized `Busy` gives 1.2x).
-#[derive(Debug)]
-struct Wrapped {
-    #[allow(dead_code)] // (read through Debug only)
-    what: &'static str,
-    #[allow(dead_code)]
-    source: Box<dyn std::error::Error + Send + Sync>,
-}
-
-impl Wrapped {
-    fn new() -> Self {
-        Wrapped { what: "busy", source: Box::new(std::io::Error::from(std::io::ErrorKind::ConnectionReset)) }
-    }
-}
+mod wrapped;
+use wrapped::Wrapped;
 
 impl From<retryrs::TimedOut> for Wrapped {
     fn from(_: retryrs::TimedOut) -> Self {
