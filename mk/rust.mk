@@ -91,9 +91,11 @@ bench-policies: c-lib python-dev node-addon
 	bench/policies/run $(BUILD)
 
 # The Rust benchmark: retryrs against backon in the same run, blocking and async
-# (bench/rust -> build/bench/rust.md).
+# (bench/rust -> build/bench/rust.md), then the same cases built as a crate of its own
+# builds them (the bench-outside profile: cargo's default release settings).
 .PHONY: bench-rust
 BENCH_TARGETS += bench-rust
 bench-rust:
 	mkdir -p $(BUILD)/bench
 	cargo run --quiet --release --locked -p retryrs-bench-rust -- $(BUILD)/bench/rust.md
+	cargo run --quiet --profile bench-outside --locked -p retryrs-bench-rust -- --outside $(BUILD)/bench/rust.md

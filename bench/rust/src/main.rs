@@ -120,6 +120,16 @@ fn backon_two_failures<E: std::fmt::Debug>(backon: ConstantBuilder, error: fn() 
 }
 
 fn main() {
+    // `--outside FILE`: the build under the bench-outside profile (cargo's default release
+    // profile, as a crate of its own gets it): its table is added to FILE, each case named
+    // with OUTSIDE, and the breaker and budget table is left to the first run.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (outside, path) = match args.as_slice() {
+        [flag, path] if flag == "--outside" => (true, Some(path.clone())),
+        [path] => (false, Some(path.clone())),
+        [] => (false, None),
+        _ => panic!("usage: retryrs-bench-rust [--outside] [FILE]"),
+    };
     let happy = Retrier::new(Policy::builder().deadline(None).build().unwrap());
     let zero = Retrier::new(
         Policy::builder().initial_delay(Duration::ZERO).jitter(Jitter::None).deadline(None).build().unwrap(),
@@ -252,8 +262,13 @@ fn main() {
     }));
     rows.push(("async (tokio), two zero-delay failures", ours, theirs));
 
-    let mut table = String::from("| case | retryrs ns/call | backon ns/call | ratio |\n|---|---:|---:|---:|\n");
+    let mut table = String::new();
+    if outside {
+        table.push_str(OUTSIDE_HEADING);
+    }
+    table.push_str("| case | retryrs ns/call | backon ns/call | ratio |\n|---|---:|---:|---:|\n");
     for (case, ours, theirs) in rows {
+        let case = if outside { format!("{OUTSIDE}{case}") } else { case.to_string() };
         // Two decimals, or enough to show a ratio far below 1 (backon's 1 ms timer per
         // zero-delay retry under tokio) as more than 0.00x.
         let ratio = ours / theirs;
@@ -261,12 +276,26 @@ fn main() {
         table.push_str(&format!("| {case} | {ours:.1} | {theirs:.1} | {ratio:.digits$}x |\n"));
     }
     table.push('\n');
-    table.push_str(&kinds());
+    if !outside {
+        table.push_str(&kinds());
+    }
     print!("{table}");
-    if let Some(path) = std::env::args().nth(1) {
-        std::fs::write(&path, &table).unwrap_or_else(|e| panic!("cannot write {path}: {e}"));
+    if let Some(path) = path {
+        let written = if outside {
+            let before = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
+            format!("{before}\n{table}")
+        } else {
+            table
+        };
+        std::fs::write(&path, written).unwrap_or_else(|e| panic!("cannot write {path}: {e}"));
     }
 }
+
+/// The prefix of each case measured under the bench-outside profile.
+const OUTSIDE: &str = "(as a crate of its own) ";
+const OUTSIDE_HEADING: &str = "The same cases built as a crate outside this workspace builds them (cargo's default \
+release profile: no LTO, 16 codegen units; `--profile bench-outside`), where backon's happy path no longer \
+inlines away. Issue 36's figures (backon's happy path 6.0 ns) came from such a build.\n\n";
 
 /// Issue 27: the blocking happy path (deadline off) of a retrier without a breaker or a
 /// budget, against one with an idle closed breaker and one with each budget kind.
