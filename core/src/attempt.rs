@@ -31,6 +31,7 @@ impl Attempt {
     /// Attempt `number` started at `now`, its bound ending at `deadline` (`None`:
     /// unbounded). For hosts and executors that start their [`Call`] lazily; with a
     /// `Call` at hand, use [`Attempt::of`].
+    #[inline]
     pub fn new(number: u32, now: Duration, deadline: Option<Duration>) -> Self {
         Attempt { number, remaining: deadline.map(|d| d.saturating_sub(now)), deadline }
     }

@@ -653,6 +653,7 @@ impl<P: Deref<Target = Policy>> Call<P> {
         self.finish(Stop::Exhausted(reason), EventKind::Exhausted, elapsed, Some(reason), sink)
     }
 
+    #[inline]
     fn finish(
         &mut self,
         stop: Stop,

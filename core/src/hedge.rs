@@ -392,14 +392,21 @@ impl Hedging {
 /// Why a call that runs one attempt at a time (a blocking call, the retry engine
 /// [`crate::Call`]) refuses `policy`, if it hedges: the one wording every host uses, to
 /// which it appends what to use instead. `None` for a policy without hedging.
+// Inlined (a crate built without LTO calls it on every blocking call): the test alone;
+// the message is built out of line, only for a policy that hedges.
+#[inline]
 pub fn one_at_a_time_refusal(policy: &Policy) -> Option<String> {
-    policy.hedging().map(|_| {
-        format!(
-            "{}: this policy hedges (runs attempts side by side and abandons the losers), which a call that \
-             runs one attempt at a time cannot do",
-            policy.name()
-        )
-    })
+    policy.hedging().map(|_| hedging_refused(policy))
+}
+
+#[cold]
+#[inline(never)]
+fn hedging_refused(policy: &Policy) -> String {
+    format!(
+        "{}: this policy hedges (runs attempts side by side and abandons the losers), which a call that \
+         runs one attempt at a time cannot do",
+        policy.name()
+    )
 }
 
 fn check_attempts(n: u64) -> Result<u32, HedgeError> {
