@@ -85,6 +85,16 @@ pub struct HostPolicy {
     /// A success has to reach the engine only to be reported or to refill a budget, and
     /// a returned value has to be looked at only when a result predicate is set.
     pub wants_success: bool,
+    /// Whether anything shows a call's times (a listener's events) or runs Python code
+    /// between a failure and the next attempt that could take time (the wait hooks): the
+    /// blocking executor then reads the clock wherever an event or a bound needs it,
+    /// rather than reusing a reading (see `CallState::resume_blocking`).
+    pub observed: bool,
+    /// Whether a blocking call may start on the coarse clock (the core's
+    /// `Policy::tolerates_coarse_start`: bounds of whole seconds, no breaker or ratio
+    /// budget, and nothing observing the call): a clock read is a third of a happy
+    /// path's cost, the coarse one a fifth of that.
+    pub coarse_start: bool,
     /// Exception classes seen, and whether they may carry `retry_after` beyond the
     /// instance dict (see `attribute_hint`). Holds the classes, so an entry never outlives
     /// its class; bounded, since a program raises few distinct classes.
@@ -106,6 +116,8 @@ impl HostPolicy {
         let name = PyString::new(py, policy.name()).unbind();
         let wants_success =
             on_event.is_some() || budget.is_some() || retry_on_result.is_some() || policy.breaker().is_some();
+        let observed = on_event.is_some() || wait.is_some() || before_sleep.is_some();
+        let coarse_start = !observed && policy.tolerates_coarse_start();
         HostPolicy {
             policy,
             retry_on,
@@ -121,6 +133,8 @@ impl HostPolicy {
             stats: Arc::default(),
             name,
             wants_success,
+            observed,
+            coarse_start,
             class_cache: Mutex::default(),
         }
     }

@@ -11,7 +11,7 @@ use pyo3::sync::PyOnceLock;
 
 use crate::preload::Lookup;
 use pyo3::types::{PyDict, PyTuple};
-use retryrs::{cancelled_before_start, Admission, Call, Verdict, VirtualClock};
+use retryrs::{cancelled_before_start, Admission, Call, Clock, SystemClock, Verdict, VirtualClock};
 
 use crate::attempt::{AttemptInfo, Frame, SyncFrame, SyncSlot};
 use crate::errors;
@@ -146,7 +146,12 @@ impl Retrier {
             return Err(self.cancelled_before_start(py));
         }
         let clock = crate::testing::clock(py);
-        let start = now(&clock);
+        // Bounds of whole seconds and nothing to show the elapsed time: the coarse clock
+        // may start the call (its bounds then end at most a tick early, never late).
+        let start = match &clock {
+            None if self.host.coarse_start => SystemClock.now_coarse(),
+            _ => now(&clock),
+        };
         let admission = self.admit(py, start)?;
         // The attempt's bound, for `retryrs.current_attempt()`: a blocking attempt cannot
         // be interrupted, so it is there to be passed to I/O.
@@ -181,7 +186,7 @@ impl Retrier {
                 },
             };
             state.wait_blocking(py, delay, self.cancel.as_ref())?;
-            state.resume(py)?;
+            state.resume_blocking(py, delay)?;
             frame.set(py, state.frame())?;
             failure = match f.call(args, kwargs) {
                 Ok(value) if sync_rejects(&self.host, &value)? => Err(value),

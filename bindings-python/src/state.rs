@@ -58,6 +58,15 @@ pub struct CallState {
     /// The `retry_on` predicate's verdict on the failure being judged, when it answered in
     /// place and a hint hook is being awaited (`HostPolicy::classify`).
     predicate: Option<bool>,
+    /// Whether a decision reads the time: the policy bounds attempts or keeps time with
+    /// other calls (`Policy::reads_time`), or something observes the call (events, the
+    /// wait hooks). When not, the engine is fed the call's start and no clock is read.
+    timed: bool,
+    /// When the current attempt started, and when its failure was timed (if it was since):
+    /// after a zero wait in a blocking call, with nothing run in between, that time is the
+    /// next attempt's start (one clock read per attempt, as the core's executors do).
+    attempt_at: Duration,
+    failed_at: Option<Duration>,
 }
 
 /// A wait the engine proposed, waiting on the hooks' answers.
@@ -101,7 +110,19 @@ impl CallState {
         admission: Option<retryrs::Admission>,
     ) -> Self {
         let call = Call::start_admitted(host.policy.clone(), start, admission);
-        CallState { host, call, errors: Vec::new(), clock, token, pending: None, predicate: None }
+        let timed = host.observed || host.policy.reads_time();
+        CallState {
+            host,
+            call,
+            errors: Vec::new(),
+            clock,
+            token,
+            pending: None,
+            predicate: None,
+            timed,
+            attempt_at: start,
+            failed_at: None,
+        }
     }
 
     /// Keeps a failure: the last `retryrs::HISTORY` only, so a call with a huge
@@ -124,7 +145,16 @@ impl CallState {
 
     /// The attempt starting now (after `resume`), with the engine's bound on it.
     pub fn frame(&self) -> crate::attempt::Frame {
-        crate::attempt::Frame::of(&self.call, now(&self.clock), self.clock.clone())
+        crate::attempt::Frame::of(&self.call, self.attempt_at, self.clock.clone())
+    }
+
+    /// The time for a decision: the clock when one reads it, else the call's start.
+    fn decision_time(&self) -> Duration {
+        if self.timed {
+            now(&self.clock)
+        } else {
+            self.call.started_at()
+        }
     }
 
     /// When the call began.
@@ -272,7 +302,8 @@ impl CallState {
         };
         let host = self.host.clone();
         let sink = &mut |e: &retryrs::Event<'_>| host.emit(py, e, Some((subject, is_value)), signal);
-        let at = now(&self.clock);
+        let at = self.decision_time();
+        self.failed_at = Some(at);
         let verdict = match verdict {
             Ok(v) => v,
             Err(hook_error) => {
@@ -472,7 +503,26 @@ impl CallState {
 
     /// The wait is over: the next attempt may run, or the deadline passed during it.
     pub fn resume(&mut self, py: Python<'_>) -> PyResult<()> {
-        let at = now(&self.clock);
+        let at = self.decision_time();
+        self.resume_at(py, at)
+    }
+
+    /// [`resume`](Self::resume) after a blocking call's wait of `delay`: a zero wait is no
+    /// wait at all (`wait::blocking`), so when nothing that could take time ran since the
+    /// failure was timed (no listener, no wait hook: `HostPolicy::observed`), that time
+    /// is the next attempt's start, as in the core's executors. An async driver's zero
+    /// wait yields to the event loop: it resumes with [`resume`](Self::resume).
+    pub fn resume_blocking(&mut self, py: Python<'_>, delay: Duration) -> PyResult<()> {
+        let at = match self.failed_at {
+            Some(at) if delay.is_zero() && !self.host.observed => at,
+            _ => self.decision_time(),
+        };
+        self.resume_at(py, at)
+    }
+
+    fn resume_at(&mut self, py: Python<'_>, at: Duration) -> PyResult<()> {
+        self.attempt_at = at;
+        self.failed_at = None;
         let host = &*self.host;
         let last = self.last(py);
         let subject = last.as_ref().map(|(o, v)| (o, *v));
@@ -493,7 +543,11 @@ impl CallState {
     /// A listener's KeyboardInterrupt / SystemExit is returned: the caller raises it
     /// instead of returning the value.
     pub fn succeeded(&mut self, py: Python<'_>) -> PyResult<()> {
-        let at = now(&self.clock);
+        // Only the Success event and a breaker's count need the time of a success.
+        let at = match self.host.on_event.is_some() || self.host.policy.breaker().is_some() {
+            true => now(&self.clock),
+            false => self.attempt_at,
+        };
         let host = &*self.host;
         let mut signal = None;
         let _ = self.call.record(Verdict::Success, at, &mut |e| host.emit(py, e, None, &mut signal));
