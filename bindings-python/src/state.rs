@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use pyo3::exceptions::{PyException, PyRuntimeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::PyTuple;
 use retryrs::{
     Call, CancelToken, Clock, Decision, Plan, Policy, Proposal, Resume, RetryCause, Stop, SystemClock, Verdict,
     VirtualClock,
@@ -640,16 +640,11 @@ impl CallState {
 }
 
 /// Whether `err` is an HTTP helper's `RequestFailed` for its client's own timeout
-/// (`retryrs._http_common`): the marker it sets, read only on a failure. The marker is an
-/// instance attribute (set in `__init__`), so only the instance dict is looked at: a
-/// `getattr` that misses builds an AttributeError and its message, about 3,600
-/// instructions on every failure of every other exception (Python < 3.13 under the
-/// stable ABI has no lookup that skips it), more than the rest of a failure's handling.
+/// (`retryrs._http_common`): the marker it sets in `__init__`, an instance attribute, read
+/// only on a failure from the instance dict (`own_attr`: nothing built for the many
+/// exceptions that have none).
 fn helper_timed_out(py: Python<'_>, err: &PyErr) -> bool {
-    let value = err.value(py);
-    let Ok(dict) = value.getattr(pyo3::intern!(py, "__dict__")) else { return false };
-    let Ok(dict) = dict.cast::<PyDict>() else { return false };
-    match dict.get_item(pyo3::intern!(py, "_retryrs_timed_out")) {
+    match crate::own_attr::own_attr(err.value(py), pyo3::intern!(py, "_retryrs_timed_out")) {
         Ok(Some(marker)) => marker.is_truthy().unwrap_or(false),
         _ => false,
     }
