@@ -337,6 +337,34 @@ impl HostPolicy {
         signal: &mut Option<PyErr>,
     ) {
         self.stats.observe(event);
+        self.notify(py, event, subject, signal);
+    }
+
+    /// [`emit`](Self::emit) for a call that counts its events itself: into `tally` when
+    /// it is batched (`CallState`), else into the retrier's stats.
+    pub fn emit_counted(
+        &self,
+        py: Python<'_>,
+        event: &Event<'_>,
+        subject: Option<(&Bound<'_, PyAny>, bool)>,
+        signal: &mut Option<PyErr>,
+        tally: &mut Option<retryrs::CallTally>,
+    ) {
+        match tally {
+            Some(tally) => tally.observe(event),
+            None => self.stats.observe(event),
+        }
+        self.notify(py, event, subject, signal);
+    }
+
+    /// The listener's part of [`emit`](Self::emit).
+    fn notify(
+        &self,
+        py: Python<'_>,
+        event: &Event<'_>,
+        subject: Option<(&Bound<'_, PyAny>, bool)>,
+        signal: &mut Option<PyErr>,
+    ) {
         let Some(listener) = &self.on_event else { return };
         let event = PyEvent::new(py, &self.name, event, subject);
         let listener = listener.bind(py);

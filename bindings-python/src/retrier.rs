@@ -176,10 +176,10 @@ impl Retrier {
             }
             Err(e) => Ok(e),
         };
-        let mut state = CallState::begin(self.host.clone(), start, clock, token.cloned(), admission);
+        let mut state = CallState::begin(self.host.clone(), start, clock, token.cloned(), admission, true);
         loop {
             let delay = match failure {
-                Ok(err) => state.failed(py, err)?,
+                Ok(err) => state.failed(py, &self.host, err)?,
                 Err(value) => match state.rejected_value(py, value, None)? {
                     Failed::Wait(delay) => delay,
                     Failed::Await(_) => return Err(PyRuntimeError::new_err("retryrs: a sync call was asked to await")),
@@ -925,7 +925,7 @@ impl Retrier {
         let token = self.cancel.as_ref().map(|t| t.get().inner.clone());
         let first = first.get();
         SteppedCall::new(
-            CallState::begin(self.host.clone(), first.start, crate::testing::clock(py), token, first.admission),
+            CallState::begin(self.host.clone(), first.start, crate::testing::clock(py), token, first.admission, false),
             self.cancel.as_ref().map(|t| t.clone_ref(py)),
         )
     }

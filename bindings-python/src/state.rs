@@ -67,6 +67,20 @@ pub struct CallState {
     /// next attempt's start (one clock read per attempt, as the core's executors do).
     attempt_at: Duration,
     failed_at: Option<Duration>,
+    /// The call's counts, kept here and added to the retrier's stats when the call's state
+    /// is dropped (one atomic add for a call that succeeded after retrying each failure,
+    /// where counting each event takes seven for two failures then a success), for a
+    /// blocking call that nothing observes (no listener, no wait hook): it ends before
+    /// its caller sees its outcome. `None`: each event is counted as it happens.
+    tally: Option<retryrs::CallTally>,
+}
+
+impl Drop for CallState {
+    fn drop(&mut self) {
+        if let Some(tally) = &self.tally {
+            self.host.stats.add_tally(tally);
+        }
+    }
 }
 
 /// A wait the engine proposed, waiting on the hooks' answers.
@@ -108,9 +122,11 @@ impl CallState {
         clock: Option<VirtualClock>,
         token: Option<CancelToken>,
         admission: Option<retryrs::Admission>,
+        batched: bool,
     ) -> Self {
         let call = Call::start_admitted(host.policy.clone(), start, admission);
         let timed = host.observed || host.policy.reads_time();
+        let tally = (batched && !host.observed).then(retryrs::CallTally::default);
         CallState {
             host,
             call,
@@ -122,6 +138,7 @@ impl CallState {
             timed,
             attempt_at: start,
             failed_at: None,
+            tally,
         }
     }
 
@@ -166,11 +183,14 @@ impl CallState {
     /// that ends the call: the original (rejected, or a control-flow signal), a
     /// `RetryExhausted`, or an error raised by the predicate / hint hook (original
     /// attached as its cause).
-    pub fn failed(&mut self, py: Python<'_>, err: PyErr) -> Result<Duration, PyErr> {
+    /// `host` is the call's own (`self.host`), lent by the caller that holds it, so that
+    /// judging a failure takes no reference count (two locked adds).
+    pub fn failed(&mut self, py: Python<'_>, host: &HostPolicy, err: PyErr) -> Result<Duration, PyErr> {
+        debug_assert!(std::ptr::eq(host, &*self.host));
         // A blocking call cannot cut an attempt: the only timeouts it prices as such are
         // the HTTP helpers' (a RequestFailed for its client's own timeout).
         let timed_out = helper_timed_out(py, &err);
-        match self.failed_async(py, err, None, timed_out)? {
+        match self.failed_as(py, host, err, None, timed_out)? {
             Failed::Wait(delay) => Ok(delay),
             Failed::Await(_) => Err(PyRuntimeError::new_err("retryrs: a sync call was asked to await a hook")),
         }
@@ -187,22 +207,32 @@ impl CallState {
         answers: Option<&Bound<'_, PyTuple>>,
         timed_out: bool,
     ) -> Result<Failed, PyErr> {
-        let value = err.value(py).clone().into_any();
         let host = self.host.clone();
-        let host = &*host;
+        self.failed_as(py, &host, err, answers, timed_out)
+    }
+
+    fn failed_as(
+        &mut self,
+        py: Python<'_>,
+        host: &HostPolicy,
+        err: PyErr,
+        answers: Option<&Bound<'_, PyTuple>>,
+        timed_out: bool,
+    ) -> Result<Failed, PyErr> {
+        let value = err.value(py).clone().into_any();
         let mut signal = None;
         let subject = Some((&value, false));
         // KeyboardInterrupt, SystemExit, GeneratorExit, CancelledError: never offered to
         // the predicate, never retried. The call is cancelled; the signal goes on as is.
         if !value.is_instance_of::<PyException>() {
             let at = now(&self.clock);
-            let _ = self.call.cancel(at, &mut |e| host.emit(py, e, subject, &mut signal));
+            let _ = self.call.cancel(at, &mut |e| host.emit_counted(py, e, subject, &mut signal, &mut self.tally));
             self.errors.clear();
             return Err(err);
         }
         let mut predicate = self.predicate.take();
         let classify = || host.classify(&value, answers, &mut predicate);
-        let decided = self.decide(py, &value, false, classify, timed_out, answers, &mut signal);
+        let decided = self.decide(py, host, &value, false, classify, timed_out, answers, &mut signal);
         self.predicate = predicate;
         let decision = match decided? {
             Ok(Hooked::Decided(d)) => d,
@@ -256,7 +286,7 @@ impl CallState {
         let host = self.host.clone();
         let mut signal = None;
         let classify = || host.hint_verdict(&value, answers);
-        let decision = match self.decide(py, &value, true, classify, false, answers, &mut signal)? {
+        let decision = match self.decide(py, &host, &value, true, classify, false, answers, &mut signal)? {
             Ok(Hooked::Decided(d)) => d,
             Ok(Hooked::Await(pending)) => return Ok(Failed::Await(pending)),
             // No cause: the rejected value is not an exception.
@@ -284,6 +314,7 @@ impl CallState {
     fn decide<'py>(
         &mut self,
         py: Python<'py>,
+        host: &HostPolicy,
         subject: &Bound<'py, PyAny>,
         is_value: bool,
         classify: impl FnOnce() -> PyResult<Classified<'py>>,
@@ -293,17 +324,16 @@ impl CallState {
     ) -> PyResult<Result<Hooked, PyErr>> {
         if let Some(pending) = self.pending.take() {
             // The hooks' awaited answers: classification is done and the engine proposed.
-            return Ok(self.hooked(py, pending, subject, is_value, answers, signal));
+            return Ok(self.hooked(py, host, pending, subject, is_value, answers, signal));
         }
         let verdict = match classify() {
             Ok(Classified::Await(pending)) => return Ok(Ok(Hooked::Await(pending.unbind()))),
             Ok(Classified::Verdict(v)) => Ok(v),
             Err(e) => Err(e),
         };
-        let host = self.host.clone();
-        let sink = &mut |e: &retryrs::Event<'_>| host.emit(py, e, Some((subject, is_value)), signal);
         let at = self.decision_time();
         self.failed_at = Some(at);
+        let sink = &mut |e: &retryrs::Event<'_>| host.emit_counted(py, e, Some((subject, is_value)), signal, &mut self.tally);
         let verdict = match verdict {
             Ok(v) => v,
             Err(hook_error) => {
@@ -316,7 +346,7 @@ impl CallState {
         let exact = if is_value { None } else { host.exact_wait(subject, &verdict) };
         if host.hooks_waits() {
             let asked = answers.map_or(0, |a| a.len());
-            self.proposed(py, verdict, exact, timed_out, at, subject, is_value, answers, asked, signal)
+            self.proposed(py, host, verdict, exact, timed_out, at, subject, is_value, answers, asked, signal)
         } else if let Some(exact) = exact {
             // A server's exact wait: the engine proposes (its deadline, attempts and budget
             // may still end the call), then waits exactly that long.
@@ -338,6 +368,7 @@ impl CallState {
     fn proposed(
         &mut self,
         py: Python<'_>,
+        host: &HostPolicy,
         verdict: Verdict,
         exact: Option<Duration>,
         timed_out: bool,
@@ -348,8 +379,7 @@ impl CallState {
         asked: usize,
         signal: &mut Option<PyErr>,
     ) -> PyResult<Result<Hooked, PyErr>> {
-        let host = self.host.clone();
-        let sink = &mut |e: &retryrs::Event<'_>| host.emit(py, e, Some((subject, is_value)), signal);
+        let sink = &mut |e: &retryrs::Event<'_>| host.emit_counted(py, e, Some((subject, is_value)), signal, &mut self.tally);
         let proposal =
             self.call.propose_as(verdict, RetryCause::from_timed_out(timed_out), at, sink).map_err(state_error)?;
         match proposal {
@@ -362,7 +392,7 @@ impl CallState {
                 }
                 let subject_obj = subject.clone().unbind();
                 let pending = Pending { delay, attempt, asked, hook: 0, subject: subject_obj, is_value, exact };
-                Ok(self.hooked(py, pending, subject, is_value, answers, signal))
+                Ok(self.hooked(py, host, pending, subject, is_value, answers, signal))
             }
         }
     }
@@ -372,16 +402,17 @@ impl CallState {
     /// plan they make. An awaitable answer (async calls) comes back to be awaited, the
     /// proposal kept; a hook's own error (or an answer it may not give) is `Err`, the
     /// call then settled as stopped.
+    #[allow(clippy::too_many_arguments)]
     fn hooked(
         &mut self,
         py: Python<'_>,
+        host: &HostPolicy,
         pending: Pending,
         subject: &Bound<'_, PyAny>,
         is_value: bool,
         answers: Option<&Bound<'_, PyTuple>>,
         signal: &mut Option<PyErr>,
     ) -> Result<Hooked, PyErr> {
-        let host = self.host.clone();
         let can_await = answers.is_some();
         let mut asked = pending.asked;
         // A server's exact wait is the plan unless a hook makes another.
@@ -470,7 +501,7 @@ impl CallState {
         let at = now(&self.clock);
         let decision = self
             .call
-            .settle(plan, at, &mut |e| host.emit(py, e, Some((subject, is_value)), signal))
+            .settle(plan, at, &mut |e| host.emit_counted(py, e, Some((subject, is_value)), signal, &mut self.tally))
             .map_err(state_error)?;
         match failure {
             Some(e) => Err(e),
@@ -527,7 +558,7 @@ impl CallState {
         let last = self.last(py);
         let subject = last.as_ref().map(|(o, v)| (o, *v));
         let mut signal = None;
-        let resumed = self.call.after_wait(at, &mut |e| host.emit(py, e, subject, &mut signal)).map_err(state_error)?;
+        let resumed = self.call.after_wait(at, &mut |e| host.emit_counted(py, e, subject, &mut signal, &mut self.tally)).map_err(state_error)?;
         if let Some(signal) = signal {
             self.errors.clear();
             return Err(signal);
@@ -550,7 +581,7 @@ impl CallState {
         };
         let host = &*self.host;
         let mut signal = None;
-        let _ = self.call.record(Verdict::Success, at, &mut |e| host.emit(py, e, None, &mut signal));
+        let _ = self.call.record(Verdict::Success, at, &mut |e| host.emit_counted(py, e, None, &mut signal, &mut self.tally));
         self.errors.clear();
         signal.map_or(Ok(()), Err)
     }
@@ -587,7 +618,7 @@ impl CallState {
         let last = self.last(py);
         let subject = last.as_ref().map(|(o, v)| (o, *v));
         let mut signal = None;
-        let _ = self.call.cancel(at, &mut |e| host.emit(py, e, subject, &mut signal));
+        let _ = self.call.cancel(at, &mut |e| host.emit_counted(py, e, subject, &mut signal, &mut self.tally));
         signal
     }
 
