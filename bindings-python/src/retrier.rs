@@ -170,7 +170,9 @@ impl Retrier {
                         return Ok(value.unbind());
                     }
                 } else {
-                    self.host.stats.count_first_attempt_success();
+                    // In this thread's own cell (a plain load and store, where the shared
+                    // cell takes a locked add): a blocking call runs on one thread.
+                    self.host.stats.count_first_attempt_success_on_this_thread();
                     return Ok(value.unbind());
                 }
             }

@@ -429,3 +429,30 @@ def test_none_on_a_knob_that_cannot_be_off_is_refused(knob: str) -> None:
 def test_none_still_turns_off_what_can_be_off() -> None:
     r = Retrier(retry_on=OSError, deadline=None, max_retry_after=None, seed=None)
     assert r.deadline is None and r.max_retry_after is None
+
+
+def test_stats_count_every_threads_calls():
+    # A blocking call's happy path counts in its thread's own cell (the first 16 threads)
+    # or the shared one, and a call that retried adds its tally when it ends: the sums
+    # are every call's, across more threads than there are cells.
+    r = Retrier(initial_delay=0, max_delay=0)
+
+    def work():
+        for i in range(100):
+            state = [0]
+
+            def flaky():
+                state[0] += 1
+                if i % 2 and state[0] == 1:
+                    raise ConnectionError("once")
+                return 1
+
+            assert r.call(flaky) == 1
+
+    threads = [threading.Thread(target=work) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    s = r.stats()
+    assert (s["calls"], s["successes"], s["attempts"], s["retries"]) == (2000, 2000, 3000, 1000)
