@@ -41,6 +41,10 @@ pub struct Kept {
     pub is_value: bool,
 }
 
+/// The failures of a call: the first few inline, so a call that retries a few times and
+/// succeeds allocates nothing for them.
+pub type Failures = smallvec::SmallVec<[Kept; 4]>;
+
 /// Once the call has ended its failures are dropped: they live on in the exception that
 /// carries them, and a finished call must not keep tracebacks (hence frames, hence often
 /// itself) alive.
@@ -49,7 +53,7 @@ pub struct CallState {
     call: Call<Arc<Policy>>,
     /// The failures so far, in order, the last `retryrs::HISTORY` at most (the cause of
     /// Exhausted and Cancelled is the last error; a last rejected value is their `result`).
-    pub errors: Vec<Kept>,
+    pub errors: Failures,
     pub clock: Option<VirtualClock>,
     pub token: Option<CancelToken>,
     /// The engine proposed a wait and the hooks (wait=, before_sleep=) are being asked:
@@ -130,7 +134,7 @@ impl CallState {
         CallState {
             host,
             call,
-            errors: Vec::new(),
+            errors: Failures::new(),
             clock,
             token,
             pending: None,
