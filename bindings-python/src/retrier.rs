@@ -157,7 +157,7 @@ impl Retrier {
         // be interrupted, so it is there to be passed to I/O.
         let slot = SyncSlot::new();
         let frame = SyncFrame::push(py, &slot, &self.host.policy, start, &clock)?;
-        let mut failure = match f.call(args, kwargs) {
+        let mut failure = match attempt(f, args, kwargs) {
             Ok(value) => {
                 if is_coroutine(py, &value)? {
                     return Err(coroutine_in_sync_call(f, &value, decorated));
@@ -190,7 +190,7 @@ impl Retrier {
             state.wait_blocking(py, delay, self.cancel.as_ref())?;
             state.resume_blocking(py, delay)?;
             frame.set(py, state.frame())?;
-            failure = match f.call(args, kwargs) {
+            failure = match attempt(f, args, kwargs) {
                 Ok(value) if sync_rejects(&self.host, &value)? => Err(value),
                 Ok(value) => {
                     state.succeeded(py)?;
@@ -247,6 +247,48 @@ impl Retrier {
         let mut signal = None;
         cancelled_before_start(&host.policy, &mut |e| host.emit(py, e, None, &mut signal));
         signal.unwrap_or_else(|| errors::cancelled(py, host.policy.name(), 0, &[]))
+    }
+}
+
+/// One attempt of a blocking call, `f(*args, **kwargs)`: its value, or the exception it
+/// raised, normalized and with its traceback attached as an `except` clause sees it (so
+/// raising it again raises it unchanged). Fetched without a `PyErr`, whose state (a
+/// `Once` completed with atomics, three references) costs a failure more than the rest of
+/// taking it.
+fn attempt<'py>(
+    f: &Bound<'py, PyAny>,
+    args: &Bound<'py, PyTuple>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> Result<Bound<'py, PyAny>, Bound<'py, PyAny>> {
+    let py = f.py();
+    let kwargs = kwargs.map_or(std::ptr::null_mut(), |k| k.as_ptr());
+    // SAFETY: live objects, the GIL held; the result is a new reference or null with an
+    // exception set.
+    let result = unsafe { pyo3::ffi::PyObject_Call(f.as_ptr(), args.as_ptr(), kwargs) };
+    if !result.is_null() {
+        // SAFETY: a new reference.
+        return Ok(unsafe { Bound::from_owned_ptr(py, result) });
+    }
+    let (mut kind, mut value, mut traceback) = (std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: the error indicator is set (the call returned null); Fetch hands over its
+    // three references (each may be null) and clears it; Normalize makes `value` an
+    // instance of `kind`; SetTraceback takes its own reference to the traceback.
+    unsafe {
+        pyo3::ffi::PyErr_Fetch(&mut kind, &mut value, &mut traceback);
+        if kind.is_null() {
+            // A callable that returned null without an exception (a broken extension).
+            return Err(pyo3::exceptions::PySystemError::new_err("error return without exception set").into_value(py).into_any().into_bound(py));
+        }
+        pyo3::ffi::PyErr_NormalizeException(&mut kind, &mut value, &mut traceback);
+        if !traceback.is_null() && !value.is_null() {
+            pyo3::ffi::PyException_SetTraceback(value, traceback);
+        }
+        pyo3::ffi::Py_XDECREF(kind);
+        pyo3::ffi::Py_XDECREF(traceback);
+        if value.is_null() {
+            return Err(pyo3::exceptions::PySystemError::new_err("an exception without a value").into_value(py).into_any().into_bound(py));
+        }
+        Err(Bound::from_owned_ptr(py, value))
     }
 }
 

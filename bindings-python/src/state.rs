@@ -189,12 +189,13 @@ impl CallState {
     /// attached as its cause).
     /// `host` is the call's own (`self.host`), lent by the caller that holds it, so that
     /// judging a failure takes no reference count (two locked adds).
-    pub fn failed(&mut self, py: Python<'_>, host: &HostPolicy, err: PyErr) -> Result<Duration, PyErr> {
+    /// `raised` is the exception, its traceback attached (`crate::retrier::attempt`).
+    pub fn failed(&mut self, py: Python<'_>, host: &HostPolicy, raised: Bound<'_, PyAny>) -> Result<Duration, PyErr> {
         debug_assert!(std::ptr::eq(host, &*self.host));
         // A blocking call cannot cut an attempt: the only timeouts it prices as such are
         // the HTTP helpers' (a RequestFailed for its client's own timeout).
-        let timed_out = helper_timed_out(py, &err);
-        match self.failed_as(py, host, err, None, timed_out)? {
+        let timed_out = helper_timed_out(&raised);
+        match self.failed_as(py, host, raised, None, None, timed_out)? {
             Failed::Wait(delay) => Ok(delay),
             Failed::Await(_) => Err(PyRuntimeError::new_err("retryrs: a sync call was asked to await a hook")),
         }
@@ -212,18 +213,25 @@ impl CallState {
         timed_out: bool,
     ) -> Result<Failed, PyErr> {
         let host = self.host.clone();
-        self.failed_as(py, &host, err, answers, timed_out)
+        let value = err.value(py).clone().into_any();
+        self.failed_as(py, &host, value, Some(err), answers, timed_out)
     }
 
+    /// The failure `value`, raised as `err` when the caller has it as a PyErr (else it is
+    /// raised again from the value, which carries its traceback).
     fn failed_as(
         &mut self,
         py: Python<'_>,
         host: &HostPolicy,
-        err: PyErr,
+        value: Bound<'_, PyAny>,
+        err: Option<PyErr>,
         answers: Option<&Bound<'_, PyTuple>>,
         timed_out: bool,
     ) -> Result<Failed, PyErr> {
-        let value = err.value(py).clone().into_any();
+        let original = |err: Option<PyErr>, value: &Bound<'_, PyAny>| match err {
+            Some(err) => err,
+            None => PyErr::from_value(value.clone()),
+        };
         let mut signal = None;
         let subject = Some((&value, false));
         // KeyboardInterrupt, SystemExit, GeneratorExit, CancelledError: never offered to
@@ -232,7 +240,7 @@ impl CallState {
             let at = now(&self.clock);
             let _ = self.call.cancel(at, &mut |e| host.emit_counted(py, e, subject, &mut signal, &mut self.tally));
             self.errors.clear();
-            return Err(err);
+            return Err(original(err, &value));
         }
         let mut predicate = self.predicate.take();
         let classify = || host.classify(&value, answers, &mut predicate);
@@ -241,12 +249,12 @@ impl CallState {
         let decision = match decided? {
             Ok(Hooked::Decided(d)) => d,
             Ok(Hooked::Await(pending)) => return Ok(Failed::Await(pending)),
-            Err(hook_error) => return Err(self.hook_failed(py, hook_error, Some(err), signal)),
+            Err(hook_error) => return Err(self.hook_failed(py, hook_error, Some(original(err, &value)), signal)),
         };
         if let Some(signal) = signal {
             // A Ctrl-C (or SystemExit) raised by a listener ends the call as it would
             // anywhere else; the failure it interrupted is its context.
-            signal.value(py).setattr("__context__", err.value(py))?;
+            signal.value(py).setattr("__context__", &value)?;
             self.errors.clear();
             return Err(signal);
         }
@@ -255,7 +263,7 @@ impl CallState {
             // 3.12 a caught error's traceback is the PyErr's, not yet the object's).
             // Set as the interpreter sets it, past any `__setattr__` of the error's class
             // (one that refuses attributes must not replace the error it was raising).
-            if let Some(tb) = err.traceback(py) {
+            if let Some(tb) = err.as_ref().and_then(|err| err.traceback(py)) {
                 // SAFETY: both are live objects held with the GIL; the call takes its own
                 // reference to the traceback.
                 unsafe { pyo3::ffi::PyException_SetTraceback(value.as_ptr(), tb.as_ptr()) };
@@ -273,7 +281,7 @@ impl CallState {
             // Rejected: the original error, unchanged (same object, same traceback).
             Decision::Stop(_) => {
                 self.errors.clear();
-                Err(err)
+                Err(original(err, &value))
             }
         }
     }
@@ -678,8 +686,8 @@ impl CallState {
 /// (`retryrs._http_common`): the marker it sets in `__init__`, an instance attribute, read
 /// only on a failure from the instance dict (`own_attr`: nothing built for the many
 /// exceptions that have none).
-fn helper_timed_out(py: Python<'_>, err: &PyErr) -> bool {
-    match crate::own_attr::own_attr(err.value(py), pyo3::intern!(py, "_retryrs_timed_out")) {
+fn helper_timed_out(raised: &Bound<'_, PyAny>) -> bool {
+    match crate::own_attr::own_attr(raised, pyo3::intern!(raised.py(), "_retryrs_timed_out")) {
         Ok(Some(marker)) => marker.is_truthy().unwrap_or(false),
         _ => false,
     }

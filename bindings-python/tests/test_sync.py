@@ -456,3 +456,23 @@ def test_stats_count_every_threads_calls():
         t.join()
     s = r.stats()
     assert (s["calls"], s["successes"], s["attempts"], s["retries"]) == (2000, 2000, 3000, 1000)
+
+
+def test_each_kept_failure_has_its_own_traceback_and_a_signal_goes_on_unchanged(virtual):
+    # A blocking attempt's exception is taken with its traceback attached, as an `except`
+    # clause sees it, on every Python version.
+    f = Flaky(10)
+    with pytest.raises(RetryExhausted) as info:
+        Retrier(max_attempts=3).call(f)
+    tbs = [e.__traceback__ for e in info.value.errors]
+    assert all(tb is not None for tb in tbs) and len({id(tb) for tb in tbs}) == 3
+    assert all("__call__" in [fr.name for fr in traceback.extract_tb(tb)] for tb in tbs)
+
+    interrupt = KeyboardInterrupt()
+
+    def stop():
+        raise interrupt
+
+    with pytest.raises(KeyboardInterrupt) as info:
+        Retrier().call(stop)
+    assert info.value is interrupt and "stop" in [fr.name for fr in traceback.extract_tb(interrupt.__traceback__)]
