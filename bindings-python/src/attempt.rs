@@ -336,17 +336,26 @@ impl<'a> SyncFrame<'a> {
         Ok(SyncFrame::Thread(slot))
     }
 
-    pub fn set(&self, py: Python<'_>, frame: Frame) -> PyResult<()> {
+    /// The call's attempt in progress, `call`'s, started at `at` on `clock`.
+    pub fn set<P: Deref<Target = Policy>>(
+        &self,
+        py: Python<'_>,
+        call: &Call<P>,
+        at: Duration,
+        clock: &Option<VirtualClock>,
+    ) -> PyResult<()> {
         match self {
             // SAFETY: the call's own slot, on this thread; no reader runs meanwhile.
             SyncFrame::Thread(slot) => unsafe {
                 if let Some(top) = &mut *slot.frame.get() {
-                    // Still the same blocking call: its place among the others stays.
-                    *top = Frame { mark: top.mark, ..frame };
+                    // Still the same blocking call: its place among the others (its mark)
+                    // stays, so the thread's stack is not looked up again.
+                    let end = call.attempt_deadline().ok().flatten();
+                    *top = Frame::marked(top.mark, call.attempt(), end, at, clock.clone());
                 }
             },
             // The first set's token restores the value from before the call at the end.
-            SyncFrame::Context(_) => drop(set_in_context(py, frame)?),
+            SyncFrame::Context(_) => drop(set_in_context(py, Frame::of(call, at, clock.clone()))?),
         }
         Ok(())
     }

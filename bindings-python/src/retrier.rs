@@ -170,9 +170,10 @@ impl Retrier {
                         return Ok(value.unbind());
                     }
                 } else {
-                    // In this thread's own cell (a plain load and store, where the shared
-                    // cell takes a locked add): a blocking call runs on one thread.
-                    self.host.stats.count_first_attempt_success_on_this_thread();
+                    // In the shared cell: an uncontended locked add (about 4.5 ns here)
+                    // costs less than finding this thread's cell in a shared library
+                    // (a call to __tls_get_addr, about 8 ns), which the C host's does.
+                    self.host.stats.count_first_attempt_success();
                     return Ok(value.unbind());
                 }
             }
@@ -189,7 +190,7 @@ impl Retrier {
             };
             state.wait_blocking(py, delay, self.cancel.as_ref())?;
             state.resume_blocking(py, delay)?;
-            frame.set(py, state.frame())?;
+            state.set_frame(py, &frame)?;
             failure = match attempt(f, args, kwargs) {
                 Ok(value) if sync_rejects(&self.host, &value)? => Err(value),
                 Ok(value) => {

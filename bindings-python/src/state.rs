@@ -169,6 +169,11 @@ impl CallState {
         crate::attempt::Frame::of(&self.call, self.attempt_at, self.clock.clone())
     }
 
+    /// Puts the attempt starting now (after `resume`) in a blocking call's place.
+    pub fn set_frame(&self, py: Python<'_>, frame: &crate::attempt::SyncFrame<'_>) -> PyResult<()> {
+        frame.set(py, &self.call, self.attempt_at, &self.clock)
+    }
+
     /// The time for a decision: the clock when one reads it, else the call's start.
     fn decision_time(&self) -> Duration {
         if self.timed {
