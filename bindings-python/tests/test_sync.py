@@ -432,9 +432,8 @@ def test_none_still_turns_off_what_can_be_off() -> None:
 
 
 def test_stats_count_every_threads_calls():
-    # A blocking call's happy path counts in its thread's own cell (the first 16 threads)
-    # or the shared one, and a call that retried adds its tally when it ends: the sums
-    # are every call's, across more threads than there are cells.
+    # A blocking call's happy path counts as it returns, and a call that retried adds its
+    # tally when it ends: the sums are every call's, from every thread.
     r = Retrier(initial_delay=0, max_delay=0)
 
     def work():
