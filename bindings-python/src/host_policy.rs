@@ -79,7 +79,7 @@ pub struct HostPolicy {
     pub named: bool,
     /// The retrier's counts (`r.stats()`), told every event; shared by the retriers made
     /// from this one for a decorated function or an HTTP helper.
-    pub stats: Arc<HostStats>,
+    pub stats: Arc<retryrs::Stats>,
     /// The name as a Python str, made once rather than per event.
     pub name: Py<PyString>,
     /// A success has to reach the engine only to be reported or to refill a budget, and
@@ -370,46 +370,6 @@ impl HostPolicy {
         let listener = listener.bind(py);
         let result = Bound::new(py, event).and_then(|e| listener.call1((e,)));
         tell(py, listener, result, signal);
-    }
-}
-
-/// A retrier's stats as Python counts them: the engine's [`retryrs::Stats`], and the calls
-/// whose first attempt succeeded with nothing to tell (no `Call`), counted with the GIL
-/// held: every writer holds it (the module is built for the stable ABI, which a
-/// free-threaded CPython does not load), so a plain load and store cannot lose a count,
-/// where the engine's shared cell takes a locked add (a thirtieth of the happy path).
-/// Folded into the engine's counts when they are read.
-#[derive(Default)]
-pub struct HostStats {
-    stats: retryrs::Stats,
-    first_ok: std::sync::atomic::AtomicU64,
-}
-
-impl std::ops::Deref for HostStats {
-    type Target = retryrs::Stats;
-    fn deref(&self) -> &retryrs::Stats {
-        &self.stats
-    }
-}
-
-impl HostStats {
-    /// A call whose first attempt succeeded and that nothing observes: `py` is the proof
-    /// that the GIL is held.
-    #[inline]
-    pub fn count_first_attempt_success(&self, _py: Python<'_>) {
-        use std::sync::atomic::Ordering::Relaxed;
-        self.first_ok.store(self.first_ok.load(Relaxed) + 1, Relaxed);
-    }
-
-    /// The counts, with the GIL held (see [`HostStats`]).
-    pub fn snapshot(&self, _py: Python<'_>) -> retryrs::StatsSnapshot {
-        use std::sync::atomic::Ordering::Relaxed;
-        let pending = self.first_ok.load(Relaxed);
-        if pending > 0 {
-            self.first_ok.store(0, Relaxed);
-            self.stats.count_first_attempt_successes(pending);
-        }
-        self.stats.snapshot()
     }
 }
 
