@@ -204,7 +204,7 @@ impl AttemptInfo {
 /// innermost first: a call links its slot when it starts and unlinks it when it ends, a
 /// few stores with no allocation and no borrow flag. Cells without a destructor, so that
 /// the thread-local needs no registration either: each access is the address lookup.
-struct Stack {
+pub struct Stack {
     /// This thread's number (0: not given yet).
     thread: Cell<u64>,
     /// The blocking calls started on this thread so far.
@@ -255,7 +255,11 @@ impl SyncSlot {
 /// updated per attempt, unlinked when it ends, however it ends), or, where greenlets may
 /// switch within the thread, the context variable (reset when it ends).
 pub enum SyncFrame<'a> {
-    Thread(&'a SyncSlot),
+    /// The slot, and the thread's stack it is linked on (a thread-local without a
+    /// destructor, so its address holds for the thread's life; a `SyncFrame` borrows a
+    /// slot with `Cell`s, so it never leaves the thread): the end of the call unlinks it
+    /// without a second thread-local lookup, a call in a shared library.
+    Thread(&'a SyncSlot, *const Stack),
     /// The token of the first set, which restores what was there before the call.
     Context(Py<PyAny>),
 }
@@ -326,27 +330,37 @@ impl<'a> SyncFrame<'a> {
             let frame = Frame::marked(Mark::next(), 1, end, start, clock.clone());
             return Ok(SyncFrame::Context(set_in_context(py, frame)?));
         }
-        SYNC.with(|s| {
+        let stack = SYNC.with(|s| {
             let mark = s.mark(true);
             // SAFETY: the slot is not linked yet: nothing else reads it.
             unsafe { *slot.frame.get() = Some(Frame::marked(mark, 1, end, start, clock.clone())) };
             slot.prev.set(s.top.get());
             s.top.set(slot);
+            s as *const Stack
         });
-        Ok(SyncFrame::Thread(slot))
+        Ok(SyncFrame::Thread(slot, stack))
     }
 
-    pub fn set(&self, py: Python<'_>, frame: Frame) -> PyResult<()> {
+    /// The call's attempt in progress, `call`'s, started at `at` on `clock`.
+    pub fn set<P: Deref<Target = Policy>>(
+        &self,
+        py: Python<'_>,
+        call: &Call<P>,
+        at: Duration,
+        clock: &Option<VirtualClock>,
+    ) -> PyResult<()> {
         match self {
             // SAFETY: the call's own slot, on this thread; no reader runs meanwhile.
-            SyncFrame::Thread(slot) => unsafe {
+            SyncFrame::Thread(slot, _) => unsafe {
                 if let Some(top) = &mut *slot.frame.get() {
-                    // Still the same blocking call: its place among the others stays.
-                    *top = Frame { mark: top.mark, ..frame };
+                    // Still the same blocking call: its place among the others (its mark)
+                    // stays, so the thread's stack is not looked up again.
+                    let end = call.attempt_deadline().ok().flatten();
+                    *top = Frame::marked(top.mark, call.attempt(), end, at, clock.clone());
                 }
             },
             // The first set's token restores the value from before the call at the end.
-            SyncFrame::Context(_) => drop(set_in_context(py, frame)?),
+            SyncFrame::Context(_) => drop(set_in_context(py, Frame::of(call, at, clock.clone()))?),
         }
         Ok(())
     }
@@ -355,7 +369,9 @@ impl<'a> SyncFrame<'a> {
 impl Drop for SyncFrame<'_> {
     fn drop(&mut self) {
         match self {
-            SyncFrame::Thread(slot) => SYNC.with(|s| {
+            SyncFrame::Thread(slot, stack) => {
+                // SAFETY: this thread's stack (see `SyncFrame::Thread`), alive for its life.
+                let s = unsafe { &**stack };
                 let me: *const SyncSlot = *slot;
                 if s.top.get() == me {
                     s.top.set(slot.prev.get());
@@ -374,7 +390,7 @@ impl Drop for SyncFrame<'_> {
                     }
                     at = next.get();
                 }
-            }),
+            }
             SyncFrame::Context(token) => Python::attach(|py| {
                 // Only fails if the context changed under the call: nothing to restore then.
                 if let Ok(var) = context_var(py) {

@@ -3,13 +3,13 @@
 //! from, who listens), and how each is applied: classifying a failure, extracting its
 //! hint, emitting events. Shared (`Arc`) by a Retrier, its derived retriers and calls.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
 
 use crate::preload::Lookup;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString, PyTuple, PyType};
+use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyString, PyTuple, PyType};
 use retryrs::{duration_from_ms, Event, Policy, Verdict};
 
 use crate::budget::PyRetryBudget;
@@ -85,13 +85,17 @@ pub struct HostPolicy {
     /// A success has to reach the engine only to be reported or to refill a budget, and
     /// a returned value has to be looked at only when a result predicate is set.
     pub wants_success: bool,
-    /// Exception classes seen, and whether they may carry `retry_after` beyond the
-    /// instance dict (see `attribute_hint`). Holds the classes, so an entry never outlives
-    /// its class; bounded, since a program raises few distinct classes.
-    class_cache: Mutex<Vec<(Py<PyType>, bool)>>,
+    /// Whether anything shows a call's times (a listener's events) or runs Python code
+    /// between a failure and the next attempt that could take time (the wait hooks): the
+    /// blocking executor then reads the clock wherever an event or a bound needs it,
+    /// rather than reusing a reading (see `CallState::resume_blocking`).
+    pub observed: bool,
+    /// Whether a blocking call may start on the coarse clock (the core's
+    /// `Policy::tolerates_coarse_start`: bounds of whole seconds, no breaker or ratio
+    /// budget, and nothing observing the call): a clock read is a third of a happy
+    /// path's cost, the coarse one a fifth of that.
+    pub coarse_start: bool,
 }
-
-const CLASS_CACHE_SIZE: usize = 32;
 
 impl HostPolicy {
     pub fn new(
@@ -106,6 +110,8 @@ impl HostPolicy {
         let name = PyString::new(py, policy.name()).unbind();
         let wants_success =
             on_event.is_some() || budget.is_some() || retry_on_result.is_some() || policy.breaker().is_some();
+        let observed = on_event.is_some() || wait.is_some() || before_sleep.is_some();
+        let coarse_start = !observed && policy.tolerates_coarse_start();
         HostPolicy {
             policy,
             retry_on,
@@ -121,7 +127,8 @@ impl HostPolicy {
             stats: Arc::default(),
             name,
             wants_success,
-            class_cache: Mutex::default(),
+            observed,
+            coarse_start,
         }
     }
 
@@ -312,40 +319,9 @@ impl HostPolicy {
         crate::pushback::exact_wait(&value)
     }
 
-    /// The exception's `retry_after` attribute, if it has one. A plain `getattr` that
-    /// misses builds an AttributeError (about 400 ns, more than the rest of a failure's
-    /// handling), so when the exception's class defines no `retry_after` and no
-    /// `__getattr__` (known once per class) only the instance dict is looked at.
+    /// The exception's `retry_after` attribute, if it has one (see `own_attr`).
     fn attribute_hint<'py>(&self, exc: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let py = exc.py();
-        let key = pyo3::intern!(py, "retry_after");
-        if self.class_may_have(exc, key)? {
-            return exc.getattr_opt(key);
-        }
-        match exc.getattr(pyo3::intern!(py, "__dict__")) {
-            Ok(d) => match d.cast::<PyDict>() {
-                Ok(d) => d.get_item(key),
-                Err(_) => exc.getattr_opt(key),
-            },
-            Err(_) => exc.getattr_opt(key),
-        }
-    }
-
-    fn class_may_have(&self, exc: &Bound<'_, PyAny>, key: &Bound<'_, PyString>) -> PyResult<bool> {
-        let py = exc.py();
-        let ty = exc.get_type();
-        {
-            let cache = self.class_cache.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some((_, may)) = cache.iter().find(|(t, _)| t.is(&ty)) {
-                return Ok(*may);
-            }
-        }
-        let may = ty.getattr_opt(key)?.is_some() || ty.getattr_opt(pyo3::intern!(py, "__getattr__"))?.is_some();
-        let mut cache = self.class_cache.lock().unwrap_or_else(|e| e.into_inner());
-        if cache.len() < CLASS_CACHE_SIZE {
-            cache.push((ty.unbind(), may));
-        }
-        Ok(may)
+        crate::own_attr::retry_after(exc)
     }
 
     /// Hands an engine event to the listener. A listener that raises does not change the
@@ -361,6 +337,34 @@ impl HostPolicy {
         signal: &mut Option<PyErr>,
     ) {
         self.stats.observe(event);
+        self.notify(py, event, subject, signal);
+    }
+
+    /// [`emit`](Self::emit) for a call that counts its events itself: into `tally` when
+    /// it is batched (`CallState`), else into the retrier's stats.
+    pub fn emit_counted(
+        &self,
+        py: Python<'_>,
+        event: &Event<'_>,
+        subject: Option<(&Bound<'_, PyAny>, bool)>,
+        signal: &mut Option<PyErr>,
+        tally: &mut Option<retryrs::CallTally>,
+    ) {
+        match tally {
+            Some(tally) => tally.observe(event),
+            None => self.stats.observe(event),
+        }
+        self.notify(py, event, subject, signal);
+    }
+
+    /// The listener's part of [`emit`](Self::emit).
+    fn notify(
+        &self,
+        py: Python<'_>,
+        event: &Event<'_>,
+        subject: Option<(&Bound<'_, PyAny>, bool)>,
+        signal: &mut Option<PyErr>,
+    ) {
         let Some(listener) = &self.on_event else { return };
         let event = PyEvent::new(py, &self.name, event, subject);
         let listener = listener.bind(py);

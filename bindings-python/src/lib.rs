@@ -20,6 +20,7 @@ mod http;
 mod knobs;
 mod listeners;
 mod options;
+mod own_attr;
 mod preload;
 mod propagation;
 mod pushback;

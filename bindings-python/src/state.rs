@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use pyo3::exceptions::{PyException, PyRuntimeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::PyTuple;
 use retryrs::{
     Call, CancelToken, Clock, Decision, Plan, Policy, Proposal, Resume, RetryCause, Stop, SystemClock, Verdict,
     VirtualClock,
@@ -41,6 +41,10 @@ pub struct Kept {
     pub is_value: bool,
 }
 
+/// The failures of a call: the first few inline, so a call that retries a few times and
+/// succeeds allocates nothing for them.
+pub type Failures = smallvec::SmallVec<[Kept; 4]>;
+
 /// Once the call has ended its failures are dropped: they live on in the exception that
 /// carries them, and a finished call must not keep tracebacks (hence frames, hence often
 /// itself) alive.
@@ -49,7 +53,7 @@ pub struct CallState {
     call: Call<Arc<Policy>>,
     /// The failures so far, in order, the last `retryrs::HISTORY` at most (the cause of
     /// Exhausted and Cancelled is the last error; a last rejected value is their `result`).
-    pub errors: Vec<Kept>,
+    pub errors: Failures,
     pub clock: Option<VirtualClock>,
     pub token: Option<CancelToken>,
     /// The engine proposed a wait and the hooks (wait=, before_sleep=) are being asked:
@@ -58,6 +62,29 @@ pub struct CallState {
     /// The `retry_on` predicate's verdict on the failure being judged, when it answered in
     /// place and a hint hook is being awaited (`HostPolicy::classify`).
     predicate: Option<bool>,
+    /// Whether a decision reads the time: the policy bounds attempts or keeps time with
+    /// other calls (`Policy::reads_time`), or something observes the call (events, the
+    /// wait hooks). When not, the engine is fed the call's start and no clock is read.
+    timed: bool,
+    /// When the current attempt started, and when its failure was timed (if it was since):
+    /// after a zero wait in a blocking call, with nothing run in between, that time is the
+    /// next attempt's start (one clock read per attempt, as the core's executors do).
+    attempt_at: Duration,
+    failed_at: Option<Duration>,
+    /// The call's counts, kept here and added to the retrier's stats when the call's state
+    /// is dropped (one atomic add for a call that succeeded after retrying each failure,
+    /// where counting each event takes seven for two failures then a success), for a
+    /// blocking call that nothing observes (no listener, no wait hook): it ends before
+    /// its caller sees its outcome. `None`: each event is counted as it happens.
+    tally: Option<retryrs::CallTally>,
+}
+
+impl Drop for CallState {
+    fn drop(&mut self) {
+        if let Some(tally) = &self.tally {
+            self.host.stats.add_tally(tally);
+        }
+    }
 }
 
 /// A wait the engine proposed, waiting on the hooks' answers.
@@ -99,9 +126,24 @@ impl CallState {
         clock: Option<VirtualClock>,
         token: Option<CancelToken>,
         admission: Option<retryrs::Admission>,
+        batched: bool,
     ) -> Self {
         let call = Call::start_admitted(host.policy.clone(), start, admission);
-        CallState { host, call, errors: Vec::new(), clock, token, pending: None, predicate: None }
+        let timed = host.observed || host.policy.reads_time();
+        let tally = (batched && !host.observed).then(retryrs::CallTally::default);
+        CallState {
+            host,
+            call,
+            errors: Failures::new(),
+            clock,
+            token,
+            pending: None,
+            predicate: None,
+            timed,
+            attempt_at: start,
+            failed_at: None,
+            tally,
+        }
     }
 
     /// Keeps a failure: the last `retryrs::HISTORY` only, so a call with a huge
@@ -124,7 +166,21 @@ impl CallState {
 
     /// The attempt starting now (after `resume`), with the engine's bound on it.
     pub fn frame(&self) -> crate::attempt::Frame {
-        crate::attempt::Frame::of(&self.call, now(&self.clock), self.clock.clone())
+        crate::attempt::Frame::of(&self.call, self.attempt_at, self.clock.clone())
+    }
+
+    /// Puts the attempt starting now (after `resume`) in a blocking call's place.
+    pub fn set_frame(&self, py: Python<'_>, frame: &crate::attempt::SyncFrame<'_>) -> PyResult<()> {
+        frame.set(py, &self.call, self.attempt_at, &self.clock)
+    }
+
+    /// The time for a decision: the clock when one reads it, else the call's start.
+    fn decision_time(&self) -> Duration {
+        if self.timed {
+            now(&self.clock)
+        } else {
+            self.call.started_at()
+        }
     }
 
     /// When the call began.
@@ -136,11 +192,15 @@ impl CallState {
     /// that ends the call: the original (rejected, or a control-flow signal), a
     /// `RetryExhausted`, or an error raised by the predicate / hint hook (original
     /// attached as its cause).
-    pub fn failed(&mut self, py: Python<'_>, err: PyErr) -> Result<Duration, PyErr> {
+    /// `host` is the call's own (`self.host`), lent by the caller that holds it, so that
+    /// judging a failure takes no reference count (two locked adds).
+    /// `raised` is the exception, its traceback attached (`crate::retrier::attempt`).
+    pub fn failed(&mut self, py: Python<'_>, host: &HostPolicy, raised: Bound<'_, PyAny>) -> Result<Duration, PyErr> {
+        debug_assert!(std::ptr::eq(host, &*self.host));
         // A blocking call cannot cut an attempt: the only timeouts it prices as such are
         // the HTTP helpers' (a RequestFailed for its client's own timeout).
-        let timed_out = helper_timed_out(py, &err);
-        match self.failed_async(py, err, None, timed_out)? {
+        let timed_out = helper_timed_out(&raised);
+        match self.failed_as(py, host, raised, None, None, timed_out)? {
             Failed::Wait(delay) => Ok(delay),
             Failed::Await(_) => Err(PyRuntimeError::new_err("retryrs: a sync call was asked to await a hook")),
         }
@@ -157,32 +217,49 @@ impl CallState {
         answers: Option<&Bound<'_, PyTuple>>,
         timed_out: bool,
     ) -> Result<Failed, PyErr> {
-        let value = err.value(py).clone().into_any();
         let host = self.host.clone();
-        let host = &*host;
+        let value = err.value(py).clone().into_any();
+        self.failed_as(py, &host, value, Some(err), answers, timed_out)
+    }
+
+    /// The failure `value`, raised as `err` when the caller has it as a PyErr (else it is
+    /// raised again from the value, which carries its traceback).
+    fn failed_as(
+        &mut self,
+        py: Python<'_>,
+        host: &HostPolicy,
+        value: Bound<'_, PyAny>,
+        err: Option<PyErr>,
+        answers: Option<&Bound<'_, PyTuple>>,
+        timed_out: bool,
+    ) -> Result<Failed, PyErr> {
+        let original = |err: Option<PyErr>, value: &Bound<'_, PyAny>| match err {
+            Some(err) => err,
+            None => PyErr::from_value(value.clone()),
+        };
         let mut signal = None;
         let subject = Some((&value, false));
         // KeyboardInterrupt, SystemExit, GeneratorExit, CancelledError: never offered to
         // the predicate, never retried. The call is cancelled; the signal goes on as is.
         if !value.is_instance_of::<PyException>() {
             let at = now(&self.clock);
-            let _ = self.call.cancel(at, &mut |e| host.emit(py, e, subject, &mut signal));
+            let _ = self.call.cancel(at, &mut |e| host.emit_counted(py, e, subject, &mut signal, &mut self.tally));
             self.errors.clear();
-            return Err(err);
+            return Err(original(err, &value));
         }
         let mut predicate = self.predicate.take();
         let classify = || host.classify(&value, answers, &mut predicate);
-        let decided = self.decide(py, &value, false, classify, timed_out, answers, &mut signal);
+        let decided = self.decide(py, host, &value, false, classify, timed_out, answers, &mut signal);
         self.predicate = predicate;
         let decision = match decided? {
             Ok(Hooked::Decided(d)) => d,
             Ok(Hooked::Await(pending)) => return Ok(Failed::Await(pending)),
-            Err(hook_error) => return Err(self.hook_failed(py, hook_error, Some(err), signal)),
+            Err(hook_error) => return Err(self.hook_failed(py, hook_error, Some(original(err, &value)), signal)),
         };
         if let Some(signal) = signal {
             // A Ctrl-C (or SystemExit) raised by a listener ends the call as it would
             // anywhere else; the failure it interrupted is its context.
-            signal.value(py).setattr("__context__", err.value(py))?;
+            signal.value(py).setattr("__context__", &value)?;
             self.errors.clear();
             return Err(signal);
         }
@@ -191,7 +268,7 @@ impl CallState {
             // 3.12 a caught error's traceback is the PyErr's, not yet the object's).
             // Set as the interpreter sets it, past any `__setattr__` of the error's class
             // (one that refuses attributes must not replace the error it was raising).
-            if let Some(tb) = err.traceback(py) {
+            if let Some(tb) = err.as_ref().and_then(|err| err.traceback(py)) {
                 // SAFETY: both are live objects held with the GIL; the call takes its own
                 // reference to the traceback.
                 unsafe { pyo3::ffi::PyException_SetTraceback(value.as_ptr(), tb.as_ptr()) };
@@ -209,7 +286,7 @@ impl CallState {
             // Rejected: the original error, unchanged (same object, same traceback).
             Decision::Stop(_) => {
                 self.errors.clear();
-                Err(err)
+                Err(original(err, &value))
             }
         }
     }
@@ -226,7 +303,7 @@ impl CallState {
         let host = self.host.clone();
         let mut signal = None;
         let classify = || host.hint_verdict(&value, answers);
-        let decision = match self.decide(py, &value, true, classify, false, answers, &mut signal)? {
+        let decision = match self.decide(py, &host, &value, true, classify, false, answers, &mut signal)? {
             Ok(Hooked::Decided(d)) => d,
             Ok(Hooked::Await(pending)) => return Ok(Failed::Await(pending)),
             // No cause: the rejected value is not an exception.
@@ -254,6 +331,7 @@ impl CallState {
     fn decide<'py>(
         &mut self,
         py: Python<'py>,
+        host: &HostPolicy,
         subject: &Bound<'py, PyAny>,
         is_value: bool,
         classify: impl FnOnce() -> PyResult<Classified<'py>>,
@@ -263,16 +341,16 @@ impl CallState {
     ) -> PyResult<Result<Hooked, PyErr>> {
         if let Some(pending) = self.pending.take() {
             // The hooks' awaited answers: classification is done and the engine proposed.
-            return Ok(self.hooked(py, pending, subject, is_value, answers, signal));
+            return Ok(self.hooked(py, host, pending, subject, is_value, answers, signal));
         }
         let verdict = match classify() {
             Ok(Classified::Await(pending)) => return Ok(Ok(Hooked::Await(pending.unbind()))),
             Ok(Classified::Verdict(v)) => Ok(v),
             Err(e) => Err(e),
         };
-        let host = self.host.clone();
-        let sink = &mut |e: &retryrs::Event<'_>| host.emit(py, e, Some((subject, is_value)), signal);
-        let at = now(&self.clock);
+        let at = self.decision_time();
+        self.failed_at = Some(at);
+        let sink = &mut |e: &retryrs::Event<'_>| host.emit_counted(py, e, Some((subject, is_value)), signal, &mut self.tally);
         let verdict = match verdict {
             Ok(v) => v,
             Err(hook_error) => {
@@ -285,7 +363,7 @@ impl CallState {
         let exact = if is_value { None } else { host.exact_wait(subject, &verdict) };
         if host.hooks_waits() {
             let asked = answers.map_or(0, |a| a.len());
-            self.proposed(py, verdict, exact, timed_out, at, subject, is_value, answers, asked, signal)
+            self.proposed(py, host, verdict, exact, timed_out, at, subject, is_value, answers, asked, signal)
         } else if let Some(exact) = exact {
             // A server's exact wait: the engine proposes (its deadline, attempts and budget
             // may still end the call), then waits exactly that long.
@@ -307,6 +385,7 @@ impl CallState {
     fn proposed(
         &mut self,
         py: Python<'_>,
+        host: &HostPolicy,
         verdict: Verdict,
         exact: Option<Duration>,
         timed_out: bool,
@@ -317,8 +396,7 @@ impl CallState {
         asked: usize,
         signal: &mut Option<PyErr>,
     ) -> PyResult<Result<Hooked, PyErr>> {
-        let host = self.host.clone();
-        let sink = &mut |e: &retryrs::Event<'_>| host.emit(py, e, Some((subject, is_value)), signal);
+        let sink = &mut |e: &retryrs::Event<'_>| host.emit_counted(py, e, Some((subject, is_value)), signal, &mut self.tally);
         let proposal =
             self.call.propose_as(verdict, RetryCause::from_timed_out(timed_out), at, sink).map_err(state_error)?;
         match proposal {
@@ -331,7 +409,7 @@ impl CallState {
                 }
                 let subject_obj = subject.clone().unbind();
                 let pending = Pending { delay, attempt, asked, hook: 0, subject: subject_obj, is_value, exact };
-                Ok(self.hooked(py, pending, subject, is_value, answers, signal))
+                Ok(self.hooked(py, host, pending, subject, is_value, answers, signal))
             }
         }
     }
@@ -341,16 +419,17 @@ impl CallState {
     /// plan they make. An awaitable answer (async calls) comes back to be awaited, the
     /// proposal kept; a hook's own error (or an answer it may not give) is `Err`, the
     /// call then settled as stopped.
+    #[allow(clippy::too_many_arguments)]
     fn hooked(
         &mut self,
         py: Python<'_>,
+        host: &HostPolicy,
         pending: Pending,
         subject: &Bound<'_, PyAny>,
         is_value: bool,
         answers: Option<&Bound<'_, PyTuple>>,
         signal: &mut Option<PyErr>,
     ) -> Result<Hooked, PyErr> {
-        let host = self.host.clone();
         let can_await = answers.is_some();
         let mut asked = pending.asked;
         // A server's exact wait is the plan unless a hook makes another.
@@ -439,7 +518,7 @@ impl CallState {
         let at = now(&self.clock);
         let decision = self
             .call
-            .settle(plan, at, &mut |e| host.emit(py, e, Some((subject, is_value)), signal))
+            .settle(plan, at, &mut |e| host.emit_counted(py, e, Some((subject, is_value)), signal, &mut self.tally))
             .map_err(state_error)?;
         match failure {
             Some(e) => Err(e),
@@ -472,12 +551,31 @@ impl CallState {
 
     /// The wait is over: the next attempt may run, or the deadline passed during it.
     pub fn resume(&mut self, py: Python<'_>) -> PyResult<()> {
-        let at = now(&self.clock);
+        let at = self.decision_time();
+        self.resume_at(py, at)
+    }
+
+    /// [`resume`](Self::resume) after a blocking call's wait of `delay`: a zero wait is no
+    /// wait at all (`wait::blocking`), so when nothing that could take time ran since the
+    /// failure was timed (no listener, no wait hook: `HostPolicy::observed`), that time
+    /// is the next attempt's start, as in the core's executors. An async driver's zero
+    /// wait yields to the event loop: it resumes with [`resume`](Self::resume).
+    pub fn resume_blocking(&mut self, py: Python<'_>, delay: Duration) -> PyResult<()> {
+        let at = match self.failed_at {
+            Some(at) if delay.is_zero() && !self.host.observed => at,
+            _ => self.decision_time(),
+        };
+        self.resume_at(py, at)
+    }
+
+    fn resume_at(&mut self, py: Python<'_>, at: Duration) -> PyResult<()> {
+        self.attempt_at = at;
+        self.failed_at = None;
         let host = &*self.host;
         let last = self.last(py);
         let subject = last.as_ref().map(|(o, v)| (o, *v));
         let mut signal = None;
-        let resumed = self.call.after_wait(at, &mut |e| host.emit(py, e, subject, &mut signal)).map_err(state_error)?;
+        let resumed = self.call.after_wait(at, &mut |e| host.emit_counted(py, e, subject, &mut signal, &mut self.tally)).map_err(state_error)?;
         if let Some(signal) = signal {
             self.errors.clear();
             return Err(signal);
@@ -493,10 +591,14 @@ impl CallState {
     /// A listener's KeyboardInterrupt / SystemExit is returned: the caller raises it
     /// instead of returning the value.
     pub fn succeeded(&mut self, py: Python<'_>) -> PyResult<()> {
-        let at = now(&self.clock);
+        // Only the Success event and a breaker's count need the time of a success.
+        let at = match self.host.on_event.is_some() || self.host.policy.breaker().is_some() {
+            true => now(&self.clock),
+            false => self.attempt_at,
+        };
         let host = &*self.host;
         let mut signal = None;
-        let _ = self.call.record(Verdict::Success, at, &mut |e| host.emit(py, e, None, &mut signal));
+        let _ = self.call.record(Verdict::Success, at, &mut |e| host.emit_counted(py, e, None, &mut signal, &mut self.tally));
         self.errors.clear();
         signal.map_or(Ok(()), Err)
     }
@@ -533,7 +635,7 @@ impl CallState {
         let last = self.last(py);
         let subject = last.as_ref().map(|(o, v)| (o, *v));
         let mut signal = None;
-        let _ = self.call.cancel(at, &mut |e| host.emit(py, e, subject, &mut signal));
+        let _ = self.call.cancel(at, &mut |e| host.emit_counted(py, e, subject, &mut signal, &mut self.tally));
         signal
     }
 
@@ -586,16 +688,11 @@ impl CallState {
 }
 
 /// Whether `err` is an HTTP helper's `RequestFailed` for its client's own timeout
-/// (`retryrs._http_common`): the marker it sets, read only on a failure. The marker is an
-/// instance attribute (set in `__init__`), so only the instance dict is looked at: a
-/// `getattr` that misses builds an AttributeError and its message, about 3,600
-/// instructions on every failure of every other exception (Python < 3.13 under the
-/// stable ABI has no lookup that skips it), more than the rest of a failure's handling.
-fn helper_timed_out(py: Python<'_>, err: &PyErr) -> bool {
-    let value = err.value(py);
-    let Ok(dict) = value.getattr(pyo3::intern!(py, "__dict__")) else { return false };
-    let Ok(dict) = dict.cast::<PyDict>() else { return false };
-    match dict.get_item(pyo3::intern!(py, "_retryrs_timed_out")) {
+/// (`retryrs._http_common`): the marker it sets in `__init__`, an instance attribute, read
+/// only on a failure from the instance dict (`own_attr`: nothing built for the many
+/// exceptions that have none).
+fn helper_timed_out(raised: &Bound<'_, PyAny>) -> bool {
+    match crate::own_attr::own_attr(raised, pyo3::intern!(raised.py(), "_retryrs_timed_out")) {
         Ok(Some(marker)) => marker.is_truthy().unwrap_or(false),
         _ => false,
     }

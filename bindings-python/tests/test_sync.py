@@ -429,3 +429,49 @@ def test_none_on_a_knob_that_cannot_be_off_is_refused(knob: str) -> None:
 def test_none_still_turns_off_what_can_be_off() -> None:
     r = Retrier(retry_on=OSError, deadline=None, max_retry_after=None, seed=None)
     assert r.deadline is None and r.max_retry_after is None
+
+
+def test_stats_count_every_threads_calls():
+    # A blocking call's happy path counts as it returns, and a call that retried adds its
+    # tally when it ends: the sums are every call's, from every thread.
+    r = Retrier(initial_delay=0, max_delay=0)
+
+    def work():
+        for i in range(100):
+            state = [0]
+
+            def flaky():
+                state[0] += 1
+                if i % 2 and state[0] == 1:
+                    raise ConnectionError("once")
+                return 1
+
+            assert r.call(flaky) == 1
+
+    threads = [threading.Thread(target=work) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    s = r.stats()
+    assert (s["calls"], s["successes"], s["attempts"], s["retries"]) == (2000, 2000, 3000, 1000)
+
+
+def test_each_kept_failure_has_its_own_traceback_and_a_signal_goes_on_unchanged(virtual):
+    # A blocking attempt's exception is taken with its traceback attached, as an `except`
+    # clause sees it, on every Python version.
+    f = Flaky(10)
+    with pytest.raises(RetryExhausted) as info:
+        Retrier(max_attempts=3).call(f)
+    tbs = [e.__traceback__ for e in info.value.errors]
+    assert all(tb is not None for tb in tbs) and len({id(tb) for tb in tbs}) == 3
+    assert all("__call__" in [fr.name for fr in traceback.extract_tb(tb)] for tb in tbs)
+
+    interrupt = KeyboardInterrupt()
+
+    def stop():
+        raise interrupt
+
+    with pytest.raises(KeyboardInterrupt) as info:
+        Retrier().call(stop)
+    assert info.value is interrupt and "stop" in [fr.name for fr in traceback.extract_tb(interrupt.__traceback__)]

@@ -48,3 +48,58 @@ def test_a_hook_that_returns_garbage_is_still_an_error(virtual):
 
     with pytest.raises(TypeError, match="retry_after"):
         Retrier(retry_after=lambda e: {"bad": 1}).call(f)
+
+
+class WithProperty(ConnectionError):
+    @property
+    def retry_after(self):
+        return 2
+
+
+class WithGetattr(ConnectionError):
+    def __getattr__(self, name):
+        if name == "retry_after":
+            return 2
+        raise AttributeError(name)
+
+
+class Slotted(WithAttr):
+    __slots__ = ()
+
+
+def set_later():
+    e = ConnectionError("down")
+    e.retry_after = 2  # a plain exception given the attribute after it was made
+    return e
+
+
+def dict_replaced():
+    e = ConnectionError("down")
+    e.__dict__ = {"retry_after": 2}
+    return e
+
+
+@pytest.mark.parametrize(
+    "factory", [WithProperty, WithGetattr, lambda: Slotted(2), lambda: WithAttr(2), set_later, dict_replaced]
+)
+def test_the_attribute_is_read_wherever_the_exception_keeps_it(virtual, factory):
+    # The instance dict is found without building one (see own_attr.rs); a class that
+    # supplies the attribute itself is asked.
+    assert delays_of(factory) == [2.0]
+
+
+def test_an_exception_without_the_attribute_gets_the_policys_delay(virtual):
+    assert delays_of(lambda: ConnectionError("down")) == [0.01]
+
+
+def test_many_exception_classes_are_each_read_correctly(virtual):
+    # Past the classes whose layout is remembered, a class is looked up each time.
+    classes = [type(f"E{i}", (ConnectionError,), {}) for i in range(100)]
+    for i, cls in enumerate(classes):
+        def make(cls=cls, i=i):
+            e = cls("down")
+            if i % 2:
+                e.retry_after = 2
+            return e
+
+        assert delays_of(make) == ([2.0] if i % 2 else [0.01])
