@@ -278,7 +278,10 @@ fn attempt<'py>(
         pyo3::ffi::PyErr_Fetch(&mut kind, &mut value, &mut traceback);
         if kind.is_null() {
             // A callable that returned null without an exception (a broken extension).
-            return Err(pyo3::exceptions::PySystemError::new_err("error return without exception set").into_value(py).into_any().into_bound(py));
+            return Err(pyo3::exceptions::PySystemError::new_err("error return without exception set")
+                .into_value(py)
+                .into_any()
+                .into_bound(py));
         }
         pyo3::ffi::PyErr_NormalizeException(&mut kind, &mut value, &mut traceback);
         if !traceback.is_null() && !value.is_null() {
@@ -287,7 +290,10 @@ fn attempt<'py>(
         pyo3::ffi::Py_XDECREF(kind);
         pyo3::ffi::Py_XDECREF(traceback);
         if value.is_null() {
-            return Err(pyo3::exceptions::PySystemError::new_err("an exception without a value").into_value(py).into_any().into_bound(py));
+            return Err(pyo3::exceptions::PySystemError::new_err("an exception without a value")
+                .into_value(py)
+                .into_any()
+                .into_bound(py));
         }
         Err(Bound::from_owned_ptr(py, value))
     }

@@ -350,7 +350,8 @@ impl CallState {
         };
         let at = self.decision_time();
         self.failed_at = Some(at);
-        let sink = &mut |e: &retryrs::Event<'_>| host.emit_counted(py, e, Some((subject, is_value)), signal, &mut self.tally);
+        let sink =
+            &mut |e: &retryrs::Event<'_>| host.emit_counted(py, e, Some((subject, is_value)), signal, &mut self.tally);
         let verdict = match verdict {
             Ok(v) => v,
             Err(hook_error) => {
@@ -396,7 +397,8 @@ impl CallState {
         asked: usize,
         signal: &mut Option<PyErr>,
     ) -> PyResult<Result<Hooked, PyErr>> {
-        let sink = &mut |e: &retryrs::Event<'_>| host.emit_counted(py, e, Some((subject, is_value)), signal, &mut self.tally);
+        let sink =
+            &mut |e: &retryrs::Event<'_>| host.emit_counted(py, e, Some((subject, is_value)), signal, &mut self.tally);
         let proposal =
             self.call.propose_as(verdict, RetryCause::from_timed_out(timed_out), at, sink).map_err(state_error)?;
         match proposal {
@@ -575,7 +577,10 @@ impl CallState {
         let last = self.last(py);
         let subject = last.as_ref().map(|(o, v)| (o, *v));
         let mut signal = None;
-        let resumed = self.call.after_wait(at, &mut |e| host.emit_counted(py, e, subject, &mut signal, &mut self.tally)).map_err(state_error)?;
+        let resumed = self
+            .call
+            .after_wait(at, &mut |e| host.emit_counted(py, e, subject, &mut signal, &mut self.tally))
+            .map_err(state_error)?;
         if let Some(signal) = signal {
             self.errors.clear();
             return Err(signal);
@@ -598,7 +603,9 @@ impl CallState {
         };
         let host = &*self.host;
         let mut signal = None;
-        let _ = self.call.record(Verdict::Success, at, &mut |e| host.emit_counted(py, e, None, &mut signal, &mut self.tally));
+        let _ = self
+            .call
+            .record(Verdict::Success, at, &mut |e| host.emit_counted(py, e, None, &mut signal, &mut self.tally));
         self.errors.clear();
         signal.map_or(Ok(()), Err)
     }
