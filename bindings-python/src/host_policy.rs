@@ -95,6 +95,10 @@ pub struct HostPolicy {
     /// budget, and nothing observing the call): a clock read is a third of a happy
     /// path's cost, the coarse one a fifth of that.
     pub coarse_start: bool,
+    /// Which exception classes may supply `retry_after` beyond the instance dict
+    /// (`own_attr`): this retrier's answers, so a class changed later (a test's
+    /// monkeypatch) is seen by the retriers made after.
+    pub retry_after_classes: crate::own_attr::ClassAnswers,
 }
 
 impl HostPolicy {
@@ -129,6 +133,7 @@ impl HostPolicy {
             wants_success,
             observed,
             coarse_start,
+            retry_after_classes: Default::default(),
         }
     }
 
@@ -321,7 +326,7 @@ impl HostPolicy {
 
     /// The exception's `retry_after` attribute, if it has one (see `own_attr`).
     fn attribute_hint<'py>(&self, exc: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        crate::own_attr::retry_after(exc)
+        crate::own_attr::retry_after(exc, &self.retry_after_classes)
     }
 
     /// Hands an engine event to the listener. A listener that raises does not change the
