@@ -147,7 +147,7 @@ impl Retrier {
         }
         let clock = crate::testing::clock(py);
         // Bounds of whole seconds and nothing to show the elapsed time: the coarse clock
-        // may start the call (its bounds then end at most a tick early, never late).
+        // may start the call (its bounds then end the coarse clock's lag early, never late).
         let start = match &clock {
             None if self.host.coarse_start => SystemClock.now_coarse(),
             _ => now(&clock),

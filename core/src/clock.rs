@@ -26,11 +26,11 @@ pub trait Clock: Send + Sync {
     fn now(&self) -> Duration;
     /// Waits `delay`, or until `cancel` fires. A zero delay does not sleep at all.
     fn sleep(&self, delay: Duration, cancel: Option<&CancelToken>) -> Result<(), Cancelled>;
-    /// [`Clock::now`], or a cheaper reading at most one clock tick (10 ms at most) behind
-    /// it, for an executor to start a call whose bounds are whole seconds
-    /// ([`crate::Policy::tolerates_coarse_start`]): a start read early only makes the
-    /// call's elapsed time longer, so its deadline and attempt bounds end at most that
-    /// tick early, never late. The default is [`Clock::now`].
+    /// [`Clock::now`], or a cheaper reading that may lag behind it (usually by less than
+    /// a clock tick, 1 to 10 ms; more on a loaded machine), for an executor to start a
+    /// call whose bounds are whole seconds ([`crate::Policy::tolerates_coarse_start`]): a
+    /// start read early only makes the call's elapsed time longer, so its deadline and
+    /// attempt bounds end that much early, never late. The default is [`Clock::now`].
     fn now_coarse(&self) -> Duration {
         self.now()
     }
@@ -118,7 +118,7 @@ impl Clock for SystemClock {
         raw_now()
     }
 
-    /// The coarse clock lags the fine one by less than a tick.
+    /// The coarse clock lags the fine one, usually by less than a tick.
     #[inline]
     fn now_coarse(&self) -> Duration {
         match raw_now_coarse() {

@@ -687,7 +687,7 @@ impl Retrier {
     /// Whether [`Retrier::run`] may run attempt 1 before it starts the engine although
     /// the policy bounds its attempts, reading only the call's start, from the coarse
     /// clock: the bounds are whole seconds or more ([`Policy::tolerates_coarse_start`]:
-    /// they end at most a tick early, never late), there is no breaker to ask nor budget
+    /// they end the coarse clock's lag early, never late), there is no breaker to ask nor budget
     /// to tell, and it does not hedge. Attempt 1's bound is the policy's formula at that
     /// start; a failure starts the engine at the same start and is judged as attempt 1
     /// (as the C host does).
@@ -946,7 +946,7 @@ impl Retrier {
             }
         }
         // Bounds of whole seconds and no one to show the elapsed time: the coarse clock
-        // may start the call (its bounds then end at most a tick early).
+        // may start the call (its bounds then end the coarse clock's lag early, never late).
         let start = match started_early {
             Some(started) => started,
             None if timed && !has_listener && !hooked && policy.tolerates_coarse_start() => clock.now_coarse(),
@@ -1685,8 +1685,8 @@ mod lazy_tests {
     #[test]
     fn a_coarse_start_measures_the_deadline_from_the_calls_start() {
         // Attempt 1 runs before the engine starts, and takes 300 ms to fail: attempt 2's
-        // bound is what is left of the 2 s deadline since the call began (at most a tick
-        // of the coarse clock less), not 2 s from the failure.
+        // bound is what is left of the 2 s deadline since the call began (the coarse
+        // clock's lag less), not 2 s from the failure.
         let retrier = Retrier::new(
             Policy::builder()
                 .deadline(Some(Duration::from_secs(2)))
@@ -1715,10 +1715,11 @@ mod lazy_tests {
         let (first, second) = (seen[0], seen[1]);
         assert_eq!(first.remaining, Some(Duration::from_secs(2)));
         // Attempt 1's deadline on the real clock's time base, from a start read during the
-        // call, at most a tick (10 ms) behind.
+        // call, the coarse clock's lag behind: usually under a tick (10 ms at most), a few
+        // ticks on a loaded machine (11 ms measured), far less than attempt 1's 300 ms.
         let end = first.deadline.unwrap();
         assert!(end <= after + Duration::from_secs(2), "{end:?} vs {after:?}");
-        assert!(end + Duration::from_millis(10) >= before + Duration::from_secs(2), "{end:?} vs {before:?}");
+        assert!(end + Duration::from_millis(50) >= before + Duration::from_secs(2), "{end:?} vs {before:?}");
         assert_eq!(second.deadline, first.deadline, "one deadline for the whole call");
         let left = second.remaining.unwrap();
         assert!(left <= Duration::from_millis(1700), "{left:?}");

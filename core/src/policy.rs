@@ -250,8 +250,8 @@ impl Policy {
         self.bounds_attempts() || self.breaker.is_some() || self.budget.as_ref().is_some_and(|b| b.as_ratio().is_some())
     }
     /// Whether a call may start on the coarse clock ([`crate::clock::Clock::now_coarse`],
-    /// at most a tick early): its deadline and attempt timeout are off or at least a
-    /// second (a tick of up to 10 ms ends them at most 1% early, never late), and no
+    /// usually less than a tick early): its deadline and attempt timeout are off or at
+    /// least a second (a lag of about 10 ms ends them about 1% early, never late), and no
     /// circuit breaker or ratio budget keeps time shared with other calls (a start read
     /// early could go back before a time another call gave them). A host with a listener
     /// or hooks reads the fine clock: they see the elapsed time.
