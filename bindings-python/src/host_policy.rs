@@ -133,7 +133,7 @@ impl HostPolicy {
             wants_success,
             observed,
             coarse_start,
-            retry_after_classes: Default::default(),
+            retry_after_classes: crate::own_attr::ClassAnswers::new(),
         }
     }
 
@@ -341,8 +341,7 @@ impl HostPolicy {
         subject: Option<(&Bound<'_, PyAny>, bool)>,
         signal: &mut Option<PyErr>,
     ) {
-        self.stats.observe(event);
-        self.notify(py, event, subject, signal);
+        self.emit_counted(py, event, subject, signal, &mut None);
     }
 
     /// [`emit`](Self::emit) for a call that counts its events itself: into `tally` when

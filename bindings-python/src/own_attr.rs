@@ -15,7 +15,7 @@
 //! `__dict__` as before. Whether a class supplies `retry_after` itself is each retrier's
 //! answer ([`ClassAnswers`]): a class can gain one later.
 
-use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicIsize, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use pyo3::ffi;
@@ -23,130 +23,116 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyType};
 
-/// Where a class's instances keep their dict: `tp_dictoffset`, found once per class.
-struct Entry {
-    class: AtomicPtr<ffi::PyTypeObject>,
-    /// > 0 the dict pointer's offset, 0 no instance dict, < 0 elsewhere (read `__dict__`).
-    dict_offset: AtomicIsize,
+/// A few classes' answers to one question (a number), lock-free to read: readers scan the
+/// entries published so far; writers, one at a time (under `held`), fill the next entry
+/// and publish it. Past `N` classes, a class is looked up each time. Each class is held,
+/// so an entry never outlives its class, nor is its address reused by another class.
+pub struct ClassTable<const N: usize> {
+    classes: [AtomicPtr<ffi::PyTypeObject>; N],
+    answers: [AtomicIsize; N],
+    /// Entries filled (each written before the count that publishes it).
+    filled: AtomicUsize,
+    held: Mutex<Vec<Py<PyType>>>,
 }
 
-/// Classes a program raises are few: past this many, a class is looked up each time.
-const SIZE: usize = 64;
-static ENTRIES: [Entry; SIZE] =
-    [const { Entry { class: AtomicPtr::new(std::ptr::null_mut()), dict_offset: AtomicIsize::new(0) } }; SIZE];
-/// Entries filled (each written before the count that publishes it).
-static FILLED: AtomicUsize = AtomicUsize::new(0);
-/// The classes of the entries, held so that an entry's class is never freed and its
-/// address reused by another class (a class's layout never changes, so an entry stays
-/// true for the life of the process). Also serialises the writers.
-static HELD: Mutex<Vec<Py<PyType>>> = Mutex::new(Vec::new());
+impl<const N: usize> ClassTable<N> {
+    pub const fn new() -> Self {
+        ClassTable {
+            classes: [const { AtomicPtr::new(std::ptr::null_mut()) }; N],
+            answers: [const { AtomicIsize::new(0) }; N],
+            filled: AtomicUsize::new(0),
+            held: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn find(&self, class: *mut ffi::PyTypeObject, filled: usize) -> Option<isize> {
+        let classes = self.classes[..filled].iter();
+        classes
+            .zip(&self.answers)
+            .find(|(c, _)| c.load(Ordering::Relaxed) == class)
+            .map(|(_, a)| a.load(Ordering::Relaxed))
+    }
+
+    /// `class`'s answer: the one kept, or `ask(class)`, kept while there is room.
+    fn answer(
+        &self,
+        class: &Bound<'_, PyType>,
+        ask: impl FnOnce(&Bound<'_, PyType>) -> PyResult<isize>,
+    ) -> PyResult<isize> {
+        let ptr = class.as_type_ptr();
+        if let Some(answer) = self.find(ptr, self.filled.load(Ordering::Acquire)) {
+            return Ok(answer);
+        }
+        let answer = ask(class)?;
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let n = self.filled.load(Ordering::Relaxed);
+        if n < N && self.find(ptr, n).is_none() {
+            self.answers[n].store(answer, Ordering::Relaxed);
+            self.classes[n].store(ptr, Ordering::Relaxed);
+            held.push(class.clone().unbind());
+            self.filled.store(n + 1, Ordering::Release);
+        }
+        Ok(answer)
+    }
+}
+
+/// Where each class's instances keep their dict (`read_dict_offset`): a class's layout
+/// never changes, so one table serves the whole process. Classes a program raises are few.
+static DICT_OFFSETS: ClassTable<64> = ClassTable::new();
+
+/// One retrier's answers to "may this class supply `retry_after` beyond the instance
+/// dict (a class attribute, a property, `__getattr__`)?", 1 or 0: per retrier, as a class
+/// can gain such an attribute later (a test's monkeypatch), which a retrier made after
+/// sees; its classes are freed with the retrier.
+pub type ClassAnswers = ClassTable<32>;
 
 /// `type`'s own descriptors of `__dictoffset__` and `__basicsize__`: they read the type
 /// object's C fields. `cls.__dictoffset__` would go through the class's metaclass, which
 /// may define a `__dictoffset__` of its own and make a number this module then
 /// dereferences (a crash from pure Python).
-static SLOTS: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
+struct TypeFields {
+    dict_offset: Py<PyAny>,
+    basic_size: Py<PyAny>,
+}
 
-fn type_slot(class: &Bound<'_, PyType>, which: usize) -> PyResult<isize> {
+static TYPE_FIELDS: PyOnceLock<TypeFields> = PyOnceLock::new();
+
+/// `class`'s C field that `field` (one of [`TypeFields`]) reads.
+fn type_field(class: &Bound<'_, PyType>, field: &Py<PyAny>) -> PyResult<isize> {
     let py = class.py();
-    let (offset, size) = SLOTS.get_or_try_init(py, || -> PyResult<_> {
-        let own = py.get_type::<PyType>().getattr(pyo3::intern!(py, "__dict__"))?;
-        Ok((own.get_item("__dictoffset__")?.unbind(), own.get_item("__basicsize__")?.unbind()))
-    })?;
-    let descriptor = if which == 0 { offset } else { size };
-    descriptor.bind(py).call_method1(pyo3::intern!(py, "__get__"), (class, py.get_type::<PyType>()))?.extract()
+    field.bind(py).call_method1(pyo3::intern!(py, "__get__"), (class, py.get_type::<PyType>()))?.extract()
 }
 
 /// The offset of `class`'s instance dict pointer, > 0 only when it is one CPython itself
 /// would follow: aligned, and inside the instance's fixed part.
 fn read_dict_offset(class: &Bound<'_, PyType>) -> PyResult<isize> {
-    let offset = type_slot(class, 0)?;
+    let py = class.py();
+    let fields = TYPE_FIELDS.get_or_try_init(py, || -> PyResult<_> {
+        let own = py.get_type::<PyType>().getattr(pyo3::intern!(py, "__dict__"))?;
+        Ok(TypeFields {
+            dict_offset: own.get_item("__dictoffset__")?.unbind(),
+            basic_size: own.get_item("__basicsize__")?.unbind(),
+        })
+    })?;
+    let offset = type_field(class, &fields.dict_offset)?;
     if offset <= 0 {
         return Ok(offset);
     }
     let pointer = std::mem::size_of::<*mut ffi::PyObject>() as isize;
-    let basic_size = type_slot(class, 1)?;
+    let basic_size = type_field(class, &fields.basic_size)?;
     Ok(if offset % pointer == 0 && offset + pointer <= basic_size { offset } else { -1 })
 }
 
-fn dict_offset(obj: &Bound<'_, PyAny>) -> PyResult<isize> {
-    let class = obj.get_type();
-    let ptr = class.as_type_ptr();
-    let filled = FILLED.load(Ordering::Acquire);
-    for e in &ENTRIES[..filled] {
-        if e.class.load(Ordering::Relaxed) == ptr {
-            return Ok(e.dict_offset.load(Ordering::Relaxed));
-        }
-    }
-    let dict_offset = read_dict_offset(&class)?;
-    let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
-    let n = FILLED.load(Ordering::Relaxed);
-    let known = ENTRIES[..n].iter().any(|e| e.class.load(Ordering::Relaxed) == ptr);
-    if n < SIZE && !known {
-        let e = &ENTRIES[n];
-        e.dict_offset.store(dict_offset, Ordering::Relaxed);
-        e.class.store(ptr, Ordering::Relaxed);
-        held.push(class.unbind());
-        FILLED.store(n + 1, Ordering::Release);
-    }
-    Ok(dict_offset)
-}
-
-/// One retrier's answers to "may this class supply `retry_after` beyond the instance
-/// dict (a class attribute, a property, `__getattr__`)?": per retrier, as a class can
-/// gain such an attribute later (a test's monkeypatch), which a retrier made after sees.
-/// Lock-free to read; the classes are held, so an entry never outlives its class, and
-/// freed with the retrier.
-pub struct ClassAnswers {
-    classes: [AtomicPtr<ffi::PyTypeObject>; ANSWERS],
-    answers: [AtomicBool; ANSWERS],
-    filled: AtomicUsize,
-    held: Mutex<Vec<Py<PyType>>>,
-}
-
-/// Distinct classes one retrier remembers (more are looked up each time).
-const ANSWERS: usize = 32;
-
-impl Default for ClassAnswers {
-    fn default() -> Self {
-        ClassAnswers {
-            classes: [const { AtomicPtr::new(std::ptr::null_mut()) }; ANSWERS],
-            answers: [const { AtomicBool::new(false) }; ANSWERS],
-            filled: AtomicUsize::new(0),
-            held: Mutex::new(Vec::new()),
-        }
-    }
-}
-
-impl ClassAnswers {
-    fn supplies_retry_after(&self, obj: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let class = obj.get_type();
-        let ptr = class.as_type_ptr();
-        let filled = self.filled.load(Ordering::Acquire);
-        for (c, a) in self.classes[..filled].iter().zip(&self.answers) {
-            if c.load(Ordering::Relaxed) == ptr {
-                return Ok(a.load(Ordering::Relaxed));
-            }
-        }
-        let py = obj.py();
-        let supplies = class.getattr_opt(pyo3::intern!(py, "retry_after"))?.is_some()
-            || class.getattr_opt(pyo3::intern!(py, "__getattr__"))?.is_some();
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        let n = self.filled.load(Ordering::Relaxed);
-        let known = self.classes[..n].iter().any(|c| c.load(Ordering::Relaxed) == ptr);
-        if n < ANSWERS && !known {
-            self.answers[n].store(supplies, Ordering::Relaxed);
-            self.classes[n].store(ptr, Ordering::Relaxed);
-            held.push(class.unbind());
-            self.filled.store(n + 1, Ordering::Release);
-        }
-        Ok(supplies)
-    }
+fn supplies_retry_after(class: &Bound<'_, PyType>) -> PyResult<isize> {
+    let py = class.py();
+    let supplies = class.getattr_opt(pyo3::intern!(py, "retry_after"))?.is_some()
+        || class.getattr_opt(pyo3::intern!(py, "__getattr__"))?.is_some();
+    Ok(isize::from(supplies))
 }
 
 /// `obj`'s own attribute `key`: the entry of its instance dict, if it has one.
 pub fn own_attr<'py>(obj: &Bound<'py, PyAny>, key: &Bound<'py, PyString>) -> PyResult<Option<Bound<'py, PyAny>>> {
-    match instance_dict(obj, dict_offset(obj)?) {
+    match instance_dict(obj, DICT_OFFSETS.answer(&obj.get_type(), read_dict_offset)?) {
         Dict::Found(d) => d.get_item(key),
         Dict::None | Dict::Unknown => Ok(None),
     }
@@ -156,10 +142,11 @@ pub fn own_attr<'py>(obj: &Bound<'py, PyAny>, key: &Bound<'py, PyString>) -> PyR
 /// attribute, a property, `__getattr__`), else the instance dict's entry.
 pub fn retry_after<'py>(exc: &Bound<'py, PyAny>, answers: &ClassAnswers) -> PyResult<Option<Bound<'py, PyAny>>> {
     let key = pyo3::intern!(exc.py(), "retry_after");
-    if answers.supplies_retry_after(exc)? {
+    let class = exc.get_type();
+    if answers.answer(&class, supplies_retry_after)? != 0 {
         return exc.getattr_opt(key);
     }
-    match instance_dict(exc, dict_offset(exc)?) {
+    match instance_dict(exc, DICT_OFFSETS.answer(&class, read_dict_offset)?) {
         Dict::Found(d) => d.get_item(key),
         Dict::None => Ok(None),
         Dict::Unknown => exc.getattr_opt(key),
