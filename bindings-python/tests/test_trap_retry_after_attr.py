@@ -2,6 +2,10 @@
 cannot use (a method, a dict, a bool) instead of ending the call with a TypeError, and
 accepts bytes as parse_retry_after does."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from retryrs import Retrier
@@ -105,91 +109,60 @@ def test_many_exception_classes_are_each_read_correctly(virtual):
         assert delays_of(make) == ([2.0] if i % 2 else [0.01])
 
 
+def in_child(source):
+    """What `source` prints, run in a fresh interpreter that can import this module: a
+    crash fails the test rather than the run, and no other test's classes are seen."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    done = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {here!r})\n{source}"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
 # A metaclass answers class attributes, `__dictoffset__` included: the instance dict is
 # found through the type's own slot, never the metaclass's answer (a made-up offset was
-# dereferenced: a crash from pure Python). In a child process, so a crash fails the test
-# rather than the run.
-_METACLASS_CHILD = r'''
+# dereferenced: a crash from pure Python).
+_METACLASS_CHILD = """
 import retryrs
+from test_trap_retry_after_attr import delays_of
 for answer in ("12", "2**40", "'nope'", "1/0"):
     class Meta(type):
         __dictoffset__ = property(lambda cls, a=answer: eval(a))
-    class E(Exception, metaclass=Meta):
-        pass
-    calls = []
-    def attempt():
-        calls.append(1)
-        if len(calls) == 1:
-            raise E("boom")
-        return "ok"
-    r = retryrs.Retrier(retry_on=E, max_attempts=2, initial_delay=0, jitter="none")
-    assert r.call(attempt) == "ok", answer
+    class E(ConnectionError, metaclass=Meta):
+        def __init__(self, hint=None):
+            super().__init__("boom")
+            if hint is not None:
+                self.retry_after = hint
+    with retryrs.testing.virtual_time():
+        assert delays_of(E) == [0.01], answer
+        assert delays_of(lambda: E(0.5)) == [0.5], answer
     try:
-        retryrs.Retrier(retry_on=lambda e: False).call(lambda: (_ for _ in ()).throw(E("x")))
+        retryrs.Retrier(retry_on=lambda e: False).call(lambda: (_ for _ in ()).throw(E()))
     except E:
         pass
-    class Hinted(Exception, metaclass=Meta):
-        def __init__(self):
-            super().__init__("slow down")
-            self.retry_after = 0.5
-    waits = []
-    seen = []
-    def hinted():
-        seen.append(1)
-        if len(seen) == 1:
-            raise Hinted()
-        return "ok"
-    r = retryrs.Retrier(retry_on=Hinted, max_attempts=2, initial_delay=0, jitter="none",
-                        on_event=lambda e: waits.append(e.delay) if e.kind == "retrying" else None)
-    with retryrs.testing.virtual_time():
-        assert r.call(hinted) == "ok"
-    assert waits == [0.5], (answer, waits)
 print("held")
-'''
+"""
 
 
 def test_a_metaclass_cannot_make_up_where_the_instance_dict_is():
-    import subprocess
-    import sys
-
-    done = subprocess.run([sys.executable, "-c", _METACLASS_CHILD], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "held"
+    assert in_child(_METACLASS_CHILD) == "held"
 
 
-_LATER_CHILD = r'''
+# pytest's monkeypatch.setattr(Error, "retry_after", ..., raising=False) in a later test:
+# the answer "does this class supply retry_after?" is each retrier's own (delays_of makes
+# a retrier per call). In a fresh process: a process-wide table that other tests filled
+# would hide a stale answer.
+_LATER_CHILD = """
 import retryrs
-
+from test_trap_retry_after_attr import delays_of
 class Throttled(ConnectionError):
     pass
-
-def waited():
-    waits = []
-    calls = []
-    def f():
-        calls.append(1)
-        if len(calls) == 1:
-            raise Throttled()
-        return "ok"
-    r = retryrs.Retrier(retry_on=Throttled, max_attempts=2, initial_delay=0.01, jitter="none", max_retry_after=100,
-                        on_event=lambda e: waits.append(e.delay) if e.kind == "retrying" else None)
-    with retryrs.testing.virtual_time():
-        assert r.call(f) == "ok"
-    return waits
-
-first = waited()
-Throttled.retry_after = 5
-print(first, waited())
-'''
+with retryrs.testing.virtual_time():
+    first = delays_of(Throttled)
+    Throttled.retry_after = 5
+    print(first, delays_of(Throttled))
+"""
 
 
 def test_a_class_given_retry_after_later_is_seen_by_a_retrier_made_after():
-    # pytest's monkeypatch.setattr(Error, "retry_after", ..., raising=False) in a later
-    # test: the answer "does this class supply retry_after?" is each retrier's own. In a
-    # fresh process: a process-wide table that other tests filled would hide a stale one.
-    import subprocess
-    import sys
-
-    done = subprocess.run([sys.executable, "-c", _LATER_CHILD], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[0.01] [5.0]"
+    assert in_child(_LATER_CHILD) == "[0.01] [5.0]"
