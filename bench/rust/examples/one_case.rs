@@ -38,9 +38,12 @@ impl From<retryrs::TimedOut> for Busy {
     }
 }
 
-// bench/rust's error with a boxed source, the same type.
+// bench/rust's two-failure calls and its error with a boxed source, the same code.
+#[path = "../src/two_failures.rs"]
+mod two_failures;
 #[path = "../src/wrapped.rs"]
 mod wrapped;
+use two_failures::{backon_two_failures, ours_two_failures};
 use wrapped::Wrapped;
 
 fn main() {
@@ -190,37 +193,17 @@ fn repeat(calls: u32, mut f: impl FnMut()) {
 }
 
 /// Two zero-delay failures, each `error()`, then success through `Retrier::run`, the call
-/// inlined into its loop (as the bench runs it).
-fn ours_loop<E: std::fmt::Debug>(calls: u32, error: impl Fn() -> E) {
+/// inlined into its loop (as the bench runs it: the bench's own closure).
+fn ours_loop<E: std::fmt::Debug>(calls: u32, error: fn() -> E) {
     let zero = Retrier::new(
         Policy::builder().initial_delay(Duration::ZERO).jitter(Jitter::None).deadline(None).build().unwrap(),
     );
-    repeat(calls, || {
-        let got = zero.run(
-            |a: &Attempt| if black_box(a.number) < 3 { Err(error()) } else { Ok(a.number) },
-            |_| Verdict::TRANSIENT,
-        );
-        black_box(got.unwrap());
-    });
+    repeat(calls, ours_two_failures(&zero, error));
 }
 
 /// The same through backon with a constant zero delay.
-fn backon_loop<E: std::fmt::Debug>(calls: u32, error: impl Fn() -> E) {
-    let backon_zero = ConstantBuilder::default().with_delay(Duration::ZERO).with_max_times(4);
-    repeat(calls, || {
-        let mut n = 0u32;
-        let got = (|| {
-            n += 1;
-            if black_box(n) < 3 {
-                Err(error())
-            } else {
-                Ok(n)
-            }
-        })
-        .retry(backon_zero)
-        .call();
-        black_box(got.unwrap());
-    });
+fn backon_loop<E: std::fmt::Debug>(calls: u32, error: fn() -> E) {
+    repeat(calls, backon_two_failures(ConstantBuilder::default().with_delay(Duration::ZERO).with_max_times(4), error));
 }
 
 /// `f()` awaited `calls` times in one task on a current-thread tokio runtime (as the

@@ -50,7 +50,9 @@ impl From<retryrs::TimedOut> for Busy {
     }
 }
 
+mod two_failures;
 mod wrapped;
+use two_failures::{backon_two_failures, ours_two_failures};
 use wrapped::Wrapped;
 
 impl From<retryrs::TimedOut> for Wrapped {
@@ -102,35 +104,6 @@ async fn measure_async<F: std::future::Future<Output = ()>>(calls: u32, mut f: i
         rounds.push(started.elapsed().as_nanos() as f64 / f64::from(calls));
     }
     rounds.into_iter().fold(f64::INFINITY, f64::min)
-}
-
-/// Two zero-delay failures then success through `Retrier::run`, each failure `error()`.
-fn ours_two_failures<'a, E: std::fmt::Debug + 'a>(retrier: &'a Retrier, error: fn() -> E) -> impl FnMut() + 'a {
-    move || {
-        let got = retrier.run(
-            |a: &Attempt| if black_box(a.number) < 3 { Err(error()) } else { Ok(a.number) },
-            |_| Verdict::TRANSIENT,
-        );
-        black_box(got.unwrap());
-    }
-}
-
-/// The same through backon's `BlockingRetryable` with a constant zero delay.
-fn backon_two_failures<E: std::fmt::Debug>(backon: ConstantBuilder, error: fn() -> E) -> impl FnMut() {
-    move || {
-        let mut n = 0u32;
-        let got = (|| {
-            n += 1;
-            if black_box(n) < 3 {
-                Err(error())
-            } else {
-                Ok(n)
-            }
-        })
-        .retry(backon)
-        .call();
-        black_box(got.unwrap());
-    }
 }
 
 fn main() {
