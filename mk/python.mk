@@ -32,6 +32,10 @@ $(PY_NATIVE_STAMP): $(PY_NATIVE_SRC) $(PY_DEPS_STAMP)
 	mkdir -p $(PY_BUILD)
 	cd bindings-python && VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin develop --locked --quiet
 	touch $@
+# Once, before make test's parts: test-python, test-http-python and test-snippets all
+# need it, and two `maturin develop` at once race on the one .so they copy into the
+# package (CI: one copied it while the other's cargo had replaced the source).
+TEST_SETUP += $(PY_NATIVE_STAMP)
 
 # Builds and installs the package into .venv (editable).
 python-dev: $(PY_NATIVE_STAMP)
