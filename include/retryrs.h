@@ -1317,8 +1317,10 @@ retryrs_status retryrs_context_get(const struct retryrs_context *context,
 // Makes (a copy of) `context` this thread's context: every retrier call this thread
 // makes until the matching retryrs_context_leave() obeys it (its deadline is the smaller
 // of its own and the context's minus a margin of 2%, 5 to 250 ms; under a request that
-// was a retry it makes one attempt). Enter and leave nest. RETRYRS_INVALID_ARGUMENT
-// for a NULL context.
+// was a retry it makes one attempt). Enter and leave nest, and a context entered inside
+// another narrows it and never widens it (the sooner deadline holds, a retry mark stays):
+// a library's own budget cannot outlast the request it serves. Leave a request's context
+// before entering another request's. RETRYRS_INVALID_ARGUMENT for a NULL context.
 retryrs_status retryrs_context_enter(const struct retryrs_context *context);
 
 // Leaves the context the last retryrs_context_enter() on this thread entered, restoring

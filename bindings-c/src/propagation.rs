@@ -202,13 +202,15 @@ thread_local! {
 /// Makes (a copy of) `context` this thread's context: every retrier call this thread
 /// makes until the matching retryrs_context_leave() obeys it (its deadline is the smaller
 /// of its own and the context's minus a margin of 2%, 5 to 250 ms; under a request that
-/// was a retry it makes one attempt). Enter and leave nest. RETRYRS_INVALID_ARGUMENT
-/// for a NULL context.
+/// was a retry it makes one attempt). Enter and leave nest, and a context entered inside
+/// another narrows it and never widens it (the sooner deadline holds, a retry mark stays):
+/// a library's own budget cannot outlast the request it serves. Leave a request's context
+/// before entering another request's. RETRYRS_INVALID_ARGUMENT for a NULL context.
 #[no_mangle]
 pub unsafe extern "C" fn retryrs_context_enter(context: *const retryrs_context) -> retryrs_status {
     guard_status("retryrs_context_enter", || {
         let c = arg(context, "context")?;
-        let previous = core::replace(Some(c.ambient));
+        let previous = core::replace(Some(c.ambient.within(core::current())));
         ENTERED.with(|e| e.borrow_mut().push(previous));
         Ok(())
     })

@@ -369,6 +369,49 @@ test('run(context, fn) checks its input and returns what fn returns', async () =
   assert.throws(() => middleware({ trust: true }), /unknown option 'trust'/);
 });
 
+test('run() inside another context narrows it and never widens it', async () => {
+  // A library that runs its work in a context of its own inside a request (a longer
+  // budget, no retry mark) must not give its calls more time than the caller waits, nor
+  // retries the caller's retry forbids, nor hide the client's going away.
+  const caller = new AbortController();
+  await run({ remainingMs: 300, retry: true, signal: caller.signal }, async () => {
+    const outer = current();
+    await run({ remainingMs: 30_000 }, async () => {
+      const inner = current();
+      assert.notEqual(inner, outer);
+      assert.equal(inner.retry, true);
+      assert.ok(inner.deadlineAt <= outer.deadlineAt && inner.remainingMs <= 300, `${inner.remainingMs} ms left`);
+      let attempts = 0;
+      const r = new Retrier({ initialDelayMs: 0, maxDelayMs: 0 });
+      await assert.rejects(r.call((ctx) => {
+        attempts += 1;
+        assert.ok(ctx.remainingMs <= 300, `attempt bound ${ctx.remainingMs} ms`);
+        throw new Error('boom');
+      }));
+      assert.equal(attempts, 1, 'the outer retry mark: one attempt');
+    });
+    // A shorter budget inside still wins.
+    run({ remainingMs: 100 }, () => assert.ok(current().remainingMs <= 100));
+    // The outer cancellation reaches the inner context's calls and signal.
+    await run({}, async () => {
+      const inner = current();
+      const r = new Retrier();
+      let seen;
+      const pending = r.call((ctx) => new Promise((resolve, reject) => {
+        seen = ctx.signal;
+        ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason));
+      }));
+      await new Promise((resolve) => setImmediate(resolve));
+      caller.abort(new Error('client gone'));
+      await assert.rejects(pending);
+      assert.equal(seen.aborted, true);
+      assert.equal(inner.signal.aborted, true);
+    });
+  });
+  // Outside any context an object is taken as given.
+  run({}, () => assert.equal(current().remainingMs, null));
+});
+
 // Every HTTP helper: what it sends on each attempt, and a server's "don't retry".
 const HELPERS = {
   fetch: (retrier, more) => async (url) => {

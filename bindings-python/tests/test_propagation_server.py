@@ -386,6 +386,35 @@ def test_a_context_block_ends_its_context_at_exit():
     assert ctx.ended and propagation.current() is None
 
 
+def test_a_block_inside_another_context_narrows_it_and_never_widens_it():
+    # A library that sets a context of its own inside a request (a longer timeout, no
+    # retry mark) must not give its calls more time than the caller waits, nor retries
+    # the caller's retry forbids, nor hide the client's going away.
+    with propagation.context({"Retryrs-Context": "t=300, a=2"}) as outer:
+        with propagation.context(timeout=30.0) as inner:
+            assert propagation.current() is inner
+            assert inner.is_retry and 0.25 < inner.remaining <= 0.3 and not outer.ended
+            assert retryrs.Retrier().call(retryrs.current_attempt).remaining <= 0.3 - 0.005
+        assert propagation.current() is outer and inner.ended and not outer.ended
+        # A shorter budget inside still wins; the retry mark stays.
+        with propagation.context(timeout=0.1) as inner:
+            assert inner.is_retry and 0.05 < inner.remaining <= 0.1
+    # The outer request's cancellation reaches the inner block's token, not the reverse.
+    with propagation.context(timeout=5.0) as outer:
+        with propagation.context() as inner:
+            assert inner.remaining is not None and 4.5 < inner.remaining <= 5.0 and not inner.is_retry
+            inner.cancel_token.cancel()
+            assert not outer.cancelled
+        with propagation.context() as inner:
+            outer.cancel_token.cancel()
+            assert inner.cancelled
+            with pytest.raises(retryrs.RetryCancelled):
+                retryrs.Retrier().call(lambda: 1)
+    # Outside any context a block is as given (no deadline unless one is given).
+    with propagation.context() as alone:
+        assert alone.remaining is None and not alone.is_retry
+
+
 def test_a_receive_the_application_gave_up_on_loses_no_message():
     # Polling receive() with a timeout cancels it: the body it did not get is the next
     # receive()'s (it was dropped, and the application then hung).

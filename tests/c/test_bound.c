@@ -87,6 +87,41 @@ static void test_an_unbounded_attempt_reads_uint64_max(void) {
   retryrs_retrier_free(r);
 }
 
+static void test_a_context_entered_inside_another_narrows_it(void) {
+  /* A library's own context (30 s, no retry mark) entered inside a request's (300 ms, a
+   * retry): the call obeys the request's deadline (less the 6 ms margin of 300 ms) and
+   * its retry mark (one attempt); leaving restores each in turn. */
+  retryrs_retrier *r = bounded(5, -1, -1);
+  retryrs_context *request = NULL, *own = NULL;
+  probe p = {.takes_ms = 10, .succeed_at = 0};
+  retryrs_outcome out = {0, 0};
+  retryrs_testing_enable();
+  CHECK_STATUS(retryrs_context_new(300, true, &request), RETRYRS_OK);
+  CHECK_STATUS(retryrs_context_new(30000, false, &own), RETRYRS_OK);
+  CHECK_STATUS(retryrs_context_enter(request), RETRYRS_OK);
+  CHECK_STATUS(retryrs_context_enter(own), RETRYRS_OK);
+  CHECK(retryrs_context_current_is_retry());
+  retryrs_retrier_call(r, probing, &p, NULL, NULL, &out);
+  CHECK(p.calls == 1 && out.attempts == 1);
+  CHECK(p.at_start[0] == 294);
+  CHECK_STATUS(retryrs_context_leave(), RETRYRS_OK);
+  CHECK(retryrs_context_current_is_retry());
+  CHECK_STATUS(retryrs_context_leave(), RETRYRS_OK);
+  CHECK(!retryrs_context_current_is_retry());
+  /* Alone, the same context is its own: the 29,990 ms it has left after the first call's
+   * 10 ms, less the 250 ms margin; no retry mark. */
+  CHECK_STATUS(retryrs_context_enter(own), RETRYRS_OK);
+  CHECK(!retryrs_context_current_is_retry());
+  p = (probe){.takes_ms = 10, .succeed_at = 1};
+  CHECK_STATUS(retryrs_retrier_call(r, probing, &p, NULL, NULL, NULL), RETRYRS_OK);
+  CHECK(p.calls == 1 && p.at_start[0] == 29740);
+  CHECK_STATUS(retryrs_context_leave(), RETRYRS_OK);
+  retryrs_testing_disable();
+  retryrs_context_free(own);
+  retryrs_context_free(request);
+  retryrs_retrier_free(r);
+}
+
 static void test_an_attempt_past_the_deadline_ends_the_call_and_a_late_success_counts(void) {
   retryrs_retrier *r = bounded(5, 500, -1);
   probe p = {.takes_ms = 700, .succeed_at = 0};
@@ -306,6 +341,7 @@ void bound_tests(void) {
   h_run("bound: refused in a listener and on another thread", test_it_is_refused_in_a_listener_and_on_another_thread);
   h_run("bound: a nested blocking call has its own bound",
         test_a_nested_blocking_call_has_its_own_bound_and_restores_the_outer);
+  h_run("bound: a context entered inside another narrows it", test_a_context_entered_inside_another_narrows_it);
   h_run("bound: the sans-IO call answers while an attempt runs", test_the_sans_io_call_answers_while_an_attempt_runs);
   h_run("bound: a sans-IO loop against a silent server ends at the deadline",
         test_a_sans_io_loop_against_a_silent_server_ends_at_the_deadline);

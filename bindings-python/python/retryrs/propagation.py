@@ -348,14 +348,27 @@ def context(
     ``headers``: the inbound request's (read as the server helpers read them, clamped to
     ``limit``; Envoy's only with ``trust_mesh=True``); ``timeout``: a budget of the
     caller's own, seconds from now; ``is_retry``: the request is a retry. The smallest
-    budget given wins and any retry mark makes it a retry. No upward rule here: the block
-    runs (``Context.expired`` says whether anything was left)."""
+    budget given wins and any retry mark makes it a retry. Inside another context (the
+    request's, an outer block) the block narrows it and never widens it, as a context
+    derived from another does in Go or gRPC: the outer deadline holds if it is sooner,
+    its retry mark stays, and its cancellation (the client went away) reaches the
+    block's calls. No upward rule here: the block runs (``Context.expired`` says whether
+    anything was left)."""
     budget, retry, _, _ = _native.read_inbound(_pairs(headers), limit, trust_mesh)
     if not isinstance(is_retry, bool):
         raise TypeError(f"is_retry must be True or False, got {is_retry!r}")
     if timeout is not None and (budget is None or timeout < budget):
         budget = timeout
-    ctx = Context(budget, is_retry=retry or is_retry)
+    retry = retry or is_retry
+    cancel_token = None
+    outer = current()
+    if outer is not None:
+        left = outer.remaining
+        if left is not None and (budget is None or left < budget):
+            budget = left
+        retry = retry or outer.is_retry
+        cancel_token = outer.cancel_token.child()
+    ctx = Context(budget, is_retry=retry, cancel_token=cancel_token)
     token = _AMBIENT.set(ctx)
     try:
         yield ctx

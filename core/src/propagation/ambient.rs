@@ -91,6 +91,21 @@ impl Ambient {
         self.left_at(now())
     }
 
+    /// This context entered inside `outer` (the one in force where it is entered): it
+    /// narrows `outer` and never widens it, as a context derived from another does in Go
+    /// or gRPC. The sooner deadline holds, and it is a retry if either is. A library
+    /// that enters a context of its own inside a request (a longer budget, no retry mark)
+    /// thus cannot give its calls more time than the caller waits, nor retries the
+    /// caller's retry forbids.
+    pub fn within(self, outer: Option<Ambient>) -> Ambient {
+        let Some(outer) = outer else { return self };
+        let deadline = match (self.deadline, outer.deadline) {
+            (Some(own), Some(theirs)) => Some(own.min(theirs)),
+            (own, theirs) => own.or(theirs),
+        };
+        Ambient { deadline, is_retry: self.is_retry || outer.is_retry }
+    }
+
     /// The policy a call starting at `now` runs under (see [`constrain`]); `None`: the
     /// policy itself.
     pub fn constrain_at(&self, policy: &Policy, now: Duration) -> Option<Policy> {
@@ -151,9 +166,10 @@ pub fn replace(ambient: Option<Ambient>) -> Option<Ambient> {
 }
 
 /// Makes `ambient` this thread's ambient context until the guard drops (which restores
-/// the one before, also when unwinding).
+/// the one before, also when unwinding). Entered inside another, it narrows that one
+/// ([`Ambient::within`]).
 pub fn enter(ambient: Ambient) -> Entered {
-    Entered { previous: replace(Some(ambient)) }
+    Entered { previous: replace(Some(ambient.within(current()))) }
 }
 
 /// The guard of [`enter`]: restores the previous ambient context on drop.
@@ -171,7 +187,8 @@ impl Drop for Entered {
 
 /// A future polled inside an ambient context: each poll enters it and leaves it after,
 /// so every retrier call the future makes (on any runtime, on whichever thread polls it)
-/// obeys it, and nothing leaks to other tasks on the same thread.
+/// obeys it, and nothing leaks to other tasks on the same thread. Polled inside another
+/// context (a `Scoped` within a `Scoped`), it narrows that one ([`Ambient::within`]).
 #[derive(Debug)]
 pub struct Scoped<F> {
     ambient: Option<Ambient>,
@@ -180,7 +197,7 @@ pub struct Scoped<F> {
 
 impl<F> Scoped<F> {
     /// `inner`, polled inside `ambient` (`None`: inside no ambient context at all, hiding
-    /// any the poller has).
+    /// any the poller has; `Some`: inside `ambient` narrowed by any the poller has).
     pub fn new(ambient: Option<Ambient>, inner: F) -> Self {
         Scoped { ambient, inner }
     }
@@ -190,7 +207,7 @@ impl<F: Future> Future for Scoped<F> {
     type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let ambient = self.ambient;
+        let ambient = self.ambient.map(|a| a.within(current()));
         let _entered = Entered { previous: replace(ambient) };
         // SAFETY: `inner` is structurally pinned: it is never moved out of `self` (no
         // method hands it out by value and there is no Drop impl that moves it), and the
@@ -207,6 +224,39 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    #[test]
+    fn a_context_within_another_narrows_it_and_never_widens_it() {
+        let now = ms(1_000);
+        let request = Ambient::new(Some(ms(300)), true, now);
+        let own = Ambient::new(Some(ms(30_000)), false, now);
+        let inside = own.within(Some(request));
+        assert_eq!((inside.deadline(), inside.is_retry()), (Some(ms(1_300)), true));
+        let shorter = Ambient::new(Some(ms(100)), false, now).within(Some(request));
+        assert_eq!((shorter.deadline(), shorter.is_retry()), (Some(ms(1_100)), true));
+        let unbounded = Ambient::new(None, false, now);
+        assert_eq!(unbounded.within(Some(request)).deadline(), Some(ms(1_300)));
+        assert_eq!(request.within(Some(unbounded)), request);
+        assert_eq!(own.within(None), own);
+    }
+
+    #[test]
+    fn entering_inside_another_narrows_and_leaving_restores() {
+        let now = now();
+        let request = Ambient::new(Some(ms(300)), true, now);
+        let own = Ambient::new(Some(ms(30_000)), false, now);
+        let outer = enter(request);
+        {
+            let _inner = enter(own);
+            assert_eq!(current(), Some(own.within(Some(request))));
+            assert_eq!(current().map(|a| a.is_retry()), Some(true));
+        }
+        assert_eq!(current(), Some(request));
+        drop(outer);
+        assert_eq!(current(), None);
+        let _alone = enter(own);
+        assert_eq!(current(), Some(own));
     }
 
     #[test]
@@ -242,7 +292,8 @@ mod tests {
             assert_eq!(current(), Some(outer));
             {
                 let _b = enter(inner);
-                assert_eq!(current(), Some(inner));
+                // Narrowed by the outer one: its deadline, the inner retry mark.
+                assert_eq!(current(), Some(Ambient { deadline: Some(ms(1000)), is_retry: true }));
             }
             assert_eq!(current(), Some(outer));
             let mut seen = None;
@@ -256,7 +307,7 @@ mod tests {
             let waker = std::task::Waker::noop();
             let mut fut = std::pin::pin!(fut);
             assert!(fut.as_mut().poll(&mut Context::from_waker(waker)).is_ready());
-            assert_eq!(seen, Some(inner));
+            assert_eq!(seen, Some(inner.within(Some(outer))));
             assert_eq!(current(), Some(outer));
         }
         assert_eq!(current(), None);
