@@ -32,16 +32,27 @@ class PropagationContext {
   #signal;
   #cancel;
   #ended = false;
+  // The context in force where this one was made by hand (run({ ... }, fn)): this one
+  // narrows it while it is in force, and is its own once it is not (its request over).
+  #parent;
+  // The signal and cancellation joined with the parent's, made on first use.
+  #joinedSignal;
+  #joinedCancel;
 
-  constructor(deadlineAt, retry, signal, cancel) {
+  constructor(deadlineAt, retry, signal, cancel, parent = undefined) {
     this.#deadlineAt = deadlineAt;
     this.#retry = retry;
     this.#signal = signal;
     this.#cancel = cancel;
+    this.#parent = parent;
   }
 
   static {
-    cancelOf = (c) => c.#cancel;
+    cancelOf = (c) => {
+      const p = c.#narrowed();
+      if (p === undefined) return c.#cancel;
+      return (c.#joinedCancel ??= { of: joined(c.#cancel, cancelOf(p)) }).of;
+    };
     // A request's context ends with its response (lib/propagation.js): work it started
     // that outlives it (a timer, a refresher started lazily) no longer finds it, so its
     // calls run under their own policy, not a finished request's deadline or cancel.
@@ -51,39 +62,56 @@ class PropagationContext {
     endedOf = (c) => c.#ended;
   }
 
+  /** The parent this context narrows now: undefined when it has none or it is over. */
+  #narrowed() {
+    const p = this.#parent;
+    return p === undefined || p.#ended ? undefined : p;
+  }
+
   /**
    * This context for run(context, fn): itself, or, once its request is over, a copy that
    * does not end (work handed on by hand keeps the request's deadline and retry mark).
    */
   inForce() {
     if (!this.#ended) return this;
-    return new PropagationContext(this.#deadlineAt, this.#retry, this.#signal, this.#cancel);
+    return new PropagationContext(this.#deadlineAt, this.#retry, this.#signal, this.#cancel, this.#parent);
   }
 
   /** The time left before the inbound deadline, in whole ms (never negative); null: none. */
   get remainingMs() {
-    if (this.#deadlineAt === Infinity) return null;
-    return Math.max(0, Math.floor(this.#deadlineAt - now()));
+    const at = this.deadlineAt;
+    if (at === Infinity) return null;
+    return Math.max(0, Math.floor(at - now()));
   }
 
   /** When the inbound budget runs out, on the calls' clock (Infinity: never). */
   get deadlineAt() {
-    return this.#deadlineAt;
+    const p = this.#narrowed();
+    return p === undefined ? this.#deadlineAt : Math.min(this.#deadlineAt, p.deadlineAt);
   }
 
   /** Whether the inbound request was a retry: retriers inside it make one attempt. */
   get retry() {
-    return this.#retry;
+    return this.#retry || this.#narrowed()?.retry === true;
   }
 
   /** Aborts at the inbound deadline and when the client disconnects. */
   get signal() {
-    return this.#signal;
+    const p = this.#narrowed();
+    if (p === undefined) return this.#signal;
+    return (this.#joinedSignal ??= joined(this.#signal, p.signal));
   }
 
   get [Symbol.toStringTag]() {
     return 'PropagationContext';
   }
+}
+
+/** One signal for two that may be undefined: undefined, the one given, or either. */
+function joined(a, b) {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return AbortSignal.any([a, b]);
 }
 
 /**

@@ -121,6 +121,12 @@ export interface RunContext {
  * callback; it stays in force for `fn` even after its request is over). Returns what
  * `fn` returns. A bad context is a TypeError or RangeError
  * naming the key.
+ *
+ * An object given inside another context (a request's, an outer `run`) narrows it and
+ * never widens it: the sooner deadline, either retry mark, and the outer signal and
+ * cancellation reach `fn`. Once the outer context is over (its response finished),
+ * work `fn` left running has the object's own limits. A PropagationContext is entered
+ * as it is.
  */
 export declare function run<T>(context: RunContext | PropagationContext, fn: () => T): T;
 

@@ -155,8 +155,9 @@ const RUN_KEYS = ['remainingMs', 'retry', 'signal'];
  * A context given as an object inside another (a request's, an outer run) narrows that
  * one and never widens it, as a context derived from another does in Go or gRPC: the
  * sooner deadline holds, the retry mark stays, and the outer context's signal (its
- * deadline, its client gone) and cancellation reach fn. A PropagationContext is a
- * request's own, handed on: it is entered as it is.
+ * deadline, its client gone) and cancellation reach fn. Once the outer one is over (its
+ * request answered), work fn left running has this context's own limits. A
+ * PropagationContext is a request's own, handed on: it is entered as it is.
  */
 function run(context, fn) {
   if (typeof fn !== 'function') throw new TypeError(`run(context, fn): fn must be a function, got ${typeName(fn)}`);
@@ -175,23 +176,18 @@ function run(context, fn) {
   if (retry !== undefined && typeof retry !== 'boolean') throw new TypeError(`run(context, fn): retry must be a boolean, got ${typeName(retry)}`);
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError(`run(context, fn): signal must be an AbortSignal, got ${typeName(signal)}`);
   const bounded = remainingMs !== undefined && remainingMs !== null && remainingMs !== Infinity;
-  const outer = ambient.current();
-  // What ends this context's signal (the caller's signal, the outer context's) and what
-  // cancels its calls (the caller's signal, the outer context's cancellation).
-  const ends = oneSignal(signal, outer?.signal);
-  const cancel = oneSignal(signal, outer === undefined ? undefined : ambient.cancelOf(outer));
   const controller = new AbortController();
   let timer;
   const done = () => {
     if (timer !== undefined) clearTimeout(timer);
-    ends?.removeEventListener('abort', forward);
+    signal?.removeEventListener('abort', forward);
   };
   const forward = () => {
     done();
-    controller.abort(ends.reason);
+    controller.abort(signal.reason);
   };
-  if (ends?.aborted) controller.abort(ends.reason);
-  else ends?.addEventListener('abort', forward, { once: true });
+  if (signal?.aborted) controller.abort(signal.reason);
+  else signal?.addEventListener('abort', forward, { once: true });
   if (bounded && remainingMs <= MAX_TIMER_MS && !controller.signal.aborted) {
     timer = setTimeout(() => {
       done();
@@ -199,9 +195,9 @@ function run(context, fn) {
     }, remainingMs);
     timer.unref();
   }
-  const own = bounded ? now() + remainingMs : Infinity;
-  const deadlineAt = outer === undefined ? own : Math.min(own, outer.deadlineAt);
-  const ctx = new PropagationContext(deadlineAt, retry === true || outer?.retry === true, controller.signal, cancel);
+  // Made inside another context, it narrows that one while that one is in force
+  // (lib/ambient.js): the sooner deadline, either retry mark, both signals.
+  const ctx = new PropagationContext(bounded ? now() + remainingMs : Infinity, retry === true, controller.signal, signal, ambient.current());
   let result;
   try {
     result = store.run(ctx, fn);
@@ -215,13 +211,6 @@ function run(context, fn) {
     done();
   }
   return result;
-}
-
-/** One signal for two that may be undefined: undefined, the one given, or either. */
-function oneSignal(a, b) {
-  if (a === undefined) return b;
-  if (b === undefined) return a;
-  return AbortSignal.any([a, b]);
 }
 
 /** The context of the request being served here, or undefined outside one. */

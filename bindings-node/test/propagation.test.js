@@ -412,6 +412,51 @@ test('run() inside another context narrows it and never widens it', async () => 
   run({}, () => assert.equal(current().remainingMs, null));
 });
 
+test('a nested run() inside a request: the client going away reaches it; after the request its own limits', async () => {
+  // Inside the request (a retry, 150 ms left): the nested context narrows it, and its
+  // signal aborts when the client goes away, though fn returned at once. Work it left
+  // running past the request has the nested context's own limits (60 s, no retry mark),
+  // not a finished request's, as work started in the handler itself finds no context.
+  const seen = {};
+  let inner;
+  let left;
+  const server = http.createServer(wrap((req, res) => {
+    run({ remainingMs: 60_000 }, () => {
+      inner = current();
+      seen.retry = inner.retry;
+      seen.remainingMs = inner.remainingMs;
+      // The signal read here (a fetch would get it): once the request is over,
+      // inner.signal is the nested context's own again.
+      inner.signal.addEventListener('abort', (event) => {
+        seen.aborted = event.target.reason?.name;
+      });
+      left = new Promise((resolve) => setTimeout(() => resolve(current()), 400));
+    });
+    if (req.url === '/answer') res.end('ok');
+    // else: no answer; the client goes away
+  }));
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address();
+  try {
+    const gone = http.get({ port, host: '127.0.0.1', path: '/hang', headers: { 'retryrs-context': 't=150, r=?1' } });
+    gone.on('error', () => {});
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    gone.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(seen.retry, true);
+    assert.ok(seen.remainingMs <= 150, `${seen.remainingMs} ms left inside`);
+    assert.equal(seen.aborted, 'AbortError', 'the client went away');
+    const later = await left;
+    assert.equal(later, inner, 'work the nested run() left running still finds it');
+    assert.equal(later.retry, false);
+    assert.ok(later.remainingMs > 59_000, `${later.remainingMs} ms left after the request`);
+    assert.equal(later.signal.aborted, false, 'its own signal, not the finished request\'s');
+  } finally {
+    server.closeAllConnections?.();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
 // Every HTTP helper: what it sends on each attempt, and a server's "don't retry".
 const HELPERS = {
   fetch: (retrier, more) => async (url) => {

@@ -31,6 +31,23 @@ pub struct PyContext {
     /// started and left running (a task, a lazily started refresher) no longer finds the
     /// context, so its calls run under their own policy, not a finished request's.
     pub ended: std::sync::atomic::AtomicBool,
+    /// The context in force where this one was made (`propagation.context()` inside a
+    /// request): this one narrows it, and once this one ends, work it left running falls
+    /// back to it while it is in force.
+    pub parent: Option<Py<PyContext>>,
+}
+
+/// The context in force of `ctx` and its parents: the first not ended, or None.
+fn in_force<'py>(ctx: &Bound<'py, PyContext>) -> Option<Bound<'py, PyContext>> {
+    let mut at = ctx.clone();
+    loop {
+        let c = at.get();
+        if !c.ended.load(std::sync::atomic::Ordering::Relaxed) {
+            return Some(at);
+        }
+        let parent = c.parent.as_ref()?.bind(at.py()).clone();
+        at = parent;
+    }
 }
 
 #[pymethods]
@@ -38,14 +55,17 @@ impl PyContext {
     /// `timeout`: the seconds the caller has left, from now (None: no deadline);
     /// `is_retry`: the inbound request is itself a retry (the downward rule: inner calls
     /// make one attempt, send no hedge, and pass `r=?1` on); `cancel_token`: the token
-    /// that abandons the request (a new one if None).
+    /// that abandons the request (a new one if None); `_parent`: the context in force
+    /// where this one is made, which it narrows (the core's `Ambient::within`: the sooner
+    /// deadline, either retry mark) and falls back to once ended.
     #[new]
-    #[pyo3(signature = (timeout=None, *, is_retry=None, cancel_token=None))]
+    #[pyo3(signature = (timeout=None, *, is_retry=None, cancel_token=None, _parent=None))]
     fn new(
         py: Python<'_>,
         timeout: Option<&Bound<'_, PyAny>>,
         is_retry: Option<&Bound<'_, PyAny>>,
         cancel_token: Option<Py<PyCancelToken>>,
+        _parent: Option<Py<PyContext>>,
     ) -> PyResult<Self> {
         let left = match timeout {
             None => None,
@@ -68,7 +88,15 @@ impl PyContext {
             Some(t) => t,
             None => Py::new(py, PyCancelToken::fresh())?,
         };
-        Ok(PyContext { ambient: Ambient::new(left, is_retry, now(py)), token, ended: Default::default() })
+        let outer = _parent.as_ref().and_then(|p| in_force(p.bind(py))).map(|p| p.get().ambient);
+        let ambient = Ambient::new(left, is_retry, now(py)).within(outer);
+        Ok(PyContext { ambient, token, ended: Default::default(), parent: _parent })
+    }
+
+    /// This context if it is in force, else the first of its parents that is, else None
+    /// (`propagation.current()`).
+    fn _in_force(slf: &Bound<'_, Self>) -> Option<Py<PyContext>> {
+        in_force(slf).map(Bound::unbind)
     }
 
     /// The seconds left before the caller gives up (0.0 once past), or None: no deadline.
@@ -166,10 +194,8 @@ pub fn constrained(py: Python<'_>, r: &Retrier) -> PyResult<Option<Retrier>> {
 fn look(py: Python<'_>, r: &Retrier) -> PyResult<Option<Retrier>> {
     let value = crate::attempt::get_var(context_var(py)?)?;
     let Ok(context) = value.cast::<PyContext>() else { return Ok(None) };
+    let Some(context) = in_force(context) else { return Ok(None) };
     let context = context.get();
-    if context.ended.load(std::sync::atomic::Ordering::Relaxed) {
-        return Ok(None);
-    }
     let ambient_token = context.token.bind(py);
     let cancel = match &r.cancel {
         Some(own) => PyCancelToken::any_of(py, &[own.bind(py).clone(), ambient_token.clone()])?,

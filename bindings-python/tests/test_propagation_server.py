@@ -4,6 +4,7 @@ ambient context they set: real loopback servers, real clients, a hanging depende
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import threading
 import time
@@ -413,6 +414,53 @@ def test_a_block_inside_another_context_narrows_it_and_never_widens_it():
     # Outside any context a block is as given (no deadline unless one is given).
     with propagation.context() as alone:
         assert alone.remaining is None and not alone.is_retry
+
+
+def test_work_a_nested_block_left_running_falls_back_to_the_request():
+    # A task started in a nested block and still running after it, inside the request:
+    # the block's context is over, the request's is not, so the task obeys the request
+    # (its retry mark: one attempt), not no context at all (five).
+    async def work(go, attempts):
+        await go.wait()
+
+        def fail():
+            attempts.append(1)
+            raise ValueError
+
+        with pytest.raises(retryrs.RetryError):
+            retryrs.Retrier(retry_on=ValueError, initial_delay=0.001, max_delay=0.001).call(fail)
+        return propagation.current()
+
+    async def main():
+        attempts: list = []
+        with propagation.context(timeout=0.5, is_retry=True) as request:
+            go = asyncio.Event()
+            with propagation.context(timeout=0.2) as block:
+                task = asyncio.ensure_future(work(go, attempts))
+                await asyncio.sleep(0)
+            go.set()
+            seen = await task
+            assert block.ended and seen is request and len(attempts) == 1
+        # After the request too: no context, the retrier's own five attempts.
+        go = asyncio.Event()
+        with propagation.context(is_retry=True):
+            with propagation.context():
+                task = asyncio.ensure_future(work(go, attempts))
+                await asyncio.sleep(0)
+        go.set()
+        assert await task is None and len(attempts) == 1 + 5
+
+    asyncio.run(main())
+
+
+def test_a_bad_timeout_is_refused_whatever_the_other_budgets():
+    for headers, outer in [(None, None), ({"grpc-timeout": "500m"}, None), (None, 5.0), (None, 0.5)]:
+        for bad in [True, float("inf"), -1.0, "1"]:
+            with contextlib.ExitStack() as stack:
+                if outer is not None:
+                    stack.enter_context(propagation.context(timeout=outer))
+                with pytest.raises((ValueError, TypeError), match="timeout"):
+                    stack.enter_context(propagation.context(headers, timeout=bad))
 
 
 def test_a_receive_the_application_gave_up_on_loses_no_message():

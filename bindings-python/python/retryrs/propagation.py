@@ -61,7 +61,8 @@ def current() -> Optional[Context]:
     """The ambient context of the request being served (None outside one, and in work
     the request started and left running once it is over)."""
     ctx = _AMBIENT.get()
-    return None if ctx is None or ctx.ended else ctx
+    # A block's context that ended while its request goes on: the request's.
+    return None if ctx is None else ctx._in_force()
 
 
 def _pairs(headers: Optional[Headers]) -> List[Tuple[str, str]]:
@@ -357,18 +358,21 @@ def context(
     budget, retry, _, _ = _native.read_inbound(_pairs(headers), limit, trust_mesh)
     if not isinstance(is_retry, bool):
         raise TypeError(f"is_retry must be True or False, got {is_retry!r}")
-    if timeout is not None and (budget is None or timeout < budget):
-        budget = timeout
-    retry = retry or is_retry
-    cancel_token = None
+    if timeout is not None:
+        # The Context's own check of a timeout (a ValueError naming it), before it is
+        # compared: whether a bad one is refused must not depend on the other budgets.
+        Context(timeout)
+        if budget is None or timeout < budget:
+            budget = timeout
     outer = current()
-    if outer is not None:
-        left = outer.remaining
-        if left is not None and (budget is None or left < budget):
-            budget = left
-        retry = retry or outer.is_retry
-        cancel_token = outer.cancel_token.child()
-    ctx = Context(budget, is_retry=retry, cancel_token=cancel_token)
+    # Inside another context the core narrows it (Context's _parent); its cancellation
+    # (the client went away) reaches this block's calls through a child token.
+    ctx = Context(
+        budget,
+        is_retry=retry or is_retry,
+        cancel_token=None if outer is None else outer.cancel_token.child(),
+        _parent=outer,
+    )
     token = _AMBIENT.set(ctx)
     try:
         yield ctx
