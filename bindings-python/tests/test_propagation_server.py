@@ -495,3 +495,87 @@ def test_a_receive_the_application_gave_up_on_loses_no_message():
         return b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
 
     assert asyncio.run(main()) == b"nothing yet; hello"
+
+
+def _asgi_run(app, messages):
+    """Serves one request through ASGIMiddleware, the server's receive giving `messages`
+    in turn (its body, then a disconnect); the application sends nothing back."""
+
+    async def main():
+        queue: "asyncio.Queue[dict]" = asyncio.Queue()
+        for message in messages:
+            queue.put_nowait(message)
+
+        async def send(message):
+            pass
+
+        await asyncio.wait_for(propagation.ASGIMiddleware(app)({"type": "http", "headers": []}, queue.get, send), 5)
+
+    asyncio.run(main())
+
+
+def test_a_client_gone_while_a_small_body_is_unread_cancels_the_context():
+    # The application works before it reads its body (a call to a dependency first); the
+    # client sent its body in three chunks and went away. The watcher reads a small body
+    # ahead, so it sees the disconnect (before: it held chunk 1 and waited for the
+    # application, and the calls ran on for a client that was gone).
+    seen = {}
+
+    async def app(scope, receive, send):
+        ctx = propagation.current()
+        for _ in range(200):
+            if ctx.cancelled:
+                break
+            await asyncio.sleep(0.01)
+        seen["cancelled"] = ctx.cancelled
+        body = b""
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                seen["then"] = message["type"]
+                break
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        seen["body"] = body
+
+    chunks = [{"type": "http.request", "body": b"a" * 1000, "more_body": True},
+              {"type": "http.request", "body": b"b" * 1000, "more_body": True},
+              {"type": "http.request", "body": b"c", "more_body": False}]
+    _asgi_run(app, chunks + [{"type": "http.disconnect"}])
+    # Nothing lost: the application still reads the whole body, in order.
+    assert seen == {"cancelled": True, "body": b"a" * 1000 + b"b" * 1000 + b"c"}
+
+
+def test_a_large_body_still_flows_at_the_applications_pace():
+    # Past the read-ahead (64 KiB) the watcher waits for the application: a body of 40
+    # chunks of 16 KiB is not all taken from the server while the application reads none.
+    taken = []
+
+    async def app(scope, receive, send):
+        await asyncio.sleep(0.1)
+        taken.append(len(pending_messages[0]._queue))  # what the server still holds
+        total = 0
+        while True:
+            message = await receive()
+            total += len(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        taken.append(total)
+
+    pending_messages: list = []
+
+    async def main():
+        messages: "asyncio.Queue[dict]" = asyncio.Queue()
+        pending_messages.append(messages)
+        for i in range(40):
+            messages.put_nowait({"type": "http.request", "body": b"x" * 16384, "more_body": i < 39})
+
+        async def send(message):
+            pass
+
+        await asyncio.wait_for(propagation.ASGIMiddleware(app)({"type": "http", "headers": []}, messages.get, send), 5)
+
+    asyncio.run(main())
+    still_with_the_server, read = taken
+    assert still_with_the_server >= 40 - 5 and read == 40 * 16384

@@ -180,15 +180,30 @@ async def _refuse_asgi(send: Callable[[Any], Awaitable[None]]) -> None:
     await send({"type": "http.response.body", "body": _REFUSAL_BODY})
 
 
+# The request body the disconnect watcher may read ahead of the application: enough
+# for the bodies most requests carry, so a client that goes away while the application
+# works and has not read its body yet is seen; a larger upload still flows at the
+# application's pace (the watcher waits for room).
+_READ_AHEAD = 64 * 1024
+# What a message counts for against it besides its body (so empty chunks are bounded too).
+_MESSAGE_COST = 64
+
+
+def _cost(message: Any) -> int:
+    body = message.get("body") if isinstance(message, Mapping) else None
+    return _MESSAGE_COST + (len(body) if isinstance(body, (bytes, bytearray, memoryview)) else 0)
+
+
 class _Disconnect:
     """The application's ``receive``, watched for ``http.disconnect``: a watcher task is
-    the one reader of the server's ``receive`` and hands each message on (one at a time,
-    so a body still flows at the application's pace); once the body is read it keeps
-    listening, so a client that goes away while the application works (a retry loop that
-    never calls ``receive``) cancels the context. Without a running asyncio loop (trio)
-    the disconnect is seen when the application itself calls ``receive``."""
+    the one reader of the server's ``receive`` and hands each message on, reading ahead
+    of the application by at most ``_READ_AHEAD`` bytes of body (a larger body flows at
+    the application's pace); once the body is read it keeps listening, so a client that
+    goes away while the application works (a retry loop that never calls ``receive``)
+    cancels the context. Without a running asyncio loop (trio) the disconnect is seen
+    when the application itself calls ``receive``."""
 
-    __slots__ = ("_receive", "_token", "_queue", "_task", "_gone", "_kept")
+    __slots__ = ("_receive", "_token", "_queue", "_task", "_gone", "_kept", "_held", "_room")
 
     def __init__(self, receive: Callable[[], Awaitable[Any]], token: Any) -> None:
         self._receive = receive
@@ -198,22 +213,38 @@ class _Disconnect:
         self._kept: List[Any] = []
         self._queue: Optional["asyncio.Queue[Any]"] = None
         self._task: Optional["asyncio.Task[None]"] = None
+        # What the messages read ahead and not yet handed over cost (_cost), and the
+        # watcher's wait for it to fall under _READ_AHEAD.
+        self._held = 0
+        self._room: Optional[asyncio.Event] = None
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             return
         if _library() == "asyncio":
-            self._queue = asyncio.Queue(maxsize=1)
+            self._queue = asyncio.Queue()
+            self._room = asyncio.Event()
             self._task = asyncio.ensure_future(self._watch())
 
     async def _watch(self) -> None:
-        assert self._queue is not None
+        assert self._queue is not None and self._room is not None
         while True:
+            while self._held >= _READ_AHEAD:
+                self._room.clear()
+                await self._room.wait()
             message = await self._receive()
             self._seen(message)
-            await self._queue.put(message)
+            self._held += _cost(message)
+            self._queue.put_nowait(message)
             if self._gone is not None:
                 return
+
+    def _handed(self, message: Any) -> Any:
+        """``message``, handed to the application: its cost no longer held."""
+        self._held -= _cost(message)
+        if self._room is not None and self._held < _READ_AHEAD:
+            self._room.set()
+        return message
 
     def _seen(self, message: Any) -> None:
         if isinstance(message, Mapping) and message.get("type") == "http.disconnect":
@@ -228,7 +259,7 @@ class _Disconnect:
             self._seen(message)
             return message
         if self._kept:
-            return self._kept.pop()
+            return self._handed(self._kept.pop())
         if self._gone is not None and self._queue.empty():
             return self._gone
         task = self._task
@@ -245,7 +276,7 @@ class _Disconnect:
                 getter.cancel()
             raise
         if getter in done:
-            return getter.result()
+            return self._handed(getter.result())
         getter.cancel()
         # The watcher ended without a message for us: it failed (its error is the
         # server's receive's, raised here as the application would have seen it).
