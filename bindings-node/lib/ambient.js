@@ -9,6 +9,7 @@ const native = require('./native');
 // The clock the calls run on: performance.now(), or the virtual clock under the testing
 // switch (so a context's time and its calls' agree, and vectors are exact).
 const { now } = require('./clock');
+const { eitherSignal } = require('./signals');
 
 let store = null;
 let listeners = [];
@@ -35,7 +36,7 @@ class PropagationContext {
   // The context in force where this one was made by hand (run({ ... }, fn)): this one
   // narrows it while it is in force, and is its own once it is not (its request over).
   #parent;
-  // The signal and cancellation joined with the parent's, made on first use.
+  // The signal and cancellation joined with the parent's (joinedWith), made on first use.
   #joinedSignal;
   #joinedCancel;
 
@@ -51,7 +52,7 @@ class PropagationContext {
     cancelOf = (c) => {
       const p = c.#narrowed();
       if (p === undefined) return c.#cancel;
-      return (c.#joinedCancel ??= { of: joined(c.#cancel, cancelOf(p)) }).of;
+      return (c.#joinedCancel = joinedWith(c.#joinedCancel, c.#cancel, cancelOf(p))).signal;
     };
     // A request's context ends with its response (lib/propagation.js): work it started
     // that outlives it (a timer, a refresher started lazily) no longer finds it, so its
@@ -99,7 +100,7 @@ class PropagationContext {
   get signal() {
     const p = this.#narrowed();
     if (p === undefined) return this.#signal;
-    return (this.#joinedSignal ??= joined(this.#signal, p.signal));
+    return (this.#joinedSignal = joinedWith(this.#joinedSignal, this.#signal, p.signal)).signal;
   }
 
   get [Symbol.toStringTag]() {
@@ -107,11 +108,14 @@ class PropagationContext {
   }
 }
 
-/** One signal for two that may be undefined: undefined, the one given, or either. */
-function joined(a, b) {
-  if (a === undefined) return b;
-  if (b === undefined) return a;
-  return AbortSignal.any([a, b]);
+/**
+ * `own` joined with `theirs` (the parent's signal or cancellation now) as
+ * `{ theirs, signal }`: `memo` again while the parent's is the one it was made with. A
+ * parent's own changes (its request over, it is its own again), and a join made with
+ * the old one would keep the finished request's.
+ */
+function joinedWith(memo, own, theirs) {
+  return memo !== undefined && memo.theirs === theirs ? memo : { theirs, signal: eitherSignal(own, theirs) };
 }
 
 /**

@@ -15,6 +15,7 @@ const {
 } = require('./http-common');
 const { outboundHeaders, pushbackOf } = require('./http-propagation');
 const { DONT_RETRY } = require('./codes');
+const { eitherSignal } = require('./signals');
 
 /**
  * One request through a helper (retryingFetch, axios, undici): the retrier's call loop
@@ -84,7 +85,7 @@ async function runHttp(h, rules, req, io) {
     const timer = bound === null ? undefined : attemptTimer(bound, o.unref, timeoutError(n, bound));
     // Hedged: the attempt's own signal (the call's reaches it; it aborts when it loses).
     const own = rules.hedged ? ctx.signal : signal;
-    const attemptSignal = timer === undefined ? own : own === undefined ? timer.signal : AbortSignal.any([own, timer.signal]);
+    const attemptSignal = eitherSignal(own, timer?.signal);
     let out;
     try {
       // The attempt number is in the async context of the request's send: what

@@ -13,6 +13,7 @@ const { reportListenerError } = require('./events');
 const { CallRun, isThenable, boundedFirstAttempt, nameOf } = require('./call');
 const { wrapBreaker } = require('./breaker');
 const ambient = require('./ambient');
+const { eitherSignal } = require('./signals');
 
 // The CircuitBreaker object of each native policy, made on first ask.
 const breakers = new WeakMap();
@@ -235,7 +236,7 @@ class Retrier {
         return Promise.reject(new TypeError(`call(fn, { signal }): signal must be an AbortSignal, got ${typeName(signal)}`));
       }
     }
-    if (ambientSignal !== undefined) signal = signal === undefined ? ambientSignal : AbortSignal.any([signal, ambientSignal]);
+    if (ambientSignal !== undefined) signal = eitherSignal(signal, ambientSignal);
     if (signal !== undefined && signal.aborted) return this.#abortedBeforeStart(o, fn, signal);
     // `=== true` (these fields are booleans): a compare each, where a truth test of a
     // field dispatches on its type.

@@ -420,6 +420,7 @@ test('a nested run() inside a request: the client going away reaches it; after t
   const seen = {};
   let inner;
   let left;
+  let deepLeft;
   const server = http.createServer(wrap((req, res) => {
     run({ remainingMs: 60_000 }, () => {
       inner = current();
@@ -431,6 +432,17 @@ test('a nested run() inside a request: the client going away reaches it; after t
         seen.aborted = event.target.reason?.name;
       });
       left = new Promise((resolve) => setTimeout(() => resolve(current()), 400));
+      // One level deeper: its signal and its calls' cancellation, joined during the
+      // request, follow the middle context once that is its own again.
+      run({}, () => {
+        const deep = current();
+        seen.deepInside = deep.signal;
+        new Retrier().call(() => 1).catch(() => {});
+        deepLeft = new Promise((resolve) => setTimeout(() => {
+          const later = current();
+          new Retrier().call(() => 'ran').then((v) => resolve({ later, v }), (err) => resolve({ later, v: err.name }));
+        }, 400));
+      });
     });
     if (req.url === '/answer') res.end('ok');
     // else: no answer; the client goes away
@@ -451,6 +463,11 @@ test('a nested run() inside a request: the client going away reaches it; after t
     assert.equal(later.retry, false);
     assert.ok(later.remainingMs > 59_000, `${later.remainingMs} ms left after the request`);
     assert.equal(later.signal.aborted, false, 'its own signal, not the finished request\'s');
+    assert.equal(seen.deepInside.aborted, true, 'the deeper context followed the client going away');
+    const deep = await deepLeft;
+    assert.equal(deep.later.retry, false);
+    assert.equal(deep.later.signal.aborted, false, 'the deeper context\'s signal, after the request');
+    assert.equal(deep.v, 'ran', 'its calls are not cancelled by the finished request');
   } finally {
     server.closeAllConnections?.();
     await new Promise((resolve) => server.close(resolve));
