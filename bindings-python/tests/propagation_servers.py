@@ -81,6 +81,7 @@ class Hanging:
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/"
         self.held: List[socket.socket] = []
         self.accepted = 0
+        self._lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -89,12 +90,28 @@ class Hanging:
                 conn, _ = self.sock.accept()
             except OSError:
                 return
+            self._took(conn)
+
+    def _took(self, conn: socket.socket) -> None:
+        with self._lock:
             self.accepted += 1
             self.held.append(conn)
 
     def close(self) -> None:
+        # Connections the kernel completed that the accept thread has not taken yet (a
+        # thread starved on a loaded machine) were made too: take and count them here,
+        # or `accepted` says the dependency was never called.
+        self.sock.setblocking(False)
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                break
+            self._took(conn)
         self.sock.close()
-        for c in self.held:
+        with self._lock:
+            held = list(self.held)
+        for c in held:
             c.close()
 
     def __enter__(self) -> "Hanging":
