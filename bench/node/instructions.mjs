@@ -72,6 +72,49 @@ const JS_ROWS = {
       return cuttable();
     };
   },
+  // The least a call that a deadline can cut needs on this Node, written by hand: the
+  // clock read above, and the attempt's failure callback and expiry stored where a timer
+  // can reach them (a slot of a young array, as BoundQueue keeps them), cleared when the
+  // attempt settles. No timer is armed, no late settle looked for, no head moved: a floor
+  // under any implementation, against which r.call's own bookkeeping is what is left.
+  'JS: own promise + p.then(onOk, onFail) + performance.now() + a slot a timer can reach': (ok) => {
+    const perf = globalThis.performance;
+    const SIZE = 256;
+    let slots = new Array(SIZE).fill(null);
+    const times = new Float64Array(SIZE);
+    let tail = 0;
+    return () => {
+      const t0 = perf.now();
+      const p = ok();
+      let resolve;
+      const call = new Promise((r) => {
+        resolve = r;
+      });
+      let at = -1;
+      const failed = (err) => {
+        if (at < 0) return;
+        slots[at] = null;
+        at = -1;
+        resolve(Promise.reject(err));
+      };
+      // New storage when full (a young array: a store into an old one costs a write barrier).
+      if (tail === SIZE) {
+        slots = new Array(SIZE).fill(null);
+        tail = 0;
+      }
+      slots[tail] = failed;
+      times[tail] = t0 + 15_000;
+      at = tail++;
+      p.then((v) => {
+        if (at < 0) return;
+        slots[at] = null;
+        at = -1;
+        counts.ok += 1;
+        resolve(v);
+      }, failed);
+      return call;
+    };
+  },
   // What two failures then success cost without retryrs: bench.mjs's baseline for them.
   'JS: yielding hand loop, two failures': () => () => yieldingHandLoop(makeFlaky()),
 };
@@ -118,12 +161,31 @@ if (args[0] === '--child') {
   const trees = { this: root, base: path.resolve(base) };
   console.log(`Node ${process.version}; this = ${trees.this}, base = ${trees.base}; instructions per call (cachegrind, ${N2} - ${N1} calls)\n`);
   console.log('| row | this | base | this/base |\n|---|---:|---:|---:|');
+  const got = {};
   for (const name of TREE_ROWS.filter(picked)) {
     const t = perCall(trees.this, name);
     const b = perCall(trees.base, name);
+    got[name] = t;
     console.log(`| ${name} | ${t} | ${b} | ${(t / b).toFixed(2)} |`);
   }
   for (const name of Object.keys(JS_ROWS).filter(picked)) {
-    console.log(`| ${name} | ${perCall(root, name)} | | |`);
+    got[name] = perCall(root, name);
+    console.log(`| ${name} | ${got[name]} | | |`);
   }
+  printFloors(got);
+}
+
+// The bounded happy path against the floor for any call a bound can cut (issue 41): what
+// this tree's unbounded call costs plus what being cuttable costs at least in plain JS
+// (a promise of its own and the closure that settles it). Beside it, the same ratio for
+// the least hand-written call that also reads the clock and keeps a slot a timer can
+// reach: how near a fine clock lets any implementation come.
+function printFloors(got) {
+  const [jsThen, jsOwn, jsNow, jsSlot] = Object.keys(JS_ROWS).map((name) => got[name]);
+  const [bounded, unbounded] = [got['r.call'], got['r.call, deadlineMs: null']];
+  if ([jsThen, jsOwn, bounded, unbounded].includes(undefined)) return;
+  const floor = unbounded + (jsOwn - jsThen);
+  console.log(`\ncuttable floor = r.call, deadlineMs: null + (own promise - p.then) = ${floor}; r.call / floor = ${(bounded / floor).toFixed(2)}`);
+  if (jsNow !== undefined) console.log(`in plain JS: + performance.now() / own promise = ${(jsNow / jsOwn).toFixed(2)}`);
+  if (jsSlot !== undefined) console.log(`in plain JS: + performance.now() + a slot a timer can reach / own promise = ${(jsSlot / jsOwn).toFixed(2)}`);
 }
