@@ -1,7 +1,8 @@
 //! The blocking executor: runs a closure until the engine says stop, sleeping between
 //! attempts on a [`Clock`], waking at once on a [`CancelToken`].
 
-// Without the `blocking` feature only the error types are left here.
+// Without the `blocking` feature the run loop is compiled out and only the re-exported types
+// (error.rs, hooks.rs, history.rs, run.rs) are used: its imports then go unused.
 #![cfg_attr(not(feature = "blocking"), allow(unused_imports))]
 
 use std::cell::Cell;
