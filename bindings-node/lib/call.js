@@ -6,13 +6,14 @@ const native = require('./native');
 const { now, isVirtual, lastSeenVirtual, advanceVirtual, breakerBase } = require('./clock');
 const { watch, unwatch } = require('./abort');
 const { typeName } = require('./options');
-const { RetryExhaustedError, describe } = require('./errors');
+const { RetryExhaustedError } = require('./errors');
 const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, V_TIMED_OUT, V_DONT_RETRY, DONT_RETRY, REJECTED, EXHAUSTED, PLAN_ENGINE, PLAN_EXACT, PLAN_STOP } = require('./codes');
-const { AttemptContext, BoundedAttemptContext, abortAttempt, startOf } = require('./attempt');
+const { AttemptContext, BoundedAttemptContext, abortAttempt } = require('./attempt');
 // MAX_TIMER_MS: the longest single setTimeout; longer waits are armed in chunks.
-const { armBound, clearBound, EXPIRED, MAX_TIMER_MS } = require('./bound');
+const { armBound, clearBound, MAX_TIMER_MS } = require('./bound');
 const { reportListenerError } = require('./events');
-const { retryAfterFromError } = require('./predicate');
+const { nameOf, isDeadline, boundError, reraised, notBoolean, hookError, badHint, isTimedOut } = require('./call-errors');
+const { isThenable } = require('./thenable');
 
 // Which event kinds carry the failure: the core's rule, read once.
 const CARRIES_ERROR = new Set(native.eventKindsCarryingError());
@@ -36,10 +37,6 @@ const ABORTED = 2;
 // What an awaited hook came to when the call's signal aborted first (see unlessAborted).
 const ABANDONED = Symbol('abandoned');
 
-
-function isThenable(r) {
-  return r !== null && (typeof r === 'object' || typeof r === 'function') && typeof r.then === 'function';
-}
 
 /** One call in progress, from its first failure (or from its start, on the full loop). */
 class CallRun {
@@ -773,116 +770,6 @@ class CallRun {
   }
 }
 
-/** The name events and errors carry: the retrier's if chosen, else fn's (when it has one). */
-function nameOf(o, fn) {
-  return o.named || typeof fn.name !== 'string' || fn.name === '' ? o.name : fn.name;
-}
-
-// The failures retryrs's own layers made of an attempt that ran out of its bound (the HTTP
-// helpers' cut at the engine's bound, their client's own timeout; a hedged attempt cut at
-// its attempt timeout): a quota prices the retry after one as a timeout's (V_TIMED_OUT).
-// Private, so a TimeoutError an attempt throws itself stays an ordinary failure.
-const timedOutFailures = new WeakSet();
-
-/** Marks `failure` as an attempt that ran out of its bound; returns it. */
-function markTimedOut(failure) {
-  if (failure !== null && typeof failure === 'object') timedOutFailures.add(failure);
-  return failure;
-}
-
-/** Whether `failure` was marked by markTimedOut. */
-function isTimedOut(failure) {
-  return failure !== null && typeof failure === 'object' && timedOutFailures.has(failure);
-}
-
-/** Whether an attempt bound of `bound` ms was the deadline (not the attempt timeout). */
-function isDeadline(o, bound) {
-  return o.attemptTimeoutMs === 0 || bound < o.attemptTimeoutMs;
-}
-
-/** What an attempt cut short by its bound fails with (a TimeoutError, as fetch's). */
-function boundError(o, name, n, bound) {
-  const message = isDeadline(o, bound)
-    ? `${name}: attempt ${n} ran past the deadline (it had ${Math.round(bound)} ms left)`
-    : `${name}: attempt ${n} timed out after ${o.attemptTimeoutMs} ms`;
-  return new DOMException(message, 'TimeoutError');
-}
-
-/**
- * The fast path's bounded first attempt (no signal, no listener, no budget), once fn
- * (called by Retrier.call with `ctx`, started at t0) returned `result`: fn's promise
- * raced against the retrier's queued timer (lib/bound.js) instead of a timer of its own.
- * Past the bound its signal aborts and the call goes on from the TimeoutError; a failure
- * first goes on from that failure.
- */
-function boundedFirstAttempt(o, fn, ctx, result, t0) {
-  const bound = o.firstBoundMs;
-  if (!(result instanceof Promise)) {
-    if (!isThenable(result)) {
-      o.counts.unseenOk += 1;
-      return Promise.resolve(result);
-    }
-    result = Promise.resolve(result);
-  }
-  // `!== true` (the field is a boolean): a compare, where a truth test of a field
-  // dispatches on its type.
-  if (o.interrupts !== true) {
-    // The attempt bounds itself (retryingFetch): nothing to cut.
-    // t0 from ctx, not shared by the closures (see failed).
-    return result.then(o.countOk, (err) => new CallRun(o, fn, undefined, startOf(ctx), true).run(err, true));
-  }
-  // The call's promise, settled by whichever comes first: the attempt's promise or the
-  // queue's expiry. Its executor is a closure of this call: a shared executor handing
-  // resolve over in a module variable stores a new object into an old one (the module's
-  // context) on every call, whose write barrier costs more than the closure.
-  let resolve;
-  const call = new Promise((r) => {
-    resolve = r;
-  });
-  // The entry's position in the queue; SETTLED once the attempt is over either way.
-  let at = SETTLED;
-  // The call loop, once the attempt failed: a first bound that is the deadline is the
-  // call's deadline, so the entry is handed over to it rather than settled.
-  let run = null;
-  const failed = (err) => {
-    if (err === EXPIRED && run !== null) return run.expired();
-    if (at === SETTLED) return; // after the bound passed: a late failure is dropped
-    // Read again rather than shared: each variable the closures share is a slot of every
-    // call's context, filled on the happy path (so are o.queue's reads below), and t0, a
-    // number, one more boxed.
-    const t0 = startOf(ctx);
-    const bound = o.firstBoundMs;
-    run = new CallRun(o, fn, undefined, t0, true);
-    if (err === EXPIRED) {
-      err = boundError(o, nameOf(o, fn), 1, bound);
-      abortAttempt(ctx, err);
-      if (isDeadline(o, bound)) {
-        run.deadlineError = err;
-        run.boundAt = t0 + bound;
-      } else {
-        run.timeoutError = err;
-      }
-    } else if (isDeadline(o, bound)) {
-      run.queued = at;
-    } else {
-      o.queue.settle(at);
-    }
-    at = SETTLED;
-    // Not resolve(promise): that costs a job and a turn of the microtask queue more.
-    resolve(run.run(err, true));
-  };
-  // On performance.now()'s time base, the queue's: t0 is on it unless virtual time is on.
-  at = o.queue.add(failed, (lastSeenVirtual() ? perf.now() : t0) + bound);
-  result.then((v) => {
-    if (at === SETTLED) return;
-    o.queue.settle(at);
-    at = SETTLED;
-    o.counts.unseenOk += 1;
-    resolve(v);
-  }, failed);
-  return call;
-}
-
 // The executor of deadlineAttempt's promise, shared: it hands the promise's resolve over
 // in `captured`.
 let captured;
@@ -890,83 +777,4 @@ function captureResolve(resolve) {
   captured = resolve;
 }
 
-/**
- * reraise: the last failure itself, carrying the call's RetryExhaustedError (attempts,
- * reason, errors) as its `retryrs` property. A failure that cannot carry it (a thrown
- * primitive, a frozen error) is rejected with as it is.
- */
-function reraised(exhausted) {
-  const last = exhausted.cause;
-  if (last !== null && typeof last === 'object' && Object.isExtensible(last)) {
-    try {
-      Object.defineProperty(last, 'retryrs', { value: exhausted, writable: true, configurable: true, enumerable: false });
-    } catch {
-      // A proxy refused: the failure goes as it is.
-    }
-  }
-  return last;
-}
-
-function notBoolean(option, answer) {
-  return new TypeError(`${option} must return a boolean (or a Promise of one), got ${typeName(answer)}`);
-}
-
-/**
- * What a call rejects with when a hook threw: the hook's own error, with the original
- * failure as its `cause`. A thrown primitive, a frozen error or one that has a cause
- * already cannot carry it, so it is wrapped in a RetryrsHookError whose `cause` is the
- * original failure and whose `thrown` is what the hook threw.
- */
-function hookError(thrown, original) {
-  // The error itself, carrying the failure already (`throw new AuthError(.., { cause: error })`,
-  // or further down its cause chain: p-retry rejects with what onFailedAttempt threw).
-  if (thrown === original || carries(thrown, original)) return thrown;
-  if (thrown !== null && typeof thrown === 'object' && thrown.cause === undefined && Object.isExtensible(thrown)) {
-    try {
-      Object.defineProperty(thrown, 'cause', { value: original, writable: true, configurable: true, enumerable: false });
-      return thrown;
-    } catch {
-      // A proxy or an exotic object refused: wrap it below.
-    }
-  }
-  const wrapped = new Error(`retryrs: a hook threw ${describe(thrown)}`, { cause: original });
-  wrapped.name = 'RetryrsHookError';
-  wrapped.thrown = thrown;
-  return wrapped;
-}
-
-/** Whether `original` is in the cause chain of `thrown` (its first 16 links). */
-function carries(thrown, original) {
-  let link = thrown;
-  for (let i = 0; i < 16 && link !== null && typeof link === 'object'; i++) {
-    let cause;
-    try {
-      cause = link.cause;
-    } catch {
-      return false; // a throwing getter: not followed
-    }
-    if (cause === original) return true;
-    link = cause;
-  }
-  return false;
-}
-
-/**
- * A retryAfterMs hook's number by the engine's rule for a hook's hint: a RangeError naming
- * it (NaN, negative: a bug in the hook, reported as a bad delayMs answer is), or undefined.
- * The default reader (an error's own `retryAfterMs`, which the HTTP helpers also use) is
- * not held to it: a library's value that is no wait is no hint.
- */
-function badHint(o, hint) {
-  if (o.retryAfterMs === retryAfterFromError) return undefined;
-  try {
-    native.hintFromHookMs(hint);
-    return undefined;
-  } catch (refused) {
-    return new RangeError(`retryAfterMs: ${refused.message}`);
-  }
-}
-
-module.exports = {
-  CallRun, isThenable, boundedFirstAttempt, isDeadline, boundError, hookError, notBoolean, nameOf, markTimedOut, isTimedOut, badHint,
-};
+module.exports = { CallRun, SETTLED };

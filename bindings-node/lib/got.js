@@ -14,7 +14,7 @@ const {
 const { markResend } = require('./http-run');
 const { outboundHeaders, withoutHeaders, pushbackOf, pairsOf } = require('./http-propagation');
 const { DONT_RETRY } = require('./codes');
-const { markTimedOut } = require('./call');
+const { markTimedOut } = require('./call-errors');
 const { DRAIN_LIMIT } = require('./http-body');
 
 // Where a request's retrier call lives: in got's per-request `context` (shallow-copied

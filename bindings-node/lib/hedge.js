@@ -14,7 +14,8 @@ const { armBound, clearBound } = require('./bound');
 const { reportListenerError } = require('./events');
 const { typeName } = require('./options');
 const { V_SUCCESS, V_TRANSIENT, V_PERMANENT, V_TIMED_OUT, V_DONT_RETRY, DONT_RETRY } = require('./codes');
-const { isThenable, boundError, hookError, notBoolean, markTimedOut, isTimedOut, badHint } = require('./call');
+const { boundError, hookError, notBoolean, markTimedOut, isTimedOut, badHint } = require('./call-errors');
+const { isThenable } = require('./thenable');
 
 // The engine's steps (src/hedge.rs).
 const LAUNCH = 0;

@@ -7,7 +7,7 @@
 const { AsyncLocalStorage } = require('node:async_hooks');
 const { armBound, clearBound } = require('./bound');
 const { boundOf } = require('./attempt');
-const { isDeadline, markTimedOut } = require('./call');
+const { isDeadline, markTimedOut } = require('./call-errors');
 const { parseRetryAfter } = require('./http');
 const {
   RetryableStatusError, FinalStatusError, RequestFailedError, FinalNetworkError,
