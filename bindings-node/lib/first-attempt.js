@@ -5,7 +5,8 @@
 const { lastSeenVirtual } = require('./clock');
 const { abortAttempt, startOf } = require('./attempt');
 const { EXPIRED } = require('./bound');
-const { CallRun, SETTLED } = require('./call');
+const { CallRun } = require('./call');
+const { SETTLED } = require('./call-attempt');
 const { isDeadline, boundError, nameOf } = require('./call-errors');
 const { isThenable } = require('./thenable');
 

@@ -364,7 +364,7 @@ function judged(hook, name, then) {
   } catch (err) {
     return then(undefined, err);
   }
-  // shouldRetry is read by truthiness (p-retry's reading, as lib/call.js does);
+  // shouldRetry is read by truthiness (p-retry's reading, as lib/verdict.js does);
   // shouldRetryResult must answer a boolean.
   const check = (a) =>
     typeof a === 'boolean' || name === 'shouldRetry' ? then(Boolean(a), undefined) : then(undefined, notBoolean(name, a));
