@@ -15,7 +15,8 @@ PY_BENCH_STAMP := $(VENV)/.retryrs-bench-deps
 # The native module is rebuilt only when Rust sources, manifests or the lock change.
 # maturin develop installs the package editable, so Python-only edits need no rebuild.
 PY_NATIVE_STAMP := $(PY_BUILD)/native.stamp
-PY_NATIVE_SRC := $(wildcard bindings-python/src/*.rs core/src/*.rs) bindings-python/Cargo.toml \
+PY_NATIVE_SRC := $(wildcard bindings-python/src/*.rs bindings-python/src/*/*.rs core/src/*.rs core/src/*/*.rs) \
+	bindings-python/Cargo.toml \
 	bindings-python/pyproject.toml core/Cargo.toml Cargo.toml Cargo.lock
 
 $(PY):

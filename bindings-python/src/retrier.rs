@@ -2,25 +2,32 @@
 //! `call` reads the clock once, calls the function, and returns: no engine state, no
 //! Python object beyond what the function itself makes. Engine state starts at the first
 //! failure.
+//!
+//! This file holds the class and its Python methods (one `#[pymethods]` block, as pyo3
+//! requires without its `multiple-pymethods` feature); its parts live in `retrier/`: the
+//! blocking executor (`blocking.rs`), what the engine hears before a call's engine state
+//! starts (`stateless.rs`), the drivers' steps (`drivers.rs`), the HTTP helpers' Retrier
+//! (`classifier.rs`), and its repr and constructor options (`describe.rs`).
+
+mod blocking;
+mod classifier;
+mod describe;
+mod drivers;
+mod stateless;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
 use crate::preload::Lookup;
 use pyo3::types::{PyDict, PyTuple};
-use retryrs::{cancelled_before_start, Admission, Call, Clock, SystemClock, Verdict, VirtualClock};
 
-use crate::attempt::{AttemptInfo, Frame, SyncFrame, SyncSlot};
-use crate::errors;
-use crate::host_policy::{Hooks, HostPolicy, RetryOn};
-use crate::state::{now, CallState, Failed};
+use crate::attempt::AttemptInfo;
+use crate::host_policy::{HostPolicy, RetryOn};
 use crate::step::{FirstAttempt, Step};
 use crate::stepped::SteppedCall;
 use crate::token::PyCancelToken;
-use pyo3::exceptions::PyRuntimeError;
 
 /// Retries a function on transient failures, under one immutable policy. Share it freely
 /// between threads and tasks: every call keeps its own state.
@@ -109,205 +116,6 @@ pub fn preload(py: Python<'_>) -> PyResult<()> {
     Ok(())
 }
 
-impl Retrier {
-    /// The blocking executor (also behind decorated functions: `decorated`, for the words
-    /// of an error about the function).
-    pub fn run(
-        &self,
-        py: Python<'_>,
-        f: &Bound<'_, PyAny>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-        decorated: bool,
-    ) -> PyResult<Py<PyAny>> {
-        if let Some(refused) =
-            crate::hedged::refusal(&self.host.policy, "a blocking call (Retrier.call, a decorated sync function)")
-        {
-            return Err(refused);
-        }
-        if let Some(under) = crate::ambient::constrained(py, self)? {
-            return under.run_here(py, f, args, kwargs, decorated);
-        }
-        self.run_here(py, f, args, kwargs, decorated)
-    }
-
-    /// [`Retrier::run`] as this retrier, past the checks of the policy's shape and the
-    /// ambient context.
-    fn run_here(
-        &self,
-        py: Python<'_>,
-        f: &Bound<'_, PyAny>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-        decorated: bool,
-    ) -> PyResult<Py<PyAny>> {
-        let token = self.cancel.as_ref().map(|t| &t.get().inner);
-        if token.is_some_and(|t| t.is_cancelled()) {
-            return Err(self.cancelled_before_start(py));
-        }
-        let clock = crate::testing::clock(py);
-        // Bounds of whole seconds and nothing to show the elapsed time: the coarse clock
-        // may start the call (its bounds then end the coarse clock's lag early, never late).
-        let start = match &clock {
-            None if self.host.coarse_start => SystemClock.now_coarse(),
-            _ => now(&clock),
-        };
-        let admission = self.admit(py, start)?;
-        // The attempt's bound, for `retryrs.current_attempt()`: a blocking attempt cannot
-        // be interrupted, so it is there to be passed to I/O.
-        let slot = SyncSlot::new();
-        let frame = SyncFrame::push(py, &slot, &self.host.policy, start, &clock)?;
-        let mut failure = match attempt(f, args, kwargs) {
-            Ok(value) => {
-                if is_coroutine(py, &value)? {
-                    return Err(coroutine_in_sync_call(f, &value, decorated));
-                }
-                if self.host.wants_success {
-                    if sync_rejects(&self.host, &value)? {
-                        Err(value)
-                    } else {
-                        self.report_success(py, start, &clock, admission)?;
-                        return Ok(value.unbind());
-                    }
-                } else {
-                    // In the shared cell: an uncontended locked add (about 4.5 ns here)
-                    // costs less than finding this thread's cell in a shared library
-                    // (a call to __tls_get_addr, about 8 ns), which the C host's does.
-                    self.host.stats.count_first_attempt_success();
-                    return Ok(value.unbind());
-                }
-            }
-            Err(e) => Ok(e),
-        };
-        let mut state = CallState::begin(self.host.clone(), start, clock, token.cloned(), admission, true);
-        loop {
-            let delay = match failure {
-                Ok(err) => state.failed(py, &self.host, err)?,
-                Err(value) => match state.rejected_value(py, value, None)? {
-                    Failed::Wait(delay) => delay,
-                    Failed::Await(_) => return Err(PyRuntimeError::new_err("retryrs: a sync call was asked to await")),
-                },
-            };
-            state.wait_blocking(py, delay, self.cancel.as_ref())?;
-            state.resume_blocking(py, delay)?;
-            state.set_frame(py, &frame)?;
-            failure = match attempt(f, args, kwargs) {
-                Ok(value) if sync_rejects(&self.host, &value)? => Err(value),
-                Ok(value) => {
-                    state.succeeded(py)?;
-                    return Ok(value.unbind());
-                }
-                Err(e) => Ok(e),
-            }
-        }
-    }
-
-    /// A first-attempt success still reaches the engine when someone listens or a budget
-    /// refills: a short-lived `Call` on the stack, nothing allocated.
-    /// A listener's KeyboardInterrupt / SystemExit comes back as the error to raise.
-    fn report_success(
-        &self,
-        py: Python<'_>,
-        start: Duration,
-        clock: &Option<VirtualClock>,
-        admission: Option<Admission>,
-    ) -> PyResult<()> {
-        let host = &*self.host;
-        let mut call = Call::start_admitted(&*host.policy, start, admission);
-        let mut signal = None;
-        let _ = call.record(Verdict::Success, now(clock), &mut |e| host.emit(py, e, None, &mut signal));
-        signal.map_or(Ok(()), Err)
-    }
-
-    /// Puts the call to the policy's circuit breaker, if it has one: a refused call is
-    /// `RetryExhausted(reason="circuit_open")` at once, the function never called.
-    #[inline]
-    fn admit(&self, py: Python<'_>, start: Duration) -> PyResult<Option<Admission>> {
-        let host = &*self.host;
-        let Some(breaker) = host.policy.breaker() else { return Ok(None) };
-        let mut signal = None;
-        let admission = retryrs::admit(&host.policy, start, &mut |e| host.emit(py, e, None, &mut signal));
-        match admission {
-            Some(Admission::Refused { state, retry_in }) => {
-                Err(signal.unwrap_or_else(|| errors::circuit_open(py, host.policy.name(), state.as_str(), retry_in)))
-            }
-            Some(admitted) => match signal {
-                // A listener's KeyboardInterrupt: the call never runs, its probe goes back.
-                Some(signal) => {
-                    breaker.release(admitted);
-                    Err(signal)
-                }
-                None => Ok(admission),
-            },
-            None => Ok(None),
-        }
-    }
-
-    fn cancelled_before_start(&self, py: Python<'_>) -> PyErr {
-        let host = &*self.host;
-        let mut signal = None;
-        cancelled_before_start(&host.policy, &mut |e| host.emit(py, e, None, &mut signal));
-        signal.unwrap_or_else(|| errors::cancelled(py, host.policy.name(), 0, &[]))
-    }
-}
-
-/// One attempt of a blocking call, `f(*args, **kwargs)`: its value, or the exception it
-/// raised, normalized and with its traceback attached as an `except` clause sees it (so
-/// raising it again raises it unchanged). Fetched without a `PyErr`, whose state (a
-/// `Once` completed with atomics, three references) costs a failure more than the rest of
-/// taking it.
-fn attempt<'py>(
-    f: &Bound<'py, PyAny>,
-    args: &Bound<'py, PyTuple>,
-    kwargs: Option<&Bound<'py, PyDict>>,
-) -> Result<Bound<'py, PyAny>, Bound<'py, PyAny>> {
-    let py = f.py();
-    let kwargs = kwargs.map_or(std::ptr::null_mut(), |k| k.as_ptr());
-    // SAFETY: live objects, the GIL held; the result is a new reference or null with an
-    // exception set.
-    let result = unsafe { pyo3::ffi::PyObject_Call(f.as_ptr(), args.as_ptr(), kwargs) };
-    if !result.is_null() {
-        // SAFETY: a new reference.
-        return Ok(unsafe { Bound::from_owned_ptr(py, result) });
-    }
-    let (mut kind, mut value, mut traceback) = (std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut());
-    // SAFETY: the error indicator is set (the call returned null); Fetch hands over its
-    // three references (each may be null) and clears it; Normalize makes `value` an
-    // instance of `kind`; SetTraceback takes its own reference to the traceback.
-    unsafe {
-        pyo3::ffi::PyErr_Fetch(&mut kind, &mut value, &mut traceback);
-        if kind.is_null() {
-            // A callable that returned null without an exception (a broken extension).
-            return Err(pyo3::exceptions::PySystemError::new_err("error return without exception set")
-                .into_value(py)
-                .into_any()
-                .into_bound(py));
-        }
-        pyo3::ffi::PyErr_NormalizeException(&mut kind, &mut value, &mut traceback);
-        if !traceback.is_null() && !value.is_null() {
-            pyo3::ffi::PyException_SetTraceback(value, traceback);
-        }
-        pyo3::ffi::Py_XDECREF(kind);
-        pyo3::ffi::Py_XDECREF(traceback);
-        if value.is_null() {
-            return Err(pyo3::exceptions::PySystemError::new_err("an exception without a value")
-                .into_value(py)
-                .into_any()
-                .into_bound(py));
-        }
-        Err(Bound::from_owned_ptr(py, value))
-    }
-}
-
-/// Whether the result predicate (if any) rejects a value, in a sync call: an awaitable
-/// answer is a TypeError naming `retry_on_result`.
-fn sync_rejects(host: &HostPolicy, value: &Bound<'_, PyAny>) -> PyResult<bool> {
-    match host.rejects(value, false)? {
-        Ok(rejected) => Ok(rejected),
-        Err(_) => Err(PyRuntimeError::new_err("retryrs: a sync call was asked to await retry_on_result")),
-    }
-}
-
 static TRIO: PyOnceLock<Py<pyo3::types::PyString>> = PyOnceLock::new();
 static COROUTINE: PyOnceLock<Py<pyo3::types::PyType>> = PyOnceLock::new();
 
@@ -316,26 +124,6 @@ static COROUTINE: PyOnceLock<Py<pyo3::types::PyType>> = PyOnceLock::new();
 fn is_coroutine(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
     let coroutine = COROUTINE.import(py, "types", "CoroutineType")?;
     Ok(value.get_type().is(coroutine))
-}
-
-/// `r.call(async_fn)` would hand back an un-awaited coroutine and retry nothing: refused
-/// (the coroutine is closed, so Python does not also warn that it was never awaited).
-/// A decorated function got here because it is not `async def` (a lambda or a plain
-/// `def` that returns a coroutine): @retrier chose the sync wrapper at decoration time.
-fn coroutine_in_sync_call(f: &Bound<'_, PyAny>, coroutine: &Bound<'_, PyAny>, decorated: bool) -> PyErr {
-    let _ = coroutine.call_method0("close");
-    let f = crate::convert::repr(f);
-    pyo3::exceptions::PyTypeError::new_err(if decorated {
-        format!(
-            "{f} returned a coroutine, but it is not an `async def` function, so @retrier wrapped it as a sync \
-             function that would retry nothing: make it `async def` (then @retrier awaits and retries it), or \
-             call `await retrier.call_async(fn, ...)` instead of decorating it"
-        )
-    } else {
-        format!(
-            "{f} is async: use `await retrier.call_async(fn, ...)` (or decorate it with the retrier), not retrier.call"
-        )
-    })
 }
 
 impl Retrier {
@@ -475,71 +263,7 @@ impl Retrier {
         max_attempts: Option<&Bound<'_, PyAny>>,
         unhedged: bool,
     ) -> PyResult<Self> {
-        let h = &*self.host;
-        if let Some(helper) = helper {
-            const JUDGED: &str = "the HTTP rules judge every response (statuses=, methods=, a per-request override) \
-                                  and Retry-After is read from the response";
-            const ENDS: &str = "when retries run out the helper returns the last response or raises its own \
-                                RetryExhausted (its cause the client's error), as the HTTP rules say";
-            for (option, set, why) in [
-                ("retry_on_result", h.retry_on_result.is_some(), JUDGED),
-                ("retry_after", h.retry_after.is_some(), JUDGED),
-                ("reraise", h.reraise, ENDS),
-            ] {
-                if set {
-                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                        "{helper} does not use the Retrier's {option}: {why}; give a Retrier without {option}"
-                    )));
-                }
-            }
-        }
-        let policy = match max_attempts {
-            None => h.policy.clone(),
-            Some(n) if n.is_none() => h.policy.clone(),
-            Some(n) => {
-                let n: u64 = if n.is_instance_of::<pyo3::types::PyBool>() {
-                    0
-                } else {
-                    n.extract().map_err(|_| {
-                        pyo3::exceptions::PyTypeError::new_err(format!(
-                            "max_attempts must be an int >= 1, got {}",
-                            crate::convert::repr(n)
-                        ))
-                    })?
-                };
-                let built = retryrs::PolicyBuilder::from(&*h.policy).max_attempts(n).build().map_err(|e| {
-                    pyo3::exceptions::PyValueError::new_err(format!("max_attempts must be an int >= 1: {e}"))
-                })?;
-                Arc::new(built)
-            }
-        };
-        let policy = if unhedged && policy.hedging().is_some() {
-            let built = retryrs::PolicyBuilder::from(&*policy).hedge(None).build().map_err(|e| {
-                pyo3::exceptions::PyValueError::new_err(format!("{}: without its hedging: {e}", policy.name()))
-            })?;
-            Arc::new(built)
-        } else {
-            policy
-        };
-        let host = HostPolicy::new(
-            py,
-            policy,
-            RetryOn::Classes(retry_on),
-            // No result predicate: a response is judged by the HTTP rules alone.
-            Hooks {
-                retry_after,
-                retry_on_result: None,
-                on_event: h.on_event.as_ref().map(|f| f.clone_ref(py)),
-                reraise: false,
-                wait: h.wait.as_ref().map(|f| f.clone_ref(py)),
-                before_sleep: h.before_sleep.as_ref().map(|f| f.clone_ref(py)),
-            },
-            h.budget.as_ref().map(|b| b.clone_ref(py)),
-            h.attempt_timeout,
-        );
-        let mut host = host;
-        (host.stats, host.named) = (h.stats.clone(), h.named);
-        Ok(Retrier { host: Arc::new(host), cancel: self.cancel.as_ref().map(|t| t.clone_ref(py)), interrupts })
+        self.with_classifier(py, retry_on, retry_after, interrupts, helper, max_attempts, unhedged)
     }
 
     #[getter]
@@ -710,77 +434,13 @@ impl Retrier {
     /// Every option as the constructor takes it: each knob (budget and breaker included),
     /// then Python's own options that differ from their defaults.
     fn _options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let h = &*self.host;
-        let out = PyDict::new(py);
-        for k in retryrs::KNOBS {
-            out.set_item(k.name, self.knob(py, k.name)?)?;
-        }
-        if let Some(breaker) = self.breaker() {
-            out.set_item("breaker", Bound::new(py, breaker)?)?;
-        }
-        match &h.retry_on {
-            RetryOn::Classes(c) | RetryOn::Predicate(c) => out.set_item("retry_on", c)?,
-            RetryOn::Default => {}
-        }
-        for (key, f) in [
-            ("retry_after", &h.retry_after),
-            ("retry_on_result", &h.retry_on_result),
-            ("on_event", &h.on_event),
-            ("wait", &h.wait),
-            ("before_sleep", &h.before_sleep),
-        ] {
-            if let Some(f) = f {
-                out.set_item(key, f)?;
-            }
-        }
-        if h.reraise {
-            out.set_item("reraise", true)?;
-        }
-        Ok(out)
+        self.options(py)
     }
 
     /// `Retrier(name='rates', max_attempts=5, initial_delay=0.2, ...)`: the name, then
     /// every numeric knob of the core's table (in Python's units), then the jitter.
     fn __repr__(&self, py: Python<'_>) -> String {
-        let p = &self.host.policy;
-        let mut parts = crate::knobs::repr_parts(p);
-        // The options that change which failures are retried and how: none may hide.
-        let py_repr = |v: &Bound<'_, PyAny>| crate::convert::repr(v);
-        {
-            let h = &*self.host;
-            match &h.retry_on {
-                RetryOn::Classes(c) | RetryOn::Predicate(c) => parts.push(format!("retry_on={}", py_repr(c.bind(py)))),
-                RetryOn::Default => parts.push("retry_on=<transient network errors>".to_string()),
-            }
-            parts.push(format!("seed={}", p.seed().map_or("None".to_string(), |s| s.to_string())));
-            let budget = h.budget.as_ref().map_or("None".to_string(), |b| py_repr(b.bind(py).as_any()));
-            parts.push(format!("budget={budget}"));
-            if let Some(b) = self.breaker() {
-                parts.push(format!("breaker=CircuitBreaker(model={:?})", b.model_name()));
-            }
-            if let Some(f) = &h.retry_after {
-                parts.push(format!("retry_after={}", py_repr(f.bind(py))));
-            }
-            if let Some(f) = &h.retry_on_result {
-                parts.push(format!("retry_on_result={}", py_repr(f.bind(py))));
-            }
-            if let Some(f) = &h.on_event {
-                parts.push(format!("on_event={}", py_repr(f.bind(py))));
-            }
-            if h.reraise {
-                parts.push("reraise=True".to_string());
-            }
-            for (key, f) in [("wait", &h.wait), ("before_sleep", &h.before_sleep)] {
-                if let Some(f) = f {
-                    parts.push(format!("{key}={}", py_repr(f.bind(py))));
-                }
-            }
-        }
-        // The attempts cannot all fit in the deadline: say so where a port would look.
-        if let Some(hint) = p.deadline_hint() {
-            parts.push(format!("hint='{}'", hint.render(retryrs::Spelling::Python).replace('\'', "\\'")));
-        }
-        format!("Retrier({})", parts.join(", "))
+        self.repr(py)
     }
 
     // The asyncio driver's hooks into the engine (see retryrs/_aio.py).
@@ -938,46 +598,5 @@ impl Retrier {
             Some(under) => under.get().begin_here(py, first),
             None => self.begin_here(py, first),
         }
-    }
-}
-
-/// The drivers' steps as the retrier a call runs as (itself, or the one an ambient
-/// context constrains it to: see `ambient.rs`).
-impl Retrier {
-    fn start_here(&self, py: Python<'_>) -> PyResult<AttemptInfo> {
-        if self.cancel.as_ref().is_some_and(|t| t.get().inner.is_cancelled()) {
-            return Err(self.cancelled_before_start(py));
-        }
-        let clock = crate::testing::clock(py);
-        let start = now(&clock);
-        let admission = self.admit(py, start)?;
-        let frame = Frame::first(&self.host.policy, start, clock);
-        Ok(AttemptInfo::with_arm(frame, start, self.interrupts).admitted(admission))
-    }
-
-    fn hedge_here(&self, py: Python<'_>) -> PyResult<crate::hedged::HedgedCall> {
-        if self.cancel.as_ref().is_some_and(|t| t.get().inner.is_cancelled()) {
-            return Err(self.cancelled_before_start(py));
-        }
-        let token = self.cancel.as_ref().map(|t| t.clone_ref(py));
-        Ok(crate::hedged::HedgedCall::start(py, self.host.clone(), token, self.interrupts))
-    }
-
-    fn succeeded_here(&self, py: Python<'_>, first: &Bound<'_, AttemptInfo>) -> PyResult<()> {
-        if !self.host.wants_success {
-            self.host.stats.count_first_attempt_success();
-            return Ok(());
-        }
-        let first = first.get();
-        self.report_success(py, first.start, &crate::testing::clock(py), first.admission)
-    }
-
-    fn begin_here(&self, py: Python<'_>, first: &Bound<'_, AttemptInfo>) -> SteppedCall {
-        let token = self.cancel.as_ref().map(|t| t.get().inner.clone());
-        let first = first.get();
-        SteppedCall::new(
-            CallState::begin(self.host.clone(), first.start, crate::testing::clock(py), token, first.admission, false),
-            self.cancel.as_ref().map(|t| t.clone_ref(py)),
-        )
     }
 }

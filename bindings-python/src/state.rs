@@ -194,7 +194,7 @@ impl CallState {
     /// attached as its cause).
     /// `host` is the call's own (`self.host`), lent by the caller that holds it, so that
     /// judging a failure takes no reference count (two locked adds).
-    /// `raised` is the exception, its traceback attached (`crate::retrier::attempt`).
+    /// `raised` is the exception, its traceback attached (`crate::retrier::blocking::attempt`).
     pub fn failed(&mut self, py: Python<'_>, host: &HostPolicy, raised: Bound<'_, PyAny>) -> Result<Duration, PyErr> {
         debug_assert!(std::ptr::eq(host, &*self.host));
         // A blocking call cannot cut an attempt: the only timeouts it prices as such are
