@@ -263,7 +263,9 @@ impl Retrier {
         max_attempts: Option<&Bound<'_, PyAny>>,
         unhedged: bool,
     ) -> PyResult<Self> {
-        self.with_classifier(py, retry_on, retry_after, interrupts, helper, max_attempts, unhedged)
+        self.refuse_dropped_hooks(helper)?;
+        let policy = self.helper_policy(max_attempts, unhedged)?;
+        self.reclassified(py, policy, retry_on, retry_after, interrupts)
     }
 
     #[getter]

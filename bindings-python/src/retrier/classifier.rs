@@ -5,24 +5,15 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
+use retryrs::Policy;
 
 use super::Retrier;
 use crate::host_policy::{Hooks, HostPolicy, RetryOn};
 
 impl Retrier {
-    /// `_with_classifier`'s work: the refusals of hooks a helper would drop, the per-request
-    /// attempt limit, the policy without its hedging, then the retrier.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn with_classifier(
-        &self,
-        py: Python<'_>,
-        retry_on: Py<PyAny>,
-        retry_after: Option<Py<PyAny>>,
-        interrupts: bool,
-        helper: Option<&str>,
-        max_attempts: Option<&Bound<'_, PyAny>>,
-        unhedged: bool,
-    ) -> PyResult<Self> {
+    /// `helper` (an HTTP helper's name) refuses this Retrier when it has a hook the helper
+    /// would silently drop.
+    pub(super) fn refuse_dropped_hooks(&self, helper: Option<&str>) -> PyResult<()> {
         let h = &*self.host;
         if let Some(helper) = helper {
             const JUDGED: &str = "the HTTP rules judge every response (statuses=, methods=, a per-request override) \
@@ -41,6 +32,17 @@ impl Retrier {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// This Retrier's policy with `max_attempts` (a per-request attempt limit) and, when
+    /// `unhedged`, without its hedging section.
+    pub(super) fn helper_policy(
+        &self,
+        max_attempts: Option<&Bound<'_, PyAny>>,
+        unhedged: bool,
+    ) -> PyResult<Arc<Policy>> {
+        let h = &*self.host;
         let policy = match max_attempts {
             None => h.policy.clone(),
             Some(n) if n.is_none() => h.policy.clone(),
@@ -69,6 +71,19 @@ impl Retrier {
         } else {
             policy
         };
+        Ok(policy)
+    }
+
+    /// The same retrier under `policy`, classifying by `retry_on` and `retry_after`.
+    pub(super) fn reclassified(
+        &self,
+        py: Python<'_>,
+        policy: Arc<Policy>,
+        retry_on: Py<PyAny>,
+        retry_after: Option<Py<PyAny>>,
+        interrupts: bool,
+    ) -> PyResult<Self> {
+        let h = &*self.host;
         let host = HostPolicy::new(
             py,
             policy,

@@ -13,6 +13,7 @@ use crate::host_policy::{Classified, HostPolicy};
 
 static STOP_RETRYING: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> = pyo3::sync::PyOnceLock::new();
 static RAISED: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> = pyo3::sync::PyOnceLock::new();
+
 impl CallState {
     /// The engine's proposal for a transient failure (`subject`, a value when `is_value`),
     /// then the hooks' answers: `Err` is a hook's own error (the call is closed).
