@@ -43,6 +43,8 @@
 //! and a child whose copy was locked by another thread at the fork starts it afresh,
 //! closed, instead of waiting forever (crate::fork_lock).
 
+mod calls;
+mod config;
 mod tally;
 #[cfg(test)]
 mod tests;
@@ -51,12 +53,11 @@ use crate::fork_lock::{ForkGuard, ForkLock};
 use std::fmt;
 use std::time::Duration;
 
-use std::ops::Deref;
-
 use crate::budget::BudgetError;
-use crate::engine::{Call, Stop, Verdict};
-use crate::event::{Event, EventKind};
-use crate::policy::Policy;
+
+pub use calls::admit;
+pub(crate) use calls::{count_attempt, count_call, transition_event};
+pub use config::{BreakerConfig, BreakerModel, MAX_BREAK, MAX_WINDOW};
 use tally::{Outcome, ProbeTally, Tally, Thresholds};
 
 /// The breaker's state.
@@ -100,163 +101,6 @@ impl fmt::Display for BreakerState {
     }
 }
 
-/// When the breaker opens.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum BreakerModel {
-    /// After `failures` failed calls in a row.
-    Consecutive {
-        /// Failed calls in a row that open it (>= 1).
-        failures: u32,
-    },
-    /// When failures reach `failure_ratio` of at least `minimum_throughput` calls within the
-    /// last `sampling_duration` (Polly v8).
-    Sampling {
-        /// Share of failed calls that opens it, in (0, 1].
-        failure_ratio: f64,
-        /// Calls in the window before it may open (>= 2, as Polly).
-        minimum_throughput: u32,
-        /// The sliding window (>= 500 ms, as Polly).
-        sampling_duration: Duration,
-    },
-    /// When failures reach `failure_ratio` of the last `window_size` calls, once at least
-    /// `minimum_calls` are counted (resilience4j's count-based sliding window).
-    Count {
-        /// Share of failed calls that opens it, in (0, 1].
-        failure_ratio: f64,
-        /// Calls counted before it may open (>= 1; above `window_size` it is
-        /// `window_size`, as resilience4j).
-        minimum_calls: u32,
-        /// How many of the last calls it judges (1 to [`MAX_WINDOW`]).
-        window_size: u32,
-    },
-}
-
-impl BreakerModel {
-    /// `consecutive`, `sampling` or `count`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            BreakerModel::Consecutive { .. } => "consecutive",
-            BreakerModel::Sampling { .. } => "sampling",
-            BreakerModel::Count { .. } => "count",
-        }
-    }
-
-    /// The failure ratio that opens it (and that probes judged together must stay under);
-    /// `None` for the consecutive model.
-    pub fn failure_ratio(&self) -> Option<f64> {
-        match *self {
-            BreakerModel::Consecutive { .. } => None,
-            BreakerModel::Sampling { failure_ratio, .. } | BreakerModel::Count { failure_ratio, .. } => {
-                Some(failure_ratio)
-            }
-        }
-    }
-}
-
-/// The largest count-based window (one byte per call it remembers).
-pub const MAX_WINDOW: u32 = 1_000_000;
-
-/// Every knob of a breaker; [`CircuitBreaker::new`] validates them.
-#[derive(Debug, Clone, Copy, PartialEq)]
-#[non_exhaustive]
-pub struct BreakerConfig {
-    /// When it opens.
-    pub model: BreakerModel,
-    /// How long it stays open before a probe (>= 1 ms, <= 1 day).
-    pub break_duration: Duration,
-    /// Probe calls allowed at once when half-open (>= 1).
-    pub half_open_probes: u32,
-    /// Growth of the break on each open in a row (>= 1; 1: no growth).
-    pub break_multiplier: f64,
-    /// The longest break when it grows (>= `break_duration`); `None`: 1 day.
-    pub max_break_duration: Option<Duration>,
-    /// Count each attempt instead of each call.
-    pub per_attempt: bool,
-    /// Count a permanent failure as a failure (default: a success, the dependency answered).
-    pub count_permanent: bool,
-    /// A call (or attempt) this long or longer is slow (ratio models only); `None`: none is.
-    pub slow_call_duration: Option<Duration>,
-    /// Share of slow calls that opens it, in (0, 1] (resilience4j's default: 1).
-    pub slow_call_ratio: f64,
-    /// Half-open: let exactly `half_open_probes` probes go and judge them all together
-    /// (resilience4j), instead of closing on the first success (Polly).
-    pub judge_all_probes: bool,
-}
-
-impl BreakerConfig {
-    /// Polly v8's defaults for `model`: a 5 s break, one probe, no growth, per call.
-    pub fn new(model: BreakerModel) -> Self {
-        BreakerConfig {
-            model,
-            break_duration: Duration::from_secs(5),
-            half_open_probes: 1,
-            break_multiplier: 1.0,
-            max_break_duration: None,
-            per_attempt: false,
-            count_permanent: false,
-            slow_call_duration: None,
-            slow_call_ratio: 1.0,
-            judge_all_probes: false,
-        }
-    }
-
-    /// Open after `failures` failed calls in a row.
-    pub fn consecutive(failures: u32) -> Self {
-        Self::new(BreakerModel::Consecutive { failures })
-    }
-
-    /// Polly v8's sampling model.
-    pub fn sampling(failure_ratio: f64, minimum_throughput: u32, sampling_duration: Duration) -> Self {
-        Self::new(BreakerModel::Sampling { failure_ratio, minimum_throughput, sampling_duration })
-    }
-
-    // #[non_exhaustive]: outside the crate a config is made by a constructor above and
-    // adjusted by these (CircuitBreaker::new validates it once).
-
-    /// With this break (>= 1 ms, <= 1 day).
-    ///
-    /// ```
-    /// use retryrs::{BreakerConfig, CircuitBreaker};
-    /// use std::time::Duration;
-    /// let config = BreakerConfig::consecutive(5).with_break_duration(Duration::from_secs(30)).with_half_open_probes(2);
-    /// assert_eq!(config.break_duration, Duration::from_secs(30));
-    /// assert!(CircuitBreaker::new(config).is_ok());
-    /// assert!(CircuitBreaker::new(config.with_half_open_probes(0)).is_err());
-    /// ```
-    pub fn with_break_duration(mut self, break_duration: Duration) -> Self {
-        self.break_duration = break_duration;
-        self
-    }
-
-    /// With this many probes at once when half-open (>= 1).
-    pub fn with_half_open_probes(mut self, probes: u32) -> Self {
-        self.half_open_probes = probes;
-        self
-    }
-
-    /// With the break growing by `multiplier` on each open in a row (>= 1), up to `max`
-    /// (`None`: 1 day).
-    pub fn with_break_growth(mut self, multiplier: f64, max: Option<Duration>) -> Self {
-        self.break_multiplier = multiplier;
-        self.max_break_duration = max;
-        self
-    }
-
-    /// Counting each attempt (`true`) or each call (`false`, the default).
-    pub fn with_per_attempt(mut self, per_attempt: bool) -> Self {
-        self.per_attempt = per_attempt;
-        self
-    }
-
-    /// resilience4j's count-based sliding window.
-    pub fn count(failure_ratio: f64, minimum_calls: u32, window_size: u32) -> Self {
-        Self::new(BreakerModel::Count { failure_ratio, minimum_calls, window_size })
-    }
-}
-
-/// The longest break (Polly's upper bound for `BreakDuration`).
-pub const MAX_BREAK: Duration = Duration::from_secs(86_400);
-
 /// What the breaker says to a call about to start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admission {
@@ -289,7 +133,7 @@ pub enum Transition {
 /// A circuit breaker shared by every retrier that holds it. See the module docs.
 #[derive(Debug)]
 pub struct CircuitBreaker {
-    config: BreakerConfig,
+    pub(super) config: BreakerConfig,
     inner: ForkLock<Inner>,
 }
 
@@ -520,7 +364,7 @@ impl CircuitBreaker {
     /// An outcome of a call (or attempt) that started at `started`: its duration is
     /// computed only when a slow-call threshold needs it (the engine's side).
     #[inline]
-    fn record_since(
+    pub(super) fn record_since(
         &self,
         admission: Admission,
         failed: bool,
@@ -608,115 +452,5 @@ impl CircuitBreaker {
         inner.judged = ProbeTally::default();
         inner.tally.clear();
         on(Transition::Opened(length));
-    }
-}
-
-/// Puts a call about to start at `now` to `policy`'s breaker (`None`: it has none). Emits
-/// BreakerHalfOpen when the break is over (this call is then a probe), or, when refused,
-/// the call's one event: Exhausted, attempt 0, reason `circuit_open`. The host makes no
-/// attempt for a refused call; for the others it starts the call with
-/// [`Call::start_admitted`] (or uses [`Call::start_with`], which does both).
-pub fn admit(policy: &Policy, now: Duration, sink: &mut impl FnMut(&Event<'_>)) -> Option<Admission> {
-    let breaker = policy.breaker.as_ref()?;
-    let mut event = |kind, delay, reason| sink(&Event::of(policy, kind, 0, Duration::ZERO, delay, reason));
-    let admission = breaker.admit(now, &mut |t| {
-        if t == Transition::HalfOpen {
-            event(EventKind::BreakerHalfOpen, None, None);
-        }
-    });
-    if let Admission::Refused { .. } = admission {
-        event(EventKind::Exhausted, None, Some(crate::event::ExhaustReason::CircuitOpen));
-    }
-    Some(admission)
-}
-
-/// What a call (one at a time or hedged) tells its policy's breaker: the engine's side,
-/// one piece of code for both. `admission` is what [`admit`] said at the start (`None`: no
-/// breaker); `on` gets each state change.
-/// `started`: when the attempt started (for a slow-call threshold).
-pub(crate) fn count_attempt(
-    policy: &Policy,
-    admission: &mut Option<Admission>,
-    verdict: Verdict,
-    started: Duration,
-    now: Duration,
-    on: &mut impl FnMut(Transition),
-) {
-    let (Some(breaker), Some(admitted)) = (&policy.breaker, *admission) else { return };
-    if !breaker.config.per_attempt || matches!(admitted, Admission::Refused { .. }) {
-        return;
-    }
-    let failed = match verdict {
-        Verdict::Permanent => breaker.config.count_permanent,
-        other => other.is_counted_failure(),
-    };
-    breaker.record_since(admitted, failed, started, now, on);
-    // After the first, the call counts as an ordinary one (a probe is decided by its first
-    // attempt).
-    *admission = Some(Admission::Pass);
-}
-
-/// The call that started at `started` ended with `stop` at `now`: per call, its outcome
-/// counts (exhausted: a failure; success: a success; rejected: a success, or a failure
-/// with `count_permanent`); a cancelled call gives its probe back.
-pub(crate) fn count_call(
-    policy: &Policy,
-    admission: Option<Admission>,
-    stop: Stop,
-    started: Duration,
-    now: Duration,
-    on: &mut impl FnMut(Transition),
-) {
-    let (Some(breaker), Some(admitted)) = (&policy.breaker, admission) else { return };
-    if matches!(admitted, Admission::Refused { .. }) {
-        return;
-    }
-    let failed = match stop {
-        Stop::Cancelled => return breaker.release(admitted),
-        _ if breaker.config.per_attempt => return,
-        Stop::Success => false,
-        Stop::Rejected => breaker.config.count_permanent,
-        Stop::Exhausted(_) => true,
-    };
-    breaker.record_since(admitted, failed, started, now, on);
-}
-
-/// A transition's event: its kind and the delay it carries.
-pub(crate) fn transition_event(t: Transition) -> (EventKind, Option<Duration>) {
-    match t {
-        Transition::Opened(d) => (EventKind::BreakerOpened, Some(d)),
-        Transition::HalfOpen => (EventKind::BreakerHalfOpen, None),
-        Transition::Closed => (EventKind::BreakerClosed, None),
-    }
-}
-
-/// The one-at-a-time engine's side.
-impl<P: Deref<Target = Policy>> Call<P> {
-    /// Emits a transition's event at `elapsed`.
-    fn transition(&self, t: Transition, elapsed: Duration, sink: &mut impl FnMut(&Event<'_>)) {
-        let (kind, delay) = transition_event(t);
-        self.emit(kind, elapsed, delay, None, sink);
-    }
-
-    /// Per-attempt counting: an attempt that started at `started` has its verdict at `now`.
-    pub(crate) fn count_attempt(
-        &mut self,
-        verdict: Verdict,
-        started: Duration,
-        now: Duration,
-        sink: &mut impl FnMut(&Event<'_>),
-    ) {
-        let elapsed = now.saturating_sub(self.started_at());
-        let mut admission = self.admission;
-        count_attempt(&self.policy, &mut admission, verdict, started, now, &mut |t| self.transition(t, elapsed, sink));
-        self.admission = admission;
-    }
-
-    /// The call ended with `stop` at `now` (see [`count_call`]).
-    pub(crate) fn count_call(&mut self, stop: Stop, now: Duration, sink: &mut impl FnMut(&Event<'_>)) {
-        let elapsed = now.saturating_sub(self.started_at());
-        count_call(&self.policy, self.admission, stop, self.started_at(), now, &mut |t| {
-            self.transition(t, elapsed, sink)
-        });
     }
 }

@@ -1,4 +1,7 @@
 use super::*;
+use crate::engine::{Call, Stop};
+use crate::event::{Event, EventKind};
+use crate::policy::Policy;
 use std::sync::Arc;
 
 fn ms(n: u64) -> Duration {
