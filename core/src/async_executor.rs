@@ -84,7 +84,6 @@
 //! so it can be spawned on a multi-threaded runtime.
 
 use std::cell::Cell;
-use std::fmt;
 use std::future::{poll_fn, Future};
 use std::pin::pin;
 use std::task::Poll;
@@ -97,168 +96,15 @@ use crate::cancel::CancelToken;
 use crate::clock::{testing, Clock, SystemClock};
 use crate::engine::{Call, Decision, Resume, Stop, Verdict};
 use crate::event::Event;
-use crate::executor::{Failed, History, Quiet, Retrier, RetryContext, RetryError, Tell, ValueVerdict};
+use crate::executor::{Failed, History, Quiet, Retrier, RetryContext, RetryError, Tell};
 use crate::judge::Judged;
 use crate::policy::Policy;
 use crate::sleep::{yield_now, Sleep};
+mod run;
+mod timed_out;
 
-/// An attempt ran out of its bound and was dropped by the async executor: the last
-/// failure of a [`RetryError`] (`timed_out`), or, through [`AsyncRun::timed_out_as`], an
-/// error of the caller's type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TimedOut {
-    /// The attempt's number, 1-based.
-    pub attempt: u32,
-    /// The bound it had when it started (the attempt timeout, or the time left before the
-    /// deadline if smaller).
-    pub bound: Duration,
-}
-
-impl fmt::Display for TimedOut {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "attempt {} timed out after {} ms", self.attempt, self.bound.as_millis())
-    }
-}
-
-impl std::error::Error for TimedOut {}
-
-impl From<TimedOut> for std::io::Error {
-    /// An I/O error of kind [`TimedOut`](std::io::ErrorKind::TimedOut), so an async
-    /// operation returning `io::Result` needs no error type of its own.
-    fn from(t: TimedOut) -> Self {
-        std::io::Error::new(std::io::ErrorKind::TimedOut, t)
-    }
-}
-
-impl crate::retry_after::RetryAfter for TimedOut {
-    fn retry_after(&self) -> Option<Duration> {
-        None
-    }
-}
-
-/// A listener of an async call: every event, with the failure it is about. `Send`, so
-/// the call's future can move between threads.
-pub type AsyncListener<'a, E, T = ()> = Box<dyn FnMut(&Event<'_>, Option<Failed<'_, E, T>>) + Send + 'a>;
-
-/// A result predicate of an async call.
-pub type AsyncResultPredicate<'a, T> = Box<dyn FnMut(&T) -> ValueVerdict + Send + 'a>;
-
-/// A wait hook of an async call ([`AsyncRun::wait_with`]).
-pub type AsyncWaitHook<'a, E, T> = Box<dyn FnMut(&RetryContext<'_, E, T>) -> Option<Duration> + Send + 'a>;
-
-/// A before-retry hook of an async call ([`AsyncRun::before_retry`]).
-pub type AsyncBeforeRetry<'a, E, T> = Box<dyn FnMut(&RetryContext<'_, E, T>) -> std::ops::ControlFlow<()> + Send + 'a>;
-
-/// Options of one [`Retrier::execute_async`] call: the timer, and as for the blocking
-/// [`Run`](crate::Run), a cancel token, a listener, a result predicate, a clock and the
-/// hooks.
-#[must_use = "options do nothing until passed to Retrier::execute_async"]
-pub struct AsyncRun<'a, S, E, T = ()> {
-    sleep: S,
-    cancel: Option<&'a CancelToken>,
-    clock: Option<&'a dyn Clock>,
-    listener: Option<AsyncListener<'a, E, T>>,
-    result_predicate: Option<AsyncResultPredicate<'a, T>>,
-    wait: Option<AsyncWaitHook<'a, E, T>>,
-    before_retry: Option<AsyncBeforeRetry<'a, E, T>>,
-    timed_out_as: Option<AsyncTimedOutAs<'a, E>>,
-}
-
-/// What makes an error of the caller's type for an attempt cut at its bound
-/// ([`AsyncRun::timed_out_as`]).
-pub type AsyncTimedOutAs<'a, E> = Box<dyn FnMut(TimedOut) -> E + Send + 'a>;
-
-#[cfg(feature = "tokio")]
-impl<'a, E, T> AsyncRun<'a, crate::sleep::TokioSleep, E, T> {
-    /// Options that wait on tokio's timer (feature `tokio`).
-    pub fn tokio() -> Self {
-        AsyncRun::new(crate::sleep::TokioSleep)
-    }
-}
-
-impl<'a, S: Sleep, E, T> AsyncRun<'a, S, E, T> {
-    /// Options that wait on `sleep`: a runtime's timer, e.g. `|d| async_std::task::sleep(d)`.
-    pub fn new(sleep: S) -> Self {
-        AsyncRun {
-            sleep,
-            cancel: None,
-            clock: None,
-            listener: None,
-            result_predicate: None,
-            wait: None,
-            before_retry: None,
-            timed_out_as: None,
-        }
-    }
-    /// Adds a cancel token: when it fires, the wait or the attempt in flight is dropped
-    /// and the call ends as [`RetryError::Cancelled`].
-    pub fn cancel(mut self, token: &'a CancelToken) -> Self {
-        self.cancel = Some(token);
-        self
-    }
-    /// Adds a listener that sees every event and the failure it is about.
-    pub fn observer(mut self, f: impl FnMut(&Event<'_>, Option<Failed<'_, E, T>>) + Send + 'a) -> Self {
-        self.listener = Some(Box::new(f));
-        self
-    }
-    /// Adds a result predicate (see [`Run::result_predicate`](crate::Run::result_predicate)).
-    pub fn result_predicate(mut self, f: impl FnMut(&T) -> ValueVerdict + Send + 'a) -> Self {
-        self.result_predicate = Some(Box::new(f));
-        self
-    }
-    /// Runs on this virtual clock: waits advance it (and yield) instead of sleeping. Its
-    /// `sleep` must not block; meant for [`VirtualClock`](crate::VirtualClock).
-    pub fn clock(mut self, clock: &'a dyn Clock) -> Self {
-        self.clock = Some(clock);
-        self
-    }
-    /// Adds a wait hook (see [`Run::wait_with`](crate::Run::wait_with)).
-    pub fn wait_with(mut self, f: impl FnMut(&RetryContext<'_, E, T>) -> Option<Duration> + Send + 'a) -> Self {
-        self.wait = Some(Box::new(f));
-        self
-    }
-    /// Adds a before-retry hook (see [`Run::before_retry`](crate::Run::before_retry)).
-    pub fn before_retry(
-        mut self,
-        f: impl FnMut(&RetryContext<'_, E, T>) -> std::ops::ControlFlow<()> + Send + 'a,
-    ) -> Self {
-        self.before_retry = Some(Box::new(f));
-        self
-    }
-    /// Turns an attempt cut at its bound into an error of the caller's type (e.g.
-    /// `std::io::Error::from`, or a variant of the caller's enum), which `classify`
-    /// then judges and the history keeps like any other: for a caller whose
-    /// classification of a timeout matters (a request that may have been sent is not
-    /// retried). Without it a cut attempt is a transient failure with no hint, kept as
-    /// [`Failed::TimedOut`] and [`RetryError`]'s `timed_out`.
-    pub fn timed_out_as(mut self, f: impl FnMut(TimedOut) -> E + Send + 'a) -> Self {
-        self.timed_out_as = Some(Box::new(f));
-        self
-    }
-}
-
-impl<E, T> Tell<E, T> for Option<AsyncListener<'_, E, T>> {
-    const OBSERVED: bool = true;
-    #[inline(always)]
-    fn present(&self) -> bool {
-        self.is_some()
-    }
-    #[inline(always)]
-    fn tell(&mut self, event: &Event<'_>, failed: Option<Failed<'_, E, T>>) {
-        if let Some(listen) = self {
-            tell(listen, event, failed);
-        }
-    }
-}
-
-/// Tells `listen` of `event`. Out of line, as the blocking executor's: the event sink
-/// stays small enough to be inlined into the engine's steps.
-#[inline(never)]
-fn tell<E, T>(listen: &mut AsyncListener<'_, E, T>, event: &Event<'_>, failed: Option<Failed<'_, E, T>>) {
-    // Only the kinds that carry a failure get it (not the breaker's events).
-    listen(event, failed.filter(|_| event.kind.carries_error()));
-}
+pub use run::{AsyncBeforeRetry, AsyncListener, AsyncResultPredicate, AsyncRun, AsyncTimedOutAs, AsyncWaitHook};
+pub use timed_out::TimedOut;
 
 /// Attempt 1's end when it ran before the engine started (a lazy start): its outcome, or
 /// its cut at its bound; and the call's start it ran at when the policy bounds it (`None`:
