@@ -1,3 +1,6 @@
+//! The circuit breaker's tests: each model's opening rule, probes and growing breaks,
+//! slow calls, isolate and reset, threads, and calls through a retrier's policy.
+
 use super::*;
 use crate::engine::{Call, Stop};
 use crate::event::{Event, EventKind};

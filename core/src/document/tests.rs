@@ -1,3 +1,6 @@
+//! The policy document's tests: a gRPC policy's status codes, a bad duration's message,
+//! the JSON Schema's bounds against the knobs' rules.
+
 use super::schema::knob_schema;
 use super::*;
 use crate::engine::Verdict;

@@ -1,3 +1,7 @@
+//! The lazy and coarse starts' tests: which policies start lazily or on the coarse clock,
+//! the deadline measured from the call's start, virtual time, successes counted across
+//! threads.
+
 use super::*;
 use crate::breaker::{BreakerConfig, BreakerState};
 use crate::event::ExhaustReason;

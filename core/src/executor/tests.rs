@@ -1,3 +1,7 @@
+//! The blocking executor's tests: the error's history of failures, the original error and
+//! value kept, cancellation from another thread, each attempt's bound, virtual waits, a
+//! ratio budget's window, a shared breaker.
+
 use super::history::{Errors, INLINE};
 use super::*;
 use crate::breaker::BreakerState;
