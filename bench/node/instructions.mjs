@@ -181,7 +181,13 @@ if (args[0] === '--child') {
 // the least hand-written call that also reads the clock and keeps a slot a timer can
 // reach: how near a fine clock lets any implementation come.
 function printFloors(got) {
-  const [jsThen, jsOwn, jsNow, jsSlot] = Object.keys(JS_ROWS).map((name) => got[name]);
+  const own = 'JS: own promise + p.then(onOk, onFail)';
+  const [jsThen, jsOwn, jsNow, jsSlot] = [
+    'JS: p.then(count, onFail)', own, `${own} + performance.now()`, `${own} + performance.now() + a slot a timer can reach`,
+  ].map((name) => {
+    if (!(name in JS_ROWS)) throw new Error(`instructions.mjs: no row '${name}'`);
+    return got[name];
+  });
   const [bounded, unbounded] = [got['r.call'], got['r.call, deadlineMs: null']];
   if ([jsThen, jsOwn, bounded, unbounded].includes(undefined)) return;
   const floor = unbounded + (jsOwn - jsThen);
